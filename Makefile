@@ -1,0 +1,32 @@
+# idemgen — make targets. `make help` lists them.
+GO ?= go
+BIN := bin/idemgen
+
+.PHONY: help build generate test bench bench-short fuzz demo clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/idemgen
+	$(GO) build -o $(BIN) ./cmd/idemgen
+
+generate: ## regenerate every generated file, then fail if committed output changed
+	$(GO) generate ./...
+	$(GO) test ./generator -run TestGolden -update
+	@git diff --exit-code --stat -- golden examples internal || \
+		(echo "generated output changed: review and commit it" >&2; exit 1)
+
+test: ## run every test against a throwaway PostgreSQL (the README's test command)
+	./scripts/with-postgres.sh ./scripts/test.sh
+
+bench: ## run the full benchmark harness and rewrite bench/README.md tables
+	./scripts/with-postgres.sh ./bench/run.sh
+
+bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
+	./scripts/with-postgres.sh ./bench/run.sh -short
+
+demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
+	./scripts/with-postgres.sh ./scripts/demo.sh
+
+clean: ## remove build output
+	rm -rf bin

@@ -1,0 +1,295 @@
+// Package model is idemgen's intermediate representation: what the loader (internal/spec) builds
+// from an OpenAPI document plus config and overlays, after validation, and what every emitter
+// (generator, `idemgen list`, templates) reads. It holds resolved, typed settings and every
+// naming decision, and nothing from kin-openapi, so emitters stay independent of the OpenAPI
+// version and of the loader library.
+//
+// Invariants the loader guarantees (emitters rely on them and do not re-check):
+//   - Document.Operations holds only marked operations, sorted by Path then Method.
+//   - Every Go name (Operation.GoName, Param.GoName, Property.GoName, Schema.GoName) is a valid,
+//     exported Go identifier, unique in its scope.
+//   - Settings are complete: defaults from DESIGN section 2 and document-level x-idempotency are
+//     already applied; durations are positive; pointers in Exclude match the request schema.
+package model
+
+import (
+	"time"
+
+	"github.com/idemgen/idemgen/internal/diag"
+)
+
+// Document is one loaded API description.
+type Document struct {
+	// Source is the path of the root file as given by the user.
+	Source string
+	// OpenAPI is the version string of the (possibly converted) document, e.g. "3.0.3".
+	OpenAPI string
+	Title   string
+	Version string
+	// Operations are the marked (idempotent) operations, sorted by Path then Method.
+	Operations []*Operation
+	// Unmarked are operations not marked, sorted like Operations; `idemgen check` inspects them
+	// for idempotency-looking headers and fields. Their Settings are zero.
+	Unmarked []*Operation
+	// Schemas are the named component schemas reachable from Operations, sorted by Name.
+	Schemas []*Schema
+}
+
+// MarkSource says where an operation's idempotency mark came from.
+type MarkSource string
+
+const (
+	MarkSpec   MarkSource = "spec"   // x-idempotent in the document (possibly added by an overlay)
+	MarkConfig MarkSource = "config" // an idemgen.yaml entry
+	MarkInfer  MarkSource = "infer"  // --infer recognised an idempotency header or field
+	MarkNone   MarkSource = ""       // not marked
+)
+
+// Operation is one HTTP operation.
+type Operation struct {
+	// ID is the operationId; when the spec has none, the loader derives one from method and path
+	// ("post /v1/payments" -> "postV1Payments") and sets IDDerived.
+	ID        string
+	IDDerived bool
+	// GoName is the exported Go identifier used for generated names (CreatePayment...).
+	GoName string
+	// Method is upper case ("POST").
+	Method string
+	// Path is the path template as written in the spec ("/v1/payments/{payment_id}/refunds").
+	Path        string
+	Summary     string
+	Description string
+	Loc         diag.Loc // the operation object
+	Mark        MarkSource
+	Settings    Settings
+	// Params are the operation's path, query and header parameters (path-item level ones merged
+	// in), path parameters first in template order, then query, then header, each sorted by name.
+	// A header parameter that carries the idempotency key is included with IsKey set.
+	Params []*Param
+	// Body is nil when the operation declares no request body.
+	Body *RequestBody
+	// Responses lists the declared status codes ("201", "4XX", "default"), sorted; used in docs.
+	Responses []string
+}
+
+// Carrier says where the idempotency key travels.
+type Carrier string
+
+const (
+	CarrierHeader Carrier = "header"
+	CarrierBody   Carrier = "body" // a JSON pointer into a JSON body
+	CarrierForm   Carrier = "form" // a field of an application/x-www-form-urlencoded body
+)
+
+// Scope values of DESIGN section 2.
+type Scope string
+
+const (
+	ScopeTenant    Scope = "tenant"
+	ScopeOperation Scope = "operation"
+)
+
+// Mode values of DESIGN section 4.
+type Mode string
+
+const (
+	ModeAtomic Mode = "atomic"
+	ModeLease  Mode = "lease"
+)
+
+// BodyMode is fingerprint.body.
+type BodyMode string
+
+const (
+	BodyCanonical BodyMode = "canonical"
+	BodyRaw       BodyMode = "raw"
+)
+
+// Settings are the resolved x-idempotent settings of one operation (DESIGN section 2), with
+// defaults and document-level x-idempotency already applied.
+type Settings struct {
+	Key         KeySettings
+	Scope       Scope
+	Retention   time.Duration
+	Lease       time.Duration
+	Mode        Mode
+	Fingerprint FingerprintSettings
+	Replay      ReplaySettings
+	// Wait is concurrency.wait: how long a duplicate waits for the first to finish.
+	Wait time.Duration
+	// BodyLimit is limits.body in bytes; ResponseLimit is limits.response in bytes.
+	BodyLimit     int64
+	ResponseLimit int64
+	// Loc is where the x-idempotent value (or config entry) is; its pointer names the setting.
+	Loc diag.Loc
+}
+
+// KeySettings are the key rules. MinLength, MaxLength and Pattern are already resolved in the
+// order of DESIGN section 2: x-idempotent, else the key's own declaration, else the defaults.
+type KeySettings struct {
+	Carrier Carrier
+	// Header is the header name as declared (matching is case-insensitive), for CarrierHeader.
+	Header string
+	// Pointer is the JSON pointer for CarrierBody (e.g. "/idempotency_key"); Field is the form
+	// field name for CarrierForm.
+	Pointer string
+	Field   string
+	// PointerTokens is Pointer split and unescaped (RFC 6901), e.g. ["data","attributes","idempotencyKey"].
+	PointerTokens []string
+	Required      bool
+	MinLength     int
+	MaxLength     int
+	// Pattern is a Go regexp (already checked to compile), "" for none.
+	Pattern string
+}
+
+// FingerprintSettings is fingerprint.*.
+type FingerprintSettings struct {
+	// Exclude are JSON pointers (JSON bodies) or field names (form bodies), validated against
+	// the schema; "*" tokens stand for every array element or map value.
+	Exclude []Pointer
+	// Headers are request header names folded into the fingerprint, in canonical MIME form,
+	// sorted.
+	Headers []string
+	Body    BodyMode
+}
+
+// Pointer is one fingerprint exclusion.
+type Pointer struct {
+	// Raw is the pointer as written ("/metadata/trace_id", "/lines/*/note", or a form field name).
+	Raw string
+	// Tokens are the unescaped reference tokens; "*" is a wildcard.
+	Tokens []string
+}
+
+// ReplaySettings is replay.*.
+type ReplaySettings struct {
+	// Headers are extra response headers stored and replayed, canonical MIME form, sorted.
+	Headers []string
+	// Statuses decide which outcomes are final (stored). Evaluated by the runtime: a status is
+	// final when some non-excluding rule matches it and no excluding rule does.
+	Statuses []StatusRule
+}
+
+// StatusRule is one entry of replay.statuses: a code (402) or a class (4 for "4xx"), possibly
+// negated ("!409").
+type StatusRule struct {
+	Code    int  // 100..599, or 0 when Class is set
+	Class   int  // 1..5, or 0 when Code is set
+	Exclude bool // written with a leading "!"
+}
+
+// ParamIn is where a parameter lives.
+type ParamIn string
+
+const (
+	InPath   ParamIn = "path"
+	InQuery  ParamIn = "query"
+	InHeader ParamIn = "header"
+)
+
+// Param is one declared parameter.
+type Param struct {
+	Name     string
+	In       ParamIn
+	GoName   string // field name in the generated params struct
+	Required bool
+	// IsKey marks the header parameter that carries the idempotency key; the generated params
+	// struct leaves it out (the runtime reads and validates the key).
+	IsKey bool
+	// Explode and Style as declared (defaults applied: form/true for query, simple/false else).
+	Style   string
+	Explode bool
+	Schema  *Schema
+	Loc     diag.Loc
+}
+
+// ContentKind says how a request body of one media type is decoded and fingerprinted.
+type ContentKind string
+
+const (
+	ContentJSON ContentKind = "json" // application/json and +json: strict decode, canonical JSON
+	ContentForm ContentKind = "form" // application/x-www-form-urlencoded: sorted fields
+	ContentRaw  ContentKind = "raw"  // anything else, or fingerprint.body: raw: exact bytes
+)
+
+// RequestBody is the operation's request body.
+type RequestBody struct {
+	Required bool
+	// Contents has one entry per media type, sorted by MediaType.
+	Contents []*Content
+}
+
+// Content is one media type of a request body.
+type Content struct {
+	// MediaType is lower case, without parameters ("application/json").
+	MediaType string
+	Kind      ContentKind
+	// Schema is nil when the media type declares none (the body is then raw bytes).
+	Schema *Schema
+	Loc    diag.Loc
+}
+
+// Type is a schema's JSON type as idemgen models it.
+type Type string
+
+const (
+	TypeObject  Type = "object"
+	TypeArray   Type = "array"
+	TypeString  Type = "string"
+	TypeInteger Type = "integer"
+	TypeNumber  Type = "number"
+	TypeBoolean Type = "boolean"
+	// TypeAny is a value of any JSON type: a schema with no type, or a oneOf/anyOf (Composite),
+	// or several non-null types. It decodes to raw JSON and is canonicalized generically.
+	TypeAny Type = "any"
+)
+
+// Schema is a resolved schema node. Named component schemas are shared: the same *Schema is
+// reachable from every place that references it, and the graph may be cyclic (follow Name to
+// stop recursion).
+type Schema struct {
+	// Name is the component name ("PaymentRequest") for schemas under components/schemas, "" for
+	// inline ones. GoName is the Go type name the loader chose for named schemas (unique).
+	Name   string
+	GoName string
+	Type   Type
+	Format string
+	// Nullable is 3.0 nullable: true or a 3.1 type array containing "null".
+	Nullable bool
+	// Composite is true for oneOf/anyOf (Type is then TypeAny).
+	Composite bool
+	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
+	// plain values and checked generically).
+	Enum []string
+	// Object.
+	Properties []*Property // in spec order
+	// AdditionalProperties is the value schema of a map (additionalProperties: {schema} or true,
+	// the latter as a TypeAny schema); nil when absent.
+	AdditionalProperties *Schema
+	// ClosedObject is true when additionalProperties: false; undeclared members are then a
+	// body-invalid error instead of being kept and fingerprinted generically.
+	ClosedObject bool
+	// Array.
+	Items *Schema
+	// Constraints checked by the generated decoder (DESIGN section 4). nil/0 means unset.
+	Minimum, Maximum           *float64
+	ExclusiveMin, ExclusiveMax bool
+	MinLength, MaxLength       *int64 // in Unicode code points
+	MinItems, MaxItems         *int64
+	Pattern                    string
+	// Ignore is x-idempotency-ignore: true (left out of the fingerprint).
+	Ignore      bool
+	Description string
+	Loc         diag.Loc
+}
+
+// Property is one declared member of an object schema.
+type Property struct {
+	Name     string // JSON member name, case-sensitive
+	GoName   string // Go field name, unique in the struct
+	Required bool
+	Schema   *Schema
+	// Ignore is x-idempotency-ignore on the property's schema or the property itself.
+	Ignore bool
+}
