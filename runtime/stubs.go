@@ -64,3 +64,7 @@ func (l *LeaseHandle) ProviderKey(label string) string { panic("runtime: not imp
 
 // Extend pushes the lease's end to now()+d on the database clock.
 func (l *LeaseHandle) Extend(d time.Duration) error { panic("runtime: not implemented yet") }
+
+// SchemaSQL returns the SQL that creates the idempotency table and its index (every embedded
+// migration, in order), for `idemgen sql` and for users who manage their schema themselves.
+func SchemaSQL() string { panic("runtime: not implemented yet") }

@@ -1,0 +1,24 @@
+package main
+
+// Exit codes of every idemgen command (documented in `idemgen --help`).
+const (
+	exitOK    = 0 // success
+	exitSpec  = 1 // spec, config, overlay or annotation errors (or --check found stale output)
+	exitUsage = 2 // wrong flags or arguments
+)
+
+// exitError carries an exit code from a command to main. Its message, when not empty, has not
+// been printed yet.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
