@@ -1,7 +1,166 @@
 // Package canonical turns request bodies into their canonical form (RFC 8785 JSON, sorted form
 // fields, or raw bytes) and frames them with the rest of the request into a versioned SHA-256
 // fingerprint. Generated code calls it; so does the runtime for generic (schema-less) values.
+//
+// # Strict input
+//
+// The fingerprint must describe exactly what the handler sees (DESIGN section 4), so the
+// [Decoder] and the generic canonicalizer refuse, with an [*Error], every input that parsers
+// disagree on: duplicate member names at any depth, invalid UTF-8, lone or reversed surrogate
+// escapes, numbers outside the float64 range, bytes after the document, a byte order mark, and
+// nesting deeper than [MaxDepth]. Member names are matched case-sensitively.
+//
+// # Canonical form
+//
+// Output follows RFC 8785 (JSON Canonicalization Scheme): no whitespace, members sorted by
+// their names' UTF-16 code units (section 3.2.3), minimal string escaping (section 3.2.2.2) and
+// ECMAScript number serialisation (section 3.2.2.3, ECMA-262 Number::toString). Schema
+// integers are the exception that the typed path makes on purpose: [Decoder.Int64] keeps every
+// digit (9007199254740993 stays 9007199254740993) and refuses values outside int64 instead of
+// rounding them through a double, and [AppendInt] writes the exact decimal digits.
+//
+// # Generated shape
+//
+// For each marked operation the generator emits a typed decoder, a canonicalizer and a
+// fingerprint function. Member names are matched with a switch, sorted (UTF-16 order) and
+// escaped at generation time, so the canonicalizer is straight-line code. For the schema
+//
+//	PaymentRequest: {type: object, required: [amount, currency, to], properties: {
+//	  amount: {type: integer, format: int64, minimum: 1}, currency: {type: string},
+//	  to: {type: string}, description: {type: string},
+//	  metadata: {type: object, additionalProperties: {type: string}},
+//	  client_timestamp: {type: string}}}   # fingerprint.exclude: [/client_timestamp]
+//
+// the generated code is:
+//
+//	type PaymentRequest struct {
+//		Amount          int64
+//		Currency        string
+//		To              string
+//		Description     *string           // optional: nil when absent
+//		Metadata        map[string]string // nil when absent
+//		ClientTimestamp *string
+//		Extra           canonical.Members // undeclared members, kept for the fingerprint
+//	}
+//
+//	func decodeCreatePaymentJSON(data []byte) (PaymentRequest, error) {
+//		var d canonical.Decoder // zero value ready; stays on the stack
+//		d.Reset(data)
+//		var v PaymentRequest
+//		decodePaymentRequest(&d, &v)
+//		return v, d.Finish() // trailing bytes; first error as *canonical.Error
+//	}
+//
+//	func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
+//		if !d.BeginObject() {
+//			return
+//		}
+//		var seen uint64 // one bit per declared property; use [n]uint64 above 64 properties
+//		for d.NextMember() {
+//			switch string(d.Name()) { // no allocation
+//			case "amount":
+//				if !d.Once(&seen, 0) {
+//					return
+//				}
+//				v.Amount = d.Int64()
+//				if v.Amount < 1 {
+//					d.Invalid("minimum is 1") // names /amount
+//				}
+//			case "currency":
+//				if !d.Once(&seen, 1) {
+//					return
+//				}
+//				v.Currency = d.Str()
+//				if n := utf8.RuneCountInString(v.Currency); n != 3 {
+//					d.Invalid("length must be 3")
+//				}
+//			case "to":
+//				if !d.Once(&seen, 2) {
+//					return
+//				}
+//				v.To = d.Str()
+//			case "description":
+//				if !d.Once(&seen, 3) {
+//					return
+//				}
+//				s := d.Str()
+//				v.Description = &s
+//			case "metadata":
+//				if !d.Once(&seen, 4) {
+//					return
+//				}
+//				canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+//			case "client_timestamp":
+//				if !d.Once(&seen, 5) {
+//					return
+//				}
+//				s := d.Str()
+//				v.ClientTimestamp = &s
+//			default:
+//				d.Unknown(&v.Extra) // or d.Reject() for additionalProperties: false
+//			}
+//		}
+//		d.EndObject()
+//		if seen&0b111 != 0b111 { // required, checked after EndObject: names the object
+//			switch {
+//			case seen&1 == 0:
+//				d.Missing("amount")
+//			case seen&2 == 0:
+//				d.Missing("currency")
+//			default:
+//				d.Missing("to")
+//			}
+//		}
+//	}
+//
+//	// Sorted names: amount currency description metadata to (client_timestamp excluded).
+//	func appendCanonicalPaymentRequest(b []byte, v *PaymentRequest) []byte {
+//		b = append(b, '{')
+//		start := len(b)
+//		x := v.Extra
+//		b, x = x.AppendBefore(b, start, "amount")
+//		b = canonical.Comma(b, start)
+//		b = append(b, `"amount":`...)
+//		b = canonical.AppendInt(b, v.Amount)
+//		b, x = x.AppendBefore(b, start, "currency")
+//		b = append(b, `,"currency":`...) // a required member precedes: the comma is static
+//		b = canonical.AppendString(b, v.Currency)
+//		b, x = x.AppendBefore(b, start, "description")
+//		if v.Description != nil {
+//			b = append(b, `,"description":`...)
+//			b = canonical.AppendString(b, *v.Description)
+//		}
+//		b, x = x.AppendBefore(b, start, "metadata")
+//		if v.Metadata != nil {
+//			b = append(b, `,"metadata":`...)
+//			b = canonical.AppendMap(b, v.Metadata, canonical.AppendString) // excluded keys follow
+//		}
+//		b, x = x.AppendBefore(b, start, "to")
+//		b = append(b, `,"to":`...)
+//		b = canonical.AppendString(b, v.To)
+//		b = x.AppendAll(b, start)
+//		return append(b, '}')
+//	}
+//
+//	func fingerprintCreatePayment(x *runtime.Exchange, p *CreatePaymentParams, v *PaymentRequest) canonical.Fingerprint {
+//		var f canonical.Framer
+//		f.Begin("createPayment", "POST", "/v1/payments")
+//		// f.PathParam("payment_id", p.PaymentID) for each path parameter, in template order
+//		// f.Query(name, values) for each declared query parameter, sorted by name
+//		f.MediaType(x.MediaType())
+//		// f.Header(name, x.Request().Header.Values(name)) for each fingerprint.headers entry
+//		f.BodyEnd(appendCanonicalPaymentRequest(f.BodyStart(), v))
+//		return f.Sum()
+//	}
+//
+// Arrays use [Decoder.BeginArray], [Decoder.NextElement] and [Decoder.EndArray] (or
+// [DecodeArray]); nullable values test [Decoder.Null] first and write "null" themselves;
+// oneOf/anyOf subtrees and schema-less values use [Decoder.Raw], which stores the value's
+// canonical form (so the handler sees exactly what is fingerprinted). Form bodies use
+// [ParseForm] and [Framer.FormBody]; fingerprint.body: raw uses [Framer.RawBody].
 package canonical
+
+import "encoding/hex"
 
 // Version is the fingerprint algorithm version. It is stored with every idempotency record, so
 // a future change of the framing or canonical form is detected (and the old records handled)
@@ -13,4 +172,46 @@ const Version uint16 = 1
 type Fingerprint struct {
 	Version uint16
 	Sum     [32]byte
+}
+
+// String returns "v<version>:<hex digest>", for logs and tests.
+func (f Fingerprint) String() string {
+	b := make([]byte, 0, 8+64)
+	b = append(b, 'v')
+	b = appendUint(b, uint64(f.Version))
+	b = append(b, ':')
+	return string(hex.AppendEncode(b, f.Sum[:]))
+}
+
+// MaxDepth is the nesting limit: a document with more than MaxDepth nested arrays and objects
+// is refused (RFC 8259 section 9 lets a parser limit nesting). It bounds the decoder's stack
+// and its fixed-size path table.
+const MaxDepth = 64
+
+// Error is a body that is not acceptable: malformed or non-strict JSON, a schema violation
+// reported by generated code, or a malformed form body. The HTTP layer answers it with 400
+// problem+json of type body-invalid, naming Pointer.
+type Error struct {
+	// Pointer is the RFC 6901 JSON pointer of the offending value ("" for the whole document);
+	// for form bodies it is "/" followed by the field name.
+	Pointer string
+	// Offset is the byte offset in the body at which the problem was detected.
+	Offset int
+	// Reason says what is wrong, in lower case without a final period.
+	Reason string
+}
+
+func (e *Error) Error() string {
+	b := make([]byte, 0, 32+len(e.Pointer)+len(e.Reason))
+	b = append(b, "invalid body at "...)
+	if e.Pointer == "" {
+		b = append(b, "document root"...)
+	} else {
+		b = append(b, e.Pointer...)
+	}
+	b = append(b, " (byte "...)
+	b = appendUint(b, uint64(e.Offset))
+	b = append(b, "): "...)
+	b = append(b, e.Reason...)
+	return string(b)
 }

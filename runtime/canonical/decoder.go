@@ -1,0 +1,776 @@
+package canonical
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Decoder reads one strict JSON document (RFC 8259 plus the rules in the package doc) token by
+// token, for generated typed decoders. Its zero value is ready after [Decoder.Reset]; it does
+// not allocate unless a name has escapes or a generic value (Raw, Unknown) is read.
+//
+// Errors are sticky: after the first one every method is a no-op that returns a zero value or
+// false, so generated code can read straight on and check [Decoder.Finish] once. The first
+// error is an [*Error] whose Pointer names the value being read.
+type Decoder struct {
+	data  []byte
+	pos   int
+	depth int
+	err   *Error
+	// frames[i] is the open container at depth i+1 and its current member or element.
+	frames [MaxDepth]frame
+	// name is the current member name, unescaped (a subslice of data when it had no escapes).
+	name []byte
+	// Scratch buffers reused across Reset: unescaped text, generic canonicalization.
+	buf   []byte
+	spans []span
+	names []byte
+	tmp   []byte
+}
+
+type frame struct {
+	// nameStart and nameEnd delimit the raw (still escaped) current member name in data.
+	nameStart, nameEnd int32
+	// count is the number of members or elements started so far; for arrays count-1 is the
+	// current index.
+	count  int32
+	array  bool
+	closed bool
+}
+
+// maxInput is the largest document a Decoder accepts: offsets are kept in int32.
+const maxInput = math.MaxInt32
+
+// Reset makes d read data from the start, keeping its scratch buffers.
+func (d *Decoder) Reset(data []byte) {
+	d.data = data
+	d.pos = 0
+	d.depth = 0
+	d.err = nil
+	d.name = nil
+	if len(data) > maxInput {
+		d.fail(0, "document larger than 2 GiB")
+	}
+}
+
+// Err returns the first error so far (an *Error), or nil.
+func (d *Decoder) Err() error {
+	if d.err != nil {
+		return d.err
+	}
+	return nil
+}
+
+// Failed reports whether an error has been recorded.
+func (d *Decoder) Failed() bool { return d.err != nil }
+
+// Finish checks that nothing but whitespace follows the document and returns the first error
+// (an *Error), or nil.
+func (d *Decoder) Finish() error {
+	if d.err == nil {
+		d.skipWS()
+		if d.pos < len(d.data) {
+			d.fail(d.pos, "unexpected data after the document")
+		} else if d.depth != 0 {
+			d.fail(d.pos, "unexpected end of input")
+		}
+	}
+	return d.Err()
+}
+
+// fail records the first error at offset, naming the current value.
+func (d *Decoder) fail(offset int, reason string) {
+	if d.err != nil {
+		return
+	}
+	d.err = &Error{Pointer: d.pointer(), Offset: offset, Reason: reason}
+}
+
+// pointer returns the RFC 6901 pointer of the value being read (built only on error).
+func (d *Decoder) pointer() string {
+	var b []byte
+	for i := 0; i < d.depth; i++ {
+		f := &d.frames[i]
+		if f.count == 0 {
+			break
+		}
+		b = append(b, '/')
+		if f.array {
+			b = strconv.AppendInt(b, int64(f.count-1), 10)
+			continue
+		}
+		raw := d.data[f.nameStart:f.nameEnd]
+		var name []byte
+		name = appendUnescaped(name, raw)
+		for _, c := range name {
+			switch c {
+			case '~':
+				b = append(b, '~', '0')
+			case '/':
+				b = append(b, '~', '1')
+			default:
+				b = append(b, c)
+			}
+		}
+	}
+	return string(b)
+}
+
+// Invalid records a schema violation of the value just read (or, after EndObject, of the
+// object just closed), e.g. d.Invalid("minimum is 1").
+func (d *Decoder) Invalid(reason string) { d.fail(d.pos, reason) }
+
+// Missing records that the object just closed lacks the required member name.
+func (d *Decoder) Missing(name string) {
+	if d.err != nil {
+		return
+	}
+	d.fail(d.pos, "missing required member "+strconv.Quote(name))
+}
+
+// isSpace is JSON's insignificant whitespace (RFC 8259 section 2).
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func (d *Decoder) skipWS() {
+	for d.pos < len(d.data) && isSpace(d.data[d.pos]) {
+		d.pos++
+	}
+}
+
+// next skips whitespace and returns the next byte without consuming it; it records an error
+// and returns 0 at the end of input.
+func (d *Decoder) next() byte {
+	if d.err != nil {
+		return 0
+	}
+	d.skipWS()
+	if d.pos >= len(d.data) {
+		d.fail(d.pos, "unexpected end of input")
+		return 0
+	}
+	return d.data[d.pos]
+}
+
+func (d *Decoder) unexpected(want string) {
+	if d.pos >= len(d.data) {
+		d.fail(d.pos, "unexpected end of input")
+		return
+	}
+	c := d.data[d.pos]
+	var what string
+	switch {
+	case c == '{':
+		what = "an object"
+	case c == '[':
+		what = "an array"
+	case c == '"':
+		what = "a string"
+	case c == '-' || c >= '0' && c <= '9':
+		what = "a number"
+	case c == 't' || c == 'f':
+		what = "a boolean"
+	case c == 'n':
+		what = "null"
+	default:
+		what = "character " + strconv.QuoteRune(rune(c))
+		if c >= 0x80 {
+			what = "byte 0x" + strconv.FormatUint(uint64(c), 16)
+		}
+	}
+	d.fail(d.pos, "expected "+want+", found "+what)
+}
+
+func (d *Decoder) push(array bool) bool {
+	if d.depth >= MaxDepth {
+		d.fail(d.pos, "nesting deeper than "+strconv.Itoa(MaxDepth))
+		return false
+	}
+	d.frames[d.depth] = frame{array: array}
+	d.depth++
+	d.pos++
+	return true
+}
+
+// BeginObject consumes '{' and reports whether an object was opened. Read its members with
+// NextMember, then call EndObject.
+func (d *Decoder) BeginObject() bool {
+	if d.next() != '{' {
+		if d.err == nil {
+			d.unexpected("an object")
+		}
+		return false
+	}
+	return d.push(false)
+}
+
+// NextMember advances to the next member of the open object and reports whether there is one;
+// the member's name is then [Decoder.Name] and its value must be read (or skipped) before the
+// next call. It returns false at the closing '}' and on error.
+func (d *Decoder) NextMember() bool {
+	if d.err != nil || d.depth == 0 {
+		return false
+	}
+	f := &d.frames[d.depth-1]
+	if f.array || f.closed {
+		d.fail(d.pos, "internal: NextMember outside an object")
+		return false
+	}
+	c := d.next()
+	if f.count > 0 {
+		switch c {
+		case ',':
+			d.pos++
+			c = d.next()
+		case '}':
+			d.pos++
+			f.closed = true
+			return false
+		default:
+			if d.err == nil {
+				d.unexpected("',' or '}'")
+			}
+			return false
+		}
+	} else if c == '}' {
+		d.pos++
+		f.closed = true
+		return false
+	}
+	if c != '"' {
+		if d.err == nil {
+			d.unexpected("a member name")
+		}
+		return false
+	}
+	start := d.pos + 1
+	s, e, escaped := d.scanString()
+	if d.err != nil {
+		return false
+	}
+	if escaped {
+		d.buf = appendUnescaped(d.buf[:0], d.data[s:e])
+		d.name = d.buf
+	} else {
+		d.name = d.data[s:e]
+	}
+	f.count++
+	f.nameStart, f.nameEnd = int32(start), int32(e)
+	if d.next() != ':' {
+		if d.err == nil {
+			d.unexpected("':'")
+		}
+		return false
+	}
+	d.pos++
+	return true
+}
+
+// Name returns the current member's name, unescaped. The slice is valid until the next call
+// of NextMember; use string(d.Name()) in a switch or map index, which does not allocate.
+func (d *Decoder) Name() []byte { return d.name }
+
+// EndObject closes the object opened by BeginObject after NextMember returned false.
+func (d *Decoder) EndObject() { d.end(false) }
+
+func (d *Decoder) end(array bool) {
+	if d.err != nil {
+		return
+	}
+	if d.depth == 0 || d.frames[d.depth-1].array != array || !d.frames[d.depth-1].closed {
+		d.fail(d.pos, "internal: unbalanced EndObject/EndArray")
+		return
+	}
+	d.depth--
+}
+
+// Once marks bit (0..63) of *seen as read and reports whether it was unread before; a second
+// read is the error "duplicate member". Generated code passes one bit per declared property.
+func (d *Decoder) Once(seen *uint64, bit uint) bool {
+	if d.err != nil {
+		return false
+	}
+	m := uint64(1) << (bit & 63)
+	if *seen&m != 0 {
+		d.duplicate()
+		return false
+	}
+	*seen |= m
+	return true
+}
+
+func (d *Decoder) duplicate() {
+	f := &d.frames[d.depth-1]
+	d.fail(int(f.nameStart)-1, "duplicate member name")
+}
+
+// Reject records that the current member is not allowed (additionalProperties: false).
+func (d *Decoder) Reject() {
+	if d.err != nil || d.depth == 0 {
+		return
+	}
+	f := &d.frames[d.depth-1]
+	d.fail(int(f.nameStart)-1, "member not allowed by the schema")
+}
+
+// BeginArray consumes '[' and reports whether an array was opened. Read its elements with
+// NextElement, then call EndArray.
+func (d *Decoder) BeginArray() bool {
+	if d.next() != '[' {
+		if d.err == nil {
+			d.unexpected("an array")
+		}
+		return false
+	}
+	return d.push(true)
+}
+
+// NextElement advances to the next element of the open array and reports whether there is
+// one, which must then be read. It returns false at the closing ']' and on error.
+func (d *Decoder) NextElement() bool {
+	if d.err != nil || d.depth == 0 {
+		return false
+	}
+	f := &d.frames[d.depth-1]
+	if !f.array || f.closed {
+		d.fail(d.pos, "internal: NextElement outside an array")
+		return false
+	}
+	c := d.next()
+	if f.count > 0 {
+		switch c {
+		case ',':
+			d.pos++
+			if d.next() == ']' {
+				f.count++ // name the missing element
+				d.unexpected("a value")
+				return false
+			}
+		case ']':
+			d.pos++
+			f.closed = true
+			return false
+		default:
+			if d.err == nil {
+				d.unexpected("',' or ']'")
+			}
+			return false
+		}
+	} else if c == ']' {
+		d.pos++
+		f.closed = true
+		return false
+	}
+	if d.err != nil {
+		return false
+	}
+	f.count++
+	return true
+}
+
+// EndArray closes the array opened by BeginArray after NextElement returned false.
+func (d *Decoder) EndArray() { d.end(true) }
+
+// Index returns the current element's index in the innermost open array (-1 outside one).
+func (d *Decoder) Index() int {
+	if d.depth == 0 || !d.frames[d.depth-1].array {
+		return -1
+	}
+	return int(d.frames[d.depth-1].count) - 1
+}
+
+// Null consumes a null and reports true when the next value is null; otherwise it consumes
+// nothing. Nullable values test it first.
+func (d *Decoder) Null() bool {
+	if d.next() != 'n' {
+		return false
+	}
+	return d.literal("null")
+}
+
+func (d *Decoder) literal(lit string) bool {
+	if len(d.data)-d.pos >= len(lit) && string(d.data[d.pos:d.pos+len(lit)]) == lit {
+		d.pos += len(lit)
+		return true
+	}
+	d.fail(d.pos, "invalid literal")
+	return false
+}
+
+// Bool reads true or false.
+func (d *Decoder) Bool() bool {
+	switch d.next() {
+	case 't':
+		return d.literal("true")
+	case 'f':
+		d.literal("false")
+		return false
+	}
+	if d.err == nil {
+		d.unexpected("a boolean")
+	}
+	return false
+}
+
+// Str reads a string value, unescaped and checked to be valid UTF-8 without lone surrogates.
+func (d *Decoder) Str() string {
+	if d.next() != '"' {
+		if d.err == nil {
+			d.unexpected("a string")
+		}
+		return ""
+	}
+	s, e, escaped := d.scanString()
+	if d.err != nil || s == e {
+		return ""
+	}
+	if !escaped {
+		return string(d.data[s:e])
+	}
+	d.buf = appendUnescaped(d.buf[:0], d.data[s:e])
+	return string(d.buf)
+}
+
+// Int64 reads a number that is an integer (schema type integer) exactly: every digit counts,
+// 1.0 and 1e0 are 1, 1.5 is an error, and a value outside int64 is an error instead of being
+// rounded through a float64 (issue 3, item 3).
+func (d *Decoder) Int64() int64 {
+	start := d.pos
+	s, e := d.number()
+	if d.err != nil {
+		return 0
+	}
+	v, reason := parseInt64(d.data[s:e])
+	if reason != "" {
+		d.fail(start, reason)
+	}
+	return v
+}
+
+// Float64 reads a number (schema type number); a value outside the float64 range is an error.
+// Values closer to zero than the smallest subnormal become 0, as in ECMAScript.
+func (d *Decoder) Float64() float64 {
+	start := d.pos
+	s, e := d.number()
+	if d.err != nil {
+		return 0
+	}
+	f, ok := parseFloat(d.data[s:e])
+	if !ok {
+		d.fail(start, "number outside the float64 range")
+	}
+	return f
+}
+
+// number scans a number token and returns its span.
+func (d *Decoder) number() (int, int) {
+	c := d.next()
+	if c != '-' && (c < '0' || c > '9') {
+		if d.err == nil {
+			d.unexpected("a number")
+		}
+		return 0, 0
+	}
+	s := d.pos
+	e, _, ok := scanNumber(d.data, s)
+	if !ok {
+		d.fail(s, "malformed number")
+		return 0, 0
+	}
+	d.pos = e
+	return s, e
+}
+
+// scanNumber checks the RFC 8259 number grammar at data[i:] and returns the end offset and
+// whether the number has a fraction or exponent.
+func scanNumber(data []byte, i int) (end int, frac bool, ok bool) {
+	n := len(data)
+	if i < n && data[i] == '-' {
+		i++
+	}
+	if i >= n {
+		return i, false, false
+	}
+	switch c := data[i]; {
+	case c == '0':
+		i++
+	case c >= '1' && c <= '9':
+		i++
+		for i < n && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+	default:
+		return i, false, false
+	}
+	if i < n && data[i] == '.' {
+		frac = true
+		i++
+		j := i
+		for i < n && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return i, frac, false
+		}
+	}
+	if i < n && (data[i] == 'e' || data[i] == 'E') {
+		frac = true
+		i++
+		if i < n && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := i
+		for i < n && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return i, frac, false
+		}
+	}
+	return i, frac, true
+}
+
+// parseFloat converts a grammar-checked number; ok is false outside the float64 range.
+// Values closer to zero than the smallest subnormal become 0, as ECMAScript's Number() does.
+func parseFloat(num []byte) (float64, bool) {
+	// The string shares num's memory only for the duration of the call: ParseFloat keeps its
+	// argument only in a *NumError, which copies it.
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(num), len(num)), 64)
+	if err != nil && math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// parseInt64 converts a grammar-checked number that must be an integer, exactly.
+func parseInt64(num []byte) (int64, string) {
+	neg := false
+	i := 0
+	if num[0] == '-' {
+		neg = true
+		i = 1
+	}
+	// Split into significant digits and a decimal exponent: value = digits × 10^exp.
+	var digits [40]byte
+	nd := 0
+	exp := 0
+	fracDigits := false // non-zero fraction digits beyond the buffer
+	for ; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
+		if nd == 0 && num[i] == '0' {
+			continue
+		}
+		if nd < len(digits) {
+			digits[nd] = num[i]
+			nd++
+		} else {
+			exp++ // digits beyond the buffer only make the value larger: a range error below
+		}
+	}
+	if i < len(num) && num[i] == '.' {
+		for i++; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
+			if nd == 0 && num[i] == '0' {
+				exp--
+				continue
+			}
+			if nd < len(digits) {
+				digits[nd] = num[i]
+				nd++
+				exp--
+			} else if num[i] != '0' {
+				fracDigits = true
+			}
+		}
+	}
+	if i < len(num) && (num[i] == 'e' || num[i] == 'E') {
+		i++
+		eneg := false
+		if num[i] == '+' || num[i] == '-' {
+			eneg = num[i] == '-'
+			i++
+		}
+		e := 0
+		for ; i < len(num); i++ {
+			if e < 100000 {
+				e = e*10 + int(num[i]-'0')
+			}
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	// Trailing zeros of the significand make a negative exponent harmless.
+	for nd > 0 && digits[nd-1] == '0' && exp < 0 {
+		nd--
+		exp++
+	}
+	if nd == 0 {
+		return 0, ""
+	}
+	if exp < 0 || fracDigits {
+		return 0, "not an integer"
+	}
+	if nd+exp > 19 {
+		return 0, "integer outside the int64 range"
+	}
+	var u uint64
+	for _, c := range digits[:nd] {
+		u = u*10 + uint64(c-'0')
+	}
+	for ; exp > 0; exp-- {
+		u *= 10
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, "integer outside the int64 range"
+		}
+		return int64(-u), ""
+	}
+	if u > math.MaxInt64 {
+		return 0, "integer outside the int64 range"
+	}
+	return int64(u), ""
+}
+
+// strPlain[c] is true for bytes that stand for themselves inside a JSON string and need no
+// escaping in canonical output: printable ASCII other than '"' and '\'.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString checks the string starting at d.pos (at '"') and moves past it. It returns the
+// span of the raw content between the quotes and whether it contains escapes.
+func (d *Decoder) scanString() (s, e int, escaped bool) {
+	data := d.data
+	i := d.pos + 1
+	s = i
+	for {
+		for i < len(data) && strPlain[data[i]] {
+			i++
+		}
+		if i >= len(data) {
+			d.fail(len(data), "unterminated string")
+			return s, s, false
+		}
+		switch c := data[i]; {
+		case c == '"':
+			d.pos = i + 1
+			return s, i, escaped
+		case c == '\\':
+			escaped = true
+			n, reason := checkEscape(data, i)
+			if reason != "" {
+				d.fail(i, reason)
+				return s, s, false
+			}
+			i += n
+		case c < 0x20:
+			d.fail(i, "control character in string")
+			return s, s, false
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				d.fail(i, "invalid UTF-8")
+				return s, s, false
+			}
+			i += size
+		}
+	}
+}
+
+// checkEscape checks the escape sequence at data[i] ('\') and returns its length.
+func checkEscape(data []byte, i int) (int, string) {
+	if i+1 >= len(data) {
+		return 0, "unterminated string"
+	}
+	switch data[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, ""
+	case 'u':
+	default:
+		return 0, "invalid escape sequence"
+	}
+	r, ok := hex4(data, i+2)
+	if !ok {
+		return 0, "invalid \\u escape"
+	}
+	switch {
+	case r >= 0xDC00 && r <= 0xDFFF:
+		return 0, "lone low surrogate escape"
+	case r >= 0xD800 && r <= 0xDBFF:
+		if i+11 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+			if lo, ok := hex4(data, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				return 12, ""
+			}
+		}
+		return 0, "lone high surrogate escape"
+	}
+	return 6, ""
+}
+
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// unescape returns the code point of the checked escape at raw[i] and its length.
+func unescape(raw []byte, i int) (rune, int) {
+	switch raw[i+1] {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r, _ := hex4(raw, i+2)
+		if r >= 0xD800 && r <= 0xDBFF {
+			lo, _ := hex4(raw, i+8)
+			return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), 12
+		}
+		return r, 6
+	}
+	return rune(raw[i+1]), 2
+}
+
+// appendUnescaped appends the text of a checked raw string content.
+func appendUnescaped(b, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			j++
+		}
+		b = append(b, raw[i:j]...)
+		if j == len(raw) {
+			break
+		}
+		r, n := unescape(raw, j)
+		b = utf8.AppendRune(b, r)
+		i = j + n
+	}
+	return b
+}
