@@ -1,0 +1,444 @@
+package spec
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"mime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// builder turns a resolved kin-openapi document into the model.
+type builder struct {
+	l      *loaded
+	doc    *openapi3.T
+	cfg    *config
+	opts   Options
+	d      *diag.List
+	sc     *schemaConverter
+	docLay *layer // document-level x-idempotency
+}
+
+// opSource is one operation while it is being built, with the kin-openapi pieces the settings
+// checks need.
+type opSource struct {
+	m        *model.Operation
+	op       *openapi3.Operation
+	ptr      string // JSON pointer of the operation object
+	kinParam map[*model.Param]*openapi3.Parameter
+	kinBody  map[*model.Content]*openapi3.SchemaRef
+}
+
+func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
+	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.root, d)}
+	out := &model.Document{Source: opts.Path, OpenAPI: l.doc.OpenAPI}
+	if l.doc.Info != nil {
+		out.Title, out.Version = l.doc.Info.Title, l.doc.Info.Version
+	}
+	if v, ok := l.doc.Extensions["x-idempotency"]; ok {
+		base := diag.Loc{File: l.root, Line: fieldLine(l.doc.Origin, "x-idempotency"), Pointer: "/x-idempotency"}
+		b.docLay = decodeDefaults(toNode(v), base, d)
+	}
+	ops := b.operations()
+	entries := b.matchConfig(ops)
+	for _, o := range ops {
+		b.mark(o, entries[o])
+		if o.m.Mark != model.MarkNone {
+			out.Operations = append(out.Operations, o.m)
+		} else {
+			out.Unmarked = append(out.Unmarked, o.m)
+		}
+	}
+	b.sc.assignTypeNames()
+	out.Schemas = reachableSchemas(out.Operations)
+	return out
+}
+
+// fieldLine is the line of a field of an object, or of the object itself, 0 when unknown.
+func fieldLine(o *openapi3.Origin, field string) int {
+	if o == nil {
+		return 0
+	}
+	if loc, ok := o.Fields.Lookup(field); ok {
+		return loc.Line
+	}
+	if o.Key != nil {
+		return o.Key.Line
+	}
+	return 0
+}
+
+func (b *builder) originLoc(o *openapi3.Origin, ptr string) diag.Loc {
+	if o == nil || o.Key == nil {
+		return diag.Loc{File: b.l.root, Pointer: ptr}
+	}
+	return diag.Loc{File: o.Key.File, Line: o.Key.Line, Column: o.Key.Column, Pointer: ptr}
+}
+
+// operations lists every operation sorted by path then method, with names, parameters, body
+// and responses.
+func (b *builder) operations() []*opSource {
+	var out []*opSource
+	paths := b.doc.Paths.Map()
+	keys := make([]string, 0, len(paths))
+	for p := range paths {
+		keys = append(keys, p)
+	}
+	slices.Sort(keys)
+	ids := newNamer()
+	for _, path := range keys {
+		pi := paths[path]
+		if pi == nil {
+			continue
+		}
+		ops := pi.Operations()
+		methods := make([]string, 0, len(ops))
+		for m := range ops {
+			methods = append(methods, m)
+		}
+		slices.Sort(methods)
+		for _, method := range methods {
+			op := ops[method]
+			if op == nil {
+				continue
+			}
+			ptr := "/paths/" + escapeToken(path) + "/" + strings.ToLower(method)
+			m := &model.Operation{
+				ID: op.OperationID, Method: strings.ToUpper(method), Path: path,
+				Summary: op.Summary, Description: op.Description, Loc: b.originLoc(op.Origin, ptr),
+			}
+			if m.ID == "" {
+				m.ID, m.IDDerived = derivedOperationID(method, path), true
+			}
+			m.GoName = ids.name(m.ID)
+			o := &opSource{m: m, op: op, ptr: ptr, kinParam: map[*model.Param]*openapi3.Parameter{}, kinBody: map[*model.Content]*openapi3.SchemaRef{}}
+			b.params(o, pi)
+			b.body(o)
+			if op.Responses != nil {
+				for code := range op.Responses.Map() {
+					m.Responses = append(m.Responses, code)
+				}
+				slices.Sort(m.Responses)
+			}
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (b *builder) params(o *opSource, pi *openapi3.PathItem) {
+	type entry struct {
+		p   *openapi3.Parameter
+		ptr string
+	}
+	merged := map[string]entry{}
+	var order []string
+	add := func(ps openapi3.Parameters, base string) {
+		for i, r := range ps {
+			if r == nil || r.Value == nil || r.Value.In == openapi3.ParameterInCookie {
+				continue
+			}
+			p := r.Value
+			k := p.In + "\x00" + p.Name
+			if p.In == openapi3.ParameterInHeader {
+				k = p.In + "\x00" + strings.ToLower(p.Name)
+			}
+			if _, ok := merged[k]; !ok {
+				order = append(order, k)
+			}
+			merged[k] = entry{p, base + "/parameters/" + strconv.Itoa(i)}
+		}
+	}
+	add(pi.Parameters, "/paths/"+escapeToken(o.m.Path))
+	add(o.op.Parameters, o.ptr)
+
+	rank := map[model.ParamIn]int{model.InPath: 0, model.InQuery: 1, model.InHeader: 2}
+	var ps []*model.Param
+	for _, k := range order {
+		e := merged[k]
+		p := e.p
+		mp := &model.Param{Name: p.Name, In: model.ParamIn(p.In), Required: p.Required || p.In == openapi3.ParameterInPath,
+			Style: p.Style, Loc: b.originLoc(p.Origin, e.ptr)}
+		if mp.Style == "" {
+			mp.Style = "simple"
+			if p.In == openapi3.ParameterInQuery {
+				mp.Style = "form"
+			}
+		}
+		mp.Explode = mp.Style == "form"
+		if p.Explode != nil {
+			mp.Explode = *p.Explode
+		}
+		sref := p.Schema
+		if sref == nil && len(p.Content) > 0 {
+			for _, mt := range sortedKeys(p.Content) {
+				if c := p.Content[mt]; c != nil && c.Schema != nil {
+					sref = c.Schema
+					break
+				}
+			}
+		}
+		mp.Schema = b.sc.convert(sref)
+		if mp.Schema == nil {
+			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
+		}
+		o.kinParam[mp] = p
+		ps = append(ps, mp)
+	}
+	pathPos := func(name string) int {
+		if i := strings.Index(o.m.Path, "{"+name+"}"); i >= 0 {
+			return i
+		}
+		return len(o.m.Path)
+	}
+	slices.SortStableFunc(ps, func(a, c *model.Param) int {
+		if r := cmp.Compare(rank[a.In], rank[c.In]); r != 0 {
+			return r
+		}
+		if a.In == model.InPath {
+			return cmp.Compare(pathPos(a.Name), pathPos(c.Name))
+		}
+		return cmp.Compare(a.Name, c.Name)
+	})
+	names := newNamer()
+	for _, p := range ps {
+		p.GoName = names.name(p.Name)
+	}
+	o.m.Params = ps
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// contentKind classifies a request media type (DESIGN section 4): JSON and +json are decoded
+// strictly and canonicalized, form bodies are sorted fields, anything else is raw bytes.
+func contentKind(mt string) model.ContentKind {
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return model.ContentJSON
+	case mt == "application/x-www-form-urlencoded":
+		return model.ContentForm
+	}
+	return model.ContentRaw
+}
+
+func normalizeMediaType(mt string) string {
+	if parsed, _, err := mime.ParseMediaType(mt); err == nil {
+		return parsed
+	}
+	base, _, _ := strings.Cut(mt, ";")
+	return strings.ToLower(strings.TrimSpace(base))
+}
+
+func (b *builder) body(o *opSource) {
+	rb := o.op.RequestBody
+	if rb == nil || rb.Value == nil {
+		return
+	}
+	body := &model.RequestBody{Required: rb.Value.Required}
+	seen := map[string]bool{}
+	for _, raw := range sortedKeys(rb.Value.Content) {
+		media := rb.Value.Content[raw]
+		mt := normalizeMediaType(raw)
+		if seen[mt] || media == nil {
+			continue
+		}
+		seen[mt] = true
+		c := &model.Content{MediaType: mt, Kind: contentKind(mt),
+			Loc: b.originLoc(media.Origin, o.ptr+"/requestBody/content/"+escapeToken(raw))}
+		c.Schema = b.sc.convert(media.Schema)
+		o.kinBody[c] = media.Schema
+		body.Contents = append(body.Contents, c)
+	}
+	slices.SortStableFunc(body.Contents, func(a, c *model.Content) int { return cmp.Compare(a.MediaType, c.MediaType) })
+	o.m.Body = body
+}
+
+// matchConfig ties config entries to operations; entries naming no operation are errors.
+func (b *builder) matchConfig(ops []*opSource) map[*opSource]*configEntry {
+	out := map[*opSource]*configEntry{}
+	if b.cfg == nil {
+		return out
+	}
+	byID := map[string]*opSource{}
+	byRoute := map[string]*opSource{}
+	for _, o := range ops {
+		if _, dup := byID[o.m.ID]; !dup {
+			byID[o.m.ID] = o
+		}
+		byRoute[o.m.Method+" "+o.m.Path] = o
+	}
+	for _, e := range b.cfg.entries {
+		var o *opSource
+		if e.method != "" {
+			o = byRoute[e.method+" "+e.path]
+		} else {
+			o = byID[e.selector]
+		}
+		if o == nil {
+			b.d.Errorf(e.loc, "config-unknown-operation", "%q names no operation of %s (use an operationId or \"METHOD /path\" as written in the spec)", e.selector, b.l.root)
+			continue
+		}
+		if prev, dup := out[o]; dup {
+			b.d.Errorf(e.loc, "config-duplicate", "%q and %q (line %d) name the same operation %s %s", e.selector, prev.selector, prev.loc.Line, o.m.Method, o.m.Path)
+			continue
+		}
+		out[o] = e
+	}
+	return out
+}
+
+// safeMethods are never marked: they are idempotent by definition (RFC 9110 section 9.2.1).
+func isSafe(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
+}
+
+// mark decides whether an operation is marked and resolves its settings.
+func (b *builder) mark(o *opSource, e *configEntry) {
+	var opLay, cfgLay *layer
+	marked, optOut := false, false
+	var source model.MarkSource
+	var markLoc diag.Loc
+	if v, ok := o.op.Extensions["x-idempotent"]; ok {
+		base := o.m.Loc
+		base.Line, base.Column = fieldLine(o.op.Origin, "x-idempotent"), 0
+		base.Pointer = o.ptr + "/x-idempotent"
+		var m bool
+		m, opLay = decodeMark(toNode(v), base, b.d)
+		if m {
+			marked, source, markLoc = true, model.MarkSpec, base
+		} else {
+			optOut = true
+		}
+	}
+	if e != nil {
+		if e.marked {
+			marked, source, markLoc, cfgLay = true, model.MarkConfig, e.loc, e.layer
+		} else {
+			marked, optOut, opLay = false, true, nil
+		}
+	}
+	safe := isSafe(o.m.Method)
+	if marked && safe {
+		b.d.Errorf(markLoc, "safe-method", "%s %s is marked idempotent, but %s is a safe method (RFC 9110 section 9.2.1) and needs no idempotency key; remove the mark",
+			o.m.Method, o.m.Path, o.m.Method)
+		return
+	}
+	var det *detection
+	if !marked && !optOut && !safe {
+		det = b.detect(o)
+		if det != nil && b.opts.Infer {
+			marked, source, markLoc = true, model.MarkInfer, det.loc
+		}
+	}
+	if !marked {
+		if det != nil {
+			b.warnUnmarked(o, det)
+		}
+		return
+	}
+	o.m.Mark = source
+	var lays []*layer
+	for _, l := range []*layer{b.docLay, b.cfgDefaults(), opLay, cfgLay} {
+		if l != nil {
+			lays = append(lays, l)
+		}
+	}
+	o.m.Settings = b.resolve(o, mergeLayers(lays), det, markLoc)
+}
+
+func (b *builder) cfgDefaults() *layer {
+	if b.cfg == nil {
+		return nil
+	}
+	return b.cfg.defaults
+}
+
+// toNode turns an extension value kin-openapi decoded (JSON types) into a YAML node for the
+// strict settings decoder. Whole floats become integers first so sizes and lengths read as
+// numbers, not as 1.048576e+06.
+func toNode(v any) *yaml.Node {
+	var n yaml.Node
+	if err := n.Encode(integral(v)); err != nil {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: fmt.Sprint(v)}
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return n.Content[0]
+	}
+	return &n
+}
+
+func integral(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = integral(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = integral(x)
+		}
+		return out
+	}
+	return v
+}
+
+// reachableSchemas lists the named schemas reachable from the operations, sorted by Name.
+func reachableSchemas(ops []*model.Operation) []*model.Schema {
+	seen := map[*model.Schema]bool{}
+	var named []*model.Schema
+	var walk func(s *model.Schema)
+	walk = func(s *model.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		if s.Name != "" {
+			named = append(named, s)
+		}
+		for _, p := range s.Properties {
+			walk(p.Schema)
+		}
+		walk(s.AdditionalProperties)
+		walk(s.Items)
+	}
+	for _, o := range ops {
+		for _, p := range o.Params {
+			walk(p.Schema)
+		}
+		if o.Body != nil {
+			for _, c := range o.Body.Contents {
+				walk(c.Schema)
+			}
+		}
+	}
+	slices.SortStableFunc(named, func(a, c *model.Schema) int {
+		return cmp.Or(cmp.Compare(a.Name, c.Name), cmp.Compare(a.GoName, c.GoName))
+	})
+	return named
+}

@@ -1,0 +1,144 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+)
+
+// config is a decoded idemgen.yaml (docs/cli.md, docs/config.schema.json):
+//
+//	version: 1
+//	defaults: {retention: 48h}          # same fields as x-idempotency
+//	operations:
+//	  createPayment: true               # by operationId
+//	  "POST /v1/refunds": {key: {header: X-Request-Id}}   # or METHOD /path
+type config struct {
+	path     string
+	defaults *layer
+	entries  []*configEntry
+}
+
+// configEntry is one operations entry: it marks (or, with false, unmarks) one operation.
+type configEntry struct {
+	selector string // as written
+	method   string // set for "METHOD /path" selectors
+	path     string
+	marked   bool
+	layer    *layer
+	loc      diag.Loc // the entry's key in the config file
+	used     bool
+}
+
+type configFile struct {
+	Version    *int      `yaml:"version"`
+	Defaults   yaml.Node `yaml:"defaults"`
+	Operations yaml.Node `yaml:"operations"`
+}
+
+// configVersion is the only config format version this idemgen reads.
+const configVersion = 1
+
+// readConfig decodes the config file strictly: unknown fields, wrong types and bad settings are
+// located errors in the config file. It returns nil when the file cannot be used at all.
+func readConfig(path string, d *diag.List) *config {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		d.Errorf(diag.Loc{File: path}, "read-failed", "cannot read the config: %v", err)
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, bom)))
+	dec.KnownFields(true)
+	var f configFile
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.Errorf(diag.Loc{File: path, Line: 1}, "config-invalid", "the config file is empty; it needs at least `version: 1`")
+			return nil
+		}
+		dg := yamlDiag(path, err)
+		if strings.Contains(err.Error(), "not found in type") {
+			dg.Code = "unknown-field"
+			dg.Message = strings.Replace(err.Error(), "not found in type spec.configFile", "is not a config field (known: version, defaults, operations)", 1)
+		} else {
+			dg.Code = "config-invalid"
+		}
+		d.Add(dg)
+		return nil
+	}
+	c := &config{path: path}
+	if f.Version == nil {
+		d.Errorf(diag.Loc{File: path, Line: 1}, "config-invalid", "the config file needs `version: %d`", configVersion)
+	} else if *f.Version != configVersion {
+		d.Errorf(diag.Loc{File: path, Line: 1, Pointer: "/version"}, "config-invalid", "config version %d is not supported; this idemgen reads version %d", *f.Version, configVersion)
+		return nil
+	}
+	if f.Defaults.Kind != 0 {
+		c.defaults = decodeDefaults(&f.Defaults, diag.Loc{File: path, Line: f.Defaults.Line, Pointer: "/defaults"}, d)
+	}
+	if f.Operations.Kind == 0 {
+		return c
+	}
+	if f.Operations.Kind != yaml.MappingNode {
+		d.Errorf(diag.Loc{File: path, Line: f.Operations.Line, Column: f.Operations.Column, Pointer: "/operations"}, "wrong-type",
+			"operations must be a map from an operationId or \"METHOD /path\" to true or settings, not %s", describe(&f.Operations))
+		return c
+	}
+	seen := map[string]diag.Loc{}
+	for i := 0; i+1 < len(f.Operations.Content); i += 2 {
+		k, v := f.Operations.Content[i], f.Operations.Content[i+1]
+		ptr := "/operations/" + escapeToken(k.Value)
+		loc := diag.Loc{File: path, Line: k.Line, Column: k.Column, Pointer: ptr}
+		e := &configEntry{selector: k.Value, loc: loc}
+		if m, p, ok := strings.Cut(strings.TrimSpace(k.Value), " "); ok {
+			e.method, e.path = strings.ToUpper(m), strings.TrimSpace(p)
+			if !isHTTPMethod(e.method) || !strings.HasPrefix(e.path, "/") {
+				d.Errorf(loc, "config-invalid", "%q is neither an operationId nor \"METHOD /path\"", k.Value)
+				continue
+			}
+		}
+		norm := e.method + " " + e.path
+		if e.method == "" {
+			norm = k.Value
+		}
+		if prev, dup := seen[norm]; dup {
+			d.Errorf(loc, "config-duplicate", "operation %q is already configured at line %d", k.Value, prev.Line)
+			continue
+		}
+		seen[norm] = loc
+		e.marked, e.layer = decodeMark(v, diag.Loc{File: path, Line: v.Line, Column: v.Column, Pointer: ptr}, d)
+		c.entries = append(c.entries, e)
+	}
+	return c
+}
+
+func isHTTPMethod(m string) bool {
+	switch m {
+	case "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE":
+		return true
+	}
+	return false
+}
+
+func escapeToken(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}
+
+// configHint is the config entry that would mark an operation with the given key settings,
+// shown by `idemgen check` next to an unmarked operation.
+func configHint(selector, keyField, keyValue string, required *bool) string {
+	var b strings.Builder
+	b.WriteString("to mark it without editing the spec, add to idemgen.yaml (or run with --infer):\n")
+	fmt.Fprintf(&b, "operations:\n  %q:\n    key: {%s: %q", selector, keyField, keyValue)
+	if required != nil && !*required {
+		b.WriteString(", required: false")
+	}
+	b.WriteString("}")
+	return b.String()
+}

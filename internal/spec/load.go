@@ -1,0 +1,68 @@
+// Package spec loads an OpenAPI document (3.0, 3.1, or Swagger 2.0 converted to 3.0), applies
+// OpenAPI Overlay 1.0 documents and an idemgen.yaml config file, validates every idempotency
+// setting (DESIGN section 2) and builds the internal/model IR. It is the only package that
+// imports kin-openapi: every other package reads the model.
+//
+// Spec problems never come back as a Go error: they are located diagnostics in Result.Diags
+// (file, line, column, JSON pointer and a stable code). Load returns an error only for problems
+// the user must fix outside the documents, such as a file that does not exist.
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// Options says what to load.
+type Options struct {
+	Path       string   // root spec file
+	ConfigPath string   // idemgen.yaml, optional
+	Overlays   []string // OpenAPI Overlay 1.0 files, applied in order before reading
+	Infer      bool     // --infer
+}
+
+// Result is a loaded document and everything found wrong or suspicious in it.
+type Result struct {
+	Doc   *model.Document // nil when the document could not be loaded at all
+	Diags *diag.List      // errors and warnings (check warnings included), unsorted
+}
+
+// Load reads opts.Path (YAML or JSON, local $refs only), applies overlays and the config file,
+// and builds the model. The returned error is non-nil only when an input file cannot be read
+// (for example it does not exist); every problem inside a document is a diagnostic in the
+// Result, and Result.Doc is nil only when the document could not be parsed or resolved.
+func Load(ctx context.Context, opts Options) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &Result{Diags: &diag.List{}}
+	for _, p := range append([]string{opts.Path, opts.ConfigPath}, opts.Overlays...) {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("load %s: file does not exist", p)
+			}
+			return nil, fmt.Errorf("load %s: %w", p, err)
+		}
+	}
+
+	var cfg *config
+	if opts.ConfigPath != "" {
+		cfg = readConfig(opts.ConfigPath, res.Diags)
+	}
+
+	doc := readDocument(ctx, opts.Path, opts.Overlays, res.Diags)
+	if doc == nil {
+		return res, nil
+	}
+	res.Doc = build(doc, cfg, opts, res.Diags)
+	return res, nil
+}

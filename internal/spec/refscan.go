@@ -1,0 +1,236 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+)
+
+// The reference scanner runs only after kin-openapi refused a document: kin-openapi stops at the
+// first bad $ref and says neither the file nor the line. The scanner re-reads every file reachable
+// through $refs and reports each dangling reference, reference to the wrong kind of object and
+// remote reference with the file, line and JSON pointer of the $ref itself. It costs a second
+// parse, which is why a document that loads never pays for it.
+
+type refScanner struct {
+	d     *diag.List
+	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
+	queue []string
+}
+
+func scanRefs(root string, d *diag.List) {
+	s := &refScanner{d: d, files: map[string]*yaml.Node{}}
+	root = filepath.Clean(root)
+	s.file(root, diag.Loc{File: root})
+	for len(s.queue) > 0 {
+		f := s.queue[0]
+		s.queue = s.queue[1:]
+		if n := s.files[f]; n != nil {
+			s.walk(f, n, nil)
+		}
+	}
+}
+
+// file parses path once; a missing or unparsable file is reported at from.
+func (s *refScanner) file(path string, from diag.Loc) (*yaml.Node, bool) {
+	if n, ok := s.files[path]; ok {
+		return n, n != nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.files[path] = nil
+		return nil, false
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(bytes.TrimPrefix(data, bom), &doc); err != nil {
+		s.files[path] = nil
+		s.d.Add(yamlDiag(path, err))
+		return nil, false
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	s.files[path] = root
+	s.queue = append(s.queue, path)
+	return root, true
+}
+
+func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			if k == "$ref" && v.Kind == yaml.ScalarNode && !underData(path) {
+				s.ref(file, v, path)
+				continue
+			}
+			if k == "example" || strings.HasPrefix(k, "x-") {
+				continue // free-form data, not OpenAPI objects
+			}
+			s.walk(file, v, append(path, k))
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			s.walk(file, c, append(path, strconv.Itoa(i)))
+		}
+	}
+}
+
+// underData reports whether path is inside a schema's properties map keyed "$ref" (a property
+// literally named $ref), which is data, not a reference.
+func underData(path []string) bool {
+	return len(path) > 0 && path[len(path)-1] == "properties"
+}
+
+func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
+	ref := v.Value
+	loc := diag.Loc{File: file, Line: v.Line, Column: v.Column, Pointer: pointerOf(append(path, "$ref"))}
+	u, err := url.Parse(ref)
+	if err != nil {
+		s.d.Errorf(loc, "bad-ref", "$ref %q is not a valid URI reference: %v", ref, err)
+		return
+	}
+	if u.Scheme != "" || u.Host != "" {
+		s.d.Errorf(loc, "remote-ref", "$ref %q is remote; idemgen never loads over the network (copy the file next to the spec and refer to it by a relative path)", ref)
+		return
+	}
+	target := file
+	if u.Path != "" {
+		target = filepath.Clean(filepath.Join(filepath.Dir(file), filepath.FromSlash(u.Path)))
+		if _, err := os.Stat(target); err != nil {
+			s.d.Errorf(loc, "dangling-ref", "$ref %q points to file %s, which does not exist", ref, target)
+			return
+		}
+	}
+	root, ok := s.file(target, loc)
+	if !ok {
+		return // reported where the file is
+	}
+	tokens, err := splitPointer(u.Fragment)
+	if err != nil {
+		s.d.Errorf(loc, "bad-ref", "$ref %q: %v", ref, err)
+		return
+	}
+	n := root
+	for i, tok := range tokens {
+		next := child(n, tok)
+		if next == nil {
+			s.d.Errorf(loc, "dangling-ref", "$ref %q points to nothing: %s has no %q", ref, describeAt(target, tokens[:i]), tok)
+			return
+		}
+		n = next
+	}
+	want := expectedKind(path)
+	got := targetKind(tokens, n)
+	if want != "" && got != "" && want != got {
+		s.d.Errorf(loc, "wrong-ref-kind", "$ref %q points to a %s where a %s is expected", ref, got, want)
+	}
+}
+
+func describeAt(file string, tokens []string) string {
+	if len(tokens) == 0 {
+		return file
+	}
+	return file + "#" + pointerOf(tokens)
+}
+
+// child follows one JSON pointer token.
+func child(n *yaml.Node, tok string) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == tok {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+// componentKinds maps a components section to the kind of object it holds.
+var componentKinds = map[string]string{
+	"schemas": "schema", "parameters": "parameter", "requestBodies": "request body",
+	"responses": "response", "headers": "header", "examples": "example",
+	"pathItems": "path item", "securitySchemes": "security scheme", "links": "link",
+	"callbacks": "callback",
+}
+
+// expectedKind is the kind of object OpenAPI expects where a $ref sits, from the keys above it;
+// "" when the position does not say.
+func expectedKind(path []string) string {
+	n := len(path)
+	if n == 0 {
+		return ""
+	}
+	last, prev := path[n-1], ""
+	if n >= 2 {
+		prev = path[n-2]
+	}
+	if n >= 3 && path[n-3] == "components" && n == 3 {
+		return componentKinds[prev]
+	}
+	_, lastIsIndex := strconv.Atoi(last)
+	switch {
+	case prev == "parameters" && lastIsIndex == nil:
+		return "parameter"
+	case last == "schema" || last == "items" || last == "additionalProperties" || last == "not":
+		return "schema"
+	case prev == "properties" || prev == "allOf" || prev == "oneOf" || prev == "anyOf":
+		return "schema"
+	case last == "requestBody":
+		return "request body"
+	case prev == "responses" && n >= 2:
+		return "response"
+	}
+	return ""
+}
+
+// targetKind is the kind of object a pointer lands on: the components section it is in, or for
+// a parameter-shaped position, whether the object looks like one.
+func targetKind(tokens []string, n *yaml.Node) string {
+	if len(tokens) == 3 && tokens[0] == "components" {
+		return componentKinds[tokens[1]]
+	}
+	return ""
+}
+
+// splitPointer splits an RFC 6901 pointer (as found in a URI fragment) into unescaped tokens.
+func splitPointer(p string) ([]string, error) {
+	if p == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("fragment %q is not a JSON pointer", p)
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, t := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// pointerOf joins tokens into an RFC 6901 pointer.
+func pointerOf(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}

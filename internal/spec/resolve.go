@@ -1,0 +1,354 @@
+package spec
+
+import (
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// Defaults of DESIGN section 2.
+const (
+	defaultHeader    = "Idempotency-Key"
+	defaultMinLength = 16
+	defaultMaxLength = 255
+	defaultRetention = 24 * time.Hour
+	defaultLease     = 30 * time.Second
+	defaultLimit     = 1 << 20 // 1 MiB
+)
+
+// defaultStatuses is replay.statuses' default: 2xx and 4xx are final except 408, 409, 425 and
+// 429, which a client is expected to retry (RFC 9110 sections 15.5.9, 15.5.10; RFC 8470; RFC 6585).
+func defaultStatuses() []model.StatusRule {
+	return []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true},
+		{Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
+}
+
+// mergeLayers merges settings layers, later ones winning field by field. key.header and
+// key.body choose the carrier together: a layer that sets either replaces both.
+func mergeLayers(lays []*layer) *layer {
+	m := &layer{locs: map[string]diag.Loc{}}
+	for _, l := range lays {
+		if l.keyHeader != nil || l.keyBody != nil {
+			m.keyHeader, m.keyBody = l.keyHeader, l.keyBody
+		}
+		set(&m.keyRequired, l.keyRequired)
+		set(&m.keyMin, l.keyMin)
+		set(&m.keyMax, l.keyMax)
+		set(&m.keyPattern, l.keyPattern)
+		set(&m.scope, l.scope)
+		set(&m.mode, l.mode)
+		set(&m.retention, l.retention)
+		set(&m.lease, l.lease)
+		set(&m.wait, l.wait)
+		set(&m.fpBody, l.fpBody)
+		set(&m.bodyLimit, l.bodyLimit)
+		set(&m.respLimit, l.respLimit)
+		if l.excludeSet {
+			m.exclude, m.excludeSet = l.exclude, true
+		}
+		if l.fpHeadersSet {
+			m.fpHeaders, m.fpHeadersSet = l.fpHeaders, true
+		}
+		if l.replayHeadersSet {
+			m.replayHeaders, m.replayHeadersSet = l.replayHeaders, true
+		}
+		if l.statusesSet {
+			m.statuses, m.statusesSet = l.statuses, true
+		}
+		maps.Copy(m.locs, l.locs)
+	}
+	return m
+}
+
+func set[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
+}
+
+// resolve turns merged settings into complete model settings for one operation, checking the
+// key carrier and the fingerprint exclusions against the operation's request.
+func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Loc) model.Settings {
+	s := model.Settings{
+		Scope: model.ScopeTenant, Retention: defaultRetention, Lease: defaultLease, Mode: model.ModeAtomic,
+		Fingerprint:   model.FingerprintSettings{Body: model.BodyCanonical},
+		Replay:        model.ReplaySettings{Statuses: defaultStatuses()},
+		BodyLimit:     defaultLimit,
+		ResponseLimit: defaultLimit,
+		Loc:           markLoc,
+	}
+	if m.scope != nil {
+		s.Scope = *m.scope
+	}
+	if m.mode != nil {
+		s.Mode = *m.mode
+	}
+	if m.retention != nil {
+		s.Retention = *m.retention
+	}
+	if m.lease != nil {
+		s.Lease = *m.lease
+	}
+	if m.wait != nil {
+		s.Wait = *m.wait
+	}
+	if m.bodyLimit != nil {
+		s.BodyLimit = *m.bodyLimit
+	}
+	if m.respLimit != nil {
+		s.ResponseLimit = *m.respLimit
+	}
+	if m.fpBody != nil {
+		s.Fingerprint.Body = *m.fpBody
+	}
+	if m.fpHeadersSet {
+		s.Fingerprint.Headers = m.fpHeaders
+	}
+	if m.replayHeadersSet {
+		s.Replay.Headers = m.replayHeaders
+	}
+	if m.statusesSet {
+		s.Replay.Statuses = m.statuses
+	}
+	at := func(path string) diag.Loc {
+		if l, ok := m.locs[path]; ok {
+			return l
+		}
+		return markLoc
+	}
+	if s.Fingerprint.Body == model.BodyRaw && o.m.Body != nil {
+		for _, c := range o.m.Body.Contents {
+			c.Kind = model.ContentRaw
+		}
+	}
+	b.resolveKey(o, m, det, &s, at)
+	b.resolveExclude(o, m, &s, at)
+	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
+		for _, c := range o.m.Body.Contents {
+			if c.Kind == model.ContentRaw {
+				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (DESIGN section 4); set fingerprint.body: raw to accept this",
+					o.m.Method, o.m.Path, c.MediaType)
+			}
+		}
+	}
+	return s
+}
+
+// declared is what the spec itself says about the key's parameter or property.
+type declared struct {
+	required          bool
+	minLength, maxLen *int
+	pattern           string
+	patternLoc        diag.Loc
+}
+
+func declaredFrom(required bool, ref *openapi3.SchemaRef, loc diag.Loc) *declared {
+	d := &declared{required: required, patternLoc: loc}
+	if ref == nil || ref.Value == nil {
+		return d
+	}
+	v := ref.Value
+	if v.MinLength > 0 && v.MinLength <= 255 {
+		n := int(v.MinLength)
+		d.minLength = &n
+	}
+	if v.MaxLength != nil && *v.MaxLength > 0 && *v.MaxLength <= 255 {
+		n := int(*v.MaxLength)
+		d.maxLen = &n
+	}
+	d.pattern = v.Pattern
+	if v.Origin != nil && v.Origin.Key != nil {
+		d.patternLoc = diag.Loc{File: v.Origin.Key.File, Line: fieldLine(v.Origin, "pattern"), Pointer: loc.Pointer}
+	}
+	return d
+}
+
+func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Settings, at func(string) diag.Loc) {
+	k := &s.Key
+	var decl *declared
+	switch {
+	case m.keyBody != nil:
+		decl = b.bodyKey(o, *m.keyBody, k, at("key/body"))
+	case m.keyHeader == nil && det != nil && det.carrier != model.CarrierHeader:
+		decl = b.bodyKey(o, det.pointer, k, det.loc)
+	default:
+		k.Carrier, k.Header = model.CarrierHeader, defaultHeader
+		if m.keyHeader != nil {
+			k.Header = *m.keyHeader
+		} else if det != nil {
+			k.Header = det.header
+		}
+		for _, p := range o.m.Params {
+			if p.In == model.InHeader && strings.EqualFold(p.Name, k.Header) {
+				p.IsKey = true
+				decl = declaredFrom(p.Required, o.kinParam[p].Schema, p.Loc)
+				break
+			}
+		}
+	}
+
+	k.Required = true
+	if m.keyRequired != nil {
+		k.Required = *m.keyRequired
+	} else if decl != nil {
+		k.Required = decl.required
+	}
+	k.MinLength, k.MaxLength = defaultMinLength, defaultMaxLength
+	minSet, maxSet := false, false
+	if m.keyMin != nil {
+		k.MinLength, minSet = *m.keyMin, true
+	} else if decl != nil && decl.minLength != nil {
+		k.MinLength, minSet = *decl.minLength, true
+	}
+	if m.keyMax != nil {
+		k.MaxLength, maxSet = *m.keyMax, true
+	} else if decl != nil && decl.maxLen != nil {
+		k.MaxLength, maxSet = *decl.maxLen, true
+	}
+	if k.MinLength > k.MaxLength {
+		switch {
+		case minSet && maxSet:
+			b.d.Errorf(at("key/minLength"), "bad-value", "key.minLength %d is greater than key.maxLength %d", k.MinLength, k.MaxLength)
+		case maxSet:
+			k.MinLength = min(1, k.MaxLength) // the declared maximum is below the default minimum
+		default:
+			k.MaxLength = k.MinLength
+		}
+	}
+	if m.keyPattern != nil {
+		k.Pattern = *m.keyPattern
+	} else if decl != nil && decl.pattern != "" {
+		if _, err := regexp.Compile(decl.pattern); err != nil {
+			b.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: decl.patternLoc,
+				Message: "the idempotency key's declared pattern " + strconv.Quote(decl.pattern) + " is not valid in Go's regexp (RE2): " + err.Error(),
+				Hint:    "override it with an RE2 pattern in key.pattern (x-idempotent or idemgen.yaml)"})
+		} else {
+			k.Pattern = decl.pattern
+		}
+	}
+}
+
+// bodyKey resolves a body-carried key: a JSON pointer to a string property of every JSON
+// request schema, or a form field of a form-only body.
+func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc diag.Loc) *declared {
+	var jsonC, formC []*model.Content
+	if o.m.Body != nil {
+		for _, c := range o.m.Body.Contents {
+			switch c.Kind {
+			case model.ContentJSON:
+				jsonC = append(jsonC, c)
+			case model.ContentForm:
+				formC = append(formC, c)
+			}
+		}
+	}
+	if len(jsonC) == 0 && len(formC) == 0 {
+		b.d.Errorf(loc, "key-body-not-string", "key.body %q: %s %s has no JSON or form request body to carry the key", raw, o.m.Method, o.m.Path)
+		return nil
+	}
+	if len(jsonC) == 0 {
+		field := strings.TrimPrefix(raw, "/")
+		k.Carrier, k.Field = model.CarrierForm, field
+		var decl *declared
+		for _, c := range formC {
+			sref := o.kinBody[c]
+			if sref == nil || sref.Value == nil || freeForm(sref.Value) {
+				continue
+			}
+			got, req := findProperty(sref, []string{field})
+			if got == nil || !isStringSchema(got) {
+				b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string field of the %s request body of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
+				return nil
+			}
+			if decl == nil {
+				decl = declaredFrom(req, got, loc)
+			}
+		}
+		return decl
+	}
+	toks, err := splitPointer(raw)
+	if err != nil || len(toks) == 0 {
+		b.d.Errorf(loc, "key-body-not-string", "key.body %q must be a JSON pointer to a string property, such as /idempotency_key", raw)
+		return nil
+	}
+	k.Carrier, k.Pointer, k.PointerTokens = model.CarrierBody, raw, toks
+	var decl *declared
+	for _, c := range jsonC {
+		sref := o.kinBody[c]
+		got, req := findProperty(sref, toks)
+		switch {
+		case got == nil:
+			b.d.Errorf(loc, "key-body-not-string", "key.body %q names no property of the %s request schema of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
+			return nil
+		case !isStringSchema(got):
+			b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string property (type %v) in the %s request schema of %s %s", raw, typesOf(got), c.MediaType, o.m.Method, o.m.Path)
+			return nil
+		}
+		if decl == nil {
+			decl = declaredFrom(req, got, loc)
+		}
+	}
+	return decl
+}
+
+func typesOf(r *openapi3.SchemaRef) string {
+	if r.Value == nil || r.Value.Type.IsEmpty() {
+		return "unspecified"
+	}
+	return strings.Join(r.Value.Type.Slice(), "|")
+}
+
+// resolveExclude checks every fingerprint.exclude pointer against the request schemas: a pointer
+// must be able to match something in at least one JSON or form body schema (DESIGN section 2).
+func (b *builder) resolveExclude(o *opSource, m *layer, s *model.Settings, at func(string) diag.Loc) {
+	if !m.excludeSet {
+		return
+	}
+	for i, raw := range m.exclude {
+		if raw == "" {
+			continue
+		}
+		loc := at("fingerprint/exclude/" + strconv.Itoa(i))
+		p, ok := b.matchExclude(o, raw)
+		if !ok {
+			b.d.Errorf(loc, "exclude-matches-nothing", "fingerprint.exclude %q can match nothing in the request body of %s %s", raw, o.m.Method, o.m.Path)
+			continue
+		}
+		s.Fingerprint.Exclude = append(s.Fingerprint.Exclude, p)
+	}
+}
+
+func (b *builder) matchExclude(o *opSource, raw string) (model.Pointer, bool) {
+	if o.m.Body == nil {
+		return model.Pointer{}, false
+	}
+	for _, c := range o.m.Body.Contents {
+		sref := o.kinBody[c]
+		switch c.Kind {
+		case model.ContentJSON:
+			toks, err := splitPointer(raw)
+			if err != nil || len(toks) == 0 {
+				continue
+			}
+			if matchPointer(sref, toks) {
+				return model.Pointer{Raw: raw, Tokens: toks}, true
+			}
+		case model.ContentForm:
+			field := strings.TrimPrefix(raw, "/")
+			if strings.Contains(field, "/") {
+				continue
+			}
+			if matchPointer(sref, []string{field}) {
+				return model.Pointer{Raw: raw, Tokens: []string{field}}, true
+			}
+		}
+	}
+	return model.Pointer{}, false
+}

@@ -1,0 +1,278 @@
+package spec
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// schemaConverter turns kin-openapi schemas into model schemas. Each kin schema is converted
+// once (memo), so named component schemas are shared and cycles terminate.
+type schemaConverter struct {
+	d        *diag.List
+	root     string
+	memo     map[*openapi3.Schema]*model.Schema
+	compName map[*openapi3.Schema]string
+	named    []*model.Schema // every named schema converted, in discovery order
+}
+
+func newSchemaConverter(doc *openapi3.T, root string, d *diag.List) *schemaConverter {
+	c := &schemaConverter{d: d, root: root, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}}
+	if doc.Components != nil {
+		for name, ref := range doc.Components.Schemas {
+			if ref != nil && ref.Value != nil {
+				if prev, ok := c.compName[ref.Value]; !ok || name < prev {
+					c.compName[ref.Value] = name
+				}
+			}
+		}
+	}
+	return c
+}
+
+// refName is the component name a $ref names: its last pointer token.
+func refName(ref string) string {
+	_, frag, _ := strings.Cut(ref, "#")
+	if frag == "" {
+		base := ref[strings.LastIndex(ref, "/")+1:]
+		return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".json"), ".yaml"), ".yml")
+	}
+	toks, _ := splitPointer(frag)
+	if len(toks) == 0 {
+		return ""
+	}
+	return toks[len(toks)-1]
+}
+
+func (c *schemaConverter) loc(o *openapi3.Origin) diag.Loc {
+	if o == nil || o.Key == nil {
+		return diag.Loc{File: c.root}
+	}
+	return diag.Loc{File: o.Key.File, Line: o.Key.Line, Column: o.Key.Column}
+}
+
+// convert returns the model schema of ref (nil for a nil ref).
+func (c *schemaConverter) convert(ref *openapi3.SchemaRef) *model.Schema {
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	s := ref.Value
+	// An allOf holding one schema and nothing else is a wrapper (often around a $ref, to attach a
+	// description): it is the schema it wraps.
+	if len(s.AllOf) == 1 && len(s.Properties) == 0 && s.Type.IsEmpty() && len(s.OneOf) == 0 && len(s.AnyOf) == 0 && s.Items == nil {
+		return c.convert(s.AllOf[0])
+	}
+	if m, ok := c.memo[s]; ok {
+		return m
+	}
+	m := &model.Schema{Loc: c.loc(s.Origin)}
+	c.memo[s] = m
+	if name, ok := c.compName[s]; ok {
+		m.Name = name
+	} else if ref.Ref != "" {
+		m.Name = refName(ref.Ref)
+	}
+	if m.Name != "" {
+		c.named = append(c.named, m)
+	}
+	c.fill(m, s)
+	return m
+}
+
+func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema) {
+	m.Format, m.Description = s.Format, s.Description
+	m.Nullable = s.Nullable || s.Type.IncludesNull()
+	m.Ignore = c.ignore(s.Extensions, m.Loc)
+
+	var types []string
+	for _, t := range s.Type.Slice() {
+		if t != "null" {
+			types = append(types, t)
+		}
+	}
+	props, required := objectParts(s)
+	switch {
+	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
+		m.Type, m.Composite = model.TypeAny, true
+		return
+	case len(types) == 1:
+		m.Type = model.Type(types[0])
+	case len(types) > 1:
+		m.Type = model.TypeAny
+		return
+	case len(props) > 0 || s.AdditionalProperties.Has != nil || s.AdditionalProperties.Schema != nil:
+		m.Type = model.TypeObject
+	case s.Items != nil:
+		m.Type = model.TypeArray
+	default:
+		m.Type = model.TypeAny
+		return
+	}
+	switch m.Type {
+	case model.TypeObject:
+		c.object(m, s, props, required)
+	case model.TypeArray:
+		m.Items = c.convert(s.Items)
+		if m.Items == nil {
+			m.Items = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+		}
+		m.MinItems = positive(s.MinItems)
+		m.MaxItems = optional(s.MaxItems)
+	case model.TypeString:
+		for _, e := range s.Enum {
+			if v, ok := e.(string); ok {
+				m.Enum = append(m.Enum, v)
+			}
+		}
+		m.MinLength = positive(s.MinLength)
+		m.MaxLength = optional(s.MaxLength)
+		if s.Pattern != "" {
+			if _, err := regexp.Compile(s.Pattern); err == nil {
+				m.Pattern = s.Pattern
+			}
+		}
+	case model.TypeInteger, model.TypeNumber:
+		m.Minimum, m.Maximum = s.Min, s.Max
+		if s.ExclusiveMin.Value != nil {
+			v := *s.ExclusiveMin.Value
+			m.Minimum, m.ExclusiveMin = &v, true
+		} else if s.ExclusiveMin.Bool != nil && *s.ExclusiveMin.Bool {
+			m.ExclusiveMin = true
+		}
+		if s.ExclusiveMax.Value != nil {
+			v := *s.ExclusiveMax.Value
+			m.Maximum, m.ExclusiveMax = &v, true
+		} else if s.ExclusiveMax.Bool != nil && *s.ExclusiveMax.Bool {
+			m.ExclusiveMax = true
+		}
+	}
+}
+
+type kinProp struct {
+	name string
+	ref  *openapi3.SchemaRef
+}
+
+// objectParts collects an object's properties in spec order and its required names, merging
+// allOf members (the common way specs extend a base object).
+func objectParts(s *openapi3.Schema) ([]kinProp, map[string]bool) {
+	required := map[string]bool{}
+	var props []kinProp
+	seen := map[string]int{}
+	var add func(s *openapi3.Schema, depth int)
+	add = func(s *openapi3.Schema, depth int) {
+		if s == nil || depth > 16 {
+			return
+		}
+		for _, r := range s.AllOf {
+			if r != nil {
+				add(r.Value, depth+1)
+			}
+		}
+		for _, n := range s.Required {
+			required[n] = true
+		}
+		for _, p := range orderedProps(s.Properties) {
+			if i, ok := seen[p.name]; ok {
+				props[i] = p
+				continue
+			}
+			seen[p.name] = len(props)
+			props = append(props, p)
+		}
+	}
+	add(s, 0)
+	return props, required
+}
+
+// orderedProps returns properties in the order the spec writes them: kin-openapi keeps them
+// in a map, so the order comes from the recorded positions (file, line, column), falling back
+// to the name for documents read without positions (converted Swagger 2.0).
+func orderedProps(ps openapi3.Schemas) []kinProp {
+	out := make([]kinProp, 0, len(ps))
+	for n, r := range ps {
+		out = append(out, kinProp{n, r})
+	}
+	pos := func(r *openapi3.SchemaRef) (string, int, int) {
+		if r != nil && r.Origin != nil && r.Origin.Key != nil {
+			return r.Origin.Key.File, r.Origin.Key.Line, r.Origin.Key.Column
+		}
+		return "", 0, 0
+	}
+	slices.SortFunc(out, func(a, b kinProp) int {
+		fa, la, ca := pos(a.ref)
+		fb, lb, cb := pos(b.ref)
+		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(la, lb), cmp.Compare(ca, cb), cmp.Compare(a.name, b.name))
+	})
+	return out
+}
+
+func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, props []kinProp, required map[string]bool) {
+	names := newNamer()
+	for _, p := range props {
+		ms := c.convert(p.ref)
+		if ms == nil {
+			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+		}
+		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms}
+		prop.Ignore = ms.Ignore || (p.ref != nil && c.ignore(p.ref.Extensions, ms.Loc))
+		m.Properties = append(m.Properties, prop)
+	}
+	ap := s.AdditionalProperties
+	switch {
+	case ap.Schema != nil:
+		m.AdditionalProperties = c.convert(ap.Schema)
+	case ap.Has != nil && *ap.Has:
+		m.AdditionalProperties = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+	case ap.Has != nil && !*ap.Has:
+		m.ClosedObject = true
+	}
+}
+
+// ignore reads x-idempotency-ignore, which must be a boolean.
+func (c *schemaConverter) ignore(ext map[string]any, loc diag.Loc) bool {
+	v, ok := ext["x-idempotency-ignore"]
+	if !ok {
+		return false
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		l := loc
+		l.Pointer = ""
+		c.d.Errorf(l, "wrong-type", "x-idempotency-ignore must be true or false, not %v", v)
+	}
+	return b
+}
+
+func positive(v uint64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	n := int64(v)
+	return &n
+}
+
+func optional(v *uint64) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := int64(*v)
+	return &n
+}
+
+// assignTypeNames gives every named schema a unique Go type name, in Name order so a name
+// never depends on which operation reached the schema first.
+func (c *schemaConverter) assignTypeNames() {
+	named := slices.Clone(c.named)
+	slices.SortStableFunc(named, func(a, b *model.Schema) int { return cmp.Compare(a.Name, b.Name) })
+	n := newNamer()
+	for _, s := range named {
+		s.GoName = n.name(s.Name)
+	}
+}

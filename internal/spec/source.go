@@ -1,0 +1,189 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/speakeasy-api/openapi-overlay/pkg/overlay"
+	overlayyaml "gopkg.in/yaml.v3"
+
+	"github.com/idemgen/idemgen/internal/diag"
+)
+
+// loaded is a resolved kin-openapi document and what the builder needs to know about how it
+// was read.
+type loaded struct {
+	doc  *openapi3.T
+	root string // the root file as the user named it
+	// converted is true for a Swagger 2.0 document converted to 3.0: it carries no line numbers.
+	converted bool
+	// overlaid is true when overlays rewrote the root document: its line numbers refer to the
+	// overlaid text, not to the file on disk.
+	overlaid bool
+}
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// swagger2Hint finds a top-level `swagger: "2.0"` cheaply; the decode below confirms it.
+var swagger2Hint = regexp.MustCompile(`(?m)^\s*"?swagger"?\s*:\s*["']?2\.0`)
+
+// readDocument reads, overlays and resolves the root document. It returns nil after adding at
+// least one located error when the document cannot be used at all.
+func readDocument(ctx context.Context, path string, overlays []string, d *diag.List) (out *loaded) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		d.Errorf(diag.Loc{File: path}, "read-failed", "cannot read the spec: %v", err)
+		return nil
+	}
+	data = bytes.TrimPrefix(data, bom)
+	l := &loaded{root: path}
+	if len(overlays) > 0 {
+		data = applyOverlays(path, data, overlays, d)
+		if data == nil {
+			return nil
+		}
+		l.overlaid = true
+	}
+
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IncludeOrigin = true
+	loader.IsExternalRefsAllowed = true
+	loader.ReadFromURIFunc = localReader(filepath.Dir(path))
+	location := &url.URL{Path: filepath.ToSlash(path)}
+
+	defer func() {
+		// kin-openapi can panic on some malformed documents; no panic may reach a user.
+		if r := recover(); r != nil {
+			diagnoseBroken(path, fmt.Sprintf("the OpenAPI loader failed: %v", r), d)
+			out = nil
+		}
+	}()
+
+	if swagger2Hint.Match(data) {
+		var doc2 openapi2.T
+		if err := openapi2.UnmarshalFromData(data, &doc2); err == nil && doc2.Swagger != "" {
+			doc, err := openapi2conv.ToV3WithLoader(&doc2, loader, location)
+			if err != nil {
+				diagnoseBroken(path, err.Error(), d)
+				return nil
+			}
+			l.doc, l.converted = doc, true
+			return l
+		}
+	}
+	doc, err := loader.LoadFromDataWithPath(data, location)
+	if err != nil {
+		diagnoseBroken(path, err.Error(), d)
+		return nil
+	}
+	if doc.Paths == nil {
+		doc.Paths = openapi3.NewPaths()
+	}
+	l.doc = doc
+	return l
+}
+
+// localReader reads $ref targets from the local file system only, under the root document's
+// directory tree, so loading never touches the network or the rest of the machine.
+func localReader(rootDir string) openapi3.ReadFromURIFunc {
+	absRoot, _ := filepath.Abs(rootDir)
+	return func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+		if u.Scheme != "" && u.Scheme != "file" {
+			return nil, fmt.Errorf("remote reference %s refused: idemgen never loads over the network", u)
+		}
+		p := filepath.FromSlash(u.Path)
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(absRoot, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, fmt.Errorf("reference to %s refused: it is outside the spec's directory %s", u.Path, rootDir)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("referenced file %s does not exist", u.Path)
+			}
+			return nil, err
+		}
+		return bytes.TrimPrefix(data, bom), nil
+	}
+}
+
+// applyOverlays applies each OpenAPI Overlay 1.0 file in order to the root document and returns
+// the rewritten document, or nil after reporting why it could not.
+func applyOverlays(path string, data []byte, overlays []string, d *diag.List) []byte {
+	var root overlayyaml.Node
+	if err := overlayyaml.Unmarshal(data, &root); err != nil {
+		d.Add(yamlDiag(path, err))
+		return nil
+	}
+	for _, op := range overlays {
+		ov, err := overlay.Parse(op)
+		if err != nil {
+			d.Add(yamlDiag(op, err))
+			return nil
+		}
+		if err := ov.Validate(); err != nil {
+			d.Errorf(diag.Loc{File: op}, "overlay-invalid", "invalid overlay: %v", err)
+			return nil
+		}
+		err, warnings := ov.ApplyToStrict(&root)
+		for _, w := range warnings {
+			d.Warnf(diag.Loc{File: op}, "overlay-warning", "%s", w)
+		}
+		if err != nil {
+			d.Errorf(diag.Loc{File: op}, "overlay-failed", "%v", err)
+			return nil
+		}
+	}
+	out, err := overlayyaml.Marshal(&root)
+	if err != nil {
+		d.Errorf(diag.Loc{File: path}, "overlay-failed", "cannot serialise the overlaid document: %v", err)
+		return nil
+	}
+	return out
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlDiag turns a YAML or JSON syntax error into a located diagnostic.
+func yamlDiag(file string, err error) diag.Diagnostic {
+	msg := err.Error()
+	loc := diag.Loc{File: file}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		loc.Line, _ = strconv.Atoi(m[1])
+	}
+	return diag.Diagnostic{Severity: diag.Error, Code: "invalid-yaml", Loc: loc, Message: msg}
+}
+
+// diagnoseBroken reports a document kin-openapi refused. Its errors carry no position, so the
+// reference scanner re-reads the files to find every bad $ref with its line; failing that, the
+// loader's own message is reported at the root file (with a line when it names one).
+func diagnoseBroken(path, msg string, d *diag.List) {
+	var found diag.List
+	scanRefs(path, &found)
+	if found.HasErrors() {
+		d.Merge(&found)
+		return
+	}
+	loc := diag.Loc{File: path}
+	code := "load-failed"
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		loc.Line, _ = strconv.Atoi(m[1])
+		code = "invalid-yaml"
+	}
+	d.Errorf(loc, code, "%s", msg)
+}
