@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+func newListCmd() *cobra.Command {
+	var lf loadFlags
+	var format string
+	cmd := &cobra.Command{
+		Use:   "list SPEC",
+		Short: "List the idempotent operations of a spec with their key, scope, mode and retention",
+		Long: `List every operation marked idempotent (x-idempotent in the spec, an entry of the
+--config file, an overlay, or with --infer a declared idempotency header or field), sorted by
+path then method, with where the key travels, whether it is required, its scope, mode,
+retention, lease and fingerprint exclusions.
+
+--format json prints a stable document for scripts (shape in docs/cli.md).`,
+		Example: `  idemgen list openapi.yaml
+  idemgen list vendor.json --infer --format markdown
+  idemgen list stripe.yaml --config idemgen.yaml --format json`,
+		Args: specArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" && format != "markdown" {
+				return &exitError{code: exitUsage, err: errorf("--format must be table, json or markdown, not %q", format)}
+			}
+			doc, err := lf.load(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch format {
+			case "json":
+				return writeListJSON(w, doc)
+			case "markdown":
+				writeListMarkdown(w, doc)
+			default:
+				writeListTable(w, doc)
+			}
+			if len(doc.Operations) == 0 && format != "json" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no idempotent operations in %s: mark them with x-idempotent, --config, or try --infer\n", args[0])
+			}
+			return nil
+		},
+	}
+	lf.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "table", "output `FORMAT`: table, json or markdown")
+	return cmd
+}
+
+// listVersion is the version of the JSON shape below; it changes only when a field changes
+// meaning or disappears (adding fields keeps it).
+const listVersion = 1
+
+type listDoc struct {
+	Version    int      `json:"version"`
+	Source     string   `json:"source"`
+	OpenAPI    string   `json:"openapi"`
+	Title      string   `json:"title"`
+	APIVersion string   `json:"apiVersion"`
+	Operations []listOp `json:"operations"`
+}
+
+type listOp struct {
+	Method             string     `json:"method"`
+	Path               string     `json:"path"`
+	OperationID        string     `json:"operationId"`
+	OperationIDDerived bool       `json:"operationIdDerived"`
+	GoName             string     `json:"goName"`
+	Mark               string     `json:"mark"`
+	Key                listKey    `json:"key"`
+	Scope              string     `json:"scope"`
+	Mode               string     `json:"mode"`
+	Retention          string     `json:"retention"`
+	RetentionSeconds   int64      `json:"retentionSeconds"`
+	Lease              string     `json:"lease"`
+	LeaseSeconds       int64      `json:"leaseSeconds"`
+	Wait               string     `json:"wait"`
+	Fingerprint        listFP     `json:"fingerprint"`
+	Replay             listReplay `json:"replay"`
+	Limits             listLimits `json:"limits"`
+	Location           string     `json:"location"`
+}
+
+type listKey struct {
+	Carrier   string `json:"carrier"`
+	Name      string `json:"name"`
+	Required  bool   `json:"required"`
+	MinLength int    `json:"minLength"`
+	MaxLength int    `json:"maxLength"`
+	Pattern   string `json:"pattern"`
+}
+
+type listFP struct {
+	Exclude []string `json:"exclude"`
+	Headers []string `json:"headers"`
+	Body    string   `json:"body"`
+}
+
+type listReplay struct {
+	Headers  []string `json:"headers"`
+	Statuses []string `json:"statuses"`
+}
+
+type listLimits struct {
+	Body     int64 `json:"body"`
+	Response int64 `json:"response"`
+}
+
+func writeListJSON(w io.Writer, doc *model.Document) error {
+	out := listDoc{Version: listVersion, Source: doc.Source, OpenAPI: doc.OpenAPI, Title: doc.Title, APIVersion: doc.Version, Operations: []listOp{}}
+	for _, op := range doc.Operations {
+		s := op.Settings
+		lo := listOp{
+			Method: op.Method, Path: op.Path, OperationID: op.ID, OperationIDDerived: op.IDDerived, GoName: op.GoName,
+			Mark: string(op.Mark),
+			Key: listKey{Carrier: string(s.Key.Carrier), Name: keyName(s.Key), Required: s.Key.Required,
+				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern},
+			Scope: string(s.Scope), Mode: string(s.Mode),
+			Retention: fmtDuration(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
+			Lease: fmtDuration(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
+			Wait:        fmtDuration(s.Wait),
+			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
+			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
+			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit},
+			Location:    op.Loc.String(),
+		}
+		out.Operations = append(out.Operations, lo)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+// keyName is the header name, body JSON pointer or form field name carrying the key.
+func keyName(k model.KeySettings) string {
+	switch k.Carrier {
+	case model.CarrierBody:
+		return k.Pointer
+	case model.CarrierForm:
+		return k.Field
+	}
+	return k.Header
+}
+
+func excludes(s model.Settings) []string {
+	out := []string{}
+	for _, p := range s.Fingerprint.Exclude {
+		out = append(out, p.Raw)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func statuses(rules []model.StatusRule) []string {
+	out := []string{}
+	for _, r := range rules {
+		s := strconv.Itoa(r.Code)
+		if r.Class != 0 {
+			s = strconv.Itoa(r.Class) + "xx"
+		}
+		if r.Exclude {
+			s = "!" + s
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// fmtDuration writes a duration the way people write it in x-idempotent ("24h", "30s",
+// "1h30m"), not Go's "24h0m0s".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// row is one operation as the table and Markdown formats show it.
+func row(op *model.Operation) []string {
+	s := op.Settings
+	key := string(s.Key.Carrier) + " " + keyName(s.Key)
+	req := "required"
+	if !s.Key.Required {
+		req = "optional"
+	}
+	excl := strings.Join(excludes(s), ",")
+	if excl == "" {
+		excl = "-"
+	}
+	return []string{op.Method, op.Path, op.ID, key, req, string(s.Scope), string(s.Mode), fmtDuration(s.Retention), fmtDuration(s.Lease), excl}
+}
+
+var listHeader = []string{"METHOD", "PATH", "OPERATION", "KEY", "REQUIRED", "SCOPE", "MODE", "RETENTION", "LEASE", "EXCLUDE"}
+
+func writeListTable(w io.Writer, doc *model.Document) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(listHeader, "\t"))
+	for _, op := range doc.Operations {
+		fmt.Fprintln(tw, strings.Join(row(op), "\t"))
+	}
+	tw.Flush()
+}
+
+func writeListMarkdown(w io.Writer, doc *model.Document) {
+	cols := []string{"Method", "Path", "Operation", "Key", "Required", "Scope", "Mode", "Retention", "Lease", "Exclude"}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, op := range doc.Operations {
+		cells := row(op)
+		for i, c := range cells {
+			cells[i] = "`" + strings.ReplaceAll(c, "|", `\|`) + "`"
+			if i >= 4 {
+				cells[i] = strings.ReplaceAll(c, "|", `\|`)
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}

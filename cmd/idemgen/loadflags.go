@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/internal/spec"
+)
+
+// loadFlags are the flags of every command that reads a spec (list, check, generate).
+type loadFlags struct {
+	config   string
+	overlays []string
+	infer    bool
+}
+
+// register adds --config, --overlay (repeatable) and --infer to cmd.
+func (f *loadFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "idemgen.yaml `FILE` that marks operations without editing the spec (docs/cli.md)")
+	fl.StringArrayVar(&f.overlays, "overlay", nil, "OpenAPI Overlay 1.0 `FILE` applied to the spec before reading; repeat to apply several in order")
+	fl.BoolVar(&f.infer, "infer", false, "count operations that declare an Idempotency-Key-like header or body field as marked, with the key rules the spec declares")
+}
+
+// load reads specPath with the flags' config, overlays and --infer, prints every diagnostic
+// (sorted) to cmd.ErrOrStderr(), and returns the document. It returns an *exitError with
+// exitSpec when the spec has errors, or exitUsage when a file cannot be read.
+func (f *loadFlags) load(cmd *cobra.Command, specPath string) (*model.Document, error) {
+	res, err := f.result(cmd, specPath)
+	if err != nil {
+		return nil, err
+	}
+	if res.Diags.HasErrors() || res.Doc == nil {
+		return nil, &exitError{code: exitSpec}
+	}
+	return res.Doc, nil
+}
+
+// result loads and prints diagnostics, leaving the verdict to the caller (check --strict).
+func (f *loadFlags) result(cmd *cobra.Command, specPath string) (*spec.Result, error) {
+	res, err := spec.Load(cmd.Context(), spec.Options{Path: specPath, ConfigPath: f.config, Overlays: f.overlays, Infer: f.infer})
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	printDiags(cmd.ErrOrStderr(), res.Diags)
+	return res, nil
+}
+
+// printDiags writes every diagnostic, sorted, one per line (hints indented below).
+func printDiags(w io.Writer, l *diag.List) {
+	for _, d := range l.Sorted() {
+		fmt.Fprintln(w, d.String())
+	}
+}
+
+func errorf(format string, args ...any) error { return errors.New(fmt.Sprintf(format, args...)) }

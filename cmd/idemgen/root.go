@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+const rootLong = `idemgen makes retries of your HTTP API safe.
+
+Mark the operations that must run at most once per idempotency key in your OpenAPI
+document with x-idempotent (or in an idemgen.yaml config file, for specs you do not own),
+then let idemgen check the marks and generate Go code that stores each response under its
+key and replays it to retries.
+
+Start here:
+  idemgen check openapi.yaml            validate every x-idempotent mark; warn about
+                                        operations that look like they take a key
+  idemgen list openapi.yaml             show the marked operations and their settings
+  idemgen list vendor.json --infer      treat declared Idempotency-Key headers (and
+                                        similar) as marks, for a vendor spec as is
+  idemgen generate openapi.yaml -o DIR  write the Go code
+
+A minimal mark, on an operation:
+  post:
+    operationId: createPayment
+    x-idempotent: true                  # key in the Idempotency-Key header, all defaults
+
+Exit codes: 0 success, 1 errors in the spec, config or overlays (or warnings under
+check --strict), 2 wrong flags, arguments or a missing file.
+
+Reference: docs/cli.md.`
+
+// newRoot builds the command tree. The generator's commands (generate, docs, sql) are added
+// by addGeneratorCommands in generate.go.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "idemgen",
+		Short:         "Generate idempotency-key handling for OpenAPI operations marked x-idempotent",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	root.AddCommand(newListCmd(), newCheckCmd(), newVersionCmd())
+	addGeneratorCommands(root)
+	return root
+}
+
+// specArg accepts exactly one SPEC argument, as a usage error otherwise.
+func specArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return &exitError{code: exitUsage, err: errorf("%s needs exactly one SPEC argument (the root OpenAPI file), got %d", cmd.CommandPath(), len(args))}
+	}
+	return nil
+}
