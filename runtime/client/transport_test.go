@@ -571,7 +571,7 @@ func TestGivesUpBeforeRetention(t *testing.T) {
 	})
 	t.Run("during retries", func(t *testing.T) {
 		srv := newScriptServer(t, statusRetryAfter(503, "4"))
-		tr, _ := newTestTransport(t, srv.Client().Transport,
+		tr, fc := newTestTransport(t, srv.Client().Transport,
 			WithRetention(10*time.Second), WithRetentionMargin(time.Second),
 			WithMaxAttempts(100), WithMaxElapsed(0))
 		_, _, err := post(t, &http.Client{Transport: tr}, context.Background(), srv.URL, nil)
@@ -582,6 +582,10 @@ func TestGivesUpBeforeRetention(t *testing.T) {
 		// Attempts at 0s, 4s, 8s; the next would be at 12s, past 10s - 1s.
 		if rec.Attempts != 3 || rec.Status != 503 || len(srv.Requests()) != 3 {
 			t.Fatalf("got %+v after %d requests, want 3 attempts", rec, len(srv.Requests()))
+		}
+		// It gives up at once instead of sleeping into the deadline.
+		if got := fc.Sleeps(); len(got) != 2 {
+			t.Fatalf("sleeps %v, want [4s 4s]", got)
 		}
 	})
 }
