@@ -16,8 +16,9 @@ func AppendFloat(b []byte, f float64) []byte {
 		return append(b, '0')
 	case math.IsNaN(f) || math.IsInf(f, 0):
 		return append(b, "null"...)
-	case f == math.Trunc(f) && math.Abs(f) < 1<<63:
-		// Integral values below 2^63 (< 1e21) print as their integer digits.
+	case f == math.Trunc(f) && math.Abs(f) <= 1<<53:
+		// Up to 2^53 doubles are at most 1 apart, so an integral value needs all its digits
+		// and prints as the integer (larger ones may print shorter digits padded with zeros).
 		return strconv.AppendInt(b, int64(f), 10)
 	}
 	// Shortest round-trip digits from strconv ("-d.ddddde±xx"); the layout below is ours.

@@ -1,0 +1,211 @@
+package canonical
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The example of RFC 8785 section 3.2.2 (whitespace and line breaks as in the RFC).
+func TestRFC8785Example(t *testing.T) {
+	in := `{
+  "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+  "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+  "literals": [null, true, false]
+}`
+	want := `{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`
+	if got := canon(t, in); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// The sorting example of RFC 8785 section 3.2.3: UTF-16 code unit order puts U+1F600 (a
+// surrogate pair) before U+FB33.
+func TestRFC8785Sorting(t *testing.T) {
+	in := `{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}`
+	want := "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u0080\":\"Control\",\"ö\":\"Latin Small Letter O With Diaeresis\",\"€\":\"Euro Sign\",\"😀\":\"Emoji: Grinning Face\",\"\ufb33\":\"Hebrew Letter Dalet With Dagesh\"}"
+	if got := canon(t, in); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestJCSVectors(t *testing.T) {
+	files, err := filepath.Glob("testdata/jcs/input/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors: %v", err)
+	}
+	for _, f := range files {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join("testdata/jcs/output", filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := canon(t, string(in)); got != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", f, got, want)
+		}
+		if again := canon(t, string(want)); again != string(want) {
+			t.Errorf("%s: output is not a fixed point: %s", f, again)
+		}
+	}
+}
+
+func TestCompare16(t *testing.T) {
+	ordered := []string{"", "\r", "1", "A", "a", "aa", "\u0080", "ö", "€", "\ud7ff", "😀", "😂", "\ue000", "\ufb33", "\uffff"}
+	for i := range ordered {
+		for j := range ordered {
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := Compare(ordered[i], ordered[j]); got != want {
+				t.Errorf("Compare(%q, %q) = %d, want %d", ordered[i], ordered[j], got, want)
+			}
+		}
+	}
+}
+
+func TestStrings(t *testing.T) {
+	cases := map[string]string{
+		`"caf\u00e9 \/ bar"`:      `"café / bar"`,
+		`"café / bar"`:            `"café / bar"`,
+		`"\u0000\u001f\u007f"`:    "\"\\u0000\\u001f\u007f\"",
+		`"\b\f\n\r\t\"\\"`:        `"\b\f\n\r\t\"\\"`,
+		`"\u0008\u000C\u000a"`:    `"\b\f\n"`,
+		`"\u2028\u2029"`:          "\"\u2028\u2029\"",
+		`"\uD83D\uDE00"`:          `"😀"`,
+		`"<\u003e&"`:              `"<>&"`,
+		`"\u0022\u005C\u002F"`:    `"\"\\/"`,
+		"\"\xf0\x9f\x98\x80\"":    `"😀"`,
+		`"\uffff\ufffe\ufdd0"`:    "\"\uffff\ufffe\ufdd0\"",
+		`"ascii only, no escape"`: `"ascii only, no escape"`,
+	}
+	for in, want := range cases {
+		if got := canon(t, in); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+		if got := string(AppendString(nil, mustText(t, in))); got != want {
+			t.Errorf("AppendString(%s): got %s, want %s", in, got, want)
+		}
+	}
+	if got := string(AppendString(nil, "a\xffb")); got != "\"a\uFFFDb\"" {
+		t.Errorf("invalid UTF-8: got %q", got)
+	}
+}
+
+func mustText(t *testing.T, in string) string {
+	t.Helper()
+	var d Decoder
+	d.Reset([]byte(in))
+	s := d.Str()
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Strict input (issue 3, item 2): every refusal is an *Error naming the value and the byte.
+func TestStrictRefusals(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	cases := []struct {
+		in, pointer string
+		offset      int
+		reason      string
+	}{
+		{`{"amount": 100, "currency": "EUR", "to": "acc_1", "amount": 999}`, "/amount", 50, "duplicate member name"},
+		{`{"a":{"x":1,"y":2,"x":3}}`, "/a/x", 18, "duplicate member name"},
+		{`{"a":{"y":1,"x":2,"y":3}}`, "/a/y", 18, "duplicate member name"},
+		{`[{"k":1},{"k":1,"k":2}]`, "/1/k", 16, "duplicate member name"},
+		{`{"a":1,"\u0061":2}`, "/a", 7, "duplicate member name"},
+		{"{\"a\":\"\xc3\x28\"}", "/a", 6, "invalid UTF-8"},
+		{"{\"\xed\xa0\x80\":1}", "", 2, "invalid UTF-8"},
+		{"\"\xf4\x90\x80\x80\"", "", 1, "invalid UTF-8"},
+		{`{"a":"\ud800"}`, "/a", 6, "lone high surrogate escape"},
+		{`{"a":"\ud800\u0041"}`, "/a", 6, "lone high surrogate escape"},
+		{`{"a":"\udc00\ud800"}`, "/a", 6, "lone low surrogate escape"},
+		{`{"a":"x\udfff"}`, "/a", 7, "lone low surrogate escape"},
+		{`{"n":1e309}`, "/n", 5, "number outside the float64 range"},
+		{`{"n":-1.8e308}`, "/n", 5, "number outside the float64 range"},
+		{`{"a":1} {}`, "", 8, "unexpected data after the document"},
+		{`{"a":1}x`, "", 7, "unexpected data after the document"},
+		{deep, "/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0", MaxDepth, "nesting deeper than 64"},
+		{"\xef\xbb\xbf{}", "", 0, "expected a value, found byte 0xef"},
+		{`{"a":01}`, "/a", 6, "expected ',' or '}', found a number"},
+		{`{"a":1.}`, "/a", 5, "malformed number"},
+		{`{"a":.5}`, "/a", 5, "expected a value, found character '.'"},
+		{`{"a":+1}`, "/a", 5, "expected a value, found character '+'"},
+		{`{"a":NaN}`, "/a", 5, "expected a value, found character 'N'"},
+		{`{"a":tru}`, "/a", 5, "invalid literal"},
+		{`{"a":"x` + "\t" + `"}`, "/a", 7, "control character in string"},
+		{`{"a":"\x"}`, "/a", 6, "invalid escape sequence"},
+		{`{"a":"\u12"}`, "/a", 6, "invalid \\u escape"},
+		{`{"a":1,}`, "/a", 7, "expected a member name, found character '}'"},
+		{`{'a':1}`, "", 1, "expected a member name, found character '\\''"},
+		{`[1,]`, "/1", 3, "expected a value, found character ']'"},
+		{`{"a" 1}`, "/a", 5, "expected ':', found a number"},
+		{`{"a":1`, "/a", 6, "unexpected end of input"},
+		{`"abc`, "", 4, "unterminated string"},
+		{``, "", 0, "unexpected end of input"},
+		{`  `, "", 2, "unexpected end of input"},
+		{`{"a/b~c":[true,{"d":x}]}`, "/a~1b~0c/1/d", 20, "expected a value, found character 'x'"},
+	}
+	for _, c := range cases {
+		_, err := AppendCanonical(nil, []byte(c.in))
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%q: accepted or untyped error %v", c.in, err)
+			continue
+		}
+		if e.Pointer != c.pointer || e.Offset != c.offset || e.Reason != c.reason {
+			t.Errorf("%q:\n got %q @%d %q\nwant %q @%d %q", c.in, e.Pointer, e.Offset, e.Reason, c.pointer, c.offset, c.reason)
+		}
+	}
+}
+
+func TestNestingLimit(t *testing.T) {
+	ok := strings.Repeat(`{"a":`, MaxDepth-1) + "[]" + strings.Repeat("}", MaxDepth-1)
+	if _, err := AppendCanonical(nil, []byte(ok)); err != nil {
+		t.Errorf("depth %d refused: %v", MaxDepth, err)
+	}
+	tooDeep := strings.Repeat(`{"a":`, MaxDepth) + "[]" + strings.Repeat("}", MaxDepth)
+	if _, err := AppendCanonical(nil, []byte(tooDeep)); err == nil {
+		t.Errorf("depth %d accepted", MaxDepth+1)
+	}
+}
+
+func TestUnderflowIsZero(t *testing.T) {
+	if got := canon(t, "[1e-400,-2.5e-999]"); got != "[0,0]" {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestExclusion(t *testing.T) {
+	ex, err := NewExclusion("/client_timestamp", "/metadata/trace_id", "/lines/*/note", "/a~1b", "/lines/0/sku")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `{"client_timestamp":"t","metadata":{"trace_id":"x","k":"v"},"a/b":1,"lines":[{"sku":"A","note":"n"},{"note":"m","sku":"B"}],"z":[1]}`
+	want := `{"lines":[{},{"sku":"B"}],"metadata":{"k":"v"},"z":[1]}`
+	got, err := AppendCanonicalExcluding(nil, []byte(in), ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// Excluded members are still checked: a duplicate of one is refused.
+	if _, err := AppendCanonicalExcluding(nil, []byte(`{"client_timestamp":1,"client_timestamp":2}`), ex); err == nil {
+		t.Error("duplicate excluded member accepted")
+	}
+	for _, bad := range []string{"", "a", "/a~2"} {
+		if _, err := NewExclusion(bad); err == nil {
+			t.Errorf("NewExclusion(%q) accepted", bad)
+		}
+	}
+}
