@@ -91,7 +91,7 @@ func defaultConfig() config {
 	return c
 }
 
-// margin returns the safety margin kept before the retention ends: the configured one, else a
+// safetyMargin returns the safety margin kept before the retention ends: the configured one, else a
 // tenth of the retention but at most an hour (one hour for the 24h default).
 func (c *config) safetyMargin() time.Duration {
 	if c.marginSet {

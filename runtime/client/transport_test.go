@@ -785,3 +785,32 @@ func TestOneLineSetup(t *testing.T) {
 		t.Fatalf("got %d %q after %d requests", resp.StatusCode, body, len(srv.Requests()))
 	}
 }
+
+func TestRedirectKeepsSuppliedKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(DefaultHeader))
+		mu.Unlock()
+		http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+	})
+	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(DefaultHeader))
+		mu.Unlock()
+		created(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	tr, _ := newTestTransport(t, srv.Client().Transport)
+	const key = "redirected-key-0001"
+	resp, _, err := post(t, &http.Client{Transport: tr}, WithKey(context.Background(), key), srv.URL+"/old", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 201 || len(keys) != 2 || keys[0] != key || keys[1] != key {
+		t.Fatalf("got %d, keys %q: want the supplied key on both hops", resp.StatusCode, keys)
+	}
+}
