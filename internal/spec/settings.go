@@ -91,11 +91,11 @@ func (sd *settingsDecoder) loc(n *yaml.Node, path string) diag.Loc {
 }
 
 func (sd *settingsDecoder) errf(n *yaml.Node, path, code, format string, args ...any) {
-	name := "setting"
+	name := "idempotency settings"
 	if path != "" {
 		name = strings.ReplaceAll(path, "/", ".")
 	}
-	sd.d.Errorf(sd.loc(n, path), code, "x-idempotent %s: %s", name, fmt.Sprintf(format, args...))
+	sd.d.Errorf(sd.loc(n, path), code, "%s: %s", name, fmt.Sprintf(format, args...))
 }
 
 // fields walks a mapping, calling set for every known field and reporting unknown ones.
