@@ -1,0 +1,231 @@
+package generator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// emitOperations writes the operation table (every marked operation with its resolved settings
+// as runtime values), the Handlers struct and Register.
+func (g *gen) emitOperations(f *jen.File) {
+	f.Comment("OperationTable holds the resolved idempotency settings of every marked operation, one field per")
+	f.Comment("operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.")
+	f.Type().Id("OperationTable").StructFunc(func(grp *jen.Group) {
+		for _, o := range g.ops {
+			grp.Id(o.name).Qual(pkgRuntime, "Operation")
+		}
+	})
+	f.Line()
+	f.Comment("Operations is the operation table of this package. Treat it as read-only: the runtime reads it on")
+	f.Comment("every request.")
+	f.Var().Id("Operations").Op("=").Id("OperationTable").Values(jen.DictFunc(func(d jen.Dict) {
+		for _, o := range g.ops {
+			d[jen.Id(o.name)] = g.operationValue(o)
+		}
+	}))
+	f.Line()
+
+	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
+	f.Comment("Register (the mux then answers 404 or 405 for that route), so a service may implement a subset")
+	f.Comment("of a large API; an operation is never served without its idempotency wrapper.")
+	f.Type().Id("Handlers").StructFunc(func(grp *jen.Group) {
+		for _, o := range g.ops {
+			grp.Id(o.name).Id(o.fn)
+		}
+	})
+	f.Line()
+
+	f.Comment("Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern")
+	f.Comment("(\"METHOD /path/{param}\"). It returns an error, instead of panicking, when mux or rt is nil or")
+	f.Comment("when a pattern conflicts with one already registered on mux; routes mounted before the")
+	f.Comment("conflict stay mounted.")
+	f.Func().Id("Register").Params(
+		jen.Id("mux").Op("*").Qual("net/http", "ServeMux"),
+		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
+		jen.Id("h").Id("Handlers"),
+	).Params(jen.Err().Error()).BlockFunc(func(grp *jen.Group) {
+		grp.If(jen.Id("mux").Op("==").Nil().Op("||").Id("rt").Op("==").Nil()).Block(
+			jen.Return(jen.Qual("errors", "New").Call(jen.Lit("register: mux and runtime must not be nil"))),
+		)
+		grp.Var().Id("pattern").String()
+		grp.Defer().Func().Params().Block(
+			// ServeMux panics on conflicting patterns; turn that into an error naming the route.
+			jen.If(jen.Id("r").Op(":=").Recover(), jen.Id("r").Op("!=").Nil()).Block(
+				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("register %s: %v"), jen.Id("pattern"), jen.Id("r")),
+			),
+		).Call()
+		for _, o := range g.ops {
+			grp.If(jen.Id("h").Dot(o.name).Op("!=").Nil()).Block(
+				jen.Id("pattern").Op("=").Lit(o.pattern),
+				jen.Id("mux").Dot("Handle").Call(jen.Id("pattern"),
+					jen.Id(o.handler).Values(jen.Dict{
+						jen.Id("rt"): jen.Id("rt"),
+						jen.Id("fn"): jen.Id("h").Dot(o.name),
+					})),
+			)
+		}
+		grp.Return(jen.Nil())
+	})
+}
+
+// operationValue is the runtime.Operation literal of one operation.
+func (g *gen) operationValue(o *opPlan) jen.Code {
+	s := o.op.Settings
+	d := jen.Dict{
+		jen.Id("ID"):            jen.Lit(o.op.ID),
+		jen.Id("Method"):        jen.Lit(o.op.Method),
+		jen.Id("Path"):          jen.Lit(o.op.Path),
+		jen.Id("Retention"):     durationLit(s.Retention),
+		jen.Id("BodyLimit"):     jen.Lit(s.BodyLimit),
+		jen.Id("ResponseLimit"): jen.Lit(s.ResponseLimit),
+	}
+	if s.Mode == model.ModeLease {
+		d[jen.Id("Mode")] = jen.Qual(pkgRuntime, "Lease")
+	} else {
+		d[jen.Id("Mode")] = jen.Qual(pkgRuntime, "Atomic")
+	}
+	if s.Scope == model.ScopeOperation {
+		d[jen.Id("Scope")] = jen.Qual(pkgRuntime, "ScopeOperation")
+	} else {
+		d[jen.Id("Scope")] = jen.Qual(pkgRuntime, "ScopeTenant")
+	}
+	if s.Lease > 0 {
+		d[jen.Id("Lease")] = durationLit(s.Lease)
+	}
+	if s.Wait > 0 {
+		d[jen.Id("Wait")] = durationLit(s.Wait)
+	}
+	k := jen.Dict{
+		jen.Id("Required"):  jen.Lit(s.Key.Required),
+		jen.Id("MinLength"): jen.Lit(s.Key.MinLength),
+		jen.Id("MaxLength"): jen.Lit(s.Key.MaxLength),
+	}
+	switch s.Key.Carrier {
+	case model.CarrierBody:
+		k[jen.Id("BodyPointer")] = jen.Lit(s.Key.Pointer)
+	case model.CarrierForm:
+		k[jen.Id("BodyPointer")] = jen.Lit(s.Key.Field)
+	default:
+		k[jen.Id("Header")] = jen.Lit(s.Key.Header)
+	}
+	if s.Key.Pattern != "" {
+		// The loader has checked that the pattern compiles; anchoring makes it match the whole key.
+		k[jen.Id("Pattern")] = jen.Qual("regexp", "MustCompile").Call(jen.Lit(anchor(s.Key.Pattern)))
+	}
+	d[jen.Id("Key")] = jen.Qual(pkgRuntime, "KeyRule").Values(k)
+	if o.op.Body != nil {
+		d[jen.Id("MediaTypes")] = jen.Index().String().ValuesFunc(func(grp *jen.Group) {
+			for _, c := range o.op.Body.Contents {
+				grp.Lit(c.MediaType)
+			}
+		})
+	}
+	if len(s.Replay.Headers) > 0 {
+		d[jen.Id("ReplayHeaders")] = stringsLit(s.Replay.Headers)
+	}
+	if len(s.Fingerprint.Headers) > 0 {
+		d[jen.Id("FingerprintHeaders")] = stringsLit(s.Fingerprint.Headers)
+	}
+	if len(s.Replay.Statuses) > 0 {
+		d[jen.Id("Statuses")] = jen.Index().Qual(pkgRuntime, "StatusRule").ValuesFunc(func(grp *jen.Group) {
+			for _, r := range s.Replay.Statuses {
+				rd := jen.Dict{}
+				if r.Code != 0 {
+					rd[jen.Id("Code")] = jen.Lit(r.Code)
+				}
+				if r.Class != 0 {
+					rd[jen.Id("Class")] = jen.Lit(r.Class)
+				}
+				if r.Exclude {
+					rd[jen.Id("Exclude")] = jen.True()
+				}
+				grp.Values(rd)
+			}
+		})
+	}
+	return jen.Qual(pkgRuntime, "Operation").Values(d)
+}
+
+func stringsLit(ss []string) jen.Code {
+	return jen.Index().String().ValuesFunc(func(grp *jen.Group) {
+		for _, s := range ss {
+			grp.Lit(s)
+		}
+	})
+}
+
+// anchor wraps a pattern so that it must match the whole key.
+func anchor(p string) string {
+	return `^(?:` + p + `)$`
+}
+
+// durationLit writes a duration as readable arithmetic on time constants (24 * time.Hour), or
+// nanoseconds when it is not a whole number of milliseconds.
+func durationLit(d interface{ Nanoseconds() int64 }) jen.Code {
+	ns := d.Nanoseconds()
+	for _, u := range []struct {
+		n    int64
+		name string
+	}{{3600e9, "Hour"}, {60e9, "Minute"}, {1e9, "Second"}, {1e6, "Millisecond"}} {
+		if ns%u.n == 0 {
+			return jen.Lit(int(ns/u.n)).Op("*").Qual("time", u.name)
+		}
+	}
+	return jen.Qual("time", "Duration").Call(jen.Lit(ns))
+}
+
+// opDoc is the doc comment of an operation's exported names: the spec's summary and its
+// idempotency settings.
+func opDoc(o *opPlan) string {
+	s := o.op.Settings
+	var b strings.Builder
+	fmt.Fprintf(&b, "operation %s (%s %s)", o.op.ID, o.op.Method, o.op.Path)
+	if o.op.Summary != "" {
+		fmt.Fprintf(&b, ": %s", o.op.Summary)
+	}
+	b.WriteString(".\n\nIdempotency: ")
+	fmt.Fprintf(&b, "mode %s, scope %s, retention %s", s.Mode, s.Scope, fmtDuration(s.Retention))
+	if s.Mode == model.ModeLease {
+		fmt.Fprintf(&b, ", lease %s", fmtDuration(s.Lease))
+	}
+	switch s.Key.Carrier {
+	case model.CarrierBody:
+		fmt.Fprintf(&b, "; key in body member %s", s.Key.Pointer)
+	case model.CarrierForm:
+		fmt.Fprintf(&b, "; key in form field %s", s.Key.Field)
+	default:
+		fmt.Fprintf(&b, "; key in header %s", s.Key.Header)
+	}
+	if !s.Key.Required {
+		b.WriteString(" (optional: without it the request runs unguarded)")
+	}
+	if len(s.Fingerprint.Exclude) > 0 {
+		var ex []string
+		for _, p := range s.Fingerprint.Exclude {
+			ex = append(ex, p.Raw)
+		}
+		fmt.Fprintf(&b, "; fingerprint excludes %s", strings.Join(ex, ", "))
+	}
+	if s.Fingerprint.Body == model.BodyRaw {
+		b.WriteString("; body fingerprinted as raw bytes")
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// fmtDuration prints 24h rather than Go's 24h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,325 @@
+package generator
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// opPlan is everything decided about one operation before emission.
+type opPlan struct {
+	op *model.Operation
+	// Exported names. body is the body type: an inline struct's own name, or an alias
+	// (bodyAlias) of a named schema's type, a non-struct type or []byte.
+	name, params, body, fn string
+	bodyAlias              bool
+	// Unexported names.
+	handler, parseParams, fingerprint string
+	// bodyT is the typed request body; nil when the operation has no body or every media type
+	// is raw (the handler then gets []byte).
+	bodyT    *tinfo
+	rawBody  bool // the handler's body is the exact bytes
+	contents []*contentPlan
+	// keyPath are the struct fields from the body root down to a body-carried key (JSON).
+	keyPath []*field
+	// pparams are the non-key parameters, in model order.
+	pparams []*paramPlan
+	pattern string     // ServeMux pattern, "POST /v1/payments/{payment_id}"
+	segs    []*segPlan // path segments whose literal part the wrapper checks
+	// excl is the exclusion trie of the canonical body (fingerprint.exclude, the body key).
+	excl *trie
+}
+
+// contentPlan is one request media type.
+type contentPlan struct {
+	c *model.Content
+	// decode is the function turning the body bytes into the typed body ("" for raw).
+	decode string
+}
+
+// paramPlan is one field of the params struct.
+type paramPlan struct {
+	p    *model.Param
+	t    *tinfo
+	ptr  bool   // optional scalar
+	wild string // path: the ServeMux wildcard it comes from (when the segment is the param alone)
+}
+
+// segPlan is a path segment that mixes literal text and parameters ("{Sid}.json"): ServeMux
+// patterns cannot express it, so the whole segment is one wildcard and the wrapper matches the
+// literal parts (404 when they differ).
+type segPlan struct {
+	wild   string
+	lits   []string // len(params)+1 literal pieces around the parameters
+	params []string // parameter names in the segment, in order
+}
+
+// findKeyProps marks the properties that carry a body key, so their fields are pointers (a
+// missing key must be told apart from an empty one) and are not required-checked.
+func (g *gen) findKeyProps() {
+	for _, op := range g.doc.Operations {
+		toks := keyTokens(op)
+		if toks == nil || op.Body == nil {
+			continue
+		}
+		for _, c := range op.Body.Contents {
+			if c.Kind == model.ContentRaw || c.Schema == nil {
+				continue
+			}
+			s := c.Schema
+			for i, tok := range toks {
+				p := propertyNamed(s, tok)
+				if p == nil {
+					break
+				}
+				if i == len(toks)-1 {
+					g.keyProps[p] = true
+				}
+				s = p.Schema
+			}
+		}
+	}
+}
+
+// keyTokens is the member path of a body-carried key (JSON pointer tokens, or the one form
+// field), nil for a header key.
+func keyTokens(op *model.Operation) []string {
+	switch op.Settings.Key.Carrier {
+	case model.CarrierBody:
+		return op.Settings.Key.PointerTokens
+	case model.CarrierForm:
+		return []string{op.Settings.Key.Field}
+	}
+	return nil
+}
+
+func propertyNamed(s *model.Schema, name string) *model.Property {
+	for _, p := range s.Properties {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// planOperation names the operation's types and functions and plans its body, parameters and
+// route.
+func (g *gen) planOperation(op *model.Operation) *opPlan {
+	name := g.names.take(op.GoName)
+	o := &opPlan{
+		op:          op,
+		name:        name,
+		params:      g.names.take(name + "Params"),
+		fn:          g.names.take(name + "Func"),
+		handler:     g.names.take(lowerFirst(name) + "Handler"),
+		parseParams: g.names.take("parse" + name + "Params"),
+		fingerprint: g.names.take("fingerprint" + name),
+	}
+	if op.Body != nil {
+		g.planBody(o)
+	}
+	g.planParams(o)
+	g.planRoute(o)
+	return o
+}
+
+// planBody decides the body type: the schema of the JSON and form media types (they must agree:
+// the handler gets one typed body), or raw bytes when every media type is raw.
+func (g *gen) planBody(o *opPlan) {
+	var typed *model.Schema
+	for _, c := range o.op.Body.Contents {
+		if c.Kind == model.ContentRaw || c.Schema == nil {
+			continue
+		}
+		if typed != nil && c.Schema != typed {
+			g.diags.Errorf(c.Loc, "unsupported-schema",
+				"operation %s: media types %s and %s have different schemas; idemgen generates one typed body per operation",
+				o.op.ID, o.op.Body.Contents[0].MediaType, c.MediaType)
+			return
+		}
+		typed = c.Schema
+	}
+	for _, c := range o.op.Body.Contents {
+		if typed != nil && (c.Kind == model.ContentRaw || c.Schema == nil) {
+			g.diags.Errorf(c.Loc, "unsupported-schema",
+				"operation %s: media type %s is raw bytes while another media type has a schema; idemgen generates one typed body per operation",
+				o.op.ID, c.MediaType)
+			return
+		}
+	}
+	want := o.name + "Body"
+	if typed == nil {
+		o.body = g.names.take(want)
+		o.bodyAlias = true
+		o.rawBody = true
+		for _, c := range o.op.Body.Contents {
+			o.contents = append(o.contents, &contentPlan{c: c})
+		}
+		return
+	}
+	_, planned := g.types[typed]
+	o.bodyT = g.typeOf(typed, want)
+	if !planned && o.bodyT.kind == kStruct {
+		// An inline body struct is declared under the operation's body name itself.
+		o.body = o.bodyT.name
+	} else {
+		o.body = g.names.take(want)
+		o.bodyAlias = true
+	}
+	for _, c := range o.op.Body.Contents {
+		cp := &contentPlan{c: c}
+		switch c.Kind {
+		case model.ContentJSON:
+			cp.decode = g.names.take("decode" + o.name + "JSON")
+		case model.ContentForm:
+			if o.bodyT.kind != kStruct {
+				g.diags.Errorf(c.Loc, "unsupported-schema",
+					"operation %s: a form body must be an object schema", o.op.ID)
+				return
+			}
+			for _, f := range o.bodyT.fields {
+				if !formScalar(f.t) {
+					g.diags.Errorf(f.p.Schema.Loc, "unsupported-schema",
+						"operation %s: form field %q is not a scalar; idemgen decodes flat forms only (bracketed names are plain names)",
+						o.op.ID, f.p.Name)
+					return
+				}
+			}
+			cp.decode = g.names.take("decode" + o.name + "Form")
+		}
+		o.contents = append(o.contents, cp)
+	}
+	if toks := keyTokens(o.op); toks != nil {
+		k := o.op.Settings.Key
+		t := o.bodyT
+		for _, tok := range toks {
+			var hit *field
+			if t != nil && t.kind == kStruct {
+				for _, f := range t.fields {
+					if f.p.Name == tok {
+						hit = f
+					}
+				}
+			}
+			if hit == nil {
+				g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
+					"operation %s: key.body %s does not name a string member of the body schema", o.op.ID, k.Pointer)
+				return
+			}
+			o.keyPath = append(o.keyPath, hit)
+			t = hit.t
+		}
+		if t.kind != kString {
+			g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
+				"operation %s: key.body %s must be a string member", o.op.ID, k.Pointer)
+		}
+	}
+}
+
+func formScalar(t *tinfo) bool {
+	switch t.kind {
+	case kString, kEnum, kInt32, kInt64, kFloat, kBool:
+		return true
+	}
+	return false
+}
+
+// planParams plans the params struct: every parameter except the key header.
+func (g *gen) planParams(o *opPlan) {
+	for _, p := range o.op.Params {
+		if p.IsKey {
+			continue
+		}
+		pp := &paramPlan{p: p}
+		if p.Schema == nil {
+			pp.t = &tinfo{kind: kString}
+		} else {
+			pp.t = g.typeOf(p.Schema, o.params+p.GoName)
+		}
+		ok := formScalar(pp.t) || (pp.t.kind == kSlice && formScalar(pp.t.elem) && p.In != model.InPath)
+		if !ok {
+			g.diags.Errorf(p.Loc, "unsupported-schema",
+				"operation %s: parameter %q (%s) must be a scalar, or an array of scalars in query or header",
+				o.op.ID, p.Name, p.In)
+			continue
+		}
+		pp.ptr = pp.t.pointerable() && !p.Required && p.In != model.InPath
+		o.pparams = append(o.pparams, pp)
+	}
+}
+
+// planRoute turns the OpenAPI path template into a Go 1.22 ServeMux pattern. Segments that are
+// one parameter become wildcards (renamed when the parameter name is not a Go identifier);
+// segments mixing literal text and parameters become a whole-segment wildcard checked in the
+// wrapper.
+func (g *gen) planRoute(o *opPlan) {
+	path := o.op.Path
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	wilds := newNamer()
+	var out []string
+	byName := map[string]*paramPlan{}
+	for _, pp := range o.pparams {
+		if pp.p.In == model.InPath {
+			byName[pp.p.Name] = pp
+		}
+	}
+	for i, seg := range segs {
+		lits, params, ok := splitSegment(seg)
+		if !ok {
+			g.diags.Errorf(o.op.Loc, "bad-path", "operation %s: path %q has unbalanced braces in segment %q", o.op.ID, path, seg)
+			return
+		}
+		switch {
+		case len(params) == 0:
+			out = append(out, seg)
+		case len(params) == 1 && lits[0] == "" && lits[1] == "":
+			w := params[0]
+			if !isIdent(w) {
+				w = "p" + strconv.Itoa(i)
+			}
+			w = wilds.take(w)
+			if pp := byName[params[0]]; pp != nil {
+				pp.wild = w
+			}
+			out = append(out, "{"+w+"}")
+		default:
+			w := wilds.take("seg" + strconv.Itoa(i))
+			o.segs = append(o.segs, &segPlan{wild: w, lits: lits, params: params})
+			g.needSeg = true
+			out = append(out, "{"+w+"}")
+		}
+		for _, name := range params {
+			if byName[name] == nil {
+				g.diags.Errorf(o.op.Loc, "bad-path", "operation %s: path parameter {%s} is not declared", o.op.ID, name)
+			}
+		}
+	}
+	pattern := "/" + strings.Join(out, "/")
+	if strings.HasSuffix(pattern, "/") {
+		pattern += "{$}" // a trailing slash would otherwise match the whole subtree
+	}
+	o.pattern = o.op.Method + " " + pattern
+}
+
+// splitSegment splits "{a}.{b}.json" into literals ["", ".", ".json"] and params [a b].
+func splitSegment(seg string) (lits, params []string, ok bool) {
+	rest := seg
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			if strings.Contains(rest, "}") {
+				return nil, nil, false
+			}
+			lits = append(lits, rest)
+			return lits, params, true
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 || strings.Contains(rest[:i], "}") {
+			return nil, nil, false
+		}
+		lits = append(lits, rest[:i])
+		params = append(params, rest[i+1:i+j])
+		rest = rest[i+j+1:]
+	}
+}

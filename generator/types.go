@@ -1,0 +1,281 @@
+package generator
+
+import (
+	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// tkind is the Go shape a schema takes.
+type tkind int
+
+const (
+	kStruct tkind = iota // object with declared properties (or closed)
+	kMap                 // object with only additionalProperties (or a free-form object)
+	kSlice               // array
+	kEnum                // string enum: a named string type with constants
+	kString
+	kInt32
+	kInt64
+	kFloat
+	kBool
+	kRaw // any / oneOf / anyOf: canonical JSON bytes (json.RawMessage)
+)
+
+// tinfo is the planned Go type of one schema.
+type tinfo struct {
+	kind tkind
+	s    *model.Schema
+	// name is the declared type name for kStruct and kEnum.
+	name string
+	// elem is the element type of kSlice and the value type of kMap.
+	elem *tinfo
+	// fields of a kStruct, in spec order; extra is the name of the field that keeps undeclared
+	// members ("" for closed objects).
+	fields []*field
+	extra  string
+	// consts are the enum constant names, parallel to s.Enum.
+	consts []string
+	// decodeFn and canonFn are the names of the generated functions (structs only).
+	decodeFn string
+	declared bool
+}
+
+// field is one member of a generated struct.
+type field struct {
+	p    *model.Property
+	name string
+	t    *tinfo
+	// ptr: the Go field is *T (optional, nullable, the body key, or a cyclic struct); absent and
+	// null both leave it nil, so the fingerprint treats them alike, exactly as the handler sees.
+	ptr bool
+	// bodyKey marks a member that carries an operation's idempotency key: never
+	// required-checked (a missing key is key-missing, DESIGN section 4); the operation's
+	// canonicalizer leaves it out of the fingerprint.
+	bodyKey bool
+}
+
+// scalar kinds take a pointer when optional; slices, maps and raw values use nil for absent.
+func (t *tinfo) pointerable() bool {
+	switch t.kind {
+	case kSlice, kMap, kRaw:
+		return false
+	}
+	return true
+}
+
+// code is the Go type expression.
+func (t *tinfo) code() jen.Code {
+	switch t.kind {
+	case kStruct, kEnum:
+		return jen.Id(t.name)
+	case kMap:
+		return jen.Map(jen.String()).Add(t.elem.code())
+	case kSlice:
+		return jen.Index().Add(t.elem.code())
+	case kString:
+		return jen.String()
+	case kInt32:
+		return jen.Int32()
+	case kInt64:
+		return jen.Int64()
+	case kFloat:
+		return jen.Float64()
+	case kBool:
+		return jen.Bool()
+	default:
+		return jen.Qual("encoding/json", "RawMessage")
+	}
+}
+
+func (f *field) code() jen.Code {
+	if f.ptr {
+		return jen.Op("*").Add(f.t.code())
+	}
+	return f.t.code()
+}
+
+// findCycles marks named schemas that reach themselves through struct-valued members; a field of
+// such a type must be a pointer or the Go type would have infinite size.
+func (g *gen) findCycles() {
+	for _, s := range g.doc.Schemas {
+		seen := map[*model.Schema]bool{}
+		var walk func(x *model.Schema) bool
+		walk = func(x *model.Schema) bool {
+			for _, p := range x.Properties {
+				c := p.Schema
+				if c == s {
+					return true
+				}
+				if seen[c] || c.Type != model.TypeObject {
+					continue
+				}
+				seen[c] = true
+				if walk(c) {
+					return true
+				}
+			}
+			return false
+		}
+		if walk(s) {
+			g.cyclic[s] = true
+		}
+	}
+}
+
+// reserveNamed claims the Go name of a named component schema.
+func (g *gen) reserveNamed(s *model.Schema) {
+	if _, ok := g.types[s]; ok {
+		return
+	}
+	g.typeOf(s, s.GoName)
+}
+
+// typeOf plans the Go type of s. hint names it when it is an inline struct or enum. Every
+// schema is planned once and shared.
+func (g *gen) typeOf(s *model.Schema, hint string) *tinfo {
+	if t, ok := g.types[s]; ok {
+		return t
+	}
+	if s.Name != "" && s.GoName != "" {
+		hint = s.GoName
+	}
+	t := &tinfo{s: s}
+	switch s.Type {
+	case model.TypeObject:
+		if len(s.Properties) == 0 && !s.ClosedObject {
+			t.kind = kMap
+			if s.AdditionalProperties != nil {
+				g.types[s] = t
+				t.elem = g.typeOf(s.AdditionalProperties, hint+"Value")
+			} else {
+				t.elem = &tinfo{kind: kRaw, s: s}
+			}
+			return t
+		}
+		t.kind = kStruct
+		t.name = g.names.take(hint)
+		g.types[s] = t // before the fields, so recursive references find it
+		g.planStruct(t)
+	case model.TypeArray:
+		t.kind = kSlice
+		g.types[s] = t
+		if s.Items == nil {
+			t.elem = &tinfo{kind: kRaw, s: s}
+		} else {
+			t.elem = g.typeOf(s.Items, hint+"Item")
+		}
+		return t
+	case model.TypeString:
+		if len(s.Enum) > 0 {
+			t.kind = kEnum
+			t.name = g.names.take(hint)
+			for _, v := range s.Enum {
+				t.consts = append(t.consts, g.names.take(t.name+exportedIdent(v)))
+			}
+			g.named = append(g.named, t)
+		} else {
+			t.kind = kString
+		}
+	case model.TypeInteger:
+		t.kind = kInt64
+		if s.Format == "int32" {
+			t.kind = kInt32
+		}
+	case model.TypeNumber:
+		t.kind = kFloat
+	case model.TypeBoolean:
+		t.kind = kBool
+	default:
+		t.kind = kRaw
+	}
+	g.types[s] = t
+	return t
+}
+
+// planStruct plans the fields of an object schema.
+func (g *gen) planStruct(t *tinfo) {
+	g.named = append(g.named, t)
+	fnames := newNamer()
+	for _, p := range t.s.Properties {
+		fnames.take(p.GoName)
+	}
+	for _, p := range t.s.Properties {
+		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
+		f.t = g.typeOf(p.Schema, t.name+p.GoName)
+		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey ||
+			(f.t.kind == kStruct && g.cyclic[p.Schema]))
+		t.fields = append(t.fields, f)
+	}
+	if !t.s.ClosedObject {
+		t.extra = fnames.take("Extra")
+	}
+	t.decodeFn = "decode" + t.name
+}
+
+// emitTypes declares every planned struct and enum type, and the per-operation parameter and
+// handler types.
+func (g *gen) emitTypes(f *jen.File) {
+	for _, t := range g.named {
+		switch t.kind {
+		case kEnum:
+			g.emitEnum(f, t)
+		case kStruct:
+			g.emitStruct(f, t)
+		}
+	}
+	for _, op := range g.ops {
+		g.emitOpTypes(f, op)
+	}
+}
+
+func (g *gen) emitEnum(f *jen.File, t *tinfo) {
+	comment(f, "%s is a string enum%s.", t.name, schemaRef(t.s))
+	f.Type().Id(t.name).String()
+	f.Const().DefsFunc(func(grp *jen.Group) {
+		for i, v := range t.s.Enum {
+			grp.Id(t.consts[i]).Id(t.name).Op("=").Lit(v)
+		}
+	})
+	f.Line()
+}
+
+func (g *gen) emitStruct(f *jen.File, t *tinfo) {
+	doc := t.name + " is a request type" + schemaRef(t.s) + "."
+	if t.s.Description != "" {
+		doc += "\n\n" + t.s.Description
+	}
+	comment(f, "%s", doc)
+	f.Type().Id(t.name).StructFunc(func(grp *jen.Group) {
+		for _, fl := range t.fields {
+			tag := fl.p.Name
+			if fl.ptr || !fl.p.Required {
+				tag += ",omitempty"
+			}
+			c := jen.Id(fl.name).Add(fl.code()).Tag(map[string]string{"json": tag})
+			switch {
+			case fl.bodyKey:
+				c.Comment("idempotency key: not part of the fingerprint")
+			case fl.p.Ignore || fl.p.Schema.Ignore:
+				c.Comment("x-idempotency-ignore: not part of the fingerprint")
+			}
+			grp.Add(c)
+		}
+		if t.extra != "" {
+			grp.Comment("Members the schema does not declare, in canonical form; they are part of the fingerprint.")
+			grp.Id(t.extra).Qual(pkgCanonical, "Members").Tag(map[string]string{"json": "-"})
+		}
+	})
+	f.Line()
+}
+
+// schemaRef names the component schema in doc comments, "" for inline schemas.
+func schemaRef(s *model.Schema) string {
+	switch {
+	case s.Name != "":
+		return " (schema " + s.Name + ")"
+	case s.Loc.Pointer != "":
+		return " (inline schema at " + s.Loc.Pointer + ")"
+	}
+	return ""
+}
