@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
 // Mode is how an operation's effects are made at most once (DESIGN section 4).
@@ -116,10 +114,13 @@ type LeaseFunc func(ctx context.Context, lease *LeaseHandle) (CompleteFunc, erro
 // the transaction that also completes the record under the fencing token.
 type CompleteFunc func(ctx context.Context, tx pgx.Tx) (Response, error)
 
-// Key is an idempotency key as the request carried it, before or after validation.
+// Key is an idempotency key as the request carried it, before validation. Generated code builds
+// body-carried keys as Key{Value: v, Present: found}; Exchange.HeaderKey builds header keys.
 type Key struct {
 	Value   string
 	Present bool
+	// lines counts the key header lines (two or more is 400 key-invalid, DESIGN section 2).
+	lines int
 }
 
 // Exchange is one request to a marked operation on its way through the runtime. Generated
@@ -137,6 +138,9 @@ type Exchange struct {
 	scope     string
 	mediaType string
 	body      []byte
+	// done is set by the first of Fail, RunAtomic and RunLease; a second call is a bug in the
+	// caller and panics rather than writing a second response.
+	done bool
 }
 
 // Body returns the request body bytes, read whole in Begin (at most Operation.BodyLimit bytes).
@@ -150,5 +154,3 @@ func (x *Exchange) Request() *http.Request { return x.r }
 
 // Scope returns the scope (tenant) the ScopeFunc gave for this request.
 func (x *Exchange) Scope() string { return x.scope }
-
-var _ = canonical.Version // the fingerprint type lives in runtime/canonical

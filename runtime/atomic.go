@@ -1,0 +1,367 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// maxClaimAttempts bounds the claim loop: each extra attempt follows a race that the database
+// resolved under us (a conflicting claim rolled back, a row swept or taken over).
+const maxClaimAttempts = 4
+
+// runAtomic is the atomic-mode state machine for a present, valid key.
+func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, fn AtomicFunc) {
+	op := x.op
+	in := claimInput{
+		scope: x.scope, key: storedKey(op, key), op: op.ID, fp: fp,
+		token: randomToken(), retention: retentionOf(op), lockTimeout: rt.cfg.ConflictTimeout,
+	}
+	if op.Wait > in.lockTimeout {
+		in.lockTimeout = op.Wait
+	}
+	ctx := x.r.Context()
+	start := time.Now()
+	claimCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout+in.lockTimeout)
+	c, err := rt.store.claimAtomic(claimCtx, &in, rt.cfg.ClaimStrategy)
+	cancel()
+	rt.obs.ClaimLatency(op.ID, Atomic, time.Since(start))
+	switch {
+	case errors.Is(err, errInFlight):
+		rt.conflict(x, 0)
+		return
+	case err != nil:
+		rt.storeUnavailable(x, key, err)
+		return
+	case c.conn == nil:
+		rt.answerExisting(x, &c.rec, fp, key)
+		return
+	}
+
+	conn := c.conn
+	defer rt.store.discard(conn)
+	resp, err := callAtomic(ctx, fn, &managedTx{conn: conn.Conn()})
+	if err != nil {
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, key, err)
+		return
+	}
+	if !isFinal(op, resp.Status) {
+		rt.store.rollback(conn)
+		rt.obs.Outcome(op.ID, Atomic, OutcomeReleased)
+		writeResponse(x.w, resp)
+		return
+	}
+	st, err := prepareStored(op, resp)
+	if err != nil {
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, key, err)
+		return
+	}
+	// The handler's answer is final: commit it even if the client has gone away meanwhile.
+	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+	defer cancel()
+	if err := rt.store.completeAndCommit(doneCtx, conn, &in, in.token, &st); err != nil {
+		rt.store.rollback(conn)
+		if errors.Is(err, errRecordLost) {
+			rt.handlerFailed(x, key, err)
+			return
+		}
+		// The commit's fate may be unknown (connection lost): 503 tells the client to retry, and
+		// the retry replays if it committed, or runs once more if it did not.
+		rt.storeUnavailable(x, key, err)
+		return
+	}
+	rt.obs.Outcome(op.ID, Atomic, OutcomeExecuted)
+	writeResponse(x.w, resp)
+}
+
+// runUnguardedAtomic runs fn for a request whose optional key is absent (key.required: false):
+// no record, the handler's writes commit when its response is final.
+func (rt *Runtime) runUnguardedAtomic(x *Exchange, fn AtomicFunc) {
+	ctx := x.r.Context()
+	acqCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
+	conn, err := rt.store.pool.Acquire(acqCtx)
+	if err == nil {
+		_, err = conn.Exec(acqCtx, "BEGIN")
+		if err != nil {
+			rt.store.discard(conn)
+		}
+	}
+	cancel()
+	if err != nil {
+		rt.storeUnavailable(x, "", err)
+		return
+	}
+	defer rt.store.discard(conn)
+	resp, err := callAtomic(ctx, fn, &managedTx{conn: conn.Conn()})
+	if err != nil {
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, "", err)
+		return
+	}
+	if !isFinal(x.op, resp.Status) {
+		rt.store.rollback(conn)
+		rt.obs.Outcome(x.op.ID, Atomic, OutcomeUnguarded)
+		writeResponse(x.w, resp)
+		return
+	}
+	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+	defer cancel()
+	if _, err := conn.Exec(doneCtx, "COMMIT"); err != nil {
+		rt.storeUnavailable(x, "", err)
+		return
+	}
+	rt.obs.Outcome(x.op.ID, Atomic, OutcomeUnguarded)
+	writeResponse(x.w, resp)
+}
+
+// callAtomic runs fn, turning a panic into an error so the transaction is rolled back and the
+// client gets a 500 problem rather than a dropped connection.
+func callAtomic(ctx context.Context, fn AtomicFunc, tx pgx.Tx) (resp Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError{v}
+		}
+	}()
+	resp, err = fn(ctx, tx)
+	if err == nil && (resp.Status < 100 || resp.Status > 999) && resp.Status != 0 {
+		err = fmt.Errorf("handler answered status %d", resp.Status)
+	}
+	if resp.Status == 0 && err == nil {
+		resp.Status = http.StatusOK
+	}
+	return resp, err
+}
+
+func retentionOf(op *Operation) time.Duration {
+	if op.Retention <= 0 {
+		return 24 * time.Hour
+	}
+	return op.Retention
+}
+
+// atomicClaim is the result of claimAtomic: either conn (claimed; its transaction block is open
+// and holds the running record) or rec (the key's live record, which this request did not claim).
+type atomicClaim struct {
+	conn *pgxpool.Conn
+	rec  record
+}
+
+// claimAtomic claims in.key for an atomic-mode request, or returns its live record. It returns
+// errInFlight when a concurrent claim holds the key beyond in.lockTimeout, and any other error
+// when the store cannot be used.
+func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimStrategy) (atomicClaim, error) {
+	for range maxClaimAttempts {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return atomicClaim{}, fmt.Errorf("acquire: %w", err)
+		}
+		claimed, rec, found, err := s.tryAtomic(ctx, conn, in, strategy)
+		if err != nil {
+			s.discard(conn)
+			if isLockTimeout(err) {
+				return atomicClaim{}, errInFlight
+			}
+			return atomicClaim{}, err
+		}
+		if claimed {
+			return atomicClaim{conn: conn}, nil
+		}
+		if found && rec.live {
+			s.discard(conn)
+			return atomicClaim{rec: rec}, nil
+		}
+		if found { // expired: the key is new again (DESIGN section 4, retention)
+			took, err := s.takeExpiredAtomic(ctx, conn, in)
+			if err != nil {
+				s.discard(conn)
+				if isLockTimeout(err) {
+					return atomicClaim{}, errInFlight
+				}
+				return atomicClaim{}, err
+			}
+			if took {
+				return atomicClaim{conn: conn}, nil
+			}
+			s.discard(conn)
+			continue
+		}
+		// Neither our claim nor a record: the conflicting row committed after our snapshot, or
+		// its transaction rolled back. A fresh read decides.
+		rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
+		s.discard(conn)
+		if err != nil {
+			return atomicClaim{}, err
+		}
+		if found && rec.live {
+			return atomicClaim{rec: rec}, nil
+		}
+	}
+	return atomicClaim{}, errInFlight
+}
+
+// tryAtomic makes one claim attempt on conn. claimed means conn's transaction block is open
+// with our running record; otherwise the block is closed and rec is the record the claim saw.
+func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput, strategy ClaimStrategy) (claimed bool, rec record, found bool, err error) {
+	timeout := strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10) + "ms"
+	b := &pgx.Batch{}
+	if strategy == ClaimReadFirst {
+		rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
+		if err != nil || found {
+			return false, rec, found, err
+		}
+		b.Queue("BEGIN")
+	}
+	// One pipeline, one Sync. Pipelined: set_config, claim, stop-unless-claimed, BEGIN (which
+	// turns the implicit transaction holding the claim into a block that stays open), and the
+	// reset of lock_timeout for the handler. Read-first: the same inside an explicit BEGIN.
+	b.Queue("SELECT set_config('lock_timeout', $1, true)", timeout)
+	b.Queue(sqlClaim, in.args(in.token)...)
+	if strategy != ClaimReadFirst {
+		b.Queue(sqlClaimedOrStop, in.scope, in.key, in.token)
+		b.Queue("BEGIN")
+	}
+	b.Queue("SET LOCAL lock_timeout TO DEFAULT")
+	br := conn.SendBatch(ctx, b)
+	if strategy == ClaimReadFirst {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return false, rec, false, err
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return false, rec, false, err
+	}
+	var raw rawRecord
+	var token *int64
+	if err := br.QueryRow().Scan(append([]any{&token}, raw.targets()...)...); err != nil {
+		br.Close()
+		return false, rec, false, err
+	}
+	closeErr := br.Close()
+	if token != nil {
+		if closeErr != nil {
+			return false, rec, false, closeErr
+		}
+		if st := conn.Conn().PgConn().TxStatus(); st != 'T' {
+			return false, rec, false, fmt.Errorf("claim: transaction status %q after BEGIN", st)
+		}
+		return true, rec, false, nil
+	}
+	if closeErr != nil && !isClaimStop(closeErr) {
+		return false, rec, false, closeErr
+	}
+	if strategy == ClaimReadFirst {
+		s.rollback(conn)
+	}
+	rec, found = raw.record()
+	return false, rec, found, nil
+}
+
+// takeExpiredAtomic opens a transaction on conn and reuses the row of an expired record for our
+// claim; took is false (and the block closed) when the row is gone or live again.
+func (s *store) takeExpiredAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput) (took bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('lock_timeout', $1, true)", strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10)+"ms")
+	b.Queue(sqlTakeExpired, in.args(in.token)...)
+	b.Queue("SET LOCAL lock_timeout TO DEFAULT")
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if !took {
+			s.rollback(conn)
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return false, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return false, err
+	}
+	var token int64
+	switch err := br.QueryRow().Scan(&token); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// errRecordLost is a completion whose record was not ours any more: in atomic mode the handler
+// changed it; in lease mode the lease was taken over.
+var errRecordLost = errors.New("idempotency record lost")
+
+// sqlCompleteOrStop wraps sqlComplete so that when it updates nothing the statement fails and the
+// COMMIT pipelined behind it never runs: the handler's writes cannot commit without the record.
+const sqlCompleteOrStop = `WITH done AS (` + sqlComplete + ` RETURNING 1)
+SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
+	ELSE 'idemgen: the record is no longer owned by this request' END AS integer)`
+
+// completeAndCommit stores st under token and commits, in one round trip.
+func (s *store) completeAndCommit(ctx context.Context, conn *pgxpool.Conn, in *claimInput, token int64, st *stored) error {
+	b := &pgx.Batch{}
+	var headers any
+	if st.headers != nil {
+		headers = string(st.headers)
+	}
+	b.Queue(sqlCompleteOrStop, in.scope, in.key, token, int16(st.status), headers, st.body, st.omitted,
+		in.retention.Microseconds())
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	var one int
+	if err := br.QueryRow().Scan(&one); err != nil {
+		br.Close()
+		if isClaimStop(err) {
+			return errRecordLost
+		}
+		return fmt.Errorf("store response: %w", err)
+	}
+	ct, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if ct.String() != "COMMIT" {
+		return fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())
+	}
+	return nil
+}
+
+// rollback ends conn's transaction block, if any. Failure closes the connection, which makes the
+// server roll back.
+func (s *store) rollback(conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' || conn.Conn().IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+}
+
+// discard rolls back whatever conn still has open and returns it to the pool (pgxpool destroys
+// connections that are closed or not idle).
+func (s *store) discard(conn *pgxpool.Conn) {
+	s.rollback(conn)
+	conn.Release()
+}

@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// DefaultBodyLimit is limits.body and limits.response when an Operation leaves them zero:
+// 1 MiB (DESIGN section 2).
+const DefaultBodyLimit = 1 << 20
+
+// BodyError is a request refused by the generated decoder or parameter parser: 400 body-invalid
+// naming the JSON pointer (RFC 6901) of the offending value. Fail accepts it, *canonical.Error,
+// and any other error with a `Pointer() string` method.
+type BodyError struct {
+	// At is the JSON pointer of the offending value ("" for the whole body); for parameters the
+	// generator uses "/path/name", "/query/name" or "/header/name".
+	At string
+	// Reason says what is wrong, for the problem's detail.
+	Reason string
+}
+
+func (e *BodyError) Error() string   { return e.Reason }
+func (e *BodyError) Pointer() string { return e.At }
+
+// pointerError is what Fail recognises as a client error: *BodyError, *canonical.Error and any
+// other error that names where in the request it is.
+type pointerError interface {
+	error
+	Pointer() string
+}
+
+// Begin starts the exchange for a request to op. In the order fixed by DESIGN section 4 it
+// resolves the scope (Config.ScopeStatus, 401 by default, problem `unauthenticated`), reads the
+// body through http.MaxBytesReader (413 `body-too-large` above op.BodyLimit bytes, default 1 MiB,
+// refused from Content-Length before reading when it already says so), and checks the media type
+// against op.MediaTypes (415 `media-type-unsupported`). When it returns false it has already
+// written the problem response and nothing was recorded.
+func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) (*Exchange, bool) {
+	x := &Exchange{rt: rt, w: w, r: r, op: op}
+	if rt.cfg.SingleTenant {
+		x.scope = ""
+	} else {
+		s, err := rt.cfg.Scope(r)
+		if err != nil {
+			rt.obs.Outcome(op.ID, op.Mode, OutcomeUnauthorized)
+			rt.probes.write(w, rt.cfg.ScopeStatus, ProblemUnauthenticated, "The request has no scope: "+err.Error(), "", 0)
+			return nil, false
+		}
+		x.scope = s
+	}
+
+	limit := op.BodyLimit
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	if r.ContentLength > limit {
+		rt.refuseBody(x, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+			fmt.Sprintf("The body has %d bytes; the limit is %d.", r.ContentLength, limit))
+		return nil, false
+	}
+	if r.Body != nil {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			rt.refuseBody(x, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+				fmt.Sprintf("The body is larger than the limit of %d bytes.", limit))
+			return nil, false
+		case err != nil:
+			rt.refuseBody(x, http.StatusBadRequest, ProblemBodyInvalid, "The body could not be read: "+err.Error())
+			return nil, false
+		}
+		x.body = body
+	}
+
+	if ct := r.Header.Get("Content-Type"); ct != "" || len(x.body) > 0 {
+		mt, _, err := mime.ParseMediaType(ct)
+		mt = strings.ToLower(mt)
+		if len(op.MediaTypes) > 0 && (err != nil || !slices.Contains(op.MediaTypes, mt)) {
+			rt.refuseBody(x, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+				fmt.Sprintf("Content-Type %q is not one of %s.", ct, strings.Join(op.MediaTypes, ", ")))
+			return nil, false
+		}
+		if err == nil {
+			x.mediaType = mt
+		}
+	}
+	return x, true
+}
+
+func (rt *Runtime) refuseBody(x *Exchange, status int, name, detail string) {
+	rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeBodyInvalid)
+	rt.probes.write(x.w, status, name, detail, "", 0)
+}
+
+// finish marks the exchange as answered; a second Fail/RunAtomic/RunLease is a bug in the
+// caller (generated code calls exactly one).
+func (x *Exchange) finish() {
+	if x.done {
+		panic("runtime: Exchange answered twice (call exactly one of Fail, RunAtomic, RunLease)")
+	}
+	x.done = true
+}
+
+// Fail answers the request with the problem err describes, before any key lookup and without a
+// record (DESIGN section 4): an error with a `Pointer() string` method (*canonical.Error,
+// *BodyError) becomes 400 body-invalid with that JSON pointer in the problem's `pointer` member;
+// anything else is a server bug and becomes 500 with no detail.
+func (x *Exchange) Fail(err error) {
+	x.finish()
+	var ce *canonical.Error
+	if errors.As(err, &ce) {
+		x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeBodyInvalid)
+		x.rt.probes.write(x.w, http.StatusBadRequest, ProblemBodyInvalid, ce.Error(), ce.Pointer, 0)
+		return
+	}
+	var pe pointerError
+	if errors.As(err, &pe) {
+		x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeBodyInvalid)
+		x.rt.probes.write(x.w, http.StatusBadRequest, ProblemBodyInvalid, pe.Error(), pe.Pointer(), 0)
+		return
+	}
+	x.rt.log.Error("idempotent request failed before the key check", "operation", x.op.ID, "error", err)
+	x.rt.probes.write(x.w, http.StatusInternalServerError, ProblemInternal, "", "", 0)
+}
+
+// HeaderKey reads the key from the operation's key header (Operation.Key.Header, matched
+// case-insensitively). Present is false when no such header line exists; two or more lines are
+// kept so that the key check refuses them (400 key-invalid, DESIGN section 2).
+func (x *Exchange) HeaderKey() Key {
+	vals := x.r.Header.Values(x.op.Key.Header)
+	if len(vals) == 0 {
+		return Key{}
+	}
+	return Key{Value: vals[0], Present: true, lines: len(vals)}
+}
+
+// resolveKey applies the key rules; ok is false when it has answered 400. key is "" when the key
+// is absent and optional: the request runs unguarded.
+func (x *Exchange) resolveKey(k Key) (key string, ok bool) {
+	if !k.Present {
+		if x.op.Key.Required {
+			x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeKeyMissing)
+			x.rt.probes.write(x.w, http.StatusBadRequest, ProblemKeyMissing, x.keyWhere()+" is required.", "", 0)
+			return "", false
+		}
+		return "", true
+	}
+	v, err := checkKey(k, &x.op.Key)
+	if err != nil {
+		x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeKeyInvalid)
+		x.rt.probes.write(x.w, http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".", "", 0)
+		return "", false
+	}
+	return v, true
+}
+
+func (x *Exchange) keyWhere() string {
+	if x.op.Key.Header != "" {
+		return "The " + x.op.Key.Header + " header"
+	}
+	return "The idempotency key at " + x.op.Key.BodyPointer
+}
+
+// RunAtomic validates key (400 key-missing / key-invalid), then runs the state machine in atomic
+// mode (DESIGN section 4): a new key runs fn inside the transaction that also stores its final
+// response; a completed key with the same fingerprint replays; a different fingerprint or
+// operation is 422; a concurrent claim is 409 in-flight with Retry-After (after at most
+// Operation.Wait, which turns into a replay when the first request finishes in time); an
+// unreachable store is 503 and fn never runs. A missing optional key runs fn unguarded in a plain
+// transaction.
+func (x *Exchange) RunAtomic(key Key, fp canonical.Fingerprint, fn AtomicFunc) {
+	x.finish()
+	k, ok := x.resolveKey(key)
+	if !ok {
+		return
+	}
+	if k == "" {
+		x.rt.runUnguardedAtomic(x, fn)
+		return
+	}
+	x.rt.runAtomic(x, k, fp, fn)
+}
+
+// RunLease validates key, then runs the state machine in lease mode (DESIGN section 4): a new key
+// commits a claim with a lease of Operation.Lease on the database clock and a fencing token, runs
+// fn outside any transaction, then runs the CompleteFunc it returns in a transaction that
+// compares and swaps the token and stores the final response. A failure releases the key. A
+// running claim answers 409 until its lease ends; then the same fingerprint takes over (the old
+// owner's completion fails) and a different one gets 422.
+func (x *Exchange) RunLease(key Key, fp canonical.Fingerprint, fn LeaseFunc) {
+	x.finish()
+	k, ok := x.resolveKey(key)
+	if !ok {
+		return
+	}
+	if k == "" {
+		x.rt.runUnguardedLease(x, fn)
+		return
+	}
+	x.rt.runLease(x, k, fp, fn)
+}
+
+// answerExisting answers a request whose key has a live record that it did not claim: replay,
+// 422 or 409. It reports the outcome.
+func (rt *Runtime) answerExisting(x *Exchange, rec *record, fp canonical.Fingerprint, key string) {
+	op := x.op
+	switch {
+	case rec.operation != op.ID || !rec.sameRequest(fp):
+		rt.obs.Outcome(op.ID, op.Mode, OutcomeMismatch)
+		detail := "The key was used with a different request."
+		if rec.operation != op.ID {
+			detail = "The key was used with another operation."
+		}
+		rt.probes.write(x.w, http.StatusUnprocessableEntity, ProblemPayloadMismatch, detail, "", 0)
+	case rec.completed():
+		rt.obs.Outcome(op.ID, op.Mode, OutcomeReplayed)
+		writeReplay(x.w, rec)
+	default:
+		rt.conflict(x, rec.leaseLeft)
+	}
+}
+
+// conflict answers 409 in-flight; left is the running lease's remaining time (0 in atomic mode).
+func (rt *Runtime) conflict(x *Exchange, left time.Duration) {
+	rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeConflict)
+	if left <= 0 {
+		left = rt.cfg.ConflictRetryAfter
+	}
+	rt.probes.write(x.w, http.StatusConflict, ProblemInFlight,
+		"A request with this key is still being processed; retry after the Retry-After delay.", "", left)
+}
+
+// storeUnavailable answers 503 and logs err with the key's hash.
+func (rt *Runtime) storeUnavailable(x *Exchange, key string, err error) {
+	rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeStoreError)
+	rt.log.Error("idempotency store unavailable", "operation", x.op.ID, "key_hash", keyHash(x.scope, key), "error", err)
+	rt.probes.write(x.w, http.StatusServiceUnavailable, ProblemStoreUnavailable,
+		"The idempotency store cannot be reached; the request was not processed.", "", rt.cfg.StoreRetryAfter)
+}
+
+// handlerFailed answers 500 for a handler error or panic after the key was released.
+func (rt *Runtime) handlerFailed(x *Exchange, key string, err error) {
+	rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeReleased)
+	rt.log.Error("idempotent handler failed; key released", "operation", x.op.ID, "key_hash", keyHash(x.scope, key), "error", err)
+	rt.probes.write(x.w, http.StatusInternalServerError, ProblemInternal, "", "", 0)
+}
+
+// stored is a final response prepared for the record (DESIGN section 5).
+type stored struct {
+	status  int
+	headers []byte
+	body    []byte
+	omitted bool
+}
+
+func prepareStored(op *Operation, resp Response) (stored, error) {
+	h, err := storableHeaders(op, resp.Header)
+	if err != nil {
+		return stored{}, fmt.Errorf("encode headers: %w", err)
+	}
+	limit := op.ResponseLimit
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	s := stored{status: resp.Status, headers: h, body: resp.Body}
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if int64(len(resp.Body)) > limit {
+		s.body, s.omitted = nil, true
+	}
+	if s.body == nil && !s.omitted {
+		s.body = []byte{}
+	}
+	return s, nil
+}
+
+// panicError is a recovered handler panic.
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return fmt.Sprintf("handler panicked: %v", p.v) }

@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Outcome is how the runtime ended one request to a marked operation (DESIGN section 4,
+// observability). Its string is the metrics label value.
+type Outcome string
+
+const (
+	OutcomeExecuted     Outcome = "executed"        // the handler ran and its final response was stored
+	OutcomeReplayed     Outcome = "replayed"        // a stored response was replayed
+	OutcomeConflict     Outcome = "conflict"        // 409 in-flight
+	OutcomeMismatch     Outcome = "mismatch"        // 422 payload-mismatch
+	OutcomeKeyMissing   Outcome = "key_missing"     // 400 key-missing
+	OutcomeKeyInvalid   Outcome = "key_invalid"     // 400 key-invalid
+	OutcomeBodyInvalid  Outcome = "body_invalid"    // 400 body-invalid (and 413, 415)
+	OutcomeStoreError   Outcome = "store_error"     // 503 store-unavailable, or a store failure after the handler
+	OutcomeTakeover     Outcome = "takeover"        // lease mode: an expired lease was taken over (the handler then runs)
+	OutcomeLeaseLost    Outcome = "lease_lost"      // lease mode: completion found its token replaced
+	OutcomeReleased     Outcome = "released"        // the handler failed or answered a non-final status; the key is free again
+	OutcomeUnguarded    Outcome = "unguarded"       // an optional key was absent; the handler ran without a record
+	OutcomeUnauthorized Outcome = "unauthenticated" // the ScopeFunc refused the request
+)
+
+// Observer receives the runtime's events. Implementations must be safe for concurrent use and
+// fast: they run on the request path. runtime/prometheus adapts it to client_golang.
+type Observer interface {
+	// Outcome reports how one request ended; op is the operation's ID ("" before it is known).
+	Outcome(op string, mode Mode, o Outcome)
+	// ClaimLatency reports how long the claim (first store round trip or trips) took.
+	ClaimLatency(op string, mode Mode, d time.Duration)
+	// Swept reports rows deleted by one sweeper batch.
+	Swept(rows int64)
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+func (NopObserver) Outcome(string, Mode, Outcome)            {}
+func (NopObserver) ClaimLatency(string, Mode, time.Duration) {}
+func (NopObserver) Swept(int64)                              {}
+
+// String names the mode as in DESIGN section 2 ("atomic", "lease").
+func (m Mode) String() string {
+	if m == Lease {
+		return "lease"
+	}
+	return "atomic"
+}
+
+// keyHash is what logs show instead of a key: 12 hex digits of SHA-256 over scope and key, enough
+// to correlate log lines, useless to replay a request.
+func keyHash(scope, key string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}

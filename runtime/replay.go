@@ -1,0 +1,120 @@
+package runtime
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Replay headers (DESIGN section 5; the draft-ietf-httpapi-idempotency-key-header replays the
+// original response, Stripe marks it with Idempotent-Replayed).
+const (
+	// HeaderReplayed marks every replayed response: `Idempotent-Replayed: true`.
+	HeaderReplayed = "Idempotent-Replayed"
+	// HeaderReplayBody is `omitted` on a replay whose body was above Operation.ResponseLimit
+	// when it was first sent, so it was not stored.
+	HeaderReplayBody = "Idempotent-Replay-Body"
+)
+
+// defaultReplayHeaders are stored and replayed for every operation (DESIGN section 5).
+var defaultReplayHeaders = []string{
+	"Content-Type", "Content-Encoding", "Content-Language", "Content-Disposition",
+	"Location", "Etag", "Link",
+}
+
+// neverStored may not be stored or replayed even when an operation lists them in ReplayHeaders:
+// credentials, per-response dates and the hop-by-hop headers of RFC 9110 section 7.6.1.
+var neverStored = map[string]bool{
+	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Date": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
+	"Proxy-Authenticate": true, "Www-Authenticate": true,
+	HeaderReplayed: true, HeaderReplayBody: true,
+}
+
+// storableHeaders returns the allow-listed headers of h as a JSON object of string arrays, or
+// nil when there are none.
+func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
+	keep := map[string][]string{}
+	add := func(name string) {
+		name = http.CanonicalHeaderKey(name)
+		if neverStored[name] {
+			return
+		}
+		if v := h.Values(name); len(v) > 0 {
+			keep[name] = v
+		}
+	}
+	for _, n := range defaultReplayHeaders {
+		add(n)
+	}
+	for _, n := range op.ReplayHeaders {
+		add(n)
+	}
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(keep)
+}
+
+// isFinal reports whether status is final under the operation's replay.statuses (DESIGN section
+// 2): the last matching rule decides, nil rules mean [2xx, 4xx, !408, !409, !425, !429]. A
+// non-final outcome is never stored and releases the key, so the client's retry runs again.
+func isFinal(op *Operation, status int) bool {
+	rules := op.Statuses
+	if rules == nil {
+		rules = defaultStatuses
+	}
+	final := false
+	for _, r := range rules {
+		if r.Code == status || (r.Code == 0 && r.Class != 0 && status/100 == r.Class) {
+			final = !r.Exclude
+		}
+	}
+	return final
+}
+
+var defaultStatuses = []StatusRule{
+	{Class: 2}, {Class: 4},
+	{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
+	{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
+}
+
+// writeResponse sends a handler's response as is (Set-Cookie and the rest included: only the
+// stored copy is filtered).
+func writeResponse(w http.ResponseWriter, resp Response) {
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = append(h[k][:0:0], v...)
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(resp.Body)
+}
+
+// writeReplay sends a stored response with Idempotent-Replayed: true.
+func writeReplay(w http.ResponseWriter, rec *record) {
+	h := w.Header()
+	if len(rec.headers) > 0 {
+		var stored map[string][]string
+		if json.Unmarshal(rec.headers, &stored) == nil {
+			for k, v := range stored {
+				h[http.CanonicalHeaderKey(k)] = v
+			}
+		}
+	}
+	h.Set(HeaderReplayed, "true")
+	if rec.bodyOmitted {
+		h.Set(HeaderReplayBody, "omitted")
+		h.Set("Content-Length", "0")
+	} else {
+		h.Set("Content-Length", strconv.Itoa(len(rec.body)))
+	}
+	w.WriteHeader(int(rec.status))
+	if !rec.bodyOmitted {
+		_, _ = w.Write(rec.body)
+	}
+}

@@ -1,0 +1,143 @@
+// Package runtime is the part of idemgen that generated code imports: the idempotency state
+// machine of DESIGN sections 1, 4 and 5 (New, In-flight, Replay, Mismatch), its PostgreSQL
+// store on pgx/v5, the HTTP exchange with its RFC 9457 problems, the sweeper and the observer.
+//
+// Two modes make an operation's effects happen at most once per (scope, key):
+//   - Atomic (default): the claim, the handler's writes and the stored response commit in one
+//     transaction; anything that is not a final response rolls all of it back.
+//   - Lease: the claim commits first with a lease and a fencing token; the handler calls out of
+//     the database, then completes in a transaction that compares and swaps the token.
+//
+// docs/runtime.md describes the protocol, its SQL and the number of round trips per path.
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ScopeFunc returns the scope (tenant) of a request; an error refuses it (401 by default, see
+// Config.ScopeStatus) before any key lookup (DESIGN section 4). Keys are unique per scope, so the
+// function must return the authenticated principal, never something the client merely asserts.
+type ScopeFunc func(r *http.Request) (string, error)
+
+// ClaimStrategy chooses how the first database round trip of an atomic-mode request is built.
+type ClaimStrategy uint8
+
+const (
+	// ClaimPipelined sends the claim and the transaction's BEGIN in one pipeline whose middle
+	// statement fails on purpose when the key already exists, so a replay costs one round trip
+	// and a new key two plus the handler's statements. Each replay or conflict leaves one ERROR
+	// line ("idemgen: ... not an error") in the PostgreSQL server log.
+	ClaimPipelined ClaimStrategy = iota
+	// ClaimReadFirst reads the record with a plain SELECT first and claims in a second round
+	// trip only when it is absent: a replay still costs one round trip, a new key three plus the
+	// handler's statements, and the server log stays clean.
+	ClaimReadFirst
+)
+
+// Config configures a Runtime. Zero values take the defaults stated on each field.
+type Config struct {
+	// Pool is the connection pool of the database that holds idempotency_records (see Migrate).
+	// Required. Atomic-mode handlers write through a transaction on this pool.
+	Pool *pgxpool.Pool
+	// Scope is mandatory unless SingleTenant is set.
+	Scope ScopeFunc
+	// SingleTenant declares that the service has one tenant: every request gets the scope "".
+	// It exists so that forgetting Scope is an error rather than a silent shared key space.
+	SingleTenant bool
+	// ScopeStatus is the status of the `unauthenticated` problem when Scope fails; default 401.
+	ScopeStatus int
+
+	// Logger receives structured logs; keys are logged as a short hash, never raw. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Observer receives outcome events, claim latencies and sweep counts; default none.
+	Observer Observer
+
+	// ClaimStrategy: see the constants; default ClaimPipelined.
+	ClaimStrategy ClaimStrategy
+	// ConflictTimeout is how long an atomic-mode claim waits on a concurrent uncommitted claim of
+	// the same key before answering 409 (PostgreSQL lock_timeout; the wait cannot be zero).
+	// Default 10ms. Operation.Wait, when longer, replaces it.
+	ConflictTimeout time.Duration
+	// StoreTimeout bounds each store call (acquire a connection, claim, read) so that an
+	// unreachable store answers 503 instead of hanging. Default 5s.
+	StoreTimeout time.Duration
+	// StoreRetryAfter is the Retry-After of a 503 store-unavailable, rounded up to whole seconds
+	// (at least 1). Default 1s.
+	StoreRetryAfter time.Duration
+	// ConflictRetryAfter is the Retry-After of an atomic-mode 409 in-flight, rounded up to whole
+	// seconds (at least 1); lease mode answers the lease's remaining time instead. Default 1s.
+	ConflictRetryAfter time.Duration
+	// ProblemBase prefixes every problem type URI; default DefaultProblemBase.
+	ProblemBase string
+	// ProviderKeySecret, when set, turns LeaseHandle.ProviderKey and DeriveID into HMAC-SHA256
+	// under this secret, so a downstream provider cannot link derived keys to client keys.
+	// Changing it changes every derived key: never rotate it while records are in flight.
+	ProviderKeySecret []byte
+}
+
+// Runtime runs the idempotency state machine for generated handlers. It is safe for concurrent
+// use; it holds no mutable state besides the pool.
+type Runtime struct {
+	cfg    Config
+	log    *slog.Logger
+	obs    Observer
+	store  *store
+	probes problems
+}
+
+// New checks cfg and returns a Runtime. It fails when Pool is nil, or when neither Scope nor
+// SingleTenant is set (or both are).
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("runtime: Config.Pool is nil")
+	}
+	switch {
+	case cfg.Scope == nil && !cfg.SingleTenant:
+		return nil, errors.New("runtime: Config.Scope is required (or set SingleTenant for a one-tenant service)")
+	case cfg.Scope != nil && cfg.SingleTenant:
+		return nil, errors.New("runtime: set Config.Scope or SingleTenant, not both")
+	}
+	if cfg.ScopeStatus == 0 {
+		cfg.ScopeStatus = http.StatusUnauthorized
+	}
+	if cfg.ScopeStatus < 400 || cfg.ScopeStatus > 599 {
+		return nil, fmt.Errorf("runtime: Config.ScopeStatus %d is not an error status", cfg.ScopeStatus)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	if cfg.ConflictTimeout <= 0 {
+		cfg.ConflictTimeout = 10 * time.Millisecond
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 5 * time.Second
+	}
+	if cfg.StoreRetryAfter <= 0 {
+		cfg.StoreRetryAfter = time.Second
+	}
+	if cfg.ConflictRetryAfter <= 0 {
+		cfg.ConflictRetryAfter = time.Second
+	}
+	if cfg.ProblemBase == "" {
+		cfg.ProblemBase = DefaultProblemBase
+	}
+	rt := &Runtime{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		obs:    cfg.Observer,
+		store:  &store{pool: cfg.Pool, conflictTimeout: cfg.ConflictTimeout},
+		probes: problems{base: cfg.ProblemBase},
+	}
+	return rt, nil
+}

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/migrations"
+)
+
+// migration is one embedded up file: NNNN_name.up.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations reads the embedded up files in version order.
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrations.FS, "*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, n := range names {
+		num, _, ok := strings.Cut(n, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a version number", n)
+		}
+		b, err := fs.ReadFile(migrations.FS, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: n, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// SchemaSQL returns the SQL that creates the idempotency table and its index (every embedded
+// migration, in order), for `idemgen sql` and for users who manage their schema themselves. The
+// same statements ship as golang-migrate and goose files in runtime/migrations.
+func SchemaSQL() string {
+	ms, err := loadMigrations()
+	if err != nil {
+		panic("runtime: embedded migrations: " + err.Error()) // the files are compiled in
+	}
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "-- %s\n%s", m.name, m.sql)
+	}
+	return b.String()
+}
+
+// migrateLockID is the advisory lock key Migrate holds (transaction-scoped), "idemgen" in ASCII.
+const migrateLockID = 0x6964656d67656e
+
+// Migrate creates or upgrades the idempotency schema. It is safe on every start and from several
+// replicas at once: each run is one transaction that takes a transaction-scoped advisory lock
+// (engines without advisory locks fall back to retrying the transaction when a concurrent
+// replica created the same object first), applies the embedded migrations missing from
+// idemgen_schema_versions, and records them. It returns the store's error, wrapped.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, ms) })
+		if err == nil || attempt >= 4 || !isConcurrentDDL(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+func migrateTx(ctx context.Context, tx pgx.Tx, ms []migration) error {
+	if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_lock"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLockID)); err != nil {
+		// No advisory locks on this engine: carry on, relying on retries.
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT idemgen_lock"); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS idemgen_schema_versions (
+	version    integer     PRIMARY KEY,
+	name       text        NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("versions table: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := tx.Query(ctx, "SELECT version FROM idemgen_schema_versions")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO idemgen_schema_versions (version, name) VALUES ($1, $2)
+ON CONFLICT (version) DO NOTHING`, m.version, m.name); err != nil {
+			return fmt.Errorf("%s: record version: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// isConcurrentDDL reports the errors two replicas creating the same objects at once can meet
+// without a lock: duplicate catalog rows, duplicate objects, serialization failures.
+func isConcurrentDDL(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "23505", "42P07", "42710", "40001", "40P01":
+		return true
+	}
+	return false
+}

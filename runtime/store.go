@@ -1,0 +1,246 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// The store's SQL. Every statement names the full primary key (scope, key), so on a distributed
+// engine sharded by scope each one is routed to one shard; none keeps session state beyond its
+// own transaction (set_config(..., true) and SET LOCAL end with it). Durations travel as integer
+// microseconds and are added to the database clock: the application's clock is never used.
+
+// recordCols reads a record together with the two clock decisions made by the database: whether
+// it is still live (expires_at in the future) and how long its lease has left.
+const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.state, r.fencing_token,
+	r.expires_at > now() AS live,
+	COALESCE(CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), 0) AS lease_left_us,
+	r.response_status, r.response_headers, r.response_body, r.body_omitted`
+
+// sqlRead is the replay read: one plain SELECT, no lock, no transaction id.
+const sqlRead = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2`
+
+// sqlClaim inserts a running record unless (scope, key) exists, and returns the existing record
+// as of the statement's snapshot. ON CONFLICT DO NOTHING takes no row lock and, when the
+// conflicting row is committed, assigns no transaction id: a replay writes nothing. When the
+// conflicting row is not yet committed the statement waits for its transaction (bounded by
+// lock_timeout), and the row that then appears is newer than the snapshot, so the result shows
+// neither a claim nor a record: callers re-read (the READ COMMITTED trap of issue 7).
+// $6 fencing token, $7 retention (µs), $8 lease (µs, 0 = no lease: atomic mode).
+const sqlClaim = `WITH ins AS (
+	INSERT INTO idempotency_records
+		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
+		 locked_until, created_at, expires_at)
+	VALUES ($1, $2, $3, $4, $5, 'running', $6,
+		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
+		GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond'))
+	ON CONFLICT (scope, key) DO NOTHING
+	RETURNING fencing_token
+)
+SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.scope = $1 AND r.key = $2`
+
+// sqlClaimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
+// its claim token. In the pipelined atomic claim it stands between the claim and BEGIN: when the
+// key already had a record, the failure ends the pipeline's implicit transaction, so BEGIN never
+// runs and the replay needs no ROLLBACK round trip.
+const sqlClaimedOrStop = `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM idempotency_records
+	WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running')
+	THEN '1' ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
+
+// sqlTakeExpired reuses the row of an expired record for a new claim (the key counts as absent
+// once expires_at has passed, DESIGN section 4). The token grows, so it stays monotonic per key.
+// $6 is the new token for atomic claims, or NULL to take fencing_token + 1 (lease mode).
+const sqlTakeExpired = `UPDATE idempotency_records SET
+	operation = $3, fingerprint = $4, fingerprint_version = $5, state = 'running',
+	fencing_token = COALESCE($6::bigint, fencing_token + 1),
+	locked_until = CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END,
+	response_status = NULL, response_headers = NULL, response_body = NULL, body_omitted = false,
+	created_at = now(), completed_at = NULL,
+	expires_at = GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond')
+WHERE scope = $1 AND key = $2 AND expires_at <= now()
+RETURNING fencing_token`
+
+// sqlTakeOverLease moves an expired lease to a new owner with the next fencing token; the old
+// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
+const sqlTakeOverLease = `UPDATE idempotency_records SET
+	fencing_token = fencing_token + 1,
+	locked_until = now() + $4::bigint * interval '1 microsecond',
+	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond')
+WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running' AND locked_until <= now()
+RETURNING fencing_token`
+
+// sqlExtendLease is the heartbeat: it moves locked_until while the token is still ours.
+const sqlExtendLease = `UPDATE idempotency_records SET
+	locked_until = now() + $4::bigint * interval '1 microsecond',
+	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond')
+WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
+
+// sqlLockLease opens a lease-mode completion: it locks the running record under our token, so a
+// takeover waits for this transaction and then finds the record completed.
+const sqlLockLease = `UPDATE idempotency_records SET locked_until = locked_until
+WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
+
+// sqlComplete stores the final response under our token. Retention counts from completion.
+// $4 status, $5 headers (JSON), $6 body, $7 body omitted, $8 retention (µs).
+const sqlComplete = `UPDATE idempotency_records SET
+	state = 'completed', response_status = $4, response_headers = $5, response_body = $6,
+	body_omitted = $7, locked_until = NULL, completed_at = statement_timestamp(),
+	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
+WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
+
+// sqlRelease frees the key after a failed lease-mode handler: the retry is a new request.
+const sqlRelease = `DELETE FROM idempotency_records
+WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
+
+// record is a stored idempotency record as read together with the database's clock decisions.
+type record struct {
+	operation   string
+	fingerprint []byte
+	fpVersion   int16
+	state       string
+	token       int64
+	live        bool
+	leaseLeft   time.Duration
+	status      int16
+	headers     []byte
+	body        []byte
+	bodyOmitted bool
+}
+
+func (r *record) completed() bool { return r.state == "completed" }
+
+// sameRequest compares the stored fingerprint with fp. Records written under another fingerprint
+// version cannot be compared; a completed one replays (the key names the operation, and a replay
+// runs nothing), a running one is treated as different so it is never taken over by a request
+// the earlier one may not match.
+func (r *record) sameRequest(fp canonical.Fingerprint) bool {
+	if uint16(r.fpVersion) != fp.Version {
+		return r.completed()
+	}
+	return bytes.Equal(r.fingerprint, fp.Sum[:])
+}
+
+// rawRecord holds recordCols as scanned: every column may be NULL when a LEFT JOIN found no row.
+type rawRecord struct {
+	operation   *string
+	fingerprint []byte
+	fpVersion   *int16
+	state       *string
+	token       *int64
+	live        *bool
+	leaseLeftUS *int64
+	status      *int16
+	headers     []byte
+	body        []byte
+	bodyOmitted *bool
+}
+
+func (r *rawRecord) targets() []any {
+	return []any{&r.operation, &r.fingerprint, &r.fpVersion, &r.state, &r.token, &r.live,
+		&r.leaseLeftUS, &r.status, &r.headers, &r.body, &r.bodyOmitted}
+}
+
+// record converts the scanned columns; found is false when there was no row.
+func (r *rawRecord) record() (rec record, found bool) {
+	if r.operation == nil || r.state == nil {
+		return rec, false
+	}
+	rec = record{
+		operation: *r.operation, fingerprint: r.fingerprint, state: *r.state,
+		headers: r.headers, body: r.body,
+	}
+	if r.fpVersion != nil {
+		rec.fpVersion = *r.fpVersion
+	}
+	if r.token != nil {
+		rec.token = *r.token
+	}
+	if r.live != nil {
+		rec.live = *r.live
+	}
+	if r.leaseLeftUS != nil {
+		rec.leaseLeft = time.Duration(*r.leaseLeftUS) * time.Microsecond
+	}
+	if r.status != nil {
+		rec.status = *r.status
+	}
+	if r.bodyOmitted != nil {
+		rec.bodyOmitted = *r.bodyOmitted
+	}
+	return rec, true
+}
+
+// store runs the SQL above on a pool.
+type store struct {
+	pool            *pgxpool.Pool
+	conflictTimeout time.Duration
+}
+
+// claimInput is what a claim writes.
+type claimInput struct {
+	scope, key, op string
+	fp             canonical.Fingerprint
+	token          int64         // atomic: random claim id; lease: ignored (1, then +1)
+	retention      time.Duration // how long the completed record replays
+	lease          time.Duration // lease mode only; 0 in atomic mode
+	lockTimeout    time.Duration // atomic mode: bound on waiting for a concurrent claim
+}
+
+func (in *claimInput) args(token any) []any {
+	return []any{in.scope, in.key, in.op, in.fp.Sum[:], int16(in.fp.Version), token,
+		in.retention.Microseconds(), in.lease.Microseconds()}
+}
+
+// errInFlight is a claim that met a concurrent uncommitted claim of the same key and gave up
+// waiting (lock_timeout): the client gets 409 in-flight.
+var errInFlight = errors.New("idempotency key in flight")
+
+// isLockTimeout reports PostgreSQL's lock_not_available (55P03), raised by lock_timeout.
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// isClaimStop reports the deliberate failure of sqlClaimedOrStop.
+func isClaimStop(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22P02"
+}
+
+// randomToken returns a positive random int64 for atomic claim ids.
+func randomToken() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:])>>1) | 1<<32
+}
+
+// read is the plain SELECT of one record; found is false when there is no row.
+func (s *store) read(ctx context.Context, q querier, scope, key string) (record, bool, error) {
+	var raw rawRecord
+	err := q.QueryRow(ctx, sqlRead, scope, key).Scan(raw.targets()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("read record: %w", err)
+	}
+	rec, found := raw.record()
+	return rec, found, nil
+}
+
+// querier is what read needs from a pool or a connection.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
