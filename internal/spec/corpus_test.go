@@ -1,0 +1,124 @@
+package spec
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+const vendorDir = "../../testdata/specs/vendor"
+
+// TestVendorCorpus loads every public spec in testdata/specs/vendor with --infer, as a user
+// pointing idemgen at a vendor spec would, and checks how many operations it finds, with which
+// carrier. The counts agree with an independent scan of the raw documents (issue 2).
+func TestVendorCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 13 MB of specs")
+	}
+	cases := []struct {
+		file     string
+		marked   int
+		carrier  model.Carrier
+		key      string
+		required int // how many of them declare the key required
+	}{
+		{"adyen-checkout-v71.json", 22, model.CarrierHeader, "Idempotency-Key", 0},
+		{"paypal-payments-v2.json", 3, model.CarrierHeader, "PayPal-Request-Id", 0},
+		{"coinbase-cdp.yaml", 66, model.CarrierHeader, "X-Idempotency-Key", 0},
+		{"twilio-api-v2010.yaml", 4, model.CarrierForm, "IdempotencyKey", 2},
+		{"svix-server-openapi.json", 10, model.CarrierHeader, "idempotency-key", 0},
+		{"stripe-spec3.yaml", 0, "", "", 0},
+		{"swagger-petstore-v3.yaml", 0, "", "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			res := load(t, Options{Path: filepath.Join(vendorDir, tc.file), Infer: true})
+			if errs := errorsOf(res.Diags); len(errs) > 0 {
+				t.Fatalf("%d errors, first: %s", len(errs), errs[0])
+			}
+			doc := res.Doc
+			if len(doc.Operations) != tc.marked {
+				t.Fatalf("--infer found %d operations, want %d", len(doc.Operations), tc.marked)
+			}
+			required := 0
+			for i, op := range doc.Operations {
+				k := op.Settings.Key
+				name := k.Header
+				if k.Carrier == model.CarrierForm {
+					name = k.Field
+				}
+				if k.Required {
+					required++
+				}
+				if op.Mark != model.MarkInfer || k.Carrier != tc.carrier || name != tc.key {
+					t.Errorf("%s %s: mark %s, key %s %s required=%v", op.Method, op.Path, op.Mark, k.Carrier, name, k.Required)
+				}
+				if i > 0 {
+					prev := doc.Operations[i-1]
+					if prev.Path > op.Path || (prev.Path == op.Path && prev.Method >= op.Method) {
+						t.Errorf("operations not sorted: %s %s before %s %s", prev.Method, prev.Path, op.Method, op.Path)
+					}
+				}
+				if op.Loc.Line == 0 || !strings.HasSuffix(op.Loc.File, tc.file) {
+					t.Errorf("%s %s located at %s", op.Method, op.Path, op.Loc)
+				}
+			}
+			if required != tc.required {
+				t.Errorf("%d operations with a required key, want %d", required, tc.required)
+			}
+			// Without --infer nothing is marked, and check warns once per operation instead.
+			plain := load(t, Options{Path: filepath.Join(vendorDir, tc.file)})
+			warned := 0
+			for _, d := range plain.Diags.Sorted() {
+				if d.Code == "unmarked-idempotency-key" {
+					warned++
+				}
+			}
+			if len(plain.Doc.Operations) != 0 || warned != tc.marked {
+				t.Errorf("without --infer: %d marked, %d warnings; want 0 and %d", len(plain.Doc.Operations), warned, tc.marked)
+			}
+		})
+	}
+}
+
+// TestBrokenDocumentsFailLocated: documents that do not load fail with the file, line and the
+// offending reference, not a Go error or a panic.
+func TestBrokenDocumentsFailLocated(t *testing.T) {
+	cases := []struct {
+		path, code, file string
+		line             int
+		mention          string
+	}{
+		{vendorDir + "/square-connect-v2-oas3-2025-05-21.json", "dangling-ref", "square-connect-v2-oas3-2025-05-21.json", 8308, "#/components/schemas/CatalogModifierToggleOverrideType"},
+		{vendorDir + "/unit-openapi/openapi.json", "wrong-ref-kind", "unit-openapi/schemas/account/accountPaths.json", 47, "../types.json#/components/schemas/PageQuery"},
+		{"../../testdata/specs/broken/dangling-ref.yaml", "dangling-ref", "broken/dangling-ref.yaml", 12, "#/components/schemas/PaymentRequest"},
+		{"../../testdata/specs/broken/wrong-kind.yaml", "wrong-ref-kind", "broken/wrong-kind.yaml", 8, "#/components/schemas/Amount"},
+		{"../../testdata/specs/broken/invalid.yaml", "invalid-yaml", "broken/invalid.yaml", 5, ""},
+		{"../../testdata/specs/broken/remote-ref.yaml", "remote-ref", "broken/remote-ref.yaml", 11, "https://example.com/schemas.yaml#/Payment"},
+		{"../../testdata/specs/broken/split/openapi.yaml", "dangling-ref", "split/schemas/payment.yaml", 6, "#/Custmer"},
+	}
+	for _, tc := range cases {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			res := load(t, Options{Path: tc.path, Infer: true})
+			if res.Doc != nil {
+				t.Fatal("a broken document produced a model")
+			}
+			errs := errorsOf(res.Diags)
+			if len(errs) == 0 {
+				t.Fatal("no error")
+			}
+			d := errs[0]
+			if d.Code != tc.code || !strings.HasSuffix(filepath.ToSlash(d.Loc.File), tc.file) || d.Loc.Line != tc.line || !strings.Contains(d.Message, tc.mention) {
+				t.Errorf("first error %s\nwant %s at …%s:%d mentioning %q", d, tc.code, tc.file, tc.line, tc.mention)
+			}
+		})
+	}
+	// Square's dangling reference is used in five places; all five are reported in one run.
+	res := load(t, Options{Path: vendorDir + "/square-connect-v2-oas3-2025-05-21.json"})
+	if n := len(errorsOf(res.Diags)); n != 5 {
+		t.Errorf("square: %d errors, want 5:\n%s", n, (&diag.Errors{List: errorsOf(res.Diags)}).Error())
+	}
+}
