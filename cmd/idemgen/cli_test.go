@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const vendor = "../../testdata/specs/vendor/"
+
+// idemgen runs the command in-process and returns its exit code, stdout and stderr.
+func idemgen(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const markedSpec = `openapi: 3.0.3
+info: {title: shop, version: "1"}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      x-idempotent: {retention: 48h, fingerprint: {exclude: [/note]}}
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, properties: {amount: {type: integer}, note: {type: string}}}
+      responses: {"201": {description: created}}
+  /refunds:
+    post:
+      operationId: createRefund
+      parameters: [{name: Idempotency-Key, in: header, schema: {type: string}}]
+      responses: {"201": {description: created}}
+`
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestListFormats(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+
+	code, out, errOut := idemgen(t, "list", spec)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "METHOD") || !strings.Contains(lines[1], "createPayment") ||
+		!strings.Contains(lines[1], "header Idempotency-Key") || !strings.Contains(lines[1], "48h") || !strings.Contains(lines[1], "/note") {
+		t.Errorf("table:\n%s", out)
+	}
+	// The unmarked refund operation with an Idempotency-Key header is a warning, not an error.
+	if !strings.Contains(errOut, "warning[unmarked-idempotency-key]") || !strings.Contains(errOut, `"createRefund":`) {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+
+	code, out, _ = idemgen(t, "list", spec, "--infer", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("json exit %d", code)
+	}
+	var doc struct {
+		Version    int `json:"version"`
+		Operations []struct {
+			Method, Path, OperationID, Mark string
+			Key                             struct {
+				Carrier, Name string
+				Required      bool
+			}
+			Retention        string
+			RetentionSeconds int64
+			Fingerprint      struct{ Exclude, Headers []string }
+			Replay           struct{ Statuses []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if doc.Version != 1 || len(doc.Operations) != 2 {
+		t.Fatalf("json doc %+v", doc)
+	}
+	p, r := doc.Operations[0], doc.Operations[1]
+	if p.OperationID != "createPayment" || p.Mark != "spec" || p.Retention != "48h" || p.RetentionSeconds != 172800 ||
+		p.Key.Carrier != "header" || p.Key.Name != "Idempotency-Key" || !p.Key.Required || strings.Join(p.Fingerprint.Exclude, ",") != "/note" ||
+		p.Fingerprint.Headers == nil || strings.Join(p.Replay.Statuses, ",") != "2xx,4xx,!408,!409,!425,!429" {
+		t.Errorf("payment %+v", p)
+	}
+	if r.OperationID != "createRefund" || r.Mark != "infer" || r.Key.Required {
+		t.Errorf("inferred refund %+v (its declared header is optional)", r)
+	}
+
+	code, out, _ = idemgen(t, "list", spec, "--format", "markdown")
+	if code != exitOK || !strings.HasPrefix(out, "| Method | Path |") || !strings.Contains(out, "| `POST` | `/payments` | `createPayment` |") {
+		t.Errorf("markdown (exit %d):\n%s", code, out)
+	}
+}
+
+func TestListWithConfigOnVendorSpec(t *testing.T) {
+	code, out, errOut := idemgen(t, "list", vendor+"paypal-payments-v2.json", "--config", "../../testdata/config/paypal.yaml", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Operations []struct {
+			OperationID, Mark, Mode, Retention string
+			Key                                struct {
+				Name     string
+				Required bool
+			}
+			Fingerprint struct{ Headers []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Operations) != 3 || errOut != "" {
+		t.Fatalf("%d operations, stderr %q", len(doc.Operations), errOut)
+	}
+	for _, op := range doc.Operations {
+		if op.Mark != "config" || op.Key.Name != "PayPal-Request-Id" || op.Retention != "72h" {
+			t.Errorf("%+v", op)
+		}
+	}
+	if doc.Operations[1].Mode != "lease" || !doc.Operations[2].Key.Required || doc.Operations[0].Key.Required ||
+		strings.Join(doc.Operations[2].Fingerprint.Headers, ",") != "Paypal-Partner-Attribution-Id" {
+		t.Errorf("per-operation settings lost: %+v", doc.Operations)
+	}
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	code, out, errOut := idemgen(t, "check", spec)
+	if code != exitOK || !strings.Contains(out, "1 idempotent operations, 0 errors, 1 warnings") {
+		t.Errorf("check: exit %d, out %q, err %q", code, out, errOut)
+	}
+	if code, _, _ := idemgen(t, "check", spec, "--strict"); code != exitSpec {
+		t.Errorf("check --strict with a warning: exit %d, want %d", code, exitSpec)
+	}
+	if code, _, errOut := idemgen(t, "check", spec, "--strict", "--infer"); code != exitOK {
+		t.Errorf("check --strict --infer: exit %d: %s", code, errOut)
+	}
+
+	bad := writeTemp(t, "bad.yaml", strings.Replace(markedSpec, "retention: 48h", "retention: 2 days, mode: lazy", 1))
+	code, _, errOut = idemgen(t, "check", bad)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != exitSpec || len(lines) < 3 || !strings.Contains(lines[0], "bad.yaml:7") || !strings.Contains(lines[0], "error[bad-value]") ||
+		!strings.Contains(lines[0], "#/paths/~1payments/post/x-idempotent/mode") || !strings.Contains(lines[1], "error[bad-duration]") {
+		t.Errorf("check bad: exit %d\n%s", code, errOut)
+	}
+	// generate's loader path (loadFlags.load) fails the same way.
+	code, _, _ = idemgen(t, "list", bad)
+	if code != exitSpec {
+		t.Errorf("list on a bad spec: exit %d", code)
+	}
+
+	code, _, errOut = idemgen(t, "check", vendor+"square-connect-v2-oas3-2025-05-21.json")
+	if code != exitSpec || !strings.Contains(errOut, "square-connect-v2-oas3-2025-05-21.json:8308:21: error[dangling-ref]") || strings.Contains(errOut, "goroutine") {
+		t.Errorf("square: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	for _, args := range [][]string{
+		{"list"},
+		{"list", spec, spec},
+		{"list", spec, "--format", "xml"},
+		{"list", spec, "--bogus"},
+		{"check", filepath.Join(t.TempDir(), "missing.yaml")},
+		{"list", spec, "--config", "missing-idemgen.yaml"},
+		{"frobnicate"},
+	} {
+		code, _, errOut := idemgen(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "idemgen --help") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := idemgen(t, "version")
+	if code != exitOK || !strings.HasPrefix(out, "idemgen ") || len(strings.TrimSpace(out)) <= len("idemgen") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	code, out, _ = idemgen(t, "--help")
+	for _, want := range []string{"x-idempotent", "check", "list", "--infer", "Exit codes: 0 success, 1", "2 wrong flags"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
+		}
+	}
+}
