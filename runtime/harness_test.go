@@ -82,6 +82,17 @@ func newEnv(t *testing.T, tweak func(*Config)) *env {
 	return newEnvAt(t, url, tweak)
 }
 
+// newEnvNoMigrate returns a pool on a fresh, empty database.
+func newEnvNoMigrate(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 func newEnvAt(t *testing.T, url string, tweak func(*Config)) *env {
 	t.Helper()
 	pcfg, err := pgxpool.ParseConfig(url)
@@ -292,3 +303,5 @@ func (o *recordingObserver) get(out Outcome) int {
 }
 
 const key1 = "k-test-0001-aaaaaaaaaaaa"
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
