@@ -1,0 +1,230 @@
+package conformance
+
+// Hand-written tests of the generated code (the golden comparison ignores *_test.go files).
+// They exercise the decoders, canonicalizers and fingerprints the generator emitted for
+// testdata/specs/conformance.yaml, with the request bodies of the shared cases
+// (/work/shared/cases 003, 004, 013-018), without a database.
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+func paymentFP(t *testing.T, body string) canonical.Fingerprint {
+	t.Helper()
+	v, err := decodeCreatePaymentJSON([]byte(body))
+	if err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	r := httptest.NewRequest("POST", "/v1/payments", strings.NewReader(body))
+	return fingerprintCreatePayment(r, "application/json", []byte(body), &CreatePaymentParams{}, &v)
+}
+
+func orderFP(t *testing.T, body string) canonical.Fingerprint {
+	t.Helper()
+	v, err := decodeCreateOrderJSON([]byte(body))
+	if err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	r := httptest.NewRequest("POST", "/v1/orders", strings.NewReader(body))
+	return fingerprintCreateOrder(r, "application/json", []byte(body), &CreateOrderParams{}, &v)
+}
+
+func TestFingerprintEquivalences(t *testing.T) {
+	tests := []struct {
+		name  string
+		fp    func(*testing.T, string) canonical.Fingerprint
+		a, b  string
+		equal bool
+	}{
+		{"003 member order and whitespace", paymentFP,
+			`{"amount":1000,"currency":"EUR","to":"acc_9","metadata":{"b":"2","a":"1"}}`,
+			"{\n  \"metadata\" : { \"a\":\"1\", \"b\":\"2\" },\n  \"to\" : \"acc_9\", \"currency\":\"EUR\", \"amount\" : 1000\n}", true},
+		{"004 nested member order", orderFP,
+			`{"payer":{"name":"J","country":"NL"},"lines":[{"sku":"A","qty":1},{"sku":"B","qty":2}]}`,
+			`{"lines":[{"qty":1,"sku":"A"},{"qty":2,"sku":"B"}],"payer":{"country":"NL","name":"J"}}`, true},
+		{"004 array order matters", orderFP,
+			`{"payer":{"name":"J","country":"NL"},"lines":[{"sku":"A","qty":1},{"sku":"B","qty":2}]}`,
+			`{"payer":{"name":"J","country":"NL"},"lines":[{"sku":"B","qty":2},{"sku":"A","qty":1}]}`, false},
+		{"013 excluded member ignored", paymentFP,
+			`{"amount": 55, "currency": "EUR", "to": "acc_1", "client_timestamp": "2026-11-30T10:00:00Z"}`,
+			`{"amount": 55, "currency": "EUR", "to": "acc_1", "client_timestamp": "2026-11-30T10:00:07Z"}`, true},
+		{"013 other members still count", paymentFP,
+			`{"amount": 55, "currency": "EUR", "to": "acc_1", "client_timestamp": "2026-11-30T10:00:00Z"}`,
+			`{"amount": 56, "currency": "EUR", "to": "acc_1", "client_timestamp": "2026-11-30T10:00:07Z"}`, false},
+		{"014 number spellings", orderFP,
+			`{"payer":{"name":"Q"},"lines":[{"sku":"A","qty":1,"unit_price":10.5}]}`,
+			`{"payer":{"name":"Q"},"lines":[{"sku":"A","qty":1,"unit_price":1.05e1}]}`, true},
+		{"014 different number", orderFP,
+			`{"payer":{"name":"Q"},"lines":[{"sku":"A","qty":1,"unit_price":10.5}]}`,
+			`{"payer":{"name":"Q"},"lines":[{"sku":"A","qty":1,"unit_price":10.51}]}`, false},
+		{"015 string escapes", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"caf\u00e9 \/x"}`,
+			`{"amount":1,"currency":"EUR","to":"café /x"}`, true},
+		{"excluded map key ignored", orderFP,
+			`{"payer":{"name":"J"},"lines":[],"metadata":{"trace_id":"a","k":"v"}}`,
+			`{"payer":{"name":"J"},"lines":[],"metadata":{"k":"v","trace_id":"b"}}`, true},
+		{"other map keys count", orderFP,
+			`{"payer":{"name":"J"},"lines":[],"metadata":{"k":"v"}}`,
+			`{"payer":{"name":"J"},"lines":[],"metadata":{"k":"w"}}`, false},
+		{"undeclared members are fingerprinted", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x","zzz":{"b":1,"a":2},"aaa":true}`,
+			`{"aaa":true,"amount":1,"currency":"EUR","to":"x","zzz":{"a":2,"b":1}}`, true},
+		{"undeclared member value counts", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x","zzz":1}`,
+			`{"amount":1,"currency":"EUR","to":"x","zzz":2}`, false},
+		{"absent and empty map differ", orderFP,
+			`{"payer":{"name":"J"},"lines":[]}`,
+			`{"payer":{"name":"J"},"lines":[],"metadata":{}}`, false},
+		{"exact integers", paymentFP,
+			`{"amount":9007199254740993,"currency":"EUR","to":"x"}`,
+			`{"amount":9007199254740992,"currency":"EUR","to":"x"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tt.fp(t, tt.a), tt.fp(t, tt.b)
+			if (a == b) != tt.equal {
+				t.Errorf("fingerprints equal = %v, want %v\n a: %s\n b: %s", a == b, tt.equal, a, b)
+			}
+		})
+	}
+}
+
+func TestCanonicalFormOfPayment(t *testing.T) {
+	v, err := decodeCreatePaymentJSON([]byte(`{"to":"acc","metadata":{"b":"2","a":"1"},"amount":10,"currency":"EUR","client_timestamp":"t","description":"d","x":[1.0,2e0]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(appendCanonicalPaymentRequestForCreatePayment(nil, &v))
+	want := `{"amount":10,"currency":"EUR","description":"d","metadata":{"a":"1","b":"2"},"to":"acc","x":[1,2]}`
+	if got != want {
+		t.Errorf("canonical form\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestDecoderRefuses(t *testing.T) {
+	tests := []struct {
+		name, body, pointer string
+	}{
+		{"016 duplicate member", `{"amount": 100, "currency": "EUR", "to": "acc_1", "amount": 999}`, "/amount"},
+		{"duplicate map key", `{"amount":1,"currency":"EUR","to":"x","metadata":{"a":"1","a":"2"}}`, "/metadata/a"},
+		{"missing required", `{"amount":1,"currency":"EUR"}`, ""},
+		{"minimum", `{"amount":0,"currency":"EUR","to":"x"}`, "/amount"},
+		{"length", `{"amount":1,"currency":"EURO","to":"x"}`, "/currency"},
+		{"wrong type", `{"amount":"1","currency":"EUR","to":"x"}`, "/amount"},
+		{"fraction for integer", `{"amount":1.5,"currency":"EUR","to":"x"}`, "/amount"},
+		{"above int64", `{"amount":9223372036854775808,"currency":"EUR","to":"x"}`, "/amount"},
+		{"case-exact names", `{"Amount":1,"amount":1,"currency":"EUR","to":"x","To":"y"}`, ""},
+		{"trailing bytes", `{"amount":1,"currency":"EUR","to":"x"} {}`, ""},
+		{"invalid UTF-8", "{\"amount\":1,\"currency\":\"EUR\",\"to\":\"\xff\"}", "/to"},
+		{"lone surrogate", `{"amount":1,"currency":"EUR","to":"\ud800"}`, "/to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeCreatePaymentJSON([]byte(tt.body))
+			if tt.name == "case-exact names" {
+				// "Amount" and "To" are undeclared members, not the declared ones: accepted.
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			var ce *canonical.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *canonical.Error", err)
+			}
+			if tt.pointer != "" && ce.Pointer != tt.pointer {
+				t.Errorf("pointer = %q, want %q (%v)", ce.Pointer, tt.pointer, err)
+			}
+		})
+	}
+}
+
+func TestBodyKeyIsNotRequiredCheckedNorFingerprinted(t *testing.T) {
+	// 017: a body without its key decodes (key-missing is the runtime's answer, not body-invalid).
+	v, err := decodeCreateTransferJSON([]byte(`{"amount": 500, "destination": "acc_x"}`))
+	if err != nil {
+		t.Fatalf("missing body key: %v", err)
+	}
+	if v.IdempotencyKey != nil {
+		t.Fatalf("IdempotencyKey = %q, want nil", *v.IdempotencyKey)
+	}
+	fp := func(body string) canonical.Fingerprint {
+		v, err := decodeCreateTransferJSON([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", "/v1/transfers", nil)
+		return fingerprintCreateTransfer(r, "application/json", []byte(body), &CreateTransferParams{}, &v)
+	}
+	a := fp(`{"idempotency_key": "tr-0017-nnnnnn", "amount": 500, "destination": "acc_x"}`)
+	b := fp(`{"destination": "acc_x", "amount": 500, "idempotency_key": "another-key-xx"}`)
+	if a != b {
+		t.Error("the body key changed the fingerprint")
+	}
+}
+
+func TestFormFingerprint(t *testing.T) {
+	// 018: percent-encoding variants and field order do not matter; values do.
+	fp := func(body string) canonical.Fingerprint {
+		v, err := decodeCreateChargeForm([]byte(body))
+		if err != nil {
+			t.Fatalf("decode %s: %v", body, err)
+		}
+		r := httptest.NewRequest("POST", "/v1/charges", nil)
+		return fingerprintCreateCharge(r, "application/x-www-form-urlencoded", []byte(body), &CreateChargeParams{}, &v)
+	}
+	a := fp("amount=2500&currency=usd&description=Order%2042")
+	if b := fp("description=Order+42&currency=usd&amount=2500"); a != b {
+		t.Error("equivalent forms fingerprint differently")
+	}
+	if c := fp("amount=2600&currency=usd&description=Order%2042"); a == c {
+		t.Error("a changed amount kept the fingerprint")
+	}
+	for _, bad := range []string{"currency=usd", "amount=x&currency=usd", "amount=1&amount=2&currency=usd", "amount=1&currency=%zz"} {
+		if _, err := decodeCreateChargeForm([]byte(bad)); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestPathParametersAreFingerprinted(t *testing.T) {
+	// 019: the same key and body for a refund of another payment is another request.
+	fp := func(id string) canonical.Fingerprint {
+		body := `{"amount": 100}`
+		v, err := decodeCreateRefundJSON([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", "/v1/payments/"+id+"/refunds", nil)
+		r.SetPathValue("payment_id", id)
+		p, err := parseCreateRefundParams(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.PaymentID != id {
+			t.Fatalf("PaymentID = %q", p.PaymentID)
+		}
+		return fingerprintCreateRefund(r, "application/json", []byte(body), &p, &v)
+	}
+	if fp("pay_1") == fp("pay_2") {
+		t.Error("path parameter not part of the fingerprint")
+	}
+}
+
+func TestOperationsAreDistinct(t *testing.T) {
+	// 020: the same body on two operations is two requests (the operationId is framed).
+	body := `{"amount": 800}`
+	v1, _ := decodeCreateProviderChargeJSON([]byte(body))
+	v2, _ := decodeCreateRefundJSON([]byte(body))
+	r := httptest.NewRequest("POST", "/", nil)
+	a := fingerprintCreateProviderCharge(r, "application/json", []byte(body), &CreateProviderChargeParams{}, &v1)
+	b := fingerprintCreateRefund(r, "application/json", []byte(body), &CreateRefundParams{}, &v2)
+	if a == b {
+		t.Error("two operations share a fingerprint")
+	}
+}
