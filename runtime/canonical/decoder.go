@@ -22,7 +22,11 @@ type Decoder struct {
 	// frames[i] is the open container at depth i+1 and its current member or element.
 	frames [MaxDepth]frame
 	// name is the current member name, unescaped (a subslice of data when it had no escapes).
-	name []byte
+	name        []byte
+	nameEscaped bool
+	// text is data as a string, made on the first Str: strings without escapes are substrings
+	// of it, so a document's strings cost one allocation together.
+	text string
 	// Scratch buffers reused across Reset: unescaped text, generic canonicalization.
 	buf   []byte
 	spans []span
@@ -50,6 +54,7 @@ func (d *Decoder) Reset(data []byte) {
 	d.depth = 0
 	d.err = nil
 	d.name = nil
+	d.text = ""
 	if len(data) > maxInput {
 		d.fail(0, "document larger than 2 GiB")
 	}
@@ -249,6 +254,7 @@ func (d *Decoder) NextMember() bool {
 	if d.err != nil {
 		return false
 	}
+	d.nameEscaped = escaped
 	if escaped {
 		d.buf = appendUnescaped(d.buf[:0], d.data[s:e])
 		d.name = d.buf
@@ -270,6 +276,18 @@ func (d *Decoder) NextMember() bool {
 // Name returns the current member's name, unescaped. The slice is valid until the next call
 // of NextMember; use string(d.Name()) in a switch or map index, which does not allocate.
 func (d *Decoder) Name() []byte { return d.name }
+
+// nameString returns Name as a string, sharing the document copy that Str uses.
+func (d *Decoder) nameString() string {
+	if d.nameEscaped || d.depth == 0 {
+		return string(d.name)
+	}
+	f := &d.frames[d.depth-1]
+	if d.text == "" {
+		d.text = string(d.data)
+	}
+	return d.text[f.nameStart:f.nameEnd]
+}
 
 // EndObject closes the object opened by BeginObject after NextMember returned false.
 func (d *Decoder) EndObject() { d.end(false) }
@@ -414,6 +432,8 @@ func (d *Decoder) Bool() bool {
 }
 
 // Str reads a string value, unescaped and checked to be valid UTF-8 without lone surrogates.
+// Strings without escapes share one copy of the document (made on the first call), so they
+// keep that copy alive while any of them is.
 func (d *Decoder) Str() string {
 	if d.next() != '"' {
 		if d.err == nil {
@@ -426,7 +446,10 @@ func (d *Decoder) Str() string {
 		return ""
 	}
 	if !escaped {
-		return string(d.data[s:e])
+		if d.text == "" {
+			d.text = string(d.data)
+		}
+		return d.text[s:e]
 	}
 	d.buf = appendUnescaped(d.buf[:0], d.data[s:e])
 	return string(d.buf)

@@ -209,3 +209,21 @@ func TestExclusion(t *testing.T) {
 		}
 	}
 }
+
+// AppendString (with its eight-byte fast path) agrees with the byte-wise writer on strings
+// with special characters at every position.
+func TestAppendStringPositions(t *testing.T) {
+	specials := []string{`"`, `\`, "\x01", "\x1f", "\x7f", "é", "😀", "\u2028", "a"}
+	for n := 0; n < 20; n++ {
+		for _, sp := range specials {
+			s := strings.Repeat("x", n) + sp + strings.Repeat("y", 19-n)
+			want := string(appendQuotedValid(nil, []byte(s)))
+			if got := string(AppendString(nil, s)); got != want {
+				t.Errorf("%q: got %s, want %s", s, got, want)
+			}
+			if got := canon(t, want); got != want {
+				t.Errorf("%q: not canonical: %s", s, want)
+			}
+		}
+	}
+}

@@ -21,6 +21,9 @@ func AppendFloat(b []byte, f float64) []byte {
 		// and prints as the integer (larger ones may print shorter digits padded with zeros).
 		return strconv.AppendInt(b, int64(f), 10)
 	}
+	if out, ok := appendShortDecimal(b, f); ok {
+		return out
+	}
 	// Shortest round-trip digits from strconv ("-d.ddddde±xx"); the layout below is ours.
 	var tmp [32]byte
 	s := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64)
@@ -77,4 +80,47 @@ func AppendFloat(b []byte, f float64) []byte {
 		b = strconv.AppendInt(b, int64(n-1), 10)
 	}
 	return b
+}
+
+// pow10 are the powers of ten that are exact doubles.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// appendShortDecimal is the fast path for values with few decimals (prices, rates): it finds
+// the fewest decimal places k such that some integer n has n/10^k rounding to |f|, and writes
+// n with the point k digits from the right. Why this is the ECMAScript form: n < 2^50 and 10^k
+// are exact doubles, so n/10^k is correctly rounded and the test is exact; |f|·10^k computed
+// in floating point is within 3/16 of n, so rounding it finds n whenever one exists, and no
+// second integer can round to f at that scale; fewest places means fewest significant
+// digits. Values outside 1e-6 ≤ |f| < 1e15, or needing more precision, take the general path.
+func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	a := math.Abs(f)
+	if a < 1e-6 || a >= 1e15 {
+		return b, false
+	}
+	for k := 1; k < len(pow10); k++ {
+		s := a * pow10[k]
+		if s >= 1<<50 {
+			return b, false
+		}
+		n := math.Round(s)
+		if n/pow10[k] != a {
+			continue
+		}
+		if f < 0 {
+			b = append(b, '-')
+		}
+		var tmp [24]byte
+		d := strconv.AppendUint(tmp[:0], uint64(n), 10)
+		if len(d) > k {
+			b = append(b, d[:len(d)-k]...)
+			b = append(b, '.')
+			return append(b, d[len(d)-k:]...), true
+		}
+		b = append(b, '0', '.')
+		for i := len(d); i < k; i++ {
+			b = append(b, '0')
+		}
+		return append(b, d...), true
+	}
+	return b, false
 }

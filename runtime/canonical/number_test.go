@@ -101,6 +101,14 @@ func TestAppendFloatOracle(t *testing.T) {
 	for range 100000 {
 		check(float64(r.Int64N(1<<62)) / math.Pow10(r.IntN(30)))
 	}
+	// Values with few decimals (the fast path) and their neighbours (which are not).
+	for range 300000 {
+		f := float64(r.Int64N(int64(math.Pow10(1+r.IntN(16))))) / math.Pow10(r.IntN(16))
+		check(f)
+		check(-f)
+		check(math.Nextafter(f, 0))
+		check(math.Nextafter(f, math.Inf(1)))
+	}
 }
 
 // Spellings of one number give one canonical text (case 014), different values do not.

@@ -16,7 +16,7 @@ func DecodeMap[V any](d *Decoder, m *map[string]V, value func(*Decoder) V) {
 			d.duplicate()
 			return
 		}
-		k := string(d.Name())
+		k := d.nameString()
 		v := value(d)
 		if d.err != nil {
 			return

@@ -12,8 +12,17 @@ import (
 // Decoder are valid UTF-8; a byte of s that is not is written as U+FFFD.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Skip plain ASCII eight bytes at a time.
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if !plain8(x) {
+			break
+		}
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if strPlain[c] {
 			i++
@@ -38,6 +47,18 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plain8 reports whether the eight bytes in x are all printable ASCII other than '"' and '\'
+// (the bit tricks find a byte below 0x20, equal to '"' or '\', or with the high bit set).
+func plain8(x uint64) bool {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	below20 := (x - 0x20*lsb) &^ x & msb
+	q := x ^ ('"' * lsb)
+	quote := (q - lsb) &^ q & msb
+	bs := x ^ ('\\' * lsb)
+	backslash := (bs - lsb) &^ bs & msb
+	return (below20|quote|backslash|x&msb) == 0
 }
 
 // appendQuotedValid is AppendString for text already known to be valid UTF-8.
@@ -218,36 +239,36 @@ func (m Members) AppendAll(b []byte, start int) []byte {
 // /metadata/trace_id) left out. A nil map is written as {}; generated code tests for nil
 // itself when absence must differ from {}.
 func AppendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte, exclude ...string) []byte {
-	var stack [16]string
-	keys := stack[:0]
-	for k := range m {
-		if !slices.Contains(exclude, k) {
-			keys = append(keys, k)
+	// One pass over the map into (key, value) pairs, on the stack for the usual small map.
+	type pair struct {
+		k string
+		v V
+	}
+	var stack [16]pair
+	pairs := stack[:0]
+	for k, v := range m {
+		if len(exclude) == 0 || !slices.Contains(exclude, k) {
+			pairs = append(pairs, pair{k, v})
 		}
 	}
-	sortNames(keys)
+	if len(pairs) > 12 {
+		slices.SortFunc(pairs, func(x, y pair) int { return compare16(x.k, y.k) })
+	} else {
+		for i := 1; i < len(pairs); i++ {
+			for j := i; j > 0 && compare16(pairs[j].k, pairs[j-1].k) < 0; j-- {
+				pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
+			}
+		}
+	}
 	b = append(b, '{')
-	for i, k := range keys {
+	for i := range pairs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendName(b, k)
-		b = value(b, m[k])
+		b = AppendName(b, pairs[i].k)
+		b = value(b, pairs[i].v)
 	}
 	return append(b, '}')
-}
-
-// sortNames sorts keys in UTF-16 order: insertion sort for the usual handful, else slices.
-func sortNames(keys []string) {
-	if len(keys) > 12 {
-		slices.SortFunc(keys, compare16[string])
-		return
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && compare16(keys[j], keys[j-1]) < 0; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
 }
 
 // AppendArray appends s as a canonical array, each element written by value.

@@ -1,0 +1,341 @@
+package canonicalbench
+
+// The generated-shape code the benchmarks measure: the same hand-written decoders,
+// canonicalizers and fingerprint functions as runtime/canonical/shape_test.go, for createPayment
+// and createOrder of shared/cases/conformance.yaml. This file is the one place to replace with
+// the generator's real output for conformance.yaml. The json tags exist only for the
+// encoding/json baseline, which decodes into the very same types.
+
+import (
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// ---- createPayment -------------------------------------------------------------------------
+
+type PaymentRequest struct {
+	Amount          int64             `json:"amount"`
+	Currency        string            `json:"currency"`
+	To              string            `json:"to"`
+	Description     *string           `json:"description"`
+	Metadata        map[string]string `json:"metadata"`
+	ClientTimestamp *string           `json:"client_timestamp"`
+	Extra           canonical.Members `json:"-"`
+}
+
+func decodeCreatePaymentJSON(data []byte) (PaymentRequest, error) {
+	var d canonical.Decoder
+	d.Reset(data)
+	var v PaymentRequest
+	decodePaymentRequest(&d, &v)
+	return v, d.Finish()
+}
+
+func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "amount":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			v.Amount = d.Int64()
+			if v.Amount < 1 {
+				d.Invalid("minimum is 1")
+			}
+		case "currency":
+			if !d.Once(&seen, 1) {
+				return
+			}
+			v.Currency = d.Str()
+			if n := utf8.RuneCountInString(v.Currency); n < 3 {
+				d.Invalid("minLength is 3")
+			} else if n > 3 {
+				d.Invalid("maxLength is 3")
+			}
+		case "to":
+			if !d.Once(&seen, 2) {
+				return
+			}
+			v.To = d.Str()
+		case "description":
+			if !d.Once(&seen, 3) {
+				return
+			}
+			s := d.Str()
+			v.Description = &s
+		case "metadata":
+			if !d.Once(&seen, 4) {
+				return
+			}
+			canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+		case "client_timestamp":
+			if !d.Once(&seen, 5) {
+				return
+			}
+			s := d.Str()
+			v.ClientTimestamp = &s
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	switch {
+	case seen&(1<<0) == 0:
+		d.Missing("amount")
+	case seen&(1<<1) == 0:
+		d.Missing("currency")
+	case seen&(1<<2) == 0:
+		d.Missing("to")
+	}
+}
+
+// Declared members in UTF-16 order: amount currency description metadata to
+// (client_timestamp is excluded).
+func appendCanonicalPaymentRequest(b []byte, v *PaymentRequest) []byte {
+	b = append(b, '{')
+	start := len(b)
+	x := v.Extra
+	b, x = x.AppendBefore(b, start, "amount")
+	b = canonical.Comma(b, start)
+	b = append(b, `"amount":`...)
+	b = canonical.AppendInt(b, v.Amount)
+	b, x = x.AppendBefore(b, start, "currency")
+	b = append(b, `,"currency":`...)
+	b = canonical.AppendString(b, v.Currency)
+	b, x = x.AppendBefore(b, start, "description")
+	if v.Description != nil {
+		b = append(b, `,"description":`...)
+		b = canonical.AppendString(b, *v.Description)
+	}
+	b, x = x.AppendBefore(b, start, "metadata")
+	if v.Metadata != nil {
+		b = append(b, `,"metadata":`...)
+		b = canonical.AppendMap(b, v.Metadata, canonical.AppendString)
+	}
+	b, x = x.AppendBefore(b, start, "to")
+	b = append(b, `,"to":`...)
+	b = canonical.AppendString(b, v.To)
+	b = x.AppendAll(b, start)
+	return append(b, '}')
+}
+
+func fingerprintCreatePayment(mediaType string, v *PaymentRequest) canonical.Fingerprint {
+	var f canonical.Framer
+	f.Begin("createPayment", "POST", "/v1/payments")
+	f.MediaType(mediaType)
+	f.BodyEnd(appendCanonicalPaymentRequest(f.BodyStart(), v))
+	return f.Sum()
+}
+
+// ---- createOrder ---------------------------------------------------------------------------
+
+type CreateOrderBody struct {
+	Payer    CreateOrderBodyPayer       `json:"payer"`
+	Lines    []CreateOrderBodyLinesItem `json:"lines"`
+	Metadata map[string]string          `json:"metadata"`
+	Extra    canonical.Members          `json:"-"`
+}
+
+type CreateOrderBodyPayer struct {
+	Name    string            `json:"name"`
+	Country *string           `json:"country"`
+	Extra   canonical.Members `json:"-"`
+}
+
+type CreateOrderBodyLinesItem struct {
+	Sku       string            `json:"sku"`
+	Qty       int64             `json:"qty"`
+	UnitPrice *float64          `json:"unit_price"`
+	Extra     canonical.Members `json:"-"`
+}
+
+func decodeCreateOrderJSON(data []byte) (CreateOrderBody, error) {
+	var d canonical.Decoder
+	d.Reset(data)
+	var v CreateOrderBody
+	decodeCreateOrderBody(&d, &v)
+	return v, d.Finish()
+}
+
+func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "payer":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			decodeCreateOrderBodyPayer(d, &v.Payer)
+		case "lines":
+			if !d.Once(&seen, 1) {
+				return
+			}
+			canonical.DecodeArray(d, &v.Lines, func(d *canonical.Decoder) (e CreateOrderBodyLinesItem) {
+				decodeCreateOrderBodyLinesItem(d, &e)
+				return e
+			})
+		case "metadata":
+			if !d.Once(&seen, 2) {
+				return
+			}
+			canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	switch {
+	case seen&(1<<0) == 0:
+		d.Missing("payer")
+	case seen&(1<<1) == 0:
+		d.Missing("lines")
+	}
+}
+
+func decodeCreateOrderBodyPayer(d *canonical.Decoder, v *CreateOrderBodyPayer) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "name":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			v.Name = d.Str()
+		case "country":
+			if !d.Once(&seen, 1) {
+				return
+			}
+			s := d.Str()
+			v.Country = &s
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	if seen&(1<<0) == 0 {
+		d.Missing("name")
+	}
+}
+
+func decodeCreateOrderBodyLinesItem(d *canonical.Decoder, v *CreateOrderBodyLinesItem) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "sku":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			v.Sku = d.Str()
+		case "qty":
+			if !d.Once(&seen, 1) {
+				return
+			}
+			v.Qty = d.Int64()
+		case "unit_price":
+			if !d.Once(&seen, 2) {
+				return
+			}
+			f := d.Float64()
+			v.UnitPrice = &f
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	switch {
+	case seen&(1<<0) == 0:
+		d.Missing("sku")
+	case seen&(1<<1) == 0:
+		d.Missing("qty")
+	}
+}
+
+// Declared members in UTF-16 order: lines metadata payer.
+func appendCanonicalCreateOrderBody(b []byte, v *CreateOrderBody) []byte {
+	b = append(b, '{')
+	start := len(b)
+	x := v.Extra
+	b, x = x.AppendBefore(b, start, "lines")
+	b = canonical.Comma(b, start)
+	b = append(b, `"lines":`...)
+	b = append(b, '[')
+	for i := range v.Lines {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendCanonicalCreateOrderBodyLinesItem(b, &v.Lines[i])
+	}
+	b = append(b, ']')
+	b, x = x.AppendBefore(b, start, "metadata")
+	if v.Metadata != nil {
+		b = append(b, `,"metadata":`...)
+		b = canonical.AppendMap(b, v.Metadata, canonical.AppendString, "trace_id")
+	}
+	b, x = x.AppendBefore(b, start, "payer")
+	b = append(b, `,"payer":`...)
+	b = appendCanonicalCreateOrderBodyPayer(b, &v.Payer)
+	b = x.AppendAll(b, start)
+	return append(b, '}')
+}
+
+// Declared members in UTF-16 order: country name.
+func appendCanonicalCreateOrderBodyPayer(b []byte, v *CreateOrderBodyPayer) []byte {
+	b = append(b, '{')
+	start := len(b)
+	x := v.Extra
+	b, x = x.AppendBefore(b, start, "country")
+	if v.Country != nil {
+		b = canonical.Comma(b, start)
+		b = append(b, `"country":`...)
+		b = canonical.AppendString(b, *v.Country)
+	}
+	b, x = x.AppendBefore(b, start, "name")
+	b = canonical.Comma(b, start)
+	b = append(b, `"name":`...)
+	b = canonical.AppendString(b, v.Name)
+	b = x.AppendAll(b, start)
+	return append(b, '}')
+}
+
+// Declared members in UTF-16 order: qty sku unit_price.
+func appendCanonicalCreateOrderBodyLinesItem(b []byte, v *CreateOrderBodyLinesItem) []byte {
+	b = append(b, '{')
+	start := len(b)
+	x := v.Extra
+	b, x = x.AppendBefore(b, start, "qty")
+	b = canonical.Comma(b, start)
+	b = append(b, `"qty":`...)
+	b = canonical.AppendInt(b, v.Qty)
+	b, x = x.AppendBefore(b, start, "sku")
+	b = append(b, `,"sku":`...)
+	b = canonical.AppendString(b, v.Sku)
+	b, x = x.AppendBefore(b, start, "unit_price")
+	if v.UnitPrice != nil {
+		b = append(b, `,"unit_price":`...)
+		b = canonical.AppendFloat(b, *v.UnitPrice)
+	}
+	b = x.AppendAll(b, start)
+	return append(b, '}')
+}
+
+func fingerprintCreateOrder(mediaType string, v *CreateOrderBody) canonical.Fingerprint {
+	var f canonical.Framer
+	f.Begin("createOrder", "POST", "/v1/orders")
+	f.MediaType(mediaType)
+	f.BodyEnd(appendCanonicalCreateOrderBody(f.BodyStart(), v))
+	return f.Sum()
+}
