@@ -58,7 +58,7 @@ func plain8(x uint64) bool {
 	quote := (q - lsb) &^ q & msb
 	bs := x ^ ('\\' * lsb)
 	backslash := (bs - lsb) &^ bs & msb
-	return (below20|quote|backslash|x&msb) == 0
+	return (below20 | quote | backslash | x&msb) == 0
 }
 
 // appendQuotedValid is AppendString for text already known to be valid UTF-8.
