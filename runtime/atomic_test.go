@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -328,4 +329,32 @@ func TestAtomicConflictDoesNotWait(t *testing.T) {
 	if took > 500*time.Millisecond {
 		t.Fatalf("the duplicate waited %v for the first request", took)
 	}
+}
+
+// Logs never carry a raw key (DESIGN section 4): they show a short hash.
+func TestLogsHashKeys(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	e := newEnv(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	})
+	h := e.atomicHandler(payOp())
+	serve(h, req("t1", key1, body100, "X-Fail", "panic"))
+	mu.Lock()
+	logs := buf.String()
+	mu.Unlock()
+	if !strings.Contains(logs, "key_hash="+keyHash("t1", key1)) || strings.Contains(logs, key1) {
+		t.Fatalf("logs: %s", logs)
+	}
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,6 +201,7 @@ func (e *env) atomicHandler(op *Operation) http.Handler {
 }
 
 func businessAnswer(ctx context.Context, r *http.Request, id, amount int64) (Response, error) {
+	signal(r)
 	if d, err := time.ParseDuration(r.Header.Get("X-Delay")); err == nil {
 		select {
 		case <-time.After(d):
@@ -305,3 +307,11 @@ func (o *recordingObserver) get(out Outcome) int {
 const key1 = "k-test-0001-aaaaaaaaaaaa"
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// signal tells a parent process (crash tests) that the handler is running: its business write
+// (atomic) or provider call (lease) is done and it is about to sleep.
+func signal(r *http.Request) {
+	if r.Header.Get("X-Signal") != "" {
+		os.Stdout.WriteString("IN_HANDLER\n")
+	}
+}

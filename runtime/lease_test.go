@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // provider is a fake downstream payment provider that deduplicates on the key it is given, as a
@@ -17,9 +18,22 @@ type provider struct {
 	mu    sync.Mutex
 	seen  map[string]bool
 	calls int
+	// db, when set, keeps the charges in table provider_calls, so that they survive a process
+	// (the crash tests kill the process that made the first call).
+	db *pgxpool.Pool
 }
 
 func (p *provider) charge(key string) {
+	if p.db != nil {
+		ctx := context.Background()
+		if _, err := p.db.Exec(ctx, "CREATE TABLE IF NOT EXISTS provider_calls (key text PRIMARY KEY)"); err != nil {
+			panic(err)
+		}
+		if _, err := p.db.Exec(ctx, "INSERT INTO provider_calls VALUES ($1) ON CONFLICT DO NOTHING", key); err != nil {
+			panic(err)
+		}
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.seen == nil {
@@ -32,6 +46,13 @@ func (p *provider) charge(key string) {
 }
 
 func (p *provider) count() int {
+	if p.db != nil {
+		var n int
+		if err := p.db.QueryRow(context.Background(), "SELECT count(*) FROM provider_calls").Scan(&n); err != nil {
+			panic(err)
+		}
+		return n
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.calls
@@ -57,6 +78,7 @@ func (e *env) leaseHandler(op *Operation, p *provider) http.Handler {
 		_ = jsonUnmarshal(x.Body(), &body)
 		x.RunLease(x.HeaderKey(), testFingerprint(op, x.Body()), func(ctx context.Context, l *LeaseHandle) (CompleteFunc, error) {
 			p.charge(l.ProviderKey("charge"))
+			signal(r)
 			if r.Header.Get("X-Extend") != "" {
 				if err := l.Extend(2 * time.Second); err != nil {
 					return nil, err
@@ -234,5 +256,42 @@ func TestLeaseDerivations(t *testing.T) {
 	id := a.DeriveID("payment")
 	if len(id) != 36 || id[14] != '8' {
 		t.Errorf("DeriveID %q is not a version 8 UUID", id)
+	}
+}
+
+// 50 goroutines with one key in lease mode: one provider call, one business write; the others
+// get 409 in-flight or, once the first completed, a replay. Claims commit at once, so this storm
+// exercises the READ COMMITTED re-read path (a claim that waited on another's insert sees
+// neither its own row nor the winner's).
+func TestLeaseStormOneWrite(t *testing.T) {
+	e := newEnv(t, nil)
+	p := &provider{}
+	h := e.leaseHandler(leaseOp(), p)
+	const n = 50
+	res := make([]*responseSummary, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res[i] = summarize(t, serve(h, req("t1", key1, body100, "X-Delay", "100ms")))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for _, r := range res {
+		switch {
+		case r.status == 201 && !r.replayed:
+			created++
+		case r.replayed, r.status == 409 && r.problem == ProblemInFlight && r.retryAfter != "":
+		default:
+			t.Errorf("unexpected %+v", r)
+		}
+	}
+	if created != 1 || e.payments("t1") != 1 || p.count() != 1 {
+		t.Fatalf("created %d, payments %d, provider calls %d", created, e.payments("t1"), p.count())
 	}
 }
