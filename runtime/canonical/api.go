@@ -89,7 +89,19 @@
 //				if !d.Once(&seen, 4) {
 //					return
 //				}
-//				canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+//				if !d.BeginObject() { // a map: keys checked for duplicates
+//					return
+//				}
+//				v.Metadata = map[string]string{}
+//				for d.NextMember() {
+//					k := d.Key()
+//					if _, dup := v.Metadata[k]; dup {
+//						d.Duplicate()
+//						return
+//					}
+//					v.Metadata[k] = d.Str()
+//				}
+//				d.EndObject()
 //			case "client_timestamp":
 //				if !d.Once(&seen, 5) {
 //					return
@@ -154,10 +166,16 @@
 //	}
 //
 // Arrays use [Decoder.BeginArray], [Decoder.NextElement] and [Decoder.EndArray] (or
-// [DecodeArray]); nullable values test [Decoder.Null] first and write "null" themselves;
+// [DecodeArray] and [AppendArray]). Nullable values test [Decoder.Null] first, or use
+// [Nullable] with [DecodeNullable] and [AppendNullable] ([AppendOrNull] for pointers).
 // oneOf/anyOf subtrees and schema-less values use [Decoder.Raw], which stores the value's
-// canonical form (so the handler sees exactly what is fingerprinted). Form bodies use
-// [ParseForm] and [Framer.FormBody]; fingerprint.body: raw uses [Framer.RawBody].
+// canonical form (so the handler sees exactly what is fingerprinted); exclusions inside them
+// use [NewExclusion] with [AppendCanonicalExcluding]. Exclusions on declared members, map keys
+// ([AppendMap]'s exclude list) and "*" over typed arrays and maps are resolved by the
+// generator: the excluded member is simply not written. The member carrying a body key
+// (key.body) is excluded the same way. Form bodies use [ParseForm] and [Framer.FormBody]
+// (excluded fields, and a form-carried key, by name); fingerprint.body: raw and media types
+// other than JSON and form use [Framer.RawBody].
 package canonical
 
 import "encoding/hex"

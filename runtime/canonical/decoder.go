@@ -277,8 +277,9 @@ func (d *Decoder) NextMember() bool {
 // of NextMember; use string(d.Name()) in a switch or map index, which does not allocate.
 func (d *Decoder) Name() []byte { return d.name }
 
-// nameString returns Name as a string, sharing the document copy that Str uses.
-func (d *Decoder) nameString() string {
+// Key returns the current member's name as a string, for map keys: like Str, it shares one
+// copy of the document instead of allocating per key.
+func (d *Decoder) Key() string {
 	if d.nameEscaped || d.depth == 0 {
 		return string(d.name)
 	}
@@ -316,6 +317,15 @@ func (d *Decoder) Once(seen *uint64, bit uint) bool {
 	}
 	*seen |= m
 	return true
+}
+
+// Duplicate records that the current member's name occurred before in its object, e.g. a map
+// key already present.
+func (d *Decoder) Duplicate() {
+	if d.err != nil || d.depth == 0 {
+		return
+	}
+	d.duplicate()
 }
 
 func (d *Decoder) duplicate() {

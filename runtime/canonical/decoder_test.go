@@ -290,3 +290,26 @@ func TestDecoderAllocs(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+func TestNullable(t *testing.T) {
+	read := func(d *Decoder) (v []Nullable[string]) {
+		DecodeArray(d, &v, func(d *Decoder) Nullable[string] { return DecodeNullable(d, (*Decoder).Str) })
+		return
+	}
+	v, err := decodeOne(t, `[null,"x",""]`, read)
+	if err != nil || len(v) != 3 || !v[0].Null || v[1].Value != "x" || v[2].Null {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if got := string(AppendArray(nil, v, func(b []byte, x Nullable[string]) []byte {
+		return AppendNullable(b, x, AppendString)
+	})); got != `[null,"x",""]` {
+		t.Errorf("got %s", got)
+	}
+	s := "y"
+	if got := string(AppendOrNull(AppendOrNull(nil, (*string)(nil), AppendString), &s, AppendString)); got != `null"y"` {
+		t.Errorf("AppendOrNull %s", got)
+	}
+	if _, err := decodeOne(t, `[nul]`, read); err == nil {
+		t.Error("nul accepted")
+	}
+}

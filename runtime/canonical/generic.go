@@ -61,7 +61,7 @@ func (d *Decoder) Unknown(m *Members) {
 	if d.err != nil {
 		return
 	}
-	nm := d.nameString()
+	nm := d.Key()
 	i, found := slices.BinarySearchFunc(*m, nm, func(x Member, n string) int {
 		return compare16(x.Name, n)
 	})

@@ -74,7 +74,21 @@ func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
 			if !d.Once(&seen, 4) {
 				return
 			}
-			canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+			if !d.BeginObject() {
+				return
+			}
+			if v.Metadata == nil {
+				v.Metadata = map[string]string{}
+			}
+			for d.NextMember() {
+				k := d.Key()
+				if _, dup := v.Metadata[k]; dup {
+					d.Duplicate()
+					return
+				}
+				v.Metadata[k] = d.Str()
+			}
+			d.EndObject()
 		case "client_timestamp":
 			if !d.Once(&seen, 5) {
 				return
@@ -180,15 +194,35 @@ func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
 			if !d.Once(&seen, 1) {
 				return
 			}
-			canonical.DecodeArray(d, &v.Lines, func(d *canonical.Decoder) (e CreateOrderBodyLinesItem) {
+			if !d.BeginArray() {
+				return
+			}
+			v.Lines = []CreateOrderBodyLinesItem{}
+			for d.NextElement() {
+				var e CreateOrderBodyLinesItem
 				decodeCreateOrderBodyLinesItem(d, &e)
-				return e
-			})
+				v.Lines = append(v.Lines, e)
+			}
+			d.EndArray()
 		case "metadata":
 			if !d.Once(&seen, 2) {
 				return
 			}
-			canonical.DecodeMap(d, &v.Metadata, (*canonical.Decoder).Str)
+			if !d.BeginObject() {
+				return
+			}
+			if v.Metadata == nil {
+				v.Metadata = map[string]string{}
+			}
+			for d.NextMember() {
+				k := d.Key()
+				if _, dup := v.Metadata[k]; dup {
+					d.Duplicate()
+					return
+				}
+				v.Metadata[k] = d.Str()
+			}
+			d.EndObject()
 		default:
 			d.Unknown(&v.Extra)
 		}

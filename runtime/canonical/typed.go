@@ -4,6 +4,25 @@ package canonical
 // with each value read by value: (*Decoder).Str, (*Decoder).Int64, (*Decoder).Float64,
 // (*Decoder).Bool, (*Decoder).Raw or a generated function. A name that occurs twice is the
 // error "duplicate member name". Map keys are compared exactly (case-sensitive).
+//
+// Calling through the func value makes the Decoder escape to the heap (one allocation per
+// document); generated code therefore writes the same loop inline (see the package doc):
+//
+//	if !d.BeginObject() {
+//		return
+//	}
+//	if v.Metadata == nil {
+//		v.Metadata = map[string]string{}
+//	}
+//	for d.NextMember() {
+//		k := d.Key()
+//		if _, dup := v.Metadata[k]; dup {
+//			d.Duplicate()
+//			return
+//		}
+//		v.Metadata[k] = d.Str()
+//	}
+//	d.EndObject()
 func DecodeMap[V any](d *Decoder, m *map[string]V, value func(*Decoder) V) {
 	if !d.BeginObject() {
 		return
@@ -16,7 +35,7 @@ func DecodeMap[V any](d *Decoder, m *map[string]V, value func(*Decoder) V) {
 			d.duplicate()
 			return
 		}
-		k := d.nameString()
+		k := d.Key()
 		v := value(d)
 		if d.err != nil {
 			return
@@ -27,7 +46,19 @@ func DecodeMap[V any](d *Decoder, m *map[string]V, value func(*Decoder) V) {
 }
 
 // DecodeArray reads an array into *s (non-nil after a successful read, even when empty), each
-// element read by value.
+// element read by value. Like DecodeMap it makes the Decoder escape; generated code writes
+// the loop inline:
+//
+//	if !d.BeginArray() {
+//		return
+//	}
+//	v.Lines = []Line{}
+//	for d.NextElement() {
+//		var e Line
+//		decodeLine(d, &e)
+//		v.Lines = append(v.Lines, e)
+//	}
+//	d.EndArray()
 func DecodeArray[V any](d *Decoder, s *[]V, value func(*Decoder) V) {
 	if !d.BeginArray() {
 		return
@@ -43,4 +74,37 @@ func DecodeArray[V any](d *Decoder, s *[]V, value func(*Decoder) V) {
 		*s = append(*s, v)
 	}
 	d.EndArray()
+}
+
+// Nullable is a value that JSON may give as null (OpenAPI 3.0 nullable: true, or a 3.1 type
+// list with "null"). Generated code may use it, or a pointer, for a nullable property; for one
+// that is also optional it keeps absence apart with a presence bit of its own.
+type Nullable[T any] struct {
+	Value T
+	Null  bool
+}
+
+// DecodeNullable reads null or a value read by value.
+func DecodeNullable[T any](d *Decoder, value func(*Decoder) T) Nullable[T] {
+	if d.Null() {
+		return Nullable[T]{Null: true}
+	}
+	return Nullable[T]{Value: value(d)}
+}
+
+// AppendNullable appends null or the value written by value.
+func AppendNullable[T any](b []byte, v Nullable[T], value func([]byte, T) []byte) []byte {
+	if v.Null {
+		return append(b, "null"...)
+	}
+	return value(b, v.Value)
+}
+
+// AppendOrNull appends *p written by value, or null when p is nil: the canonical form of a
+// nullable property that generated code holds as a pointer.
+func AppendOrNull[T any](b []byte, p *T, value func([]byte, T) []byte) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	return value(b, *p)
 }
