@@ -213,6 +213,9 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 // with our running record; otherwise the block is closed and rec is the record the claim saw.
 func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput, strategy ClaimStrategy) (claimed bool, rec record, found bool, err error) {
 	timeout := strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10) + "ms"
+	if err := prepare(ctx, conn.Conn(), sqlSetLockTimeout, sqlClaim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
+		return false, rec, false, err
+	}
 	b := &pgx.Batch{}
 	if strategy == ClaimReadFirst {
 		rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
@@ -224,13 +227,13 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 	// One pipeline, one Sync. Pipelined: set_config, claim, stop-unless-claimed, BEGIN (which
 	// turns the implicit transaction holding the claim into a block that stays open), and the
 	// reset of lock_timeout for the handler. Read-first: the same inside an explicit BEGIN.
-	b.Queue("SELECT set_config('lock_timeout', $1, true)", timeout)
+	b.Queue(sqlSetLockTimeout, timeout)
 	b.Queue(sqlClaim, in.args(in.token)...)
 	if strategy != ClaimReadFirst {
 		b.Queue(sqlClaimedOrStop, in.scope, in.key, in.token)
 		b.Queue("BEGIN")
 	}
-	b.Queue("SET LOCAL lock_timeout TO DEFAULT")
+	b.Queue(sqlResetLockTimeout)
 	br := conn.SendBatch(ctx, b)
 	if strategy == ClaimReadFirst {
 		if _, err := br.Exec(); err != nil {
@@ -273,9 +276,9 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 func (s *store) takeExpiredAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput) (took bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('lock_timeout', $1, true)", strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10)+"ms")
+	b.Queue(sqlSetLockTimeout, strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10)+"ms")
 	b.Queue(sqlTakeExpired, in.args(in.token)...)
-	b.Queue("SET LOCAL lock_timeout TO DEFAULT")
+	b.Queue(sqlResetLockTimeout)
 	br := conn.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
@@ -316,6 +319,9 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 
 // completeAndCommit stores st under token and commits, in one round trip.
 func (s *store) completeAndCommit(ctx context.Context, conn *pgxpool.Conn, in *claimInput, token int64, st *stored) error {
+	if err := prepare(ctx, conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
+		return fmt.Errorf("store response: %w", err)
+	}
 	b := &pgx.Batch{}
 	var headers any
 	if st.headers != nil {
@@ -364,4 +370,32 @@ func (s *store) rollback(conn *pgxpool.Conn) {
 func (s *store) discard(conn *pgxpool.Conn) {
 	s.rollback(conn)
 	conn.Release()
+}
+
+// Statements around the claim that set and reset the claim's lock wait. set_config(..., true)
+// and SET LOCAL end with the transaction: no session state outlives it.
+const (
+	sqlSetLockTimeout   = "SELECT set_config('lock_timeout', $1, true)"
+	sqlResetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
+)
+
+// prepare makes sure conn has the statements of a batch that may fail on purpose as named
+// prepared statements. pgx drops a batch's statements from its statement cache whenever the
+// batch fails, so without this every replay (whose claim pipeline stops with an error) would
+// make the connection's next claim prepare its statements again: extra round trips the tracer
+// does not show. Named statements are not in that cache; preparing them is a map lookup after
+// the first time on a connection. Only the caching exec modes need it (and the simple protocol,
+// used behind transaction-pooling proxies, must not get prepared statements).
+func prepare(ctx context.Context, conn *pgx.Conn, sqls ...string) error {
+	switch conn.Config().DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
+	default:
+		return nil
+	}
+	for _, s := range sqls {
+		if _, err := conn.Prepare(ctx, s, s); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	return nil
 }

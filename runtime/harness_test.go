@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,7 +28,10 @@ import (
 // roundTrips counts what a pgx connection sends to the server: one per Query/Exec/QueryRow and
 // one per batch (a batch is one pipeline with one Sync, so one network round trip).
 type roundTrips struct {
-	n   atomic.Int64
+	n atomic.Int64
+	// writes counts flushes to the server's socket: each pipeline, prepare or query is one, so
+	// it also sees the round trips pgx makes without tracing them (re-prepares, deallocations).
+	writes atomic.Int64
 	mu  sync.Mutex
 	log []string
 }
@@ -55,16 +59,28 @@ func (c *roundTrips) note(s string) {
 	c.log = append(c.log, strings.Join(strings.Fields(s), " "))
 }
 
-// count runs f and returns how many round trips it made, with their start for failure messages.
-func (c *roundTrips) count(f func()) (int64, []string) {
+// count runs f and returns how many round trips it made by the tracer's count and by socket
+// writes, with the traced statements' start for failure messages.
+func (c *roundTrips) count(f func()) (traced, writes int64, log []string) {
 	c.mu.Lock()
 	c.log = nil
 	c.mu.Unlock()
-	before := c.n.Load()
+	before, wbefore := c.n.Load(), c.writes.Load()
 	f()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n.Load() - before, append([]string(nil), c.log...)
+	return c.n.Load() - before, c.writes.Load() - wbefore, append([]string(nil), c.log...)
+}
+
+// countingConn counts writes to the server.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
 }
 
 // env is one test's database, runtime and business table.
@@ -102,6 +118,13 @@ func newEnvAt(t *testing.T, url string, tweak func(*Config)) *env {
 	}
 	rtt := &roundTrips{}
 	pcfg.ConnConfig.Tracer = rtt
+	pcfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, writes: &rtt.writes}, nil
+	}
 	pcfg.MaxConns = 60
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -17,28 +17,36 @@ func TestRoundTripsAtomic(t *testing.T) {
 		serve(h, req("t1", "k-warm-up-00000001", body100))
 
 		const handlerStatements = 1
-		n, log := e.rtt.count(func() { serve(h, req("t1", key1, body100)) })
+		n, writes, log := e.rtt.count(func() { serve(h, req("t1", key1, body100)) })
 		want := int64(handlerStatements + 2)
 		if strategy == ClaimReadFirst {
 			want++
 		}
-		if n != want {
-			t.Errorf("strategy %d: new key took %d round trips, want %d: %q", strategy, n, want, log)
+		if n != want || writes != want {
+			t.Errorf("strategy %d: new key took %d round trips (%d socket writes), want %d: %q", strategy, n, writes, want, log)
 		}
 
 		xidBefore := currentXid(t, e)
-		n, log = e.rtt.count(func() {
-			if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
-				t.Fatalf("not a replay: %d", w.Code)
+		// Several replays in a row: a replay must not make the next one (or the next claim on
+		// the same connection) pay for re-preparing statements.
+		for i := range 3 {
+			n, writes, log = e.rtt.count(func() {
+				if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
+					t.Fatalf("not a replay: %d", w.Code)
+				}
+			})
+			if n != 1 || writes != 1 {
+				t.Errorf("strategy %d: replay %d took %d round trips (%d socket writes), want 1: %q", strategy, i, n, writes, log)
 			}
-		})
-		xidAfter := currentXid(t, e)
-		if n != 1 {
-			t.Errorf("strategy %d: replay took %d round trips, want 1: %q", strategy, n, log)
 		}
+		xidAfter := currentXid(t, e)
 		// pg_current_xact_id() assigns one id itself: anything more is the replay's.
 		if xidAfter != xidBefore+1 {
-			t.Errorf("strategy %d: the replay assigned %d transaction ids, want 0", strategy, xidAfter-xidBefore-1)
+			t.Errorf("strategy %d: the replays assigned %d transaction ids, want 0", strategy, xidAfter-xidBefore-1)
+		}
+		n, writes, log = e.rtt.count(func() { serve(h, req("t1", key1+"-next", body100)) })
+		if n != want || writes != want {
+			t.Errorf("strategy %d: new key after replays took %d round trips (%d socket writes), want %d: %q", strategy, n, writes, want, log)
 		}
 	}
 }
@@ -50,4 +58,31 @@ func currentXid(t *testing.T, e *env) int64 {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// Lease mode: a new key costs the claim (autocommitted), BEGIN+lock under the token, the
+// completion's own statements, then store+COMMIT; a replay costs one and assigns no id.
+func TestRoundTripsLease(t *testing.T) {
+	e := newEnv(t, nil)
+	h := e.leaseHandler(leaseOp(), &provider{})
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+
+	const completionStatements = 1
+	n, writes, log := e.rtt.count(func() { serve(h, req("t1", key1, body100)) })
+	if want := int64(completionStatements + 3); n != want || writes != want {
+		t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
+	}
+	xidBefore := currentXid(t, e)
+	n, writes, log = e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
+			t.Fatalf("not a replay: %d", w.Code)
+		}
+	})
+	if n != 1 || writes != 1 {
+		t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+	}
+	if x := currentXid(t, e); x != xidBefore+1 {
+		t.Errorf("the replay assigned %d transaction ids, want 0", x-xidBefore-1)
+	}
 }
