@@ -32,8 +32,8 @@ type roundTrips struct {
 	// writes counts flushes to the server's socket: each pipeline, prepare or query is one, so
 	// it also sees the round trips pgx makes without tracing them (re-prepares, deallocations).
 	writes atomic.Int64
-	mu  sync.Mutex
-	log []string
+	mu     sync.Mutex
+	log    []string
 }
 
 func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
