@@ -207,10 +207,20 @@ func (in *claimInput) args(token any) []any {
 // waiting (lock_timeout): the client gets 409 in-flight.
 var errInFlight = errors.New("idempotency key in flight")
 
-// isLockTimeout reports PostgreSQL's lock_not_available (55P03), raised by lock_timeout.
+// isLockTimeout reports a claim that lost to a concurrent claim of the same key: PostgreSQL's
+// lock_not_available (55P03, raised by lock_timeout), or a serialization failure or deadlock
+// (40001, 40P01), which engines running READ COMMITTED as snapshot isolation (YugabyteDB without
+// yb_enable_read_committed_isolation) raise instead of waiting. Either way the key is in flight.
 func isLockTimeout(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "55P03"
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "55P03", "40001", "40P01":
+		return true
+	}
+	return false
 }
 
 // isClaimStop reports the deliberate failure of sqlClaimedOrStop.
