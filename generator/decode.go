@@ -32,7 +32,7 @@ func (g *gen) emitDecoders(f *jen.File) {
 		g.emitParamParser(f, o)
 	}
 	for _, t := range g.named {
-		if t.kind == kStruct {
+		if t.kind == kStruct && !t.form {
 			g.emitStructDecoder(f, t)
 		}
 	}

@@ -57,7 +57,13 @@ type Options struct {
 // I/O and is deterministic: the same model and options give byte-identical output. Schema
 // features the generated code cannot express are returned as a *diag.Errors, each located at the
 // offending schema, so that Generate never returns code that does not compile.
-func Generate(doc *model.Document, opts Options) (map[string][]byte, error) {
+func Generate(doc *model.Document, opts Options) (files map[string][]byte, err error) {
+	defer func() {
+		// A bug in an emitter must reach the user as an error, never as a crash.
+		if r := recover(); r != nil {
+			files, err = nil, fmt.Errorf("generate: internal error (please report it with the spec): %v", r)
+		}
+	}()
 	if !isIdent(opts.Package) {
 		return nil, fmt.Errorf("generate: package name %q is not a Go identifier", opts.Package)
 	}
@@ -66,7 +72,7 @@ func Generate(doc *model.Document, opts Options) (map[string][]byte, error) {
 	if err := g.diags.Err(); err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
+	files = map[string][]byte{}
 	for _, f := range []struct {
 		name string
 		emit func(*jen.File)
@@ -128,6 +134,7 @@ type gen struct {
 	diags diag.List
 
 	types     map[*model.Schema]*tinfo
+	formTypes map[*model.Schema]*tinfo // structs of form-only bodies with nested members
 	keyProps  map[*model.Property]bool // members that carry a body key
 	named     []*tinfo                 // struct and enum types to declare, in first-use order
 	cyclic    map[*model.Schema]bool
@@ -140,13 +147,14 @@ type gen struct {
 
 func newGen(doc *model.Document, opts Options) *gen {
 	return &gen{
-		doc:      doc,
-		opts:     opts,
-		names:    newNamer("Operations", "Register", "Handlers", "OperationTable"),
-		types:    map[*model.Schema]*tinfo{},
-		cyclic:   map[*model.Schema]bool{},
-		keyProps: map[*model.Property]bool{},
-		canon:    map[string]*canonFunc{},
+		doc:       doc,
+		opts:      opts,
+		names:     newNamer("Operations", "Register", "Handlers", "OperationTable"),
+		types:     map[*model.Schema]*tinfo{},
+		cyclic:    map[*model.Schema]bool{},
+		keyProps:  map[*model.Property]bool{},
+		canon:     map[string]*canonFunc{},
+		formTypes: map[*model.Schema]*tinfo{},
 	}
 }
 

@@ -8,7 +8,11 @@ import (
 
 // emitOpTypes declares an operation's params struct, body alias and handler func type.
 func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
-	comment(f, "%s holds the parameters of %s\n\nThe idempotency key header is not here: the runtime reads and validates it.", o.params, opDoc(o))
+	note := ""
+	if o.op.Settings.Key.Carrier == model.CarrierHeader {
+		note = "\n\nThe idempotency key header is not here: the runtime reads and validates it."
+	}
+	comment(f, "%s holds the parameters of %s%s", o.params, opDoc(o), note)
 	f.Type().Id(o.params).StructFunc(func(grp *jen.Group) {
 		for _, pp := range o.pparams {
 			var t jen.Code = pp.t.code()

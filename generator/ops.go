@@ -158,8 +158,20 @@ func (g *gen) planBody(o *opPlan) {
 		}
 		return
 	}
+	formOnly := true
+	for _, c := range o.op.Body.Contents {
+		if c.Kind == model.ContentJSON {
+			formOnly = false
+		}
+	}
 	_, planned := g.types[typed]
-	o.bodyT = g.typeOf(typed, want)
+	if formOnly {
+		_, fplanned := g.formTypes[typed]
+		planned = planned || fplanned
+		o.bodyT = g.formTypeOf(typed, want)
+	} else {
+		o.bodyT = g.typeOf(typed, want)
+	}
 	if !planned && o.bodyT.kind == kStruct {
 		// An inline body struct is declared under the operation's body name itself.
 		o.body = o.bodyT.name
@@ -179,9 +191,9 @@ func (g *gen) planBody(o *opPlan) {
 				return
 			}
 			for _, f := range o.bodyT.fields {
-				if !formScalar(f.t) {
+				if !f.bag && !flatField(f.p.Schema) {
 					g.diags.Errorf(f.p.Schema.Loc, "unsupported-schema",
-						"operation %s: form field %q is not a scalar; idemgen decodes flat forms only (bracketed names are plain names)",
+						"operation %s: form field %q is an object, and the schema is also the operation's JSON body; idemgen decodes one typed body per operation, so such a form must be flat",
 						o.op.ID, f.p.Name)
 					return
 				}
@@ -322,4 +334,55 @@ func splitSegment(seg string) (lits, params []string, ok bool) {
 		params = append(params, rest[i+1:i+j])
 		rest = rest[i+j+1:]
 	}
+}
+
+// flatField reports whether a form field of schema s decodes to a plain Go value: a scalar, a
+// schema-less value (kept as a JSON string), or an array of scalars (the field repeated).
+func flatField(s *model.Schema) bool {
+	switch s.Type {
+	case model.TypeString, model.TypeInteger, model.TypeNumber, model.TypeBoolean, model.TypeAny:
+		return true
+	case model.TypeArray:
+		return s.Items != nil && s.Items.Type != model.TypeObject && s.Items.Type != model.TypeArray && s.Items.Type != model.TypeAny
+	}
+	return false
+}
+
+// formTypeOf plans the body struct of a form-only operation. Flat schemas share the JSON
+// struct; a schema with nested members (Stripe's metadata[key], features[card_issuing][x])
+// gets its own struct, where each nested member is the list of its bracketed fields
+// ([]canonical.FormField, in body order), because form encodings of nested values differ
+// between APIs. The fingerprint covers every field either way (canonical form body).
+func (g *gen) formTypeOf(s *model.Schema, hint string) *tinfo {
+	if t, ok := g.formTypes[s]; ok {
+		return t
+	}
+	flat := s.Type == model.TypeObject
+	for _, p := range s.Properties {
+		flat = flat && flatField(p.Schema)
+	}
+	if flat {
+		return g.typeOf(s, hint)
+	}
+	if s.Type != model.TypeObject {
+		return g.typeOf(s, hint) // planBody reports it
+	}
+	if s.Name != "" && s.GoName != "" {
+		hint = s.GoName + "Form"
+	}
+	t := &tinfo{kind: kStruct, s: s, name: g.names.take(hint), form: true}
+	g.formTypes[s] = t
+	g.named = append(g.named, t)
+	for _, p := range s.Properties {
+		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
+		if flatField(p.Schema) {
+			f.t = g.typeOf(p.Schema, t.name+p.GoName)
+			f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey)
+		} else {
+			f.bag = true
+			f.t = &tinfo{kind: kRaw, s: p.Schema}
+		}
+		t.fields = append(t.fields, f)
+	}
+	return t
 }

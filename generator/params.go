@@ -139,9 +139,11 @@ func (g *gen) convertList(b *jen.Group, pp *paramPlan, dst *jen.Statement, fail 
 }
 
 // emitFormDecoder writes decode<Op>Form(data): the fields of an
-// application/x-www-form-urlencoded body into the body struct, each declared field at most once,
-// converted and checked. Undeclared fields are refused for closed objects and otherwise left to
-// the fingerprint, which covers every field.
+// application/x-www-form-urlencoded body (canonical.ParseForm: strict percent-decoding, UTF-8)
+// into the body struct. A declared scalar field appears at most once; an array of scalars is the
+// field repeated (name, name[] or name[N]); a nested member (form structs only) collects its
+// bracketed fields. Undeclared fields are refused for closed objects and otherwise left to the
+// fingerprint, which covers every field.
 func (g *gen) emitFormDecoder(f *jen.File, o *opPlan, c *contentPlan) {
 	t := o.bodyT
 	comment(f, "%s decodes an application/x-www-form-urlencoded body of %s; errors are *canonical.Error (400 body-invalid).", c.decode, o.op.ID)
@@ -152,34 +154,49 @@ func (g *gen) emitFormDecoder(f *jen.File, o *opPlan, c *contentPlan) {
 		if len(t.fields) > 0 {
 			grp.Var().Id("seen").Index(jen.Lit(len(t.fields))).Bool()
 		}
-		grp.For(jen.List(jen.Id("_"), jen.Id("fl")).Op(":=").Range().Id("fields")).Block(
-			jen.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(sw *jen.Group) {
+		var nested []int // fields matched by their base name (before '[')
+		for i, fl := range t.fields {
+			if fl.bag || fl.t.kind == kSlice {
+				nested = append(nested, i)
+			}
+		}
+		reject := jen.Return(jen.Id("v"), jen.Op("&").Qual(pkgCanonical, "Error").Values(jen.Dict{
+			jen.Id("Pointer"): jen.Lit("/").Op("+").Id("fl").Dot("Name"),
+			jen.Id("Reason"):  jen.Lit("field not allowed by the schema"),
+		}))
+		grp.For(jen.List(jen.Id("_"), jen.Id("fl")).Op(":=").Range().Id("fields")).BlockFunc(func(loop *jen.Group) {
+			loop.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(sw *jen.Group) {
 				for i, fl := range t.fields {
-					fl := fl
-					fail := func(reason string) jen.Code {
-						return jen.Return(jen.Id("v"), bodyError("/"+fl.p.Name, reason))
+					if fl.bag {
+						continue
 					}
 					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cb *jen.Group) {
-						cb.If(jen.Id("seen").Index(jen.Lit(i))).Block(fail("field given more than once"))
-						cb.Id("seen").Index(jen.Lit(i)).Op("=").True()
-						dst := jen.Id("v").Dot(fl.name)
-						if fl.ptr {
-							cb.Var().Id("x").Add(fl.t.code())
-							convert(cb, fl.t, jen.Id("fl").Dot("Value"), jen.Id("x"), fail)
-							cb.Add(dst).Op("=").Op("&").Id("x")
-						} else {
-							convert(cb, fl.t, jen.Id("fl").Dot("Value"), dst, fail)
-						}
+						g.formField(cb, fl, i)
+						cb.Continue()
 					})
 				}
-				if t.extra == "" {
-					sw.Default().Block(jen.Return(jen.Id("v"), jen.Op("&").Qual(pkgCanonical, "Error").Values(jen.Dict{
-						jen.Id("Pointer"): jen.Lit("/").Op("+").Id("fl").Dot("Name"),
-						jen.Id("Reason"):  jen.Lit("field not allowed by the schema"),
-					})))
-				}
-			}),
-		)
+			})
+			if len(nested) > 0 {
+				loop.List(jen.Id("base"), jen.Id("_"), jen.Id("_")).Op(":=").Qual("strings", "Cut").Call(jen.Id("fl").Dot("Name"), jen.Lit("["))
+				loop.Switch(jen.Id("base")).BlockFunc(func(sw *jen.Group) {
+					for _, i := range nested {
+						fl := t.fields[i]
+						sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cb *jen.Group) {
+							if fl.bag {
+								cb.Id("seen").Index(jen.Lit(i)).Op("=").True()
+								cb.Id("v").Dot(fl.name).Op("=").Append(jen.Id("v").Dot(fl.name), jen.Id("fl"))
+							} else {
+								g.formField(cb, fl, i)
+							}
+							cb.Continue()
+						})
+					}
+				})
+			}
+			if t.s.ClosedObject {
+				loop.Add(reject)
+			}
+		})
 		for i, fl := range t.fields {
 			if fl.p.Required && !fl.bodyKey {
 				grp.If(jen.Op("!").Id("seen").Index(jen.Lit(i))).Block(
@@ -189,4 +206,33 @@ func (g *gen) emitFormDecoder(f *jen.File, o *opPlan, c *contentPlan) {
 		grp.Return(jen.Id("v"), jen.Nil())
 	})
 	f.Line()
+}
+
+// formField decodes the form field fl (a canonical.FormField) into the member f.
+func (g *gen) formField(cb *jen.Group, f *field, i int) {
+	fail := func(reason string) jen.Code {
+		return jen.Return(jen.Id("v"), bodyError("/"+f.p.Name, reason))
+	}
+	dst := jen.Id("v").Dot(f.name)
+	if f.t.kind == kSlice {
+		// An array is the field repeated, in body order.
+		cb.Id("seen").Index(jen.Lit(i)).Op("=").True()
+		cb.Var().Id("e").Add(f.t.elem.code())
+		convert(cb, f.t.elem, jen.Id("fl").Dot("Value"), jen.Id("e"), fail)
+		cb.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id("e"))
+		return
+	}
+	cb.If(jen.Id("seen").Index(jen.Lit(i))).Block(fail("field given more than once"))
+	cb.Id("seen").Index(jen.Lit(i)).Op("=").True()
+	switch {
+	case f.t.kind == kRaw:
+		// A schema-less field holds its text as a JSON string.
+		cb.Add(dst).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), jen.Id("fl").Dot("Value"))
+	case f.ptr:
+		cb.Var().Id("x").Add(f.t.code())
+		convert(cb, f.t, jen.Id("fl").Dot("Value"), jen.Id("x"), fail)
+		cb.Add(dst).Op("=").Op("&").Id("x")
+	default:
+		convert(cb, f.t, jen.Id("fl").Dot("Value"), dst, fail)
+	}
 }

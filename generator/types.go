@@ -38,7 +38,9 @@ type tinfo struct {
 	consts []string
 	// decodeFn and canonFn are the names of the generated functions (structs only).
 	decodeFn string
-	declared bool
+	// form marks a struct planned for a form-only body (formTypeOf): it has no JSON decoder or
+	// canonicalizer, and its nested members are bags of bracketed fields.
+	form bool
 }
 
 // field is one member of a generated struct.
@@ -53,6 +55,8 @@ type field struct {
 	// required-checked (a missing key is key-missing, DESIGN section 4); the operation's
 	// canonicalizer leaves it out of the fingerprint.
 	bodyKey bool
+	// bag: a nested member of a form body, kept as its bracketed fields (formTypeOf).
+	bag bool
 }
 
 // scalar kinds take a pointer when optional; slices, maps and raw values use nil for absent.
@@ -89,6 +93,9 @@ func (t *tinfo) code() jen.Code {
 }
 
 func (f *field) code() jen.Code {
+	if f.bag {
+		return jen.Index().Qual(pkgCanonical, "FormField")
+	}
 	if f.ptr {
 		return jen.Op("*").Add(f.t.code())
 	}
@@ -254,6 +261,8 @@ func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 			}
 			c := jen.Id(fl.name).Add(fl.code()).Tag(map[string]string{"json": tag})
 			switch {
+			case fl.bag:
+				c.Comment("the " + fl.p.Name + "[...] fields, in body order")
 			case fl.bodyKey:
 				c.Comment("idempotency key: not part of the fingerprint")
 			case fl.p.Ignore || fl.p.Schema.Ignore:

@@ -9,14 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CreatePayoutBody is a request type.
+// CreatePayoutBody is a request type (inline schema at
+// /paths/~1payouts/post/requestBody/content/application~1vnd.api+json/schema).
 type CreatePayoutBody struct {
 	Data CreatePayoutBodyData `json:"data"`
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
 	Extra canonical.Members `json:"-"`
 }
 
-// CreatePayoutBodyData is a request type.
+// CreatePayoutBodyData is a request type (inline schema at
+// /paths/~1payouts/post/requestBody/content/application~1vnd.api+json/schema/properties/data).
 type CreatePayoutBodyData struct {
 	Type       *string                        `json:"type,omitempty"`
 	Attributes CreatePayoutBodyDataAttributes `json:"attributes"`
@@ -24,7 +26,8 @@ type CreatePayoutBodyData struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreatePayoutBodyDataAttributes is a request type.
+// CreatePayoutBodyDataAttributes is a request type (inline schema at
+// /paths/~1payouts/post/requestBody/content/application~1vnd.api+json/schema/properties/data/properties/attributes).
 type CreatePayoutBodyDataAttributes struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"` // idempotency key: not part of the fingerprint
 	Amount         int64   `json:"amount"`
@@ -37,8 +40,6 @@ type CreatePayoutBodyDataAttributes struct {
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member
 // /data/attributes/idempotencyKey.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
 type CreatePayoutParams struct{}
 
 // CreatePayoutFunc is the business function of operation createPayout (POST /payouts).

@@ -23,7 +23,7 @@ type Handlers2 struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// Handlers2Kind is a string enum.
+// Handlers2Kind is a string enum (inline schema at /components/schemas/Handlers/properties/kind).
 type Handlers2Kind string
 
 const (
@@ -32,7 +32,8 @@ const (
 	Handlers2KindA3 Handlers2Kind = "a!"
 )
 
-// CreatePayment3Body is a request type.
+// CreatePayment3Body is a request type (inline schema at
+// /paths/~1c/post/requestBody/content/application~1json/schema).
 type CreatePayment3Body struct {
 	UserID  *string `json:"user_id,omitempty"`
 	UserID2 *string `json:"userId,omitempty"`

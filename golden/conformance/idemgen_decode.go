@@ -36,6 +36,7 @@ func decodeCreateChargeForm(data []byte) (CreateChargeBody, error) {
 				}
 			}
 			v.Amount = n
+			continue
 		case "currency":
 			if seen[1] {
 				return v, &canonical.Error{
@@ -45,6 +46,7 @@ func decodeCreateChargeForm(data []byte) (CreateChargeBody, error) {
 			}
 			seen[1] = true
 			v.Currency = fl.Value
+			continue
 		case "description":
 			if seen[2] {
 				return v, &canonical.Error{
@@ -56,6 +58,7 @@ func decodeCreateChargeForm(data []byte) (CreateChargeBody, error) {
 			var x string
 			x = fl.Value
 			v.Description = &x
+			continue
 		}
 	}
 	if !seen[0] {

@@ -21,7 +21,8 @@ type PaymentRequest struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateChargeBody is a request type.
+// CreateChargeBody is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateChargeBody struct {
 	Amount      int64   `json:"amount"`
 	Currency    string  `json:"currency"`
@@ -30,7 +31,8 @@ type CreateChargeBody struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateOrderBody is a request type.
+// CreateOrderBody is a request type (inline schema at
+// /paths/~1v1~1orders/post/requestBody/content/application~1json/schema).
 type CreateOrderBody struct {
 	Payer    CreateOrderBodyPayer       `json:"payer"`
 	Lines    []CreateOrderBodyLinesItem `json:"lines"`
@@ -39,7 +41,8 @@ type CreateOrderBody struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateOrderBodyPayer is a request type.
+// CreateOrderBodyPayer is a request type (inline schema at
+// /paths/~1v1~1orders/post/requestBody/content/application~1json/schema/properties/payer).
 type CreateOrderBodyPayer struct {
 	Name    string  `json:"name"`
 	Country *string `json:"country,omitempty"`
@@ -47,7 +50,8 @@ type CreateOrderBodyPayer struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateOrderBodyLinesItem is a request type.
+// CreateOrderBodyLinesItem is a request type (inline schema at
+// /paths/~1v1~1orders/post/requestBody/content/application~1json/schema/properties/lines/items).
 type CreateOrderBodyLinesItem struct {
 	Sku       string   `json:"sku"`
 	Qty       int64    `json:"qty"`
@@ -56,7 +60,8 @@ type CreateOrderBodyLinesItem struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateRefundBody is a request type.
+// CreateRefundBody is a request type (inline schema at
+// /paths/~1v1~1payments~1{payment_id}~1refunds/post/requestBody/content/application~1json/schema).
 type CreateRefundBody struct {
 	Amount int64   `json:"amount"`
 	Reason *string `json:"reason,omitempty"`
@@ -64,14 +69,16 @@ type CreateRefundBody struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateProviderChargeBody is a request type.
+// CreateProviderChargeBody is a request type (inline schema at
+// /paths/~1v1~1provider-charges/post/requestBody/content/application~1json/schema).
 type CreateProviderChargeBody struct {
 	Amount int64 `json:"amount"`
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateTransferBody is a request type.
+// CreateTransferBody is a request type (inline schema at
+// /paths/~1v1~1transfers/post/requestBody/content/application~1json/schema).
 type CreateTransferBody struct {
 	IdempotencyKey *string `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
 	Amount         int64   `json:"amount"`
@@ -168,8 +175,6 @@ type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.LeaseHand
 // CreateTransferParams holds the parameters of operation createTransfer (POST /v1/transfers).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
 type CreateTransferParams struct{}
 
 // CreateTransferFunc is the business function of operation createTransfer (POST /v1/transfers).

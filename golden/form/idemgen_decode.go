@@ -31,6 +31,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 			var x string
 			x = fl.Value
 			v.IdempotencyKey = &x
+			continue
 		case "email":
 			if seen[1] {
 				return v, &canonical.Error{
@@ -46,6 +47,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 					Reason:  "length must be at most 512",
 				}
 			}
+			continue
 		case "balance":
 			if seen[2] {
 				return v, &canonical.Error{
@@ -64,6 +66,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 			}
 			x = n
 			v.Balance = &x
+			continue
 		case "metadata[order]":
 			if seen[3] {
 				return v, &canonical.Error{
@@ -75,6 +78,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 			var x string
 			x = fl.Value
 			v.MetadataOrder = &x
+			continue
 		case "tax_exempt":
 			if seen[4] {
 				return v, &canonical.Error{
@@ -94,6 +98,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 				}
 			}
 			v.TaxExempt = &x
+			continue
 		case "client_ip":
 			if seen[5] {
 				return v, &canonical.Error{
@@ -105,6 +110,7 @@ func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
 			var x string
 			x = fl.Value
 			v.ClientIP = &x
+			continue
 		}
 	}
 	if !seen[1] {
@@ -159,6 +165,7 @@ func decodeCreateNoteForm(data []byte) (CreateNoteBody, error) {
 			}
 			seen[0] = true
 			v.Text = fl.Value
+			continue
 		case "pinned":
 			if seen[1] {
 				return v, &canonical.Error{
@@ -180,6 +187,7 @@ func decodeCreateNoteForm(data []byte) (CreateNoteBody, error) {
 				}
 			}
 			v.Pinned = &x
+			continue
 		}
 	}
 	if !seen[0] {

@@ -17,7 +17,8 @@ type Note struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateCustomerBody is a request type.
+// CreateCustomerBody is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCustomerBody struct {
 	IdempotencyKey *string                      `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
 	Email          string                       `json:"email"`
@@ -29,7 +30,8 @@ type CreateCustomerBody struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// CreateCustomerBodyTaxExempt is a string enum.
+// CreateCustomerBodyTaxExempt is a string enum (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tax_exempt).
 type CreateCustomerBodyTaxExempt string
 
 const (
@@ -42,8 +44,6 @@ const (
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
 // (optional: without it the request runs unguarded); fingerprint excludes client_ip.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
 type CreateCustomerParams struct{}
 
 // CreateCustomerFunc is the business function of operation createCustomer (POST /v1/customers).

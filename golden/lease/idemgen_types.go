@@ -8,7 +8,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
-// CaptureChargeBody is a request type.
+// CaptureChargeBody is a request type (inline schema at
+// /paths/~1charges~1{chargeId}~1capture/post/requestBody/content/application~1json/schema).
 type CaptureChargeBody struct {
 	Amount              int64   `json:"amount"`
 	StatementDescriptor *string `json:"statement_descriptor,omitempty"`

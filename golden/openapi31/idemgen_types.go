@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PostEntryBody is a request type.
+// PostEntryBody is a request type (inline schema at
+// /paths/~1v2~1entries/post/requestBody/content/application~1json/schema).
 type PostEntryBody struct {
 	Amount       int64                 `json:"amount"`
 	Account      string                `json:"account"`
@@ -24,7 +25,8 @@ type PostEntryBody struct {
 	Extra2 canonical.Members `json:"-"`
 }
 
-// PostEntryBodyContext is a request type.
+// PostEntryBodyContext is a request type (inline schema at
+// /paths/~1v2~1entries/post/requestBody/content/application~1json/schema/properties/context).
 type PostEntryBodyContext struct {
 	Trace *string `json:"trace,omitempty"`
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.

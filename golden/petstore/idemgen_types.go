@@ -33,7 +33,8 @@ const (
 	SpeciesGuineaPig Species = "guinea-pig"
 )
 
-// NewPetTagsItem is a request type.
+// NewPetTagsItem is a request type (inline schema at
+// /components/schemas/NewPet/properties/tags/items).
 type NewPetTagsItem struct {
 	Label string  `json:"label"`
 	Note  *string `json:"note,omitempty"`
@@ -58,7 +59,7 @@ type Order struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// OrderStatus is a string enum.
+// OrderStatus is a string enum (inline schema at /components/schemas/Order/properties/status).
 type OrderStatus string
 
 const (
@@ -67,7 +68,8 @@ const (
 	OrderStatusDelivered OrderStatus = "delivered"
 )
 
-// PlaceOrderParamsIncludeItem is a string enum.
+// PlaceOrderParamsIncludeItem is a string enum (inline schema at
+// /paths/~1stores~1{storeId}~1orders/post/parameters/1/schema/items).
 type PlaceOrderParamsIncludeItem string
 
 const (

@@ -29,6 +29,7 @@ func decodeCreateCallForm(data []byte) (CreateCallBody, error) {
 			}
 			seen[0] = true
 			v.To = fl.Value
+			continue
 		case "From":
 			if seen[1] {
 				return v, &canonical.Error{
@@ -38,6 +39,7 @@ func decodeCreateCallForm(data []byte) (CreateCallBody, error) {
 			}
 			seen[1] = true
 			v.From = fl.Value
+			continue
 		case "Url":
 			if seen[2] {
 				return v, &canonical.Error{
@@ -49,6 +51,7 @@ func decodeCreateCallForm(data []byte) (CreateCallBody, error) {
 			var x string
 			x = fl.Value
 			v.URL = &x
+			continue
 		}
 	}
 	if !seen[0] {
@@ -112,6 +115,7 @@ func decodeUpdateCallForm(data []byte) (UpdateCallBody, error) {
 				}
 			}
 			v.Status = &x
+			continue
 		}
 	}
 	return v, nil

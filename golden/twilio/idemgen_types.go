@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CreateCallBody is a request type.
+// CreateCallBody is a request type (inline schema at
+// /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCallBody struct {
 	To   string  `json:"To"`
 	From string  `json:"From"`
@@ -18,14 +19,16 @@ type CreateCallBody struct {
 	Extra canonical.Members `json:"-"`
 }
 
-// UpdateCallBody is a request type.
+// UpdateCallBody is a request type (inline schema at
+// /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls~1{Sid}.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type UpdateCallBody struct {
 	Status *UpdateCallBodyStatus `json:"Status,omitempty"`
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
 	Extra canonical.Members `json:"-"`
 }
 
-// UpdateCallBodyStatus is a string enum.
+// UpdateCallBodyStatus is a string enum (inline schema at
+// /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls~1{Sid}.json/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/Status).
 type UpdateCallBodyStatus string
 
 const (
@@ -33,7 +36,8 @@ const (
 	UpdateCallBodyStatusCompleted UpdateCallBodyStatus = "completed"
 )
 
-// UpdateRecordingParamsFormat is a string enum.
+// UpdateRecordingParamsFormat is a string enum (inline schema at
+// /paths/~12010-04-01~1Accounts~1{AccountSid}~1Recordings~1{Sid}.{Format}/post/parameters/2/schema).
 type UpdateRecordingParamsFormat string
 
 const (
