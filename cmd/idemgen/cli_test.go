@@ -153,8 +153,8 @@ func TestCheckExitCodes(t *testing.T) {
 	bad := writeTemp(t, "bad.yaml", strings.Replace(markedSpec, "retention: 48h", "retention: 2 days, mode: lazy", 1))
 	code, _, errOut = idemgen(t, "check", bad)
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
-	if code != exitSpec || len(lines) < 3 || !strings.Contains(lines[0], "bad.yaml:7") || !strings.Contains(lines[0], "error[bad-value]") ||
-		!strings.Contains(lines[0], "#/paths/~1payments/post/x-idempotent/mode") || !strings.Contains(lines[1], "error[bad-duration]") {
+	if code != exitSpec || len(lines) < 3 || !strings.Contains(lines[0], "bad.yaml:7") || !strings.Contains(lines[0], "error[bad-duration]") ||
+		!strings.Contains(lines[1], "bad.yaml:7:47: error[bad-value]") || !strings.Contains(lines[1], "#/paths/~1payments/post/x-idempotent/mode") {
 		t.Errorf("check bad: exit %d\n%s", code, errOut)
 	}
 	// generate's loader path (loadFlags.load) fails the same way.

@@ -32,20 +32,26 @@ type builder struct {
 type opSource struct {
 	m        *model.Operation
 	op       *openapi3.Operation
-	ptr      string // JSON pointer of the operation object
-	kinParam map[*model.Param]*openapi3.Parameter
-	kinBody  map[*model.Content]*openapi3.SchemaRef
+	at       src // where the operation object is written
+	kinParam map[*model.Param]kinSchema
+	kinBody  map[*model.Content]kinSchema
+}
+
+// kinSchema is a kin-openapi schema with the place it is written.
+type kinSchema struct {
+	ref *openapi3.SchemaRef
+	at  src
 }
 
 func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
-	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.root, d)}
+	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.lc, d)}
 	out := &model.Document{Source: opts.Path, OpenAPI: l.doc.OpenAPI}
 	if l.doc.Info != nil {
 		out.Title, out.Version = l.doc.Info.Title, l.doc.Info.Version
 	}
 	if v, ok := l.doc.Extensions["x-idempotency"]; ok {
-		base := diag.Loc{File: l.root, Line: fieldLine(l.doc.Origin, "x-idempotency"), Pointer: "/x-idempotency"}
-		b.docLay = decodeDefaults(toNode(v), base, d)
+		n, base := b.extension(v, src{l.root, "/x-idempotency"})
+		b.docLay = decodeDefaults(n, base, d)
 	}
 	ops := b.operations()
 	entries := b.matchConfig(ops)
@@ -62,25 +68,15 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 	return out
 }
 
-// fieldLine is the line of a field of an object, or of the object itself, 0 when unknown.
-func fieldLine(o *openapi3.Origin, field string) int {
-	if o == nil {
-		return 0
+// extension returns the YAML node of an extension value written at at, with its location: from
+// the locator's tree, so every nested setting has its own line, or, when the document has no
+// positions (converted Swagger 2.0), rebuilt from the value kin-openapi decoded.
+func (b *builder) extension(v any, at src) (*yaml.Node, diag.Loc) {
+	loc := b.l.lc.loc(at.file, at.ptr)
+	if _, n := b.l.lc.lookup(at.file, at.ptr); n != nil {
+		return toYAML3(n), loc
 	}
-	if loc, ok := o.Fields.Lookup(field); ok {
-		return loc.Line
-	}
-	if o.Key != nil {
-		return o.Key.Line
-	}
-	return 0
-}
-
-func (b *builder) originLoc(o *openapi3.Origin, ptr string) diag.Loc {
-	if o == nil || o.Key == nil {
-		return diag.Loc{File: b.l.root, Pointer: ptr}
-	}
-	return diag.Loc{File: o.Key.File, Line: o.Key.Line, Column: o.Key.Column, Pointer: ptr}
+	return toNode(v), loc
 }
 
 // operations lists every operation sorted by path then method, with names, parameters, body
@@ -99,6 +95,7 @@ func (b *builder) operations() []*opSource {
 		if pi == nil {
 			continue
 		}
+		piAt := src{b.l.root, "/paths/" + escapeToken(path)}.follow(pi.Ref)
 		ops := pi.Operations()
 		methods := make([]string, 0, len(ops))
 		for m := range ops {
@@ -110,17 +107,17 @@ func (b *builder) operations() []*opSource {
 			if op == nil {
 				continue
 			}
-			ptr := "/paths/" + escapeToken(path) + "/" + strings.ToLower(method)
+			at := piAt.at(strings.ToLower(method))
 			m := &model.Operation{
 				ID: op.OperationID, Method: strings.ToUpper(method), Path: path,
-				Summary: op.Summary, Description: op.Description, Loc: b.originLoc(op.Origin, ptr),
+				Summary: op.Summary, Description: op.Description, Loc: b.l.lc.loc(at.file, at.ptr),
 			}
 			if m.ID == "" {
 				m.ID, m.IDDerived = derivedOperationID(method, path), true
 			}
 			m.GoName = ids.name(m.ID)
-			o := &opSource{m: m, op: op, ptr: ptr, kinParam: map[*model.Param]*openapi3.Parameter{}, kinBody: map[*model.Content]*openapi3.SchemaRef{}}
-			b.params(o, pi)
+			o := &opSource{m: m, op: op, at: at, kinParam: map[*model.Param]kinSchema{}, kinBody: map[*model.Content]kinSchema{}}
+			b.params(o, pi, piAt)
 			b.body(o)
 			if op.Responses != nil {
 				for code := range op.Responses.Map() {
@@ -134,14 +131,15 @@ func (b *builder) operations() []*opSource {
 	return out
 }
 
-func (b *builder) params(o *opSource, pi *openapi3.PathItem) {
+func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 	type entry struct {
-		p   *openapi3.Parameter
-		ptr string
+		p  *openapi3.Parameter
+		at src // where the parameter (or the $ref to it) is written
+		to src // where the parameter object itself is
 	}
 	merged := map[string]entry{}
 	var order []string
-	add := func(ps openapi3.Parameters, base string) {
+	add := func(ps openapi3.Parameters, base src) {
 		for i, r := range ps {
 			if r == nil || r.Value == nil || r.Value.In == openapi3.ParameterInCookie {
 				continue
@@ -154,11 +152,12 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem) {
 			if _, ok := merged[k]; !ok {
 				order = append(order, k)
 			}
-			merged[k] = entry{p, base + "/parameters/" + strconv.Itoa(i)}
+			at := base.at("parameters", strconv.Itoa(i))
+			merged[k] = entry{p, at, at.follow(r.Ref)}
 		}
 	}
-	add(pi.Parameters, "/paths/"+escapeToken(o.m.Path))
-	add(o.op.Parameters, o.ptr)
+	add(pi.Parameters, piAt)
+	add(o.op.Parameters, o.at)
 
 	rank := map[model.ParamIn]int{model.InPath: 0, model.InQuery: 1, model.InHeader: 2}
 	var ps []*model.Param
@@ -166,7 +165,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem) {
 		e := merged[k]
 		p := e.p
 		mp := &model.Param{Name: p.Name, In: model.ParamIn(p.In), Required: p.Required || p.In == openapi3.ParameterInPath,
-			Style: p.Style, Loc: b.originLoc(p.Origin, e.ptr)}
+			Style: p.Style, Loc: b.l.lc.loc(e.at.file, e.at.ptr)}
 		if mp.Style == "" {
 			mp.Style = "simple"
 			if p.In == openapi3.ParameterInQuery {
@@ -177,20 +176,20 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem) {
 		if p.Explode != nil {
 			mp.Explode = *p.Explode
 		}
-		sref := p.Schema
-		if sref == nil && len(p.Content) > 0 {
+		ks := kinSchema{p.Schema, e.to.at("schema")}
+		if ks.ref == nil && len(p.Content) > 0 {
 			for _, mt := range sortedKeys(p.Content) {
 				if c := p.Content[mt]; c != nil && c.Schema != nil {
-					sref = c.Schema
+					ks = kinSchema{c.Schema, e.to.at("content", mt, "schema")}
 					break
 				}
 			}
 		}
-		mp.Schema = b.sc.convert(sref)
+		mp.Schema = b.sc.convert(ks.ref, ks.at)
 		if mp.Schema == nil {
 			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
 		}
-		o.kinParam[mp] = p
+		o.kinParam[mp] = ks
 		ps = append(ps, mp)
 	}
 	pathPos := func(name string) int {
@@ -250,6 +249,7 @@ func (b *builder) body(o *opSource) {
 		return
 	}
 	body := &model.RequestBody{Required: rb.Value.Required}
+	rbAt := o.at.at("requestBody").follow(rb.Ref)
 	seen := map[string]bool{}
 	for _, raw := range sortedKeys(rb.Value.Content) {
 		media := rb.Value.Content[raw]
@@ -258,10 +258,11 @@ func (b *builder) body(o *opSource) {
 			continue
 		}
 		seen[mt] = true
-		c := &model.Content{MediaType: mt, Kind: contentKind(mt),
-			Loc: b.originLoc(media.Origin, o.ptr+"/requestBody/content/"+escapeToken(raw))}
-		c.Schema = b.sc.convert(media.Schema)
-		o.kinBody[c] = media.Schema
+		at := rbAt.at("content", raw)
+		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: b.l.lc.loc(at.file, at.ptr)}
+		ks := kinSchema{media.Schema, at.at("schema")}
+		c.Schema = b.sc.convert(ks.ref, ks.at)
+		o.kinBody[c] = ks
 		body.Contents = append(body.Contents, c)
 	}
 	slices.SortStableFunc(body.Contents, func(a, c *model.Content) int { return cmp.Compare(a.MediaType, c.MediaType) })
@@ -318,11 +319,9 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 	var source model.MarkSource
 	var markLoc diag.Loc
 	if v, ok := o.op.Extensions["x-idempotent"]; ok {
-		base := o.m.Loc
-		base.Line, base.Column = fieldLine(o.op.Origin, "x-idempotent"), 0
-		base.Pointer = o.ptr + "/x-idempotent"
+		n, base := b.extension(v, o.at.at("x-idempotent"))
 		var m bool
-		m, opLay = decodeMark(toNode(v), base, b.d)
+		m, opLay = decodeMark(n, base, b.d)
 		if m {
 			marked, source, markLoc = true, model.MarkSpec, base
 		} else {

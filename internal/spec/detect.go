@@ -55,12 +55,12 @@ func (b *builder) detect(o *opSource) *detection {
 		if c.Kind == model.ContentForm {
 			depth = 1
 		}
-		if toks := findKeyField(o.kinBody[c], depth); toks != nil {
+		if toks := findKeyField(o.kinBody[c].ref, depth); toks != nil {
 			d := &detection{carrier: model.CarrierBody, pointer: pointerOf(toks), loc: c.Loc}
 			if c.Kind == model.ContentForm {
 				d.carrier, d.pointer = model.CarrierForm, toks[0]
 			}
-			_, d.required = findProperty(o.kinBody[c], toks)
+			_, d.required = findProperty(o.kinBody[c].ref, toks)
 			return d
 		}
 	}
@@ -82,7 +82,7 @@ func findKeyField(root *openapi3.SchemaRef, depth int) []string {
 			continue
 		}
 		seen[it.ref.Value] = true
-		props, _ := objectParts(it.ref.Value)
+		props, _ := objectParts(it.ref.Value, src{}, nil)
 		for _, p := range props {
 			path := append(append([]string{}, it.path...), p.name)
 			if normalizeField(p.name) == keyField && isStringSchema(p.ref) {

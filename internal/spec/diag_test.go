@@ -181,7 +181,7 @@ func TestAllErrorsInOneRunSorted(t *testing.T) {
 		got := (&diag.Errors{List: errs}).Error()
 		if i == 0 {
 			first = got
-			want := "bad-value exclude-matches-nothing key-body-not-string bad-duration unknown-field safe-method"
+			want := "bad-value unknown-field bad-duration exclude-matches-nothing key-body-not-string safe-method"
 			if strings.Join(codes, " ") != want {
 				t.Fatalf("codes %q, want %q:\n%s", strings.Join(codes, " "), want, got)
 			}

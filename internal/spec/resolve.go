@@ -149,8 +149,9 @@ type declared struct {
 	patternLoc        diag.Loc
 }
 
-func declaredFrom(required bool, ref *openapi3.SchemaRef, loc diag.Loc) *declared {
+func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *declared {
 	d := &declared{required: required, patternLoc: loc}
+	ref := ks.ref
 	if ref == nil || ref.Value == nil {
 		return d
 	}
@@ -164,8 +165,11 @@ func declaredFrom(required bool, ref *openapi3.SchemaRef, loc diag.Loc) *declare
 		d.maxLen = &n
 	}
 	d.pattern = v.Pattern
-	if v.Origin != nil && v.Origin.Key != nil {
-		d.patternLoc = diag.Loc{File: v.Origin.Key.File, Line: fieldLine(v.Origin, "pattern"), Pointer: loc.Pointer}
+	if ks.at.file != "" {
+		at := ks.at.follow(ref.Ref).at("pattern")
+		if pl := b.l.lc.loc(at.file, at.ptr); pl.Line > 0 {
+			d.patternLoc = pl
+		}
 	}
 	return d
 }
@@ -188,7 +192,7 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 		for _, p := range o.m.Params {
 			if p.In == model.InHeader && strings.EqualFold(p.Name, k.Header) {
 				p.IsKey = true
-				decl = declaredFrom(p.Required, o.kinParam[p].Schema, p.Loc)
+				decl = b.declaredFrom(p.Required, o.kinParam[p], p.Loc)
 				break
 			}
 		}
@@ -258,7 +262,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 		k.Carrier, k.Field = model.CarrierForm, field
 		var decl *declared
 		for _, c := range formC {
-			sref := o.kinBody[c]
+			sref := o.kinBody[c].ref
 			if sref == nil || sref.Value == nil || freeForm(sref.Value) {
 				continue
 			}
@@ -268,7 +272,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 				return nil
 			}
 			if decl == nil {
-				decl = declaredFrom(req, got, loc)
+				decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 			}
 		}
 		return decl
@@ -281,8 +285,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 	k.Carrier, k.Pointer, k.PointerTokens = model.CarrierBody, raw, toks
 	var decl *declared
 	for _, c := range jsonC {
-		sref := o.kinBody[c]
-		got, req := findProperty(sref, toks)
+		got, req := findProperty(o.kinBody[c].ref, toks)
 		switch {
 		case got == nil:
 			b.d.Errorf(loc, "key-body-not-string", "key.body %q names no property of the %s request schema of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
@@ -292,7 +295,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 			return nil
 		}
 		if decl == nil {
-			decl = declaredFrom(req, got, loc)
+			decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 		}
 	}
 	return decl
@@ -330,7 +333,7 @@ func (b *builder) matchExclude(o *opSource, raw string) (model.Pointer, bool) {
 		return model.Pointer{}, false
 	}
 	for _, c := range o.m.Body.Contents {
-		sref := o.kinBody[c]
+		sref := o.kinBody[c].ref
 		switch c.Kind {
 		case model.ContentJSON:
 			toks, err := splitPointer(raw)

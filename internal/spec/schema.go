@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -16,14 +17,14 @@ import (
 // once (memo), so named component schemas are shared and cycles terminate.
 type schemaConverter struct {
 	d        *diag.List
-	root     string
+	lc       *locator
 	memo     map[*openapi3.Schema]*model.Schema
 	compName map[*openapi3.Schema]string
 	named    []*model.Schema // every named schema converted, in discovery order
 }
 
-func newSchemaConverter(doc *openapi3.T, root string, d *diag.List) *schemaConverter {
-	c := &schemaConverter{d: d, root: root, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}}
+func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
+	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}}
 	if doc.Components != nil {
 		for name, ref := range doc.Components.Schemas {
 			if ref != nil && ref.Value != nil {
@@ -50,28 +51,22 @@ func refName(ref string) string {
 	return toks[len(toks)-1]
 }
 
-func (c *schemaConverter) loc(o *openapi3.Origin) diag.Loc {
-	if o == nil || o.Key == nil {
-		return diag.Loc{File: c.root}
-	}
-	return diag.Loc{File: o.Key.File, Line: o.Key.Line, Column: o.Key.Column}
-}
-
-// convert returns the model schema of ref (nil for a nil ref).
-func (c *schemaConverter) convert(ref *openapi3.SchemaRef) *model.Schema {
+// convert returns the model schema of ref (nil for a nil ref); at is where ref is written.
+func (c *schemaConverter) convert(ref *openapi3.SchemaRef, at src) *model.Schema {
 	if ref == nil || ref.Value == nil {
 		return nil
 	}
+	at = at.follow(ref.Ref)
 	s := ref.Value
 	// An allOf holding one schema and nothing else is a wrapper (often around a $ref, to attach a
 	// description): it is the schema it wraps.
 	if len(s.AllOf) == 1 && len(s.Properties) == 0 && s.Type.IsEmpty() && len(s.OneOf) == 0 && len(s.AnyOf) == 0 && s.Items == nil {
-		return c.convert(s.AllOf[0])
+		return c.convert(s.AllOf[0], at.at("allOf", "0"))
 	}
 	if m, ok := c.memo[s]; ok {
 		return m
 	}
-	m := &model.Schema{Loc: c.loc(s.Origin)}
+	m := &model.Schema{Loc: c.lc.loc(at.file, at.ptr)}
 	c.memo[s] = m
 	if name, ok := c.compName[s]; ok {
 		m.Name = name
@@ -81,11 +76,11 @@ func (c *schemaConverter) convert(ref *openapi3.SchemaRef) *model.Schema {
 	if m.Name != "" {
 		c.named = append(c.named, m)
 	}
-	c.fill(m, s)
+	c.fill(m, s, at)
 	return m
 }
 
-func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema) {
+func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	m.Format, m.Description = s.Format, s.Description
 	m.Nullable = s.Nullable || s.Type.IncludesNull()
 	m.Ignore = c.ignore(s.Extensions, m.Loc)
@@ -96,7 +91,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema) {
 			types = append(types, t)
 		}
 	}
-	props, required := objectParts(s)
+	props, required := objectParts(s, at, c.lc)
 	switch {
 	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
 		m.Type, m.Composite = model.TypeAny, true
@@ -116,9 +111,9 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema) {
 	}
 	switch m.Type {
 	case model.TypeObject:
-		c.object(m, s, props, required)
+		c.object(m, s, at, props, required)
 	case model.TypeArray:
-		m.Items = c.convert(s.Items)
+		m.Items = c.convert(s.Items, at.at("items"))
 		if m.Items == nil {
 			m.Items = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
 		}
@@ -157,66 +152,75 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema) {
 type kinProp struct {
 	name string
 	ref  *openapi3.SchemaRef
+	at   src
 }
 
-// objectParts collects an object's properties in spec order and its required names, merging
-// allOf members (the common way specs extend a base object).
-func objectParts(s *openapi3.Schema) ([]kinProp, map[string]bool) {
+// objectParts collects an object's properties and its required names, merging allOf members
+// (the common way specs extend a base object). With a locator the properties come in the order
+// the spec writes them (kin-openapi keeps them in a map); without one, sorted by name.
+func objectParts(s *openapi3.Schema, at src, lc *locator) ([]kinProp, map[string]bool) {
 	required := map[string]bool{}
 	var props []kinProp
 	seen := map[string]int{}
-	var add func(s *openapi3.Schema, depth int)
-	add = func(s *openapi3.Schema, depth int) {
+	var add func(s *openapi3.Schema, at src, depth int)
+	add = func(s *openapi3.Schema, at src, depth int) {
 		if s == nil || depth > 16 {
 			return
 		}
-		for _, r := range s.AllOf {
+		for i, r := range s.AllOf {
 			if r != nil {
-				add(r.Value, depth+1)
+				add(r.Value, at.at("allOf", strconv.Itoa(i)).follow(r.Ref), depth+1)
 			}
 		}
 		for _, n := range s.Required {
 			required[n] = true
 		}
-		for _, p := range orderedProps(s.Properties) {
-			if i, ok := seen[p.name]; ok {
+		for _, name := range propertyOrder(s.Properties, at, lc) {
+			p := kinProp{name, s.Properties[name], at.at("properties", name)}
+			if i, ok := seen[name]; ok {
 				props[i] = p
 				continue
 			}
-			seen[p.name] = len(props)
+			seen[name] = len(props)
 			props = append(props, p)
 		}
 	}
-	add(s, 0)
+	add(s, at, 0)
 	return props, required
 }
 
-// orderedProps returns properties in the order the spec writes them: kin-openapi keeps them
-// in a map, so the order comes from the recorded positions (file, line, column), falling back
-// to the name for documents read without positions (converted Swagger 2.0).
-func orderedProps(ps openapi3.Schemas) []kinProp {
-	out := make([]kinProp, 0, len(ps))
-	for n, r := range ps {
-		out = append(out, kinProp{n, r})
-	}
-	pos := func(r *openapi3.SchemaRef) (string, int, int) {
-		if r != nil && r.Origin != nil && r.Origin.Key != nil {
-			return r.Origin.Key.File, r.Origin.Key.Line, r.Origin.Key.Column
+// propertyOrder lists the property names in document order, then any the document does not
+// show (a converted Swagger 2.0 spec has no positions) by name.
+func propertyOrder(ps openapi3.Schemas, at src, lc *locator) []string {
+	var out []string
+	if lc != nil && len(ps) > 0 {
+		for _, k := range lc.keys(at.file, at.ptr+"/properties") {
+			if _, ok := ps[k]; ok {
+				out = append(out, k)
+			}
 		}
-		return "", 0, 0
 	}
-	slices.SortFunc(out, func(a, b kinProp) int {
-		fa, la, ca := pos(a.ref)
-		fb, lb, cb := pos(b.ref)
-		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(la, lb), cmp.Compare(ca, cb), cmp.Compare(a.name, b.name))
-	})
-	return out
+	if len(out) == len(ps) {
+		return out
+	}
+	listed := map[string]bool{}
+	for _, k := range out {
+		listed[k] = true
+	}
+	rest := make([]string, 0, len(ps)-len(out))
+	for k := range ps {
+		if !listed[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }
 
-func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, props []kinProp, required map[string]bool) {
+func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, props []kinProp, required map[string]bool) {
 	names := newNamer()
 	for _, p := range props {
-		ms := c.convert(p.ref)
+		ms := c.convert(p.ref, p.at)
 		if ms == nil {
 			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
 		}
@@ -227,7 +231,7 @@ func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, props []ki
 	ap := s.AdditionalProperties
 	switch {
 	case ap.Schema != nil:
-		m.AdditionalProperties = c.convert(ap.Schema)
+		m.AdditionalProperties = c.convert(ap.Schema, at.at("additionalProperties"))
 	case ap.Has != nil && *ap.Has:
 		m.AdditionalProperties = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
 	case ap.Has != nil && !*ap.Has:
