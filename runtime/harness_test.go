@@ -85,12 +85,18 @@ func (c *countingConn) Write(p []byte) (int, error) {
 
 // env is one test's database, runtime and business table.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	pool *pgxpool.Pool
 	rt   *Runtime
 	rtt  *roundTrips
 	obs  *recordingObserver
 	url  string
+}
+
+// newEnvB is newEnv for benchmarks.
+func newEnvB(b *testing.B) *env {
+	b.Helper()
+	return newEnvAt(b, pgtest.NewDatabase(b), nil)
 }
 
 func newEnv(t *testing.T, tweak func(*Config)) *env {
@@ -110,7 +116,7 @@ func newEnvNoMigrate(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-func newEnvAt(t *testing.T, url string, tweak func(*Config)) *env {
+func newEnvAt(t testing.TB, url string, tweak func(*Config)) *env {
 	t.Helper()
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

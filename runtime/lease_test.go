@@ -295,3 +295,23 @@ func TestLeaseStormOneWrite(t *testing.T) {
 		t.Fatalf("created %d, payments %d, provider calls %d", created, e.payments("t1"), p.count())
 	}
 }
+
+// concurrency.wait in lease mode: a duplicate polls the visible record and replays when the first
+// finishes within the wait.
+func TestLeaseBoundedWaitReplays(t *testing.T) {
+	e := newEnv(t, nil)
+	op := leaseOp()
+	op.Wait = 2 * time.Second
+	p := &provider{}
+	h := e.leaseHandler(op, p)
+	done := make(chan int)
+	go func() { done <- serve(h, req("t1", key1, body100, "X-Delay", "300ms")).Code }()
+	time.Sleep(100 * time.Millisecond)
+	w := serve(h, req("t1", key1, body100))
+	if w.Code != 201 || w.Header().Get(HeaderReplayed) != "true" {
+		t.Fatalf("waiting duplicate: %d %s", w.Code, w.Body)
+	}
+	if <-done != 201 || p.count() != 1 {
+		t.Fatal("first request")
+	}
+}

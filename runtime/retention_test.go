@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +170,29 @@ func TestOptionalKeyRunsUnguarded(t *testing.T) {
 	if w := serve(e.leaseHandler(lop, &provider{}), req("t1", "", body100)); w.Code != 201 {
 		t.Fatalf("lease unguarded: %d %s", w.Code, w.Body)
 	}
+}
+
+// The goose copy of each migration must say exactly what the golang-migrate files say.
+func TestGooseMigrationsMatch(t *testing.T) {
+	for _, m := range mustMigrations(t) {
+		base := strings.TrimSuffix(m.name, ".up.sql")
+		up, err1 := os.ReadFile(filepath.Join("migrations", base+".up.sql"))
+		down, err2 := os.ReadFile(filepath.Join("migrations", base+".down.sql"))
+		goose, err3 := os.ReadFile(filepath.Join("migrations", "goose", base+".sql"))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		want := "-- +goose Up\n" + string(up) + "\n-- +goose Down\n" + string(down)
+		if string(goose) != want {
+			t.Errorf("migrations/goose/%s.sql differs from the up and down files; regenerate it", base)
+		}
+	}
+}
+
+func mustMigrations(t *testing.T) []migration {
+	ms, err := loadMigrations()
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("migrations: %v (%d)", err, len(ms))
+	}
+	return ms
 }
