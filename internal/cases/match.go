@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // checkSingle returns every way resp falls short of e; earlier holds the responses of the
@@ -293,11 +294,16 @@ func showValue(v any) string {
 	return string(b)
 }
 
-// quoteBody shows a body in a message, cut to a readable length.
+// quoteBody shows a body in a message, cut to a readable length: as is when it is printable
+// text (JSON bodies read best that way), quoted otherwise.
 func quoteBody(b []byte) string {
 	const max = 300
+	cut, more := b, ""
 	if len(b) > max {
-		return fmt.Sprintf("%q… (%d bytes)", b[:max], len(b))
+		cut, more = b[:max], fmt.Sprintf("… (%d bytes)", len(b))
 	}
-	return fmt.Sprintf("%q", b)
+	if len(cut) > 0 && utf8.Valid(cut) && !bytes.ContainsFunc(cut, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return string(cut) + more
+	}
+	return fmt.Sprintf("%q", cut) + more
 }

@@ -109,7 +109,7 @@ func TestFailureNamesCaseStepAndResponse(t *testing.T) {
 	src := "steps:\n  - request: {method: POST, path: /a}\n    expect: {status: 200}\n" +
 		"  - request: {method: POST, path: /b}\n    expect: {status: 201, headers: {Location: present}}\n"
 	err := run(t, fixed(200, map[string]string{"X-Seen": "yes"}, `{"ok":true}`), src)
-	for _, want := range []string{"case 042-case (case.yaml:4) failed at step 1, POST /b", "status: want 201, got 200", "header Location: want present", "X-Seen: yes", `{\"ok\":true}`} {
+	for _, want := range []string{"case 042-case (case.yaml:4) failed at step 1, POST /b", "status: want 201, got 200", "header Location: want present", "X-Seen: yes", `{"ok":true}`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("failure %v\ndoes not contain %q", err, want)
 		}

@@ -1,0 +1,67 @@
+package conformance
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/cases"
+	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime"
+)
+
+// EnvCases names a folder of extra cases (same format) that TestCases runs too; a relative path
+// is taken from the repository root, where `make test` runs.
+const EnvCases = "IDEMGEN_CASES"
+
+// poolSize must cover the largest parallel step of any case: in atomic mode every copy that
+// is still executing holds a connection.
+const poolSize = 40
+
+// TestCases runs every request-sequence case against the conformance service on a real
+// PostgreSQL: the shared cases (testdata/cases), the service's own (testdata/cases here), and
+// the cases in $IDEMGEN_CASES. Each case is a subtest named after its file.
+func TestCases(t *testing.T) {
+	pool := pgtest.NewPool(t, poolSize)
+	ctx := context.Background()
+	if err := runtime.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(pool, NewProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	runner := &cases.Runner{BaseURL: srv.URL, Client: srv.Client()}
+
+	dirs := []struct{ label, dir string }{
+		{"", "../../testdata/cases"},
+		{"service/", "testdata/cases"},
+	}
+	if extra := os.Getenv(EnvCases); extra != "" {
+		if !filepath.IsAbs(extra) {
+			extra = filepath.Join("..", "..", extra)
+		}
+		dirs = append(dirs, struct{ label, dir string }{EnvCases + "/", extra})
+	}
+	for _, d := range dirs {
+		list, err := cases.LoadDir(d.dir)
+		if err != nil {
+			t.Errorf("%s: %v", d.dir, err)
+			continue
+		}
+		for _, c := range list {
+			t.Run(d.label+c.Name, func(t *testing.T) {
+				if err := runner.Run(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}

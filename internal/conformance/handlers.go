@@ -1,0 +1,35 @@
+package conformance
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/internal/conformance/api"
+	"github.com/idemgen/idemgen/runtime"
+)
+
+// handlers adapts the generated handler types of package api to the service's business
+// methods: this file is what a user writes for their own API.
+func (s *service) handlers() api.Handlers {
+	return api.Handlers{
+		CreatePayment: func(ctx context.Context, tx pgx.Tx, _ api.CreatePaymentParams, b api.CreatePaymentBody) (runtime.Response, error) {
+			return s.createPayment(ctx, tx, paymentInput{Amount: b.Amount, Currency: b.Currency, To: b.To, Description: b.Description})
+		},
+		CreateRefund: func(ctx context.Context, tx pgx.Tx, p api.CreateRefundParams, b api.CreateRefundBody) (runtime.Response, error) {
+			return s.createRefund(ctx, tx, refundInput{PaymentID: p.PaymentID, Amount: b.Amount, Reason: b.Reason})
+		},
+		CreateOrder: func(ctx context.Context, tx pgx.Tx, _ api.CreateOrderParams, b api.CreateOrderBody) (runtime.Response, error) {
+			return s.createOrder(ctx, tx, orderInput{PayerName: b.Payer.Name, Lines: len(b.Lines)})
+		},
+		CreateTransfer: func(ctx context.Context, tx pgx.Tx, _ api.CreateTransferParams, b api.CreateTransferBody) (runtime.Response, error) {
+			return s.createTransfer(ctx, tx, transferInput{Amount: b.Amount, Destination: b.Destination})
+		},
+		CreateCharge: func(ctx context.Context, tx pgx.Tx, _ api.CreateChargeParams, b api.CreateChargeBody) (runtime.Response, error) {
+			return s.createCharge(ctx, tx, chargeInput{Amount: b.Amount, Currency: b.Currency, Description: b.Description})
+		},
+		CreateProviderCharge: func(ctx context.Context, lease *runtime.LeaseHandle, _ api.CreateProviderChargeParams, b api.CreateProviderChargeBody) (runtime.CompleteFunc, error) {
+			return s.createProviderCharge(ctx, lease, b.Amount)
+		},
+	}
+}

@@ -1,0 +1,30 @@
+package conformance
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/internal/conformance/api"
+	"github.com/idemgen/idemgen/runtime"
+)
+
+// NewHandler returns the conformance service over pool (whose idempotency store and business
+// tables must exist: runtime.Migrate and Migrate) and provider. The tenant is the bearer token
+// of `Authorization: Bearer <tenant>`; a request without one is refused with 401
+// `unauthenticated` before any key lookup.
+func NewHandler(pool *pgxpool.Pool, provider *Provider) (http.Handler, error) {
+	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	s := &service{pool: pool, provider: provider}
+	mux := http.NewServeMux()
+	if err := api.Register(mux, rt, s.handlers()); err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	mux.HandleFunc("GET /v1/payments/{payment_id}", s.getPayment)
+	mux.HandleFunc("GET /_effects", s.effects)
+	return withKnobs(mux), nil
+}
