@@ -197,3 +197,34 @@ func TestSameCanonicalForm(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGeneric: the generic canonicalizer (schema-less bodies, oneOf/anyOf subtrees), raw
+// bytes to canonical bytes, against jcs.Transform (and jsontext with GOEXPERIMENT=jsonv2).
+func BenchmarkGeneric(b *testing.B) {
+	for _, body := range bodies() {
+		raw := load(b, body.file)
+		b.Run("body="+body.name+"/impl=idemgen", func(b *testing.B) {
+			var out []byte
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				var err error
+				if out, err = canonical.AppendCanonical(out[:0], raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("body="+body.name+"/impl=jcs", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if _, err := jcs.Transform(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		for _, x := range extraGenericImpls() {
+			b.Run("body="+body.name+"/impl="+x.name, func(b *testing.B) { x.run(b, raw) })
+		}
+	}
+}

@@ -4,3 +4,5 @@ package canonicalbench
 
 // Without GOEXPERIMENT=jsonv2 there is no encoding/json/jsontext baseline.
 func extraFingerprintImpls() []impl { return nil }
+
+func extraGenericImpls() []impl { return nil }

@@ -31,7 +31,8 @@ type Decoder struct {
 	buf   []byte
 	spans []span
 	names []byte
-	tmp   []byte
+	tmp   []byte // sortMembers
+	skip  []byte // Skip's discarded output
 }
 
 type frame struct {

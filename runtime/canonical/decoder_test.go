@@ -313,3 +313,27 @@ func TestNullable(t *testing.T) {
 		t.Error("nul accepted")
 	}
 }
+
+func TestSkip(t *testing.T) {
+	var d Decoder
+	d.Reset([]byte(`[{"b":{"d":1,"c":2},"a":[3]}, 2]`))
+	d.BeginArray()
+	d.NextElement()
+	d.Skip()
+	d.NextElement()
+	if n := d.Int64(); n != 2 {
+		t.Errorf("after Skip: %d", n)
+	}
+	d.NextElement()
+	d.EndArray()
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	d.Reset([]byte(`[{"b":1,"a":2,"b":3}]`))
+	d.BeginArray()
+	d.NextElement()
+	d.Skip()
+	if d.Finish() == nil {
+		t.Error("Skip accepted a duplicate")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // AppendCanonical appends the RFC 8785 canonical form of the JSON document data to b. The
@@ -16,15 +17,21 @@ func AppendCanonical(b, data []byte) ([]byte, error) {
 
 // AppendCanonicalExcluding is AppendCanonical leaving out the values that ex names.
 func AppendCanonicalExcluding(b, data []byte, ex *Exclusion) ([]byte, error) {
-	var d Decoder
+	d := decoderPool.Get().(*Decoder)
 	d.Reset(data)
 	n := len(b)
 	b = d.appendValue(b, ex)
-	if err := d.Finish(); err != nil {
+	err := d.Finish()
+	d.Reset(nil) // keep the scratch buffers, not the document
+	decoderPool.Put(d)
+	if err != nil {
 		return b[:n], err
 	}
 	return b, nil
 }
+
+// decoderPool keeps Decoders with grown scratch buffers for the generic canonicalizer.
+var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
 
 // Raw reads any value and returns its canonical form in a new slice. Generated code stores it
 // for oneOf/anyOf and schema-less values, so the handler sees the very text that is
@@ -52,7 +59,7 @@ func (d *Decoder) AppendRaw(b []byte) []byte {
 
 // Skip reads and checks any value, discarding it.
 func (d *Decoder) Skip() {
-	d.tmp = d.appendValue(d.tmp[:0], nil)
+	d.skip = d.appendValue(d.skip[:0], nil)
 }
 
 // Unknown reads the value of the current member, which the schema does not declare, and keeps
@@ -129,6 +136,9 @@ func (d *Decoder) appendValue(b []byte, ex *Exclusion) []byte {
 				return append(b, '0')
 			}
 			return append(b, num...)
+		}
+		if out, ok := appendNumberText(b, num); ok {
+			return out
 		}
 		f, ok := parseFloat(num)
 		if !ok {

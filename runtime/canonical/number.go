@@ -48,9 +48,13 @@ func AppendFloat(b []byte, f float64) []byte {
 	if eneg {
 		exp = -exp
 	}
-	// ECMA-262 names the decimal point position n: value = 0.d1d2…dk × 10^n.
-	n := exp + 1
-	d := digits[:k]
+	return appendDigits(b, digits[:k], exp+1)
+}
+
+// appendDigits lays out significant digits d (no leading or trailing zeros) of a value
+// 0.d × 10^n as ECMA-262 Number::toString does (steps 6 to 10 of section 6.1.6.1.20).
+func appendDigits(b, d []byte, n int) []byte {
+	k := len(d)
 	switch {
 	case k <= n && n <= 21:
 		b = append(b, d...)
@@ -80,6 +84,85 @@ func AppendFloat(b []byte, f float64) []byte {
 		b = strconv.AppendInt(b, int64(n-1), 10)
 	}
 	return b
+}
+
+// appendNumberText appends the canonical form of a grammar-checked JSON number directly from
+// its text when it has at most 15 significant digits and a moderate exponent: such a decimal
+// survives the round trip through a double (15 digits is DBL_DIG), so no shorter decimal
+// names the same double and its own digits, trailing zeros removed, are the shortest. It
+// reports false for the other numbers, which go through a float64.
+func appendNumberText(b, num []byte) ([]byte, bool) {
+	var digits [15]byte
+	k := 0     // significant digits kept
+	point := 0 // value = 0.digits × 10^point, before the exponent
+	i := 0
+	neg := num[0] == '-'
+	if neg {
+		i++
+	}
+	seenNonZero := false
+	intPart := true
+	for ; i < len(num); i++ {
+		c := num[i]
+		if c == '.' {
+			intPart = false
+			continue
+		}
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if c == '0' && !seenNonZero {
+			if !intPart {
+				point--
+			}
+			continue
+		}
+		seenNonZero = true
+		if intPart {
+			point++
+		}
+		if k == len(digits) {
+			if c != '0' {
+				return b, false // more than 15 significant digits
+			}
+			continue // a trailing zero beyond the buffer
+		}
+		digits[k] = c
+		k++
+	}
+	if !seenNonZero {
+		return append(b, '0'), true
+	}
+	if i < len(num) {
+		i++
+		eneg := false
+		if num[i] == '+' || num[i] == '-' {
+			eneg = num[i] == '-'
+			i++
+		}
+		e := 0
+		for ; i < len(num); i++ {
+			e = e*10 + int(num[i]-'0')
+			if e > 1000 {
+				return b, false
+			}
+		}
+		if eneg {
+			e = -e
+		}
+		point += e
+	}
+	for k > 0 && digits[k-1] == '0' {
+		k--
+	}
+	// Stay well inside the normal range: 1e-290 < |value| < 1e290.
+	if point < -290 || point > 290 {
+		return b, false
+	}
+	if neg {
+		b = append(b, '-')
+	}
+	return appendDigits(b, digits[:k], point), true
 }
 
 // pow10 are the powers of ten that are exact doubles.

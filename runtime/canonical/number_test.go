@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -140,4 +141,57 @@ func canon(t *testing.T, in string) string {
 		t.Fatalf("%s: %v", in, err)
 	}
 	return string(out)
+}
+
+// The text path for short decimals gives exactly what the float64 path gives.
+func TestNumberTextMatchesFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		return string(b)
+	}
+	fast := 0
+	defer func() {
+		if fast < 100000 {
+			t.Errorf("only %d numbers took the text path", fast)
+		}
+	}()
+	for range 300000 {
+		var s string
+		switch r.IntN(4) {
+		case 0:
+			s = digits(1+r.IntN(8)) + "." + digits(1+r.IntN(8))
+		case 1:
+			s = "0." + digits(1+r.IntN(20))
+		case 2:
+			s = digits(1) + "." + digits(r.IntN(16)+1) + "e" + strconv.Itoa(r.IntN(600)-300)
+		default:
+			s = digits(1+r.IntN(25)) + "E+" + strconv.Itoa(r.IntN(40))
+		}
+		s = strings.TrimLeft(s, "0")
+		if s == "" || s[0] == '.' || s[0] == 'e' || s[0] == 'E' {
+			s = "0" + s
+		}
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		if _, _, ok := scanNumber([]byte(s), 0); !ok {
+			t.Fatalf("bad test number %s", s)
+		}
+		text, ok := appendNumberText(nil, []byte(s))
+		if !ok {
+			continue
+		}
+		fast++
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := AppendFloat(nil, f); string(text) != string(want) {
+			t.Fatalf("%s: text %s, float %s", s, text, want)
+		}
+	}
 }
