@@ -163,8 +163,11 @@ func (rt *Runtime) runLease(x *Exchange, key string, fp canonical.Fingerprint, f
 		return
 	}
 
-	// Completion: lock the record under our token, run the handler's writes, store, commit.
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+	// Completion: lock the record under our token, run the handler's writes, store, commit. The
+	// external call has happened, so a client that went away no longer cancels the completion;
+	// store calls stay bounded by StoreTimeout.
+	completeCtx := context.WithoutCancel(ctx)
+	doneCtx, cancel := context.WithTimeout(completeCtx, rt.cfg.StoreTimeout)
 	defer cancel()
 	conn, err := rt.store.pool.Acquire(doneCtx)
 	if err != nil {
@@ -198,7 +201,7 @@ func (rt *Runtime) runLease(x *Exchange, key string, fp canonical.Fingerprint, f
 		rt.leaseLost(x, in)
 		return
 	}
-	resp, err := callComplete(doneCtx, complete, &managedTx{conn: conn.Conn()})
+	resp, err := callComplete(completeCtx, complete, &managedTx{conn: conn.Conn()})
 	if err != nil {
 		rt.store.rollback(conn)
 		rt.releaseLease(in, c.token)
@@ -214,7 +217,9 @@ func (rt *Runtime) runLease(x *Exchange, key string, fp canonical.Fingerprint, f
 	}
 	st, err := prepareStored(op, resp)
 	if err == nil {
-		err = rt.store.completeAndCommit(doneCtx, conn, in, c.token, &st)
+		storeCtx, cancel := context.WithTimeout(completeCtx, rt.cfg.StoreTimeout)
+		err = rt.store.completeAndCommit(storeCtx, conn, in, c.token, &st)
+		cancel()
 	}
 	if err != nil {
 		rt.store.rollback(conn)
