@@ -1,0 +1,104 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestConfigJSONSchemaAgreesWithDecoder: docs/config.schema.json (for editors) accepts exactly
+// the configs the strict decoder accepts, so the two cannot drift apart unnoticed.
+func TestConfigJSONSchemaAgreesWithDecoder(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	raw, err := os.ReadFile("../../docs/config.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("config.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("config.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	full := `version: 1
+defaults: {retention: 72h, key: {header: X-Request-Id, required: false, minLength: 8, maxLength: 64, pattern: "^[a-z]+$"}}
+operations:
+  createPayment:
+    scope: operation
+    mode: lease
+    lease: 1m30s
+    fingerprint: {exclude: [/metadata/trace_id, "/lines/*/note"], headers: [X-Account], body: canonical}
+    replay: {headers: [X-Request-Id], statuses: [201, 4xx, "!409"]}
+    concurrency: {wait: 0s}
+    limits: {body: 64KiB, response: 1048576}
+  GET /payments: false
+`
+	cases := []struct {
+		name, config string
+		valid        bool
+	}{
+		{"every field", full, true},
+		{"minimal", "version: 1\n", true},
+		{"mark with true", "version: 1\noperations: {createPayment: true}\n", true},
+		{"missing version", "operations: {createPayment: true}\n", false},
+		{"version 2", "version: 2\n", false},
+		{"unknown top-level field", "version: 1\nmarks: {}\n", false},
+		{"unknown settings field", "version: 1\noperations: {createPayment: {retain: 1h}}\n", false},
+		{"unknown key field", "version: 1\ndefaults: {key: {name: X}}\n", false},
+		{"bad mode", "version: 1\ndefaults: {mode: lazy}\n", false},
+		{"bad duration", "version: 1\ndefaults: {retention: 1 day}\n", false},
+		{"duration as number", "version: 1\ndefaults: {lease: 30}\n", false},
+		{"bad size", "version: 1\ndefaults: {limits: {body: 1MB}}\n", false},
+		{"header and body", "version: 1\ndefaults: {key: {header: X, body: /k}}\n", false},
+		{"length out of range", "version: 1\ndefaults: {key: {maxLength: 300}}\n", false},
+		{"bad status class", "version: 1\ndefaults: {replay: {statuses: [6xx]}}\n", false},
+		{"required as string", "version: 1\ndefaults: {key: {required: \"no\"}}\n", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var v any
+			if err := yaml.Unmarshal([]byte(tc.config), &v); err != nil {
+				t.Fatal(err)
+			}
+			js, _ := json.Marshal(v)
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			schemaOK := sch.Validate(inst) == nil
+
+			specPath := writeSpec(t, "false", "", "", "")
+			cfg := writeFile(t, "idemgen.yaml", tc.config)
+			decoderOK := !load(t, Options{Path: specPath, ConfigPath: cfg}).Diags.HasErrors()
+			if schemaOK != tc.valid || decoderOK != tc.valid {
+				t.Errorf("want valid=%v; JSON Schema says %v, decoder says %v", tc.valid, schemaOK, decoderOK)
+			}
+		})
+	}
+
+	// The example configs in testdata validate too.
+	files, _ := filepath.Glob("../../testdata/config/*.yaml")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		var v any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		js, _ := json.Marshal(v)
+		inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s does not validate: %v", f, err)
+		}
+	}
+}
