@@ -32,7 +32,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+if [ -t 1 ]; then
+  say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+else
+  say() { printf '\n== %s\n' "$*"; }
+fi
 
 say "1. Build idemgen"
 echo "\$ go build -o bin/idemgen ./cmd/idemgen"
@@ -81,9 +85,9 @@ send() {
   local status
   status=$(head -1 "$out.head" | awk '{print $2}')
   printf '%-10s %s %s  Idempotency-Key: %s\n           %s\n' "$label" "$method" "$path" "$key" "$body"
-  printf '  -> %s' "$(head -1 "$out.head" | tr -d '\r')"
-  grep -i -E '^(Idempotent-Replayed|Retry-After|Location|Content-Type):' "$out.head" | tr -d '\r' | sed 's/^/\n     /' | tr -d '\n' || true
-  printf '\n     %s\n' "$(cat "$out.body")"
+  printf '  -> %s\n' "$(head -1 "$out.head" | tr -d '\r')"
+  grep -i -E '^(Idempotent-Replayed|Retry-After|Location|Content-Type):' "$out.head" | tr -d '\r' | sed 's/^/     /' || true
+  printf '     %s\n' "$(cat "$out.body")"
   cp "$out.body" "$tmp/last.body"
   if [ "$status" != "$want" ]; then
     echo "demo: $label answered $status, expected $want" >&2
@@ -114,4 +118,20 @@ cat "$tmp/first.out"
 say "8. Mismatch: the same key with a changed quantity is a client bug, refused"
 send Mismatch 422 POST /store/order "$order_key" "{\"petId\": $pet_id, \"quantity\": 5, \"status\": \"placed\"}"
 
-say "Done: one pet and one order were created, whatever the retries. Stopping the petstore."
+say "9. What the database holds: each operation ran once, whatever the retries"
+psql=${IDEMGEN_PG_BINDIR:-}/psql
+command -v "$psql" >/dev/null 2>&1 || psql=$(command -v psql || true)
+if [ -n "$psql" ]; then
+  pets=$("$psql" "$DATABASE_URL" -Atc 'SELECT count(*) FROM pets')
+  orders=$("$psql" "$DATABASE_URL" -Atc 'SELECT count(*) FROM orders')
+  records=$("$psql" "$DATABASE_URL" -Atc 'SELECT count(*) FROM idempotency_records')
+  echo "pets: $pets, orders: $orders, idempotency records: $records"
+  if [ "$pets" != 1 ] || [ "$orders" != 1 ]; then
+    echo "demo: expected one pet and one order" >&2
+    exit 1
+  fi
+else
+  echo "(psql not found: skipped counting rows)"
+fi
+
+say "Done. Stopping the petstore."
