@@ -172,6 +172,7 @@ func (g *gen) plan() {
 	for _, op := range g.doc.Operations {
 		g.ops = append(g.ops, g.planOperation(op))
 	}
+	g.checkRoutes()
 }
 
 // sortedStrings returns a sorted copy.

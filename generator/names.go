@@ -103,6 +103,7 @@ func comment(f *jen.File, format string, args ...any) {
 // wrapText splits s into lines of at most width bytes at spaces (longer words stay whole).
 func wrapText(s string, width int) []string {
 	var out []string
+	s = strings.ReplaceAll(s, "\r", "")
 	for _, para := range strings.Split(strings.TrimSpace(s), "\n") {
 		words := strings.Fields(para)
 		if len(words) == 0 {

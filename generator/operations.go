@@ -166,7 +166,7 @@ func anchor(p string) string {
 
 // durationLit writes a duration as readable arithmetic on time constants (24 * time.Hour), or
 // nanoseconds when it is not a whole number of milliseconds.
-func durationLit(d interface{ Nanoseconds() int64 }) jen.Code {
+func durationLit(d time.Duration) jen.Code {
 	ns := d.Nanoseconds()
 	for _, u := range []struct {
 		n    int64

@@ -1,6 +1,9 @@
 package generator
 
 import (
+	"fmt"
+	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -385,4 +388,29 @@ func (g *gen) formTypeOf(s *model.Schema, hint string) *tinfo {
 		t.fields = append(t.fields, f)
 	}
 	return t
+}
+
+// registeredAt matches the source positions in ServeMux's conflict message, which would make the
+// message depend on where idemgen was built.
+var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
+
+// checkRoutes registers every pattern on a scratch ServeMux, so that two operations whose
+// patterns ServeMux considers conflicting (it would panic in Register) are a located
+// generation error instead of a runtime surprise.
+func (g *gen) checkRoutes() {
+	mux := http.NewServeMux()
+	for _, o := range g.ops {
+		if o.pattern == "" {
+			continue
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					g.diags.Errorf(o.op.Loc, "route-conflict", "operation %s: Go's ServeMux cannot route %q beside the other marked operations: %s",
+						o.op.ID, o.pattern, registeredAt.ReplaceAllString(fmt.Sprint(r), ""))
+				}
+			}()
+			mux.Handle(o.pattern, http.NotFoundHandler())
+		}()
+	}
 }

@@ -1,6 +1,8 @@
 package generator
 
 import (
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
@@ -259,7 +261,11 @@ func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 			if fl.ptr || !fl.p.Required {
 				tag += ",omitempty"
 			}
-			c := jen.Id(fl.name).Add(fl.code()).Tag(map[string]string{"json": tag})
+			c := jen.Id(fl.name).Add(fl.code())
+			if !strings.Contains(fl.p.Name, ",") {
+				// encoding/json reads a comma as the start of options; such a name gets no tag.
+				c.Tag(map[string]string{"json": tag})
+			}
 			switch {
 			case fl.bag:
 				c.Comment("the " + fl.p.Name + "[...] fields, in body order")

@@ -1,0 +1,165 @@
+package generator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// Fragment tests: single emit functions rendered with jennifer's %#v, compared with the Go
+// they must produce.
+
+func render1(c jen.Code) string {
+	return strings.TrimSpace(fmt.Sprintf("%#v", c))
+}
+
+func renderAll(cs []jen.Code) string {
+	var b []string
+	for _, c := range cs {
+		b = append(b, render1(c))
+	}
+	return strings.Join(b, "\n")
+}
+
+func ptrF(f float64) *float64 { return &f }
+func ptrI(i int64) *int64     { return &i }
+
+func fail(reason string) jen.Code { return jen.Id("fail").Call(jen.Lit(reason)) }
+
+func TestChecksFragments(t *testing.T) {
+	tests := []struct {
+		name string
+		t    *tinfo
+		want string
+	}{
+		{"int64 minimum stays integer", &tinfo{kind: kInt64, s: &model.Schema{Minimum: ptrF(1)}},
+			"if v < 1 {\n\tfail(\"must be at least 1\")\n}"},
+		{"exclusive maximum", &tinfo{kind: kInt64, s: &model.Schema{Maximum: ptrF(100), ExclusiveMax: true}},
+			"if v >= 100 {\n\tfail(\"must be less than 100\")\n}"},
+		{"fractional bound on an integer compares in float64", &tinfo{kind: kInt64, s: &model.Schema{Minimum: ptrF(0.5)}},
+			"if float64(v) < 0.5 {\n\tfail(\"must be at least 0.5\")\n}"},
+		{"int32 bound outside int32 compares in float64", &tinfo{kind: kInt32, s: &model.Schema{Maximum: ptrF(1e10)}},
+			"if float64(v) > 1e+10 {\n\tfail(\"must be at most 1e+10\")\n}"},
+		{"number", &tinfo{kind: kFloat, s: &model.Schema{Minimum: ptrF(0), ExclusiveMin: true}},
+			"if v <= 0.0 {\n\tfail(\"must be greater than 0\")\n}"},
+		{"exact length in code points", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(3), MaxLength: ptrI(3)}},
+			"if utf8.RuneCountInString(v) != 3 {\n\tfail(\"length must be 3\")\n}"},
+		{"length range", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(1), MaxLength: ptrI(9)}},
+			"if utf8.RuneCountInString(v) < 1 {\n\tfail(\"length must be at least 1\")\n}\nif utf8.RuneCountInString(v) > 9 {\n\tfail(\"length must be at most 9\")\n}"},
+		{"enum", &tinfo{kind: kEnum, name: "Cur", consts: []string{"CurEUR", "CurUSD"}, s: &model.Schema{Enum: []string{"EUR", "USD"}}},
+			"switch v {\ncase CurEUR, CurUSD:\ndefault:\n\tfail(\"must be one of \\\"EUR\\\", \\\"USD\\\"\")\n}"},
+		{"items", &tinfo{kind: kSlice, s: &model.Schema{MaxItems: ptrI(10)}},
+			"if len(v) > 10 {\n\tfail(\"must have at most 10 items\")\n}"},
+		{"no constraints", &tinfo{kind: kString, s: &model.Schema{}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := renderAll(checks(tt.t, jen.Id("v"), fail))
+			if got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendValFragments(t *testing.T) {
+	g := newGen(&model.Document{}, Options{Package: "x"})
+	o := &opPlan{op: &model.Operation{ID: "op"}, name: "Op"}
+	ex := &trie{}
+	ex.add([]string{"trace_id"})
+	strMap := &tinfo{kind: kMap, elem: &tinfo{kind: kString}}
+	tests := []struct {
+		name string
+		t    *tinfo
+		n    *trie
+		want string
+	}{
+		{"string", &tinfo{kind: kString}, nil, "b = canonical.AppendString(b, v.X)"},
+		{"int32 widens exactly", &tinfo{kind: kInt32}, nil, "b = canonical.AppendInt(b, int64(v.X))"},
+		{"raw is already canonical", &tinfo{kind: kRaw}, nil, "b = append(b, v.X...)"},
+		{"map leaves out excluded keys", strMap, ex, "b = canonical.AppendMap(b, v.X, canonical.AppendString, \"trace_id\")"},
+		{"map of every value excluded", strMap, &trie{star: &trie{leaf: true}}, "b = append(b, \"{}\"...)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			grp := jen.BlockFunc(func(grp *jen.Group) {
+				g.appendVal(grp, tt.t, jen.Id("v").Dot("X"), tt.n, 0, o)
+			})
+			got := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(render1(grp), "{"), "}"))
+			if got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+	if g.diags.HasErrors() {
+		t.Fatal(g.diags.Err())
+	}
+	// An exclusion into a oneOf value cannot be resolved statically: a located error.
+	render1(jen.BlockFunc(func(grp *jen.Group) { g.appendVal(grp, &tinfo{kind: kRaw}, jen.Id("v"), ex, 0, o) }))
+	if err := g.diags.Err(); err == nil || !strings.Contains(err.Error(), "unsupported-exclusion") {
+		t.Errorf("exclusion into a raw value: err = %v", err)
+	}
+}
+
+func TestExclusionTrie(t *testing.T) {
+	a := &trie{}
+	a.add([]string{"lines", "*", "note"})
+	a.add([]string{"metadata", "trace_id"})
+	if got, want := a.sig(), `"lines"(*("note"(!)))"metadata"("trace_id"(!))`; got != want {
+		t.Errorf("sig = %s, want %s", got, want)
+	}
+	// member() merges the named child with the wildcard.
+	b := &trie{}
+	b.add([]string{"*", "x"})
+	b.add([]string{"k", "y"})
+	if got, want := b.member("k").sig(), `"x"(!)"y"(!)`; got != want {
+		t.Errorf("member(k) = %s, want %s", got, want)
+	}
+	if got := (*trie)(nil).member("k"); got != nil {
+		t.Errorf("nil trie member = %v", got)
+	}
+}
+
+func TestSplitSegment(t *testing.T) {
+	tests := []struct {
+		seg    string
+		lits   []string
+		params []string
+		ok     bool
+	}{
+		{"{Sid}.json", []string{"", ".json"}, []string{"Sid"}, true},
+		{"{Sid}.{Format}", []string{"", ".", ""}, []string{"Sid", "Format"}, true},
+		{"v{n}", []string{"v", ""}, []string{"n"}, true},
+		{"Calls.json", []string{"Calls.json"}, nil, true},
+		{"{a", nil, nil, false},
+		{"a}", nil, nil, false},
+	}
+	for _, tt := range tests {
+		lits, params, ok := splitSegment(tt.seg)
+		if ok != tt.ok || fmt.Sprint(lits) != fmt.Sprint(tt.lits) || fmt.Sprint(params) != fmt.Sprint(tt.params) {
+			t.Errorf("splitSegment(%q) = %q %q %v, want %q %q %v", tt.seg, lits, params, ok, tt.lits, tt.params, tt.ok)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"card_present": "CardPresent", "EUR": "EUR", "3ds": "X3ds", "": "Empty", "guinea-pig": "GuineaPig", "é": "É",
+	} {
+		if got := exportedIdent(in); got != want {
+			t.Errorf("exportedIdent(%q) = %q, want %q", in, got, want)
+		}
+	}
+	n := newNamer("Register")
+	if got := []string{n.take("Register"), n.take("A"), n.take("A"), n.take("A2")}; fmt.Sprint(got) != "[Register2 A A2 A22]" {
+		t.Errorf("namer: %v", got)
+	}
+	if got := render1(durationLit(90 * time.Minute)); got != "90 * time.Minute" {
+		t.Errorf("durationLit = %s", got)
+	}
+}
