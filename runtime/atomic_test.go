@@ -138,6 +138,9 @@ func TestKeyRules(t *testing.T) {
 	if n := e.payments("t1"); n != 2 {
 		t.Fatalf("payments = %d, want 2 (refused requests run nothing)", n)
 	}
+	if e.obs.get(OutcomeKeyMissing) != 1 || e.obs.get(OutcomeKeyInvalid) != 8 {
+		t.Errorf("outcomes %v", e.obs.outcomes)
+	}
 	// RFC 8941 sf-string: "abc" is the key abc, so it replays.
 	w := serve(h, req("t1", `"exactly-16-chars"`, body100))
 	if w.Header().Get(HeaderReplayed) != "true" {
@@ -187,6 +190,9 @@ func TestBeginRefusals(t *testing.T) {
 	e.pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_records").Scan(&n)
 	if n != 1 {
 		t.Fatalf("records = %d, want 1", n)
+	}
+	if e.obs.get(OutcomeUnauthorized) != 1 || e.obs.get(OutcomeBodyInvalid) != 4 {
+		t.Errorf("outcomes %v", e.obs.outcomes)
 	}
 }
 

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// DESIGN section 2 key rules, without a database.
+func TestCheckKey(t *testing.T) {
+	rule := &KeyRule{Header: "Idempotency-Key", Required: true}
+	ok := []struct{ in, want string }{
+		{"abcdefghijklmnop", "abcdefghijklmnop"},
+		{`"abcdefghijklmnop"`, "abcdefghijklmnop"},    // RFC 8941 sf-string
+		{`"abcdefgh\"ijklmnop"`, `abcdefgh"ijklmnop`}, // escaped quote
+		{`"abcdefgh\\ijklmnop"`, `abcdefgh\ijklmnop`}, // escaped backslash
+		{`ab"cdefghijklmnop`, `ab"cdefghijklmnop`},    // a quote inside an unquoted key
+		{"!#$%&'()*+-./:;<=>?@[]^_`{|}~", "!#$%&'()*+-./:;<=>?@[]^_`{|}~"},
+	}
+	for _, c := range ok {
+		got, err := checkKey(Key{Value: c.in, Present: true, lines: 1}, rule)
+		if err != nil || got != c.want {
+			t.Errorf("%q: %q %v, want %q", c.in, got, err, c.want)
+		}
+	}
+	bad := []Key{
+		{Value: "abcdefghijklmnop", Present: true, lines: 2},
+		{Value: `"abcdefgh ijklmnop"`, Present: true}, // sf-strings allow spaces, keys do not
+		{Value: `"abcdefgh"ijklmnop"`, Present: true},
+		{Value: `"abcdefghijklmnop\"`, Present: true},
+		{Value: "abcdefghijklmno\x7f", Present: true},
+		{Value: "abcdefghijklmno\t", Present: true},
+		{Value: `""`, Present: true},
+	}
+	for _, k := range bad {
+		if _, err := checkKey(k, rule); err == nil {
+			t.Errorf("%q (%d lines) accepted", k.Value, k.lines)
+		}
+	}
+	pat := &KeyRule{MinLength: 4, MaxLength: 8, Pattern: regexp.MustCompile(`[a-z]+`)}
+	for in, want := range map[string]bool{"abcd": true, "abcd1": false, "1abcd": false, "abc": false, "abcdefghi": false} {
+		if _, err := checkKey(Key{Value: in, Present: true}, pat); (err == nil) != want {
+			t.Errorf("pattern rule, %q: err %v", in, err)
+		}
+	}
+}
+
+func TestIsFinal(t *testing.T) {
+	def := &Operation{}
+	for status, want := range map[int]bool{200: true, 201: true, 204: true, 400: true, 402: true, 404: true, 422: true,
+		408: false, 409: false, 425: false, 429: false, 500: false, 503: false, 302: false, 100: false} {
+		if isFinal(def, status) != want {
+			t.Errorf("default rules, %d: want final=%v", status, want)
+		}
+	}
+	custom := &Operation{Statuses: []StatusRule{{Class: 2}, {Code: 409}, {Code: 202, Exclude: true}}}
+	for status, want := range map[int]bool{200: true, 202: false, 409: true, 404: false} {
+		if isFinal(custom, status) != want {
+			t.Errorf("custom rules, %d: want final=%v", status, want)
+		}
+	}
+}
+
+func TestStorableHeaders(t *testing.T) {
+	op := &Operation{ReplayHeaders: []string{"X-Request-Cost", "Set-Cookie", "Date"}}
+	h := http.Header{}
+	for _, kv := range [][2]string{
+		{"Content-Type", "application/json"}, {"Location", "/a"}, {"Etag", `"v1"`}, {"Link", "<a>; rel=x"},
+		{"Link", "<b>; rel=y"}, {"X-Request-Cost", "3"}, {"Set-Cookie", "s=1"}, {"Date", "today"},
+		{"Authorization", "Bearer x"}, {"Connection", "close"}, {"X-Other", "no"},
+	} {
+		h.Add(kv[0], kv[1])
+	}
+	b, err := storableHeaders(op, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string][]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"Content-Type": 1, "Location": 1, "Etag": 1, "Link": 2, "X-Request-Cost": 1}
+	if len(got) != len(want) {
+		t.Fatalf("stored %v", got)
+	}
+	for k, n := range want {
+		if len(got[k]) != n {
+			t.Errorf("%s: %v", k, got[k])
+		}
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	for d, want := range map[int64]int{0: 1, 1: 1, 999_999_999: 1, 1_000_000_000: 1, 1_000_000_001: 2, 2_500_000_000: 3} {
+		if got := retryAfterSeconds(durationNS(d)); got != want {
+			t.Errorf("%dns: %d, want %d", d, got, want)
+		}
+	}
+}
+
+func durationNS(n int64) time.Duration { return time.Duration(n) }
