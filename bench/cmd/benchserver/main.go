@@ -1,0 +1,95 @@
+// Command benchserver serves, from one process, the conformance service (idemgen's generated
+// code on the real runtime) and the baselines it is compared with (bench/internal/baseline), so
+// every variant shares the same HTTP stack, pool and database:
+//
+//	/v1/...              the conformance service (atomic and lease operations)
+//	/bench/bare          POST: decode and answer, no database
+//	/bench/plain         POST: the business insert in a plain transaction
+//	/bench/handwritten   POST: the blog recipe (four round trips)
+//	/_bench/roundtrips   POST: database round trips since the last call (and reset)
+//
+// It connects with DATABASE_URL, migrates, and listens on -addr until killed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/bench/internal/baseline"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/runtime"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	conns := flag.Int("conns", 64, "database pool size")
+	flag.Parse()
+	if err := run(*addr, int32(*conns)); err != nil {
+		log.Fatalf("benchserver: %v", err)
+	}
+}
+
+// counter counts database round trips: every query, every batch (a pipeline is one), every
+// COPY. pgx sends BEGIN and COMMIT as queries, so they count too.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+func run(addr string, conns int32) error {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = conns
+	var rt counter
+	cfg.ConnConfig.Tracer = &rt
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	defer pool.Close()
+	if err := runtime.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if err := conformance.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, baseline.Schema); err != nil {
+		return fmt.Errorf("baseline schema: %w", err)
+	}
+	svc, err := conformance.NewHandler(pool, conformance.NewProvider())
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", svc)
+	mux.Handle("POST /bench/bare", baseline.Bare())
+	mux.Handle("POST /bench/plain", baseline.Plain(pool))
+	mux.Handle("POST /bench/handwritten", baseline.Handwritten(pool))
+	mux.HandleFunc("POST /_bench/roundtrips", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]int64{"RoundTrips": rt.n.Swap(0)})
+	})
+	log.Printf("benchserver: listening on %s", addr)
+	return http.ListenAndServe(addr, mux)
+}
