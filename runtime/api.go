@@ -138,8 +138,8 @@ type Exchange struct {
 	scope     string
 	mediaType string
 	body      []byte
-	// done is set by the first of Fail, RunAtomic and RunLease; a second call is a bug in the
-	// caller and panics rather than writing a second response.
+	// done is set by the first of Fail, RunAtomic and RunLease; a later call is a bug in the
+	// caller, logged and ignored.
 	done bool
 }
 

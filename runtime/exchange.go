@@ -102,13 +102,16 @@ func (rt *Runtime) refuseBody(x *Exchange, status int, name, detail string) {
 	rt.probes.write(x.w, status, name, detail, "", 0)
 }
 
-// finish marks the exchange as answered; a second Fail/RunAtomic/RunLease is a bug in the
-// caller (generated code calls exactly one).
-func (x *Exchange) finish() {
+// finish marks the exchange as answered and reports whether it was still open. A second
+// Fail/RunAtomic/RunLease is a bug in the caller (generated code calls exactly one): it is logged
+// and ignored rather than writing a second response or running a handler twice.
+func (x *Exchange) finish() bool {
 	if x.done {
-		panic("runtime: Exchange answered twice (call exactly one of Fail, RunAtomic, RunLease)")
+		x.rt.log.Error("runtime: Exchange answered twice; call exactly one of Fail, RunAtomic, RunLease", "operation", x.op.ID)
+		return false
 	}
 	x.done = true
+	return true
 }
 
 // Fail answers the request with the problem err describes, before any key lookup and without a
@@ -116,7 +119,9 @@ func (x *Exchange) finish() {
 // *BodyError) becomes 400 body-invalid with that JSON pointer in the problem's `pointer` member;
 // anything else is a server bug and becomes 500 with no detail.
 func (x *Exchange) Fail(err error) {
-	x.finish()
+	if !x.finish() {
+		return
+	}
 	var ce *canonical.Error
 	if errors.As(err, &ce) {
 		x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeBodyInvalid)
@@ -179,7 +184,9 @@ func (x *Exchange) keyWhere() string {
 // unreachable store is 503 and fn never runs. A missing optional key runs fn unguarded in a plain
 // transaction.
 func (x *Exchange) RunAtomic(key Key, fp canonical.Fingerprint, fn AtomicFunc) {
-	x.finish()
+	if !x.finish() {
+		return
+	}
 	k, ok := x.resolveKey(key)
 	if !ok {
 		return
@@ -198,7 +205,9 @@ func (x *Exchange) RunAtomic(key Key, fp canonical.Fingerprint, fn AtomicFunc) {
 // running claim answers 409 until its lease ends; then the same fingerprint takes over (the old
 // owner's completion fails) and a different one gets 422.
 func (x *Exchange) RunLease(key Key, fp canonical.Fingerprint, fn LeaseFunc) {
-	x.finish()
+	if !x.finish() {
+		return
+	}
 	k, ok := x.resolveKey(key)
 	if !ok {
 		return

@@ -1,11 +1,20 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DESIGN section 2 key rules, without a database.
@@ -101,3 +110,61 @@ func TestRetryAfterSeconds(t *testing.T) {
 }
 
 func durationNS(n int64) time.Duration { return time.Duration(n) }
+
+// Fail without a database: body-invalid names the pointer; a second answer is ignored; a
+// non-pointer error is a 500 without detail.
+func TestFailWithoutStore(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	rt, err := New(Config{Pool: pool, SingleTenant: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	x, ok := rt.Begin(w, req("", key1, body100), payOp())
+	if !ok {
+		t.Fatal(w.Code)
+	}
+	x.Fail(&BodyError{At: "/amount", Reason: "amount must be positive"})
+	x.Fail(errors.New("second answer"))
+	x.RunAtomic(x.HeaderKey(), testFingerprint(payOp(), x.Body()), func(context.Context, pgx.Tx) (Response, error) {
+		t.Fatal("handler ran after Fail")
+		return Response{}, nil
+	})
+	if w.Code != 400 || problemType(t, w) != ProblemBodyInvalid || !strings.Contains(w.Body.String(), `"pointer":"/amount"`) {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	w = httptest.NewRecorder()
+	x, _ = rt.Begin(w, req("", key1, body100), payOp())
+	x.Fail(errors.New("database exploded"))
+	if w.Code != 500 || strings.Contains(w.Body.String(), "exploded") {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	// The store is unreachable: 503, Retry-After, and the handler never runs.
+	w = httptest.NewRecorder()
+	x, _ = rt.Begin(w, req("", key1, body100), payOp())
+	x.RunAtomic(x.HeaderKey(), testFingerprint(payOp(), x.Body()), func(context.Context, pgx.Tx) (Response, error) {
+		t.Fatal("handler ran without the store")
+		return Response{}, nil
+	})
+	if w.Code != 503 || problemType(t, w) != ProblemStoreUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("%d %v %s", w.Code, w.Header(), w.Body)
+	}
+}
+
+func TestNewRequiresScope(t *testing.T) {
+	pool, _ := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
+	defer pool.Close()
+	if _, err := New(Config{Pool: pool}); err == nil {
+		t.Error("no Scope and no SingleTenant must fail")
+	}
+	if _, err := New(Config{Pool: pool, SingleTenant: true, Scope: bearerScope}); err == nil {
+		t.Error("both Scope and SingleTenant must fail")
+	}
+	if _, err := New(Config{Scope: bearerScope}); err == nil {
+		t.Error("no Pool must fail")
+	}
+}
