@@ -70,6 +70,8 @@ func run(ctx context.Context, addr string, opts options) error {
 	if err != nil {
 		return err
 	}
+	// Expired idempotency records already count as absent; the sweeper reclaims their space.
+	go (&runtime.Sweeper{Pool: pool}).Run(ctx)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
