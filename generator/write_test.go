@@ -1,9 +1,12 @@
 package generator
 
 import (
+	"bytes"
+	"go/format"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,5 +103,24 @@ func mustWrite(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGofmtStable checks that every generated Go file is already gofmt'd.
+func TestGofmtStable(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		for name, content := range generateCase(t, c) {
+			if !strings.HasSuffix(name, ".go") {
+				continue
+			}
+			formatted, err := format.Source(content)
+			if err != nil {
+				t.Errorf("%s/%s: %v", c.name, name, err)
+				continue
+			}
+			if !bytes.Equal(formatted, content) {
+				t.Errorf("%s/%s is not gofmt'd", c.name, name)
+			}
+		}
 	}
 }
