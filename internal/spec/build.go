@@ -50,7 +50,7 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 		out.Title, out.Version = l.doc.Info.Title, l.doc.Info.Version
 	}
 	if v, ok := l.doc.Extensions["x-idempotency"]; ok {
-		n, base := b.extension(v, src{l.root, "/x-idempotency"})
+		n, base := b.extension(v, l.lc.rootOf(l.root).at("x-idempotency"))
 		b.docLay = decodeDefaults(n, base, d)
 	}
 	ops := b.operations()
@@ -72,11 +72,10 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 // the locator's tree, so every nested setting has its own line, or, when the document has no
 // positions (converted Swagger 2.0), rebuilt from the value kin-openapi decoded.
 func (b *builder) extension(v any, at src) (*yaml.Node, diag.Loc) {
-	loc := b.l.lc.loc(at.file, at.ptr)
-	if _, n := b.l.lc.lookup(at.file, at.ptr); n != nil {
-		return toYAML3(n), loc
+	if at.node != nil {
+		return toYAML3(at.node), at.loc()
 	}
-	return toNode(v), loc
+	return toNode(v), at.loc()
 }
 
 // operations lists every operation sorted by path then method, with names, parameters, body
@@ -90,12 +89,13 @@ func (b *builder) operations() []*opSource {
 	}
 	slices.Sort(keys)
 	ids := newNamer()
+	pathsAt := b.l.lc.rootOf(b.l.root).at("paths")
 	for _, path := range keys {
 		pi := paths[path]
 		if pi == nil {
 			continue
 		}
-		piAt := src{b.l.root, "/paths/" + escapeToken(path)}.follow(pi.Ref)
+		piAt := pathsAt.at(path).follow(pi.Ref)
 		ops := pi.Operations()
 		methods := make([]string, 0, len(ops))
 		for m := range ops {
@@ -110,7 +110,7 @@ func (b *builder) operations() []*opSource {
 			at := piAt.at(strings.ToLower(method))
 			m := &model.Operation{
 				ID: op.OperationID, Method: strings.ToUpper(method), Path: path,
-				Summary: op.Summary, Description: op.Description, Loc: b.l.lc.loc(at.file, at.ptr),
+				Summary: op.Summary, Description: op.Description, Loc: at.loc(),
 			}
 			if m.ID == "" {
 				m.ID, m.IDDerived = derivedOperationID(method, path), true
@@ -165,7 +165,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 		e := merged[k]
 		p := e.p
 		mp := &model.Param{Name: p.Name, In: model.ParamIn(p.In), Required: p.Required || p.In == openapi3.ParameterInPath,
-			Style: p.Style, Loc: b.l.lc.loc(e.at.file, e.at.ptr)}
+			Style: p.Style, Loc: e.at.loc()}
 		if mp.Style == "" {
 			mp.Style = "simple"
 			if p.In == openapi3.ParameterInQuery {
@@ -259,7 +259,7 @@ func (b *builder) body(o *opSource) {
 		}
 		seen[mt] = true
 		at := rbAt.at("content", raw)
-		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: b.l.lc.loc(at.file, at.ptr)}
+		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: at.loc()}
 		ks := kinSchema{media.Schema, at.at("schema")}
 		c.Schema = b.sc.convert(ks.ref, ks.at)
 		o.kinBody[c] = ks

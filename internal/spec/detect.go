@@ -82,7 +82,7 @@ func findKeyField(root *openapi3.SchemaRef, depth int) []string {
 			continue
 		}
 		seen[it.ref.Value] = true
-		props, _ := objectParts(it.ref.Value, src{}, nil)
+		props, _ := objectParts(it.ref.Value, src{})
 		for _, p := range props {
 			path := append(append([]string{}, it.path...), p.name)
 			if normalizeField(p.name) == keyField && isStringSchema(p.ref) {

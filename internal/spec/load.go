@@ -63,6 +63,18 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 	if doc == nil {
 		return res, nil
 	}
-	res.Doc = build(doc, cfg, opts, res.Diags)
+	res.Doc = safeBuild(doc, cfg, opts, res.Diags)
 	return res, nil
+}
+
+// safeBuild builds the model; a panic (a bug in idemgen, or a document shape nobody foresaw)
+// becomes a located error instead of a stack trace in front of the user.
+func safeBuild(doc *loaded, cfg *config, opts Options, d *diag.List) (out *model.Document) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.Errorf(diag.Loc{File: opts.Path}, "internal-error", "idemgen failed while reading this document (%v); please report it with the spec", r)
+			out = nil
+		}
+	}()
+	return build(doc, cfg, opts, d)
 }

@@ -26,6 +26,44 @@ type locator struct {
 
 	mu    sync.Mutex
 	files map[string]*parsed
+	// index maps the keys of large mappings (components/schemas, paths) to their positions, so
+	// locating every schema of a big spec is not quadratic. Built on first use; the locator is
+	// used by one goroutine at a time after loading.
+	index map[*yaml.Node]map[string]int
+}
+
+// indexThreshold is the mapping size from which lookups go through an index.
+const indexThreshold = 32
+
+// member returns the key and value nodes of key in mapping n.
+func (l *locator) member(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if len(n.Content) < 2*indexThreshold {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i], n.Content[i+1]
+			}
+		}
+		return nil, nil
+	}
+	l.mu.Lock()
+	idx, ok := l.index[n]
+	if !ok {
+		idx = make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if _, dup := idx[n.Content[i].Value]; !dup {
+				idx[n.Content[i].Value] = i
+			}
+		}
+		if l.index == nil {
+			l.index = map[*yaml.Node]map[string]int{}
+		}
+		l.index[n] = idx
+	}
+	l.mu.Unlock()
+	if i, ok := idx[key]; ok {
+		return n.Content[i], n.Content[i+1]
+	}
+	return nil, nil
 }
 
 type parsed struct {
@@ -101,14 +139,7 @@ func (l *locator) lookup(file, pointer string) (key, val *yaml.Node) {
 		key = nil
 		switch n.Kind {
 		case yaml.MappingNode:
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == tok {
-					key, next = n.Content[i], n.Content[i+1]
-					break
-				}
-			}
-			n = next
+			key, n = l.member(n, tok)
 		case yaml.SequenceNode:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(n.Content) {
@@ -125,44 +156,43 @@ func (l *locator) lookup(file, pointer string) (key, val *yaml.Node) {
 	return key, n
 }
 
-// loc locates pointer in file: the line and column of the key naming the value (or of the value
-// when it has no key), or just the file when the pointer cannot be followed.
-func (l *locator) loc(file, pointer string) diag.Loc {
-	out := diag.Loc{File: file, Pointer: pointer}
-	key, val := l.lookup(file, pointer)
-	switch {
-	case key != nil:
-		out.Line, out.Column = key.Line, key.Column
-	case val != nil:
-		out.Line, out.Column = val.Line, val.Column
-	}
-	return out
+// root is the position of file's top node.
+func (l *locator) rootOf(file string) src {
+	return src{lc: l, file: file, node: l.tree(file)}
 }
 
-// keys returns the keys of the mapping at pointer in document order (nil when it is not one).
-func (l *locator) keys(file, pointer string) []string {
-	_, n := l.lookup(file, pointer)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	out := make([]string, 0, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		out = append(out, n.Content[i].Value)
-	}
-	return out
-}
-
-// src is where an object sits: a file and a JSON pointer inside it.
+// src is a place in a document: a file, the JSON pointer inside it and, when the file has a
+// tree, the nodes found there. Stepping down (at) and following a $ref (follow) move through the
+// tree one member at a time, so locating the thousands of schemas of a large spec costs a map
+// lookup each rather than a walk from the root.
 type src struct {
+	lc        *locator
 	file, ptr string
+	key, node *yaml.Node // the key naming the value (nil for a root or a list item) and the value
 }
 
+// at steps down through the given member names or list indexes.
 func (s src) at(tokens ...string) src {
-	p := s.ptr
 	for _, t := range tokens {
-		p += "/" + escapeToken(t)
+		s.ptr += "/" + escapeToken(t)
+		n := s.node
+		for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		s.key, s.node = nil, nil
+		if n == nil {
+			continue
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			s.key, s.node = s.lc.member(n, t)
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(t); err == nil && i >= 0 && i < len(n.Content) {
+				s.node = n.Content[i]
+			}
+		}
 	}
-	return src{s.file, p}
+	return s
 }
 
 // follow returns where a $ref written at s leads: a fragment-only ref stays in s's file, a
@@ -179,7 +209,37 @@ func (s src) follow(ref string) src {
 	if path != "" {
 		file = filepath.Join(filepath.Dir(s.file), filepath.FromSlash(path))
 	}
-	return src{file, frag}
+	out := src{lc: s.lc, file: file, ptr: frag}
+	if s.lc != nil {
+		out.key, out.node = s.lc.lookup(file, frag)
+	}
+	return out
+}
+
+// loc is s as a diagnostic location: the line and column of the key naming the value (or of the
+// value when it has no key); just the file and pointer when the document has no positions.
+func (s src) loc() diag.Loc {
+	out := diag.Loc{File: s.file, Pointer: s.ptr}
+	switch {
+	case s.key != nil:
+		out.Line, out.Column = s.key.Line, s.key.Column
+	case s.node != nil && s.ptr != "":
+		out.Line, out.Column = s.node.Line, s.node.Column
+	}
+	return out
+}
+
+// keys returns the keys of the mapping at s in document order (nil when it is not one).
+func (s src) keys() []string {
+	n := s.node
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	out := make([]string, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out = append(out, n.Content[i].Value)
+	}
+	return out
 }
 
 // toYAML3 copies a node tree into the YAML library the settings and config decoders use.

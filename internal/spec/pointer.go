@@ -24,7 +24,7 @@ func matchPointer(ref *openapi3.SchemaRef, tokens []string) bool {
 		}
 	}
 	tok, rest := tokens[0], tokens[1:]
-	props, _ := objectParts(s, src{}, nil)
+	props, _ := objectParts(s, src{})
 	for _, p := range props {
 		if p.name == tok {
 			return matchPointer(p.ref, rest)
@@ -60,7 +60,7 @@ func findProperty(ref *openapi3.SchemaRef, tokens []string) (*openapi3.SchemaRef
 		return ref, true
 	}
 	s := ref.Value
-	props, required := objectParts(s, src{}, nil)
+	props, required := objectParts(s, src{})
 	for _, p := range props {
 		if p.name == tokens[0] {
 			got, req := findProperty(p.ref, tokens[1:])

@@ -167,7 +167,7 @@ func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *decla
 	d.pattern = v.Pattern
 	if ks.at.file != "" {
 		at := ks.at.follow(ref.Ref).at("pattern")
-		if pl := b.l.lc.loc(at.file, at.ptr); pl.Line > 0 {
+		if pl := at.loc(); pl.Line > 0 {
 			d.patternLoc = pl
 		}
 	}

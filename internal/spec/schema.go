@@ -66,7 +66,7 @@ func (c *schemaConverter) convert(ref *openapi3.SchemaRef, at src) *model.Schema
 	if m, ok := c.memo[s]; ok {
 		return m
 	}
-	m := &model.Schema{Loc: c.lc.loc(at.file, at.ptr)}
+	m := &model.Schema{Loc: at.loc()}
 	c.memo[s] = m
 	if name, ok := c.compName[s]; ok {
 		m.Name = name
@@ -91,7 +91,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			types = append(types, t)
 		}
 	}
-	props, required := objectParts(s, at, c.lc)
+	props, required := objectParts(s, at)
 	switch {
 	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
 		m.Type, m.Composite = model.TypeAny, true
@@ -158,7 +158,7 @@ type kinProp struct {
 // objectParts collects an object's properties and its required names, merging allOf members
 // (the common way specs extend a base object). With a locator the properties come in the order
 // the spec writes them (kin-openapi keeps them in a map); without one, sorted by name.
-func objectParts(s *openapi3.Schema, at src, lc *locator) ([]kinProp, map[string]bool) {
+func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 	required := map[string]bool{}
 	var props []kinProp
 	seen := map[string]int{}
@@ -175,7 +175,7 @@ func objectParts(s *openapi3.Schema, at src, lc *locator) ([]kinProp, map[string
 		for _, n := range s.Required {
 			required[n] = true
 		}
-		for _, name := range propertyOrder(s.Properties, at, lc) {
+		for _, name := range propertyOrder(s.Properties, at) {
 			p := kinProp{name, s.Properties[name], at.at("properties", name)}
 			if i, ok := seen[name]; ok {
 				props[i] = p
@@ -191,10 +191,10 @@ func objectParts(s *openapi3.Schema, at src, lc *locator) ([]kinProp, map[string
 
 // propertyOrder lists the property names in document order, then any the document does not
 // show (a converted Swagger 2.0 spec has no positions) by name.
-func propertyOrder(ps openapi3.Schemas, at src, lc *locator) []string {
+func propertyOrder(ps openapi3.Schemas, at src) []string {
 	var out []string
-	if lc != nil && len(ps) > 0 {
-		for _, k := range lc.keys(at.file, at.ptr+"/properties") {
+	if len(ps) > 0 {
+		for _, k := range at.at("properties").keys() {
 			if _, ok := ps[k]; ok {
 				out = append(out, k)
 			}
