@@ -175,8 +175,6 @@ type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.LeaseHand
 // CreateTransferParams holds the parameters of operation createTransfer (POST /v1/transfers).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
 type CreateTransferParams struct{}
 
 // CreateTransferFunc is the business function of operation createTransfer (POST /v1/transfers).
