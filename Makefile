@@ -13,8 +13,9 @@ build: ## build bin/idemgen
 generate: ## regenerate every generated file, then fail if committed output changed
 	$(GO) generate ./...
 	$(GO) test ./generator -run TestGolden -update
-	@git diff --exit-code --stat -- golden examples internal || \
-		(echo "generated output changed: review and commit it" >&2; exit 1)
+	@if [ -n "$$(git status --porcelain -- golden examples internal)" ]; then \
+		git status --short -- golden examples internal >&2; \
+		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
 test: ## run every test against a throwaway PostgreSQL (the README's test command)
 	./scripts/with-postgres.sh ./scripts/test.sh
