@@ -68,7 +68,7 @@ done
 if [ -z "$base" ]; then
   echo "demo: the petstore did not start listening:" >&2; cat "$tmp/server.log" >&2; exit 1
 fi
-echo "petstore listening on $base (log: its stderr)"
+echo "petstore listening on $base"
 
 run=$(date +%s)
 pet_key="demo-pet-$run-0000000001"
