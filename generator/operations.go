@@ -8,11 +8,18 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
 // emitOperations writes the operation table (every marked operation with its resolved settings
 // as runtime values), the Handlers struct and Register.
 func (g *gen) emitOperations(f *jen.File) {
+	// The stringer trick: the canonicalizers below were generated for this version of the
+	// canonical form and framing; when runtime/canonical moves to another version, the index
+	// is out of range and the build stops until the code is regenerated.
+	comment(f, "This code was generated for fingerprint version %d of runtime/canonical; a different version stops the build here until the code is regenerated.", canonical.Version)
+	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
+	f.Line()
 	f.Comment("OperationTable holds the resolved idempotency settings of every marked operation, one field per")
 	f.Comment("operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.")
 	f.Type().Id("OperationTable").StructFunc(func(grp *jen.Group) {

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
 	"time"
 )
+
+// This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
+// the build here until the code is regenerated.
+var _ = [1]struct{}{}[canonical.Version-1]
 
 // OperationTable holds the resolved idempotency settings of every marked operation, one field per
 // operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
