@@ -46,3 +46,53 @@ func BenchmarkAtomic(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClaimsWhileSweeping measures new-key requests while a sweeper deletes 100k expired
+// rows, with the default small batches and with one big DELETE, against no sweeper at all (the
+// baseline in the same run):
+//
+//	scripts/with-postgres.sh go test ./runtime -run '^$' -bench ClaimsWhileSweeping -benchtime 300x
+func BenchmarkClaimsWhileSweeping(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		sweep *Sweeper
+	}{
+		{"no-sweeper", nil},
+		{"small-batches-default", &Sweeper{}},
+		{"one-big-delete", &Sweeper{BatchSize: 1 << 30}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnvB(b)
+			h := e.atomicHandler(payOp())
+			if _, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
+				(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at,
+				 expires_at, response_status, response_body)
+				SELECT 't' || (g % 100), 'expired-' || g, 'op', '\x00', 1, 'completed', 1, now(),
+				       now() - interval '1 second', 201, repeat('x', 200)::bytea
+				FROM generate_series(1, 100000) g`); err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan struct{})
+			if c.sweep != nil {
+				c.sweep.Pool = e.pool
+				go func() {
+					defer close(done)
+					if _, err := c.sweep.SweepOnce(ctx); err != nil {
+						b.Error(err)
+					}
+				}()
+			} else {
+				close(done)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if w := serve(h, req("t1", fmt.Sprintf("k-sweep-bench-%016d", i), body100)); w.Code != 201 {
+					b.Fatal(w.Code)
+				}
+			}
+			b.StopTimer()
+			<-done
+		})
+	}
+}
