@@ -16,14 +16,46 @@ import (
 // is taken from the repository root, where `make test` runs.
 const EnvCases = "IDEMGEN_CASES"
 
-// poolSize must cover the largest parallel step of any case: in atomic mode every copy that
-// is still executing holds a connection.
-const poolSize = 40
+// minPoolSize is the least connection pool the service gets. A parallel step needs about one
+// connection per copy (in atomic mode every copy that is still executing holds one), so the
+// pool is at least twice the largest parallel step of the cases loaded, leaving room for the
+// requests of the next step while the last copies release theirs.
+const minPoolSize = 40
 
 // TestCases runs every request-sequence case against the conformance service on a real
 // PostgreSQL: the shared cases (testdata/cases), the service's own (testdata/cases here), and
 // the cases in $IDEMGEN_CASES. Each case is a subtest named after its file.
 func TestCases(t *testing.T) {
+	dirs := []struct{ label, dir string }{
+		{"", "../../testdata/cases"},
+		{"service/", "testdata/cases"},
+	}
+	if extra := os.Getenv(EnvCases); extra != "" {
+		if !filepath.IsAbs(extra) {
+			extra = filepath.Join("..", "..", extra)
+		}
+		dirs = append(dirs, struct{ label, dir string }{EnvCases + "/", extra})
+	}
+	type labelled struct {
+		name string
+		c    *cases.Case
+	}
+	var all []labelled
+	poolSize := int32(minPoolSize)
+	for _, d := range dirs {
+		list, err := cases.LoadDir(d.dir)
+		if err != nil {
+			t.Errorf("%s: %v", d.dir, err)
+			continue
+		}
+		for _, c := range list {
+			all = append(all, labelled{d.label + c.Name, c})
+			for _, s := range c.Steps {
+				poolSize = max(poolSize, int32(2*s.Parallel))
+			}
+		}
+	}
+
 	pool := pgtest.NewPool(t, poolSize)
 	ctx := context.Background()
 	if err := runtime.Migrate(ctx, pool); err != nil {
@@ -40,37 +72,18 @@ func TestCases(t *testing.T) {
 	t.Cleanup(srv.Close)
 	runner := &cases.Runner{BaseURL: srv.URL, Client: srv.Client()}
 
-	dirs := []struct{ label, dir string }{
-		{"", "../../testdata/cases"},
-		{"service/", "testdata/cases"},
-	}
-	if extra := os.Getenv(EnvCases); extra != "" {
-		if !filepath.IsAbs(extra) {
-			extra = filepath.Join("..", "..", extra)
-		}
-		dirs = append(dirs, struct{ label, dir string }{EnvCases + "/", extra})
-	}
-	var all []*cases.Case
-	for _, d := range dirs {
-		list, err := cases.LoadDir(d.dir)
-		if err != nil {
-			t.Errorf("%s: %v", d.dir, err)
-			continue
-		}
-		for _, c := range list {
-			all = append(all, c)
-			t.Run(d.label+c.Name, func(t *testing.T) {
-				if err := runner.Run(ctx, c); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}
+	for _, l := range all {
+		t.Run(l.name, func(t *testing.T) {
+			if err := runner.Run(ctx, l.c); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 	// Cases must not depend on their order or on an empty database: run them all again, last
 	// first, on the database the first pass filled (the runner gives every run fresh tenants).
 	t.Run("again-in-reverse-on-used-database", func(t *testing.T) {
 		for i := len(all) - 1; i >= 0; i-- {
-			if err := runner.Run(ctx, all[i]); err != nil {
+			if err := runner.Run(ctx, all[i].c); err != nil {
 				t.Error(err)
 			}
 		}

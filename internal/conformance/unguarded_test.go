@@ -17,7 +17,7 @@ import (
 // without idemgen (decode, run in a transaction, answer): the cases must fail, each for the
 // reason it exists. A case that passed here would not be testing idempotency at all.
 func TestCasesCatchAnUnguardedService(t *testing.T) {
-	pool := pgtest.NewPool(t, poolSize)
+	pool := pgtest.NewPool(t, minPoolSize)
 	ctx := context.Background()
 	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
