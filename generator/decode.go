@@ -39,6 +39,13 @@ func (g *gen) emitDecoders(f *jen.File) {
 	if g.needSeg {
 		emitMatchSegment(f)
 	}
+	if g.needSegMatch {
+		f.Comment("segmentMatches reports whether matchSegment accepts seg.")
+		f.Func().Id("segmentMatches").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Bool().Block(
+			jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(jen.Id("seg"), jen.Id("lits").Op("...")),
+			jen.Return(jen.Id("ok")),
+		)
+	}
 }
 
 // emitJSONEntry writes decode<Op>JSON(data) (Body, error).

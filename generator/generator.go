@@ -142,6 +142,9 @@ type gen struct {
 	canonList []*canonFunc
 	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
 	needSeg   bool     // some path needs the segment matcher helper
+	routes    []*route // ServeMux registrations, overlapping operations grouped
+	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
+	needSegMatch bool
 }
 
 func newGen(doc *model.Document, opts Options) *gen {
@@ -171,7 +174,7 @@ func (g *gen) plan() {
 	for _, op := range g.doc.Operations {
 		g.ops = append(g.ops, g.planOperation(op))
 	}
-	g.checkRoutes()
+	g.planRoutes()
 }
 
 // sortedStrings returns a sorted copy.

@@ -66,16 +66,7 @@ func (g *gen) emitOperations(f *jen.File) {
 				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("register %s: %v"), jen.Id("pattern"), jen.Id("r")),
 			),
 		).Call()
-		for _, o := range g.ops {
-			grp.If(jen.Id("h").Dot(o.name).Op("!=").Nil()).Block(
-				jen.Id("pattern").Op("=").Lit(o.pattern),
-				jen.Id("mux").Dot("Handle").Call(jen.Id("pattern"),
-					jen.Id(o.handler).Values(jen.Dict{
-						jen.Id("rt"): jen.Id("rt"),
-						jen.Id("fn"): jen.Id("h").Dot(o.name),
-					})),
-			)
-		}
+		g.emitRegisterRoutes(grp)
 		grp.Return(jen.Nil())
 	})
 }
