@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
@@ -180,14 +181,11 @@ func (rt *Runtime) runLease(x *Exchange, key string, fp canonical.Fingerprint, f
 	b.Queue(sqlLockLease, in.scope, in.key, c.token)
 	br := conn.SendBatch(doneCtx, b)
 	_, err = br.Exec()
-	var locked int64
+	var lock pgconn.CommandTag
 	if err == nil {
-		var ct interface{ RowsAffected() int64 }
-		ct, err = br.Exec()
-		if err == nil {
-			locked = ct.RowsAffected()
-		}
+		lock, err = br.Exec()
 	}
+	locked := lock.RowsAffected()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
