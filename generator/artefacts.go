@@ -34,6 +34,8 @@ type contractOp struct {
 	Retention                 string
 	Excluded, Headers         []string
 	Raw                       bool
+	// Statuses is replay.statuses in its written form ("2xx, 402, !409"), "" for the default.
+	Statuses string
 }
 
 // Contract renders the client-facing Markdown contract of doc's marked operations
@@ -68,6 +70,18 @@ func Contract(doc *model.Document) ([]byte, error) {
 		}
 		if len(s.Replay.Statuses) > 0 && !defaultStatuses(s.Replay.Statuses) {
 			v.CustomStatuses = true
+			var rs []string
+			for _, r := range s.Replay.Statuses {
+				t := fmt.Sprintf("%dxx", r.Class)
+				if r.Code != 0 {
+					t = fmt.Sprint(r.Code)
+				}
+				if r.Exclude {
+					t = "!" + t
+				}
+				rs = append(rs, "`"+t+"`")
+			}
+			o.Statuses = strings.Join(rs, ", ")
 		}
 		if minRet == 0 || s.Retention < minRet {
 			if minRet != 0 {
