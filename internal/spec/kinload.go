@@ -18,13 +18,28 @@ import (
 // using YAML aliases, or one the YAML parser refuses (JSON with duplicate keys, which kin-openapi
 // reads through encoding/json instead), goes through kin-openapi's own path: it loads exactly as
 // kin-openapi loads it, only without positions.
-func decodeOnce(loader *openapi3.Loader, data []byte, location *url.URL) (*openapi3.T, *yaml.Node, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil || hasAlias(&root) {
+//
+// tree, when not nil, is the document already parsed (and overlaid); data is then unused.
+func decodeOnce(loader *openapi3.Loader, data []byte, tree *yaml.Node, location *url.URL) (*openapi3.T, *yaml.Node, error) {
+	root := tree
+	if root == nil {
+		root = &yaml.Node{}
+		if err := yaml.Unmarshal(data, root); err != nil {
+			doc, err := loader.LoadFromDataWithPath(data, location)
+			return doc, nil, err
+		}
+	}
+	if hasAlias(root) {
+		if tree != nil {
+			var err error
+			if data, err = yaml.Marshal(tree); err != nil {
+				return nil, nil, err
+			}
+		}
 		doc, err := loader.LoadFromDataWithPath(data, location)
 		return doc, nil, err
 	}
-	if err := prepare(&root); err != nil {
+	if err := prepare(root); err != nil {
 		return nil, nil, err
 	}
 	doc := &openapi3.T{}
@@ -34,7 +49,7 @@ func decodeOnce(loader *openapi3.Loader, data []byte, location *url.URL) (*opena
 	if err := loader.ResolveRefsIn(doc, location); err != nil {
 		return nil, nil, err
 	}
-	top := &root
+	top := root
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		top = root.Content[0]
 	}

@@ -46,11 +46,14 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		if p == "" {
 			continue
 		}
-		if _, err := os.Stat(p); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("load %s: file does not exist", p)
-			}
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("load %s: file does not exist", p)
+		case err != nil:
 			return nil, fmt.Errorf("load %s: %w", p, err)
+		case fi.IsDir():
+			return nil, fmt.Errorf("load %s: is a directory, not a file", p)
 		}
 	}
 

@@ -357,3 +357,72 @@ Attributes:
 		t.Errorf("external schemas not named: %+v", s)
 	}
 }
+
+// TestOverlayKeepsSpecLines: after an overlay, diagnostics about the original document still
+// point at its lines; a value the overlay added is named by its pointer.
+func TestOverlayKeepsSpecLines(t *testing.T) {
+	specPath := writeSpec(t, `{retention: soon}`, "", "", "")
+	ov := filepath.Join(filepath.Dir(specPath), "overlay.yaml")
+	os.WriteFile(ov, []byte(`overlay: 1.0.0
+info: {title: t, version: "1"}
+actions:
+  - target: $.paths['/payments'].post.x-idempotent
+    update: {lease: later}
+`), 0o644)
+	res := load(t, Options{Path: specPath, Overlays: []string{ov}})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 2 {
+		t.Fatalf("errors %v", errs)
+	}
+	byPtr := map[string]diag.Diagnostic{}
+	for _, d := range errs {
+		byPtr[d.Loc.Pointer] = d
+	}
+	if d := byPtr[postPtr+"/retention"]; d.Code != "bad-duration" || d.Loc.File != specPath || d.Loc.Line != 8 {
+		t.Errorf("original value: %s", d)
+	}
+	if d := byPtr[postPtr+"/lease"]; d.Code != "bad-duration" || d.Loc.File != specPath {
+		t.Errorf("overlaid value: %s", d)
+	}
+}
+
+// TestRefOutsideRootRefused: a $ref may not leave the root document's directory, even to a
+// file that exists; the error names the $ref and its line.
+func TestRefOutsideRootRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "api"), 0o755)
+	os.WriteFile(filepath.Join(dir, "shared.yaml"), []byte("Payment: {type: object}\n"), 0o644)
+	root := filepath.Join(dir, "api", "openapi.yaml")
+	os.WriteFile(root, []byte(`openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /payments:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: '../shared.yaml#/Payment'}
+      responses: {"201": {description: ok}}
+`), 0o644)
+	res := load(t, Options{Path: root})
+	errs := errorsOf(res.Diags)
+	if res.Doc != nil || len(errs) != 1 || errs[0].Code != "ref-outside-root" || errs[0].Loc.Line != 9 {
+		t.Fatalf("got %v", errs)
+	}
+}
+
+// TestKeyNotDeclaredWarning: marking an operation that declares X-Idempotency-Key with the
+// default header warns and suggests the declared one.
+func TestKeyNotDeclaredWarning(t *testing.T) {
+	path := writeSpec(t, "true", "", "", "")
+	spec, _ := os.ReadFile(path)
+	s := strings.Replace(string(spec), "parameters: [{name: X-Account", "parameters: [{name: X-Idempotency-Key, in: header, schema: {type: string}}, {name: X-Account", 1)
+	res := load(t, Options{Path: writeFile(t, "k.yaml", s)})
+	ds := res.Diags.Sorted()
+	if len(ds) != 1 || ds[0].Code != "key-not-declared" || ds[0].Loc.Line != 8 || !strings.Contains(ds[0].Hint, `key: {header: "X-Idempotency-Key"}`) {
+		t.Fatalf("diagnostics %v", ds)
+	}
+	if k := res.Doc.Operations[0].Settings.Key; k.Header != "Idempotency-Key" {
+		t.Errorf("the warning must not change the key: %+v", k)
+	}
+}

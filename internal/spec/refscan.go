@@ -22,6 +22,7 @@ import (
 
 type refScanner struct {
 	d     *diag.List
+	root  string // absolute directory of the root document: references may not leave it
 	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
 	queue []string
 }
@@ -29,6 +30,7 @@ type refScanner struct {
 func scanRefs(root string, d *diag.List) {
 	s := &refScanner{d: d, files: map[string]*yaml.Node{}}
 	root = filepath.Clean(root)
+	s.root, _ = filepath.Abs(filepath.Dir(root))
 	s.file(root, diag.Loc{File: root})
 	for len(s.queue) > 0 {
 		f := s.queue[0]
@@ -106,6 +108,12 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 	target := file
 	if u.Path != "" {
 		target = filepath.Clean(filepath.Join(filepath.Dir(file), filepath.FromSlash(u.Path)))
+		if abs, err := filepath.Abs(target); err == nil {
+			if rel, err := filepath.Rel(s.root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				s.d.Errorf(loc, "ref-outside-root", "$ref %q leaves the spec's directory; idemgen reads only files under the root document's directory", ref)
+				return
+			}
+		}
 		if _, err := os.Stat(target); err != nil {
 			s.d.Errorf(loc, "dangling-ref", "$ref %q points to file %s, which does not exist", ref, target)
 			return

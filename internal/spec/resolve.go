@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"strconv"
@@ -196,6 +197,9 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 				break
 			}
 		}
+		if decl == nil && m.keyHeader == nil {
+			b.warnOtherCarrier(o, k.Header, at("key"))
+		}
 	}
 
 	k.Required = true
@@ -354,4 +358,21 @@ func (b *builder) matchExclude(o *opSource, raw string) (model.Pointer, bool) {
 		}
 	}
 	return model.Pointer{}, false
+}
+
+// warnOtherCarrier warns when an operation marked with the default key header declares a
+// different idempotency-looking header or field instead: clients of that API send the key
+// there, and the default would make every request look keyless.
+func (b *builder) warnOtherCarrier(o *opSource, header string, loc diag.Loc) {
+	det := b.detect(o)
+	if det == nil {
+		return
+	}
+	field, value := "header", det.header
+	if det.carrier != model.CarrierHeader {
+		field, value = "body", det.pointer
+	}
+	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-not-declared", Loc: loc,
+		Message: fmt.Sprintf("%s %s takes its key in the %s header, which it does not declare, but it declares the idempotency-looking %s %s", o.m.Method, o.m.Path, header, field, value),
+		Hint:    fmt.Sprintf("if clients send the key there, set key: {%s: %q}", field, value)})
 }

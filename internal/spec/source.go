@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/speakeasy-api/openapi-overlay/pkg/overlay"
+	"go.yaml.in/yaml/v4"
 	overlayyaml "gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/internal/diag"
@@ -67,9 +68,9 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	}
 	data = bytes.TrimPrefix(data, bom)
 	l := &loaded{root: path}
+	var tree *yaml.Node // the overlaid document, when there are overlays
 	if len(overlays) > 0 {
-		data = applyOverlays(path, data, overlays, d)
-		if data == nil {
+		if tree = applyOverlays(path, data, overlays, d); tree == nil {
 			return nil
 		}
 		l.overlaid = true
@@ -89,7 +90,17 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		}
 	}()
 
-	if looksLikeSwagger2(data) {
+	swagger := looksLikeSwagger2(data)
+	if tree != nil {
+		swagger = topLevel(tree, "swagger") != ""
+	}
+	if swagger {
+		if tree != nil {
+			if data, err = yaml.Marshal(tree); err != nil {
+				d.Errorf(diag.Loc{File: path}, "overlay-failed", "cannot serialise the overlaid document: %v", err)
+				return nil
+			}
+		}
 		var doc2 openapi2.T
 		if err := openapi2.UnmarshalFromData(data, &doc2); err == nil && doc2.Swagger != "" {
 			doc, err := openapi2conv.ToV3WithLoader(&doc2, loader, location)
@@ -102,7 +113,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		}
 	}
 	l.lc = newLocator(path)
-	doc, tree, err := decodeOnce(loader, data, location)
+	doc, tree, err := decodeOnce(loader, data, tree, location)
 	if err != nil {
 		diagnoseBroken(path, err.Error(), d)
 		return nil
@@ -117,6 +128,23 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	}
 	l.doc = doc
 	return l
+}
+
+// topLevel is the scalar value of a top-level member of a document tree, "" when absent.
+func topLevel(root *yaml.Node, key string) string {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
 }
 
 // localReader reads $ref targets from the local file system only, under the root document's
@@ -147,13 +175,24 @@ func localReader(rootDir string) openapi3.ReadFromURIFunc {
 }
 
 // applyOverlays applies each OpenAPI Overlay 1.0 file in order to the root document and returns
-// the rewritten document, or nil after reporting why it could not.
-func applyOverlays(path string, data []byte, overlays []string, d *diag.List) []byte {
+// the overlaid tree, or nil after reporting why it could not. Nodes of the original document
+// keep their lines, so diagnostics still point into the spec as written; nodes an overlay added
+// carry no line (their pointer still names them).
+func applyOverlays(path string, data []byte, overlays []string, d *diag.List) *yaml.Node {
 	var root overlayyaml.Node
 	if err := overlayyaml.Unmarshal(data, &root); err != nil {
 		d.Add(yamlDiag(path, err))
 		return nil
 	}
+	original := map[*overlayyaml.Node]bool{}
+	var mark func(n *overlayyaml.Node)
+	mark = func(n *overlayyaml.Node) {
+		original[n] = true
+		for _, c := range n.Content {
+			mark(c)
+		}
+	}
+	mark(&root)
 	for _, op := range overlays {
 		ov, err := overlay.Parse(op)
 		if err != nil {
@@ -173,10 +212,38 @@ func applyOverlays(path string, data []byte, overlays []string, d *diag.List) []
 			return nil
 		}
 	}
-	out, err := overlayyaml.Marshal(&root)
-	if err != nil {
-		d.Errorf(diag.Loc{File: path}, "overlay-failed", "cannot serialise the overlaid document: %v", err)
+	return fromOverlayTree(&root, original, map[*overlayyaml.Node]*yaml.Node{})
+}
+
+// fromOverlayTree copies the overlay library's YAML tree into the YAML library kin-openapi
+// decodes from.
+func fromOverlayTree(n *overlayyaml.Node, original map[*overlayyaml.Node]bool, seen map[*overlayyaml.Node]*yaml.Node) *yaml.Node {
+	if n == nil {
 		return nil
+	}
+	if c, ok := seen[n]; ok {
+		return c
+	}
+	out := &yaml.Node{Style: yaml.Style(n.Style), Tag: n.Tag, Value: n.Value, Anchor: n.Anchor}
+	seen[n] = out
+	if original[n] {
+		out.Line, out.Column = n.Line, n.Column
+	}
+	switch n.Kind {
+	case overlayyaml.DocumentNode:
+		out.Kind = yaml.DocumentNode
+	case overlayyaml.SequenceNode:
+		out.Kind = yaml.SequenceNode
+	case overlayyaml.MappingNode:
+		out.Kind = yaml.MappingNode
+	case overlayyaml.AliasNode:
+		out.Kind = yaml.AliasNode
+		out.Alias = fromOverlayTree(n.Alias, original, seen)
+	default:
+		out.Kind = yaml.ScalarNode
+	}
+	for _, c := range n.Content {
+		out.Content = append(out.Content, fromOverlayTree(c, original, seen))
 	}
 	return out
 }
