@@ -22,7 +22,7 @@ import (
 
 type refScanner struct {
 	d     *diag.List
-	root  string // absolute directory of the root document: references may not leave it
+	root  string                // absolute directory of the root document: references may not leave it
 	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
 	queue []string
 }
