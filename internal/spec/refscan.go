@@ -31,7 +31,7 @@ func scanRefs(root string, d *diag.List) {
 	s := &refScanner{d: d, files: map[string]*yaml.Node{}}
 	root = filepath.Clean(root)
 	s.root, _ = filepath.Abs(filepath.Dir(root))
-	s.file(root, diag.Loc{File: root})
+	s.file(root)
 	for len(s.queue) > 0 {
 		f := s.queue[0]
 		s.queue = s.queue[1:]
@@ -41,8 +41,8 @@ func scanRefs(root string, d *diag.List) {
 	}
 }
 
-// file parses path once; a missing or unparsable file is reported at from.
-func (s *refScanner) file(path string, from diag.Loc) (*yaml.Node, bool) {
+// file parses path once; an unparsable file is reported with the parser's line.
+func (s *refScanner) file(path string) (*yaml.Node, bool) {
 	if n, ok := s.files[path]; ok {
 		return n, n != nil
 	}
@@ -119,7 +119,7 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 			return
 		}
 	}
-	root, ok := s.file(target, loc)
+	root, ok := s.file(target)
 	if !ok {
 		return // reported where the file is
 	}
@@ -138,9 +138,9 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 		n = next
 	}
 	want := expectedKind(path)
-	got := targetKind(tokens, n)
+	got := targetKind(tokens)
 	if want != "" && got != "" && want != got {
-		s.d.Errorf(loc, "wrong-ref-kind", "$ref %q points to a %s where a %s is expected", ref, got, want)
+		s.d.Errorf(loc, "wrong-ref-kind", "$ref %q points into components/%s, which holds %ss, where a %s is expected", ref, tokens[1], got, want)
 	}
 }
 
@@ -209,9 +209,10 @@ func expectedKind(path []string) string {
 	return ""
 }
 
-// targetKind is the kind of object a pointer lands on: the components section it is in, or for
-// a parameter-shaped position, whether the object looks like one.
-func targetKind(tokens []string, n *yaml.Node) string {
+// targetKind is the kind of object a pointer lands on, from the components section it is in
+// (kin-openapi decodes a component by its section, so a parameter object filed under schemas
+// is a schema to it); "" outside components.
+func targetKind(tokens []string) string {
 	if len(tokens) == 3 && tokens[0] == "components" {
 		return componentKinds[tokens[1]]
 	}
