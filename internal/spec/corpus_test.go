@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +122,43 @@ func TestBrokenDocumentsFailLocated(t *testing.T) {
 	res := load(t, Options{Path: vendorDir + "/square-connect-v2-oas3-2025-05-21.json"})
 	if n := len(errorsOf(res.Diags)); n != 5 {
 		t.Errorf("square: %d errors, want 5:\n%s", n, (&diag.Errors{List: errorsOf(res.Diags)}).Error())
+	}
+}
+
+// TestSquareOnceItsDanglingRefIsFixed: with the one missing schema supplied, Square's spec
+// loads, and --infer finds its body-carried keys. The script counted 67 operations with an
+// idempotency_key; 4 of them (catalog images, dispute evidence, invoice attachments) carry it
+// inside a JSON part of a multipart/form-data upload, which idemgen fingerprints as raw bytes and
+// cannot read a key from, so 63 is the right count.
+func TestSquareOnceItsDanglingRefIsFixed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a 2.8 MB spec")
+	}
+	raw, err := os.ReadFile(filepath.Join(vendorDir, "square-connect-v2-oas3-2025-05-21.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["components"].(map[string]any)["schemas"].(map[string]any)["CatalogModifierToggleOverrideType"] = map[string]any{"type": "string"}
+	fixed, _ := json.Marshal(doc)
+	res := load(t, Options{Path: writeFile(t, "square.json", string(fixed)), Infer: true})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs[0])
+	}
+	required := 0
+	for _, op := range res.Doc.Operations {
+		k := op.Settings.Key
+		if k.Carrier != model.CarrierBody || k.Pointer != "/idempotency_key" {
+			t.Errorf("%s %s: key %+v", op.Method, op.Path, k)
+		}
+		if k.Required {
+			required++
+		}
+	}
+	if len(res.Doc.Operations) != 63 || required != 27 {
+		t.Errorf("%d operations (%d with a required key), want 63 (27)", len(res.Doc.Operations), required)
 	}
 }
