@@ -8,8 +8,10 @@ import (
 )
 
 // Decoder reads one strict JSON document (RFC 8259 plus the rules in the package doc) token by
-// token, for generated typed decoders. Its zero value is ready after [Decoder.Reset]; it does
-// not allocate unless a name has escapes or a generic value (Raw, Unknown) is read.
+// token, for generated typed decoders. Its zero value is ready after [Decoder.Reset], and it
+// stays on the caller's stack when called directly (not through func values). It allocates
+// only for what it returns: one copy of the document shared by all strings without escapes,
+// strings and names with escapes, and generic values (Raw, Unknown).
 //
 // Errors are sticky: after the first one every method is a no-op that returns a zero value or
 // false, so generated code can read straight on and check [Decoder.Finish] once. The first

@@ -2,6 +2,7 @@ package canonical
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -94,18 +95,38 @@ func TestFramingLayout(t *testing.T) {
 	f.BodyEnd(append(f.BodyStart(), "{}"...))
 	got := f.Sum()
 	want := []byte{0, 1,
-		'O', 0, 0, 0, 2, 'o', 'p',
-		'M', 0, 0, 0, 4, 'P', 'O', 'S', 'T',
-		'P', 0, 0, 0, 7, '/', 'p', '/', '{', 'i', 'd', '}',
-		'p', 0, 0, 0, 2, 'i', 'd', 'v', 0, 0, 0, 1, '7',
-		'q', 0, 0, 0, 1, 'q', 'v', 0, 0, 0, 1, 'a', 'v', 0, 0, 0, 0,
-		'T', 0, 0, 0, 16}
+		'O', 2, 'o', 'p',
+		'M', 4, 'P', 'O', 'S', 'T',
+		'P', 7, '/', 'p', '/', '{', 'i', 'd', '}',
+		'p', 2, 'i', 'd', 'v', 1, '7',
+		'q', 1, 'q', 'v', 1, 'a', 'v', 0,
+		'T', 16}
 	want = append(want, "application/json"...)
-	want = append(want, 'h', 0, 0, 0, 9)
+	want = append(want, 'h', 9)
 	want = append(want, "X-Account"...)
-	want = append(want, 'J', 0, 0, 0, 2, '{', '}')
+	want = append(want, 'J', 2, '{', '}')
 	if got != (Fingerprint{Version: 1, Sum: sha256.Sum256(want)}) {
 		t.Errorf("framing changed: %s", got)
+	}
+}
+
+// Bodies of 128 bytes and more get a longer varint length; the body moves right intact.
+func TestFramingLongBody(t *testing.T) {
+	for _, n := range []int{0, 127, 128, 300, 16383, 16384, 70000} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte('a' + i%26)
+		}
+		var f Framer
+		f.Begin("op", "POST", "/")
+		f.BodyEnd(append(f.BodyStart(), body...))
+		got := f.Sum()
+		want := []byte{0, 1, 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'J'}
+		want = binary.AppendUvarint(want, uint64(n))
+		want = append(want, body...)
+		if got.Sum != sha256.Sum256(want) {
+			t.Errorf("body of %d bytes framed wrongly", n)
+		}
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 )
 
 // Framer builds the input of a fingerprint (issue 3, item 7) and hashes it with SHA-256. The
-// framing is unambiguous: the two-byte Version, then fields each written as a one-byte tag, a
-// four-byte big-endian length and the bytes, in the fixed order Begin (operationId, method,
-// path template), PathParam (template order), Query (sorted by name), MediaType, Header
-// (fingerprint.headers order), then one body field.
+// framing is unambiguous: the two-byte big-endian Version, then fields each written as a
+// one-byte tag, the length in bytes as an unsigned varint (encoding/binary.AppendUvarint, the
+// protobuf encoding) and the bytes, in the fixed order Begin (operationId, method, path
+// template), PathParam (template order), Query (sorted by name), MediaType, Header
+// (fingerprint.headers order), then at most one body field. Varint lengths keep the frame of
+// a small request within as few SHA-256 blocks as possible.
 //
 // A Framer is used once: Begin … Sum. Its buffer comes from a pool, so a fingerprint costs no
 // allocation once the pool is warm. The zero value is ready for Begin.
@@ -54,7 +56,7 @@ func (f *Framer) Begin(operationID, method, pathTemplate string) {
 
 func (f *Framer) field(tag byte, v string) {
 	f.b = append(f.b, tag)
-	f.b = binary.BigEndian.AppendUint32(f.b, uint32(len(v)))
+	f.b = binary.AppendUvarint(f.b, uint64(len(v)))
 	f.b = append(f.b, v...)
 }
 
@@ -89,8 +91,12 @@ func (f *Framer) Header(name string, values []string) {
 // canonical form to; hand the result to BodyEnd:
 //
 //	f.BodyEnd(appendCanonicalPaymentRequest(f.BodyStart(), &body))
-func (f *Framer) BodyStart() []byte {
-	f.b = append(f.b, tagJSON, 0, 0, 0, 0)
+func (f *Framer) BodyStart() []byte { return f.openBody(tagJSON) }
+
+// openBody writes the body's tag and one byte for its length, which BodyEnd widens when the
+// body turns out to be 128 bytes or longer.
+func (f *Framer) openBody(tag byte) []byte {
+	f.b = append(f.b, tag, 0)
 	f.body = len(f.b)
 	return f.b
 }
@@ -98,7 +104,15 @@ func (f *Framer) BodyStart() []byte {
 // BodyEnd closes the body field opened by BodyStart; b is BodyStart's buffer with the body
 // appended.
 func (f *Framer) BodyEnd(b []byte) {
-	binary.BigEndian.PutUint32(b[f.body-4:f.body], uint32(len(b)-f.body))
+	n := uint64(len(b) - f.body)
+	var lenBuf [binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(lenBuf[:], n)
+	if l > 1 {
+		// Make room: move the body right by the extra length bytes.
+		b = append(b, lenBuf[:l-1]...)
+		copy(b[f.body+l-1:], b[f.body:len(b)-(l-1)])
+	}
+	copy(b[f.body-1:], lenBuf[:l])
 	f.b = b
 }
 
@@ -115,9 +129,7 @@ func (f *Framer) JSONBody(body []byte, ex *Exclusion) error {
 // AppendCanonicalForm), leaving out the fields named in exclude. It returns the *Error of a
 // malformed body.
 func (f *Framer) FormBody(body []byte, exclude ...string) error {
-	f.b = append(f.b, tagForm, 0, 0, 0, 0)
-	f.body = len(f.b)
-	b, err := AppendCanonicalForm(f.b, body, exclude...)
+	b, err := AppendCanonicalForm(f.openBody(tagForm), body, exclude...)
 	f.BodyEnd(b)
 	return err
 }
@@ -126,7 +138,7 @@ func (f *Framer) FormBody(body []byte, exclude ...string) error {
 // types other than JSON and form).
 func (f *Framer) RawBody(body []byte) {
 	f.b = append(f.b, tagRaw)
-	f.b = binary.BigEndian.AppendUint32(f.b, uint32(len(body)))
+	f.b = binary.AppendUvarint(f.b, uint64(len(body)))
 	f.b = append(f.b, body...)
 }
 

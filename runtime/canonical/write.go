@@ -244,7 +244,7 @@ func AppendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte, ex
 		k string
 		v V
 	}
-	var stack [16]pair
+	var stack [8]pair
 	pairs := stack[:0]
 	for k, v := range m {
 		if len(exclude) == 0 || !slices.Contains(exclude, k) {
