@@ -163,3 +163,18 @@ func TestNames(t *testing.T) {
 		t.Errorf("durationLit = %s", got)
 	}
 }
+
+func TestServeMuxChecks(t *testing.T) {
+	if r := invalidPattern("POST /a/{x}/{x}"); r == "" {
+		t.Error("duplicate wildcard accepted")
+	}
+	if r := invalidPattern("POST /a/{x}/b.json"); r != "" {
+		t.Errorf("valid pattern refused: %s", r)
+	}
+	if !conflicts("POST /accounts/{id}/close", "POST /{tenant}/accounts/close") {
+		t.Error("overlapping patterns not reported")
+	}
+	if conflicts("POST /accounts/{id}", "POST /accounts/new") {
+		t.Error("a more specific literal is not a conflict")
+	}
+}

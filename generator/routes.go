@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -58,6 +59,11 @@ func (g *gen) planRoutes() {
 		if o.pattern == "" {
 			continue
 		}
+		if reason := invalidPattern(o.pattern); reason != "" {
+			g.diags.Errorf(o.op.Loc, "bad-path", "operation %s: path %q gives the ServeMux pattern %q, which Go refuses: %s",
+				o.op.ID, o.op.Path, o.pattern, reason)
+			continue
+		}
 		r := &route{method: o.op.Method, members: []*opPlan{o}, trail: strings.HasSuffix(o.pattern, "{$}")}
 		path := strings.TrimSuffix(strings.TrimPrefix(o.pattern, o.op.Method+" /"), "{$}")
 		r.parts = strings.Split(path, "/")
@@ -90,6 +96,17 @@ func (g *gen) planRoutes() {
 			}
 		}
 	}
+}
+
+// invalidPattern returns why ServeMux refuses pattern on its own, or "".
+func invalidPattern(pattern string) (reason string) {
+	defer func() {
+		if r := recover(); r != nil {
+			reason = fmt.Sprint(r)
+		}
+	}()
+	http.NewServeMux().Handle(pattern, http.NotFoundHandler())
+	return ""
 }
 
 // conflicts reports whether ServeMux refuses a and b together.
