@@ -10,8 +10,24 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+echo "== generated code is up to date (go generate, then no diff)"
+go generate ./...
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  if ! git diff --exit-code --stat -- examples internal golden; then
+    echo "committed generated code differs from what idemgen generates now: run 'make generate' and commit" >&2
+    exit 1
+  fi
+fi
+
 echo "== go vet"
 go vet ./...
 
-echo "== go test (unit, golden, runtime on PostgreSQL, cases, examples)"
+echo "== go test (unit, golden + compile check, runtime on PostgreSQL, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./...
+
+echo "== benchmark harness, short mode (checks it runs, not how fast)"
+log=$(mktemp)
+if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
+echo "all checks passed"
