@@ -195,7 +195,12 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 			return
 		}
 		grp.Id("start").Op(":=").Len(jen.Id("b"))
-		if t.extra != "" {
+		switch {
+		case t.addl != nil:
+			// Typed undeclared members: canonicalized and sorted here, then merged like the
+			// generic ones. Excluded keys (fingerprint.exclude through the map) are skipped.
+			g.emitAddlMembers(grp, t, c)
+		case t.extra != "":
 			grp.Id("x").Op(":=").Id("v").Dot(t.extra)
 		}
 		static := false // a member that is always written precedes: commas are static
@@ -355,4 +360,54 @@ func (g *gen) valueFunc(t *tinfo, n *trie, depth int, o *opPlan) jen.Code {
 func (g *gen) unsupportedExclusion(o *opPlan, what string) {
 	g.diags.Errorf(o.op.Settings.Loc, "unsupported-exclusion",
 		"operation %s: fingerprint.exclude reaches into %s, which idemgen cannot exclude statically", o.op.ID, what)
+}
+
+// emitAddlMembers builds x, the sorted canonical.Members of a struct's typed
+// additionalProperties map, leaving out keys the exclusions name.
+func (g *gen) emitAddlMembers(grp *jen.Group, t *tinfo, c *canonFunc) {
+	declared := map[string]bool{}
+	for _, f := range t.fields {
+		declared[f.p.Name] = true
+	}
+	var skip []string
+	var elem *trie
+	if c.excl != nil {
+		keys := make([]string, 0, len(c.excl.kids))
+		for k := range c.excl.kids {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if declared[k] {
+				continue
+			}
+			if !c.excl.kids[k].leaf {
+				g.unsupportedExclusion(c.op, "a member below one map key (use * for every value)")
+			}
+			skip = append(skip, k)
+		}
+		elem = c.excl.star
+	}
+	grp.Var().Id("x").Qual(pkgCanonical, "Members")
+	grp.For(jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Range().Id("v").Dot(t.extra)).BlockFunc(func(lb *jen.Group) {
+		if len(skip) > 0 {
+			var cases []jen.Code
+			for _, k := range skip {
+				cases = append(cases, jen.Lit(k))
+			}
+			lb.Switch(jen.Id("k")).Block(jen.Case(cases...).Block(jen.Continue()))
+		}
+		if elem != nil && elem.leaf {
+			lb.Continue()
+			return
+		}
+		lb.Id("b").Op(":=").Index().Byte().Parens(jen.Nil())
+		g.appendVal(lb, t.addl, jen.Id("e"), elem, 1, c.op)
+		lb.Id("x").Op("=").Append(jen.Id("x"), jen.Qual(pkgCanonical, "Member").Values(jen.Dict{
+			jen.Id("Name"):  jen.Id("k"),
+			jen.Id("Value"): jen.Id("b"),
+		}))
+	})
+	grp.Qual("slices", "SortFunc").Call(jen.Id("x"), jen.Func().Params(jen.List(jen.Id("p"), jen.Id("q")).Qual(pkgCanonical, "Member")).Int().Block(
+		jen.Return(jen.Qual(pkgCanonical, "Compare").Call(jen.Id("p").Dot("Name"), jen.Id("q").Dot("Name")))))
 }

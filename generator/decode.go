@@ -91,7 +91,18 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 						g.decodeField(cg, fl)
 					})
 				}
-				if t.extra != "" {
+				if t.addl != nil {
+					sw.Default().BlockFunc(func(b *jen.Group) {
+						m := jen.Id("v").Dot(t.extra)
+						b.Id("k").Op(":=").String().Parens(dec().Dot("Name").Call())
+						b.If(jen.List(jen.Id("_"), jen.Id("dup")).Op(":=").Add(m.Clone()).Index(jen.Id("k")), jen.Id("dup")).Block(
+							dec().Dot("Invalid").Call(jen.Lit("duplicate member name")))
+						b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
+						b.Var().Id("e").Add(t.addl.code())
+						g.decodeInto(b, t.addl, t.addl.s != nil && t.addl.s.Nullable && t.addl.kind != kRaw, jen.Id("e"), 1)
+						b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Id("e")
+					})
+				} else if t.extra != "" {
 					sw.Default().Add(dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra)))
 				} else {
 					sw.Default().Add(dec().Dot("Reject").Call())

@@ -36,6 +36,10 @@ type tinfo struct {
 	// members ("" for closed objects).
 	fields []*field
 	extra  string
+	// addl is the value type of an object that declares properties and a typed
+	// additionalProperties: its undeclared members are decoded, checked and kept in the map
+	// field named extra instead of as canonical JSON.
+	addl *tinfo
 	// consts are the enum constant names, parallel to s.Enum.
 	consts []string
 	// decodeFn and canonFn are the names of the generated functions (structs only).
@@ -217,7 +221,12 @@ func (g *gen) planStruct(t *tinfo) {
 		t.fields = append(t.fields, f)
 	}
 	if !t.s.ClosedObject {
-		t.extra = fnames.take("Extra")
+		if ap := t.s.AdditionalProperties; ap != nil && ap.Type != model.TypeAny {
+			t.extra = fnames.take("AdditionalProperties")
+			t.addl = g.typeOf(ap, t.name+"Value")
+		} else {
+			t.extra = fnames.take("Extra")
+		}
 	}
 	t.decodeFn = "decode" + t.name
 }
@@ -276,7 +285,11 @@ func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 			}
 			grp.Add(c)
 		}
-		if t.extra != "" {
+		switch {
+		case t.addl != nil:
+			grp.Comment("Members the schema does not declare (additionalProperties), checked against its schema; they are part of the fingerprint.")
+			grp.Id(t.extra).Map(jen.String()).Add(t.addl.code()).Tag(map[string]string{"json": "-"})
+		case t.extra != "":
 			grp.Comment("Members the schema does not declare, in canonical form; they are part of the fingerprint.")
 			grp.Id(t.extra).Qual(pkgCanonical, "Members").Tag(map[string]string{"json": "-"})
 		}

@@ -85,3 +85,38 @@ func TestCreatePetFingerprint(t *testing.T) {
 		t.Error("fingerprint.headers X-Store-Id is not part of the fingerprint")
 	}
 }
+
+func TestTypedAdditionalProperties(t *testing.T) {
+	base := `{"name":"Rex","species":"dog","preferences":`
+	v, err := decodeCreatePetJSON([]byte(base + `{"food":"fish","walks":2,"naps":5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Preferences == nil || v.Preferences.AdditionalProperties["naps"] != 5 {
+		t.Fatalf("preferences = %+v", v.Preferences)
+	}
+	for _, bad := range []string{`{"food":"fish","walks":-1}}`, `{"food":"fish","walks":"2"}}`, `{"food":"fish","walks":1,"walks":2}}`} {
+		if _, err := decodeCreatePetJSON([]byte(base + bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	fp := func(body string) canonical.Fingerprint {
+		v, err := decodeCreatePetJSON([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", "/pets", nil)
+		r.Header.Set("X-Store-Id", "s1")
+		return fingerprintCreatePet(r, "application/json", []byte(body), &CreatePetParams{XStoreID: "s1"}, &v)
+	}
+	got := string(appendCanonicalPreferences(nil, v.Preferences))
+	if want := `{"food":"fish","naps":5,"walks":2}`; got != want {
+		t.Errorf("canonical form %s, want %s", got, want)
+	}
+	if fp(base+`{"walks":2,"food":"fish","naps":5}}`) != fp(base+`{"naps":5,"food":"fish","walks":2}}`) {
+		t.Error("member order changed the fingerprint")
+	}
+	if fp(base+`{"food":"fish","naps":5}}`) == fp(base+`{"food":"fish","naps":6}}`) {
+		t.Error("an additional member's value did not change the fingerprint")
+	}
+}

@@ -5,6 +5,7 @@ package petstore
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
+	"slices"
 )
 
 // fingerprintCreatePet is the fingerprint of a request to createPet (issue 3, item 7): operation,
@@ -39,7 +40,7 @@ func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *Pla
 }
 
 // appendCanonicalNewPetForCreatePet appends the canonical form (RFC 8785) of v to b: members age,
-// attributes, name, owner, species, tags, vaccinated, weight_kg.
+// attributes, name, owner, preferences, species, tags, vaccinated, weight_kg.
 func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -64,6 +65,11 @@ func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
 	if v.Owner != nil {
 		b = append(b, ",\"owner\":"...)
 		b = appendCanonicalOwner(b, &(*v.Owner))
+	}
+	b, x = x.AppendBefore(b, start, "preferences")
+	if v.Preferences != nil {
+		b = append(b, ",\"preferences\":"...)
+		b = appendCanonicalPreferences(b, &(*v.Preferences))
 	}
 	b, x = x.AppendBefore(b, start, "species")
 	b = append(b, ",\"species\":"...)
@@ -138,6 +144,30 @@ func appendCanonicalOwner(b []byte, v *Owner) []byte {
 		b = append(b, ",\"phone\":"...)
 		b = canonical.AppendString(b, (*v.Phone))
 	}
+	return append(b, '}')
+}
+
+// appendCanonicalPreferences appends the canonical form (RFC 8785) of v to b: members food.
+func appendCanonicalPreferences(b []byte, v *Preferences) []byte {
+	b = append(b, '{')
+	start := len(b)
+	var x canonical.Members
+	for k, e := range v.AdditionalProperties {
+		b := []byte(nil)
+		b = canonical.AppendInt(b, e)
+		x = append(x, canonical.Member{
+			Name:  k,
+			Value: b,
+		})
+	}
+	slices.SortFunc(x, func(p, q canonical.Member) int {
+		return canonical.Compare(p.Name, q.Name)
+	})
+	b, x = x.AppendBefore(b, start, "food")
+	b = canonical.Comma(b, start)
+	b = append(b, "\"food\":"...)
+	b = canonical.AppendString(b, v.Food)
+	b = x.AppendAll(b, start)
 	return append(b, '}')
 }
 

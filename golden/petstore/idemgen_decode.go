@@ -265,6 +265,13 @@ func decodeNewPet(d *canonical.Decoder, v *NewPet) {
 				}
 				d.EndObject()
 			}
+		case "preferences":
+			if !d.Once(&seen, 8) {
+				return
+			}
+			var x Preferences
+			decodePreferences(d, &x)
+			v.Preferences = &x
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -337,6 +344,41 @@ func decodeOwner(d *canonical.Decoder, v *Owner) {
 	switch {
 	case seen&(1<<0) == 0:
 		d.Missing("email")
+	}
+}
+
+func decodePreferences(d *canonical.Decoder, v *Preferences) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64 // one bit per declared member
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "food":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			v.Food = d.Str()
+		default:
+			k := string(d.Name())
+			if _, dup := v.AdditionalProperties[k]; dup {
+				d.Invalid("duplicate member name")
+			}
+			if v.AdditionalProperties == nil {
+				v.AdditionalProperties = map[string]int64{}
+			}
+			var e int64
+			e = d.Int64()
+			if e < 0 {
+				d.Invalid("must be at least 0")
+			}
+			v.AdditionalProperties[k] = e
+		}
+	}
+	d.EndObject()
+	switch {
+	case seen&(1<<0) == 0:
+		d.Missing("food")
 	}
 }
 

@@ -11,14 +11,15 @@ import (
 
 // NewPet is a request type (schema NewPet).
 type NewPet struct {
-	Name       string           `json:"name"`
-	Species    Species          `json:"species"`
-	Age        *int32           `json:"age,omitempty"`
-	WeightKg   *float64         `json:"weight_kg,omitempty"`
-	Vaccinated *bool            `json:"vaccinated,omitempty"`
-	Tags       []NewPetTagsItem `json:"tags,omitempty"`
-	Owner      *Owner           `json:"owner,omitempty"`
-	Attributes map[string]int64 `json:"attributes,omitempty"`
+	Name        string           `json:"name"`
+	Species     Species          `json:"species"`
+	Age         *int32           `json:"age,omitempty"`
+	WeightKg    *float64         `json:"weight_kg,omitempty"`
+	Vaccinated  *bool            `json:"vaccinated,omitempty"`
+	Tags        []NewPetTagsItem `json:"tags,omitempty"`
+	Owner       *Owner           `json:"owner,omitempty"`
+	Attributes  map[string]int64 `json:"attributes,omitempty"`
+	Preferences *Preferences     `json:"preferences,omitempty"`
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
 	Extra canonical.Members `json:"-"`
 }
@@ -46,6 +47,13 @@ type NewPetTagsItem struct {
 type Owner struct {
 	Email string  `json:"email"`
 	Phone *string `json:"phone,omitempty"`
+}
+
+// Preferences is a request type (schema Preferences).
+type Preferences struct {
+	Food string `json:"food"`
+	// Members the schema does not declare (additionalProperties), checked against its schema; they are part of the fingerprint.
+	AdditionalProperties map[string]int64 `json:"-"`
 }
 
 // Order is a request type (schema Order).
