@@ -25,7 +25,15 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 		scope: x.scope, key: storedKey(op, key), op: op.ID, fp: fp,
 		token: randomToken(), retention: retentionOf(op), lockTimeout: rt.cfg.ConflictTimeout,
 	}
-	if op.Wait > in.lockTimeout {
+	switch {
+	case rt.cfg.NoAdvisoryLocks:
+		in.lock = lockNone
+	case op.Wait > 0:
+		in.lock = lockWait
+	default:
+		in.lock = lockTry
+	}
+	if op.Wait > in.lockTimeout || (op.Wait > 0 && in.lock == lockWait) {
 		in.lockTimeout = op.Wait
 	}
 	ctx := x.r.Context()
@@ -168,7 +176,7 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 		claimed, rec, found, err := s.tryAtomic(ctx, conn, in, strategy)
 		if err != nil {
 			s.discard(conn)
-			if isLockTimeout(err) {
+			if errors.Is(err, errClaimBusy) || isLockTimeout(err) {
 				return atomicClaim{}, errInFlight
 			}
 			return atomicClaim{}, err
@@ -184,7 +192,7 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 			took, err := s.takeExpiredAtomic(ctx, conn, in)
 			if err != nil {
 				s.discard(conn)
-				if isLockTimeout(err) {
+				if errors.Is(err, errClaimBusy) || isLockTimeout(err) {
 					return atomicClaim{}, errInFlight
 				}
 				return atomicClaim{}, err
@@ -213,7 +221,8 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 // with our running record; otherwise the block is closed and rec is the record the claim saw.
 func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput, strategy ClaimStrategy) (claimed bool, rec record, found bool, err error) {
 	timeout := strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10) + "ms"
-	if err := prepare(ctx, conn.Conn(), sqlSetLockTimeout, sqlClaim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
+	claim := sqlClaimAtomic(in.lock)
+	if err := prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
 		return false, rec, false, err
 	}
 	b := &pgx.Batch{}
@@ -228,7 +237,7 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 	// turns the implicit transaction holding the claim into a block that stays open), and the
 	// reset of lock_timeout for the handler. Read-first: the same inside an explicit BEGIN.
 	b.Queue(sqlSetLockTimeout, timeout)
-	b.Queue(sqlClaim, in.args(in.token)...)
+	b.Queue(claim, in.atomicArgs()...)
 	if strategy != ClaimReadFirst {
 		b.Queue(sqlClaimedOrStop, in.scope, in.key, in.token)
 		b.Queue("BEGIN")
@@ -247,11 +256,15 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 	}
 	var raw rawRecord
 	var token *int64
-	if err := br.QueryRow().Scan(append([]any{&token}, raw.targets()...)...); err != nil {
+	var free bool
+	if err := br.QueryRow().Scan(append([]any{&token, &free}, raw.targets()...)...); err != nil {
 		br.Close()
 		return false, rec, false, err
 	}
 	closeErr := br.Close()
+	if !free {
+		return false, rec, false, errClaimBusy
+	}
 	if token != nil {
 		if closeErr != nil {
 			return false, rec, false, closeErr
@@ -277,7 +290,7 @@ func (s *store) takeExpiredAtomic(ctx context.Context, conn *pgxpool.Conn, in *c
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(sqlSetLockTimeout, strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10)+"ms")
-	b.Queue(sqlTakeExpired, in.args(in.token)...)
+	b.Queue(sqlTakeExpiredAtomic(in.lock), in.atomicArgs()...)
 	b.Queue(sqlResetLockTimeout)
 	br := conn.SendBatch(ctx, b)
 	defer func() {
@@ -294,18 +307,25 @@ func (s *store) takeExpiredAtomic(ctx context.Context, conn *pgxpool.Conn, in *c
 	if _, err := br.Exec(); err != nil {
 		return false, err
 	}
-	var token int64
-	switch err := br.QueryRow().Scan(&token); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	case err != nil:
+	var free bool
+	var token *int64
+	if err := br.QueryRow().Scan(&free, &token); err != nil {
 		return false, err
+	}
+	if !free {
+		return false, errClaimBusy
+	}
+	if token == nil {
+		return false, nil
 	}
 	if _, err := br.Exec(); err != nil {
 		return false, err
 	}
 	return true, nil
 }
+
+// errClaimBusy is a claim whose lock another claimant holds.
+var errClaimBusy = errors.New("claim lock held by a concurrent request")
 
 // errRecordLost is a completion whose record was not ours any more: in atomic mode the handler
 // changed it; in lease mode the lease was taken over.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -249,7 +250,17 @@ func TestResponseAboveLimit(t *testing.T) {
 // Issue 7 item 10: 50 goroutines with one key make exactly one business write; the others get
 // 409 in-flight with Retry-After, or a replay.
 func TestAtomicStormOneWrite(t *testing.T) {
-	e := newEnv(t, nil)
+	forClaimLocks(t, testAtomicStormOneWrite)
+}
+
+// forClaimLocks runs test with advisory claim locks (the default) and with the portable path.
+func forClaimLocks(t *testing.T, test func(t *testing.T, tweak func(*Config))) {
+	t.Run("advisory", func(t *testing.T) { test(t, nil) })
+	t.Run("portable", func(t *testing.T) { test(t, func(c *Config) { c.NoAdvisoryLocks = true }) })
+}
+
+func testAtomicStormOneWrite(t *testing.T, tweak func(*Config)) {
+	e := newEnv(t, tweak)
 	h := e.atomicHandler(payOp())
 	const n = 50
 	var wg sync.WaitGroup
@@ -302,7 +313,11 @@ func summarize(t *testing.T, w *httptest.ResponseRecorder) *responseSummary {
 
 // Operation.Wait: a duplicate that waits long enough replays instead of getting 409.
 func TestAtomicBoundedWaitReplays(t *testing.T) {
-	e := newEnv(t, nil)
+	forClaimLocks(t, testAtomicBoundedWaitReplays)
+}
+
+func testAtomicBoundedWaitReplays(t *testing.T, tweak func(*Config)) {
+	e := newEnv(t, tweak)
 	op := payOp()
 	op.Wait = 2 * time.Second
 	h := e.atomicHandler(op)
@@ -322,7 +337,11 @@ func TestAtomicBoundedWaitReplays(t *testing.T) {
 
 // shared/cases 009: a duplicate while the first runs gets 409 at once (no wait by default).
 func TestAtomicConflictDoesNotWait(t *testing.T) {
-	e := newEnv(t, nil)
+	forClaimLocks(t, testAtomicConflictDoesNotWait)
+}
+
+func testAtomicConflictDoesNotWait(t *testing.T, tweak func(*Config)) {
+	e := newEnv(t, tweak)
 	h := e.atomicHandler(payOp())
 	go serve(h, req("t1", key1, body100, "X-Delay", "1s"))
 	time.Sleep(200 * time.Millisecond)
@@ -363,4 +382,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// Concurrent requests with distinct keys never get 409: the claim's short lock_timeout only ever
+// meets a concurrent claim of the same key.
+func TestAtomicDistinctKeysInParallel(t *testing.T) {
+	forClaimLocks(t, testAtomicDistinctKeysInParallel)
+}
+
+func testAtomicDistinctKeysInParallel(t *testing.T, tweak func(*Config)) {
+	e := newEnv(t, tweak)
+	h := e.atomicHandler(payOp())
+	const n = 50
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = serve(h, req("t1", fmt.Sprintf("k-distinct-%08d-x", i), body100, "X-Delay", "50ms")).Code
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 201 {
+			t.Errorf("request %d: %d", i, c)
+		}
+	}
+	if e.payments("t1") != n {
+		t.Fatalf("payments %d", e.payments("t1"))
+	}
 }

@@ -62,9 +62,16 @@ type Config struct {
 
 	// ClaimStrategy: see the constants; default ClaimPipelined.
 	ClaimStrategy ClaimStrategy
-	// ConflictTimeout is how long an atomic-mode claim waits on a concurrent uncommitted claim of
-	// the same key before answering 409 (PostgreSQL lock_timeout; the wait cannot be zero).
-	// Default 10ms. Operation.Wait, when longer, replaces it.
+	// NoAdvisoryLocks turns off the transaction-scoped advisory lock by which an atomic-mode
+	// claim detects a concurrent claim of the same key without waiting. Set it on engines
+	// without pg_try_advisory_xact_lock, or where advisory locks are not cluster-wide (see
+	// docs/distributed.md); a duplicate then waits up to ConflictTimeout on the uncommitted row.
+	NoAdvisoryLocks bool
+	// ConflictTimeout is the atomic-mode claim's lock_timeout. With advisory locks it only bounds
+	// waits that are not another claim of the key (relation extension under load); default 1s.
+	// With NoAdvisoryLocks it is also how long a duplicate waits for a running claim before 409;
+	// default 50ms (a short one turns such unrelated waits into occasional false 409s, which
+	// clients retry). Operation.Wait, when set, replaces it for the duplicate's wait.
 	ConflictTimeout time.Duration
 	// StoreTimeout bounds each store call (acquire a connection, claim, read) so that an
 	// unreachable store answers 503 instead of hanging. Default 5s.
@@ -118,7 +125,10 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.Observer = NopObserver{}
 	}
 	if cfg.ConflictTimeout <= 0 {
-		cfg.ConflictTimeout = 10 * time.Millisecond
+		cfg.ConflictTimeout = time.Second
+		if cfg.NoAdvisoryLocks {
+			cfg.ConflictTimeout = 50 * time.Millisecond
+		}
 	}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 5 * time.Second
@@ -136,7 +146,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		obs:    cfg.Observer,
-		store:  &store{pool: cfg.Pool, conflictTimeout: cfg.ConflictTimeout},
+		store:  &store{pool: cfg.Pool},
 		probes: problems{base: cfg.ProblemBase},
 	}
 	return rt, nil

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +52,79 @@ const sqlClaim = `WITH ins AS (
 )
 SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.scope = $1 AND r.key = $2`
+
+// claimLock is how an atomic-mode claim learns that a concurrent claim of the same key is still
+// running. Atomic claims are uncommitted while their handler runs, so the row itself is invisible;
+// an INSERT that meets it waits for the whole handler.
+type claimLock uint8
+
+const (
+	// lockTry takes a transaction-scoped advisory lock on a hash of (scope, key) without waiting:
+	// a claimant that finds it taken answers 409 at once, and claims never wait on each other's
+	// rows, so the claim's lock_timeout only bounds unrelated waits (relation extension under
+	// load, which a short lock_timeout alone would turn into false 409s for new keys).
+	lockTry claimLock = iota
+	// lockWait waits for the advisory lock under lock_timeout = Operation.Wait, so a duplicate
+	// replays if the first request commits in time.
+	lockWait
+	// lockNone is the portable path (Config.NoAdvisoryLocks): the INSERT waits on the conflicting
+	// row under lock_timeout = Config.ConflictTimeout.
+	lockNone
+)
+
+// expr is the SQL boolean that takes the lock ($9 is the lock key); true when it is ours.
+func (l claimLock) expr() string {
+	switch l {
+	case lockTry:
+		return "pg_try_advisory_xact_lock($9::bigint)"
+	case lockWait:
+		return "pg_advisory_xact_lock($9::bigint)::text IS NOT NULL"
+	default:
+		return "$9::bigint IS NOT NULL"
+	}
+}
+
+// sqlClaimAtomic is sqlClaim for atomic mode: it reads the key's record first, takes the claim
+// lock only when there is none, and inserts only under the lock. It returns whether the lock was
+// free (false: a concurrent claim holds the key), our token when we claimed, and the record.
+func sqlClaimAtomic(l claimLock) string {
+	return `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2),
+lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) THEN true ELSE ` + l.expr() + ` END AS ok),
+ins AS (
+	INSERT INTO idempotency_records
+		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
+		 locked_until, created_at, expires_at)
+	SELECT $1, $2, $3, $4, $5, 'running', $6,
+		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
+		GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond')
+	WHERE (SELECT ok FROM lk) AND NOT EXISTS (SELECT 1 FROM cur)
+	ON CONFLICT (scope, key) DO NOTHING
+	RETURNING fencing_token
+)
+SELECT (SELECT fencing_token FROM ins) AS claimed, (SELECT ok FROM lk) AS free, cur.*
+FROM (SELECT 1) AS one LEFT JOIN cur ON true`
+}
+
+// sqlTakeExpiredAtomic is sqlTakeExpired under the claim lock; it returns whether the lock was
+// free and the new token when the row was taken.
+func sqlTakeExpiredAtomic(l claimLock) string {
+	return `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
+upd AS (` + strings.Replace(sqlTakeExpired, "WHERE scope = $1", "WHERE (SELECT ok FROM lk) AND scope = $1", 1) + `)
+SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
+}
+
+// claimLockKey is the advisory lock key of (scope, key): 64 bits of SHA-256 over a framing that
+// no other use of advisory locks is likely to share.
+func claimLockKey(scope, key string) int64 {
+	h := sha256.New()
+	h.Write([]byte("idemgen/claim-lock/v1\x00"))
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(scope)))
+	h.Write(n[:])
+	h.Write([]byte(scope))
+	h.Write([]byte(key))
+	return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]))
+}
 
 // sqlClaimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
 // its claim token. In the pipelined atomic claim it stands between the claim and BEGIN: when the
@@ -184,8 +259,7 @@ func (r *rawRecord) record() (rec record, found bool) {
 
 // store runs the SQL above on a pool.
 type store struct {
-	pool            *pgxpool.Pool
-	conflictTimeout time.Duration
+	pool *pgxpool.Pool
 }
 
 // claimInput is what a claim writes.
@@ -195,12 +269,18 @@ type claimInput struct {
 	token          int64         // atomic: random claim id; lease: ignored (1, then +1)
 	retention      time.Duration // how long the completed record replays
 	lease          time.Duration // lease mode only; 0 in atomic mode
-	lockTimeout    time.Duration // atomic mode: bound on waiting for a concurrent claim
+	lockTimeout    time.Duration // atomic mode: the claim statement's lock_timeout
+	lock           claimLock     // atomic mode: how a concurrent claim is detected
 }
 
 func (in *claimInput) args(token any) []any {
 	return []any{in.scope, in.key, in.op, in.fp.Sum[:], int16(in.fp.Version), token,
 		in.retention.Microseconds(), in.lease.Microseconds()}
+}
+
+// atomicArgs are args plus $9, the claim lock key.
+func (in *claimInput) atomicArgs() []any {
+	return append(in.args(in.token), claimLockKey(in.scope, in.key))
 }
 
 // errInFlight is a claim that met a concurrent uncommitted claim of the same key and gave up
