@@ -49,6 +49,7 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 	if l.doc.Info != nil {
 		out.Title, out.Version = l.doc.Info.Title, l.doc.Info.Version
 	}
+	b.misspelt(l.doc.Extensions, l.lc.rootOf(l.root), "x-idempotency")
 	if v, ok := l.doc.Extensions["x-idempotency"]; ok {
 		n, base := b.extension(v, l.lc.rootOf(l.root).at("x-idempotency"))
 		b.docLay = decodeDefaults(n, base, d)
@@ -318,6 +319,7 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 	marked, optOut := false, false
 	var source model.MarkSource
 	var markLoc diag.Loc
+	b.misspelt(o.op.Extensions, o.at, "x-idempotent")
 	if v, ok := o.op.Extensions["x-idempotent"]; ok {
 		n, base := b.extension(v, o.at.at("x-idempotent"))
 		var m bool
@@ -440,4 +442,17 @@ func reachableSchemas(ops []*model.Operation) []*model.Schema {
 		return cmp.Or(cmp.Compare(a.Name, c.Name), cmp.Compare(a.GoName, c.GoName))
 	})
 	return named
+}
+
+// misspelt reports extensions that look like idemgen's but are not the one expected here
+// (x-idempotency on an operation, x-idempotent-key, x-idempotant): silently ignoring them would
+// leave an operation unguarded that its author meant to protect.
+func (b *builder) misspelt(ext map[string]any, at src, want string) {
+	for _, name := range sortedKeys(ext) {
+		low := strings.ToLower(name)
+		if name == want || low == "x-idempotency-ignore" || !strings.HasPrefix(low, "x-idempot") {
+			continue
+		}
+		b.d.Errorf(at.at(name).loc(), "unknown-extension", "unknown extension %s here; did you mean %s?", name, want)
+	}
 }

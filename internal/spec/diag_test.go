@@ -190,3 +190,18 @@ func TestAllErrorsInOneRunSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestMisspeltExtension: an extension that looks like idemgen's but is not is an error, not a
+// silently unguarded operation.
+func TestMisspeltExtension(t *testing.T) {
+	path := writeSpec(t, "true", "", "", "")
+	spec, _ := os.ReadFile(path)
+	s := strings.Replace(string(spec), "      x-idempotent: true\n", "      x-idempotency: {retention: 1h}\n", 1)
+	s = strings.Replace(s, "x-idempotency: {}\n", "x-idempotent: true\n", 1)
+	res := load(t, Options{Path: writeFile(t, "m.yaml", s)})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 2 || errs[0].Code != "unknown-extension" || errs[0].Loc.Line != 2 || errs[0].Loc.Pointer != "/x-idempotent" ||
+		errs[1].Code != "unknown-extension" || errs[1].Loc.Line != 8 || !strings.Contains(errs[1].Message, "did you mean x-idempotent?") {
+		t.Fatalf("errors:\n%s", (&diag.Errors{List: errs}).Error())
+	}
+}
