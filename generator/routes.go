@@ -211,7 +211,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 		grp.If(any).BlockFunc(func(b *jen.Group) {
 			b.Id("pattern").Op("=").Lit(r.pattern())
 			for _, o := range r.members {
-				b.Id(lowerFirst(o.name)).Op(":=").Id(o.handler).Values(jen.Dict{
+				b.Id("h"+o.name).Op(":=").Id(o.handler).Values(jen.Dict{
 					jen.Id("rt"): jen.Id("rt"),
 					jen.Id("fn"): jen.Id("h").Dot(o.name),
 				})
@@ -255,5 +255,5 @@ func (g *gen) emitMemberCase(sw *jen.Group, r *route, o *opPlan) {
 			sets = append(sets, jen.Id("r").Dot("SetPathValue").Call(jen.Lit(p.wild), val.Clone()))
 		}
 	}
-	sw.Case(cond).Block(append(sets, jen.Id(lowerFirst(o.name)).Dot("ServeHTTP").Call(jen.Id("w"), jen.Id("r")))...)
+	sw.Case(cond).Block(append(sets, jen.Id("h"+o.name).Dot("ServeHTTP").Call(jen.Id("w"), jen.Id("r")))...)
 }

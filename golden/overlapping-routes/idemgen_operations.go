@@ -176,15 +176,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	// One route for closeAccount, closeTenantAccounts, acmeThing: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{idemgenSeg2}"
-		closeAccount := closeAccountHandler{
+		hCloseAccount := closeAccountHandler{
 			fn: h.CloseAccount,
 			rt: rt,
 		}
-		closeTenantAccounts := closeTenantAccountsHandler{
+		hCloseTenantAccounts := closeTenantAccountsHandler{
 			fn: h.CloseTenantAccounts,
 			rt: rt,
 		}
-		acmeThing := acmeThingHandler{
+		hAcmeThing := acmeThingHandler{
 			fn: h.AcmeThing,
 			rt: rt,
 		}
@@ -192,14 +192,14 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts" && r.PathValue("idemgenSeg2") == "close":
 				r.SetPathValue("id", r.PathValue("idemgenSeg1"))
-				closeAccount.ServeHTTP(w, r)
+				hCloseAccount.ServeHTTP(w, r)
 			case h.CloseTenantAccounts != nil && r.PathValue("idemgenSeg1") == "accounts" && r.PathValue("idemgenSeg2") == "close":
 				r.SetPathValue("tenant", r.PathValue("idemgenSeg0"))
-				closeTenantAccounts.ServeHTTP(w, r)
+				hCloseTenantAccounts.ServeHTTP(w, r)
 			case h.AcmeThing != nil && r.PathValue("idemgenSeg0") == "acme":
 				r.SetPathValue("kind", r.PathValue("idemgenSeg1"))
 				r.SetPathValue("name", r.PathValue("idemgenSeg2"))
-				acmeThing.ServeHTTP(w, r)
+				hAcmeThing.ServeHTTP(w, r)
 			default:
 				http.NotFound(w, r)
 			}
