@@ -27,14 +27,11 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 	}
 	switch {
 	case rt.cfg.NoAdvisoryLocks:
-		in.lock = lockNone
+		in.lock, in.lockTimeout = lockNone, max(rt.cfg.ConflictTimeout, op.Wait)
 	case op.Wait > 0:
-		in.lock = lockWait
+		in.lock, in.lockTimeout = lockWait, op.Wait
 	default:
 		in.lock = lockTry
-	}
-	if op.Wait > in.lockTimeout || (op.Wait > 0 && in.lock == lockWait) {
-		in.lockTimeout = op.Wait
 	}
 	ctx := x.r.Context()
 	start := time.Now()
