@@ -85,3 +85,21 @@ func TestDocsAndSQL(t *testing.T) {
 		t.Errorf("sql with an argument: %d", code)
 	}
 }
+
+func TestGenerateJoinsThePackageInDir(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	out := filepath.Join(t.TempDir(), "internal-api")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "service.go"), []byte("package payments\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, so, se := idemgen(t, "generate", spec, "--out", out); code != exitOK {
+		t.Fatalf("%d %s %s", code, so, se)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "idemgen_types.go"))
+	if !strings.Contains(string(b), "package payments\n") {
+		t.Error("generated code is not in the package of the files already in --out")
+	}
+}
