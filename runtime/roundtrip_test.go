@@ -3,6 +3,9 @@ package runtime
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/internal/pgtest"
 )
 
 // Issue 7 item 9: round trips counted with a pgx tracer. A new key in atomic mode costs the
@@ -85,5 +88,42 @@ func TestRoundTripsLease(t *testing.T) {
 	}
 	if x := currentXid(t, e); x != xidBefore+1 {
 		t.Errorf("the replay assigned %d transaction ids, want 0", x-xidBefore-1)
+	}
+}
+
+// Pools in the simple protocol (used behind transaction-pooling proxies) send the claim as one
+// multi-statement Query: the same transaction behaviour and the same round trips, with no
+// prepared statements.
+func TestSimpleProtocolPool(t *testing.T) {
+	e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", nil)
+	h := e.atomicHandler(payOp())
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+	n, writes, log := e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+			t.Fatalf("new key: %d %s", w.Code, w.Body)
+		}
+	})
+	if n != 3 || writes != 3 {
+		t.Errorf("new key took %d round trips (%d socket writes), want 3: %q", n, writes, log)
+	}
+	n, writes, log = e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
+			t.Fatalf("not a replay: %d", w.Code)
+		}
+	})
+	if n != 1 || writes != 1 {
+		t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+	}
+	if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
+		t.Errorf("mismatch: %d", w.Code)
+	}
+	go serve(h, req("t1", key1+"-slow", body100, "X-Delay", "500ms"))
+	time.Sleep(150 * time.Millisecond)
+	if w := serve(h, req("t1", key1+"-slow", body100)); w.Code != 409 {
+		t.Errorf("in flight: %d", w.Code)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if e.payments("t1") != 3 {
+		t.Fatalf("payments %d, want 3", e.payments("t1"))
 	}
 }
