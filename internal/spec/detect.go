@@ -2,6 +2,7 @@ package spec
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -16,7 +17,14 @@ var keyHeaders = []string{"idempotency-key", "x-idempotency-key", "paypal-reques
 const keyField = "idempotencykey"
 
 func normalizeField(s string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r != '_' && r != '-' {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
 }
 
 // detection is an idempotency-looking header or field an operation declares.

@@ -169,14 +169,21 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 		}
 		for i, r := range s.AllOf {
 			if r != nil {
-				add(r.Value, at.at("allOf", strconv.Itoa(i)).follow(r.Ref), depth+1)
+				branch := at
+				if at.lc != nil {
+					branch = at.at("allOf", strconv.Itoa(i)).follow(r.Ref)
+				}
+				add(r.Value, branch, depth+1)
 			}
 		}
 		for _, n := range s.Required {
 			required[n] = true
 		}
 		for _, name := range propertyOrder(s.Properties, at) {
-			p := kinProp{name, s.Properties[name], at.at("properties", name)}
+			p := kinProp{name: name, ref: s.Properties[name]}
+			if at.lc != nil { // positions are only needed when building the model
+				p.at = at.at("properties", name)
+			}
 			if i, ok := seen[name]; ok {
 				props[i] = p
 				continue
@@ -193,7 +200,7 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 // show (a converted Swagger 2.0 spec has no positions) by name.
 func propertyOrder(ps openapi3.Schemas, at src) []string {
 	var out []string
-	if len(ps) > 0 {
+	if len(ps) > 0 && at.lc != nil {
 		for _, k := range at.at("properties").keys() {
 			if _, ok := ps[k]; ok {
 				out = append(out, k)
