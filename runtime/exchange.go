@@ -51,8 +51,11 @@ func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) 
 	} else {
 		s, err := rt.cfg.Scope(r)
 		if err != nil {
+			// The ScopeFunc's reason stays in the logs: it may describe credentials.
 			rt.obs.Outcome(op.ID, op.Mode, OutcomeUnauthorized)
-			rt.probes.write(w, rt.cfg.ScopeStatus, ProblemUnauthenticated, "The request has no scope: "+err.Error(), "", 0)
+			rt.log.Debug("request refused: no scope", "operation", op.ID, "error", err)
+			rt.probes.write(w, rt.cfg.ScopeStatus, ProblemUnauthenticated,
+				"The request could not be attributed to a tenant; authenticate and retry.", "", 0)
 			return nil, false
 		}
 		x.scope = s
