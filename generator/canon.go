@@ -187,7 +187,11 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 	for _, m := range ms {
 		names = append(names, m.fl.p.Name)
 	}
-	comment(f, "%s appends the canonical form (RFC 8785) of v to b: members %s.", c.name, strings.Join(names, ", "))
+	members := "members " + strings.Join(names, ", ")
+	if len(names) == 0 {
+		members = "no declared members"
+	}
+	comment(f, "%s appends the canonical form (RFC 8785) of v to b: %s.", c.name, members)
 	f.Func().Id(c.name).Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Id(t.name)).Index().Byte().BlockFunc(func(grp *jen.Group) {
 		grp.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{'))
 		if len(ms) == 0 && t.extra == "" {
@@ -230,10 +234,15 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 					name(b)
 					g.appendVal(b, fl.t, jen.Op("*").Add(val.Clone()), m.excl, 0, c.op)
 				})
+			case fl.ptr && fl.t.kind == kStruct:
+				grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(b *jen.Group) {
+					name(b)
+					b.Id("b").Op("=").Id(g.canonFor(fl.t, m.excl, c.op)).Call(jen.Id("b"), val.Clone())
+				})
 			case fl.ptr:
 				grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(b *jen.Group) {
 					name(b)
-					g.appendVal(b, fl.t, jen.Parens(jen.Op("*").Add(val.Clone())), m.excl, 0, c.op)
+					g.appendVal(b, fl.t, jen.Op("*").Add(val.Clone()), m.excl, 0, c.op)
 				})
 			case !fl.t.pointerable() && always:
 				grp.If(val.Clone().Op("==").Nil()).BlockFunc(func(b *jen.Group) {

@@ -46,7 +46,7 @@ func appendCanonicalCreatePayoutBodyDataForCreatePayout(b []byte, v *CreatePayou
 	b, x = x.AppendBefore(b, start, "type")
 	if v.Type != nil {
 		b = append(b, ",\"type\":"...)
-		b = canonical.AppendString(b, (*v.Type))
+		b = canonical.AppendString(b, *v.Type)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -65,7 +65,7 @@ func appendCanonicalCreatePayoutBodyDataAttributesForCreatePayout(b []byte, v *C
 	b, x = x.AppendBefore(b, start, "currency")
 	if v.Currency != nil {
 		b = append(b, ",\"currency\":"...)
-		b = canonical.AppendString(b, (*v.Currency))
+		b = canonical.AppendString(b, *v.Currency)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

@@ -53,7 +53,7 @@ func appendCanonicalCreatePaymentParams(b []byte, v *CreatePaymentParams) []byte
 	if v.Amount != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"amount\":"...)
-		b = canonical.AppendInt(b, (*v.Amount))
+		b = canonical.AppendInt(b, *v.Amount)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -68,7 +68,7 @@ func appendCanonicalHandlers2(b []byte, v *Handlers2) []byte {
 	if v.Kind != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"kind\":"...)
-		b = canonical.AppendString(b, string((*v.Kind)))
+		b = canonical.AppendString(b, string(*v.Kind))
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -84,19 +84,19 @@ func appendCanonicalCreatePayment3Body(b []byte, v *CreatePayment3Body) []byte {
 	if v.Extra != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"Extra\":"...)
-		b = canonical.AppendString(b, (*v.Extra))
+		b = canonical.AppendString(b, *v.Extra)
 	}
 	b, x = x.AppendBefore(b, start, "userId")
 	if v.UserID2 != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"userId\":"...)
-		b = canonical.AppendString(b, (*v.UserID2))
+		b = canonical.AppendString(b, *v.UserID2)
 	}
 	b, x = x.AppendBefore(b, start, "user_id")
 	if v.UserID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"user_id\":"...)
-		b = canonical.AppendString(b, (*v.UserID))
+		b = canonical.AppendString(b, *v.UserID)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

@@ -61,7 +61,7 @@ func appendCanonicalNote(b []byte, v *Note) []byte {
 	if v.Pinned != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"pinned\":"...)
-		b = canonical.AppendBool(b, (*v.Pinned))
+		b = canonical.AppendBool(b, *v.Pinned)
 	}
 	b, x = x.AppendBefore(b, start, "text")
 	b = canonical.Comma(b, start)

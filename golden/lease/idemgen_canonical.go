@@ -33,7 +33,7 @@ func appendCanonicalCaptureChargeBody(b []byte, v *CaptureChargeBody) []byte {
 	b, x = x.AppendBefore(b, start, "statement_descriptor")
 	if v.StatementDescriptor != nil {
 		b = append(b, ",\"statement_descriptor\":"...)
-		b = canonical.AppendString(b, (*v.StatementDescriptor))
+		b = canonical.AppendString(b, *v.StatementDescriptor)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

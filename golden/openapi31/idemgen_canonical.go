@@ -57,12 +57,12 @@ func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
 	b, x = x.AppendBefore(b, start, "memo")
 	if v.Memo != nil {
 		b = append(b, ",\"memo\":"...)
-		b = canonical.AppendString(b, (*v.Memo))
+		b = canonical.AppendString(b, *v.Memo)
 	}
 	b, x = x.AppendBefore(b, start, "rate")
 	if v.Rate != nil {
 		b = append(b, ",\"rate\":"...)
-		b = canonical.AppendFloat(b, (*v.Rate))
+		b = canonical.AppendFloat(b, *v.Rate)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

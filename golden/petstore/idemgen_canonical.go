@@ -49,7 +49,7 @@ func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
 	if v.Age != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"age\":"...)
-		b = canonical.AppendInt(b, int64((*v.Age)))
+		b = canonical.AppendInt(b, int64(*v.Age))
 	}
 	b, x = x.AppendBefore(b, start, "attributes")
 	if v.Attributes != nil {
@@ -64,12 +64,12 @@ func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
 	b, x = x.AppendBefore(b, start, "owner")
 	if v.Owner != nil {
 		b = append(b, ",\"owner\":"...)
-		b = appendCanonicalOwner(b, &(*v.Owner))
+		b = appendCanonicalOwner(b, v.Owner)
 	}
 	b, x = x.AppendBefore(b, start, "preferences")
 	if v.Preferences != nil {
 		b = append(b, ",\"preferences\":"...)
-		b = appendCanonicalPreferences(b, &(*v.Preferences))
+		b = appendCanonicalPreferences(b, v.Preferences)
 	}
 	b, x = x.AppendBefore(b, start, "species")
 	b = append(b, ",\"species\":"...)
@@ -89,12 +89,12 @@ func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
 	b, x = x.AppendBefore(b, start, "vaccinated")
 	if v.Vaccinated != nil {
 		b = append(b, ",\"vaccinated\":"...)
-		b = canonical.AppendBool(b, (*v.Vaccinated))
+		b = canonical.AppendBool(b, *v.Vaccinated)
 	}
 	b, x = x.AppendBefore(b, start, "weight_kg")
 	if v.WeightKg != nil {
 		b = append(b, ",\"weight_kg\":"...)
-		b = canonical.AppendFloat(b, (*v.WeightKg))
+		b = canonical.AppendFloat(b, *v.WeightKg)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -110,7 +110,7 @@ func appendCanonicalOrder(b []byte, v *Order) []byte {
 	if v.Complete != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"complete\":"...)
-		b = canonical.AppendBool(b, (*v.Complete))
+		b = canonical.AppendBool(b, *v.Complete)
 	}
 	b, x = x.AppendBefore(b, start, "petId")
 	b = canonical.Comma(b, start)
@@ -122,12 +122,12 @@ func appendCanonicalOrder(b []byte, v *Order) []byte {
 	b, x = x.AppendBefore(b, start, "shipDate")
 	if v.ShipDate != nil {
 		b = append(b, ",\"shipDate\":"...)
-		b = canonical.AppendString(b, (*v.ShipDate))
+		b = canonical.AppendString(b, *v.ShipDate)
 	}
 	b, x = x.AppendBefore(b, start, "status")
 	if v.Status != nil {
 		b = append(b, ",\"status\":"...)
-		b = canonical.AppendString(b, string((*v.Status)))
+		b = canonical.AppendString(b, string(*v.Status))
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -142,7 +142,7 @@ func appendCanonicalOwner(b []byte, v *Owner) []byte {
 	b = canonical.AppendString(b, v.Email)
 	if v.Phone != nil {
 		b = append(b, ",\"phone\":"...)
-		b = canonical.AppendString(b, (*v.Phone))
+		b = canonical.AppendString(b, *v.Phone)
 	}
 	return append(b, '}')
 }

@@ -47,7 +47,7 @@ func appendCanonicalInvoice(b []byte, v *Invoice) []byte {
 	b, x = x.AppendBefore(b, start, "parent")
 	if v.Parent != nil {
 		b = append(b, ",\"parent\":"...)
-		b = appendCanonicalInvoice2(b, &(*v.Parent))
+		b = appendCanonicalInvoice2(b, v.Parent)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -65,7 +65,7 @@ func appendCanonicalLine(b []byte, v *Line) []byte {
 	b, x = x.AppendBefore(b, start, "description")
 	if v.Description != nil {
 		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, (*v.Description))
+		b = canonical.AppendString(b, *v.Description)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -99,7 +99,7 @@ func appendCanonicalInvoice2(b []byte, v *Invoice2) []byte {
 	b, x = x.AppendBefore(b, start, "parent")
 	if v.Parent != nil {
 		b = append(b, ",\"parent\":"...)
-		b = appendCanonicalInvoice2(b, &(*v.Parent))
+		b = appendCanonicalInvoice2(b, v.Parent)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -118,7 +118,7 @@ func appendCanonicalLine2(b []byte, v *Line2) []byte {
 	b, x = x.AppendBefore(b, start, "description")
 	if v.Description != nil {
 		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, (*v.Description))
+		b = canonical.AppendString(b, *v.Description)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
