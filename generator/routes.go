@@ -211,7 +211,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 		grp.If(any).BlockFunc(func(b *jen.Group) {
 			b.Id("pattern").Op("=").Lit(r.pattern())
 			for _, o := range r.members {
-				b.Id("h"+o.name).Op(":=").Id(o.handler).Values(jen.Dict{
+				b.Id("h" + o.name).Op(":=").Id(o.handler).Values(jen.Dict{
 					jen.Id("rt"): jen.Id("rt"),
 					jen.Id("fn"): jen.Id("h").Dot(o.name),
 				})
