@@ -426,3 +426,30 @@ func TestKeyNotDeclaredWarning(t *testing.T) {
 		t.Errorf("the warning must not change the key: %+v", k)
 	}
 }
+
+// TestFormBodySettings: for a form body, key.body and fingerprint.exclude name form fields.
+func TestFormBodySettings(t *testing.T) {
+	spec := strings.Replace(graphSpec, "operationId: createPayment\n      x-idempotent: true",
+		"operationId: createPayment\n      x-idempotent: {key: {body: token}, fingerprint: {exclude: [amount, nope]}}", 1)
+	spec = strings.Replace(spec, "                amount: {type: integer}\n", "                amount: {type: integer}\n                token: {type: string, maxLength: 40}\n", 1)
+	res := load(t, Options{Path: writeFile(t, "form.yaml", spec)})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 1 || errs[0].Code != "exclude-matches-nothing" || !strings.HasSuffix(errs[0].Loc.Pointer, "/fingerprint/exclude/1") {
+		t.Fatalf("errors %v", errs)
+	}
+	op := res.Doc.Operations[1]
+	k := op.Settings.Key
+	if k.Carrier != model.CarrierForm || k.Field != "token" || k.Required || k.MaxLength != 40 {
+		t.Errorf("form key %+v", k)
+	}
+	if ex := op.Settings.Fingerprint.Exclude; len(ex) != 1 || ex[0].Raw != "amount" || slices.Compare(ex[0].Tokens, []string{"amount"}) != 0 {
+		t.Errorf("form exclude %+v", ex)
+	}
+
+	spec = strings.Replace(spec, "key: {body: token}", "key: {body: amount}", 1)
+	spec = strings.Replace(spec, "exclude: [amount, nope]", "exclude: [amount]", 1)
+	res = load(t, Options{Path: writeFile(t, "form2.yaml", spec)})
+	if errs := errorsOf(res.Diags); len(errs) != 1 || errs[0].Code != "key-body-not-string" {
+		t.Fatalf("errors %v", errs)
+	}
+}

@@ -27,11 +27,6 @@ import (
 type loaded struct {
 	doc  *openapi3.T
 	root string // the root file as the user named it
-	// converted is true for a Swagger 2.0 document converted to 3.0: it carries no line numbers.
-	converted bool
-	// overlaid is true when overlays rewrote the root document: its line numbers refer to the
-	// overlaid text, not to the file on disk.
-	overlaid bool
 	// lc locates JSON pointers in the document's files; nil for a converted Swagger 2.0 document.
 	lc *locator
 }
@@ -73,7 +68,6 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		if tree = applyOverlays(path, data, overlays, d); tree == nil {
 			return nil
 		}
-		l.overlaid = true
 	}
 
 	loader := openapi3.NewLoader()
@@ -108,7 +102,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 				diagnoseBroken(path, err.Error(), d)
 				return nil
 			}
-			l.doc, l.converted = doc, true
+			l.doc = doc // converted documents carry no positions: lc stays nil
 			return l
 		}
 	}
