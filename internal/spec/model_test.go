@@ -453,3 +453,18 @@ func TestFormBodySettings(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// TestComponentAliasKeepsDefinitionName: a component that only refers to another names nothing;
+// the schema keeps its definition's name.
+func TestComponentAliasKeepsDefinitionName(t *testing.T) {
+	spec := strings.Replace(graphSpec, "    Unused:\n", "    AAlias: {$ref: '#/components/schemas/Customer'}\n    Unused:\n", 1)
+	res := load(t, Options{Path: writeFile(t, "alias.yaml", spec)})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, s := range res.Doc.Schemas {
+		if s.Name == "AAlias" {
+			t.Errorf("schema named after its alias: %+v", s)
+		}
+	}
+}

@@ -26,9 +26,16 @@ type schemaConverter struct {
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
 	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}}
 	if doc.Components != nil {
-		for name, ref := range doc.Components.Schemas {
-			if ref != nil && ref.Value != nil {
-				if prev, ok := c.compName[ref.Value]; !ok || name < prev {
+		// A component that is only a $ref to another is an alias: the schema is named after its
+		// definition, and takes an alias's name only when its definition is not a component.
+		names := sortedKeys(doc.Components.Schemas)
+		for _, aliases := range []bool{false, true} {
+			for _, name := range names {
+				ref := doc.Components.Schemas[name]
+				if ref == nil || ref.Value == nil || (ref.Ref != "") != aliases {
+					continue
+				}
+				if _, ok := c.compName[ref.Value]; !ok {
 					c.compName[ref.Value] = name
 				}
 			}
