@@ -356,6 +356,11 @@ Attributes:
 	if s := op.Body.Contents[0].Schema; s.Name != "CreatePayment" || s.Properties[0].Schema.Properties[0].Schema.Name != "Attributes" {
 		t.Errorf("external schemas not named: %+v", s)
 	}
+	// Positions inside referenced files come from those files.
+	attrs := op.Body.Contents[0].Schema.Properties[0].Schema.Properties[0].Schema
+	if !strings.HasSuffix(attrs.Loc.File, filepath.Join("schemas", "payment.yaml")) || attrs.Loc.Line != 8 || attrs.Loc.Pointer != "/Attributes" {
+		t.Errorf("Attributes located at %s #%s", attrs.Loc, attrs.Loc.Pointer)
+	}
 }
 
 // TestOverlayKeepsSpecLines: after an overlay, diagnostics about the original document still
