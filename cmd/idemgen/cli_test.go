@@ -199,3 +199,34 @@ func TestVersionAndHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestListWithOverlay(t *testing.T) {
+	code, out, errOut := idemgen(t, "list", vendor+"paypal-payments-v2.json", "--overlay", "../../testdata/config/paypal.overlay.yaml", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Operations []struct {
+			Path, Mark, Retention string
+			Key                   struct {
+				Name     string
+				Required bool
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Operations) != 1 {
+		t.Fatalf("%d operations:\n%s", len(doc.Operations), out)
+	}
+	op := doc.Operations[0]
+	// The overlay sets the header, not required: the declared optional header keeps it optional.
+	if op.Path != "/v2/payments/captures/{capture_id}/refund" || op.Mark != "spec" || op.Retention != "72h" || op.Key.Name != "PayPal-Request-Id" || op.Key.Required {
+		t.Errorf("%+v", op)
+	}
+	// The two other operations with PayPal-Request-Id are still reported as unmarked.
+	if strings.Count(errOut, "warning[unmarked-idempotency-key]") != 2 {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
