@@ -106,7 +106,8 @@ func TestSettingDiagnostics(t *testing.T) {
 		pointer    string
 		msgContain string
 	}{
-		{name: "unknown field", post: `{retension: 24h}`, code: "unknown-field", line: 8, pointer: postPtr + "/retension", msgContain: `"retension"`},
+		{name: "unknown field", post: `{retension: 24h}`, code: "unknown-field", line: 8, pointer: postPtr + "/retension", msgContain: `"retension"; did you mean "retention"?`},
+		{name: "unknown field far from any", post: `{ttl: 24h}`, code: "unknown-field", line: 8, pointer: postPtr + "/ttl", msgContain: "known: key, scope, retention"},
 		{name: "unknown nested field", post: `{key: {header: X-Key, requierd: true}}`, code: "unknown-field", line: 8, pointer: postPtr + "/key/requierd"},
 		{name: "mark of wrong type", post: `"yes"`, code: "wrong-type", line: 8, pointer: postPtr},
 		{name: "duration of wrong type", post: `{retention: 5}`, code: "wrong-type", line: 8, pointer: postPtr + "/retention"},

@@ -104,7 +104,11 @@ func (sd *settingsDecoder) fields(n *yaml.Node, prefix string, known []string, s
 		k, v := n.Content[i], n.Content[i+1]
 		path := join(prefix, k.Value)
 		if !slices.Contains(known, k.Value) {
-			sd.errf(k, path, "unknown-field", "unknown field %q (known: %s)", k.Value, strings.Join(known, ", "))
+			if near := closest(k.Value, known); near != "" {
+				sd.errf(k, path, "unknown-field", "unknown field %q; did you mean %q?", k.Value, near)
+			} else {
+				sd.errf(k, path, "unknown-field", "unknown field %q (known: %s)", k.Value, strings.Join(known, ", "))
+			}
 			continue
 		}
 		sd.l.locs[path] = sd.loc(v, path)
@@ -471,4 +475,36 @@ func validToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// closest is the known name within two edits of name (ignoring case), "" when there is none.
+func closest(name string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
