@@ -30,11 +30,11 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Line()
 	f.Comment("Operations is the operation table of this package. Treat it as read-only: the runtime reads it on")
 	f.Comment("every request.")
-	f.Var().Id("Operations").Op("=").Id("OperationTable").Values(jen.DictFunc(func(d jen.Dict) {
-		for _, o := range g.ops {
-			d[jen.Id(o.name)] = g.operationValue(o)
-		}
-	}))
+	var ops []kv
+	for _, o := range g.ops {
+		ops = append(ops, kv{o.name, g.operationValue(o)})
+	}
+	f.Var().Id("Operations").Op("=").Add(literal(jen.Id("OperationTable"), ops))
 	f.Line()
 
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
@@ -71,82 +71,115 @@ func (g *gen) emitOperations(f *jen.File) {
 	})
 }
 
-// operationValue is the runtime.Operation literal of one operation.
+// kv is one field of a struct literal written in a chosen order (jen.Dict sorts by name).
+type kv struct {
+	key string
+	val jen.Code
+}
+
+// literal writes Type{k: v, ...} one field per line, in the order given.
+func literal(typ jen.Code, fields []kv) jen.Code {
+	return jen.Add(typ).ValuesFunc(func(g *jen.Group) {
+		for _, f := range fields {
+			g.Line().Id(f.key).Op(":").Add(f.val)
+		}
+		g.Line()
+	})
+}
+
+// inline writes Type{k: v, ...} on one line.
+func inline(typ jen.Code, fields []kv) jen.Code {
+	var items []jen.Code
+	for _, f := range fields {
+		items = append(items, jen.Id(f.key).Op(":").Add(f.val))
+	}
+	return jen.Add(typ).Values(items...)
+}
+
+// sizeLit writes a byte count as 64 << 10 or 1 << 20 when it is whole KiB or MiB.
+func sizeLit(n int64) jen.Code {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return jen.Lit(int(n >> 20)).Op("<<").Lit(20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return jen.Lit(int(n >> 10)).Op("<<").Lit(10)
+	}
+	return jen.Lit(int(n))
+}
+
+// operationValue is the runtime.Operation literal of one operation, fields in the order of
+// runtime.Operation's declaration.
 func (g *gen) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
-	d := jen.Dict{
-		jen.Id("ID"):            jen.Lit(o.op.ID),
-		jen.Id("Method"):        jen.Lit(o.op.Method),
-		jen.Id("Path"):          jen.Lit(o.op.Path),
-		jen.Id("Retention"):     durationLit(s.Retention),
-		jen.Id("BodyLimit"):     jen.Lit(s.BodyLimit),
-		jen.Id("ResponseLimit"): jen.Lit(s.ResponseLimit),
-	}
+	mode := jen.Qual(pkgRuntime, "Atomic")
 	if s.Mode == model.ModeLease {
-		d[jen.Id("Mode")] = jen.Qual(pkgRuntime, "Lease")
-	} else {
-		d[jen.Id("Mode")] = jen.Qual(pkgRuntime, "Atomic")
+		mode = jen.Qual(pkgRuntime, "Lease")
 	}
+	scope := jen.Qual(pkgRuntime, "ScopeTenant")
 	if s.Scope == model.ScopeOperation {
-		d[jen.Id("Scope")] = jen.Qual(pkgRuntime, "ScopeOperation")
-	} else {
-		d[jen.Id("Scope")] = jen.Qual(pkgRuntime, "ScopeTenant")
+		scope = jen.Qual(pkgRuntime, "ScopeOperation")
 	}
-	if s.Lease > 0 {
-		d[jen.Id("Lease")] = durationLit(s.Lease)
-	}
-	if s.Wait > 0 {
-		d[jen.Id("Wait")] = durationLit(s.Wait)
-	}
-	k := jen.Dict{
-		jen.Id("Required"):  jen.Lit(s.Key.Required),
-		jen.Id("MinLength"): jen.Lit(s.Key.MinLength),
-		jen.Id("MaxLength"): jen.Lit(s.Key.MaxLength),
-	}
+	var key []kv
 	switch s.Key.Carrier {
 	case model.CarrierBody:
-		k[jen.Id("BodyPointer")] = jen.Lit(s.Key.Pointer)
+		key = append(key, kv{"BodyPointer", jen.Lit(s.Key.Pointer)})
 	case model.CarrierForm:
-		k[jen.Id("BodyPointer")] = jen.Lit(s.Key.Field)
+		key = append(key, kv{"BodyPointer", jen.Lit(s.Key.Field)})
 	default:
-		k[jen.Id("Header")] = jen.Lit(s.Key.Header)
+		key = append(key, kv{"Header", jen.Lit(s.Key.Header)})
 	}
+	key = append(key, kv{"Required", jen.Lit(s.Key.Required)}, kv{"MinLength", jen.Lit(s.Key.MinLength)}, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
 	if s.Key.Pattern != "" {
 		// The loader has checked that the pattern compiles; anchoring makes it match the whole key.
-		k[jen.Id("Pattern")] = jen.Qual("regexp", "MustCompile").Call(jen.Lit(anchor(s.Key.Pattern)))
+		key = append(key, kv{"Pattern", jen.Qual("regexp", "MustCompile").Call(jen.Lit(anchor(s.Key.Pattern)))})
 	}
-	d[jen.Id("Key")] = jen.Qual(pkgRuntime, "KeyRule").Values(k)
+	fields := []kv{
+		{"ID", jen.Lit(o.op.ID)},
+		{"Method", jen.Lit(o.op.Method)},
+		{"Path", jen.Lit(o.op.Path)},
+		{"Mode", mode},
+		{"Scope", scope},
+		{"Key", literal(jen.Qual(pkgRuntime, "KeyRule"), key)},
+		{"Retention", durationLit(s.Retention)},
+	}
+	if s.Lease > 0 {
+		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
+	}
+	if s.Wait > 0 {
+		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
+	}
+	fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)}, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
 	if o.op.Body != nil {
-		d[jen.Id("MediaTypes")] = jen.Index().String().ValuesFunc(func(grp *jen.Group) {
-			for _, c := range o.op.Body.Contents {
-				grp.Lit(c.MediaType)
-			}
-		})
+		var mts []string
+		for _, c := range o.op.Body.Contents {
+			mts = append(mts, c.MediaType)
+		}
+		fields = append(fields, kv{"MediaTypes", stringsLit(mts)})
 	}
 	if len(s.Replay.Headers) > 0 {
-		d[jen.Id("ReplayHeaders")] = stringsLit(s.Replay.Headers)
-	}
-	if len(s.Fingerprint.Headers) > 0 {
-		d[jen.Id("FingerprintHeaders")] = stringsLit(s.Fingerprint.Headers)
+		fields = append(fields, kv{"ReplayHeaders", stringsLit(s.Replay.Headers)})
 	}
 	if len(s.Replay.Statuses) > 0 {
-		d[jen.Id("Statuses")] = jen.Index().Qual(pkgRuntime, "StatusRule").ValuesFunc(func(grp *jen.Group) {
+		fields = append(fields, kv{"Statuses", jen.Index().Qual(pkgRuntime, "StatusRule").ValuesFunc(func(grp *jen.Group) {
 			for _, r := range s.Replay.Statuses {
-				rd := jen.Dict{}
+				var rf []kv
 				if r.Code != 0 {
-					rd[jen.Id("Code")] = jen.Lit(r.Code)
+					rf = append(rf, kv{"Code", jen.Lit(r.Code)})
 				}
 				if r.Class != 0 {
-					rd[jen.Id("Class")] = jen.Lit(r.Class)
+					rf = append(rf, kv{"Class", jen.Lit(r.Class)})
 				}
 				if r.Exclude {
-					rd[jen.Id("Exclude")] = jen.True()
+					rf = append(rf, kv{"Exclude", jen.True()})
 				}
-				grp.Values(rd)
+				grp.Add(inline(jen.Null(), rf))
 			}
-		})
+		})})
 	}
-	return jen.Qual(pkgRuntime, "Operation").Values(d)
+	if len(s.Fingerprint.Headers) > 0 {
+		fields = append(fields, kv{"FingerprintHeaders", stringsLit(s.Fingerprint.Headers)})
+	}
+	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
 
 func stringsLit(ss []string) jen.Code {

@@ -23,37 +23,27 @@ type OperationTable struct {
 
 // Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
 // every request.
-var Operations = OperationTable{CreatePayout: runtime.Operation{
-	BodyLimit: int64(1048576),
-	ID:        "createPayout",
-	Key: runtime.KeyRule{
-		BodyPointer: "/data/attributes/idempotencyKey",
-		MaxLength:   255,
-		MinLength:   16,
-		Required:    true,
+var Operations = OperationTable{
+	CreatePayout: runtime.Operation{
+		ID:     "createPayout",
+		Method: "POST",
+		Path:   "/payouts",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
+		Key: runtime.KeyRule{
+			BodyPointer: "/data/attributes/idempotencyKey",
+			Required:    true,
+			MinLength:   16,
+			MaxLength:   255,
+		},
+		Retention:     24 * time.Hour,
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/vnd.api+json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
-	Lease:         30 * time.Second,
-	MediaTypes:    []string{"application/vnd.api+json"},
-	Method:        "POST",
-	Mode:          runtime.Atomic,
-	Path:          "/payouts",
-	ResponseLimit: int64(1048576),
-	Retention:     24 * time.Hour,
-	Scope:         runtime.ScopeTenant,
-	Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-		Code:    408,
-		Exclude: true,
-	}, {
-		Code:    409,
-		Exclude: true,
-	}, {
-		Code:    425,
-		Exclude: true,
-	}, {
-		Code:    429,
-		Exclude: true,
-	}},
-}}
+}
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
 // Register (the mux then answers 404 or 405 for that route), so a service may implement a subset

@@ -25,66 +25,42 @@ type OperationTable struct {
 // Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
 // every request.
 var Operations = OperationTable{
-	CancelPayout: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "cancelPayout",
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			MaxLength: 255,
-			MinLength: 16,
-			Required:  true,
-		},
-		Lease:         30 * time.Second,
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/payouts/{id}/cancel",
-		ResponseLimit: int64(1048576),
-		Retention:     1 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
-	},
 	CreatePayout: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createPayout",
+		ID:     "createPayout",
+		Method: "POST",
+		Path:   "/payouts",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "X-Request-Id",
-			MaxLength: 40,
-			MinLength: 10,
 			Required:  true,
+			MinLength: 10,
+			MaxLength: 40,
 		},
-		Lease:         30 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/payouts",
-		ResponseLimit: int64(1048576),
 		Retention:     168 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
+	},
+	CancelPayout: runtime.Operation{
+		ID:     "cancelPayout",
+		Method: "POST",
+		Path:   "/payouts/{id}/cancel",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
+		Key: runtime.KeyRule{
+			Header:    "X-Request-Id",
+			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
+		},
+		Retention:     1 * time.Hour,
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 }
 

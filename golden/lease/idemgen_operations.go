@@ -24,31 +24,30 @@ type OperationTable struct {
 
 // Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
 // every request.
-var Operations = OperationTable{CaptureCharge: runtime.Operation{
-	BodyLimit: int64(65536),
-	ID:        "captureCharge",
-	Key: runtime.KeyRule{
-		Header:    "Idempotency-Key",
-		MaxLength: 255,
-		MinLength: 20,
-		Pattern:   regexp.MustCompile("^(?:^[a-z0-9-]+$)$"),
-		Required:  true,
+var Operations = OperationTable{
+	CaptureCharge: runtime.Operation{
+		ID:     "captureCharge",
+		Method: "POST",
+		Path:   "/charges/{chargeId}/capture",
+		Mode:   runtime.Lease,
+		Scope:  runtime.ScopeOperation,
+		Key: runtime.KeyRule{
+			Header:    "Idempotency-Key",
+			Required:  true,
+			MinLength: 20,
+			MaxLength: 255,
+			Pattern:   regexp.MustCompile("^(?:^[a-z0-9-]+$)$"),
+		},
+		Retention:     72 * time.Hour,
+		Lease:         45 * time.Second,
+		Wait:          2 * time.Second,
+		BodyLimit:     64 << 10,
+		ResponseLimit: 256 << 10,
+		MediaTypes:    []string{"application/json"},
+		ReplayHeaders: []string{"X-Provider-Reference"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Code: 402}, {Code: 409, Exclude: true}},
 	},
-	Lease:         45 * time.Second,
-	MediaTypes:    []string{"application/json"},
-	Method:        "POST",
-	Mode:          runtime.Lease,
-	Path:          "/charges/{chargeId}/capture",
-	ReplayHeaders: []string{"X-Provider-Reference"},
-	ResponseLimit: int64(262144),
-	Retention:     72 * time.Hour,
-	Scope:         runtime.ScopeOperation,
-	Statuses: []runtime.StatusRule{{Class: 2}, {Code: 402}, {
-		Code:    409,
-		Exclude: true,
-	}},
-	Wait: 2 * time.Second,
-}}
+}
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
 // Register (the mux then answers 404 or 405 for that route), so a service may implement a subset

@@ -24,38 +24,28 @@ type OperationTable struct {
 
 // Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
 // every request.
-var Operations = OperationTable{PostEntry: runtime.Operation{
-	BodyLimit: int64(1048576),
-	ID:        "postEntry",
-	Key: runtime.KeyRule{
-		Header:    "X-Idempotency-Key",
-		MaxLength: 64,
-		MinLength: 8,
-		Pattern:   regexp.MustCompile("^(?:^[A-Za-z0-9_-]+$)$"),
-		Required:  true,
+var Operations = OperationTable{
+	PostEntry: runtime.Operation{
+		ID:     "postEntry",
+		Method: "POST",
+		Path:   "/v2/entries",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
+		Key: runtime.KeyRule{
+			Header:    "X-Idempotency-Key",
+			Required:  true,
+			MinLength: 8,
+			MaxLength: 64,
+			Pattern:   regexp.MustCompile("^(?:^[A-Za-z0-9_-]+$)$"),
+		},
+		Retention:     24 * time.Hour,
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
-	Lease:         30 * time.Second,
-	MediaTypes:    []string{"application/json"},
-	Method:        "POST",
-	Mode:          runtime.Atomic,
-	Path:          "/v2/entries",
-	ResponseLimit: int64(1048576),
-	Retention:     24 * time.Hour,
-	Scope:         runtime.ScopeTenant,
-	Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-		Code:    408,
-		Exclude: true,
-	}, {
-		Code:    409,
-		Exclude: true,
-	}, {
-		Code:    425,
-		Exclude: true,
-	}, {
-		Code:    429,
-		Exclude: true,
-	}},
-}}
+}
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
 // Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
