@@ -135,7 +135,6 @@ type canonFunc struct {
 	t    *tinfo
 	excl *trie
 	op   *opPlan // for error locations
-	done bool
 }
 
 // canonFor returns the canonicalizer of struct t under exclusions n, planning it on first use.

@@ -42,7 +42,8 @@ type tinfo struct {
 	addl *tinfo
 	// consts are the enum constant names, parallel to s.Enum.
 	consts []string
-	// decodeFn and canonFn are the names of the generated functions (structs only).
+	// decodeFn is the name of the struct's JSON decode function (structs only); canonicalizer
+	// names are per exclusion set (canonFor).
 	decodeFn string
 	// form marks a struct planned for a form-only body (formTypeOf): it has no JSON decoder or
 	// canonicalizer, and its nested members are bags of bracketed fields.
@@ -228,7 +229,7 @@ func (g *gen) planStruct(t *tinfo) {
 			t.extra = fnames.take("Extra")
 		}
 	}
-	t.decodeFn = "decode" + t.name
+	t.decodeFn = g.names.take("decode" + t.name)
 }
 
 // emitTypes declares every planned struct and enum type, and the per-operation parameter and
