@@ -41,13 +41,13 @@ func appendCanonicalPet(b []byte, v *Pet) []byte {
 	if v.Category != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"category\":"...)
-		b = appendCanonicalCategory(b, &(*v.Category))
+		b = appendCanonicalCategory(b, v.Category)
 	}
 	b, x = x.AppendBefore(b, start, "id")
 	if v.ID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, (*v.ID))
+		b = canonical.AppendInt(b, *v.ID)
 	}
 	b, x = x.AppendBefore(b, start, "name")
 	b = canonical.Comma(b, start)
@@ -71,7 +71,7 @@ func appendCanonicalPet(b []byte, v *Pet) []byte {
 	b, x = x.AppendBefore(b, start, "status")
 	if v.Status != nil {
 		b = append(b, ",\"status\":"...)
-		b = canonical.AppendString(b, string((*v.Status)))
+		b = canonical.AppendString(b, string(*v.Status))
 	}
 	b, x = x.AppendBefore(b, start, "tags")
 	if v.Tags != nil {
@@ -99,37 +99,37 @@ func appendCanonicalOrder(b []byte, v *Order) []byte {
 	if v.Complete != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"complete\":"...)
-		b = canonical.AppendBool(b, (*v.Complete))
+		b = canonical.AppendBool(b, *v.Complete)
 	}
 	b, x = x.AppendBefore(b, start, "id")
 	if v.ID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, (*v.ID))
+		b = canonical.AppendInt(b, *v.ID)
 	}
 	b, x = x.AppendBefore(b, start, "petId")
 	if v.PetID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"petId\":"...)
-		b = canonical.AppendInt(b, (*v.PetID))
+		b = canonical.AppendInt(b, *v.PetID)
 	}
 	b, x = x.AppendBefore(b, start, "quantity")
 	if v.Quantity != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"quantity\":"...)
-		b = canonical.AppendInt(b, int64((*v.Quantity)))
+		b = canonical.AppendInt(b, int64(*v.Quantity))
 	}
 	b, x = x.AppendBefore(b, start, "shipDate")
 	if v.ShipDate != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"shipDate\":"...)
-		b = canonical.AppendString(b, (*v.ShipDate))
+		b = canonical.AppendString(b, *v.ShipDate)
 	}
 	b, x = x.AppendBefore(b, start, "status")
 	if v.Status != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"status\":"...)
-		b = canonical.AppendString(b, string((*v.Status)))
+		b = canonical.AppendString(b, string(*v.Status))
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -144,13 +144,13 @@ func appendCanonicalCategory(b []byte, v *Category) []byte {
 	if v.ID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, (*v.ID))
+		b = canonical.AppendInt(b, *v.ID)
 	}
 	b, x = x.AppendBefore(b, start, "name")
 	if v.Name != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"name\":"...)
-		b = canonical.AppendString(b, (*v.Name))
+		b = canonical.AppendString(b, *v.Name)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -165,13 +165,13 @@ func appendCanonicalTag(b []byte, v *Tag) []byte {
 	if v.ID != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, (*v.ID))
+		b = canonical.AppendInt(b, *v.ID)
 	}
 	b, x = x.AppendBefore(b, start, "name")
 	if v.Name != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"name\":"...)
-		b = canonical.AppendString(b, (*v.Name))
+		b = canonical.AppendString(b, *v.Name)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
 	"time"
 )
+
+// This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
+// the build here until the code is regenerated.
+var _ = [1]struct{}{}[canonical.Version-1]
 
 // OperationTable holds the resolved idempotency settings of every marked operation, one field per
 // operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
@@ -21,66 +26,42 @@ type OperationTable struct {
 // every request.
 var Operations = OperationTable{
 	AddPet: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "addPet",
+		ID:     "addPet",
+		Method: "POST",
+		Path:   "/pet",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
-		Lease:         30 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/pet",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	PlaceOrder: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "placeOrder",
+		ID:     "placeOrder",
+		Method: "POST",
+		Path:   "/store/order",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
-		Lease:         30 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/store/order",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 }
 

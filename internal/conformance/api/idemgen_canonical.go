@@ -131,7 +131,7 @@ func appendCanonicalPaymentRequestForCreatePayment(b []byte, v *PaymentRequest) 
 	b, x = x.AppendBefore(b, start, "description")
 	if v.Description != nil {
 		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, (*v.Description))
+		b = canonical.AppendString(b, *v.Description)
 	}
 	b, x = x.AppendBefore(b, start, "metadata")
 	if v.Metadata != nil {
@@ -158,7 +158,7 @@ func appendCanonicalCreateRefundBody(b []byte, v *CreateRefundBody) []byte {
 	b, x = x.AppendBefore(b, start, "reason")
 	if v.Reason != nil {
 		b = append(b, ",\"reason\":"...)
-		b = canonical.AppendString(b, (*v.Reason))
+		b = canonical.AppendString(b, *v.Reason)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -211,7 +211,7 @@ func appendCanonicalCreateOrderBodyLinesItem(b []byte, v *CreateOrderBodyLinesIt
 	b, x = x.AppendBefore(b, start, "unit_price")
 	if v.UnitPrice != nil {
 		b = append(b, ",\"unit_price\":"...)
-		b = canonical.AppendFloat(b, (*v.UnitPrice))
+		b = canonical.AppendFloat(b, *v.UnitPrice)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')
@@ -227,7 +227,7 @@ func appendCanonicalCreateOrderBodyPayer(b []byte, v *CreateOrderBodyPayer) []by
 	if v.Country != nil {
 		b = canonical.Comma(b, start)
 		b = append(b, "\"country\":"...)
-		b = canonical.AppendString(b, (*v.Country))
+		b = canonical.AppendString(b, *v.Country)
 	}
 	b, x = x.AppendBefore(b, start, "name")
 	b = canonical.Comma(b, start)

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
 	"time"
 )
+
+// This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
+// the build here until the code is regenerated.
+var _ = [1]struct{}{}[canonical.Version-1]
 
 // OperationTable holds the resolved idempotency settings of every marked operation, one field per
 // operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
@@ -25,190 +30,118 @@ type OperationTable struct {
 // every request.
 var Operations = OperationTable{
 	CreateCharge: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createCharge",
+		ID:     "createCharge",
+		Method: "POST",
+		Path:   "/v1/charges",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
-		Lease:         2 * time.Second,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/v1/charges",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         2 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	CreateOrder: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createOrder",
+		ID:     "createOrder",
+		Method: "POST",
+		Path:   "/v1/orders",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
-		Lease:         2 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/v1/orders",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         2 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	CreatePayment: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createPayment",
+		ID:     "createPayment",
+		Method: "POST",
+		Path:   "/v1/payments",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
+		Retention:     24 * time.Hour,
 		Lease:         2 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/v1/payments",
-		ResponseLimit: int64(1048576),
-		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
-	},
-	CreateProviderCharge: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createProviderCharge",
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
-			Required:  true,
-		},
-		Lease:         1 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Lease,
-		Path:          "/v1/provider-charges",
-		ResponseLimit: int64(1048576),
-		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	CreateRefund: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createRefund",
+		ID:     "createRefund",
+		Method: "POST",
+		Path:   "/v1/payments/{payment_id}/refunds",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
-			MaxLength: 255,
-			MinLength: 16,
 			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
 		},
-		Lease:         2 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/v1/payments/{payment_id}/refunds",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         2 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
+	},
+	CreateProviderCharge: runtime.Operation{
+		ID:     "createProviderCharge",
+		Method: "POST",
+		Path:   "/v1/provider-charges",
+		Mode:   runtime.Lease,
+		Scope:  runtime.ScopeTenant,
+		Key: runtime.KeyRule{
+			Header:    "Idempotency-Key",
+			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
+		},
+		Retention:     24 * time.Hour,
+		Lease:         1 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	CreateTransfer: runtime.Operation{
-		BodyLimit: int64(1048576),
-		ID:        "createTransfer",
+		ID:     "createTransfer",
+		Method: "POST",
+		Path:   "/v1/transfers",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			BodyPointer: "/idempotency_key",
-			MaxLength:   255,
-			MinLength:   8,
 			Required:    true,
+			MinLength:   8,
+			MaxLength:   255,
 		},
-		Lease:         2 * time.Second,
-		MediaTypes:    []string{"application/json"},
-		Method:        "POST",
-		Mode:          runtime.Atomic,
-		Path:          "/v1/transfers",
-		ResponseLimit: int64(1048576),
 		Retention:     24 * time.Hour,
-		Scope:         runtime.ScopeTenant,
-		Statuses: []runtime.StatusRule{{Class: 2}, {Class: 4}, {
-			Code:    408,
-			Exclude: true,
-		}, {
-			Code:    409,
-			Exclude: true,
-		}, {
-			Code:    425,
-			Exclude: true,
-		}, {
-			Code:    429,
-			Exclude: true,
-		}},
+		Lease:         2 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 }
 
