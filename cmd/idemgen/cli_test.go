@@ -230,3 +230,28 @@ func TestListWithOverlay(t *testing.T) {
 		t.Errorf("stderr:\n%s", errOut)
 	}
 }
+
+// TestListInferOnVendorSpecs: what a user pointing `idemgen list --infer` at each public spec
+// sees (internal/spec's corpus test checks the details).
+func TestListInferOnVendorSpecs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 13 MB of specs")
+	}
+	for file, want := range map[string]int{
+		"adyen-checkout-v71.json": 22, "paypal-payments-v2.json": 3, "coinbase-cdp.yaml": 66,
+		"twilio-api-v2010.yaml": 4, "svix-server-openapi.json": 10, "stripe-spec3.yaml": 0, "swagger-petstore-v3.yaml": 0,
+	} {
+		code, out, errOut := idemgen(t, "list", "--infer", "--format", "json", vendor+file)
+		var doc struct{ Operations []json.RawMessage }
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitOK || len(doc.Operations) != want {
+			t.Errorf("%s: exit %d, %d operations, want %d (%v)\n%s", file, code, len(doc.Operations), want, err, errOut)
+		}
+	}
+	for _, file := range []string{"square-connect-v2-oas3-2025-05-21.json", "unit-openapi/openapi.json"} {
+		code, _, errOut := idemgen(t, "list", "--infer", vendor+file)
+		first, _, _ := strings.Cut(errOut, "\n")
+		if code != exitSpec || !strings.Contains(first, ".json:") || !strings.Contains(first, "$ref") {
+			t.Errorf("%s: exit %d, first line %q", file, code, first)
+		}
+	}
+}
