@@ -34,12 +34,12 @@ Exit status 1 when there are errors, or warnings under --strict.`,
 			if err != nil {
 				return err
 			}
-			errs, warns := count(res.Diags)
+			errs, warns := tally(res.Diags)
 			marked := 0
 			if res.Doc != nil {
 				marked = len(res.Doc.Operations)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d idempotent operations, %d errors, %d warnings\n", args[0], marked, errs, warns)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %s, %s\n", args[0], count(marked, "idempotent operation"), count(errs, "error"), count(warns, "warning"))
 			if errs > 0 || res.Doc == nil || (strict && warns > 0) {
 				return &exitError{code: exitSpec}
 			}
@@ -51,7 +51,7 @@ Exit status 1 when there are errors, or warnings under --strict.`,
 	return cmd
 }
 
-func count(l *diag.List) (errs, warns int) {
+func tally(l *diag.List) (errs, warns int) {
 	for _, d := range l.Sorted() {
 		if d.Severity == diag.Error {
 			errs++
@@ -60,4 +60,12 @@ func count(l *diag.List) (errs, warns int) {
 		}
 	}
 	return errs, warns
+}
+
+// count writes "1 warning", "2 warnings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

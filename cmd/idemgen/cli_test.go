@@ -140,7 +140,7 @@ func TestListWithConfigOnVendorSpec(t *testing.T) {
 func TestCheckExitCodes(t *testing.T) {
 	spec := writeTemp(t, "openapi.yaml", markedSpec)
 	code, out, errOut := idemgen(t, "check", spec)
-	if code != exitOK || !strings.Contains(out, "1 idempotent operations, 0 errors, 1 warnings") {
+	if code != exitOK || !strings.Contains(out, "1 idempotent operation, 0 errors, 1 warning") {
 		t.Errorf("check: exit %d, out %q, err %q", code, out, errOut)
 	}
 	if code, _, _ := idemgen(t, "check", spec, "--strict"); code != exitSpec {
