@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
@@ -64,7 +66,7 @@ func TestCases(t *testing.T) {
 	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(pool, NewProvider())
+	h, err := NewHandler(pool, NewProvider(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +90,16 @@ func TestCases(t *testing.T) {
 			}
 		}
 	})
+}
+
+// testLogger sends the runtime's logs to the test log, shown when a test fails or with -v.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,11 +12,11 @@ import (
 )
 
 // NewHandler returns the conformance service over pool (whose idempotency store and business
-// tables must exist: runtime.Migrate and Migrate) and provider. The tenant is the bearer token
-// of `Authorization: Bearer <tenant>`; a request without one is refused with 401
-// `unauthenticated` before any key lookup.
-func NewHandler(pool *pgxpool.Pool, provider *Provider) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+// tables must exist: runtime.Migrate and Migrate) and provider; the runtime logs to log (nil:
+// slog.Default()). The tenant is the bearer token of `Authorization: Bearer <tenant>`; a
+// request without one is refused with 401 `unauthenticated` before any key lookup.
+func NewHandler(pool *pgxpool.Pool, provider *Provider, log *slog.Logger) (http.Handler, error) {
+	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
