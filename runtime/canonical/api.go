@@ -10,6 +10,13 @@
 // escapes, numbers outside the float64 range, bytes after the document, a byte order mark, and
 // nesting deeper than [MaxDepth]. Member names are matched case-sensitively.
 //
+// Decisions where the RFCs leave room: a number closer to zero than the smallest double is
+// accepted as 0, as ECMAScript's Number() reads it (a number too large for a double has no
+// value to stand for, so it is refused); Unicode noncharacters (U+FFFE, U+FDD0…) are
+// accepted, since parsers agree on them although I-JSON (RFC 7493 section 2.1) discourages
+// them; a schema integer may be spelled 1.0 or 1e0 (JSON Schema counts those as integers)
+// but 1.5 is refused.
+//
 // # Canonical form
 //
 // Output follows RFC 8785 (JSON Canonicalization Scheme): no whitespace, members sorted by
