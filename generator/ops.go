@@ -257,6 +257,19 @@ func (g *gen) planParams(o *opPlan) {
 				o.op.ID, p.Name, p.In)
 			continue
 		}
+		switch p.Style {
+		case "", "simple", "form":
+		case "pipeDelimited", "spaceDelimited":
+			if pp.t.kind != kSlice || p.In != model.InQuery {
+				g.diags.Errorf(p.Loc, "unsupported-schema", "operation %s: parameter %q: style %s applies to query arrays only", o.op.ID, p.Name, p.Style)
+				continue
+			}
+		default:
+			g.diags.Errorf(p.Loc, "unsupported-schema",
+				"operation %s: parameter %q has style %s; idemgen decodes the simple, form, pipeDelimited and spaceDelimited styles",
+				o.op.ID, p.Name, p.Style)
+			continue
+		}
 		pp.ptr = pp.t.pointerable() && !p.Required && p.In != model.InPath
 		o.pparams = append(o.pparams, pp)
 	}
@@ -306,7 +319,7 @@ func (g *gen) planRoute(o *opPlan) {
 			out = append(out, "{"+w+"}")
 		}
 		for _, name := range params {
-			if byName[name] == nil {
+			if !declaredPath(o.op, name) {
 				g.diags.Errorf(o.op.Loc, "bad-path", "operation %s: path parameter {%s} is not declared", o.op.ID, name)
 			}
 		}
@@ -389,4 +402,14 @@ func (g *gen) formTypeOf(s *model.Schema, hint string) *tinfo {
 		t.fields = append(t.fields, f)
 	}
 	return t
+}
+
+// declaredPath reports whether op declares the path parameter name.
+func declaredPath(op *model.Operation, name string) bool {
+	for _, p := range op.Params {
+		if p.In == model.InPath && p.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -116,13 +116,21 @@ func (g *gen) emitParamParser(f *jen.File, o *opPlan) {
 }
 
 // convertList fills an array parameter: exploded query values are one item each; otherwise
-// (and for headers) items are comma-separated.
+// (and for headers) items are separated by ',' (simple, form), '|' (pipeDelimited) or ' '
+// (spaceDelimited).
 func (g *gen) convertList(b *jen.Group, pp *paramPlan, dst *jen.Statement, fail func(string) jen.Code) {
 	items := jen.Id("vs")
 	if !(pp.p.In == model.InQuery && pp.p.Explode) {
+		sep := ","
+		switch pp.p.Style {
+		case "pipeDelimited":
+			sep = "|"
+		case "spaceDelimited":
+			sep = " "
+		}
 		b.Var().Id("items").Index().String()
 		b.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("vs")).Block(
-			jen.For(jen.List(jen.Id("_"), jen.Id("it")).Op(":=").Range().Qual("strings", "Split").Call(jen.Id("v"), jen.Lit(","))).Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("it")).Op(":=").Range().Qual("strings", "Split").Call(jen.Id("v"), jen.Lit(sep))).Block(
 				jen.Id("items").Op("=").Append(jen.Id("items"), jen.Qual("strings", "TrimSpace").Call(jen.Id("it"))),
 			),
 		)

@@ -12,13 +12,14 @@ import (
 )
 
 func TestPlaceOrderParams(t *testing.T) {
-	r := httptest.NewRequest("POST", "/stores/42/orders?include=pet,store&limit=7", nil)
+	r := httptest.NewRequest("POST", "/stores/42/orders?include=pet,store&limit=7&ids=3%7C5", nil)
 	r.SetPathValue("storeId", "42")
 	p, err := parsePlaceOrderParams(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.StoreID != 42 || len(p.Include) != 2 || p.Include[1] != PlaceOrderParamsIncludeItemStore || p.Limit == nil || *p.Limit != 7 {
+	if p.StoreID != 42 || len(p.Include) != 2 || p.Include[1] != PlaceOrderParamsIncludeItemStore || p.Limit == nil || *p.Limit != 7 ||
+		len(p.Ids) != 2 || p.Ids[1] != 5 {
 		t.Fatalf("params = %+v", p)
 	}
 	for _, tt := range []struct{ store, query string }{
@@ -28,6 +29,7 @@ func TestPlaceOrderParams(t *testing.T) {
 		{"1", "limit=101"},           // maximum 100
 		{"1", "limit=1&limit=2"},     // a scalar given twice
 		{"1", "limit=9999999999999"}, // int32
+		{"1", "ids=1,2"},             // pipeDelimited: "1,2" is one item, not an integer
 	} {
 		r := httptest.NewRequest("POST", "/stores/"+tt.store+"/orders?"+tt.query, nil)
 		r.SetPathValue("storeId", tt.store)

@@ -32,6 +32,7 @@ func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *Pla
 	f.Begin("placeOrder", "POST", "/stores/{storeId}/orders")
 	f.PathParam("storeId", r.PathValue("storeId"))
 	q := r.URL.Query()
+	f.Query("ids", q["ids"])
 	f.Query("include", q["include"])
 	f.Query("limit", q["limit"])
 	f.MediaType(mediaType)

@@ -108,6 +108,29 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 		}
 	}
 	{
+		vs := q["ids"]
+		if len(vs) > 0 {
+			var items []string
+			for _, v := range vs {
+				for _, it := range strings.Split(v, "|") {
+					items = append(items, strings.TrimSpace(it))
+				}
+			}
+			for _, it := range items {
+				var e int64
+				n, err := strconv.ParseInt(it, 10, 64)
+				if err != nil {
+					return p, &canonical.Error{
+						Pointer: "",
+						Reason:  "query parameter \"ids\": must be an integer (int64)",
+					}
+				}
+				e = n
+				p.Ids = append(p.Ids, e)
+			}
+		}
+	}
+	{
 		vs := q["include"]
 		if len(vs) > 0 {
 			var items []string

@@ -114,6 +114,7 @@ type CreatePetFunc func(ctx context.Context, tx pgx.Tx, p CreatePetParams, body 
 // The idempotency key header is not here: the runtime reads and validates it.
 type PlaceOrderParams struct {
 	StoreID int64                         // path parameter storeId
+	Ids     []int64                       // query parameter ids
 	Include []PlaceOrderParamsIncludeItem // query parameter include
 	Limit   *int32                        // query parameter limit
 }
