@@ -21,15 +21,14 @@ type opPlan struct {
 	bodyT    *tinfo
 	rawBody  bool // the handler's body is the exact bytes
 	contents []*contentPlan
-	// keyPath are the struct fields from the body root down to a body-carried key (JSON).
+	// keyPath are the struct fields from the body root down to a body-carried key (a JSON
+	// member or a form field); empty for header keys.
 	keyPath []*field
 	// pparams are the non-key parameters, in model order.
 	pparams []*paramPlan
 	pattern string      // ServeMux pattern, "POST /v1/payments/{payment_id}"
 	parts   []routePart // the pattern's path segments
 	segs    []*segPlan  // path segments whose literal part the wrapper checks
-	// excl is the exclusion trie of the canonical body (fingerprint.exclude, the body key).
-	excl *trie
 }
 
 // contentPlan is one request media type.
