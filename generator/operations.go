@@ -51,6 +51,14 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Comment("(\"METHOD /path/{param}\"). It returns an error, instead of panicking, when mux or rt is nil or")
 	f.Comment("when a pattern conflicts with one already registered on mux; routes mounted before the")
 	f.Comment("conflict stay mounted.")
+	if len(g.ops) > 0 {
+		o := g.ops[0]
+		f.Comment("")
+		f.Comment("\trt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})")
+		f.Comment("\t...")
+		f.Comment("\tmux := http.NewServeMux()")
+		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", g.opts.Package, g.opts.Package, o.name, lowerFirst(o.name)))
+	}
 	f.Func().Id("Register").Params(
 		jen.Id("mux").Op("*").Qual("net/http", "ServeMux"),
 		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
