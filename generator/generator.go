@@ -143,6 +143,8 @@ type gen struct {
 	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
 	needSeg   bool     // some path needs the segment matcher helper
 	routes    []*route // ServeMux registrations, overlapping operations grouped
+	// anySchema stands for the schema of a JSON media type that declares none.
+	anySchema *model.Schema
 	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
 	needSegMatch bool
 }

@@ -127,21 +127,37 @@ func (g *gen) planOperation(op *model.Operation) *opPlan {
 // planBody decides the body type: the schema of the JSON and form media types (they must agree:
 // the handler gets one typed body), or raw bytes when every media type is raw.
 func (g *gen) planBody(o *opPlan) {
+	// A JSON media type without a schema is still JSON: decoded strictly and fingerprinted in
+	// canonical form, as a value of any type. Other media types without a schema are raw.
+	schemaOf := func(c *model.Content) *model.Schema {
+		switch {
+		case c.Kind == model.ContentRaw:
+			return nil
+		case c.Schema == nil && c.Kind == model.ContentJSON:
+			if g.anySchema == nil {
+				g.anySchema = &model.Schema{Type: model.TypeAny}
+			}
+			return g.anySchema
+		}
+		return c.Schema
+	}
 	var typed *model.Schema
+	var typedMT string
 	for _, c := range o.op.Body.Contents {
-		if c.Kind == model.ContentRaw || c.Schema == nil {
+		s := schemaOf(c)
+		if s == nil {
 			continue
 		}
-		if typed != nil && c.Schema != typed {
+		if typed != nil && s != typed {
 			g.diags.Errorf(c.Loc, "unsupported-schema",
 				"operation %s: media types %s and %s have different schemas; idemgen generates one typed body per operation",
-				o.op.ID, o.op.Body.Contents[0].MediaType, c.MediaType)
+				o.op.ID, typedMT, c.MediaType)
 			return
 		}
-		typed = c.Schema
+		typed, typedMT = s, c.MediaType
 	}
 	for _, c := range o.op.Body.Contents {
-		if typed != nil && (c.Kind == model.ContentRaw || c.Schema == nil) {
+		if typed != nil && schemaOf(c) == nil {
 			g.diags.Errorf(c.Loc, "unsupported-schema",
 				"operation %s: media type %s is raw bytes while another media type has a schema; idemgen generates one typed body per operation",
 				o.op.ID, c.MediaType)

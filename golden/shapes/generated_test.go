@@ -61,3 +61,19 @@ func TestKitchenSinkExclusions(t *testing.T) {
 		t.Error("minItems not checked")
 	}
 }
+
+func TestSchemalessJSONIsCanonical(t *testing.T) {
+	fp := func(body string) [32]byte {
+		v, err := decodePostFreeJSON([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return fingerprintPostFree(httptest.NewRequest("POST", "/free", nil), "application/json", []byte(body), &PostFreeParams{}, &v).Sum
+	}
+	if fp(`{"b":1,"a":[1.0,"x"]}`) != fp(`{ "a" : [1, "x"], "b" : 1e0 }`) {
+		t.Error("equivalent JSON fingerprints differently")
+	}
+	if _, err := decodePostFreeJSON([]byte(`{"a":1,"a":2}`)); err == nil {
+		t.Error("duplicate member accepted")
+	}
+}

@@ -43,6 +43,20 @@ func fingerprintPatchChoice(r *http.Request, mediaType string, raw []byte, p *Pa
 	return f.Sum()
 }
 
+// fingerprintPostFree is the fingerprint of a request to postFree (issue 3, item 7): operation,
+// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
+// parameters, raw its body bytes and v the decoded body.
+func fingerprintPostFree(r *http.Request, mediaType string, raw []byte, p *PostFreeParams, v *PostFreeBody) canonical.Fingerprint {
+	var f canonical.Framer
+	f.Begin("postFree", "POST", "/free")
+	f.MediaType(mediaType)
+	b := f.BodyStart()
+	b = append(b, (*v)...)
+	f.BodyEnd(b)
+	return f.Sum()
+}
+
 // fingerprintKitchenSink is the fingerprint of a request to kitchenSink (issue 3, item 7):
 // operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without

@@ -56,6 +56,23 @@ func parsePatchChoiceParams(r *http.Request) (PatchChoiceParams, error) {
 	return p, nil
 }
 
+// decodePostFreeJSON decodes a application/json request body of operation postFree strictly and
+// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
+func decodePostFreeJSON(data []byte) (PostFreeBody, error) {
+	var dv canonical.Decoder
+	d := &dv // stays on the stack: nothing keeps it
+	d.Reset(data)
+	var v PostFreeBody
+	v = d.Raw()
+	return v, d.Finish()
+}
+
+// parsePostFreeParams reads the path, query and header parameters of postFree.
+func parsePostFreeParams(r *http.Request) (PostFreeParams, error) {
+	var p PostFreeParams
+	return p, nil
+}
+
 // decodeKitchenSinkJSON decodes a application/json request body of operation kitchenSink strictly
 // and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
 func decodeKitchenSinkJSON(data []byte) (KitchenSinkBody, error) {

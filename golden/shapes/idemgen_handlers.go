@@ -67,6 +67,35 @@ func (h patchChoiceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// postFreeHandler serves POST /free through the idempotency runtime.
+type postFreeHandler struct {
+	rt *runtime.Runtime
+	fn PostFreeFunc
+}
+
+func (h postFreeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
+	x, ok := h.rt.Begin(w, r, &Operations.PostFree)
+	if !ok {
+		return
+	}
+	body, err := decodePostFreeJSON(x.Body())
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	params, err := parsePostFreeParams(r)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	key := x.HeaderKey()
+	fp := fingerprintPostFree(r, x.MediaType(), x.Body(), &params, &body)
+	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+		return h.fn(ctx, tx, params, body)
+	})
+}
+
 // kitchenSinkHandler serves POST /kitchen through the idempotency runtime.
 type kitchenSinkHandler struct {
 	rt *runtime.Runtime

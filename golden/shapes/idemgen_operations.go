@@ -20,6 +20,7 @@ var _ = [1]struct{}{}[canonical.Version-1]
 type OperationTable struct {
 	Batch       runtime.Operation
 	PatchChoice runtime.Operation
+	PostFree    runtime.Operation
 	KitchenSink runtime.Operation
 	PutSettings runtime.Operation
 }
@@ -63,6 +64,25 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/merge-patch+json"},
+		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
+	},
+	PostFree: runtime.Operation{
+		ID:     "postFree",
+		Method: "POST",
+		Path:   "/free",
+		Mode:   runtime.Atomic,
+		Scope:  runtime.ScopeTenant,
+		Key: runtime.KeyRule{
+			Header:    "Idempotency-Key",
+			Required:  true,
+			MinLength: 16,
+			MaxLength: 255,
+		},
+		Retention:     24 * time.Hour,
+		Lease:         30 * time.Second,
+		BodyLimit:     1 << 20,
+		ResponseLimit: 1 << 20,
+		MediaTypes:    []string{"application/json"},
 		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
 	},
 	KitchenSink: runtime.Operation{
@@ -111,6 +131,7 @@ var Operations = OperationTable{
 type Handlers struct {
 	Batch       BatchFunc
 	PatchChoice PatchChoiceFunc
+	PostFree    PostFreeFunc
 	KitchenSink KitchenSinkFunc
 	PutSettings PutSettingsFunc
 }
@@ -145,6 +166,13 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 		pattern = "PATCH /choice"
 		mux.Handle(pattern, patchChoiceHandler{
 			fn: h.PatchChoice,
+			rt: rt,
+		})
+	}
+	if h.PostFree != nil {
+		pattern = "POST /free"
+		mux.Handle(pattern, postFreeHandler{
+			fn: h.PostFree,
 			rt: rt,
 		})
 	}

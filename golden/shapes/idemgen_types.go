@@ -131,6 +131,23 @@ type PatchChoiceBody = json.RawMessage
 // Atomic mode: its writes through tx commit together with the stored response.
 type PatchChoiceFunc func(ctx context.Context, tx pgx.Tx, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
 
+// PostFreeParams holds the parameters of operation postFree (POST /free).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// The idempotency key header is not here: the runtime reads and validates it.
+type PostFreeParams struct{}
+
+// PostFreeBody is the request body of operation postFree.
+type PostFreeBody = json.RawMessage
+
+// PostFreeFunc is the business function of operation postFree (POST /free).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// Atomic mode: its writes through tx commit together with the stored response.
+type PostFreeFunc func(ctx context.Context, tx pgx.Tx, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
+
 // KitchenSinkParams holds the parameters of operation kitchenSink (POST /kitchen).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
