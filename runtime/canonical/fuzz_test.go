@@ -63,14 +63,10 @@ func FuzzVariants(f *testing.F) {
 		if err != nil {
 			return
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var v any
-		if dec.Decode(&v) != nil {
+		variant, ok := Variant(data, seed)
+		if !ok {
 			t.Skip("encoding/json refuses what the canonicalizer accepts")
 		}
-		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		variant := writeVariant(nil, v, r)
 		got, err := AppendCanonical(nil, variant)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("variant %s\n got %s (%v)\nwant %s", variant, got, err, want)
@@ -88,6 +84,20 @@ func FuzzVariants(f *testing.F) {
 			t.Fatalf("fingerprints differ for %s and %s", data, variant)
 		}
 	})
+}
+
+// Variant re-serialises a JSON document with random but equivalent member order, whitespace,
+// escapes and number spellings (seeded by seed). It reports false when encoding/json cannot
+// read data. Exported for the external test package (FuzzTypedPayment).
+func Variant(data []byte, seed uint64) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return writeVariant(nil, v, r), true
 }
 
 // writeVariant writes v (from encoding/json with UseNumber) with random but equivalent
