@@ -77,6 +77,11 @@ type Handlers struct {
 // ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
 // when a pattern conflicts with one already registered on mux; routes mounted before the
 // conflict stay mounted.
+//
+//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	...
+//	mux := http.NewServeMux()
+//	err = api.Register(mux, rt, api.Handlers{AddPet: addPet})
 func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
