@@ -227,3 +227,23 @@ func TestAppendStringPositions(t *testing.T) {
 		}
 	}
 }
+
+// The string scanner (with its eight-byte fast path) finds a special byte at every position.
+func TestScanStringPositions(t *testing.T) {
+	for n := 0; n < 24; n++ {
+		pre, post := strings.Repeat("x", n), strings.Repeat("y", 23-n)
+		for bad, reason := range map[string]string{"\x01": "control character in string", "\xff": "invalid UTF-8", `\q`: "invalid escape sequence", `\ud800`: "lone high surrogate escape"} {
+			_, err := AppendCanonical(nil, []byte(`"`+pre+bad+post+`"`))
+			var e *Error
+			if !errors.As(err, &e) || e.Offset != 1+n || e.Reason != reason {
+				t.Errorf("%q at %d: got %v", bad, n, err)
+			}
+		}
+		for in, want := range map[string]string{`\n`: `\n`, `\u00e9`: "é", `\/`: "/", `\"`: `\"`, "é": "é"} {
+			got := canon(t, `"`+pre+in+post+`"`)
+			if got != `"`+pre+want+post+`"` {
+				t.Errorf("%q at %d: got %s", in, n, got)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ package canonical
 // and string grammars, checked strictly, and exact conversions of number text.
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -177,6 +178,9 @@ func (d *Decoder) scanString() (s, e int, escaped bool) {
 	i := d.pos + 1
 	s = i
 	for {
+		for i+8 <= len(data) && plain8(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
 		for i < len(data) && strPlain[data[i]] {
 			i++
 		}
