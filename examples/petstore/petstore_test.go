@@ -241,3 +241,43 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// The api_key header is the idempotency scope: without it a marked operation is refused before
+// any key lookup, and two clients using the same key do not see each other's records.
+func TestAPIKeyIsTheScope(t *testing.T) {
+	srv, pool := petstore(t, options{})
+	petID := addPet(t, srv, "pet-key-scope-000000001")
+	order := `{"petId": ` + itoa(petID) + `, "quantity": 1}`
+	const key = "order-key-scope-00000001"
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/store/order", strings.NewReader(order))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "unauthenticated") {
+		t.Errorf("without api_key: %d %s, want 401 unauthenticated", resp.StatusCode, body)
+	}
+
+	for _, client := range []string{"client-a", "client-b"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/store/order", strings.NewReader(order))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("api_key", client)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("%s: %d replayed=%q, want a new 201", client, resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+		}
+	}
+	if n, _ := countOrders(t, pool); n != 2 {
+		t.Errorf("%d orders, want 2 (one per client)", n)
+	}
+}
