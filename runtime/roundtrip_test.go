@@ -93,37 +93,44 @@ func TestRoundTripsLease(t *testing.T) {
 
 // Pools in the simple protocol (used behind transaction-pooling proxies) send the claim as one
 // multi-statement Query: the same transaction behaviour and the same round trips, with no
-// prepared statements.
+// prepared statements, under both claim strategies.
 func TestSimpleProtocolPool(t *testing.T) {
-	e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", nil)
-	h := e.atomicHandler(payOp())
-	serve(h, req("t1", "k-warm-up-00000001", body100))
-	n, writes, log := e.rtt.count(func() {
-		if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
-			t.Fatalf("new key: %d %s", w.Code, w.Body)
+	for _, strategy := range []ClaimStrategy{ClaimReadFirst, ClaimPipelined} {
+		e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol",
+			func(c *Config) { c.ClaimStrategy = strategy })
+		h := e.atomicHandler(payOp())
+		serve(h, req("t1", "k-warm-up-00000001", body100))
+		want := int64(3)
+		if strategy == ClaimReadFirst {
+			want++
 		}
-	})
-	if n != 3 || writes != 3 {
-		t.Errorf("new key took %d round trips (%d socket writes), want 3: %q", n, writes, log)
-	}
-	n, writes, log = e.rtt.count(func() {
-		if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
-			t.Fatalf("not a replay: %d", w.Code)
+		n, writes, log := e.rtt.count(func() {
+			if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+				t.Fatalf("strategy %d: new key: %d %s", strategy, w.Code, w.Body)
+			}
+		})
+		if n != want || writes != want {
+			t.Errorf("strategy %d: new key took %d round trips (%d socket writes), want %d: %q", strategy, n, writes, want, log)
 		}
-	})
-	if n != 1 || writes != 1 {
-		t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
-	}
-	if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
-		t.Errorf("mismatch: %d", w.Code)
-	}
-	go serve(h, req("t1", key1+"-slow", body100, "X-Delay", "500ms"))
-	time.Sleep(150 * time.Millisecond)
-	if w := serve(h, req("t1", key1+"-slow", body100)); w.Code != 409 {
-		t.Errorf("in flight: %d", w.Code)
-	}
-	time.Sleep(500 * time.Millisecond)
-	if e.payments("t1") != 3 {
-		t.Fatalf("payments %d, want 3", e.payments("t1"))
+		n, writes, log = e.rtt.count(func() {
+			if w := serve(h, req("t1", key1, body100)); w.Header().Get(HeaderReplayed) != "true" {
+				t.Fatalf("strategy %d: not a replay: %d", strategy, w.Code)
+			}
+		})
+		if n != 1 || writes != 1 {
+			t.Errorf("strategy %d: replay took %d round trips (%d socket writes), want 1: %q", strategy, n, writes, log)
+		}
+		if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
+			t.Errorf("strategy %d: mismatch: %d", strategy, w.Code)
+		}
+		go serve(h, req("t1", key1+"-slow", body100, "X-Delay", "500ms"))
+		time.Sleep(150 * time.Millisecond)
+		if w := serve(h, req("t1", key1+"-slow", body100)); w.Code != 409 {
+			t.Errorf("strategy %d: in flight: %d", strategy, w.Code)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if e.payments("t1") != 3 {
+			t.Fatalf("strategy %d: payments %d, want 3", strategy, e.payments("t1"))
+		}
 	}
 }

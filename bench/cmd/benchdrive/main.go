@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,10 +23,14 @@ import (
 	"github.com/idemgen/idemgen/bench/internal/load"
 )
 
+// variant is one thing measured. Fresh variants send a new key with every request (the path of a
+// first attempt); the others send one key, primed by a first request with the payment body, so
+// every measured request is a replay (same body) or a mismatch (different body).
 type variant struct {
 	name  string
 	path  string // server path
-	build func(base string, run string) load.Builder
+	body  string
+	fresh bool
 }
 
 const paymentBody = `{"amount": 1500, "currency": "EUR", "to": "acc_123", "description": "benchmark"}`
@@ -38,40 +43,53 @@ func headers(tenant, key string) http.Header {
 	return h
 }
 
-// freshKey sends every request with a new key: the path of a first attempt.
-func freshKey(path, body string) func(string, string) load.Builder {
-	return func(base, run string) load.Builder {
-		return func(n int64) load.Request {
-			return load.Request{Method: "POST", URL: base + path, Header: headers("bench-"+run, fmt.Sprintf("key-%s-%012d", run, n)), Body: []byte(body)}
+// builder returns the requests of one measurement; run makes its tenant and keys unique.
+func (v variant) builder(base, run string) load.Builder {
+	return func(n int64) load.Request {
+		key := "key-" + run + "-replayed-0000"
+		if v.fresh {
+			key = fmt.Sprintf("key-%s-%012d", run, n)
 		}
+		return load.Request{Method: "POST", URL: base + v.path, Header: headers("bench-"+run, key), Body: []byte(v.body)}
 	}
 }
 
-// sameKey sends every request with one key (prepared by a first request): the replay path,
-// or with a different body the mismatch path.
-func sameKey(path, body string) func(string, string) load.Builder {
-	return func(base, run string) load.Builder {
-		return func(n int64) load.Request {
-			return load.Request{Method: "POST", URL: base + path, Header: headers("bench-"+run, "key-"+run+"-replayed-0000"), Body: []byte(body)}
-		}
-	}
-}
+// The variants, in table order. The names are referred to by the ratio rows below.
+const (
+	vBare         = "bare handler (no database)"
+	vPlain        = "plain transaction (no idempotency)"
+	vHandNew      = "hand-written recipe, new key"
+	vAtomicNew    = "idemgen atomic, new key"
+	vLeaseNew     = "idemgen lease, new key"
+	vHandReplay   = "hand-written recipe, replay"
+	vReplay       = "idemgen replay"
+	vMismatch     = "idemgen mismatch (422)"
+	vPipeNew      = "A/B ClaimPipelined, new key"
+	vReadFirstNew = "A/B ClaimReadFirst, new key"
+	vPipeReplay   = "A/B ClaimPipelined, replay"
+	vReadFirstRep = "A/B ClaimReadFirst, replay"
+)
 
 var variants = []variant{
-	{"bare handler (no database)", "/bench/bare", freshKey("/bench/bare", paymentBody)},
-	{"plain transaction (no idempotency)", "/bench/plain", freshKey("/bench/plain", paymentBody)},
-	{"hand-written recipe, new key", "/bench/handwritten", freshKey("/bench/handwritten", paymentBody)},
-	{"idemgen atomic, new key", "/v1/payments", freshKey("/v1/payments", paymentBody)},
-	{"idemgen lease, new key", "/v1/provider-charges", freshKey("/v1/provider-charges", `{"amount": 800}`)},
-	{"hand-written recipe, replay", "/bench/handwritten", sameKey("/bench/handwritten", paymentBody)},
-	{"idemgen replay", "/v1/payments", sameKey("/v1/payments", paymentBody)},
-	{"idemgen mismatch (422)", "/v1/payments", sameKey("/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`)},
+	{vBare, "/bench/bare", paymentBody, true},
+	{vPlain, "/bench/plain", paymentBody, true},
+	{vHandNew, "/bench/handwritten", paymentBody, true},
+	{vAtomicNew, "/v1/payments", paymentBody, true},
+	{vLeaseNew, "/v1/provider-charges", `{"amount": 800}`, true},
+	{vHandReplay, "/bench/handwritten", paymentBody, false},
+	{vReplay, "/v1/payments", paymentBody, false},
+	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false},
+	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true},
+	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true},
+	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false},
+	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false},
 }
 
 type sample struct {
 	rps      float64
 	p50, p99 time.Duration
-	cpuUS    float64 // server CPU microseconds per request
+	cpuUS    float64 // benchserver CPU microseconds per request (user + system)
+	dbCPUUS  float64 // PostgreSQL CPU microseconds per request (every server process)
 	rt       float64 // database round trips per request
 	statuses map[string]int64
 }
@@ -84,6 +102,7 @@ func main() {
 		duration = flag.Duration("duration", 3*time.Second, "time per variant per concurrency per round")
 		concs    = flag.String("concurrency", "1,8,16,32", "comma-separated concurrency levels")
 		storm    = flag.Int("storm", 200, "copies of one request in the same-key storm")
+		only     = flag.String("only", "", "measure only the variants whose name matches this regexp")
 		short    = flag.Bool("short", false, "smoke mode: 1 round, 200ms per variant, concurrency 1,8, storm 20")
 	)
 	flag.Parse()
@@ -94,20 +113,36 @@ func main() {
 	if err != nil {
 		fatalf("bad -concurrency: %v", err)
 	}
+	selected := variants
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fatalf("bad -only: %v", err)
+		}
+		selected = nil
+		for _, v := range variants {
+			if re.MatchString(v.name) {
+				selected = append(selected, v)
+			}
+		}
+	}
 	ctx := context.Background()
 	client := load.NewClient(64)
+	postmaster := postmasterPID(ctx, client, *base)
 
-	// results[variant][concurrency] = samples over rounds
+	// results[variant][concurrency] = samples over rounds. Within a round every variant runs at
+	// every level; the order of the variants rotates from round to round, so that no variant
+	// always follows the same neighbour (a checkpoint or autovacuum set off by the previous one).
 	results := map[string]map[int][]sample{}
 	for r := 0; r < *rounds; r++ {
 		for _, c := range levels {
-			for vi, v := range variants {
-				run := fmt.Sprintf("r%dc%dv%d-%d", r, c, vi, time.Now().UnixNano())
-				build := v.build(*base, run)
-				if strings.Contains(v.name, "replay") || strings.Contains(v.name, "mismatch") {
+			for i := range selected {
+				v := selected[(i+r)%len(selected)]
+				run := fmt.Sprintf("r%dc%d-%d", r, c, time.Now().UnixNano())
+				if !v.fresh {
 					prime(ctx, client, *base, v, run)
 				}
-				s, err := measure(ctx, client, *base, *pid, c, *duration, build)
+				s, err := measure(ctx, client, *base, *pid, postmaster, c, *duration, v.builder(*base, run))
 				if err != nil {
 					fatalf("%s at concurrency %d: %v", v.name, c, err)
 				}
@@ -118,32 +153,39 @@ func main() {
 			}
 		}
 	}
-	printTable(os.Stdout, levels, results, *rounds, *duration)
-	stormReport(ctx, os.Stdout, *base, *storm)
+	printTable(os.Stdout, selected, levels, results, *rounds, *duration)
+	if *only == "" || regexp.MustCompile(*only).MatchString("storm") {
+		stormReport(ctx, os.Stdout, *base, *storm)
+	}
 }
 
 // prime makes the record the replay and mismatch variants hit: the first request with the key,
 // always with the payment body.
 func prime(ctx context.Context, c *http.Client, base string, v variant, run string) {
-	req := sameKey(v.path, paymentBody)(base, run)(0)
-	labels, _, err := load.Once(ctx, c, 1, req)
+	pv := v
+	pv.body = paymentBody
+	labels, _, err := load.Once(ctx, c, 1, pv.builder(base, run)(0))
 	if err != nil || len(labels) != 1 || (labels[0] != "201" && labels[0] != "replayed") {
 		fatalf("priming %s: %v %v", v.name, labels, err)
 	}
 }
 
-func measure(ctx context.Context, c *http.Client, base string, pid, conc int, d time.Duration, build load.Builder) (sample, error) {
+func measure(ctx context.Context, c *http.Client, base string, pid, postmaster, conc int, d time.Duration, build load.Builder) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
-	cpu0 := cpuTime(pid)
+	cpu0, db0 := cpuTime(pid), treeCPUTime(postmaster)
 	res, err := load.Run(ctx, c, conc, d, build)
 	if err != nil {
 		return sample{}, err
 	}
-	cpu1 := cpuTime(pid)
+	cpu1, db1 := cpuTime(pid), treeCPUTime(postmaster)
 	rt := roundTrips(ctx, c, base)
 	s := sample{rps: res.RPS(), p50: res.Quantile(0.5), p99: res.Quantile(0.99), statuses: res.Statuses}
+	if res.Errors > 0 {
+		s.statuses["transport-error"] = res.Errors
+	}
 	if res.Requests > 0 {
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(res.Requests)
+		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(res.Requests)
 		s.rt = float64(rt) / float64(res.Requests)
 	}
 	return s, nil
@@ -163,21 +205,77 @@ func roundTrips(ctx context.Context, c *http.Client, base string) int64 {
 	return v.RoundTrips
 }
 
+// postmasterPID asks the server for its PostgreSQL postmaster's process id; 0 (no database CPU
+// column) when the database is not on this machine.
+func postmasterPID(ctx context.Context, c *http.Client, base string) int {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/_bench/postmaster", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name, starting with the state
+// (so fields[1] is the parent pid, fields[11..14] utime, stime, cutime, cstime in clock ticks).
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil
+	}
+	return strings.Fields(s[i+2:])
+}
+
+// ticks is the clock tick of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const ticks = 10 * time.Millisecond
+
+func sumFields(f []string, idx ...int) time.Duration {
+	var t int64
+	for _, i := range idx {
+		if i < len(f) {
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			t += n
+		}
+	}
+	return time.Duration(t) * ticks
+}
+
 // cpuTime is the user+system CPU time the process has used, from /proc/PID/stat.
 func cpuTime(pid int) time.Duration {
 	if pid == 0 {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	return sumFields(procStat(pid), 11, 12)
+}
+
+// treeCPUTime is the CPU time of a PostgreSQL server: the postmaster's own and its reaped
+// children's (cutime, cstime: backends that have exited), plus every live child's (backends,
+// WAL writer, checkpointer, autovacuum).
+func treeCPUTime(postmaster int) time.Duration {
+	if postmaster == 0 {
 		return 0
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields[11] is utime, fields[12] stime (counting from the state field), in clock ticks (100 Hz).
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	t := sumFields(procStat(postmaster), 11, 12, 13, 14)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f := procStat(pid)
+		if len(f) > 12 && f[1] == strconv.Itoa(postmaster) {
+			t += sumFields(f, 11, 12)
+		}
+	}
+	return t
 }
 
 func median(xs []float64) float64 {
@@ -192,55 +290,116 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func printTable(w io.Writer, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
+// target is a ratio's goal: at least (or, with atMost, at most) bound, checked at the levels in
+// at (every level when empty).
+type target struct {
+	bound  float64
+	atMost bool
+	at     []int
+}
+
+func (t *target) String() string {
+	if t == nil {
+		return "—"
+	}
+	op := "≥"
+	if t.atMost {
+		op = "≤"
+	}
+	s := fmt.Sprintf("%s %.1f", op, t.bound)
+	if len(t.at) > 0 {
+		var l []string
+		for _, c := range t.at {
+			l = append(l, strconv.Itoa(c))
+		}
+		s += " at c=" + strings.Join(l, ",")
+	}
+	return s
+}
+
+// verdict marks x against t at level c: "" when t does not apply there.
+func (t *target) verdict(c int, x float64) string {
+	if t == nil || (len(t.at) > 0 && !slices.Contains(t.at, c)) {
+		return ""
+	}
+	if (t.atMost && x <= t.bound) || (!t.atMost && x >= t.bound) {
+		return " ✓"
+	}
+	return " ✗"
+}
+
+func printTable(w io.Writer, selected []variant, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
 	fmt.Fprintf(w, "### HTTP end to end (%d rounds × %s per variant and concurrency; medians over rounds)\n\n", rounds, d)
-	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | DB round trips/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
-	for _, v := range variants {
+	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | DB round trips/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, v := range selected {
 		for _, c := range levels {
 			ss := results[v.name][c]
-			var rps, p50, p99, cpu, rt []float64
+			var rps, p50, p99, cpu, db, rt []float64
 			for _, s := range ss {
 				rps = append(rps, s.rps)
 				p50 = append(p50, float64(s.p50.Microseconds())/1000)
 				p99 = append(p99, float64(s.p99.Microseconds())/1000)
 				cpu = append(cpu, s.cpuUS)
+				db = append(db, s.dbCPUUS)
 				rt = append(rt, s.rt)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(rt), statusString(ss[len(ss)-1].statuses))
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(rt), statusString(ss[len(ss)-1].statuses))
 		}
 	}
-	ratio := func(num, den string, c int, f func(sample) float64) float64 {
+	ratio := func(num, den string, c int, f func(sample) float64) (float64, bool) {
 		var rs []float64
-		for i := range results[num][c] {
-			if d := f(results[den][c][i]); d > 0 {
-				rs = append(rs, f(results[num][c][i])/d)
+		a, b := results[num][c], results[den][c]
+		for i := range min(len(a), len(b)) {
+			if d := f(b[i]); d > 0 {
+				rs = append(rs, f(a[i])/d)
 			}
 		}
-		return median(rs)
+		return median(rs), len(rs) > 0
 	}
 	rps := func(s sample) float64 { return s.rps }
 	cpu := func(s sample) float64 { return s.cpuUS }
-	fmt.Fprintf(w, "\n### Ratios (median of per-round ratios)\n\n")
+	db := func(s sample) float64 { return s.dbCPUUS }
+	both := func(s sample) float64 { return s.cpuUS + s.dbCPUUS }
+	fmt.Fprintf(w, "\n### Ratios (median of per-round ratios; ✓/✗ against the issue's target)\n\n")
 	fmt.Fprintln(w, "| ratio | target | "+joinLevels(levels)+" |")
 	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---:|", len(levels)))
 	rows := []struct {
-		label, target, num, den string
-		f                       func(sample) float64
+		label    string
+		target   *target
+		num, den string
+		f        func(sample) float64
 	}{
-		{"atomic new key / plain transaction (req/s)", "≥ 0.6 at 8, 32", "idemgen atomic, new key", "plain transaction (no idempotency)", rps},
-		{"atomic new key / hand-written new key (req/s)", "≥ 1.3", "idemgen atomic, new key", "hand-written recipe, new key", rps},
-		{"replay / plain transaction (req/s)", "≥ 1.3", "idemgen replay", "plain transaction (no idempotency)", rps},
-		{"replay / hand-written replay (req/s)", "≥ 1.3", "idemgen replay", "hand-written recipe, replay", rps},
-		{"lease new key / plain transaction (req/s)", "—", "idemgen lease, new key", "plain transaction (no idempotency)", rps},
-		{"atomic new key / plain transaction (server CPU per request)", "≤ 2", "idemgen atomic, new key", "plain transaction (no idempotency)", cpu},
+		{"atomic new key / plain transaction (req/s)", &target{bound: 0.6, at: []int{8, 32}}, vAtomicNew, vPlain, rps},
+		{"atomic new key / hand-written new key (req/s)", &target{bound: 1.3}, vAtomicNew, vHandNew, rps},
+		{"replay / plain transaction (req/s)", &target{bound: 1.3}, vReplay, vPlain, rps},
+		{"replay / hand-written replay (req/s)", &target{bound: 1.3}, vReplay, vHandReplay, rps},
+		{"atomic new key / plain transaction (server CPU per request)", &target{bound: 2, atMost: true}, vAtomicNew, vPlain, cpu},
+		{"atomic new key / plain transaction (PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, db},
+		{"atomic new key / plain transaction (server + PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, both},
+		{"replay / hand-written replay (server CPU per request)", nil, vReplay, vHandReplay, cpu},
+		{"replay / hand-written replay (server + PostgreSQL CPU per request)", nil, vReplay, vHandReplay, both},
+		{"lease new key / plain transaction (req/s)", nil, vLeaseNew, vPlain, rps},
+		{"A/B new key: ReadFirst / Pipelined (req/s)", nil, vReadFirstNew, vPipeNew, rps},
+		{"A/B replay: ReadFirst / Pipelined (req/s)", nil, vReadFirstRep, vPipeReplay, rps},
+		{"A/B new key: ReadFirst / Pipelined (server + PostgreSQL CPU per request)", nil, vReadFirstNew, vPipeNew, both},
+		{"A/B replay: ReadFirst / Pipelined (server + PostgreSQL CPU per request)", nil, vReadFirstRep, vPipeReplay, both},
 	}
 	for _, row := range rows {
-		fmt.Fprintf(w, "| %s | %s |", row.label, row.target)
+		var cells []string
+		any := false
 		for _, c := range levels {
-			fmt.Fprintf(w, " %.2f |", ratio(row.num, row.den, c, row.f))
+			x, ok := ratio(row.num, row.den, c, row.f)
+			if !ok {
+				cells = append(cells, " — |")
+				continue
+			}
+			any = true
+			cells = append(cells, fmt.Sprintf(" %.2f%s |", x, row.target.verdict(c, x)))
 		}
-		fmt.Fprintln(w)
+		if any {
+			fmt.Fprintf(w, "| %s | %s |%s\n", row.label, row.target, strings.Join(cells, ""))
+		}
 	}
 }
 

@@ -6,7 +6,12 @@
 //	/bench/bare          POST: decode and answer, no database
 //	/bench/plain         POST: the business insert in a plain transaction
 //	/bench/handwritten   POST: the blog recipe (four round trips)
+//	/ab/pipelined/v1/payments, /ab/readfirst/v1/payments
+//	                     POST: createPayment through the generated code on a runtime with
+//	                     ClaimPipelined / ClaimReadFirst and the same handler (baseline.Strategy)
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
+//	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
+//	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
 //
 // It connects with DATABASE_URL, migrates, and listens on -addr until killed.
 package main
@@ -18,7 +23,10 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -77,7 +85,7 @@ func run(addr string, conns int32) error {
 	if _, err := pool.Exec(ctx, baseline.Schema); err != nil {
 		return fmt.Errorf("baseline schema: %w", err)
 	}
-	svc, err := conformance.NewHandler(pool, conformance.NewProvider())
+	svc, err := conformance.NewHandler(pool, conformance.NewProvider(), nil)
 	if err != nil {
 		return err
 	}
@@ -86,10 +94,47 @@ func run(addr string, conns int32) error {
 	mux.Handle("POST /bench/bare", baseline.Bare())
 	mux.Handle("POST /bench/plain", baseline.Plain(pool))
 	mux.Handle("POST /bench/handwritten", baseline.Handwritten(pool))
+	for _, ab := range []struct {
+		name string
+		s    runtime.ClaimStrategy
+	}{{"pipelined", runtime.ClaimPipelined}, {"readfirst", runtime.ClaimReadFirst}} {
+		h, err := baseline.Strategy(pool, ab.s)
+		if err != nil {
+			return err
+		}
+		mux.Handle("/ab/"+ab.name+"/", http.StripPrefix("/ab/"+ab.name, h))
+	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /_bench/postmaster", func(w http.ResponseWriter, r *http.Request) {
+		var backend int
+		if err := pool.QueryRow(r.Context(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		ppid, err := parentOf(backend)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, ppid)
+	})
 	mux.HandleFunc("POST /_bench/roundtrips", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int64{"RoundTrips": rt.n.Swap(0)})
 	})
 	log.Printf("benchserver: listening on %s", addr)
 	return http.ListenAndServe(addr, mux)
+}
+
+// parentOf returns the parent process id of pid from /proc/PID/stat (field 4). A backend's
+// parent is the postmaster, whose children are every PostgreSQL process of the server.
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("backend %d is not on this machine: %w", pid, err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	return strconv.Atoi(f[1])
 }
