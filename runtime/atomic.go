@@ -217,6 +217,13 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 // tryAtomic makes one claim attempt on conn. claimed means conn's transaction block is open
 // with our running record; otherwise the block is closed and rec is the record the claim saw.
 func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput, strategy ClaimStrategy) (claimed bool, rec record, found bool, err error) {
+	if strategy == ClaimReadFirst {
+		// A replay, mismatch or running lease ends here, before anything else is built.
+		rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
+		if err != nil || found {
+			return false, rec, found, err
+		}
+	}
 	timeout := strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10) + "ms"
 	claim := sqlClaimAtomic(in.lock)
 	if err := prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
@@ -224,10 +231,6 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 	}
 	b := &pgx.Batch{}
 	if strategy == ClaimReadFirst {
-		rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
-		if err != nil || found {
-			return false, rec, found, err
-		}
 		b.Queue("BEGIN")
 	}
 	// One pipeline, one Sync. Pipelined: set_config, claim, stop-unless-claimed, BEGIN (which

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -166,5 +167,49 @@ func TestNewRequiresScope(t *testing.T) {
 	}
 	if _, err := New(Config{Scope: bearerScope}); err == nil {
 		t.Error("no Pool must fail")
+	}
+}
+
+// The stored headers come back from PostgreSQL as jsonb prints them (spaces, keys reordered,
+// escapes); setStoredHeaders must restore exactly what storableHeaders kept, and set nothing
+// from a document that is not an object of string arrays.
+func TestSetStoredHeaders(t *testing.T) {
+	op := &Operation{ReplayHeaders: []string{"X-Request-Note"}}
+	orig := http.Header{
+		"Content-Type":   {"application/json"},
+		"Location":       {"/v1/payments/pay_1"},
+		"Link":           {`</a>; rel="next"`, `</b>; rel="prev"`},
+		"X-Request-Note": {"caf\u00e9 \\ \"quoted\"\ttab"},
+		"Set-Cookie":     {"secret=1"},
+	}
+	doc, err := storableHeaders(op, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What jsonb prints: members sorted by length then bytes, ", " and ": " separators.
+	var m map[string][]string
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	jsonbLike := strings.ReplaceAll(strings.ReplaceAll(string(doc), `":[`, `": [`), `","`, `", "`)
+	for _, d := range []string{string(doc), jsonbLike} {
+		h := http.Header{}
+		setStoredHeaders(h, []byte(d))
+		want := http.Header{}
+		for k, v := range orig {
+			if k != "Set-Cookie" {
+				want[k] = v
+			}
+		}
+		if !reflect.DeepEqual(h, want) {
+			t.Errorf("%s:\n got %v\nwant %v", d, h, want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"A": "x"}`, `{"A": [1]}`, `{"A": ["x"]} x`, `{"A": ["x"]`} {
+		h := http.Header{}
+		setStoredHeaders(h, []byte(bad))
+		if len(h) != 0 {
+			t.Errorf("%s: set %v, want nothing", bad, h)
+		}
 	}
 }
