@@ -226,7 +226,7 @@ func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInpu
 	}
 	timeout := strconv.FormatInt(max(in.lockTimeout.Milliseconds(), 1), 10) + "ms"
 	claim := sqlClaimAtomic(in.lock)
-	if err := prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
+	if err := s.prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
 		return false, rec, false, err
 	}
 	b := &pgx.Batch{}
@@ -339,7 +339,7 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 
 // completeAndCommit stores st under token and commits, in one round trip.
 func (s *store) completeAndCommit(ctx context.Context, conn *pgxpool.Conn, in *claimInput, token int64, st *stored) error {
-	if err := prepare(ctx, conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
+	if err := s.prepare(ctx, conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
@@ -405,15 +405,15 @@ const (
 // make the connection's next claim prepare its statements again: extra round trips the tracer
 // does not show. Named statements are not in that cache; preparing them is a map lookup after
 // the first time on a connection. Only the caching exec modes need it (and the simple protocol,
-// used behind transaction-pooling proxies, must not get prepared statements).
-func prepare(ctx context.Context, conn *pgx.Conn, sqls ...string) error {
-	switch conn.Config().DefaultQueryExecMode {
-	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
-	default:
+// used behind transaction-pooling proxies, must not get prepared statements): store.prepared,
+// read once from the pool's configuration (pgx.Conn.Config copies the whole configuration on
+// every call, which showed in the allocation profile of every request).
+func (s *store) prepare(ctx context.Context, conn *pgx.Conn, sqls ...string) error {
+	if !s.prepared {
 		return nil
 	}
-	for _, s := range sqls {
-		if _, err := conn.Prepare(ctx, s, s); err != nil {
+	for _, q := range sqls {
+		if _, err := conn.Prepare(ctx, q, q); err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
 	}

@@ -154,7 +154,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		obs:    cfg.Observer,
-		store:  &store{pool: cfg.Pool},
+		store:  newStore(cfg.Pool),
 		probes: problems{base: cfg.ProblemBase},
 	}
 	return rt, nil

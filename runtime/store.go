@@ -270,6 +270,17 @@ func (r *rawRecord) record() (rec record, found bool) {
 // store runs the SQL above on a pool.
 type store struct {
 	pool *pgxpool.Pool
+	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
+	// statements of batches that may fail on purpose are prepared by name (see prepare).
+	prepared bool
+}
+
+func newStore(pool *pgxpool.Pool) *store {
+	switch pool.Config().ConnConfig.DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
+		return &store{pool: pool, prepared: true}
+	}
+	return &store{pool: pool}
 }
 
 // claimInput is what a claim writes.
