@@ -2,18 +2,28 @@
 # bench/run.sh [-short]
 #
 # Runs the whole benchmark harness against the PostgreSQL in DATABASE_URL (make bench starts a
-# throwaway one) and writes the results to bench/out/. Without -short it also rewrites the
-# "Results" section of bench/README.md from them. -short is the smoke mode CI runs: every part
-# runs briefly, so the harness cannot rot; its figures mean nothing.
+# throwaway one) and writes the results to bench/out/:
+#   http.md       HTTP end to end: idemgen's paths and the baselines, interleaved over rounds,
+#                 ratios, round trips, CPU per request, the same-key storm (bench/cmd/benchdrive)
+#   canonical.md  canonical form + fingerprint against generic baselines (bench/canonical)
+#   load.txt      loading Stripe's spec with every POST marked (bench/load/run.sh)
+#   generate.txt  generating Go for it (bench/generate/run.sh)
+#   summary.md    all of the above with the machine line
+# Without -short it also replaces the part of bench/README.md between the "results:start" and
+# "results:end" markers with summary.md. -short is the smoke mode CI runs: every part of the HTTP
+# harness runs briefly (the storm still checks one execution and no 5xx), so the harness cannot
+# rot; its figures mean nothing, and the slow spec benchmarks are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=
 [ "${1:-}" = "-short" ] && short=1
 : "${DATABASE_URL:?run under scripts/with-postgres.sh (make bench)}"
+started=$(date +%s)
 out=bench/out
 mkdir -p "$out"
 go build -o "$out/benchserver" ./bench/cmd/benchserver
 go build -o "$out/benchdrive" ./bench/cmd/benchdrive
+go build -o "$out/benchsum" ./bench/cmd/benchsum
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 "$out/benchserver" -addr "127.0.0.1:$port" -conns 64 >"$out/benchserver.log" 2>&1 &
@@ -28,29 +38,59 @@ echo "== HTTP end to end" >&2
 if [ -n "$short" ]; then
   "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -short | tee "$out/http.md"
 else
-  "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -rounds 5 -duration 2s -concurrency 1,8,16,32 | tee "$out/http.md"
+  "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -rounds 5 -duration 1200ms -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
 fi
 kill $server 2>/dev/null || true
+wait $server 2>/dev/null || true
 
 echo "== canonical form and fingerprint" >&2
 if [ -n "$short" ]; then
-  go test -run '^$' -bench . -benchtime 20x ./bench/canonical/ | tee "$out/canonical.txt"
+  go test -run '^$' -bench . -benchtime 20x ./bench/canonical/ >"$out/canonical.txt"
 else
-  go test -run '^$' -bench . -benchmem -count 10 ./bench/canonical/ | tee "$out/canonical.txt"
+  go test -run '^$' -bench . -benchmem -benchtime 200ms -count 5 ./bench/canonical/ >"$out/canonical.txt"
 fi
-
-echo "== load and generate (Stripe, every POST marked)" >&2
-if [ -z "$short" ]; then
-  for d in bench/load bench/generate; do
-    [ -d "$d" ] && go test -run '^$' -bench . -benchmem -count 3 "./$d/" | tee "$out/$(basename $d).txt"
-  done
-fi
+"$out/benchsum" <"$out/canonical.txt" | tee "$out/canonical.md"
 
 if [ -z "$short" ]; then
-  {
-    echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3); PostgreSQL $(psql --version | awk '{print $3}') on loopback, synchronous_commit on. Run: $(date -u +%Y-%m-%dT%H:%MZ)."
+  echo "== load and generate (Stripe, every POST marked)" >&2
+  bench/load/run.sh 3 2>&1 | tee "$out/load.txt"
+  bench/generate/run.sh 2>&1 | tee "$out/generate.txt"
+fi
+
+elapsed=$(( $(date +%s) - started ))
+{
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r); $(go version | cut -d' ' -f3); PostgreSQL $(psql "$DATABASE_URL" -Atc 'SHOW server_version' 2>/dev/null || echo '?') on loopback (synchronous_commit $(psql "$DATABASE_URL" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?'), fsync $(psql "$DATABASE_URL" -Atc 'SHOW fsync' 2>/dev/null || echo '?')). Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Run: $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s for the whole harness."
+  echo
+  cat "$out/http.md"
+  echo
+  echo "### Canonical form and fingerprint (bench/canonical; medians of 5 runs)"
+  echo
+  cat "$out/canonical.md"
+  if [ -z "$short" ]; then
     echo
-    cat "$out/http.md"
-  } >"$out/summary.md"
-  echo "wrote $out/summary.md (paste into bench/README.md after review)" >&2
+    echo "### Loading Stripe's spec with every POST marked (bench/load/run.sh 3)"
+    echo
+    echo '```'
+    grep -E '^Benchmark|^(bare|idemgen|cli list) ' "$out/load.txt" || true
+    echo '```'
+    echo
+    echo "### Generating Go for it (bench/generate/run.sh)"
+    echo
+    echo '```'
+    grep -E '^(marked|check|generate|output)' "$out/generate.txt" || true
+    echo '```'
+  fi
+} >"$out/summary.md"
+
+if [ -z "$short" ] && grep -q '<!-- results:start -->' bench/README.md 2>/dev/null; then
+  python3 - "$out/summary.md" <<'EOF'
+import sys
+summary = open(sys.argv[1]).read()
+readme = open("bench/README.md").read()
+head, rest = readme.split("<!-- results:start -->", 1)
+_, tail = rest.split("<!-- results:end -->", 1)
+open("bench/README.md", "w").write(head + "<!-- results:start -->\n" + summary + "<!-- results:end -->" + tail)
+EOF
+  echo "rewrote the results section of bench/README.md" >&2
 fi
+echo "bench: done in ${elapsed}s; $out/summary.md" >&2
