@@ -413,3 +413,30 @@ func testAtomicDistinctKeysInParallel(t *testing.T, tweak func(*Config)) {
 		t.Fatalf("payments %d", e.payments("t1"))
 	}
 }
+
+// A read-first claim holds only the advisory lock and inserts its record completed at the end
+// (lockAtomic). If a row for the key appears meanwhile from a writer that bypassed the lock (a
+// replica with NoAdvisoryLocks, a lease-mode operation reusing the key), the completion must fail
+// and roll the handler's writes back: the key still names one request, and nothing ran twice.
+func TestDeferredClaimMeetsForeignRow(t *testing.T) {
+	e := newEnv(t, nil)
+	h := e.atomicHandler(payOp())
+	const key = "k-deferred-foreign-0001"
+	done := make(chan int)
+	go func() { done <- serve(h, req("t1", key, body100, "X-Delay", "400ms")).Code }()
+	time.Sleep(150 * time.Millisecond)
+	if _, err := e.pool.Exec(context.Background(), `INSERT INTO idempotency_records
+		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at, expires_at)
+		VALUES ('t1', $1, 'otherOperation', '\x00', 1, 'running', 1, now(), now() + interval '1 hour')`, key); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 500 {
+		t.Errorf("first request: %d, want 500 (its record could not be stored)", code)
+	}
+	if n := e.payments("t1"); n != 0 {
+		t.Errorf("payments %d, want 0: the handler's write must roll back with the record", n)
+	}
+	if w := serve(h, req("t1", key, body100)); w.Code != 422 {
+		t.Errorf("retry: %d, want 422 (the key belongs to the other operation)", w.Code)
+	}
+}

@@ -292,6 +292,9 @@ type claimInput struct {
 	lease          time.Duration // lease mode only; 0 in atomic mode
 	lockTimeout    time.Duration // atomic mode: the claim statement's lock_timeout
 	lock           claimLock     // atomic mode: how a concurrent claim is detected
+	// deferred: an atomic claim that holds only the advisory lock; its record is inserted,
+	// completed, at completion (lockAtomic).
+	deferred bool
 }
 
 func (in *claimInput) args(token any) []any {
