@@ -5,7 +5,8 @@
 # throwaway one) and writes the results to bench/out/:
 #   http.md       HTTP end to end: idemgen's paths and the baselines, interleaved over rounds,
 #                 ratios, round trips, CPU per request, the same-key storm (bench/cmd/benchdrive)
-#   canonical.md  canonical form + fingerprint against generic baselines (bench/canonical)
+#   canonical.md  canonical form + fingerprint against generic baselines (the typed path in
+#                 golden/conformance, the generic canonicalizer in bench/canonical)
 #   load.txt      loading Stripe's spec with every POST marked (bench/load/run.sh)
 #   generate.txt  generating Go for it (bench/generate/run.sh)
 #   summary.md    all of the above with the machine line
@@ -45,9 +46,9 @@ wait $server 2>/dev/null || true
 
 echo "== canonical form and fingerprint" >&2
 if [ -n "$short" ]; then
-  go test -run '^$' -bench . -benchtime 20x ./bench/canonical/ >"$out/canonical.txt"
+  go test -run '^$' -bench . -benchtime 20x ./bench/canonical/ ./golden/conformance/ >"$out/canonical.txt"
 else
-  go test -run '^$' -bench . -benchmem -benchtime 200ms -count 5 ./bench/canonical/ >"$out/canonical.txt"
+  go test -run '^$' -bench . -benchmem -benchtime 200ms -count 5 ./bench/canonical/ ./golden/conformance/ >"$out/canonical.txt"
 fi
 "$out/benchsum" <"$out/canonical.txt" | tee "$out/canonical.md"
 
@@ -63,7 +64,7 @@ elapsed=$(( $(date +%s) - started ))
   echo
   cat "$out/http.md"
   echo
-  echo "### Canonical form and fingerprint (bench/canonical; medians of 5 runs)"
+  echo "### Canonical form and fingerprint (golden/conformance, bench/canonical; medians of 5 runs)"
   echo
   cat "$out/canonical.md"
   if [ -z "$short" ]; then

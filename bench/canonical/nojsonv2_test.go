@@ -3,6 +3,4 @@
 package canonicalbench
 
 // Without GOEXPERIMENT=jsonv2 there is no encoding/json/jsontext baseline.
-func extraFingerprintImpls() []impl { return nil }
-
 func extraGenericImpls() []impl { return nil }

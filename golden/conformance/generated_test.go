@@ -8,7 +8,6 @@ package conformance
 import (
 	"errors"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -16,22 +15,20 @@ import (
 
 func paymentFP(t *testing.T, body string) canonical.Fingerprint {
 	t.Helper()
-	v, err := decodeCreatePaymentJSON([]byte(body))
+	fp, err := fingerprintRequest("POST", "/v1/payments", "application/json", []byte(body))
 	if err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	r := httptest.NewRequest("POST", "/v1/payments", strings.NewReader(body))
-	return fingerprintCreatePayment(r, "application/json", []byte(body), &CreatePaymentParams{}, &v)
+	return fp
 }
 
 func orderFP(t *testing.T, body string) canonical.Fingerprint {
 	t.Helper()
-	v, err := decodeCreateOrderJSON([]byte(body))
+	fp, err := fingerprintRequest("POST", "/v1/orders", "application/json", []byte(body))
 	if err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	r := httptest.NewRequest("POST", "/v1/orders", strings.NewReader(body))
-	return fingerprintCreateOrder(r, "application/json", []byte(body), &CreateOrderParams{}, &v)
+	return fp
 }
 
 func TestFingerprintEquivalences(t *testing.T) {
@@ -83,6 +80,21 @@ func TestFingerprintEquivalences(t *testing.T) {
 		{"exact integers", paymentFP,
 			`{"amount":9007199254740993,"currency":"EUR","to":"x"}`,
 			`{"amount":9007199254740992,"currency":"EUR","to":"x"}`, false},
+		{"integer spellings, escapes and exclusion together", paymentFP,
+			`{"amount":9007199254740992,"currency":"EUR","to":"a"}`,
+			`{"to":"a","amount":9007199254740992.0,"currency":"\u0045UR","client_timestamp":"now"}`, true},
+		{"undeclared member present or absent", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x"}`,
+			`{"amount":1,"currency":"EUR","to":"x","x":1}`, false},
+		{"absent and empty optional string differ", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x"}`,
+			`{"amount":1,"currency":"EUR","to":"x","description":""}`, false},
+		{"absent and empty payment metadata differ", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x"}`,
+			`{"amount":1,"currency":"EUR","to":"x","metadata":{}}`, false},
+		{"string values are case-sensitive", paymentFP,
+			`{"amount":1,"currency":"EUR","to":"x"}`,
+			`{"amount":1,"currency":"EUr","to":"x"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +103,79 @@ func TestFingerprintEquivalences(t *testing.T) {
 				t.Errorf("fingerprints equal = %v, want %v\n a: %s\n b: %s", a == b, tt.equal, a, b)
 			}
 		})
+	}
+}
+
+// The media type is framed: the same body sent as another media type is another request.
+func TestMediaTypeIsFingerprinted(t *testing.T) {
+	v, err := decodeCreatePaymentJSON([]byte(`{"amount":1,"currency":"EUR","to":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/payments", nil)
+	a := fingerprintCreatePayment(r, "application/json", nil, &CreatePaymentParams{}, &v)
+	b := fingerprintCreatePayment(r, "application/merge-patch+json", nil, &CreatePaymentParams{}, &v)
+	if a == b {
+		t.Error("media type not framed")
+	}
+}
+
+// The generated canonical form of a typed body equals the generic canonicalizer's output for the
+// raw body with the operation's fingerprint.exclude pointers applied, for bodies without
+// integers beyond 2^53 (where the typed path deliberately stays exact); the benchmark bodies of
+// bench_test.go are among them, so the benchmarks compare like with like.
+func TestTypedMatchesGeneric(t *testing.T) {
+	payment := func(raw []byte) ([]byte, error) {
+		v, err := decodeCreatePaymentJSON(raw)
+		return appendCanonicalPaymentRequestForCreatePayment(nil, &v), err
+	}
+	order := func(raw []byte) ([]byte, error) {
+		v, err := decodeCreateOrderJSON(raw)
+		return appendCanonicalCreateOrderBodyForCreateOrder(nil, &v), err
+	}
+	tests := []struct {
+		exclude string
+		typed   func([]byte) ([]byte, error)
+		body    []byte
+	}{
+		{"/client_timestamp", payment, []byte(`{"amount":1000,"currency":"EUR","to":"acc_9","metadata":{"b":"2","a":"1"}}`)},
+		{"/client_timestamp", payment, []byte(`{"to":"x","currency":"EUR","amount":1,"zeta":[1,{"b":2,"a":1}],"Amount":5,"\ud83d\ude00":1,"a":null,"client_timestamp":"t"}`)},
+		{"/client_timestamp", payment, []byte(`{"amount":10e2,"currency":"\u20acUR","to":"caf\u00e9","description":"","metadata":{}}`)},
+		{"/client_timestamp", payment, readBody(t, "payment.json")},
+		{"/metadata/trace_id", order, []byte(`{"payer":{"name":"J","zz":1,"country":"NL"},"lines":[{"unit_price":1.50,"sku":"A","qty":1}],"metadata":{"trace_id":"t","k":"v"},"a":[]}`)},
+		{"/metadata/trace_id", order, readBody(t, "order4k.json")},
+	}
+	for _, tt := range tests {
+		got, err := tt.typed(tt.body)
+		if err != nil {
+			t.Fatalf("%.60s: %v", tt.body, err)
+		}
+		ex, err := canonical.NewExclusion(tt.exclude)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := canonical.AppendCanonicalExcluding(nil, tt.body, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%.60s:\n typed   %s\n generic %s", tt.body, got, want)
+		}
+	}
+}
+
+// The fingerprint of a decoded fixed-shape body costs at most 2 allocations (issue 3, item 9a).
+// It counts allocations, not time: the count is a property of the code, not of the machine.
+func TestFingerprintAllocs(t *testing.T) {
+	v, err := decodeCreatePaymentJSON(readBody(t, "payment.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/payments", nil)
+	fp := func() { fingerprintCreatePayment(r, "application/json", nil, &CreatePaymentParams{}, &v) }
+	fp() // warm the Framer's buffer pool
+	if n := testing.AllocsPerRun(200, fp); n > 2 {
+		t.Errorf("%v allocations per fingerprint, want at most 2", n)
 	}
 }
 
