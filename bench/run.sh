@@ -39,7 +39,7 @@ echo "== HTTP end to end" >&2
 if [ -n "$short" ]; then
   "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -short | tee "$out/http.md"
 else
-  "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -rounds 5 -duration 1200ms -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
+  "$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -rounds 5 -duration 1500ms -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
 fi
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
