@@ -90,6 +90,7 @@ type sample struct {
 	p50, p99 time.Duration
 	cpuUS    float64 // benchserver CPU microseconds per request (user + system)
 	dbCPUUS  float64 // PostgreSQL CPU microseconds per request (every server process)
+	cliCPUUS float64 // this load generator's CPU microseconds per request
 	rt       float64 // database round trips per request
 	statuses map[string]int64
 }
@@ -172,12 +173,12 @@ func prime(ctx context.Context, c *http.Client, base string, v variant, run stri
 
 func measure(ctx context.Context, c *http.Client, base string, pid, postmaster, conc int, d time.Duration, build load.Builder) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
-	cpu0, db0 := cpuTime(pid), treeCPUTime(postmaster)
+	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
 	res, err := load.Run(ctx, c, conc, d, build)
 	if err != nil {
 		return sample{}, err
 	}
-	cpu1, db1 := cpuTime(pid), treeCPUTime(postmaster)
+	cpu1, db1, cli1 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
 	rt := roundTrips(ctx, c, base)
 	s := sample{rps: res.RPS(), p50: res.Quantile(0.5), p99: res.Quantile(0.99), statuses: res.Statuses}
 	if res.Errors > 0 {
@@ -186,6 +187,7 @@ func measure(ctx context.Context, c *http.Client, base string, pid, postmaster, 
 	if res.Requests > 0 {
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(res.Requests)
 		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(res.Requests)
+		s.cliCPUUS = float64((cli1 - cli0).Microseconds()) / float64(res.Requests)
 		s.rt = float64(rt) / float64(res.Requests)
 	}
 	return s, nil
@@ -330,21 +332,22 @@ func (t *target) verdict(c int, x float64) string {
 
 func printTable(w io.Writer, selected []variant, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
 	fmt.Fprintf(w, "### HTTP end to end (%d rounds × %s per variant and concurrency; medians over rounds)\n\n", rounds, d)
-	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | DB round trips/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, v := range selected {
 		for _, c := range levels {
 			ss := results[v.name][c]
-			var rps, p50, p99, cpu, db, rt []float64
+			var rps, p50, p99, cpu, db, cli, rt []float64
 			for _, s := range ss {
 				rps = append(rps, s.rps)
 				p50 = append(p50, float64(s.p50.Microseconds())/1000)
 				p99 = append(p99, float64(s.p99.Microseconds())/1000)
 				cpu = append(cpu, s.cpuUS)
 				db = append(db, s.dbCPUUS)
+				cli = append(cli, s.cliCPUUS)
 				rt = append(rt, s.rt)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(rt), statusString(ss[len(ss)-1].statuses))
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt), statusString(ss[len(ss)-1].statuses))
 		}
 	}
 	ratio := func(num, den string, c int, f func(sample) float64) (float64, bool) {
