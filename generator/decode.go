@@ -94,9 +94,10 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 				if t.addl != nil {
 					sw.Default().BlockFunc(func(b *jen.Group) {
 						m := jen.Id("v").Dot(t.extra)
-						b.Id("k").Op(":=").String().Parens(dec().Dot("Name").Call())
+						// Key shares the decoder's copy of the document: no allocation per key.
+						b.Id("k").Op(":=").Add(dec()).Dot("Key").Call()
 						b.If(jen.List(jen.Id("_"), jen.Id("dup")).Op(":=").Add(m.Clone()).Index(jen.Id("k")), jen.Id("dup")).Block(
-							dec().Dot("Invalid").Call(jen.Lit("duplicate member name")))
+							dec().Dot("Duplicate").Call())
 						b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
 						b.Var().Id("e").Add(t.addl.code())
 						g.decodeInto(b, t.addl, t.addl.s != nil && t.addl.s.Nullable && t.addl.kind != kRaw, jen.Id("e"), 1)
@@ -224,10 +225,11 @@ func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.State
 		grp.If(dec().Dot("BeginObject").Call()).BlockFunc(func(b *jen.Group) {
 			b.Add(dst.Clone()).Op("=").Add(t.code()).Values()
 			b.For(dec().Dot("NextMember").Call()).BlockFunc(func(lb *jen.Group) {
-				lb.Id("k" + e).Op(":=").String().Parens(dec().Dot("Name").Call())
+				// Key shares the decoder's copy of the document: no allocation per key.
+				lb.Id("k" + e).Op(":=").Add(dec()).Dot("Key").Call()
 				lb.If(jen.List(jen.Id("_"), jen.Id("dup")).Op(":=").Add(dst.Clone()).Index(jen.Id("k"+e)), jen.Id("dup")).Block(
 					// The error is sticky: every later decoder call is a no-op.
-					dec().Dot("Invalid").Call(jen.Lit("duplicate member name")),
+					dec().Dot("Duplicate").Call(),
 				)
 				lb.Var().Id(e).Add(t.elem.code())
 				g.decodeInto(lb, t.elem, t.elem.s != nil && t.elem.s.Nullable && t.elem.kind != kRaw, jen.Id(e), depth+1)

@@ -278,9 +278,9 @@ func decodeNewPet(d *canonical.Decoder, v *NewPet) {
 			if d.BeginObject() {
 				v.Attributes = map[string]int64{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.Attributes[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 int64
 					e1 = d.Int64()
@@ -383,9 +383,9 @@ func decodePreferences(d *canonical.Decoder, v *Preferences) {
 			}
 			v.Food = d.Str()
 		default:
-			k := string(d.Name())
+			k := d.Key()
 			if _, dup := v.AdditionalProperties[k]; dup {
-				d.Invalid("duplicate member name")
+				d.Duplicate()
 			}
 			if v.AdditionalProperties == nil {
 				v.AdditionalProperties = map[string]int64{}

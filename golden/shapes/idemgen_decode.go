@@ -100,9 +100,9 @@ func decodePutSettingsJSON(data []byte) (PutSettingsBody, error) {
 	if d.BeginObject() {
 		v = map[string]int64{}
 		for d.NextMember() {
-			ke0 := string(d.Name())
+			ke0 := d.Key()
 			if _, dup := v[ke0]; dup {
-				d.Invalid("duplicate member name")
+				d.Duplicate()
 			}
 			var e0 int64
 			e0 = d.Int64()
@@ -228,9 +228,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.ByName = map[string]KitchenSinkBodyByNameValue{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.ByName[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 KitchenSinkBodyByNameValue
 					decodeKitchenSinkBodyByNameValue(d, &e1)
@@ -245,17 +245,17 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.NestedMaps = map[string]map[string]bool{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.NestedMaps[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 map[string]bool
 					if d.BeginObject() {
 						e1 = map[string]bool{}
 						for d.NextMember() {
-							ke2 := string(d.Name())
+							ke2 := d.Key()
 							if _, dup := e1[ke2]; dup {
-								d.Invalid("duplicate member name")
+								d.Duplicate()
 							}
 							var e2 bool
 							e2 = d.Bool()
@@ -274,9 +274,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.MapOfLists = map[string][]KitchenSinkBodyMapOfListsValueItem{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.MapOfLists[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 []KitchenSinkBodyMapOfListsValueItem
 					if d.BeginArray() {
@@ -358,9 +358,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.FreeForm = map[string]json.RawMessage{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.FreeForm[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 json.RawMessage
 					e1 = d.Raw()
@@ -375,9 +375,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.Anything = map[string]json.RawMessage{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.Anything[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 json.RawMessage
 					e1 = d.Raw()
@@ -392,9 +392,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			if d.BeginObject() {
 				v.Tags = map[string]string{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.Tags[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 string
 					e1 = d.Str()
