@@ -215,9 +215,9 @@ func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
 			if d.BeginObject() {
 				v.Metadata = map[string]string{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.Metadata[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 string
 					e1 = d.Str()
@@ -316,9 +316,9 @@ func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
 			if d.BeginObject() {
 				v.Metadata = map[string]string{}
 				for d.NextMember() {
-					ke1 := string(d.Name())
+					ke1 := d.Key()
 					if _, dup := v.Metadata[ke1]; dup {
-						d.Invalid("duplicate member name")
+						d.Duplicate()
 					}
 					var e1 string
 					e1 = d.Str()
