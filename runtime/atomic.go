@@ -216,8 +216,10 @@ func (s *store) claimAtomic(ctx context.Context, in *claimInput, strategy ClaimS
 	return atomicClaim{}, errInFlight
 }
 
-// tryAtomic makes one claim attempt on conn. claimed means conn's transaction block is open
-// with our running record; otherwise the block is closed and rec is the record the claim saw.
+// tryAtomic makes one claim attempt on conn. claimed means conn's transaction block is open and
+// the key is ours: it holds our running record, or, for a read-first claim under the advisory
+// lock (in.deferred), the lock alone. Otherwise the block is closed and rec is the record the
+// claim saw.
 func (s *store) tryAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInput, strategy ClaimStrategy) (claimed bool, rec record, found bool, err error) {
 	in.deferred = false
 	if strategy == ClaimReadFirst {
