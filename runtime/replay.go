@@ -1,9 +1,10 @@
 package runtime
 
 import (
-	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
@@ -34,18 +35,17 @@ var neverStored = map[string]bool{
 	HeaderReplayed: true, HeaderReplayBody: true,
 }
 
-// storableHeaders returns the allow-listed headers of h as a JSON object of string arrays, or
-// nil when there are none.
+// storableHeaders returns the allow-listed headers of h as a JSON object of string arrays
+// (names in canonical MIME form, sorted; values in order), or nil when there are none. It never
+// fails; the error result keeps the signature of its callers.
 func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
-	keep := map[string][]string{}
+	var names []string
 	add := func(name string) {
 		name = http.CanonicalHeaderKey(name)
-		if neverStored[name] {
+		if neverStored[name] || len(h[name]) == 0 || slices.Contains(names, name) {
 			return
 		}
-		if v := h.Values(name); len(v) > 0 {
-			keep[name] = v
-		}
+		names = append(names, name)
 	}
 	for _, n := range defaultReplayHeaders {
 		add(n)
@@ -53,10 +53,60 @@ func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
 	for _, n := range op.ReplayHeaders {
 		add(n)
 	}
-	if len(keep) == 0 {
+	if len(names) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(keep)
+	// Written by hand rather than with encoding/json (reflection over a map, sorted on every
+	// response): this runs for every stored response.
+	slices.Sort(names)
+	b := make([]byte, 0, 128)
+	b = append(b, '{')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, name)
+		b = append(b, ':', '[')
+		for j, v := range h[name] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 section 7): quote, backslash and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (PostgreSQL's jsonb refuses it),
+// everything else as is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // isFinal reports whether status is final under the operation's replay.statuses (DESIGN section

@@ -213,3 +213,36 @@ func TestSetStoredHeaders(t *testing.T) {
 		}
 	}
 }
+
+// storableHeaders writes its JSON by hand: it must stay valid JSON that decodes to what
+// encoding/json would have stored (invalid UTF-8 replaced byte by byte, controls escaped), with
+// names sorted and listed once even when an operation repeats a default.
+func TestStorableHeadersJSON(t *testing.T) {
+	op := &Operation{ReplayHeaders: []string{"x-note", "Location", "X-Note"}}
+	h := http.Header{
+		"Location":     {"/a\"b\\c"},
+		"X-Note":       {"tab\there", "nul-free \x01\x1f", "bad \xff\xfe utf8", "é ✓ \u2028"},
+		"Content-Type": {"application/json"},
+		"Set-Cookie":   {"no"},
+	}
+	got, err := storableHeaders(op, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"Content-Type": h["Content-Type"], "Location": h["Location"], "X-Note": h["X-Note"]}
+	wantJSON, _ := json.Marshal(want)
+	var gotMap, wantMap map[string][]string
+	if err := json.Unmarshal(got, &gotMap); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	_ = json.Unmarshal(wantJSON, &wantMap)
+	if !reflect.DeepEqual(gotMap, wantMap) {
+		t.Errorf("got %q\nwant %q", gotMap, wantMap)
+	}
+	if !strings.HasPrefix(string(got), `{"Content-Type":["application/json"],"Location":`) {
+		t.Errorf("names not sorted: %s", got)
+	}
+	if none, _ := storableHeaders(op, http.Header{"Set-Cookie": {"x"}}); none != nil {
+		t.Errorf("no storable header: %s, want nil", none)
+	}
+}
