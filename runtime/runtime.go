@@ -37,9 +37,9 @@ const (
 	// mismatch or running lease is answered from that one cheap read (no transaction id, no
 	// error). A new key then takes the advisory claim lock in a second round trip and its record
 	// is inserted, completed, with the COMMIT: three round trips plus the handler's statements,
-	// one row version per request. On loopback PostgreSQL (bench/README.md) it serves replays
-	// 1.4 to 2 times faster than ClaimPipelined with half the CPU, and new keys 1.2 to 1.5 times
-	// faster with about a quarter less CPU, despite the extra round trip.
+	// one row version per request. On loopback PostgreSQL (bench/README.md, several runs) it
+	// serves replays 1.3 to 2 times faster than ClaimPipelined with 0.4 to 0.7 of the CPU, and
+	// new keys 1.05 to 1.5 times faster with 10 to 30% less CPU, despite the extra round trip.
 	ClaimReadFirst ClaimStrategy = iota
 	// ClaimPipelined sends the claim and the transaction's BEGIN in one pipeline whose middle
 	// statement fails on purpose when the key already exists, so a new key costs two round trips
