@@ -48,10 +48,21 @@ func (v variant) builder(base, run string) load.Builder {
 	return func(n int64) load.Request {
 		key := "key-" + run + "-replayed-0000"
 		if v.fresh {
-			key = fmt.Sprintf("key-%s-%012d", run, n)
+			// Clients send random keys (UUIDs, mostly), not a sequence: a bijective mix of n
+			// spreads them over the key index as theirs do.
+			key = fmt.Sprintf("key-%s-%016x", run, mix(uint64(n)))
 		}
 		return load.Request{Method: "POST", URL: base + v.path, Header: headers("bench-"+run, key), Body: []byte(v.body)}
 	}
+}
+
+// mix is splitmix64's finalizer: a bijection on 64-bit integers whose outputs look random.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // The variants, in table order. The names are referred to by the ratio rows below.
