@@ -18,7 +18,8 @@ func (e keyError) Error() string { return string(e) }
 
 // checkKey validates a present key under rule and returns its normal form: the RFC 8941 sf-string
 // `"abc"` (section 3.3.3) is the same key as abc, as the IETF draft
-// draft-ietf-httpapi-idempotency-key-header defines the header as a String item. The rules are
+// draft-ietf-httpapi-idempotency-key-header defines the header as a String item; a value that
+// starts with '"' must be exactly one such sf-string, without parameters. The rules are
 // DESIGN section 2: visible ASCII 0x21-0x7E except ',', length within [MinLength, MaxLength]
 // (defaults 16 and 255), and the whole key matching Pattern when one is set.
 func checkKey(k Key, rule *KeyRule) (string, error) {
@@ -26,7 +27,7 @@ func checkKey(k Key, rule *KeyRule) (string, error) {
 		return "", keyError("the key header appears more than once")
 	}
 	v := k.Value
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+	if len(v) > 0 && v[0] == '"' {
 		u, err := unquoteSFString(v)
 		if err != nil {
 			return "", err
@@ -58,28 +59,38 @@ func checkKey(k Key, rule *KeyRule) (string, error) {
 	return v, nil
 }
 
-// unquoteSFString decodes an RFC 8941 sf-string: DQUOTE *chr DQUOTE where chr is a printable
-// ASCII character other than '"' and '\', or one of the escapes \" and \\.
+// unquoteSFString decodes a header value that starts with DQUOTE as an RFC 8941 sf-string
+// (section 3.3.3): DQUOTE *chr DQUOTE where chr is a printable ASCII character other than '"' and
+// '\', or one of the escapes \" and \\. Nothing may follow the closing quote: a value that
+// starts with DQUOTE is a String Item, and RFC 8941 section 3.1.2 parameters after it
+// (`"abc";a=1`) are not part of the key, so keeping them would store a key the client did not
+// mean.
 func unquoteSFString(s string) (string, error) {
 	var b strings.Builder
-	for i := 1; i < len(s)-1; i++ {
+	for i := 1; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '\\':
 			i++
-			if i >= len(s)-1 || (s[i] != '"' && s[i] != '\\') {
+			if i >= len(s) || (s[i] != '"' && s[i] != '\\') {
 				return "", keyError("the quoted key has an invalid escape (RFC 8941 section 3.3.3)")
 			}
 			b.WriteByte(s[i])
 		case c == '"':
-			return "", keyError("the quoted key has an unescaped quote (RFC 8941 section 3.3.3)")
+			if rest := s[i+1:]; rest != "" {
+				if strings.HasPrefix(strings.TrimLeft(rest, " "), ";") {
+					return "", keyError("the quoted key has RFC 8941 parameters after it; parameters are not part of the key, send the key alone")
+				}
+				return "", keyError("the quoted key has characters after its closing quote (RFC 8941 section 3.3.3)")
+			}
+			return b.String(), nil
 		case c < 0x20 || c > 0x7e:
 			return "", keyError("the quoted key has a character outside printable ASCII")
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), nil
+	return "", keyError("the quoted key has no closing quote (RFC 8941 section 3.3.3)")
 }
 
 // storedKey is the key column's value: the key itself for scope tenant, or the operation ID, one
