@@ -169,6 +169,46 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 }
 
+// TestCheckAgreesWithGenerate: a spec the generator refuses fails check and list with the same
+// located errors, so that check's verdict is generate's (docs/cli.md).
+func TestCheckAgreesWithGenerate(t *testing.T) {
+	for _, c := range []struct{ name, spec, code string }{
+		{"json and form schemas differ", `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /p:
+    post:
+      operationId: createP
+      x-idempotent: true
+      requestBody:
+        content:
+          application/json: {schema: {type: object, properties: {a: {type: string}}}}
+          application/x-www-form-urlencoded: {schema: {type: object, properties: {b: {type: string}}}}
+      responses: {"201": {description: ok}}
+`, "error[unsupported-schema]"},
+		{"undeclared path parameter", `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /p/{undeclared}:
+    post:
+      operationId: createP
+      x-idempotent: true
+      responses: {"201": {description: ok}}
+`, "error[bad-path]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := writeTemp(t, "openapi.yaml", c.spec)
+			gcode, _, gerr := idemgen(t, "generate", spec, "--out", t.TempDir())
+			for _, cmd := range [][]string{{"check", spec}, {"list", spec}} {
+				code, _, errOut := idemgen(t, cmd...)
+				if code != exitSpec || code != gcode || !strings.Contains(errOut, c.code) {
+					t.Errorf("%s: exit %d (generate %d)\n%s\ngenerate:\n%s", cmd[0], code, gcode, errOut, gerr)
+				}
+			}
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	spec := writeTemp(t, "openapi.yaml", markedSpec)
 	for _, args := range [][]string{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemgen/idemgen/generator"
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/internal/spec"
@@ -47,8 +48,30 @@ func (f *loadFlags) result(cmd *cobra.Command, specPath string) (*spec.Result, e
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
+	generationDiags(res)
 	printDiags(cmd.ErrOrStderr(), res.Diags)
 	return res, nil
+}
+
+// generationDiags runs the generator's pure Generate on a document the loader accepted and adds
+// its located errors (unsupported-schema, bad-path, route-conflict, ...) to res.Diags, discarding
+// the files, so that check and list give the same verdict as generate (docs/cli.md). The package
+// name does not change which schemas are refused, so any valid one will do.
+func generationDiags(res *spec.Result) {
+	if res.Doc == nil || res.Diags.HasErrors() {
+		return
+	}
+	_, err := generator.Generate(res.Doc, generator.Options{Package: "api"})
+	var de *diag.Errors
+	switch {
+	case err == nil:
+	case errors.As(err, &de):
+		for _, d := range de.List {
+			res.Diags.Add(d)
+		}
+	default:
+		res.Diags.Errorf(diag.Loc{File: res.Doc.Source}, "internal-error", "%v", err)
+	}
 }
 
 // printDiags writes every diagnostic, sorted, one per line (hints indented below).
