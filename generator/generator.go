@@ -10,6 +10,7 @@ package generator
 import (
 	"bytes"
 	"fmt"
+	"go/token"
 	"sort"
 
 	"github.com/dave/jennifer/jen"
@@ -63,8 +64,8 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 			files, err = nil, fmt.Errorf("generate: internal error (please report it with the spec): %v", r)
 		}
 	}()
-	if !isIdent(opts.Package) {
-		return nil, fmt.Errorf("generate: package name %q is not a Go identifier", opts.Package)
+	if !isIdent(opts.Package) || token.IsKeyword(opts.Package) || opts.Package == "_" {
+		return nil, fmt.Errorf("generate: package name %q is not a Go identifier other than a keyword or _", opts.Package)
 	}
 	g := newGen(doc, opts)
 	g.plan()

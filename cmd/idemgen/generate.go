@@ -41,7 +41,10 @@ touched, and a file of the same name without that header is never overwritten.
 idemgen_schema.sql (the idempotency table). --check writes nothing and exits 1 when DIR
 is not up to date, for CI.
 
-Typical use, in the package that serves the API:
+Typical use, in the package that serves the API (go run needs no idemgen on PATH; it
+builds the version your go.mod requires):
+  //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate ../../api/openapi.yaml --out . --package payments
+or, with idemgen installed on PATH:
   //go:generate idemgen generate ../../api/openapi.yaml --out . --package payments`,
 		Example: `  idemgen generate openapi.yaml --out internal/api --package api
   idemgen generate vendor.json --infer --out gen --docs --sql
@@ -53,6 +56,9 @@ Typical use, in the package that serves the API:
 			}
 			if pkg == "" {
 				pkg = defaultPackage(out)
+			}
+			if err := validPackage(pkg); err != nil {
+				return &exitError{code: exitUsage, err: err}
 			}
 			doc, err := lf.load(cmd, args[0])
 			if err != nil {
@@ -87,7 +93,7 @@ Typical use, in the package that serves the API:
 				}
 				fmt.Fprintf(w, "%s %s\n", verb, filepath.Join(out, c.Name))
 			}
-			fmt.Fprintf(w, "%d idempotent operations, %d files changed\n", len(doc.Operations), len(changes))
+			fmt.Fprintf(w, "%s, %s changed\n", count(len(doc.Operations), "idempotent operation"), count(len(changes), "file"))
 			return nil
 		},
 	}
@@ -99,6 +105,21 @@ Typical use, in the package that serves the API:
 	fl.BoolVar(&docs, "docs", false, "also write idemgen_contract.md, the client-facing Markdown contract")
 	fl.BoolVar(&sql, "sql", false, "also write idemgen_schema.sql, the idempotency store schema")
 	return cmd
+}
+
+// validPackage refuses a --package value that cannot name a Go package: not an identifier
+// (go/token.IsIdentifier), a keyword ("func"), or the blank identifier "_" (The Go Programming
+// Language Specification, "Package clause").
+func validPackage(name string) error {
+	switch {
+	case name == "_":
+		return errorf("--package %q: the blank identifier cannot name a package", name)
+	case token.IsKeyword(name):
+		return errorf("--package %q: a Go keyword cannot name a package", name)
+	case !token.IsIdentifier(name):
+		return errorf("--package %q is not a Go identifier (letters, digits and _, not starting with a digit)", name)
+	}
+	return nil
 }
 
 // defaultPackage is the package name of the Go files already in dir (so that

@@ -15,6 +15,9 @@ func TestGenerateWritesChecksAndRemoves(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("generate: %d\n%s%s", code, stdout, stderr)
 	}
+	if !strings.Contains(stdout, "\n1 idempotent operation, 7 files changed\n") {
+		t.Errorf("summary not pluralised by count:\n%s", stdout)
+	}
 	for _, f := range []string{"idemgen_types.go", "idemgen_handlers.go", "idemgen_operations.go", "idemgen_contract.md", "idemgen_schema.sql"} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
@@ -54,8 +57,19 @@ func TestGenerateErrors(t *testing.T) {
 	if code, _, se := idemgen(t, "generate", spec); code != exitUsage || !strings.Contains(se, "--out") {
 		t.Errorf("missing --out: %d %s", code, se)
 	}
-	if code, _, se := idemgen(t, "generate", spec, "--out", t.TempDir(), "--package", "not-a-name"); code != exitSpec || !strings.Contains(se, "not a Go identifier") {
-		t.Errorf("bad package: %d %s", code, se)
+	// A package name Go refuses is a usage error caught before anything is generated, in one
+	// line (not a dump of unformatted source with a parse error, nor code that does not compile).
+	for _, c := range []struct{ pkg, want string }{
+		{"not-a-name", "not a Go identifier"},
+		{"func", "keyword"},
+		{"_", "blank identifier"},
+		{"9lives", "not a Go identifier"},
+	} {
+		code, so, se := idemgen(t, "generate", spec, "--out", t.TempDir(), "--package", c.pkg)
+		first, _, _ := strings.Cut(se, "\n")
+		if code != exitUsage || !strings.Contains(first, c.want) || !strings.Contains(first, c.pkg) || so != "" || strings.Contains(se, "package "+c.pkg) {
+			t.Errorf("--package %q: exit %d, stdout %q, stderr %q", c.pkg, code, so, se)
+		}
 	}
 	bad := writeTemp(t, "bad.yaml", strings.Replace(markedSpec, "retention: 48h", "retention: soon", 1))
 	if code, _, se := idemgen(t, "generate", bad, "--out", t.TempDir()); code != exitSpec || !strings.Contains(se, "bad-duration") {
