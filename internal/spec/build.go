@@ -64,9 +64,36 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 			out.Unmarked = append(out.Unmarked, o.m)
 		}
 	}
+	b.duplicateIDs(ops)
 	b.sc.assignTypeNames()
+	b.sc.reportProblems(out.Operations)
 	out.Schemas = reachableSchemas(out.Operations)
 	return out
+}
+
+// duplicateIDs reports operationIds written more than once (OpenAPI 3.x, Operation Object:
+// "The id MUST be unique among all operations"). When either operation is marked it is an
+// error: both would share one row of the operation table, so cross-operation key reuse and
+// metrics would treat them as one. Between unmarked operations it is a warning, since vendor
+// specs do this and nothing is generated for them.
+func (b *builder) duplicateIDs(ops []*opSource) {
+	first := map[string]*opSource{}
+	for _, o := range ops {
+		if o.m.IDDerived {
+			continue
+		}
+		f, dup := first[o.m.ID]
+		if !dup {
+			first[o.m.ID] = o
+			continue
+		}
+		add := b.d.Warnf
+		if o.m.Mark != model.MarkNone || f.m.Mark != model.MarkNone {
+			add = b.d.Errorf
+		}
+		add(o.at.at("operationId").loc(), "duplicate-operation-id", "%s %s: operationId %q is already used by %s %s at %s; operationIds must be unique",
+			o.m.Method, o.m.Path, o.m.ID, f.m.Method, f.m.Path, f.at.at("operationId").loc())
+	}
 }
 
 // extension returns the YAML node of an extension value written at at, with its location: from

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,10 +22,14 @@ type schemaConverter struct {
 	memo     map[*openapi3.Schema]*model.Schema
 	compName map[*openapi3.Schema]string
 	named    []*model.Schema // every named schema converted, in discovery order
+	// problems are schema errors (contradictory bounds, a pattern RE2 refuses, a property
+	// named ""), reported only for schemas a marked operation reaches: an unmarked operation's
+	// schema is never generated, so a vendor spec's quirks there must not fail the run.
+	problems map[*model.Schema][]diag.Diagnostic
 }
 
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
-	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}}
+	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}}
 	if doc.Components != nil {
 		// A component that is only a $ref to another is an alias: the schema is named after its
 		// definition, and takes an alias's name only when its definition is not a component.
@@ -126,6 +131,9 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		}
 		m.MinItems = positive(s.MinItems)
 		m.MaxItems = optional(s.MaxItems)
+		if s.MaxItems != nil && s.MinItems > *s.MaxItems {
+			c.problem(m, at.at("minItems"), "bad-bounds", "minItems %d is greater than maxItems %d: no array is valid", s.MinItems, *s.MaxItems)
+		}
 	case model.TypeString:
 		for _, e := range s.Enum {
 			if v, ok := e.(string); ok {
@@ -134,9 +142,14 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		}
 		m.MinLength = positive(s.MinLength)
 		m.MaxLength = optional(s.MaxLength)
+		if s.MaxLength != nil && s.MinLength > *s.MaxLength {
+			c.problem(m, at.at("minLength"), "bad-bounds", "minLength %d is greater than maxLength %d: no string is valid", s.MinLength, *s.MaxLength)
+		}
 		if s.Pattern != "" {
 			if _, err := regexp.Compile(s.Pattern); err == nil {
 				m.Pattern = s.Pattern
+			} else {
+				c.problem(m, at.at("pattern"), "bad-pattern", "pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err)
 			}
 		}
 	case model.TypeInteger, model.TypeNumber:
@@ -152,6 +165,50 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			m.Maximum, m.ExclusiveMax = &v, true
 		} else if s.ExclusiveMax.Bool != nil && *s.ExclusiveMax.Bool {
 			m.ExclusiveMax = true
+		}
+		if lo, hi := m.Minimum, m.Maximum; lo != nil && hi != nil && (*lo > *hi || (*lo == *hi && (m.ExclusiveMin || m.ExclusiveMax))) {
+			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
+		}
+	}
+}
+
+// problem records a schema error at a place in the schema (the bound's own line when the
+// document has positions, else the schema's).
+func (c *schemaConverter) problem(m *model.Schema, at src, code, format string, args ...any) {
+	loc := at.loc()
+	if loc.Line == 0 {
+		loc = m.Loc
+	}
+	c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: code, Loc: loc, Message: fmt.Sprintf(format, args...)})
+}
+
+// reportProblems adds the recorded problems of every schema a marked operation reaches (its
+// parameters and request bodies, through properties, items and additionalProperties).
+func (c *schemaConverter) reportProblems(ops []*model.Operation) {
+	seen := map[*model.Schema]bool{}
+	var walk func(s *model.Schema)
+	walk = func(s *model.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		for _, d := range c.problems[s] {
+			c.d.Add(d)
+		}
+		for _, p := range s.Properties {
+			walk(p.Schema)
+		}
+		walk(s.AdditionalProperties)
+		walk(s.Items)
+	}
+	for _, o := range ops {
+		for _, p := range o.Params {
+			walk(p.Schema)
+		}
+		if o.Body != nil {
+			for _, ct := range o.Body.Contents {
+				walk(ct.Schema)
+			}
 		}
 	}
 }
@@ -237,6 +294,10 @@ func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, pr
 		ms := c.convert(p.ref, p.at)
 		if ms == nil {
 			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+		}
+		if p.name == "" {
+			// encoding/json cannot name a field "" (a tag json:"" falls back to the Go name).
+			c.problem(m, p.at, "bad-property-name", "a property named \"\" cannot be expressed in Go's encoding/json; rename it")
 		}
 		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms}
 		prop.Ignore = ms.Ignore || (p.ref != nil && c.ignore(p.ref.Extensions, ms.Loc))

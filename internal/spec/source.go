@@ -112,6 +112,13 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		diagnoseBroken(path, err.Error(), d)
 		return nil
 	}
+	if doc.OpenAPI == "" {
+		// An empty file or {} decodes to an empty document; without this check it would pass
+		// with nothing marked and no error.
+		d.Errorf(diag.Loc{File: path, Line: 1, Column: 1}, "not-openapi",
+			"this is not an OpenAPI document: it has no top-level openapi field (3.0.x, 3.1.x) nor swagger: \"2.0\"")
+		return nil
+	}
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
 	}
