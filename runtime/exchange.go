@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +41,10 @@ type pointerError interface {
 // resolves the scope (Config.ScopeStatus, 401 by default, problem `unauthenticated`), reads the
 // body through http.MaxBytesReader (413 `body-too-large` above op.BodyLimit bytes, default 1 MiB,
 // refused from Content-Length before reading when it already says so), and checks the media type
-// against op.MediaTypes (415 `media-type-unsupported`). When it returns false it has already
+// against op.MediaTypes (415 `media-type-unsupported`): an entry that is a media range ("*/*",
+// "type/*", RFC 9110 section 12.5.1) admits every type in it, a JSON type with a charset other
+// than utf-8 is refused (RFC 8259 section 8.1), and so is a Content-Encoding other than identity
+// (RFC 9110 section 15.5.16). When it returns false it has already
 // written the problem response and nothing was recorded.
 func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) (*Exchange, bool) {
 	x := &Exchange{rt: rt, w: w, r: r, op: op}
@@ -85,19 +87,96 @@ func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) 
 		x.body = body
 	}
 
+	if len(x.body) > 0 {
+		if coding, ok := unsupportedCoding(r.Header.Values("Content-Encoding")); !ok {
+			// RFC 9110 section 12.5.3: a 415 for a content coding lists the codings accepted.
+			w.Header().Set("Accept-Encoding", "identity")
+			rt.refuseBody(x, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+				fmt.Sprintf("Content-Encoding %q is not supported: send the body without a content coding (RFC 9110 section 15.5.16); the body is fingerprinted and decoded as sent.", coding))
+			return nil, false
+		}
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" || len(x.body) > 0 {
-		mt, _, err := mime.ParseMediaType(ct)
+		mt, params, err := mime.ParseMediaType(ct)
 		mt = strings.ToLower(mt)
-		if len(op.MediaTypes) > 0 && (err != nil || !slices.Contains(op.MediaTypes, mt)) {
+		if len(op.MediaTypes) > 0 && (err != nil || matchMediaType(op.MediaTypes, mt) == "") {
 			rt.refuseBody(x, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
 				fmt.Sprintf("Content-Type %q is not one of %s.", ct, strings.Join(op.MediaTypes, ", ")))
 			return nil, false
 		}
 		if err == nil {
+			if cs, ok := params["charset"]; ok && isJSONMediaType(mt) && !strings.EqualFold(cs, "utf-8") {
+				rt.refuseBody(x, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+					fmt.Sprintf("Content-Type %q declares charset %q; JSON is UTF-8 (RFC 8259 section 8.1): send UTF-8 with charset=utf-8 or no charset.", ct, cs))
+				return nil, false
+			}
 			x.mediaType = mt
 		}
 	}
 	return x, true
+}
+
+// DeclaredMediaType returns the entry of Operation.MediaTypes that admitted the request: the
+// request's own media type when it is declared, else the narrowest matching media range
+// ("type/*" before "*/*", RFC 9110 section 12.5.1). It is "" when the operation declares no media
+// types or the request has no body and no Content-Type. Generated code that picks a decoder per
+// declared content switches on this, not on MediaType, so a wildcard entry finds its decoder.
+func (x *Exchange) DeclaredMediaType() string {
+	if x.mediaType == "" {
+		return ""
+	}
+	return matchMediaType(x.op.MediaTypes, x.mediaType)
+}
+
+// matchMediaType returns the entry of declared that admits the lower-case media type mt, or "".
+// An exact entry wins over "type/*", which wins over "*/*" (RFC 9110 section 12.5.1 media
+// ranges; the same precedence as Accept). Entries compare case-insensitively (RFC 9110 section
+// 8.3.1) and any parameters on them are ignored.
+func matchMediaType(declared []string, mt string) string {
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || typ == "" || typ == "*" || sub == "" || sub == "*" {
+		return "" // a request names one media type, never a range
+	}
+	best, rank := "", 0
+	for _, d := range declared {
+		base, _, _ := strings.Cut(d, ";")
+		base = strings.ToLower(strings.TrimSpace(base))
+		r := 0
+		switch {
+		case base == mt:
+			return d
+		case base == typ+"/*":
+			r = 2
+		case base == "*/*":
+			r = 1
+		}
+		if r > rank {
+			best, rank = d, r
+		}
+	}
+	return best
+}
+
+// isJSONMediaType reports whether mt (lower case, no parameters) is JSON: application/json or a
+// +json structured syntax suffix (RFC 6839 section 3.1), the types the generated decoder reads as
+// UTF-8 JSON.
+func isJSONMediaType(mt string) bool {
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// unsupportedCoding checks Content-Encoding header lines: every listed coding must be identity
+// (RFC 9110 section 8.4.1), since the runtime fingerprints and decodes the bytes as sent and
+// does not decompress. It returns the first other coding and false.
+func unsupportedCoding(lines []string) (string, bool) {
+	for _, l := range lines {
+		for c := range strings.SplitSeq(l, ",") {
+			c = strings.TrimSpace(c)
+			if c != "" && !strings.EqualFold(c, "identity") {
+				return c, false
+			}
+		}
+	}
+	return "", true
 }
 
 func (rt *Runtime) refuseBody(x *Exchange, status int, name, detail string) {
