@@ -126,7 +126,7 @@ func execute(name string, data any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// defaultStatuses reports whether rules are DESIGN section 2's default replay.statuses.
+// defaultStatuses reports whether rules are docs/design.md section 2's default replay.statuses.
 func defaultStatuses(rules []model.StatusRule) bool {
 	want := []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
 	if len(rules) != len(want) {
@@ -140,7 +140,7 @@ func defaultStatuses(rules []model.StatusRule) bool {
 	return true
 }
 
-// fmtSize prints a byte count with the binary suffixes of DESIGN section 2.
+// fmtSize prints a byte count with the binary suffixes of docs/design.md section 2.
 func fmtSize(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:

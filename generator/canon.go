@@ -11,7 +11,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
-// The canonicalizers are resolved at generation time (issue 3, item 4): declared members are
+// The canonicalizers are resolved at generation time (docs/design.md section 3): declared members are
 // sorted in RFC 8785 order (UTF-16 code units) and escaped here, excluded members
 // (fingerprint.exclude, x-idempotency-ignore, the body-carried key) are simply not written, and
 // only maps sort at run time. Undeclared members (canonical.Members, already sorted) are merged

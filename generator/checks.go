@@ -10,7 +10,7 @@ import (
 )
 
 // checks returns the statements that test val (a Go expression of t's type, not a pointer)
-// against the schema constraints of DESIGN section 4: enum, minimum/maximum (exclusive too),
+// against the schema constraints of docs/design.md section 4: enum, minimum/maximum (exclusive too),
 // minLength/maxLength in code points, minItems/maxItems. fail turns a reason into the statement
 // that reports it.
 func checks(t *tinfo, val jen.Code, fail func(reason string) jen.Code) []jen.Code {

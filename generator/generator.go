@@ -1,4 +1,4 @@
-// Package generator turns a validated model (internal/model) into the Go code of DESIGN section 3:
+// Package generator turns a validated model (internal/model) into the Go code of docs/design.md section 3:
 // typed request types, strict schema-checking decoders, schema-directed canonicalizers,
 // fingerprint functions, typed handler wrappers and an operation table with Register. Generate is
 // pure (model in, file contents out); Write and Check put the result on disk or compare with it.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -173,5 +174,30 @@ func TestGoldenCompiles(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("go %s: %v\n%s", args[0], err, out)
 		}
+	}
+}
+
+// TestGoldenCitesOnlyPublicDocs: generated code, contracts and error messages cite the design
+// contract that ships with the repository (docs/design.md section N), never an internal design
+// file or issue numbers a user cannot look up.
+func TestGoldenCitesOnlyPublicDocs(t *testing.T) {
+	bad := regexp.MustCompile(`DESIGN section|(?i)\bissue \d`)
+	err := filepath.WalkDir(filepath.Join("..", "golden"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") || strings.HasSuffix(p, "README.md") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if bad.MatchString(line) {
+				t.Errorf("%s:%d cites %q: %s", p, i+1, bad.FindString(line), strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

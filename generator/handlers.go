@@ -198,7 +198,7 @@ func (g *gen) emitKey(grp *jen.Group, o *opPlan) {
 	)
 }
 
-// emitFingerprint writes fingerprint<Op>(x, p, body): the framing of issue 3 item 7.
+// emitFingerprint writes fingerprint<Op>(x, p, body): the framing of docs/design.md section 3.
 func (g *gen) emitFingerprint(f *jen.File, o *opPlan) {
 	op := o.op
 	params := []jen.Code{
@@ -210,7 +210,7 @@ func (g *gen) emitFingerprint(f *jen.File, o *opPlan) {
 	if op.Body != nil {
 		params = append(params, jen.Id("v").Op("*").Id(o.body))
 	}
-	comment(f, "%s is the fingerprint of a request to %s (issue 3, item 7): operation, method, path template and path values, declared query parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request, mediaType its media type without parameters, raw its body bytes and v the decoded body.", o.fingerprint, op.ID)
+	comment(f, "%s is the fingerprint of a request to %s (docs/design.md section 3): operation, method, path template and path values, declared query parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request, mediaType its media type without parameters, raw its body bytes and v the decoded body.", o.fingerprint, op.ID)
 	f.Func().Id(o.fingerprint).Params(params...).Qual(pkgCanonical, "Fingerprint").BlockFunc(func(grp *jen.Group) {
 		grp.Var().Id("f").Qual(pkgCanonical, "Framer")
 		grp.Id("f").Dot("Begin").Call(jen.Lit(op.ID), jen.Lit(op.Method), jen.Lit(op.Path))

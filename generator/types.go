@@ -59,7 +59,7 @@ type field struct {
 	// null both leave it nil, so the fingerprint treats them alike, exactly as the handler sees.
 	ptr bool
 	// bodyKey marks a member that carries an operation's idempotency key: never
-	// required-checked (a missing key is key-missing, DESIGN section 4); the operation's
+	// required-checked (a missing key is key-missing, docs/design.md section 4); the operation's
 	// canonicalizer leaves it out of the fingerprint.
 	bodyKey bool
 	// bag: a nested member of a form body, kept as its bracketed fields (formTypeOf).

@@ -13,8 +13,7 @@ import (
 	"github.com/idemgen/idemgen/generator"
 )
 
-// addGeneratorCommands registers generate, docs and sql on root. Owned by the code-generation
-// work (issue 4); the root command calls it.
+// addGeneratorCommands registers generate, docs and sql on root; the root command calls it.
 func addGeneratorCommands(root *cobra.Command) {
 	root.AddCommand(newGenerateCmd(), newDocsCmd(), newSQLCmd())
 }

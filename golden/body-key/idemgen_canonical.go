@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCreatePayout is the fingerprint of a request to createPayout (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreatePayout is the fingerprint of a request to createPayout (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreatePayout(r *http.Request, mediaType string, raw []byte, p *CreatePayoutParams, v *CreatePayoutBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createPayout", "POST", "/payouts")

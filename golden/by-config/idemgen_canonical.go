@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCreatePayout is the fingerprint of a request to createPayout (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreatePayout is the fingerprint of a request to createPayout (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreatePayout(r *http.Request, mediaType string, raw []byte, p *CreatePayoutParams, v *CreatePayoutBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createPayout", "POST", "/payouts")
@@ -19,10 +19,10 @@ func fingerprintCreatePayout(r *http.Request, mediaType string, raw []byte, p *C
 	return f.Sum()
 }
 
-// fingerprintCancelPayout is the fingerprint of a request to cancelPayout (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCancelPayout is the fingerprint of a request to cancelPayout (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCancelPayout(r *http.Request, mediaType string, raw []byte, p *CancelPayoutParams) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("cancelPayout", "POST", "/payouts/{id}/cancel")

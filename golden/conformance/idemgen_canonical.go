@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCreateCharge is the fingerprint of a request to createCharge (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateCharge is the fingerprint of a request to createCharge (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateCharge(r *http.Request, mediaType string, raw []byte, p *CreateChargeParams, v *CreateChargeBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createCharge", "POST", "/v1/charges")
@@ -19,7 +19,7 @@ func fingerprintCreateCharge(r *http.Request, mediaType string, raw []byte, p *C
 	return f.Sum()
 }
 
-// fingerprintCreateOrder is the fingerprint of a request to createOrder (issue 3, item 7):
+// fingerprintCreateOrder is the fingerprint of a request to createOrder (docs/design.md section 3):
 // operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
@@ -31,10 +31,10 @@ func fingerprintCreateOrder(r *http.Request, mediaType string, raw []byte, p *Cr
 	return f.Sum()
 }
 
-// fingerprintCreatePayment is the fingerprint of a request to createPayment (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreatePayment is the fingerprint of a request to createPayment (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *CreatePaymentParams, v *CreatePaymentBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createPayment", "POST", "/v1/payments")
@@ -43,10 +43,10 @@ func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *
 	return f.Sum()
 }
 
-// fingerprintCreateRefund is the fingerprint of a request to createRefund (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateRefund is the fingerprint of a request to createRefund (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateRefund(r *http.Request, mediaType string, raw []byte, p *CreateRefundParams, v *CreateRefundBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createRefund", "POST", "/v1/payments/{payment_id}/refunds")
@@ -56,10 +56,10 @@ func fingerprintCreateRefund(r *http.Request, mediaType string, raw []byte, p *C
 	return f.Sum()
 }
 
-// fingerprintCreateProviderCharge is the fingerprint of a request to createProviderCharge (issue 3,
-// item 7): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateProviderCharge is the fingerprint of a request to createProviderCharge
+// (docs/design.md section 3): operation, method, path template and path values, declared query
+// parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request,
+// mediaType its media type without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateProviderCharge(r *http.Request, mediaType string, raw []byte, p *CreateProviderChargeParams, v *CreateProviderChargeBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createProviderCharge", "POST", "/v1/provider-charges")
@@ -68,10 +68,10 @@ func fingerprintCreateProviderCharge(r *http.Request, mediaType string, raw []by
 	return f.Sum()
 }
 
-// fingerprintCreateTransfer is the fingerprint of a request to createTransfer (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateTransfer is the fingerprint of a request to createTransfer (docs/design.md
+// section 3): operation, method, path template and path values, declared query parameters (sorted),
+// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
+// type without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateTransfer(r *http.Request, mediaType string, raw []byte, p *CreateTransferParams, v *CreateTransferBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createTransfer", "POST", "/v1/transfers")

@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCreateCustomer is the fingerprint of a request to createCustomer (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateCustomer is the fingerprint of a request to createCustomer (docs/design.md
+// section 3): operation, method, path template and path values, declared query parameters (sorted),
+// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
+// type without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateCustomer(r *http.Request, mediaType string, raw []byte, p *CreateCustomerParams, v *CreateCustomerBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createCustomer", "POST", "/v1/customers")
@@ -19,8 +19,8 @@ func fingerprintCreateCustomer(r *http.Request, mediaType string, raw []byte, p 
 	return f.Sum()
 }
 
-// fingerprintUploadFile is the fingerprint of a request to uploadFile (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintUploadFile is the fingerprint of a request to uploadFile (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintUploadFile(r *http.Request, mediaType string, raw []byte, p *UploadFileParams, v *UploadFileBody) canonical.Fingerprint {
@@ -31,8 +31,8 @@ func fingerprintUploadFile(r *http.Request, mediaType string, raw []byte, p *Upl
 	return f.Sum()
 }
 
-// fingerprintCreateNote is the fingerprint of a request to createNote (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintCreateNote is the fingerprint of a request to createNote (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateNote(r *http.Request, mediaType string, raw []byte, p *CreateNoteParams, v *CreateNoteBody) canonical.Fingerprint {

@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCaptureCharge is the fingerprint of a request to captureCharge (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCaptureCharge is the fingerprint of a request to captureCharge (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCaptureCharge(r *http.Request, mediaType string, raw []byte, p *CaptureChargeParams, v *CaptureChargeBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("captureCharge", "POST", "/charges/{chargeId}/capture")

@@ -7,8 +7,8 @@ import (
 	"net/http"
 )
 
-// fingerprintPostEntry is the fingerprint of a request to postEntry (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintPostEntry is the fingerprint of a request to postEntry (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintPostEntry(r *http.Request, mediaType string, raw []byte, p *PostEntryParams, v *PostEntryBody) canonical.Fingerprint {

@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCloseAccount is the fingerprint of a request to closeAccount (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCloseAccount is the fingerprint of a request to closeAccount (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCloseAccount(r *http.Request, mediaType string, raw []byte, p *CloseAccountParams) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("closeAccount", "POST", "/accounts/{id}/close")
@@ -19,8 +19,8 @@ func fingerprintCloseAccount(r *http.Request, mediaType string, raw []byte, p *C
 	return f.Sum()
 }
 
-// fingerprintAcmeThing is the fingerprint of a request to acmeThing (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintAcmeThing is the fingerprint of a request to acmeThing (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintAcmeThing(r *http.Request, mediaType string, raw []byte, p *AcmeThingParams) canonical.Fingerprint {
@@ -32,10 +32,10 @@ func fingerprintAcmeThing(r *http.Request, mediaType string, raw []byte, p *Acme
 	return f.Sum()
 }
 
-// fingerprintCloseTenantAccounts is the fingerprint of a request to closeTenantAccounts (issue 3,
-// item 7): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
+// fingerprintCloseTenantAccounts is the fingerprint of a request to closeTenantAccounts
+// (docs/design.md section 3): operation, method, path template and path values, declared query
+// parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request,
+// mediaType its media type without parameters, raw its body bytes and v the decoded body.
 func fingerprintCloseTenantAccounts(r *http.Request, mediaType string, raw []byte, p *CloseTenantAccountsParams) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("closeTenantAccounts", "POST", "/{tenant}/accounts/close")
@@ -44,8 +44,8 @@ func fingerprintCloseTenantAccounts(r *http.Request, mediaType string, raw []byt
 	return f.Sum()
 }
 
-// fingerprintExportCSV is the fingerprint of a request to exportCSV (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintExportCSV is the fingerprint of a request to exportCSV (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintExportCSV(r *http.Request, mediaType string, raw []byte, p *ExportCSVParams) canonical.Fingerprint {

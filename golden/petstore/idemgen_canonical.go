@@ -8,8 +8,8 @@ import (
 	"slices"
 )
 
-// fingerprintCreatePet is the fingerprint of a request to createPet (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintCreatePet is the fingerprint of a request to createPet (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintCreatePet(r *http.Request, mediaType string, raw []byte, p *CreatePetParams, v *CreatePetBody) canonical.Fingerprint {
@@ -23,8 +23,8 @@ func fingerprintCreatePet(r *http.Request, mediaType string, raw []byte, p *Crea
 	return f.Sum()
 }
 
-// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *PlaceOrderParams, v *PlaceOrderBody) canonical.Fingerprint {

@@ -8,8 +8,8 @@ import (
 	"net/http"
 )
 
-// fingerprintBatch is the fingerprint of a request to batch (issue 3, item 7): operation, method,
-// path template and path values, declared query parameters (sorted), media type,
+// fingerprintBatch is the fingerprint of a request to batch (docs/design.md section 3): operation,
+// method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintBatch(r *http.Request, mediaType string, raw []byte, p *BatchParams, v *BatchBody) canonical.Fingerprint {
@@ -29,7 +29,7 @@ func fingerprintBatch(r *http.Request, mediaType string, raw []byte, p *BatchPar
 	return f.Sum()
 }
 
-// fingerprintPatchChoice is the fingerprint of a request to patchChoice (issue 3, item 7):
+// fingerprintPatchChoice is the fingerprint of a request to patchChoice (docs/design.md section 3):
 // operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
@@ -43,8 +43,8 @@ func fingerprintPatchChoice(r *http.Request, mediaType string, raw []byte, p *Pa
 	return f.Sum()
 }
 
-// fingerprintPostFree is the fingerprint of a request to postFree (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintPostFree is the fingerprint of a request to postFree (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintPostFree(r *http.Request, mediaType string, raw []byte, p *PostFreeParams, v *PostFreeBody) canonical.Fingerprint {
@@ -57,7 +57,7 @@ func fingerprintPostFree(r *http.Request, mediaType string, raw []byte, p *PostF
 	return f.Sum()
 }
 
-// fingerprintKitchenSink is the fingerprint of a request to kitchenSink (issue 3, item 7):
+// fingerprintKitchenSink is the fingerprint of a request to kitchenSink (docs/design.md section 3):
 // operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
@@ -69,7 +69,7 @@ func fingerprintKitchenSink(r *http.Request, mediaType string, raw []byte, p *Ki
 	return f.Sum()
 }
 
-// fingerprintPutSettings is the fingerprint of a request to putSettings (issue 3, item 7):
+// fingerprintPutSettings is the fingerprint of a request to putSettings (docs/design.md section 3):
 // operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.

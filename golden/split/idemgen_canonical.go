@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// fingerprintCreateInvoice is the fingerprint of a request to createInvoice (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintCreateInvoice is the fingerprint of a request to createInvoice (docs/design.md section
+// 3): operation, method, path template and path values, declared query parameters (sorted), media
+// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
+// without parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateInvoice(r *http.Request, mediaType string, raw []byte, p *CreateInvoiceParams, v *CreateInvoiceBody) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("createInvoice", "POST", "/v1/invoices")

@@ -7,8 +7,8 @@ import (
 	"net/http"
 )
 
-// fingerprintCreateCall is the fingerprint of a request to CreateCall (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintCreateCall is the fingerprint of a request to CreateCall (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintCreateCall(r *http.Request, mediaType string, raw []byte, p *CreateCallParams, v *CreateCallBody) canonical.Fingerprint {
@@ -20,8 +20,8 @@ func fingerprintCreateCall(r *http.Request, mediaType string, raw []byte, p *Cre
 	return f.Sum()
 }
 
-// fingerprintUpdateCall is the fingerprint of a request to UpdateCall (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintUpdateCall is the fingerprint of a request to UpdateCall (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintUpdateCall(r *http.Request, mediaType string, raw []byte, p *UpdateCallParams, v *UpdateCallBody) canonical.Fingerprint {
@@ -34,10 +34,10 @@ func fingerprintUpdateCall(r *http.Request, mediaType string, raw []byte, p *Upd
 	return f.Sum()
 }
 
-// fingerprintUpdateRecording is the fingerprint of a request to UpdateRecording (issue 3, item 7):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
+// fingerprintUpdateRecording is the fingerprint of a request to UpdateRecording (docs/design.md
+// section 3): operation, method, path template and path values, declared query parameters (sorted),
+// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
+// type without parameters, raw its body bytes and v the decoded body.
 func fingerprintUpdateRecording(r *http.Request, mediaType string, raw []byte, p *UpdateRecordingParams) canonical.Fingerprint {
 	var f canonical.Framer
 	f.Begin("UpdateRecording", "POST", "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}")

@@ -251,7 +251,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// contentKind classifies a request media type (DESIGN section 4): JSON and +json are decoded
+// contentKind classifies a request media type (docs/design.md section 4): JSON and +json are decoded
 // strictly and canonicalized, form bodies are sorted fields, anything else is raw bytes.
 func contentKind(mt string) model.ContentKind {
 	switch {

@@ -15,7 +15,7 @@ const vendorDir = "../../testdata/specs/vendor"
 
 // TestVendorCorpus loads every public spec in testdata/specs/vendor with --infer, as a user
 // pointing idemgen at a vendor spec would, and checks how many operations it finds, with which
-// carrier. The counts agree with an independent scan of the raw documents (issue 2).
+// carrier. The counts agree with an independent scan of the raw documents.
 func TestVendorCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 13 MB of specs")

@@ -10,7 +10,7 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// Recognised idempotency carriers (issue 2 items 6 and 7): header names compared ignoring case,
+// Recognised idempotency carriers (docs/design.md section 2): header names compared ignoring case,
 // body and form field names compared ignoring case, "_" and "-".
 var keyHeaders = []string{"idempotency-key", "x-idempotency-key", "paypal-request-id", "idempotency"}
 

@@ -92,8 +92,7 @@ func errorsOf(l *diag.List) []diag.Diagnostic {
 
 const postPtr = "/paths/~1payments/post/x-idempotent"
 
-// TestSettingDiagnostics has one row per diagnostic of issue 2 item 3 (and the ones DESIGN
-// section 2 adds): each must come out alone, with the operation's file and line and the JSON
+// TestSettingDiagnostics has one row per setting diagnostic (docs/design.md section 2): each must come out alone, with the operation's file and line and the JSON
 // pointer of the offending setting.
 func TestSettingDiagnostics(t *testing.T) {
 	cases := []struct {

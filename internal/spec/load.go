@@ -1,6 +1,6 @@
 // Package spec loads an OpenAPI document (3.0, 3.1, or Swagger 2.0 converted to 3.0), applies
 // OpenAPI Overlay 1.0 documents and an idemgen.yaml config file, validates every idempotency
-// setting (DESIGN section 2) and builds the internal/model IR. It is the only package that
+// setting (docs/design.md section 2) and builds the internal/model IR. It is the only package that
 // imports kin-openapi: every other package reads the model.
 //
 // Spec problems never come back as a Go error: they are located diagnostics in Result.Diags

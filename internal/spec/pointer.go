@@ -9,7 +9,7 @@ import (
 // matchPointer reports whether the JSON pointer tokens can match something in a request body of
 // schema ref: a declared property, any key of a map (additionalProperties), any element of an
 // array ("*" or an index), anything below a free-form value, or any branch of a oneOf/anyOf.
-// "*" stands for every array element or map value (DESIGN section 2).
+// "*" stands for every array element or map value (docs/design.md section 2).
 func matchPointer(ref *openapi3.SchemaRef, tokens []string) bool {
 	if ref == nil || ref.Value == nil {
 		return false

@@ -14,7 +14,7 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// Defaults of DESIGN section 2.
+// Defaults of docs/design.md section 2.
 const (
 	defaultHeader    = "Idempotency-Key"
 	defaultMinLength = 16
@@ -134,7 +134,7 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
 			if c.Kind == model.ContentRaw {
-				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (DESIGN section 4); set fingerprint.body: raw to accept this",
+				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (docs/design.md section 4); set fingerprint.body: raw to accept this",
 					o.m.Method, o.m.Path, c.MediaType)
 			}
 		}
@@ -313,7 +313,7 @@ func typesOf(r *openapi3.SchemaRef) string {
 }
 
 // resolveExclude checks every fingerprint.exclude pointer against the request schemas: a pointer
-// must be able to match something in at least one JSON or form body schema (DESIGN section 2).
+// must be able to match something in at least one JSON or form body schema (docs/design.md section 2).
 func (b *builder) resolveExclude(o *opSource, m *layer, s *model.Settings, at func(string) diag.Loc) {
 	if !m.excludeSet {
 		return

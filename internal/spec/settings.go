@@ -242,7 +242,7 @@ func (sd *settingsDecoder) fingerprint(n *yaml.Node, prefix string) {
 	})
 }
 
-// neverReplayed are the response headers DESIGN section 5 forbids storing or replaying.
+// neverReplayed are the response headers docs/design.md section 5 forbids storing or replaying.
 var neverReplayed = []string{"Set-Cookie", "Authorization", "Date", "Connection", "Keep-Alive",
 	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
@@ -254,7 +254,7 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 			if hs, ok := sd.headers(v, path); ok {
 				for i, h := range hs {
 					if slices.Contains(neverReplayed, h) {
-						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (DESIGN section 5)", h)
+						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/design.md section 5)", h)
 					}
 				}
 				l.replayHeaders, l.replayHeadersSet = hs, true

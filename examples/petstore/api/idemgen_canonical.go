@@ -7,8 +7,8 @@ import (
 	"net/http"
 )
 
-// fingerprintAddPet is the fingerprint of a request to addPet (issue 3, item 7): operation, method,
-// path template and path values, declared query parameters (sorted), media type,
+// fingerprintAddPet is the fingerprint of a request to addPet (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintAddPet(r *http.Request, mediaType string, raw []byte, p *AddPetParams, v *AddPetBody) canonical.Fingerprint {
@@ -19,8 +19,8 @@ func fingerprintAddPet(r *http.Request, mediaType string, raw []byte, p *AddPetP
 	return f.Sum()
 }
 
-// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (issue 3, item 7): operation,
-// method, path template and path values, declared query parameters (sorted), media type,
+// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (docs/design.md section 3):
+// operation, method, path template and path values, declared query parameters (sorted), media type,
 // fingerprint.headers and the canonical body. r is the request, mediaType its media type without
 // parameters, raw its body bytes and v the decoded body.
 func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *PlaceOrderParams, v *PlaceOrderBody) canonical.Fingerprint {
