@@ -115,6 +115,8 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "bad duration", post: `{retention: 1 day}`, code: "bad-duration", line: 8, pointer: postPtr + "/retention", msgContain: "1 day"},
 		{name: "negative lease", post: `{lease: "-5s"}`, code: "bad-duration", line: 8, pointer: postPtr + "/lease"},
 		{name: "zero retention", post: `{retention: 0s}`, code: "bad-duration", line: 8, pointer: postPtr + "/retention"},
+		{name: "negative wait", post: `{concurrency: {wait: -1s}}`, code: "bad-duration", line: 8, pointer: postPtr + "/concurrency/wait", msgContain: `"-1s" must not be negative (0s is allowed)`},
+		{name: "zero lease", post: `{lease: 0s}`, code: "bad-duration", line: 8, pointer: postPtr + "/lease", msgContain: "must be positive"},
 		{name: "bad size", post: `{limits: {body: 1MB}}`, code: "bad-size", line: 8, pointer: postPtr + "/limits/body"},
 		{name: "bad status", post: `{replay: {statuses: [2xx, "6xx"]}}`, code: "bad-status", line: 8, pointer: postPtr + "/replay/statuses/1"},
 		{name: "bad mode", post: `{mode: lazy}`, code: "bad-value", line: 8, pointer: postPtr + "/mode"},

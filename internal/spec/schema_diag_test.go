@@ -115,3 +115,15 @@ func TestNotAnOpenAPIDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayInvalidIsOneLine: an overlay with several problems is one diagnostic on one line
+// (the library joins its errors with newlines).
+func TestOverlayInvalidIsOneLine(t *testing.T) {
+	path := writeSpec(t, "true", "", "", "")
+	ov := writeFile(t, "overlay.yaml", "overlay: 2.0.0\nactions: []\n")
+	res := load(t, Options{Path: path, Overlays: []string{ov}})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 1 || errs[0].Code != "overlay-invalid" || strings.Contains(errs[0].String(), "\n") || !strings.Contains(errs[0].Message, "; ") {
+		t.Fatalf("errors:\n%s", (&diag.Errors{List: errs}).Error())
+	}
+}

@@ -399,7 +399,10 @@ func (sd *settingsDecoder) duration(v *yaml.Node, path string, zeroOK bool) *tim
 	case err != nil:
 		sd.errf(v, path, "bad-duration", "%q is not a Go duration (use forms like \"30s\", \"24h\", \"1h30m\")", v.Value)
 		return nil
-	case dur < 0 || (dur == 0 && !zeroOK):
+	case dur < 0 && zeroOK:
+		sd.errf(v, path, "bad-duration", "%q must not be negative (0s is allowed)", v.Value)
+		return nil
+	case dur <= 0 && !zeroOK:
 		sd.errf(v, path, "bad-duration", "%q must be positive", v.Value)
 		return nil
 	}

@@ -131,6 +131,18 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	return l
 }
 
+// oneLine joins the lines of a library's message (errors.Join puts one error per line) with
+// "; ", since each diagnostic is one line of output.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // topLevel is the scalar value of a top-level member of a document tree, "" when absent.
 func topLevel(root *yaml.Node, key string) string {
 	n := root
@@ -201,15 +213,15 @@ func applyOverlays(path string, data []byte, overlays []string, d *diag.List) *y
 			return nil
 		}
 		if err := ov.Validate(); err != nil {
-			d.Errorf(diag.Loc{File: op}, "overlay-invalid", "invalid overlay: %v", err)
+			d.Errorf(diag.Loc{File: op}, "overlay-invalid", "invalid overlay: %s", oneLine(err.Error()))
 			return nil
 		}
 		err, warnings := ov.ApplyToStrict(&root)
 		for _, w := range warnings {
-			d.Warnf(diag.Loc{File: op}, "overlay-warning", "%s", w)
+			d.Warnf(diag.Loc{File: op}, "overlay-warning", "%s", oneLine(w))
 		}
 		if err != nil {
-			d.Errorf(diag.Loc{File: op}, "overlay-failed", "%v", err)
+			d.Errorf(diag.Loc{File: op}, "overlay-failed", "%s", oneLine(err.Error()))
 			return nil
 		}
 	}
