@@ -54,9 +54,21 @@ func bodyError(pointer string, reason string) jen.Code {
 	})
 }
 
+// paramError is the *runtime.BodyError literal for a bad parameter: its pointer is
+// "/<in>/<name>" (the runtime contract, runtime.BodyError) and its reason, which is the whole
+// problem detail, names the parameter ("query parameter \"limit\": must be an integer"). A
+// *canonical.Error would read "invalid body at document root (byte 0)", which is wrong for a
+// parameter.
+func paramError(p *model.Param, reason string) jen.Code {
+	return jen.Op("&").Qual(pkgRuntime, "BodyError").Values(jen.Dict{
+		jen.Id("At"):     jen.Lit("/" + string(p.In) + "/" + p.Name),
+		jen.Id("Reason"): jen.Lit(fmt.Sprintf("%s parameter %q: %s", p.In, p.Name, reason)),
+	})
+}
+
 // emitParamParser writes parse<Op>Params(r): path, query and header parameters converted and
-// checked; a bad or missing value is a *canonical.Error (400 body-invalid) whose reason names
-// the parameter.
+// checked; a bad or missing value is a *runtime.BodyError (400 body-invalid) whose pointer is
+// "/<in>/<name>" and whose reason names the parameter.
 func (g *gen) emitParamParser(f *jen.File, o *opPlan) {
 	comment(f, "%s reads the path, query and header parameters of %s.", o.parseParams, o.op.ID)
 	f.Func().Id(o.parseParams).Params(jen.Id("r").Op("*").Qual("net/http", "Request")).Params(jen.Id(o.params), jen.Error()).BlockFunc(func(grp *jen.Group) {
@@ -72,9 +84,8 @@ func (g *gen) emitParamParser(f *jen.File, o *opPlan) {
 		}
 		for _, pp := range o.pparams {
 			pp := pp
-			what := fmt.Sprintf("%s parameter %q: ", pp.p.In, pp.p.Name)
 			fail := func(reason string) jen.Code {
-				return jen.Return(jen.Id("p"), bodyError("", what+reason))
+				return jen.Return(jen.Id("p"), paramError(pp.p, reason))
 			}
 			dst := jen.Id("p").Dot(pp.p.GoName)
 			grp.BlockFunc(func(b *jen.Group) {

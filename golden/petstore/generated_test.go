@@ -6,7 +6,10 @@ package petstore
 import (
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
@@ -22,20 +25,23 @@ func TestPlaceOrderParams(t *testing.T) {
 		len(p.Ids) != 2 || p.Ids[1] != 5 {
 		t.Fatalf("params = %+v", p)
 	}
-	for _, tt := range []struct{ store, query string }{
-		{"x", ""},                    // not an integer
-		{"0", ""},                    // minimum 1
-		{"1", "include=pet,owner"},   // enum
-		{"1", "limit=101"},           // maximum 100
-		{"1", "limit=1&limit=2"},     // a scalar given twice
-		{"1", "limit=9999999999999"}, // int32
-		{"1", "ids=1,2"},             // pipeDelimited: "1,2" is one item, not an integer
+	// A bad parameter is 400 body-invalid whose pointer is /<in>/<name> and whose detail names
+	// the parameter (not "invalid body at document root (byte 0)").
+	for _, tt := range []struct{ store, query, at, detail string }{
+		{"x", "", "/path/storeId", `path parameter "storeId": must be an integer`},
+		{"0", "", "/path/storeId", `path parameter "storeId": must be at least 1`},
+		{"1", "include=pet,owner", "/query/include", `query parameter "include": must be one of`},
+		{"1", "limit=101", "/query/limit", `query parameter "limit": must be at most 100`},
+		{"1", "limit=1&limit=2", "/query/limit", `query parameter "limit": given more than once`},
+		{"1", "limit=9999999999999", "/query/limit", `query parameter "limit": must be an integer`},
+		{"1", "ids=1,2", "/query/ids", `query parameter "ids": must be an integer`}, // pipeDelimited: "1,2" is one item
 	} {
 		r := httptest.NewRequest("POST", "/stores/"+tt.store+"/orders?"+tt.query, nil)
 		r.SetPathValue("storeId", tt.store)
-		var ce *canonical.Error
-		if _, err := parsePlaceOrderParams(r); !errors.As(err, &ce) {
-			t.Errorf("%s ?%s: err = %v, want *canonical.Error", tt.store, tt.query, err)
+		var be *runtime.BodyError
+		_, err := parsePlaceOrderParams(r)
+		if !errors.As(err, &be) || be.Pointer() != tt.at || !strings.HasPrefix(err.Error(), tt.detail) {
+			t.Errorf("%s ?%s: err = %v, want *runtime.BodyError at %s starting %q", tt.store, tt.query, err, tt.at, tt.detail)
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package petstore
 
 import (
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"math"
 	"net/http"
@@ -30,9 +31,9 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 		vs := q["dry_run"]
 		if len(vs) > 0 {
 			if len(vs) > 1 {
-				return p, &canonical.Error{
-					Pointer: "",
-					Reason:  "query parameter \"dry_run\": given more than once",
+				return p, &runtime.BodyError{
+					At:     "/query/dry_run",
+					Reason: "query parameter \"dry_run\": given more than once",
 				}
 			}
 			var x bool
@@ -42,9 +43,9 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 			case "false":
 				x = false
 			default:
-				return p, &canonical.Error{
-					Pointer: "",
-					Reason:  "query parameter \"dry_run\": must be true or false",
+				return p, &runtime.BodyError{
+					At:     "/query/dry_run",
+					Reason: "query parameter \"dry_run\": must be true or false",
 				}
 			}
 			p.DryRun = &x
@@ -53,22 +54,22 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 	{
 		vs := r.Header.Values("X-Store-Id")
 		if len(vs) == 0 {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "header parameter \"X-Store-Id\": missing",
+			return p, &runtime.BodyError{
+				At:     "/header/X-Store-Id",
+				Reason: "header parameter \"X-Store-Id\": missing",
 			}
 		}
 		if len(vs) > 1 {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "header parameter \"X-Store-Id\": given more than once",
+			return p, &runtime.BodyError{
+				At:     "/header/X-Store-Id",
+				Reason: "header parameter \"X-Store-Id\": given more than once",
 			}
 		}
 		p.XStoreID = vs[0]
 		if utf8.RuneCountInString(p.XStoreID) < 1 {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "header parameter \"X-Store-Id\": length must be at least 1",
+			return p, &runtime.BodyError{
+				At:     "/header/X-Store-Id",
+				Reason: "header parameter \"X-Store-Id\": length must be at least 1",
 			}
 		}
 	}
@@ -94,16 +95,16 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 		s := r.PathValue("storeId")
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "path parameter \"storeId\": must be an integer (int64)",
+			return p, &runtime.BodyError{
+				At:     "/path/storeId",
+				Reason: "path parameter \"storeId\": must be an integer (int64)",
 			}
 		}
 		p.StoreID = n
 		if p.StoreID < 1 {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "path parameter \"storeId\": must be at least 1",
+			return p, &runtime.BodyError{
+				At:     "/path/storeId",
+				Reason: "path parameter \"storeId\": must be at least 1",
 			}
 		}
 	}
@@ -120,9 +121,9 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 				var e int64
 				n, err := strconv.ParseInt(it, 10, 64)
 				if err != nil {
-					return p, &canonical.Error{
-						Pointer: "",
-						Reason:  "query parameter \"ids\": must be an integer (int64)",
+					return p, &runtime.BodyError{
+						At:     "/query/ids",
+						Reason: "query parameter \"ids\": must be an integer (int64)",
 					}
 				}
 				e = n
@@ -145,9 +146,9 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 				switch e {
 				case PlaceOrderParamsIncludeItemPet, PlaceOrderParamsIncludeItemStore:
 				default:
-					return p, &canonical.Error{
-						Pointer: "",
-						Reason:  "query parameter \"include\": must be one of \"pet\", \"store\"",
+					return p, &runtime.BodyError{
+						At:     "/query/include",
+						Reason: "query parameter \"include\": must be one of \"pet\", \"store\"",
 					}
 				}
 				p.Include = append(p.Include, e)
@@ -158,24 +159,24 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 		vs := q["limit"]
 		if len(vs) > 0 {
 			if len(vs) > 1 {
-				return p, &canonical.Error{
-					Pointer: "",
-					Reason:  "query parameter \"limit\": given more than once",
+				return p, &runtime.BodyError{
+					At:     "/query/limit",
+					Reason: "query parameter \"limit\": given more than once",
 				}
 			}
 			var x int32
 			n, err := strconv.ParseInt(vs[0], 10, 32)
 			if err != nil {
-				return p, &canonical.Error{
-					Pointer: "",
-					Reason:  "query parameter \"limit\": must be an integer (int32)",
+				return p, &runtime.BodyError{
+					At:     "/query/limit",
+					Reason: "query parameter \"limit\": must be an integer (int32)",
 				}
 			}
 			x = int32(n)
 			if x > 100 {
-				return p, &canonical.Error{
-					Pointer: "",
-					Reason:  "query parameter \"limit\": must be at most 100",
+				return p, &runtime.BodyError{
+					At:     "/query/limit",
+					Reason: "query parameter \"limit\": must be at most 100",
 				}
 			}
 			p.Limit = &x

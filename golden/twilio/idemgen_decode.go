@@ -3,6 +3,7 @@
 package twilio
 
 import (
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
 	"strings"
@@ -76,9 +77,9 @@ func parseCreateCallParams(r *http.Request) (CreateCallParams, error) {
 		s := r.PathValue("AccountSid")
 		p.AccountSid = s
 		if utf8.RuneCountInString(p.AccountSid) != 34 {
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "path parameter \"AccountSid\": length must be 34",
+			return p, &runtime.BodyError{
+				At:     "/path/AccountSid",
+				Reason: "path parameter \"AccountSid\": length must be 34",
 			}
 		}
 	}
@@ -152,9 +153,9 @@ func parseUpdateRecordingParams(r *http.Request) (UpdateRecordingParams, error) 
 		switch p.Format {
 		case UpdateRecordingParamsFormatJson, UpdateRecordingParamsFormatMp3:
 		default:
-			return p, &canonical.Error{
-				Pointer: "",
-				Reason:  "path parameter \"Format\": must be one of \"json\", \"mp3\"",
+			return p, &runtime.BodyError{
+				At:     "/path/Format",
+				Reason: "path parameter \"Format\": must be one of \"json\", \"mp3\"",
 			}
 		}
 	}
