@@ -10,9 +10,7 @@
 // escapes, numbers outside the float64 range, bytes after the document, a byte order mark, and
 // nesting deeper than [MaxDepth]. Member names are matched case-sensitively.
 //
-// Decisions where the RFCs leave room: a number closer to zero than the smallest double is
-// accepted as 0, as ECMAScript's Number() reads it (a number too large for a double has no
-// value to stand for, so it is refused); Unicode noncharacters (U+FFFE, U+FDD0…) are
+// Decisions where the RFCs leave room: Unicode noncharacters (U+FFFE, U+FDD0…) are
 // accepted, since parsers agree on them although I-JSON (RFC 7493 section 2.1) discourages
 // them; a schema integer may be spelled 1.0 or 1e0 (JSON Schema counts those as integers)
 // but 1.5 is refused.
@@ -25,6 +23,22 @@
 // integers are the exception that the typed path makes on purpose: [Decoder.Int64] keeps every
 // digit (9007199254740993 stays 9007199254740993) and refuses values outside int64 instead of
 // rounding them through a double, and [AppendInt] writes the exact decimal digits.
+//
+// # Numbers
+//
+// RFC 8785 section 3.2.2.3 canonicalizes every number as the IEEE 754 double it parses to, and
+// I-JSON (RFC 7493 section 2.2) warns that other precision is not interoperable. A number that
+// the double does not hold exactly would be rounded, so two requests with different numbers
+// would share a fingerprint and the second would replay the first. Both the generic
+// canonicalizer (additionalProperties, oneOf/anyOf, untyped values) and [Decoder.Float64]
+// (schema number) therefore refuse, as an [*Error] at the number's pointer, any number whose
+// significant digits (trailing zeros stripped, exponent normalised) differ from those of the
+// shortest round-trip form of its double: 10.5, 10.50, 1.05e1, 0.1 and 1e21 are accepted;
+// 123456789012345678901234567890, 0.30000000000000001, 9007199254740993 (outside a schema
+// integer) and 1e-400 (which would underflow to 0) are refused, with a reason that suggests
+// sending the value as a string or declaring the field integer. Zero in any spelling is 0.
+// Numbers outside the double range (1e400) are refused too. This deliberately departs from
+// RFC 8785, which rounds: its own example 333333333.33333329 is refused.
 //
 // # Generated shape
 //

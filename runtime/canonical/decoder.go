@@ -482,17 +482,26 @@ func (d *Decoder) Int64() int64 {
 	return v
 }
 
-// Float64 reads a number (schema type number); a value outside the float64 range is an error.
-// Values closer to zero than the smallest subnormal become 0, as in ECMAScript.
+// Float64 reads a number (schema type number). A value outside the float64 range is an error,
+// and so is one the double does not hold exactly up to its shortest round-trip form
+// (9007199254740993, 0.30000000000000001, 1e-400): see "Numbers" in the package doc.
 func (d *Decoder) Float64() float64 {
 	start := d.pos
 	s, e := d.number()
 	if d.err != nil {
 		return 0
 	}
-	f, ok := parseFloat(d.data[s:e])
+	num := d.data[s:e]
+	f, ok := parseFloat(num)
 	if !ok {
 		d.fail(start, "number outside the float64 range")
+		return f
+	}
+	// Up to 15 significant digits in the normal range a decimal is its double's shortest
+	// form (appendNumberText's rule), so only longer or extreme numbers need the full check.
+	var tmp [32]byte
+	if _, short := appendNumberText(tmp[:0], num); !short && !exactDouble(num, f) {
+		d.fail(start, reasonInexact)
 	}
 	return f
 }

@@ -65,7 +65,7 @@ func TestInt64Exact(t *testing.T) {
 }
 
 func TestFloat64(t *testing.T) {
-	for in, want := range map[string]float64{"10.5": 10.5, "1.05e1": 10.5, "-0": 0, "5e-324": 5e-324, "1e-400": 0} {
+	for in, want := range map[string]float64{"10.5": 10.5, "1.05e1": 10.5, "-0": 0, "5e-324": 5e-324} {
 		got, err := decodeOne(t, in, (*Decoder).Float64)
 		if err != nil || got != want {
 			t.Errorf("%s: got %v, %v", in, got, err)

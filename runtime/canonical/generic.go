@@ -35,7 +35,8 @@ var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
 
 // Raw reads any value and returns its canonical form in a new slice. Generated code stores it
 // for oneOf/anyOf and schema-less values, so the handler sees the very text that is
-// fingerprinted (a number beyond 2^53 there is already rounded as RFC 8785 rounds it).
+// fingerprinted (a number a double does not hold exactly, such as 9007199254740993, is refused
+// rather than rounded: see "Numbers" in the package doc).
 func (d *Decoder) Raw() []byte {
 	if d.next() == 0 {
 		return nil
@@ -143,6 +144,10 @@ func (d *Decoder) appendValue(b []byte, ex *Exclusion) []byte {
 		f, ok := parseFloat(num)
 		if !ok {
 			d.fail(s, "number outside the float64 range")
+			return b
+		}
+		if !exactDouble(num, f) {
+			d.fail(s, reasonInexact)
 			return b
 		}
 		b = AppendFloat(b, f)

@@ -207,3 +207,97 @@ func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
 	}
 	return b, false
 }
+
+// reasonInexact is why a number that a double cannot hold exactly is refused.
+const reasonInexact = "number cannot be represented exactly as an IEEE 754 double, and RFC 8785 " +
+	"section 3.2.2.3 canonicalizes numbers as doubles (see also I-JSON, RFC 7493 section 2.2), so " +
+	"a different number would be fingerprinted and handled; send it as a string, or declare the field integer"
+
+// exactDouble reports whether the grammar-checked JSON number num is exactly the double f it
+// parses to, up to f's shortest round-trip decimal (the digits ECMAScript prints): its
+// significant digits, trailing zeros stripped and exponent normalised, must be those of the
+// shortest representation. So 10.5, 10.50, 1.05e1, 0.1 and 1e21 are exact, while
+// 9007199254740993, 0.30000000000000001, 123456789012345678901234567890 and 1e-400 (which
+// underflows to 0) are not: two of them that differ would share a canonical form, and a replay
+// would answer a request the client never sent.
+func exactDouble(num []byte, f float64) bool {
+	// Shortest digits of f: "d.dddde±xx", or "0e+00" for zero.
+	var tmp [32]byte
+	short := strconv.AppendFloat(tmp[:0], math.Abs(f), 'e', -1, 64)
+	var want [17]byte
+	nw := 0
+	i := 0
+	for ; short[i] != 'e'; i++ {
+		if short[i] != '.' {
+			want[nw] = short[i]
+			nw++
+		}
+	}
+	wantPoint := 1
+	if f == 0 {
+		nw = 0
+	} else {
+		e, _ := strconv.Atoi(string(short[i+1:]))
+		wantPoint = e + 1
+	}
+
+	// Significant digits of num; value = 0.digits × 10^point.
+	var got [17]byte
+	ng := 0
+	point := int64(0)
+	seenNonZero, intPart := false, true
+	for i = 0; i < len(num); i++ {
+		c := num[i]
+		switch {
+		case c == '-':
+			continue
+		case c == '.':
+			intPart = false
+			continue
+		case c == 'e' || c == 'E':
+		case c == '0' && !seenNonZero:
+			if !intPart {
+				point--
+			}
+			continue
+		default:
+			seenNonZero = true
+			if intPart {
+				point++
+			}
+			if ng < len(got) {
+				got[ng] = c
+				ng++
+			} else if c != '0' {
+				return false // a double never needs more than 17 significant digits
+			}
+			continue
+		}
+		break
+	}
+	if i < len(num) { // exponent
+		i++
+		neg := false
+		if num[i] == '+' || num[i] == '-' {
+			neg = num[i] == '-'
+			i++
+		}
+		e := int64(0)
+		for ; i < len(num); i++ {
+			if e < 1<<40 { // far outside any double's exponent, and no overflow
+				e = e*10 + int64(num[i]-'0')
+			}
+		}
+		if neg {
+			e = -e
+		}
+		point += e
+	}
+	for ng > 0 && got[ng-1] == '0' {
+		ng--
+	}
+	if ng == 0 || nw == 0 {
+		return ng == nw // zero in any spelling is exactly 0
+	}
+	return point == int64(wantPoint) && string(got[:ng]) == string(want[:nw])
+}
