@@ -319,13 +319,30 @@ func TestAtomicBoundedWaitReplays(t *testing.T) {
 func testAtomicBoundedWaitReplays(t *testing.T, tweak func(*Config)) {
 	e := newEnv(t, tweak)
 	op := payOp()
-	op.Wait = 2 * time.Second
+	op.Wait = 5 * time.Second
 	h := e.atomicHandler(op)
 	done := make(chan int)
 	go func() {
-		done <- serve(h, req("t1", key1, body100, "X-Delay", "300ms")).Code
+		done <- serve(h, req("t1", key1, body100, "X-Delay", "1s")).Code
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// The duplicate starts only once the first request holds the claim: its handler has written
+	// its payment and sleeps in the open transaction (a fixed sleep here raced under load, and the
+	// duplicate sometimes claimed first). Both lock strategies claim before the handler runs.
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var inHandler bool
+		if err := e.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle in transaction'
+			AND query LIKE 'INSERT INTO payments%')`).Scan(&inHandler); err != nil {
+			t.Fatal(err)
+		}
+		if inHandler {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never reached its handler")
+		}
+	}
 	w := serve(h, req("t1", key1, body100))
 	if w.Code != 201 || w.Header().Get(HeaderReplayed) != "true" {
 		t.Fatalf("waiting duplicate: %d %s", w.Code, w.Body)
