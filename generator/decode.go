@@ -36,6 +36,14 @@ func (g *gen) emitDecoders(f *jen.File) {
 			g.emitStructDecoder(f, t)
 		}
 	}
+	if len(g.patterns) > 0 {
+		f.Comment("Schema patterns (JSON Schema \"pattern\", unanchored), compiled once.")
+		f.Var().DefsFunc(func(d *jen.Group) {
+			for _, t := range g.patterns {
+				d.Id(t.pattern).Op("=").Qual("regexp", "MustCompile").Call(jen.Lit(t.s.Pattern))
+			}
+		})
+	}
 	if g.needSeg {
 		emitMatchSegment(f)
 	}
@@ -203,8 +211,14 @@ func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.State
 		}
 	case kBool:
 		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Bool").Call()
+		for _, c := range checks(t, dst, fail) {
+			grp.Add(c)
+		}
 	case kRaw:
 		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Raw").Call()
+		for _, c := range checks(t, dst, fail) {
+			grp.Add(c)
+		}
 	case kSlice:
 		e := fmt.Sprintf("e%d", depth)
 		grp.If(dec().Dot("BeginArray").Call()).BlockFunc(func(b *jen.Group) {

@@ -143,6 +143,7 @@ type gen struct {
 	canonList []*canonFunc
 	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
 	needSeg   bool     // some path needs the segment matcher helper
+	patterns  []*tinfo // string types with a pattern, in first-use order (their regexps)
 	routes    []*route // ServeMux registrations, overlapping operations grouped
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema

@@ -164,6 +164,18 @@ func (g *gen) planBody(o *opPlan) {
 			return
 		}
 	}
+	if typed != nil && typed.Nullable && typed.Type != model.TypeAny {
+		// The handler receives the body as a value, so a null body has no Go form; refusing
+		// it with 400 while the schema allows it would be a silent mismatch.
+		for _, c := range o.op.Body.Contents {
+			if c.Kind == model.ContentJSON {
+				g.diags.Errorf(typed.Loc, "unsupported-schema",
+					"operation %s: the %s request body schema allows null (nullable or type [..., \"null\"]); idemgen passes the body to the handler as a value and cannot express a null body: drop null from the body schema",
+					o.op.ID, c.MediaType)
+				return
+			}
+		}
+	}
 	want := o.name + "Body"
 	if typed == nil {
 		o.body = g.names.take(want)

@@ -40,6 +40,8 @@ type tinfo struct {
 	// additionalProperties: its undeclared members are decoded, checked and kept in the map
 	// field named extra instead of as canonical JSON.
 	addl *tinfo
+	// pattern is the name of the package-level *regexp.Regexp of a kString schema's pattern.
+	pattern string
 	// consts are the enum constant names, parallel to s.Enum.
 	consts []string
 	// decodeFn is the name of the struct's JSON decode function (structs only); canonicalizer
@@ -190,6 +192,12 @@ func (g *gen) typeOf(s *model.Schema, hint string) *tinfo {
 			g.named = append(g.named, t)
 		} else {
 			t.kind = kString
+			if s.Pattern != "" {
+				// Compiled once, at package initialisation (the loader checked that RE2
+				// accepts it); a JSON Schema pattern is unanchored, as MatchString is.
+				t.pattern = g.names.take("pattern" + hint)
+				g.patterns = append(g.patterns, t)
+			}
 		}
 	case model.TypeInteger:
 		t.kind = kInt64

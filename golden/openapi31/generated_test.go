@@ -42,3 +42,42 @@ func TestNullableOneOfAndIgnore(t *testing.T) {
 		t.Error("absent and null memo differ")
 	}
 }
+
+// TestEnumsTypesAndPatterns: integer, number, boolean and mixed enums, the JSON types of a
+// multi-type value and a string pattern are checked by the decoder (400 body-invalid), not
+// just string enums.
+func TestEnumsTypesAndPatterns(t *testing.T) {
+	for _, tt := range []struct {
+		member string
+		ok     bool
+	}{
+		{`"priority":2`, true},
+		{`"priority":3`, false},
+		{`"ratio":0.5`, true},
+		{`"ratio":1.0`, true},
+		{`"ratio":0.25`, false},
+		{`"confirmed":true`, true},
+		{`"confirmed":false`, false},
+		{`"code":1`, true},
+		{`"code":"one"`, true},
+		{`"code":null`, true},
+		{`"code":"two"`, false},
+		{`"code":true`, false},
+		{`"ref":"x"`, true},
+		{`"ref":-12`, true},
+		{`"ref":1.0`, true}, // JSON Schema counts 1.0 as an integer
+		{`"ref":1.5`, false},
+		{`"ref":true`, false},
+		{`"ref":null`, false},
+		{`"ref":{}`, false},
+		{`"tag":null`, true},
+		{`"tag":[1]`, false},
+		{`"reference":"ABC-12"`, true},
+		{`"reference":"abc-12"`, false},
+	} {
+		_, err := decodePostEntryJSON([]byte(`{"amount":1,"account":"a",` + tt.member + `}`))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: err = %v, want ok=%v", tt.member, err, tt.ok)
+		}
+	}
+}

@@ -20,7 +20,8 @@ func fingerprintPostEntry(r *http.Request, mediaType string, raw []byte, p *Post
 }
 
 // appendCanonicalPostEntryBody appends the canonical form (RFC 8785) of v to b: members account,
-// amount, counterparty, extra, labels, memo, rate.
+// amount, code, confirmed, counterparty, extra, labels, memo, priority, rate, ratio, ref,
+// reference, tag.
 func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -32,6 +33,16 @@ func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
 	b, x = x.AppendBefore(b, start, "amount")
 	b = append(b, ",\"amount\":"...)
 	b = canonical.AppendInt(b, v.Amount)
+	b, x = x.AppendBefore(b, start, "code")
+	if v.Code != nil {
+		b = append(b, ",\"code\":"...)
+		b = append(b, v.Code...)
+	}
+	b, x = x.AppendBefore(b, start, "confirmed")
+	if v.Confirmed != nil {
+		b = append(b, ",\"confirmed\":"...)
+		b = canonical.AppendBool(b, *v.Confirmed)
+	}
 	b, x = x.AppendBefore(b, start, "counterparty")
 	if v.Counterparty != nil {
 		b = append(b, ",\"counterparty\":"...)
@@ -59,10 +70,35 @@ func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
 		b = append(b, ",\"memo\":"...)
 		b = canonical.AppendString(b, *v.Memo)
 	}
+	b, x = x.AppendBefore(b, start, "priority")
+	if v.Priority != nil {
+		b = append(b, ",\"priority\":"...)
+		b = canonical.AppendInt(b, *v.Priority)
+	}
 	b, x = x.AppendBefore(b, start, "rate")
 	if v.Rate != nil {
 		b = append(b, ",\"rate\":"...)
 		b = canonical.AppendFloat(b, *v.Rate)
+	}
+	b, x = x.AppendBefore(b, start, "ratio")
+	if v.Ratio != nil {
+		b = append(b, ",\"ratio\":"...)
+		b = canonical.AppendFloat(b, *v.Ratio)
+	}
+	b, x = x.AppendBefore(b, start, "ref")
+	if v.Ref != nil {
+		b = append(b, ",\"ref\":"...)
+		b = append(b, v.Ref...)
+	}
+	b, x = x.AppendBefore(b, start, "reference")
+	if v.Reference != nil {
+		b = append(b, ",\"reference\":"...)
+		b = canonical.AppendString(b, *v.Reference)
+	}
+	b, x = x.AppendBefore(b, start, "tag")
+	if v.Tag != nil {
+		b = append(b, ",\"tag\":"...)
+		b = append(b, v.Tag...)
 	}
 	b = x.AppendAll(b, start)
 	return append(b, '}')

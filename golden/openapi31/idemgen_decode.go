@@ -3,8 +3,10 @@
 package openapi31
 
 import (
+	"bytes"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
+	"regexp"
 )
 
 // decodePostEntryJSON decodes a application/json request body of operation postEntry strictly and
@@ -84,8 +86,78 @@ func decodePostEntryBody(d *canonical.Decoder, v *PostEntryBody) {
 				return
 			}
 			v.Extra = d.Raw()
-		case "context":
+		case "priority":
 			if !d.Once(&seen, 7) {
+				return
+			}
+			var x int64
+			x = d.Int64()
+			switch x {
+			case 1, 2:
+			default:
+				d.Invalid("must be one of 1, 2")
+			}
+			v.Priority = &x
+		case "ratio":
+			if !d.Once(&seen, 8) {
+				return
+			}
+			var x float64
+			x = d.Float64()
+			switch x {
+			case 0.5, 1.0:
+			default:
+				d.Invalid("must be one of 0.5, 1")
+			}
+			v.Ratio = &x
+		case "confirmed":
+			if !d.Once(&seen, 9) {
+				return
+			}
+			var x bool
+			x = d.Bool()
+			if !x {
+				d.Invalid("must be true")
+			}
+			v.Confirmed = &x
+		case "code":
+			if !d.Once(&seen, 10) {
+				return
+			}
+			v.Code = d.Raw()
+			switch string(v.Code) {
+			case "1", "\"one\"", "null":
+			default:
+				d.Invalid("must be one of 1, \"one\", null")
+			}
+		case "ref":
+			if !d.Once(&seen, 11) {
+				return
+			}
+			v.Ref = d.Raw()
+			if len(v.Ref) > 0 && !((v.Ref[0] == '"') || ((v.Ref[0] == '-' || (v.Ref[0] >= '0' && v.Ref[0] <= '9')) && !bytes.ContainsAny(v.Ref, ".") && !bytes.Contains(v.Ref, []byte("e-")))) {
+				d.Invalid("must be of type string or integer")
+			}
+		case "tag":
+			if !d.Once(&seen, 12) {
+				return
+			}
+			v.Tag = d.Raw()
+			if len(v.Tag) > 0 && !((v.Tag[0] == '"') || ((v.Tag[0] == '-' || (v.Tag[0] >= '0' && v.Tag[0] <= '9')) && !bytes.ContainsAny(v.Tag, ".") && !bytes.Contains(v.Tag, []byte("e-"))) || (v.Tag[0] == 'n')) {
+				d.Invalid("must be of type string or integer or null")
+			}
+		case "reference":
+			if !d.Once(&seen, 13) {
+				return
+			}
+			var x string
+			x = d.Str()
+			if !patternPostEntryBodyReference.MatchString(x) {
+				d.Invalid("must match the pattern \"^[A-Z]{3}-\\\\d+$\"")
+			}
+			v.Reference = &x
+		case "context":
+			if !d.Once(&seen, 14) {
 				return
 			}
 			var x PostEntryBodyContext
@@ -124,3 +196,8 @@ func decodePostEntryBodyContext(d *canonical.Decoder, v *PostEntryBodyContext) {
 	}
 	d.EndObject()
 }
+
+// Schema patterns (JSON Schema "pattern", unanchored), compiled once.
+var (
+	patternPostEntryBodyReference = regexp.MustCompile("^[A-Z]{3}-\\d+$")
+)

@@ -20,6 +20,13 @@ type PostEntryBody struct {
 	Counterparty json.RawMessage       `json:"counterparty,omitempty"`
 	Labels       []string              `json:"labels,omitempty"`
 	Extra        json.RawMessage       `json:"extra,omitempty"`
+	Priority     *int64                `json:"priority,omitempty"`
+	Ratio        *float64              `json:"ratio,omitempty"`
+	Confirmed    *bool                 `json:"confirmed,omitempty"`
+	Code         json.RawMessage       `json:"code,omitempty"`
+	Ref          json.RawMessage       `json:"ref,omitempty"`
+	Tag          json.RawMessage       `json:"tag,omitempty"`
+	Reference    *string               `json:"reference,omitempty"`
 	Context      *PostEntryBodyContext `json:"context,omitempty"` // x-idempotency-ignore: not part of the fingerprint
 	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
 	Extra2 canonical.Members `json:"-"`

@@ -262,6 +262,13 @@ type Schema struct {
 	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
 	// plain values and checked generically).
 	Enum []string
+	// EnumJSON holds the allowed values of any other enum (integer, number, boolean, or values of
+	// mixed types), each as JSON text, in spec order; the generated decoder checks them.
+	EnumJSON []string
+	// Types lists the JSON types a TypeAny schema with several non-null types allows (3.1
+	// type: [string, integer]), in spec order; empty means any type. Nullable says whether
+	// null is allowed too.
+	Types []Type
 	// Object.
 	Properties []*Property // in spec order
 	// AdditionalProperties is the value schema of a map (additionalProperties: {schema} or true,

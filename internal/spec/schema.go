@@ -2,6 +2,7 @@ package spec
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -112,6 +113,10 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		m.Type = model.Type(types[0])
 	case len(types) > 1:
 		m.Type = model.TypeAny
+		for _, t := range types {
+			m.Types = append(m.Types, model.Type(t))
+		}
+		m.EnumJSON = enumJSON(s.Enum)
 		return
 	case len(props) > 0 || s.AdditionalProperties.Has != nil || s.AdditionalProperties.Schema != nil:
 		m.Type = model.TypeObject
@@ -119,6 +124,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		m.Type = model.TypeArray
 	default:
 		m.Type = model.TypeAny
+		m.EnumJSON = enumJSON(s.Enum)
 		return
 	}
 	switch m.Type {
@@ -152,7 +158,10 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 				c.problem(m, at.at("pattern"), "bad-pattern", "pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err)
 			}
 		}
+	case model.TypeBoolean:
+		m.EnumJSON = enumJSON(s.Enum)
 	case model.TypeInteger, model.TypeNumber:
+		m.EnumJSON = enumJSON(s.Enum)
 		m.Minimum, m.Maximum = s.Min, s.Max
 		if s.ExclusiveMin.Value != nil {
 			v := *s.ExclusiveMin.Value
@@ -170,6 +179,17 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
 	}
+}
+
+// enumJSON is the JSON text of each enum value (as kin-openapi decoded it), in spec order.
+func enumJSON(vs []any) []string {
+	var out []string
+	for _, v := range vs {
+		if b, err := json.Marshal(v); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
 }
 
 // problem records a schema error at a place in the schema (the bound's own line when the
