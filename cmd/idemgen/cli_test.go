@@ -186,6 +186,19 @@ paths:
           application/x-www-form-urlencoded: {schema: {type: object, properties: {b: {type: string}}}}
       responses: {"201": {description: ok}}
 `, "error[unsupported-schema]"},
+		{"json and text/plain", `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /p:
+    post:
+      operationId: createP
+      x-idempotent: true
+      requestBody:
+        content:
+          application/json: {schema: {type: object, properties: {a: {type: string}}}}
+          text/plain: {}
+      responses: {"201": {description: ok}}
+`, "error[unsupported-schema]"},
 		{"undeclared path parameter", `openapi: 3.0.3
 info: {title: t, version: "1"}
 paths:
@@ -231,6 +244,11 @@ func TestVersionAndHelp(t *testing.T) {
 	code, out, _ := idemgen(t, "version")
 	if code != exitOK || !strings.HasPrefix(out, "idemgen ") || len(strings.TrimSpace(out)) <= len("idemgen") {
 		t.Errorf("version: %d %q", code, out)
+	}
+	// The go:generate suggestion works without idemgen on PATH.
+	if code, out, _ := idemgen(t, "generate", "--help"); code != exitOK ||
+		!strings.Contains(out, "//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate ") {
+		t.Errorf("generate --help lacks the go run form:\n%s", out)
 	}
 	code, out, _ = idemgen(t, "--help")
 	for _, want := range []string{"x-idempotent", "check", "list", "--infer", "Exit codes: 0 success, 1", "2 wrong flags"} {
