@@ -117,3 +117,25 @@ func TestGenerateJoinsThePackageInDir(t *testing.T) {
 		t.Error("generated code is not in the package of the files already in --out")
 	}
 }
+
+// TestGenerateFailurePrintsEachDiagnosticOnce: a generate the generator refuses prints every
+// warning and error once, sorted, and no other line (no stat of the output directory).
+func TestGenerateFailurePrintsEachDiagnosticOnce(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", strings.Replace(markedSpec, "  /payments:\n", "  /payments/{undeclared}:\n", 1))
+	out := filepath.Join(t.TempDir(), "missing", "api")
+	code, so, se := idemgen(t, "generate", spec, "--out", out)
+	lines := strings.Split(strings.TrimSpace(se), "\n")
+	var diags []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, " ") {
+			diags = append(diags, l)
+		}
+	}
+	if code != exitSpec || so != "" || len(diags) != 2 || !strings.Contains(diags[0], "error[bad-path]") ||
+		!strings.Contains(diags[1], "warning[unmarked-idempotency-key]") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, so, se)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("failed generate created %s", out)
+	}
+}
