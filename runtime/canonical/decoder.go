@@ -497,10 +497,7 @@ func (d *Decoder) Float64() float64 {
 		d.fail(start, "number outside the float64 range")
 		return f
 	}
-	// Up to 15 significant digits in the normal range a decimal is its double's shortest
-	// form (appendNumberText's rule), so only longer or extreme numbers need the full check.
-	var tmp [32]byte
-	if _, short := appendNumberText(tmp[:0], num); !short && !exactDouble(num, f) {
+	if !shortPlainDecimal(num) && !exactDouble(num, f) {
 		d.fail(start, reasonInexact)
 	}
 	return f

@@ -73,8 +73,17 @@ func TestExactDoubleOracle(t *testing.T) {
 		if !ok1 || !ok2 {
 			t.Fatalf("oracle cannot read %s", num)
 		}
-		if got, want := exactDouble([]byte(num), f), in.Cmp(short) == 0; got != want {
+		want := in.Cmp(short) == 0
+		if got := exactDouble([]byte(num), f); got != want {
 			t.Errorf("exactDouble(%s) = %v, oracle %v", num, got, want)
+		}
+		// The generic canonicalizer agrees, and writes what AppendFloat writes.
+		out, err := AppendCanonical(nil, []byte(num))
+		if want && (err != nil || string(out) != string(AppendFloat(nil, f))) {
+			t.Errorf("AppendCanonical(%s) = %s %v, AppendFloat %s", num, out, err, AppendFloat(nil, f))
+		}
+		if !want && err == nil {
+			t.Errorf("AppendCanonical(%s) accepted %s", num, out)
 		}
 	}
 	for range 20000 {
@@ -89,6 +98,7 @@ func TestExactDoubleOracle(t *testing.T) {
 		mant, exp, _ := strings.Cut(s, "e")
 		check(mant + "000e" + exp)
 		check(mant + "1e" + exp)
+		check("-" + strings.TrimPrefix(mant, "-") + "00e" + exp)
 		if g := math.Abs(f); g >= 1e-7 && g < 1e21 {
 			check(strconv.FormatFloat(f, 'f', -1, 64))
 		}

@@ -146,11 +146,20 @@ func (d *Decoder) appendValue(b []byte, ex *Exclusion) []byte {
 			d.fail(s, "number outside the float64 range")
 			return b
 		}
-		if !exactDouble(num, f) {
+		// The double's shortest digits are both the exactness check and, laid out as
+		// ECMAScript does, the canonical form (what AppendFloat would compute again).
+		digits, n, point := shortestDigits(f)
+		if !sameDecimal(num, digits[:n], point) {
 			d.fail(s, reasonInexact)
 			return b
 		}
-		b = AppendFloat(b, f)
+		if n == 0 {
+			return append(b, '0')
+		}
+		if f < 0 {
+			b = append(b, '-')
+		}
+		b = appendDigits(b, digits[:n], point)
 	}
 	return b
 }

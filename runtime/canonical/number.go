@@ -221,59 +221,103 @@ const reasonInexact = "number cannot be represented exactly as an IEEE 754 doubl
 // underflows to 0) are not: two of them that differ would share a canonical form, and a replay
 // would answer a request the client never sent.
 func exactDouble(num []byte, f float64) bool {
-	// Shortest digits of f: "d.dddde±xx", or "0e+00" for zero.
-	var tmp [32]byte
-	short := strconv.AppendFloat(tmp[:0], math.Abs(f), 'e', -1, 64)
-	var want [17]byte
-	nw := 0
-	i := 0
-	for ; short[i] != 'e'; i++ {
-		if short[i] != '.' {
-			want[nw] = short[i]
-			nw++
+	d, n, point := shortestDigits(f)
+	return sameDecimal(num, d[:n], point)
+}
+
+// shortPlainDecimal reports, without parsing, that num is surely exact: at most 15 characters
+// and no exponent means at most 15 significant digits (DBL_DIG) between 1e-14 and 1e15, and
+// such a decimal is its double's shortest form (see appendNumberText).
+func shortPlainDecimal(num []byte) bool {
+	if len(num) > 15 {
+		return false
+	}
+	for _, c := range num {
+		if c == 'e' || c == 'E' {
+			return false
 		}
 	}
-	wantPoint := 1
-	if f == 0 {
-		nw = 0
-	} else {
-		e, _ := strconv.Atoi(string(short[i+1:]))
-		wantPoint = e + 1
-	}
+	return true
+}
 
-	// Significant digits of num; value = 0.digits × 10^point.
-	var got [17]byte
-	ng := 0
-	point := int64(0)
+// shortestDigits returns the significant digits of the shortest decimal that round-trips to
+// |f| (strconv's shortest form, which ECMA-262 Number::toString also uses) and the point of
+// value = 0.d × 10^point; n is 0 for zero.
+func shortestDigits(f float64) (d [17]byte, n, point int) {
+	if f == 0 {
+		return d, 0, 0
+	}
+	var tmp [32]byte
+	s := strconv.AppendFloat(tmp[:0], math.Abs(f), 'e', -1, 64) // "d.dddde±xx"
+	i := 0
+	for ; s[i] != 'e'; i++ {
+		if s[i] != '.' {
+			d[n] = s[i]
+			n++
+		}
+	}
+	exp := 0
+	for _, c := range s[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if s[i+1] == '-' {
+		exp = -exp
+	}
+	return d, n, exp + 1
+}
+
+// sameDecimal reports whether the grammar-checked JSON number num has, sign aside, exactly the
+// significant digits want (no leading or trailing zeros; empty for zero) and the point of
+// value = 0.want × 10^point.
+func sameDecimal(num, want []byte, point int) bool {
+	k := 0            // digits of want matched so far
+	p := int64(0)     // num's point before its exponent
+	pendingZeros := 0 // zeros seen after the last matched digit, not yet known to be trailing
 	seenNonZero, intPart := false, true
-	for i = 0; i < len(num); i++ {
+	i := 0
+	for ; i < len(num); i++ {
 		c := num[i]
-		switch {
-		case c == '-':
+		if c == '-' {
 			continue
-		case c == '.':
+		}
+		if c == '.' {
 			intPart = false
 			continue
-		case c == 'e' || c == 'E':
-		case c == '0' && !seenNonZero:
+		}
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if c == '0' && !seenNonZero {
 			if !intPart {
-				point--
-			}
-			continue
-		default:
-			seenNonZero = true
-			if intPart {
-				point++
-			}
-			if ng < len(got) {
-				got[ng] = c
-				ng++
-			} else if c != '0' {
-				return false // a double never needs more than 17 significant digits
+				p--
 			}
 			continue
 		}
-		break
+		seenNonZero = true
+		if intPart {
+			p++
+		}
+		if c == '0' {
+			pendingZeros++
+			continue
+		}
+		// A nonzero digit: the zeros before it are significant, and so is it.
+		for ; pendingZeros > 0; pendingZeros-- {
+			if k == len(want) || want[k] != '0' {
+				return false
+			}
+			k++
+		}
+		if k == len(want) || want[k] != c {
+			return false
+		}
+		k++
+	}
+	if k != len(want) {
+		return false
+	}
+	if !seenNonZero {
+		return true // zero in any spelling, whatever its exponent
 	}
 	if i < len(num) { // exponent
 		i++
@@ -291,13 +335,7 @@ func exactDouble(num []byte, f float64) bool {
 		if neg {
 			e = -e
 		}
-		point += e
+		p += e
 	}
-	for ng > 0 && got[ng-1] == '0' {
-		ng--
-	}
-	if ng == 0 || nw == 0 {
-		return ng == nw // zero in any spelling is exactly 0
-	}
-	return point == int64(wantPoint) && string(got[:ng]) == string(want[:nw])
+	return p == int64(point)
 }
