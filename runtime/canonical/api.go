@@ -27,18 +27,19 @@
 // # Numbers
 //
 // RFC 8785 section 3.2.2.3 canonicalizes every number as the IEEE 754 double it parses to, and
-// I-JSON (RFC 7493 section 2.2) warns that other precision is not interoperable. A number that
-// the double does not hold exactly would be rounded, so two requests with different numbers
-// would share a fingerprint and the second would replay the first. Both the generic
-// canonicalizer (additionalProperties, oneOf/anyOf, untyped values) and [Decoder.Float64]
-// (schema number) therefore refuse, as an [*Error] at the number's pointer, any number whose
-// significant digits (trailing zeros stripped, exponent normalised) differ from those of the
-// shortest round-trip form of its double: 10.5, 10.50, 1.05e1, 0.1 and 1e21 are accepted;
-// 123456789012345678901234567890, 0.30000000000000001, 9007199254740993 (outside a schema
-// integer) and 1e-400 (which would underflow to 0) are refused, with a reason that suggests
-// sending the value as a string or declaring the field integer. Zero in any spelling is 0.
-// Numbers outside the double range (1e400) are refused too. This deliberately departs from
-// RFC 8785, which rounds: its own example 333333333.33333329 is refused.
+// I-JSON (RFC 7493 section 2.2) warns that other precision is not interoperable. A double holds
+// 17 significant decimal digits, so a spelling with at most 17 (10.5, 10.50, 1.05e1, 0.1, 1e21,
+// the RFC's own 333333333.33333329) is rounded to its double exactly as RFC 8785 and every
+// double-based client do. A spelling with more significant digits than a double can hold would
+// be rounded too, so two requests with different numbers would share a fingerprint and the
+// second would replay the first: both the generic canonicalizer (additionalProperties,
+// oneOf/anyOf, untyped values) and [Decoder.Float64] (schema number) refuse it, as an [*Error]
+// at the number's pointer, unless its digits (trailing zeros stripped, exponent normalised) are
+// exactly those of its double's shortest form. So 123456789012345678901234567890 and
+// 3.14159265358979323846 are refused, as is 1e-400 (a nonzero number that would underflow to 0),
+// with a reason that suggests sending the value as a string or declaring the field integer.
+// Zero in any spelling is 0. Numbers outside the double range (1e400) are refused too. Schema
+// integers never go through a double (see [Decoder.Int64]).
 //
 // # Generated shape
 //

@@ -146,10 +146,10 @@ func (d *Decoder) appendValue(b []byte, ex *Exclusion) []byte {
 			d.fail(s, "number outside the float64 range")
 			return b
 		}
-		// The double's shortest digits are both the exactness check and, laid out as
-		// ECMAScript does, the canonical form (what AppendFloat would compute again).
+		// The double's shortest digits are both the exactness check (exactDouble's rule) and,
+		// laid out as ECMAScript does, the canonical form (what AppendFloat would compute again).
 		digits, n, point := shortestDigits(f)
-		if !sameDecimal(num, digits[:n], point) {
+		if (f == 0 || significantDigits(num) > 17) && !sameDecimal(num, digits[:n], point) {
 			d.fail(s, reasonInexact)
 			return b
 		}

@@ -213,16 +213,49 @@ const reasonInexact = "number cannot be represented exactly as an IEEE 754 doubl
 	"section 3.2.2.3 canonicalizes numbers as doubles (see also I-JSON, RFC 7493 section 2.2), so " +
 	"a different number would be fingerprinted and handled; send it as a string, or declare the field integer"
 
-// exactDouble reports whether the grammar-checked JSON number num is exactly the double f it
-// parses to, up to f's shortest round-trip decimal (the digits ECMAScript prints): its
-// significant digits, trailing zeros stripped and exponent normalised, must be those of the
-// shortest representation. So 10.5, 10.50, 1.05e1, 0.1 and 1e21 are exact, while
-// 9007199254740993, 0.30000000000000001, 123456789012345678901234567890 and 1e-400 (which
-// underflows to 0) are not: two of them that differ would share a canonical form, and a replay
-// would answer a request the client never sent.
+// exactDouble reports whether the grammar-checked JSON number num may be canonicalized as the
+// double f it parses to without answering for a number the client did not send.
+//
+// RFC 8785 section 3.2.2.3 reads every number as an IEEE 754 double, and a double holds 17
+// significant decimal digits: any spelling with at most 17 significant digits (10.5, 10.50,
+// 1.05e1, 0.1, 1e21, the RFC's own 333333333.33333329) is the rounding every JCS implementation
+// and every double-based client performs, and is accepted. A spelling with more significant
+// digits than a double can hold is accepted only when its digits, trailing zeros stripped and
+// exponent normalised, are exactly those of f's shortest form; otherwise
+// (123456789012345678901234567890, 3.14159265358979323846) two different client values would
+// share one canonical form, and a replay would answer a request the client never sent. A
+// nonzero number that underflows to 0 (1e-400) is refused for the same reason.
 func exactDouble(num []byte, f float64) bool {
+	if f != 0 && significantDigits(num) <= 17 {
+		return true
+	}
 	d, n, point := shortestDigits(f)
 	return sameDecimal(num, d[:n], point)
+}
+
+// significantDigits counts the digits of a grammar-checked JSON number from its first nonzero
+// digit to its last nonzero digit, exponent excluded (0 for zero).
+func significantDigits(num []byte) int {
+	first, last, pos := -1, -1, 0
+	for _, c := range num {
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if c < '0' || c > '9' {
+			continue
+		}
+		if c != '0' {
+			if first < 0 {
+				first = pos
+			}
+			last = pos
+		}
+		pos++
+	}
+	if first < 0 {
+		return 0
+	}
+	return last - first + 1
 }
 
 // shortPlainDecimal reports, without parsing, that num is surely exact: at most 15 characters
