@@ -152,10 +152,15 @@ func (g *gen) emitBodyDecode(grp *jen.Group, o *opPlan) {
 			decode(b, o.contents[0])
 			return
 		}
-		b.Switch(jen.Id("x").Dot("MediaType").Call()).BlockFunc(func(s *jen.Group) {
+		// Switch on the declared entry that admitted the request (the runtime matches media
+		// ranges such as application/*), and never run the handler on an undecoded body.
+		b.Switch(jen.Id("x").Dot("DeclaredMediaType").Call()).BlockFunc(func(s *jen.Group) {
 			for _, c := range o.contents {
 				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { decode(cb, c) })
 			}
+			s.Default().Block(jen.Err().Op("=").Op("&").Qual(pkgRuntime, "BodyError").Values(jen.Dict{
+				jen.Id("Reason"): jen.Lit("no decoder for media type ").Op("+").Id("x").Dot("MediaType").Call(),
+			}))
 		})
 	}
 	if !o.op.Body.Required {

@@ -84,11 +84,13 @@ func (h createNoteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body CreateNoteBody
 	var err error
 	if len(x.Body()) > 0 {
-		switch x.MediaType() {
+		switch x.DeclaredMediaType() {
 		case "application/json":
 			body, err = decodeCreateNoteJSON(x.Body())
 		case "application/x-www-form-urlencoded":
 			body, err = decodeCreateNoteForm(x.Body())
+		default:
+			err = &runtime.BodyError{Reason: "no decoder for media type " + x.MediaType()}
 		}
 	}
 	if err != nil {
