@@ -331,10 +331,17 @@ func (rt *Runtime) conflict(x *Exchange, left time.Duration) {
 		"A request with this key is still being processed; retry after the Retry-After delay.", "", left)
 }
 
-// storeUnavailable answers 503 and logs err with the key's hash.
+// storeUnavailable answers 503 and logs err with the key's hash. A store call cut short because
+// the client went away (its request context ended) is not a store failure: it is counted as
+// canceled and logged at Info, so a disconnecting client cannot page anyone.
 func (rt *Runtime) storeUnavailable(x *Exchange, key string, err error) {
-	rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeStoreError)
-	rt.log.Error("idempotency store unavailable", "operation", x.op.ID, "key_hash", keyHash(x.scope, key), "error", err)
+	if x.r.Context().Err() != nil {
+		rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeCanceled)
+		rt.log.Info("client went away during the idempotency store call", "operation", x.op.ID, "key_hash", keyHash(x.scope, key), "error", err)
+	} else {
+		rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeStoreError)
+		rt.log.Error("idempotency store unavailable", "operation", x.op.ID, "key_hash", keyHash(x.scope, key), "error", err)
+	}
 	rt.probes.write(x.w, http.StatusServiceUnavailable, ProblemStoreUnavailable,
 		"The idempotency store cannot be reached; the request was not processed.", "", rt.cfg.StoreRetryAfter)
 }

@@ -24,6 +24,7 @@ const (
 	OutcomeReleased     Outcome = "released"        // the handler failed or answered a non-final status; the key is free again
 	OutcomeUnguarded    Outcome = "unguarded"       // an optional key was absent; the handler ran without a record
 	OutcomeUnauthorized Outcome = "unauthenticated" // the ScopeFunc refused the request
+	OutcomeCanceled     Outcome = "canceled"        // the client went away before the store answered; nothing ran
 )
 
 // Observer receives the runtime's events. Implementations must be safe for concurrent use and
