@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemgen/idemgen/internal/conformance/api"
+	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/runtime"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/conformance/api"
+	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/runtime"
 )
 
