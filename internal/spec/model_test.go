@@ -287,6 +287,19 @@ paths:
 		t.Errorf("converted: openapi %s, op %+v", res.Doc.OpenAPI, op)
 	}
 
+	// Without any consumes, a body is JSON (not the converter's "*/*", which would be raw bytes).
+	noConsumes := strings.Replace(swagger, "      consumes: [application/json]\n", "", 1)
+	if noConsumes == swagger {
+		t.Fatal("test spec lost its consumes line")
+	}
+	res = load(t, Options{Path: writeFile(t, "swagger-no-consumes.yaml", noConsumes)})
+	if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 1 {
+		t.Fatalf("no consumes: errors %v", errs)
+	}
+	if b := res.Doc.Operations[0].Body; b == nil || len(b.Contents) != 1 || b.Contents[0].MediaType != "application/json" || b.Contents[0].Kind != model.ContentJSON {
+		t.Errorf("no consumes: body %+v, want one application/json content", b)
+	}
+
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "openapi.yaml")
 	os.WriteFile(specPath, []byte(strings.Replace(swagger, `swagger: "2.0"`, `swagger: "2.0"`, 1)), 0o644)

@@ -97,6 +97,13 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		}
 		var doc2 openapi2.T
 		if err := openapi2.UnmarshalFromData(data, &doc2); err == nil && doc2.Swagger != "" {
+			if len(doc2.Consumes) == 0 {
+				// Swagger 2.0 sets no default for consumes, and the converter would turn a body
+				// parameter into "*/*" content: raw bytes, no typed body, no body-carried key.
+				// JSON is what a 2.0 API without consumes takes in practice; an operation's own
+				// consumes still overrides this.
+				doc2.Consumes = []string{"application/json"}
+			}
 			doc, err := openapi2conv.ToV3WithLoader(&doc2, loader, location)
 			if err != nil {
 				diagnoseBroken(path, err.Error(), d)
