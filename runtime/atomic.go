@@ -35,10 +35,25 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 	default:
 		in.lock = lockTry
 	}
+	if rt.cfg.ClaimStrategy == ClaimWithStatement && in.lock == lockTry {
+		rt.runAtomicWithStatement(x, key, fp, fn, &in)
+		return
+	}
+	strategy := rt.cfg.ClaimStrategy
+	if strategy == ClaimWithStatement {
+		strategy = ClaimReadFirst
+	}
+	rt.runAtomicClaimed(x, key, fp, fn, &in, strategy)
+}
+
+// runAtomicClaimed claims the key before the handler starts (ClaimReadFirst, ClaimPipelined, and
+// the claims that may wait: Operation.Wait, NoAdvisoryLocks), then runs it.
+func (rt *Runtime) runAtomicClaimed(x *Exchange, key string, fp canonical.Fingerprint, fn AtomicFunc, in *claimInput, strategy ClaimStrategy) {
+	op := x.op
 	ctx := x.r.Context()
 	start := time.Now()
 	claimCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout+in.lockTimeout)
-	c, err := rt.store.claimAtomic(claimCtx, &in, rt.cfg.ClaimStrategy)
+	c, err := rt.store.claimAtomic(claimCtx, in, strategy)
 	cancel()
 	rt.obs.ClaimLatency(op.ID, Atomic, time.Since(start))
 	switch {
@@ -76,9 +91,12 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 	// The handler's answer is final: commit it even if the client has gone away meanwhile.
 	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
 	defer cancel()
-	if err := rt.store.completeAndCommit(doneCtx, conn, &in, in.token, &st); err != nil {
+	if err := rt.store.completeAndCommit(doneCtx, conn, in, in.token, &st); err != nil {
 		rt.store.rollback(conn)
 		if errors.Is(err, errRecordLost) {
+			if in.deferred && rt.answerIfCompleted(x, conn, in, fp, key) {
+				return
+			}
 			rt.handlerFailed(x, key, err)
 			return
 		}
@@ -91,41 +109,157 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 	writeResponse(x.w, resp)
 }
 
+// runAtomicWithStatement is runAtomic under ClaimWithStatement (pending.go): the read, then the
+// handler, whose first statement carries BEGIN and the claim lock, then the completed record
+// with the COMMIT.
+func (rt *Runtime) runAtomicWithStatement(x *Exchange, key string, fp canonical.Fingerprint, fn AtomicFunc, in *claimInput) {
+	op := x.op
+	ctx := x.r.Context()
+	start := time.Now()
+	readCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
+	conn, rec, found, err := rt.store.readForClaim(readCtx, in)
+	cancel()
+	rt.obs.ClaimLatency(op.ID, Atomic, time.Since(start))
+	switch {
+	case err != nil:
+		rt.storeUnavailable(x, key, err)
+		return
+	case found && rec.live:
+		rt.answerExisting(x, &rec, fp, key)
+		return
+	case found: // expired: the eager claim reuses its row (DESIGN section 4, retention)
+		rt.runAtomicClaimed(x, key, fp, fn, in, ClaimReadFirst)
+		return
+	}
+	defer rt.store.discard(conn)
+	in.deferred = true // the record is inserted, completed, by completeAndCommit
+
+	hctx, cancelHandler := context.WithCancelCause(ctx)
+	defer cancelHandler(nil)
+	block := &pendingBlock{s: rt.store, conn: conn, claim: in}
+	block.armTimer(hctx, rt.cfg.ClaimDelay, cancelHandler)
+	resp, err := callAtomic(hctx, fn, &managedTx{conn: conn.Conn(), block: block})
+	state := block.settle()
+	switch {
+	case state == blockLost:
+		rt.store.rollback(conn)
+		rt.claimLost(x, key, fp, block)
+		return
+	case err != nil:
+		rt.store.rollback(conn)
+		if state == blockOpen && !block.rechecked && rt.answerIfCompleted(x, conn, in, fp, key) {
+			return
+		}
+		rt.handlerFailed(x, key, err)
+		return
+	case !isFinal(op, resp.Status):
+		rt.store.rollback(conn)
+		rt.obs.Outcome(op.ID, Atomic, OutcomeReleased)
+		writeResponse(x.w, resp)
+		return
+	}
+	st, err := prepareStored(op, resp)
+	if err != nil {
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, key, err)
+		return
+	}
+	// The handler's answer is final: claim and commit it even if the client has gone away.
+	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+	defer cancel()
+	if state == blockPending { // the handler sent no statement: the claim goes alone now
+		if err := block.open(doneCtx); err != nil {
+			rt.store.rollback(conn)
+			rt.claimLost(x, key, fp, block)
+			return
+		}
+	}
+	if err := rt.store.completeAndCommit(doneCtx, conn, in, in.token, &st); err != nil {
+		rt.store.rollback(conn)
+		if errors.Is(err, errRecordLost) {
+			if rt.answerIfCompleted(x, conn, in, fp, key) {
+				return
+			}
+			rt.handlerFailed(x, key, err)
+			return
+		}
+		rt.storeUnavailable(x, key, err)
+		return
+	}
+	rt.obs.Outcome(op.ID, Atomic, OutcomeExecuted)
+	writeResponse(x.w, resp)
+}
+
+// answerIfCompleted answers from the key's record when a concurrent request completed the key
+// between our read and our claim lock: the claim that went with the handler's statement does
+// not re-read, so that rare race surfaces later, as the record INSERT's unique_violation or as
+// a handler error (a business row that the other request wrote). Our transaction has been
+// rolled back; the request is then answered as if it had arrived after the other one.
+func (rt *Runtime) answerIfCompleted(x *Exchange, conn *pgxpool.Conn, in *claimInput, fp canonical.Fingerprint, key string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), rt.cfg.StoreTimeout)
+	defer cancel()
+	rec, found, err := rt.store.read(ctx, conn.Conn(), in.scope, in.key)
+	if err != nil || !found || !rec.live {
+		return false
+	}
+	rt.answerExisting(x, &rec, fp, key)
+	return true
+}
+
+// claimLost answers a request whose pending claim failed.
+func (rt *Runtime) claimLost(x *Exchange, key string, fp canonical.Fingerprint, block *pendingBlock) {
+	switch {
+	case errors.Is(block.err, errClaimBusy) || isLockTimeout(block.err):
+		rt.conflict(x, 0)
+	case errors.Is(block.err, errClaimSuperseded) && block.rec.live:
+		rt.answerExisting(x, &block.rec, fp, key)
+	case errors.Is(block.err, errClaimSuperseded):
+		// Completed and already expired between our read and our lock (a retention of
+		// milliseconds): the key is free again; the client's retry claims it.
+		rt.conflict(x, 0)
+	default:
+		rt.storeUnavailable(x, key, block.err)
+	}
+}
+
 // runUnguardedAtomic runs fn for a request whose optional key is absent (key.required: false):
-// no record, the handler's writes commit when its response is final.
+// no record, the handler's writes commit when its response is final. BEGIN travels with the
+// handler's first statement (pending.go); a handler that sends none commits nothing.
 func (rt *Runtime) runUnguardedAtomic(x *Exchange, fn AtomicFunc) {
 	ctx := x.r.Context()
 	acqCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
 	conn, err := rt.store.pool.Acquire(acqCtx)
-	if err == nil {
-		_, err = conn.Exec(acqCtx, "BEGIN")
-		if err != nil {
-			rt.store.discard(conn)
-		}
-	}
 	cancel()
 	if err != nil {
 		rt.storeUnavailable(x, "", err)
 		return
 	}
 	defer rt.store.discard(conn)
-	resp, err := callAtomic(ctx, fn, &managedTx{conn: conn.Conn()})
-	if err != nil {
+	block := &pendingBlock{s: rt.store, conn: conn}
+	resp, err := callAtomic(ctx, fn, &managedTx{conn: conn.Conn(), block: block})
+	state := block.settle()
+	switch {
+	case state == blockLost:
+		rt.store.rollback(conn)
+		rt.storeUnavailable(x, "", block.err)
+		return
+	case err != nil:
 		rt.store.rollback(conn)
 		rt.handlerFailed(x, "", err)
 		return
-	}
-	if !isFinal(x.op, resp.Status) {
+	case !isFinal(x.op, resp.Status):
 		rt.store.rollback(conn)
 		rt.obs.Outcome(x.op.ID, Atomic, OutcomeUnguarded)
 		writeResponse(x.w, resp)
 		return
 	}
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
-	defer cancel()
-	if _, err := conn.Exec(doneCtx, "COMMIT"); err != nil {
-		rt.storeUnavailable(x, "", err)
-		return
+	if state == blockOpen {
+		doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+		defer cancel()
+		if _, err := conn.Exec(doneCtx, "COMMIT"); err != nil {
+			rt.storeUnavailable(x, "", err)
+			return
+		}
 	}
 	rt.obs.Outcome(x.op.ID, Atomic, OutcomeUnguarded)
 	writeResponse(x.w, resp)

@@ -253,9 +253,11 @@ func TestAtomicStormOneWrite(t *testing.T) {
 	forClaimLocks(t, testAtomicStormOneWrite)
 }
 
-// forClaimLocks runs test with advisory claim locks (the default) and with the portable path.
+// forClaimLocks runs test with advisory claim locks, taken with the handler's first statement
+// (the default) and before the handler (ClaimReadFirst), and with the portable path.
 func forClaimLocks(t *testing.T, test func(t *testing.T, tweak func(*Config))) {
 	t.Run("advisory", func(t *testing.T) { test(t, nil) })
+	t.Run("readfirst", func(t *testing.T) { test(t, func(c *Config) { c.ClaimStrategy = ClaimReadFirst }) })
 	t.Run("portable", func(t *testing.T) { test(t, func(c *Config) { c.NoAdvisoryLocks = true }) })
 }
 
@@ -431,29 +433,32 @@ func testAtomicDistinctKeysInParallel(t *testing.T, tweak func(*Config)) {
 	}
 }
 
-// A read-first claim holds only the advisory lock and inserts its record completed at the end
-// (lockAtomic). If a row for the key appears meanwhile from a writer that bypassed the lock (a
-// replica with NoAdvisoryLocks, a lease-mode operation reusing the key), the completion must fail
-// and roll the handler's writes back: the key still names one request, and nothing ran twice.
+// A claim that holds only the advisory lock (ClaimWithStatement, ClaimReadFirst) inserts its
+// record completed at the end. If a row for the key appears meanwhile from a writer that
+// bypassed the lock (a replica with NoAdvisoryLocks, a lease-mode operation reusing the key), the
+// completion must fail and roll the handler's writes back, and the request is answered from that
+// row, as if it had come after it: here 422, the key belongs to another operation.
 func TestDeferredClaimMeetsForeignRow(t *testing.T) {
-	e := newEnv(t, nil)
-	h := e.atomicHandler(payOp())
-	const key = "k-deferred-foreign-0001"
-	done := make(chan int)
-	go func() { done <- serve(h, req("t1", key, body100, "X-Delay", "400ms")).Code }()
-	time.Sleep(150 * time.Millisecond)
-	if _, err := e.pool.Exec(context.Background(), `INSERT INTO idempotency_records
-		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at, expires_at)
-		VALUES ('t1', $1, 'otherOperation', '\x00', 1, 'running', 1, now(), now() + interval '1 hour')`, key); err != nil {
-		t.Fatal(err)
-	}
-	if code := <-done; code != 500 {
-		t.Errorf("first request: %d, want 500 (its record could not be stored)", code)
-	}
-	if n := e.payments("t1"); n != 0 {
-		t.Errorf("payments %d, want 0: the handler's write must roll back with the record", n)
-	}
-	if w := serve(h, req("t1", key, body100)); w.Code != 422 {
-		t.Errorf("retry: %d, want 422 (the key belongs to the other operation)", w.Code)
+	for _, strategy := range []ClaimStrategy{ClaimWithStatement, ClaimReadFirst} {
+		e := newEnv(t, func(c *Config) { c.ClaimStrategy = strategy })
+		h := e.atomicHandler(payOp())
+		const key = "k-deferred-foreign-0001"
+		done := make(chan int)
+		go func() { done <- serve(h, req("t1", key, body100, "X-Delay", "400ms")).Code }()
+		time.Sleep(150 * time.Millisecond)
+		if _, err := e.pool.Exec(context.Background(), `INSERT INTO idempotency_records
+			(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at, expires_at)
+			VALUES ('t1', $1, 'otherOperation', '\x00', 1, 'running', 1, now(), now() + interval '1 hour')`, key); err != nil {
+			t.Fatal(err)
+		}
+		if code := <-done; code != 422 {
+			t.Errorf("strategy %d: first request: %d, want 422 (answered from the row that took the key)", strategy, code)
+		}
+		if n := e.payments("t1"); n != 0 {
+			t.Errorf("strategy %d: payments %d, want 0: the handler's write must roll back with the record", strategy, n)
+		}
+		if w := serve(h, req("t1", key, body100)); w.Code != 422 {
+			t.Errorf("strategy %d: retry: %d, want 422 (the key belongs to the other operation)", strategy, w.Code)
+		}
 	}
 }

@@ -9,12 +9,23 @@ import (
 )
 
 // Issue 7 item 9: round trips counted with a pgx tracer. A new key in atomic mode costs the
-// handler's own statements plus two (claim+BEGIN pipelined, then store+COMMIT pipelined); a
-// replay costs one and assigns no transaction id (so it writes nothing and locks no row).
+// handler's own statements plus two under ClaimWithStatement (read; BEGIN+lock with the handler's
+// first statement; record+COMMIT) and ClaimPipelined, three under ClaimReadFirst; a replay costs
+// one and assigns no transaction id (so it writes nothing and locks no row).
 func TestRoundTripsAtomic(t *testing.T) {
-	for i, strategy := range []ClaimStrategy{ClaimPipelined, ClaimReadFirst, ClaimPipelined} {
-		portable := i == 2
-		e := newEnv(t, func(c *Config) { c.ClaimStrategy = strategy; c.NoAdvisoryLocks = portable })
+	for _, tc := range []struct {
+		strategy ClaimStrategy
+		portable bool
+		extra    int64 // round trips besides the handler's statements
+	}{
+		{ClaimWithStatement, false, 2},
+		{ClaimPipelined, false, 2},
+		{ClaimReadFirst, false, 3},
+		{ClaimWithStatement, true, 3}, // NoAdvisoryLocks: read, then the claim INSERT before the handler
+		{ClaimPipelined, true, 2},
+	} {
+		strategy := tc.strategy
+		e := newEnv(t, func(c *Config) { c.ClaimStrategy = strategy; c.NoAdvisoryLocks = tc.portable })
 		h := e.atomicHandler(payOp())
 		// Warm the connection's statement cache so the counts are the steady state.
 		serve(h, req("t1", "k-warm-up-00000001", body100))
@@ -22,10 +33,7 @@ func TestRoundTripsAtomic(t *testing.T) {
 
 		const handlerStatements = 1
 		n, writes, log := e.rtt.count(func() { serve(h, req("t1", key1, body100)) })
-		want := int64(handlerStatements + 2)
-		if strategy == ClaimReadFirst {
-			want++
-		}
+		want := handlerStatements + tc.extra
 		if n != want || writes != want {
 			t.Errorf("strategy %d: new key took %d round trips (%d socket writes), want %d: %q", strategy, n, writes, want, log)
 		}
@@ -95,7 +103,7 @@ func TestRoundTripsLease(t *testing.T) {
 // multi-statement Query: the same transaction behaviour and the same round trips, with no
 // prepared statements, under both claim strategies.
 func TestSimpleProtocolPool(t *testing.T) {
-	for _, strategy := range []ClaimStrategy{ClaimReadFirst, ClaimPipelined} {
+	for _, strategy := range []ClaimStrategy{ClaimWithStatement, ClaimReadFirst, ClaimPipelined} {
 		e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol",
 			func(c *Config) { c.ClaimStrategy = strategy })
 		h := e.atomicHandler(payOp())

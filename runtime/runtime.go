@@ -26,25 +26,32 @@ import (
 // function must return the authenticated principal, never something the client merely asserts.
 type ScopeFunc func(r *http.Request) (string, error)
 
-// ClaimStrategy chooses how the first database round trip of an atomic-mode request is built.
-// Both answer a replay, a mismatch and a conflict in one round trip; they differ in what that
+// ClaimStrategy chooses how the database round trips of an atomic-mode request are built. All
+// three answer a replay, a mismatch and a conflict in one round trip; they differ in what that
 // round trip costs the database and in the round trips of a new key (docs/runtime.md and
 // bench/README.md have the measurements).
 type ClaimStrategy uint8
 
 const (
-	// ClaimReadFirst (the default) reads the record with a plain SELECT first: a replay,
-	// mismatch or running lease is answered from that one cheap read (no transaction id, no
-	// error). A new key then takes the advisory claim lock in a second round trip and its record
-	// is inserted, completed, with the COMMIT: three round trips plus the handler's statements,
-	// one row version per request. On loopback PostgreSQL (bench/README.md, several runs) it
-	// serves replays 1.3 to 2 times faster than ClaimPipelined with 0.4 to 0.7 of the CPU, and
-	// new keys 1.05 to 1.5 times faster with 10 to 30% less CPU, despite the extra round trip.
-	ClaimReadFirst ClaimStrategy = iota
+	// ClaimWithStatement (the default) reads the record with a plain SELECT first, as
+	// ClaimReadFirst does: a replay, mismatch or running lease is answered from that one cheap
+	// read (no transaction id, no error). For a new key, BEGIN and the advisory claim lock are
+	// queued in front of the handler's first statement and travel in its round trip, and the
+	// record is inserted, completed, with the COMMIT: the handler's statements plus two round
+	// trips, as many as the same handler in a plain pgx BEGIN/…/COMMIT. If the handler sends no
+	// statement within Config.ClaimDelay, the claim goes out alone then, so a concurrent
+	// duplicate still gets 409 while the handler works (a duplicate that arrives within that
+	// delay may run the handler's code up to its first statement, and is then answered 409 or
+	// replayed: atomic-mode handlers keep their effects in the database, DESIGN section 4).
+	ClaimWithStatement ClaimStrategy = iota
+	// ClaimReadFirst reads the record first, then takes the advisory claim lock in a round trip
+	// of its own before the handler starts: the handler's statements plus three round trips.
+	// Use it when a handler does slow work before its first statement and no duplicate may
+	// start that work at all.
+	ClaimReadFirst
 	// ClaimPipelined sends the claim and the transaction's BEGIN in one pipeline whose middle
 	// statement fails on purpose when the key already exists, so a new key costs two round trips
-	// plus the handler's statements (one fewer: it may suit a database far away, where a round
-	// trip costs more than the work), but it inserts its record running and updates it at
+	// plus the handler's statements, but it inserts its record running and updates it at
 	// completion. A replay also costs one round trip, a dearer one: the claim statement, an
 	// aborted implicit transaction and one ERROR line ("idemgen: ... not an error") in the
 	// PostgreSQL server log for every replay, mismatch and conflict.
@@ -70,8 +77,12 @@ type Config struct {
 	// Observer receives outcome events, claim latencies and sweep counts; default none.
 	Observer Observer
 
-	// ClaimStrategy: see the constants; default ClaimReadFirst.
+	// ClaimStrategy: see the constants; default ClaimWithStatement.
 	ClaimStrategy ClaimStrategy
+	// ClaimDelay is how long a ClaimWithStatement claim waits for the handler's first statement
+	// to carry it before it is sent alone; default 10ms. It bounds the time during which a
+	// concurrent duplicate cannot see that the key is taken.
+	ClaimDelay time.Duration
 	// NoAdvisoryLocks turns off the transaction-scoped advisory lock by which an atomic-mode
 	// claim detects a concurrent claim of the same key without waiting. Set it on engines
 	// without pg_try_advisory_xact_lock, or where advisory locks are not cluster-wide (see
@@ -139,6 +150,9 @@ func New(cfg Config) (*Runtime, error) {
 		if cfg.NoAdvisoryLocks {
 			cfg.ConflictTimeout = 50 * time.Millisecond
 		}
+	}
+	if cfg.ClaimDelay <= 0 {
+		cfg.ClaimDelay = 10 * time.Millisecond
 	}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 5 * time.Second

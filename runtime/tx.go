@@ -15,17 +15,31 @@ import (
 // `defer tx.Rollback(ctx)` is therefore harmless.
 var ErrTxManaged = errors.New("runtime: the idempotency runtime commits or rolls back this transaction")
 
-// managedTx is the pgx.Tx handed to handlers: a connection already inside a transaction block
-// that the runtime opened (in atomic mode, within the claim's own round trip, which pgx's own Tx
-// cannot represent). Nested Begin makes savepoints, as pgx does.
+// managedTx is the pgx.Tx handed to handlers: a connection inside a transaction block that the
+// runtime opened, or will open with the handler's first statement (block, see pending.go);
+// pgx's own Tx can represent neither. Nested Begin makes savepoints, as pgx does.
 type managedTx struct {
 	conn       *pgx.Conn
 	savepoints int64
+	// block, when set, is the transaction block (and claim) still to be opened: every statement
+	// goes through it, the first one carrying it.
+	block *pendingBlock
+}
+
+// open makes sure the block is open, for the methods whose statements cannot carry it.
+func (t *managedTx) open(ctx context.Context) error {
+	if t.block == nil {
+		return nil
+	}
+	return t.block.open(ctx)
 }
 
 var _ pgx.Tx = (*managedTx)(nil)
 
 func (t *managedTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := t.open(ctx); err != nil {
+		return nil, err
+	}
 	t.savepoints++
 	name := "idemgen_sp_" + strconv.FormatInt(t.savepoints, 10)
 	if _, err := t.conn.Exec(ctx, "SAVEPOINT "+name); err != nil {
@@ -38,16 +52,25 @@ func (t *managedTx) Commit(context.Context) error   { return ErrTxManaged }
 func (t *managedTx) Rollback(context.Context) error { return ErrTxManaged }
 
 func (t *managedTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.open(ctx); err != nil {
+		return 0, err
+	}
 	return t.conn.CopyFrom(ctx, table, cols, src)
 }
 
 func (t *managedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := t.open(ctx); err != nil {
+		return errBatch{err}
+	}
 	return t.conn.SendBatch(ctx, b)
 }
 
 // LargeObjects is served through a pgx transaction object on the same connection: pgx only
 // builds LargeObjects for its own Tx, and a BEGIN inside the open block is a no-op warning.
 func (t *managedTx) LargeObjects() pgx.LargeObjects {
+	if err := t.open(context.Background()); err != nil {
+		return pgx.LargeObjects{}
+	}
 	inner, err := t.conn.Begin(context.Background())
 	if err != nil {
 		return pgx.LargeObjects{}
@@ -60,18 +83,45 @@ func (t *managedTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Stat
 }
 
 func (t *managedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.block != nil {
+		return t.block.exec(ctx, sql, args)
+	}
 	return t.conn.Exec(ctx, sql, args...)
 }
 
 func (t *managedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.block != nil {
+		return t.block.query(ctx, sql, args)
+	}
 	return t.conn.Query(ctx, sql, args...)
 }
 
 func (t *managedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.block != nil {
+		rows, err := t.block.query(ctx, sql, args)
+		return rowsRow{rows: rows, err: err}
+	}
 	return t.conn.QueryRow(ctx, sql, args...)
 }
 
-func (t *managedTx) Conn() *pgx.Conn { return t.conn }
+// Conn returns the connection, inside the open transaction block. When the block could not be
+// opened (the claim was lost) and the connection is outside any block, it is closed, so that
+// nothing the handler sends on it can commit on its own; the runtime answers 409 or 503.
+func (t *managedTx) Conn() *pgx.Conn {
+	if err := t.open(context.Background()); err != nil && t.conn.PgConn().TxStatus() == 'I' {
+		_ = t.conn.Close(context.Background())
+	}
+	return t.conn
+}
+
+// errBatch is the pgx.BatchResults of a batch that could not be sent.
+type errBatch struct{ err error }
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return rowsRow{err: b.err} }
+func (b errBatch) Close() error                     { return b.err }
+func (b errBatch) Tx() pgx.Tx                       { return nil }
 
 // savepointTx is a nested transaction: Commit releases the savepoint, Rollback rolls back to it.
 type savepointTx struct {
@@ -121,4 +171,4 @@ func (s *savepointTx) Query(ctx context.Context, sql string, args ...any) (pgx.R
 func (s *savepointTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return s.parent.QueryRow(ctx, sql, args...)
 }
-func (s *savepointTx) Conn() *pgx.Conn { return s.parent.conn }
+func (s *savepointTx) Conn() *pgx.Conn { return s.parent.Conn() }
