@@ -25,7 +25,7 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 	op := x.op
 	in := claimInput{
 		scope: x.scope, key: storedKey(op, key), op: op.ID, fp: fp,
-		token: randomToken(), retention: retentionOf(op), lockTimeout: rt.cfg.ConflictTimeout,
+		retention: retentionOf(op), lockTimeout: rt.cfg.ConflictTimeout,
 	}
 	switch {
 	case rt.cfg.NoAdvisoryLocks:
@@ -51,6 +51,7 @@ func (rt *Runtime) runAtomic(x *Exchange, key string, fp canonical.Fingerprint, 
 func (rt *Runtime) runAtomicClaimed(x *Exchange, key string, fp canonical.Fingerprint, fn AtomicFunc, in *claimInput, strategy ClaimStrategy) {
 	op := x.op
 	ctx := x.r.Context()
+	in.token = randomToken()
 	start := time.Now()
 	claimCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout+in.lockTimeout)
 	c, err := rt.store.claimAtomic(claimCtx, in, strategy)
@@ -132,7 +133,9 @@ func (rt *Runtime) runAtomicWithStatement(x *Exchange, key string, fp canonical.
 		return
 	}
 	defer rt.store.discard(conn)
-	in.deferred = true // the record is inserted, completed, by completeAndCommit
+	// A new key: the record is inserted, completed, by completeAndCommit, under a claim id drawn
+	// only now (a replay needs none).
+	in.deferred, in.token = true, randomToken()
 
 	hctx, cancelHandler := context.WithCancelCause(ctx)
 	defer cancelHandler(nil)
@@ -496,8 +499,13 @@ func (s *store) lockAtomic(ctx context.Context, conn *pgxpool.Conn, in *claimInp
 }
 
 // sqlLockOnly takes the claim lock of kind l ($1 is the lock key) and returns whether it is ours.
-func sqlLockOnly(l claimLock) string {
-	return "SELECT " + strings.ReplaceAll(l.expr(), "$9", "$1") + " AS ok"
+func sqlLockOnly(l claimLock) string { return lockOnlySQL[l] }
+
+// lockOnlySQL is sqlLockOnly's statement per lock kind, built once.
+var lockOnlySQL = [...]string{
+	lockTry:  "SELECT " + strings.ReplaceAll(lockTry.expr(), "$9", "$1") + " AS ok",
+	lockWait: "SELECT " + strings.ReplaceAll(lockWait.expr(), "$9", "$1") + " AS ok",
+	lockNone: "SELECT " + strings.ReplaceAll(lockNone.expr(), "$9", "$1") + " AS ok",
 }
 
 // takeExpiredAtomic opens a transaction on conn and reuses the row of an expired record for our
