@@ -10,13 +10,15 @@
 -- One row per (scope, key). The scope (tenant) leads the primary key so the table can be
 -- distributed by it (Citus distribution column, YugabyteDB hash key); see docs/distributed.md.
 -- Every time in this table comes from the database clock (now()), never from an application.
+-- scope and key compare byte for byte (COLLATE "C"): keys are opaque ASCII strings, and the
+-- database's default collation would make every index lookup call the locale's strcoll.
 CREATE TABLE IF NOT EXISTS idempotency_records (
     -- The tenant the ScopeFunc returned.
-    scope               text        NOT NULL,
+    scope               text        COLLATE "C" NOT NULL,
     -- The idempotency key as the client sent it (RFC 8941 quotes removed). For operations with
     -- `scope: operation` it is the operationId, one space, then the key: keys never contain a
     -- space, so the two forms cannot collide.
-    key                 text        NOT NULL,
+    key                 text        COLLATE "C" NOT NULL,
     -- The operationId that claimed the key (a key reused on another operation is a 422).
     operation           text        NOT NULL,
     -- SHA-256 fingerprint of the request and the framing version that produced it.
