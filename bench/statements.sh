@@ -36,7 +36,9 @@ for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/_effects"
 psql "$DATABASE_URL" -qAtc 'SELECT pg_stat_statements_reset()' >/dev/null
 (sleep 1; curl -s -o "$out/statements-cpu.pprof" "http://127.0.0.1:$port/debug/pprof/profile?seconds=5") &
 prof=$!
-"$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -only "$only" -concurrency "$conc" -duration "$dur" -rounds 1
+wrk=()
+command -v wrk >/dev/null && wrk=(-wrk "$(command -v wrk)")
+"$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" "${wrk[@]}" -only "$only" -concurrency "$conc" -duration "$dur" -rounds 1
 wait $prof || true
 psql "$DATABASE_URL" -c "SELECT calls,
     round((total_exec_time / calls * 1000)::numeric, 1) AS exec_us,

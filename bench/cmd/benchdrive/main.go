@@ -3,7 +3,7 @@
 // trips per request for each variant, interleaved over several rounds, with the median of the
 // per-round ratios against the baselines; then a same-key storm.
 //
-//	benchdrive -url http://127.0.0.1:8080 -pid 1234 [-rounds 5] [-duration 3s] [-short]
+//	benchdrive -url http://127.0.0.1:8080 -pid 1234 [-rounds 5] [-duration 3s] [-wrk /usr/bin/wrk] [-short]
 package main
 
 import (
@@ -75,10 +75,11 @@ const (
 	vHandReplay   = "hand-written recipe, replay"
 	vReplay       = "idemgen replay"
 	vMismatch     = "idemgen mismatch (422)"
-	vPipeNew      = "A/B ClaimPipelined, new key"
+	vStmtNew      = "A/B ClaimWithStatement, new key"
 	vReadFirstNew = "A/B ClaimReadFirst, new key"
+	vPipeNew      = "A/B ClaimPipelined, new key"
+	vStmtReplay   = "A/B ClaimWithStatement, replay"
 	vPipeReplay   = "A/B ClaimPipelined, replay"
-	vReadFirstRep = "A/B ClaimReadFirst, replay"
 )
 
 var variants = []variant{
@@ -90,10 +91,11 @@ var variants = []variant{
 	{vHandReplay, "/bench/handwritten", paymentBody, false},
 	{vReplay, "/v1/payments", paymentBody, false},
 	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false},
-	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true},
+	{vStmtNew, "/ab/withstatement/v1/payments", paymentBody, true},
 	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true},
+	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true},
+	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false},
 	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false},
-	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false},
 }
 
 type sample struct {
@@ -116,6 +118,7 @@ func main() {
 		storm    = flag.Int("storm", 200, "copies of one request in the same-key storm")
 		only     = flag.String("only", "", "measure only the variants whose name matches this regexp")
 		short    = flag.Bool("short", false, "smoke mode: 1 round, 200ms per variant, concurrency 1,8, storm 20")
+		wrk      = flag.String("wrk", "", "path of wrk (4.x) to generate the HTTP load with; empty: the Go generator (package load)")
 	)
 	flag.Parse()
 	if *short {
@@ -154,7 +157,7 @@ func main() {
 				if !v.fresh {
 					prime(ctx, client, *base, v, run)
 				}
-				s, err := measure(ctx, client, *base, *pid, postmaster, c, *duration, v.builder(*base, run))
+				s, err := measure(ctx, client, *wrk, *base, *pid, postmaster, c, *duration, v, run)
 				if err != nil {
 					fatalf("%s at concurrency %d: %v", v.name, c, err)
 				}
@@ -182,24 +185,50 @@ func prime(ctx context.Context, c *http.Client, base string, v variant, run stri
 	}
 }
 
-func measure(ctx context.Context, c *http.Client, base string, pid, postmaster, conc int, d time.Duration, build load.Builder) (sample, error) {
+// measure runs one variant at one concurrency and what it cost: server, PostgreSQL and load
+// generator CPU per request and database round trips per request.
+func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmaster, conc int, d time.Duration, v variant, run string) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
 	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
-	res, err := load.Run(ctx, c, conc, d, build)
-	if err != nil {
-		return sample{}, err
+	var (
+		s        sample
+		requests int64
+		cliCPU   time.Duration
+	)
+	if wrk != "" {
+		o, err := runWrk(ctx, wrk, base, v, run, conc, d)
+		if err != nil {
+			return sample{}, err
+		}
+		requests, cliCPU = o.requests, o.cpu
+		s = sample{p50: o.p50, p99: o.p99, statuses: o.statuses}
+		if o.elapsed > 0 {
+			s.rps = float64(o.requests) / o.elapsed.Seconds()
+		}
+		if o.errors > 0 {
+			s.statuses["transport-error"] = o.errors
+		}
+	} else {
+		res, err := load.Run(ctx, c, conc, d, v.builder(base, run))
+		if err != nil {
+			return sample{}, err
+		}
+		requests = res.Requests
+		s = sample{rps: res.RPS(), p50: res.Quantile(0.5), p99: res.Quantile(0.99), statuses: res.Statuses}
+		if res.Errors > 0 {
+			s.statuses["transport-error"] = res.Errors
+		}
 	}
 	cpu1, db1, cli1 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
-	rt := roundTrips(ctx, c, base)
-	s := sample{rps: res.RPS(), p50: res.Quantile(0.5), p99: res.Quantile(0.99), statuses: res.Statuses}
-	if res.Errors > 0 {
-		s.statuses["transport-error"] = res.Errors
+	if wrk == "" {
+		cliCPU = cli1 - cli0
 	}
-	if res.Requests > 0 {
-		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(res.Requests)
-		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(res.Requests)
-		s.cliCPUUS = float64((cli1 - cli0).Microseconds()) / float64(res.Requests)
-		s.rt = float64(rt) / float64(res.Requests)
+	rt := roundTrips(ctx, c, base)
+	if requests > 0 {
+		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(requests)
+		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(requests)
+		s.cliCPUUS = float64(cliCPU.Microseconds()) / float64(requests)
+		s.rt = float64(rt) / float64(requests)
 	}
 	return s, nil
 }
@@ -394,10 +423,12 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"replay / hand-written replay (server CPU per request)", nil, vReplay, vHandReplay, cpu},
 		{"replay / hand-written replay (server + PostgreSQL CPU per request)", nil, vReplay, vHandReplay, both},
 		{"lease new key / plain transaction (req/s)", nil, vLeaseNew, vPlain, rps},
-		{"A/B new key: ReadFirst / Pipelined (req/s)", nil, vReadFirstNew, vPipeNew, rps},
-		{"A/B replay: ReadFirst / Pipelined (req/s)", nil, vReadFirstRep, vPipeReplay, rps},
-		{"A/B new key: ReadFirst / Pipelined (server + PostgreSQL CPU per request)", nil, vReadFirstNew, vPipeNew, both},
-		{"A/B replay: ReadFirst / Pipelined (server + PostgreSQL CPU per request)", nil, vReadFirstRep, vPipeReplay, both},
+		{"A/B new key: WithStatement / ReadFirst (req/s)", nil, vStmtNew, vReadFirstNew, rps},
+		{"A/B new key: WithStatement / Pipelined (req/s)", nil, vStmtNew, vPipeNew, rps},
+		{"A/B new key: WithStatement / ReadFirst (server + PostgreSQL CPU per request)", nil, vStmtNew, vReadFirstNew, both},
+		{"A/B new key: WithStatement / Pipelined (server + PostgreSQL CPU per request)", nil, vStmtNew, vPipeNew, both},
+		{"A/B replay: WithStatement / Pipelined (req/s)", nil, vStmtReplay, vPipeReplay, rps},
+		{"A/B replay: WithStatement / Pipelined (server + PostgreSQL CPU per request)", nil, vStmtReplay, vPipeReplay, both},
 	}
 	for _, row := range rows {
 		var cells []string

@@ -5,10 +5,10 @@
 //	/v1/...              the conformance service (atomic and lease operations)
 //	/bench/bare          POST: decode and answer, no database
 //	/bench/plain         POST: the business insert in a plain transaction
-//	/bench/handwritten   POST: the blog recipe (four round trips)
-//	/ab/pipelined/v1/payments, /ab/readfirst/v1/payments
+//	/bench/handwritten   POST: the blog recipe (three round trips for a new key, two for a replay)
+//	/ab/{withstatement,readfirst,pipelined}/v1/payments
 //	                     POST: createPayment through the generated code on a runtime with
-//	                     ClaimPipelined / ClaimReadFirst and the same handler (baseline.Strategy)
+//	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
 //	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
@@ -97,7 +97,7 @@ func run(addr string, conns int32) error {
 	for _, ab := range []struct {
 		name string
 		s    runtime.ClaimStrategy
-	}{{"pipelined", runtime.ClaimPipelined}, {"readfirst", runtime.ClaimReadFirst}} {
+	}{{"withstatement", runtime.ClaimWithStatement}, {"readfirst", runtime.ClaimReadFirst}, {"pipelined", runtime.ClaimPipelined}} {
 		h, err := baseline.Strategy(pool, ab.s)
 		if err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 // Strategy serves createPayment (POST /v1/payments) through the conformance service's generated
 // code on a runtime built with the given claim strategy, with a handler that makes the same
 // business insert as Plain. The harness mounts one per strategy (under a path prefix) so that
-// ClaimPipelined and ClaimReadFirst are compared on identical handler code in the same run.
+// the claim strategies are compared on identical handler code in the same run.
 func Strategy(pool *pgxpool.Pool, s runtime.ClaimStrategy) (http.Handler, error) {
 	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: func(r *http.Request) (string, error) {
 		t, ok := tenant(r)
