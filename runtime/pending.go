@@ -153,6 +153,13 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	b.Queue(sql, args...)
 	br = p.conn.Conn().SendBatch(ctx, b)
 	_, err = br.Exec()
+	var pre pgx.ErrPreprocessingBatch
+	if errors.As(err, &pre) {
+		// The handler's statement could not be prepared or its arguments encoded: nothing was
+		// sent for execution, so the block stays pending and the handler gets its own error.
+		br.Close()
+		return nil, true, err
+	}
 	if err == nil && p.claim != nil {
 		if _, err = br.Exec(); isClaimStop(err) {
 			err = errClaimBusy
