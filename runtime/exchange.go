@@ -73,7 +73,7 @@ func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) 
 		return nil, false
 	}
 	if r.Body != nil {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, err := readBody(w, r, limit)
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
@@ -96,7 +96,13 @@ func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) 
 			return nil, false
 		}
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" || len(x.body) > 0 {
+	ct := r.Header.Get("Content-Type")
+	if declared := exactMediaType(op.MediaTypes, ct); declared != "" {
+		// The common case, a Content-Type spelled as declared: nothing to parse.
+		x.mediaType = declared
+		return x, true
+	}
+	if ct != "" || len(x.body) > 0 {
 		mt, params, err := mime.ParseMediaType(ct)
 		mt = strings.ToLower(mt)
 		if len(op.MediaTypes) > 0 && (err != nil || matchMediaType(op.MediaTypes, mt) == "") {
@@ -114,6 +120,38 @@ func (rt *Runtime) Begin(w http.ResponseWriter, r *http.Request, op *Operation) 
 		}
 	}
 	return x, true
+}
+
+// readBody reads the request body up to limit bytes. A body of announced length is read into a
+// buffer of that size in one go; any other goes through http.MaxBytesReader.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
+	// net/http's body reader stops at Content-Length and reports a short body as an error.
+	body := make([]byte, n, n+1)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	// A middleware may have replaced the body without fixing ContentLength: read on to the end.
+	var one [1]byte
+	if k, _ := r.Body.Read(one[:]); k == 0 {
+		return body, nil
+	}
+	rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit-n-1))
+	return append(append(body, one[0]), rest...), err
+}
+
+// exactMediaType returns the declared media type that ct spells exactly (letter case aside), with
+// no parameters, or "".
+func exactMediaType(declared []string, ct string) string {
+	for _, d := range declared {
+		if len(d) == len(ct) && strings.EqualFold(d, ct) && !strings.Contains(d, "*") {
+			return strings.ToLower(d)
+		}
+	}
+	return ""
 }
 
 // DeclaredMediaType returns the entry of Operation.MediaTypes that admitted the request: the

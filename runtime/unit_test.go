@@ -246,3 +246,33 @@ func TestStorableHeadersJSON(t *testing.T) {
 		t.Errorf("no storable header: %s, want nil", none)
 	}
 }
+
+// readBody trusts Content-Length for its buffer, not for where the body ends: a middleware that
+// swapped the body without fixing ContentLength still gets the whole body, within the limit.
+func TestReadBodyBeyondContentLength(t *testing.T) {
+	for _, tc := range []struct {
+		body     string
+		announce int64
+		limit    int64
+		want     string
+		tooLarge bool
+	}{
+		{body: `{"a":1}`, announce: 7, limit: 100, want: `{"a":1}`},
+		{body: `{"a":1,"b":2}`, announce: 7, limit: 100, want: `{"a":1,"b":2}`},
+		{body: `{"a":1,"b":2}`, announce: -1, limit: 100, want: `{"a":1,"b":2}`},
+		{body: `{"a":1,"b":2}`, announce: 7, limit: 10, tooLarge: true},
+		{body: `{"a":1,"b":2}`, announce: 10, limit: 10, tooLarge: true},
+		{body: ``, announce: 0, limit: 10, want: ``},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tc.body))
+		r.ContentLength = tc.announce
+		got, err := readBody(httptest.NewRecorder(), r, tc.limit)
+		var mbe *http.MaxBytesError
+		switch {
+		case tc.tooLarge && !errors.As(err, &mbe):
+			t.Errorf("%q announced %d, limit %d: err %v, want a MaxBytesError", tc.body, tc.announce, tc.limit, err)
+		case !tc.tooLarge && (err != nil || string(got) != tc.want):
+			t.Errorf("%q announced %d: got %q, %v", tc.body, tc.announce, got, err)
+		}
+	}
+}
