@@ -59,7 +59,7 @@ echo "== HTTP end to end" >&2
 if [ -n "$short" ]; then
   "${drive[@]}" -short | tee "$out/http.md"
 else
-  "${drive[@]}" -rounds 6 -duration 1s -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
+  "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
 fi
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
