@@ -32,6 +32,12 @@ const (
 	blockLost                      // the claim failed: see pendingBlock.err
 )
 
+// ErrClaimLost is the cause (context.Cause) of a handler context that the runtime canceled
+// because the claim of the request's idempotency key, sent alone after Config.ClaimDelay, failed:
+// a concurrent request holds the key (the client gets 409), or the store failed (503). The
+// handler's work is rolled back; it may stop at once. The cause also wraps the specific error.
+var ErrClaimLost = errors.New("runtime: the claim of the idempotency key failed; the handler's work is discarded")
+
 // errClaimSuperseded is a claim whose key was completed by a concurrent request between our
 // read and our lock; pendingBlock.rec holds that request's record.
 var errClaimSuperseded = errors.New("idempotency key completed by a concurrent request")
@@ -63,7 +69,7 @@ func (p *pendingBlock) armTimer(ctx context.Context, delay time.Duration, cancel
 		defer p.mu.Unlock()
 		if p.state == blockPending {
 			if err := p.openAloneLocked(ctx); err != nil {
-				p.cancel(err)
+				p.cancel(fmt.Errorf("%w: %w", ErrClaimLost, err))
 			}
 		}
 	})

@@ -75,7 +75,7 @@ func TestClaimDelaySendsTheClaimAlone(t *testing.T) {
 }
 
 // A duplicate whose claim, sent alone by the timer, finds the key taken is answered 409 at once:
-// its handler's context is canceled (cause errClaimBusy) instead of being waited for.
+// its handler's context is canceled (cause ErrClaimLost) instead of being waited for.
 func TestLostClaimCancelsTheHandler(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.ClaimDelay = 10 * time.Millisecond })
 	holding, release := make(chan struct{}), make(chan struct{})
@@ -105,8 +105,8 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	if w := serve(h, req("t1", key1, body100, "X-Wait", "1")); w.Code != 409 {
 		t.Errorf("duplicate: %d, want 409", w.Code)
 	}
-	if cause := <-causes; !errors.Is(cause, errClaimBusy) {
-		t.Errorf("handler context cause %v, want errClaimBusy", cause)
+	if cause := <-causes; !errors.Is(cause, ErrClaimLost) || !errors.Is(cause, errClaimBusy) {
+		t.Errorf("handler context cause %v, want ErrClaimLost wrapping errClaimBusy", cause)
 	}
 	close(release)
 	if code := <-first; code != 201 {
