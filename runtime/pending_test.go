@@ -75,14 +75,17 @@ func TestClaimDelaySendsTheClaimAlone(t *testing.T) {
 }
 
 // A duplicate whose claim, sent alone by the timer, finds the key taken is answered 409 at once:
-// its handler's context is canceled (cause ErrClaimLost) instead of being waited for.
+// its handler's context is canceled (cause ErrClaimLost) instead of being waited for. Here the
+// duplicate reads first, while nobody holds the key, and starts long work; the other request
+// then claims the key with its first statement and holds it; the duplicate's timer claim fails.
 func TestLostClaimCancelsTheHandler(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.ClaimDelay = 10 * time.Millisecond })
-	holding, release := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, func(c *Config) { c.ClaimDelay = 300 * time.Millisecond })
+	waiting, holding, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	causes := make(chan error, 1)
 	h := e.handlerWith(payOp(), func(r *http.Request) AtomicFunc {
 		return func(ctx context.Context, tx pgx.Tx) (Response, error) {
 			if r.Header.Get("X-Wait") != "" {
+				close(waiting)
 				select { // long work before the first statement, abandoned when ctx ends
 				case <-ctx.Done():
 					causes <- context.Cause(ctx)
@@ -99,14 +102,22 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 			return Response{Status: http.StatusCreated}, nil
 		}
 	})
+	duplicate := make(chan int)
+	go func() { duplicate <- serve(h, req("t1", key1, body100, "X-Wait", "1")).Code }()
+	<-waiting
 	first := make(chan int)
 	go func() { first <- serve(h, req("t1", key1, body100)).Code }()
 	<-holding
-	if w := serve(h, req("t1", key1, body100, "X-Wait", "1")); w.Code != 409 {
-		t.Errorf("duplicate: %d, want 409", w.Code)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, ErrClaimLost) || !errors.Is(cause, errClaimBusy) {
+			t.Errorf("handler context cause %v, want ErrClaimLost wrapping errClaimBusy", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the duplicate's handler context was not canceled")
 	}
-	if cause := <-causes; !errors.Is(cause, ErrClaimLost) || !errors.Is(cause, errClaimBusy) {
-		t.Errorf("handler context cause %v, want ErrClaimLost wrapping errClaimBusy", cause)
+	if code := <-duplicate; code != 409 {
+		t.Errorf("duplicate: %d, want 409", code)
 	}
 	close(release)
 	if code := <-first; code != 201 {
@@ -114,6 +125,42 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	}
 	if n := e.payments("t1"); n != 1 {
 		t.Errorf("payments %d, want 1", n)
+	}
+}
+
+// A duplicate that arrives while the key's claim is out is answered 409 by its read alone: the
+// read tries the claim lock in passing when the key has no record.
+func TestDuplicateAnsweredByTheRead(t *testing.T) {
+	e := newEnv(t, nil)
+	holding, release := make(chan struct{}), make(chan struct{})
+	h := e.handlerWith(payOp(), func(r *http.Request) AtomicFunc {
+		return func(ctx context.Context, tx pgx.Tx) (Response, error) {
+			if _, err := tx.Exec(ctx, insertPay, "t1", 100); err != nil {
+				return Response{}, err
+			}
+			if r.Header.Get("X-Hold") != "" {
+				close(holding)
+				<-release
+			}
+			return Response{Status: http.StatusCreated}, nil
+		}
+	})
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+	first := make(chan int)
+	go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "1")).Code }()
+	<-holding
+	serve(h, req("t1", key1, body100)) // a first duplicate warms a connection's statement cache
+	n, writes, log := e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Code != 409 || problemType(t, w) != ProblemInFlight {
+			t.Errorf("duplicate: %d, want 409 in-flight", w.Code)
+		}
+	})
+	if n != 1 || writes != 1 {
+		t.Errorf("duplicate took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+	}
+	close(release)
+	if code := <-first; code != 201 {
+		t.Errorf("first: %d", code)
 	}
 }
 
