@@ -122,9 +122,6 @@ func (rt *Runtime) runAtomicWithStatement(x *Exchange, key string, fp canonical.
 	cancel()
 	rt.obs.ClaimLatency(op.ID, Atomic, time.Since(start))
 	switch {
-	case errors.Is(err, errClaimBusy):
-		rt.conflict(x, 0)
-		return
 	case err != nil:
 		rt.storeUnavailable(x, key, err)
 		return

@@ -128,42 +128,6 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	}
 }
 
-// A duplicate that arrives while the key's claim is out is answered 409 by its read alone: the
-// read tries the claim lock in passing when the key has no record.
-func TestDuplicateAnsweredByTheRead(t *testing.T) {
-	e := newEnv(t, nil)
-	holding, release := make(chan struct{}), make(chan struct{})
-	h := e.handlerWith(payOp(), func(r *http.Request) AtomicFunc {
-		return func(ctx context.Context, tx pgx.Tx) (Response, error) {
-			if _, err := tx.Exec(ctx, insertPay, "t1", 100); err != nil {
-				return Response{}, err
-			}
-			if r.Header.Get("X-Hold") != "" {
-				close(holding)
-				<-release
-			}
-			return Response{Status: http.StatusCreated}, nil
-		}
-	})
-	serve(h, req("t1", "k-warm-up-00000001", body100))
-	first := make(chan int)
-	go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "1")).Code }()
-	<-holding
-	serve(h, req("t1", key1, body100)) // a first duplicate warms a connection's statement cache
-	n, writes, log := e.rtt.count(func() {
-		if w := serve(h, req("t1", key1, body100)); w.Code != 409 || problemType(t, w) != ProblemInFlight {
-			t.Errorf("duplicate: %d, want 409 in-flight", w.Code)
-		}
-	})
-	if n != 1 || writes != 1 {
-		t.Errorf("duplicate took %d round trips (%d socket writes), want 1: %q", n, writes, log)
-	}
-	close(release)
-	if code := <-first; code != 201 {
-		t.Errorf("first: %d", code)
-	}
-}
-
 // A duplicate whose handler goes straight to its statement meets the lock in that statement's
 // round trip: the statement never runs (the pipeline stops at the failed lock), 409.
 func TestLostClaimSkipsTheStatement(t *testing.T) {
