@@ -89,6 +89,11 @@ func (rt *Runtime) runAtomicClaimed(x *Exchange, key string, fp canonical.Finger
 		rt.handlerFailed(x, key, err)
 		return
 	}
+	if conn.Conn().PgConn().TxStatus() == 'E' {
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, key, errTxFailed)
+		return
+	}
 	// The handler's answer is final: commit it even if the client has gone away meanwhile.
 	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
 	defer cancel()
@@ -167,6 +172,13 @@ func (rt *Runtime) runAtomicWithStatement(x *Exchange, key string, fp canonical.
 		rt.handlerFailed(x, key, err)
 		return
 	}
+	if conn.Conn().PgConn().TxStatus() == 'E' {
+		// A statement failed and the handler went on to answer: its writes are gone with the
+		// failed transaction, so its answer must not be stored or sent as a success.
+		rt.store.rollback(conn)
+		rt.handlerFailed(x, key, errTxFailed)
+		return
+	}
 	// The handler's answer is final: claim and commit it even if the client has gone away.
 	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
 	defer cancel()
@@ -220,6 +232,8 @@ func (rt *Runtime) claimLost(x *Exchange, key string, fp canonical.Fingerprint, 
 		// Completed and already expired between our read and our lock (a retention of
 		// milliseconds): the key is free again; the client's retry claims it.
 		rt.conflict(x, 0)
+	case errors.Is(block.err, errStatementNotSent):
+		rt.handlerFailed(x, key, block.err)
 	default:
 		rt.storeUnavailable(x, key, block.err)
 	}
@@ -257,9 +271,18 @@ func (rt *Runtime) runUnguardedAtomic(x *Exchange, fn AtomicFunc) {
 		return
 	}
 	if state == blockOpen {
+		if conn.Conn().PgConn().TxStatus() == 'E' {
+			rt.store.rollback(conn)
+			rt.handlerFailed(x, "", errTxFailed)
+			return
+		}
 		doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
 		defer cancel()
-		if _, err := conn.Exec(doneCtx, "COMMIT"); err != nil {
+		ct, err := conn.Exec(doneCtx, "COMMIT")
+		if err == nil && ct.String() != "COMMIT" {
+			err = fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())
+		}
+		if err != nil {
 			rt.storeUnavailable(x, "", err)
 			return
 		}
@@ -547,6 +570,10 @@ func (s *store) takeExpiredAtomic(ctx context.Context, conn *pgxpool.Conn, in *c
 	}
 	return true, nil
 }
+
+// errTxFailed is a handler that answered although one of its statements had failed, which
+// aborts the transaction (PostgreSQL ignores every later statement until the block ends).
+var errTxFailed = errors.New("a statement failed in the handler's transaction, which PostgreSQL aborted; the handler answered anyway")
 
 // errClaimBusy is a claim whose lock another claimant holds.
 var errClaimBusy = errors.New("claim lock held by a concurrent request")

@@ -58,6 +58,9 @@ type pendingBlock struct {
 	rechecked bool
 	timer     *time.Timer
 	cancel    context.CancelCauseFunc // cancels the handler's context when the claim is lost
+	// settled: the handler has returned and the runtime owns the connection again; a timer
+	// callback that fired but had not got the mutex yet must then do nothing.
+	settled bool
 }
 
 // armTimer makes the claim go out alone after delay unless a statement has taken it along.
@@ -67,7 +70,7 @@ func (p *pendingBlock) armTimer(ctx context.Context, delay time.Duration, cancel
 	p.timer = time.AfterFunc(delay, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.state == blockPending {
+		if p.state == blockPending && !p.settled {
 			if err := p.openAloneLocked(ctx); err != nil {
 				p.cancel(fmt.Errorf("%w: %w", ErrClaimLost, err))
 			}
@@ -80,10 +83,22 @@ func (p *pendingBlock) armTimer(ctx context.Context, delay time.Duration, cancel
 func (p *pendingBlock) settle() claimState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.settled = true
+	p.stopTimer()
+	return p.state
+}
+
+func (p *pendingBlock) stopTimer() {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	return p.state
+}
+
+// locked runs f, which uses the connection directly, while the timer cannot use it.
+func (p *pendingBlock) locked(f func() error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return f()
 }
 
 // open makes sure the block is open before a statement that cannot carry it (a batch, COPY, a
@@ -123,8 +138,14 @@ func (p *pendingBlock) openAloneLocked(ctx context.Context) error {
 
 func (p *pendingBlock) lost(err error) error {
 	p.state, p.err = blockLost, err
+	p.stopTimer()
 	return err
 }
+
+// errStatementNotSent is a first statement whose arguments pgx could not encode after it had
+// queued the claim in front of it: pgx then closes the connection (it cannot tell what the
+// server has seen of an unfinished pipeline), so the request ends with the handler's error, 500.
+var errStatementNotSent = errors.New("the handler's first statement could not be sent, and its connection was closed")
 
 // sqlLockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
 // statement queued behind it in the same pipeline never runs for a duplicate.
@@ -143,9 +164,6 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID, pgx.QueryRewriter:
 		return nil, false, nil
 	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
 	b := &pgx.Batch{}
 	if p.claim != nil {
 		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", sqlLockOrStop); err != nil {
@@ -157,26 +175,32 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 		b.Queue(sqlLockOrStop, claimLockKey(p.claim.scope, p.claim.key))
 	}
 	b.Queue(sql, args...)
-	br = p.conn.Conn().SendBatch(ctx, b)
+	conn := p.conn.Conn()
+	br = conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil && p.claim != nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		p.state = blockOpen
+		p.stopTimer()
+		return br, true, nil
+	}
+	br.Close()
 	var pre pgx.ErrPreprocessingBatch
-	if errors.As(err, &pre) {
-		// The handler's statement could not be prepared or its arguments encoded: nothing was
-		// sent for execution, so the block stays pending and the handler gets its own error.
-		br.Close()
+	switch {
+	case isClaimStop(err):
+		return nil, true, p.lost(errClaimBusy)
+	case errors.As(err, &pre) && conn.IsClosed():
+		return nil, true, p.lost(fmt.Errorf("%w: %w", errStatementNotSent, err))
+	case !conn.IsClosed() && conn.PgConn().TxStatus() == 'I':
+		// Nothing ran: pgx could not prepare the handler's statement (extended protocol), or
+		// the server refused the whole multi-statement string before running any of it (a
+		// syntax error, simple protocol). The block stays pending, the timer armed, and the
+		// handler gets its own error.
 		return nil, true, err
 	}
-	if err == nil && p.claim != nil {
-		if _, err = br.Exec(); isClaimStop(err) {
-			err = errClaimBusy
-		}
-	}
-	if err != nil {
-		br.Close()
-		return nil, true, p.lost(err)
-	}
-	p.state = blockOpen
-	return br, true, nil
+	return nil, true, p.lost(err)
 }
 
 // exec is Exec with the block in front of the statement.

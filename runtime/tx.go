@@ -78,8 +78,15 @@ func (t *managedTx) LargeObjects() pgx.LargeObjects {
 	return inner.LargeObjects()
 }
 
-func (t *managedTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	return t.conn.Prepare(ctx, name, sql)
+func (t *managedTx) Prepare(ctx context.Context, name, sql string) (sd *pgconn.StatementDescription, err error) {
+	if t.block == nil {
+		return t.conn.Prepare(ctx, name, sql)
+	}
+	err = t.block.locked(func() error {
+		sd, err = t.conn.Prepare(ctx, name, sql)
+		return err
+	})
+	return sd, err
 }
 
 func (t *managedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
