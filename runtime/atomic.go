@@ -77,6 +77,16 @@ func (rt *Runtime) runAtomicClaimed(x *Exchange, key string, fp canonical.Finger
 		rt.handlerFailed(x, key, err)
 		return
 	}
+	rt.completeAtomic(x, key, fp, conn, in, resp, nil)
+}
+
+// completeAtomic finishes an atomic-mode request whose handler answered resp: a non-final
+// status rolls back and releases the key; a final one is stored with the handler's writes and
+// committed in one round trip, even if the client has gone away meanwhile. claimNow, when set,
+// takes the claim first (a ClaimWithStatement handler that sent no statement) and reports false
+// when it answered the request itself.
+func (rt *Runtime) completeAtomic(x *Exchange, key string, fp canonical.Fingerprint, conn *pgxpool.Conn, in *claimInput, resp Response, claimNow func(context.Context) bool) {
+	op := x.op
 	if !isFinal(op, resp.Status) {
 		rt.store.rollback(conn)
 		rt.obs.Outcome(op.ID, Atomic, OutcomeReleased)
@@ -90,13 +100,17 @@ func (rt *Runtime) runAtomicClaimed(x *Exchange, key string, fp canonical.Finger
 		return
 	}
 	if conn.Conn().PgConn().TxStatus() == 'E' {
+		// A statement failed and the handler went on to answer: its writes are gone with the
+		// failed transaction, so its answer must not be stored or sent as a success.
 		rt.store.rollback(conn)
 		rt.handlerFailed(x, key, errTxFailed)
 		return
 	}
-	// The handler's answer is final: commit it even if the client has gone away meanwhile.
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
+	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), rt.cfg.StoreTimeout)
 	defer cancel()
+	if claimNow != nil && !claimNow(doneCtx) {
+		return
+	}
 	if err := rt.store.completeAndCommit(doneCtx, conn, in, in.token, &st); err != nil {
 		rt.store.rollback(conn)
 		if errors.Is(err, errRecordLost) {
@@ -160,49 +174,20 @@ func (rt *Runtime) runAtomicWithStatement(x *Exchange, key string, fp canonical.
 		}
 		rt.handlerFailed(x, key, err)
 		return
-	case !isFinal(op, resp.Status):
-		rt.store.rollback(conn)
-		rt.obs.Outcome(op.ID, Atomic, OutcomeReleased)
-		writeResponse(x.w, resp)
-		return
 	}
-	st, err := prepareStored(op, resp)
-	if err != nil {
-		rt.store.rollback(conn)
-		rt.handlerFailed(x, key, err)
-		return
-	}
-	if conn.Conn().PgConn().TxStatus() == 'E' {
-		// A statement failed and the handler went on to answer: its writes are gone with the
-		// failed transaction, so its answer must not be stored or sent as a success.
-		rt.store.rollback(conn)
-		rt.handlerFailed(x, key, errTxFailed)
-		return
-	}
-	// The handler's answer is final: claim and commit it even if the client has gone away.
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
-	defer cancel()
-	if state == blockPending { // the handler sent no statement: the claim goes alone now
-		if err := block.open(doneCtx); err != nil {
-			rt.store.rollback(conn)
-			rt.claimLost(x, key, fp, block)
-			return
-		}
-	}
-	if err := rt.store.completeAndCommit(doneCtx, conn, in, in.token, &st); err != nil {
-		rt.store.rollback(conn)
-		if errors.Is(err, errRecordLost) {
-			if rt.answerIfCompleted(x, conn, in, fp, key) {
-				return
+	var claimNow func(context.Context) bool
+	if state == blockPending && isFinal(op, resp.Status) {
+		// The handler sent no statement and its answer is final: the claim goes alone now.
+		claimNow = func(ctx context.Context) bool {
+			if err := block.open(ctx); err != nil {
+				rt.store.rollback(conn)
+				rt.claimLost(x, key, fp, block)
+				return false
 			}
-			rt.handlerFailed(x, key, err)
-			return
+			return true
 		}
-		rt.storeUnavailable(x, key, err)
-		return
 	}
-	rt.obs.Outcome(op.ID, Atomic, OutcomeExecuted)
-	writeResponse(x.w, resp)
+	rt.completeAtomic(x, key, fp, conn, in, resp, claimNow)
 }
 
 // answerIfCompleted answers from the key's record when a concurrent request completed the key
