@@ -5,28 +5,31 @@ import (
 	"strings"
 )
 
-// Default key bounds of DESIGN section 2 (key.minLength, key.maxLength), in bytes.
-const (
-	DefaultKeyMinLength = 16
-	DefaultKeyMaxLength = 255
-)
-
 // keyError is why a present key is refused (400 key-invalid).
 type keyError string
 
 func (e keyError) Error() string { return string(e) }
 
-// checkKey validates a present key under rule and returns its normal form: the RFC 8941 sf-string
-// `"abc"` (section 3.3.3) is the same key as abc, as the IETF draft
+// rawKey is an idempotency key as the request carried it, before validation.
+type rawKey struct {
+	value   string
+	present bool
+	// lines counts the key header lines: two or more is 400 key-invalid.
+	lines int
+}
+
+// checkKey validates a present key under rule and returns its normal form: the RFC 8941
+// sf-string `"abc"` (section 3.3.3) is the same key as abc, as the IETF draft
 // draft-ietf-httpapi-idempotency-key-header defines the header as a String item; a value that
-// starts with '"' must be exactly one such sf-string, without parameters. The rules are
-// DESIGN section 2: visible ASCII 0x21-0x7E except ',', length within [MinLength, MaxLength]
-// (defaults 16 and 255), and the whole key matching Pattern when one is set.
-func checkKey(k Key, rule *KeyRule) (string, error) {
+// starts with '"' must be exactly one such sf-string, without parameters. A key is visible
+// ASCII 0x21-0x7E except ',' (so that it fits one header field and one list member), its
+// length is within [MinLength, MaxLength] (defaults 16 and 255), and the whole key matches
+// Pattern when one is set; match runs a pattern search.
+func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (string, error) {
 	if k.lines > 1 {
 		return "", keyError("the key header appears more than once")
 	}
-	v := k.Value
+	v := k.value
 	if len(v) > 0 && v[0] == '"' {
 		u, err := unquoteSFString(v)
 		if err != nil {
@@ -50,11 +53,8 @@ func checkKey(k Key, rule *KeyRule) (string, error) {
 	if len(v) < lo || len(v) > hi {
 		return "", keyError(fmt.Sprintf("the key has %d characters; it must have %d to %d", len(v), lo, hi))
 	}
-	if rule.Pattern != nil {
-		loc := rule.Pattern.FindStringIndex(v)
-		if loc == nil || loc[0] != 0 || loc[1] != len(v) {
-			return "", keyError("the key does not match the pattern " + rule.Pattern.String())
-		}
+	if rule.Pattern != "" && !match("^(?:"+rule.Pattern+")$", v) {
+		return "", keyError("the key does not match the pattern " + rule.Pattern)
 	}
 	return v, nil
 }
@@ -91,13 +91,4 @@ func unquoteSFString(s string) (string, error) {
 		}
 	}
 	return "", keyError("the quoted key has no closing quote (RFC 8941 section 3.3.3)")
-}
-
-// storedKey is the key column's value: the key itself for scope tenant, or the operation ID, one
-// space and the key for scope operation. A key never contains a space, so the forms never meet.
-func storedKey(op *Operation, key string) string {
-	if op.Scope == ScopeOperation {
-		return op.ID + " " + key
-	}
-	return key
 }

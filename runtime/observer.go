@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Outcome is how the runtime ended one request to a marked operation (DESIGN section 4,
-// observability). Its string is the metrics label value.
+// Outcome is how the runtime ended one request to a marked operation. Its string is the metrics
+// label value.
 type Outcome string
 
 const (
@@ -25,6 +25,7 @@ const (
 	OutcomeUnguarded    Outcome = "unguarded"       // an optional key was absent; the handler ran without a record
 	OutcomeUnauthorized Outcome = "unauthenticated" // the ScopeFunc refused the request
 	OutcomeCanceled     Outcome = "canceled"        // the client went away before the store answered; nothing ran
+	OutcomeInternal     Outcome = "internal"        // a bug before the handler (a decoder's unexpected error, a misconfigured store): 500
 )
 
 // Observer receives the runtime's events. Implementations must be safe for concurrent use and
@@ -44,14 +45,6 @@ type NopObserver struct{}
 func (NopObserver) Outcome(string, Mode, Outcome)            {}
 func (NopObserver) ClaimLatency(string, Mode, time.Duration) {}
 func (NopObserver) Swept(int64)                              {}
-
-// String names the mode as in DESIGN section 2 ("atomic", "lease").
-func (m Mode) String() string {
-	if m == Lease {
-		return "lease"
-	}
-	return "atomic"
-}
 
 // keyHash is what logs show instead of a key: 12 hex digits of SHA-256 over scope and key, enough
 // to correlate log lines, useless to replay a request.

@@ -7,10 +7,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Replay headers (DESIGN section 5; the draft-ietf-httpapi-idempotency-key-header replays the
-// original response, Stripe marks it with Idempotent-Replayed).
+// Replay headers (draft-ietf-httpapi-idempotency-key-header replays the original response;
+// Stripe marks it with Idempotent-Replayed).
 const (
 	// HeaderReplayed marks every replayed response: `Idempotent-Replayed: true`.
 	HeaderReplayed = "Idempotent-Replayed"
@@ -19,7 +20,7 @@ const (
 	HeaderReplayBody = "Idempotent-Replay-Body"
 )
 
-// defaultReplayHeaders are stored and replayed for every operation (DESIGN section 5).
+// defaultReplayHeaders are stored and replayed for every operation.
 var defaultReplayHeaders = []string{
 	"Content-Type", "Content-Encoding", "Content-Language", "Content-Disposition",
 	"Location", "Etag", "Link",
@@ -36,9 +37,8 @@ var neverStored = map[string]bool{
 }
 
 // storableHeaders returns the allow-listed headers of h as a JSON object of string arrays
-// (names in canonical MIME form, sorted; values in order), or nil when there are none. It never
-// fails; the error result keeps the signature of its callers.
-func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
+// (names in canonical MIME form, sorted; values in order), or nil when there are none.
+func storableHeaders(op *Operation, h http.Header) []byte {
 	var names []string
 	add := func(name string) {
 		name = http.CanonicalHeaderKey(name)
@@ -54,7 +54,7 @@ func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
 		add(n)
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return nil
 	}
 	// Written by hand rather than with encoding/json (reflection over a map, sorted on every
 	// response): this runs for every stored response.
@@ -75,7 +75,7 @@ func storableHeaders(op *Operation, h http.Header) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string (RFC 8259 section 7): quote, backslash and
@@ -109,29 +109,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// isFinal reports whether status is final under the operation's replay.statuses (DESIGN section
-// 2): the last matching rule decides, nil rules mean [2xx, 4xx, !408, !409, !425, !429]. A
-// non-final outcome is never stored and releases the key, so the client's retry runs again.
-func isFinal(op *Operation, status int) bool {
-	rules := op.Statuses
-	if rules == nil {
-		rules = defaultStatuses
-	}
-	final := false
-	for _, r := range rules {
-		if r.Code == status || (r.Code == 0 && r.Class != 0 && status/100 == r.Class) {
-			final = !r.Exclude
-		}
-	}
-	return final
-}
-
-var defaultStatuses = []StatusRule{
-	{Class: 2}, {Class: 4},
-	{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
-	{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
-}
-
 // writeResponse sends a handler's response as is (Set-Cookie and the rest included: only the
 // stored copy is filtered).
 func writeResponse(w http.ResponseWriter, resp Response) {
@@ -148,22 +125,38 @@ func writeResponse(w http.ResponseWriter, resp Response) {
 }
 
 // writeReplay sends a stored response with Idempotent-Replayed: true.
-func writeReplay(w http.ResponseWriter, rec *record) {
+func writeReplay(w http.ResponseWriter, stored *store.Response) {
 	h := w.Header()
-	if len(rec.headers) > 0 {
-		setStoredHeaders(h, rec.headers)
+	if len(stored.Header) > 0 {
+		setStoredHeaders(h, stored.Header)
 	}
 	h.Set(HeaderReplayed, "true")
-	if rec.bodyOmitted {
+	if stored.BodyOmitted {
 		h.Set(HeaderReplayBody, "omitted")
 		h.Set("Content-Length", "0")
 	} else {
-		h.Set("Content-Length", strconv.Itoa(len(rec.body)))
+		h.Set("Content-Length", strconv.Itoa(len(stored.Body)))
 	}
-	w.WriteHeader(int(rec.status))
-	if !rec.bodyOmitted {
-		_, _ = w.Write(rec.body)
+	w.WriteHeader(stored.Status)
+	if !stored.BodyOmitted {
+		_, _ = w.Write(stored.Body)
 	}
+}
+
+// storable prepares a final response for the record: the allow-listed headers, and the body
+// unless it is above the operation's stored-response limit (then it is delivered, not kept).
+func (op *Operation) storable(resp Response) store.Response {
+	s := store.Response{Status: resp.Status, Header: storableHeaders(op, resp.Header), Body: resp.Body}
+	if s.Status == 0 {
+		s.Status = http.StatusOK
+	}
+	if int64(len(resp.Body)) > op.responseLimit() {
+		s.Body, s.BodyOmitted = nil, true
+	}
+	if s.Body == nil && !s.BodyOmitted {
+		s.Body = []byte{}
+	}
+	return s
 }
 
 // setStoredHeaders sets the headers stored by storableHeaders (a JSON object of string arrays, as

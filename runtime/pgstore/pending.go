@@ -1,4 +1,4 @@
-package runtime
+package pgstore
 
 import (
 	"context"
@@ -10,69 +10,57 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // This file holds the transaction block that is opened by the handler's first statement
-// (ClaimWithStatement, and the unguarded path of an optional key): BEGIN, and for a claim the
-// advisory claim lock, are queued in front of that statement and travel in its round trip, so
-// a new key costs the handler's statements plus two round trips (the read before, the record
-// and COMMIT after), as many as the same handler in a plain BEGIN/…/COMMIT with pgx.
+// (ClaimWithStatement, and BeginPlain): BEGIN, and for a claim the advisory claim lock, are
+// queued in front of that statement and travel in its round trip, so a new key costs the
+// handler's statements plus two round trips (the read before, the record and COMMIT after), as
+// many as the same handler in a plain BEGIN/…/COMMIT with pgx.
 //
 // A claim must still be announced while the handler runs, whatever the handler does before its
-// first statement, so that a concurrent duplicate gets 409 (DESIGN section 4; cases 008, 009):
-// if no statement comes within Config.ClaimDelay, a timer sends the claim alone, and when the
-// claim is lost that way the handler's context is canceled so the 409 is not held up.
+// first statement, so that a concurrent duplicate gets 409: if no statement comes within the
+// strategy's Delay, a timer sends the claim alone, and when the claim is lost that way the
+// handler's context is canceled so the 409 is not held up.
 
-// claimState is where a pending block stands.
-type claimState uint8
+// blockState is where a pending block stands.
+type blockState uint8
 
 const (
-	blockPending claimState = iota // nothing sent yet
+	blockPending blockState = iota // nothing sent yet
 	blockOpen                      // BEGIN ran and, for a claim, the lock is ours
 	blockLost                      // the claim failed: see pendingBlock.err
 )
 
-// ErrClaimLost is the cause (context.Cause) of a handler context that the runtime canceled
-// because the claim of the request's idempotency key, sent alone after Config.ClaimDelay, failed:
-// a concurrent request holds the key (the client gets 409), or the store failed (503). The
-// handler's work is rolled back; it may stop at once. The cause also wraps the specific error.
-var ErrClaimLost = errors.New("runtime: the claim of the idempotency key failed; the handler's work is discarded")
-
-// errClaimSuperseded is a claim whose key was completed by a concurrent request between our
-// read and our lock; pendingBlock.rec holds that request's record.
-var errClaimSuperseded = errors.New("idempotency key completed by a concurrent request")
-
 // pendingBlock is the transaction block (and claim lock) of one request, not yet sent.
 type pendingBlock struct {
 	mu    sync.Mutex
-	s     *store
+	s     *Store
 	conn  *pgxpool.Conn
-	claim *claimInput // nil: a plain block (unguarded handler), no lock
-	state claimState
-	err   error  // when blockLost: errClaimBusy, errClaimSuperseded or a store error
-	rec   record // with errClaimSuperseded: the concurrent request's record
-	// rechecked: the lock was taken by a statement of its own followed by a re-read of the
-	// record, so a concurrent completion cannot have slipped in. A claim sent with the handler's
-	// statement skips the re-read; the record's INSERT at completion (unique_violation) catches
-	// that rare race instead, and the transaction rolls back with it.
-	rechecked bool
-	timer     *time.Timer
-	cancel    context.CancelCauseFunc // cancels the handler's context when the claim is lost
-	// settled: the handler has returned and the runtime owns the connection again; a timer
+	claim *claimSpec // nil: a plain block, no lock
+	delay time.Duration
+	state blockState
+	// err, when blockLost, is how the claim was lost, as the runtime answers it: store.ErrBusy,
+	// *store.CompletedError, store.ErrTxFailed (the first statement could not be sent) or the
+	// store's own error.
+	err   error
+	timer *time.Timer
+	// settled: the handler has returned and the transaction owns the connection again; a timer
 	// callback that fired but had not got the mutex yet must then do nothing.
 	settled bool
 }
 
-// armTimer makes the claim go out alone after delay unless a statement has taken it along.
-// ctx is the handler's context (canceled through cancel when the claim is lost).
-func (p *pendingBlock) armTimer(ctx context.Context, delay time.Duration, cancel context.CancelCauseFunc) {
-	p.cancel = cancel
-	p.timer = time.AfterFunc(delay, func() {
+// armTimer makes the claim go out alone after the delay unless a statement has taken it
+// along. ctx is the handler's context, canceled through cancel when the claim is lost.
+func (p *pendingBlock) armTimer(ctx context.Context, cancel context.CancelCauseFunc) {
+	p.timer = time.AfterFunc(p.delay, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.state == blockPending && !p.settled {
 			if err := p.openAloneLocked(ctx); err != nil {
-				p.cancel(fmt.Errorf("%w: %w", ErrClaimLost, err))
+				cancel(fmt.Errorf("%w: %w", store.ErrClaimLost, err))
 			}
 		}
 	})
@@ -80,12 +68,12 @@ func (p *pendingBlock) armTimer(ctx context.Context, delay time.Duration, cancel
 
 // settle stops the timer and returns the block's state once nothing else can change it: after
 // settle the caller alone uses the connection.
-func (p *pendingBlock) settle() claimState {
+func (p *pendingBlock) settle() (blockState, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.settled = true
 	p.stopTimer()
-	return p.state
+	return p.state, p.err
 }
 
 func (p *pendingBlock) stopTimer() {
@@ -94,15 +82,8 @@ func (p *pendingBlock) stopTimer() {
 	}
 }
 
-// locked runs f, which uses the connection directly, while the timer cannot use it.
-func (p *pendingBlock) locked(f func() error) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return f()
-}
-
-// open makes sure the block is open before a statement that cannot carry it (a batch, COPY, a
-// savepoint, the bare connection): it sends the block alone, and returns the claim's failure.
+// open makes sure the block is open before a statement that cannot carry it (a batch, COPY):
+// it sends the block alone, and returns the claim's failure.
 func (p *pendingBlock) open(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,17 +103,20 @@ func (p *pendingBlock) openAloneLocked(ctx context.Context) error {
 		p.state = blockOpen
 		return nil
 	}
-	claimed, rec, found, err := p.s.lockAtomic(ctx, p.conn, p.claim)
+	r, err := p.s.lockAndRead(ctx, p.conn, p.claim)
 	switch {
+	case errors.Is(err, store.ErrBusy) || isLockTimeout(err):
+		return p.lost(store.ErrBusy)
 	case err != nil:
 		return p.lost(err)
-	case found:
-		p.rec = rec
-		return p.lost(errClaimSuperseded)
-	case !claimed:
-		return p.lost(errClaimBusy)
+	case r != nil && r.live:
+		return p.lost(&store.CompletedError{Record: r.rec})
+	case r != nil:
+		// Completed and already expired between our read and our lock (a retention of
+		// milliseconds): the key is free again; the client's retry claims it.
+		return p.lost(store.ErrBusy)
 	}
-	p.state, p.rechecked = blockOpen, true
+	p.state = blockOpen
 	return nil
 }
 
@@ -144,18 +128,13 @@ func (p *pendingBlock) lost(err error) error {
 
 // errStatementNotSent is a first statement whose arguments pgx could not encode after it had
 // queued the claim in front of it: pgx then closes the connection (it cannot tell what the
-// server has seen of an unfinished pipeline), so the request ends with the handler's error, 500.
+// server has seen of an unfinished pipeline), so the request ends with 500.
 var errStatementNotSent = errors.New("the handler's first statement could not be sent, and its connection was closed")
 
-// sqlLockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
-// statement queued behind it in the same pipeline never runs for a duplicate.
-const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN '1'
-	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
-
-// send runs the handler's statement sql with the pending block in front of it, in one pipeline,
-// when it can (p.mu held, state pending). ok is false when the statement cannot join a batch:
-// pgx batches take no exec-mode or result-format options, and a statement without arguments
-// may hold several commands, which only the simple protocol runs.
+// sendLocked runs the handler's statement sql with the pending block in front of it, in one
+// pipeline, when it can (p.mu held, state pending). ok is false when the statement cannot join
+// a batch: pgx batches take no exec-mode or result-format options, and a statement without
+// arguments may hold several commands, which only the simple protocol runs.
 func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (br pgx.BatchResults, ok bool, err error) {
 	if len(args) == 0 {
 		return nil, false, nil
@@ -172,7 +151,7 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	}
 	b.Queue("BEGIN")
 	if p.claim != nil {
-		b.Queue(sqlLockOrStop, claimLockKey(p.claim.scope, p.claim.key))
+		b.Queue(sqlLockOrStop, p.claim.lockKey)
 	}
 	b.Queue(sql, args...)
 	conn := p.conn.Conn()
@@ -189,10 +168,10 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	br.Close()
 	var pre pgx.ErrPreprocessingBatch
 	switch {
-	case isClaimStop(err):
-		return nil, true, p.lost(errClaimBusy)
+	case isStop(err) || isLockTimeout(err):
+		return nil, true, p.lost(store.ErrBusy)
 	case errors.As(err, &pre) && conn.IsClosed():
-		return nil, true, p.lost(fmt.Errorf("%w: %w", errStatementNotSent, err))
+		return nil, true, p.lost(fmt.Errorf("%w: %w: %w", store.ErrTxFailed, errStatementNotSent, err))
 	case !conn.IsClosed() && conn.PgConn().TxStatus() == 'I':
 		// Nothing ran: pgx could not prepare the handler's statement (extended protocol), or
 		// the server refused the whole multi-statement string before running any of it (a
@@ -316,25 +295,4 @@ func (r rowsRow) Scan(dest ...any) error {
 	}
 	r.rows.Close()
 	return r.rows.Err()
-}
-
-// readForClaim is the first step of a ClaimWithStatement claim: the read. It returns the
-// connection (no transaction block open yet) when the key has no record, so the handler's
-// first statement can carry the claim; otherwise the record (live or expired).
-//
-// The read does not try the claim lock in passing (it could, when the key has no record, and
-// answer a duplicate of a claimed key 409 one round trip earlier): measured in one run, that
-// made every replay 2 to 13% slower (bench/README.md), while a duplicate already gets its 409
-// from the first statement's round trip, or after Config.ClaimDelay.
-func (s *store) readForClaim(ctx context.Context, in *claimInput) (conn *pgxpool.Conn, rec record, found bool, err error) {
-	conn, err = s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, rec, false, fmt.Errorf("acquire: %w", err)
-	}
-	rec, found, err = s.read(ctx, conn.Conn(), in.scope, in.key)
-	if err != nil || found {
-		conn.Release()
-		return nil, rec, found, err
-	}
-	return conn, rec, false, nil
 }

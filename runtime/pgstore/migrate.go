@@ -1,68 +1,16 @@
-package runtime
+package pgstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/runtime/migrations"
+	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
-
-// migration is one embedded up file: NNNN_name.up.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads the embedded up files in version order.
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations.FS, "*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, n := range names {
-		num, _, ok := strings.Cut(n, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with a version number", n)
-		}
-		b, err := fs.ReadFile(migrations.FS, n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: n, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
-
-// SchemaSQL returns the SQL that creates the idempotency table and its index (every embedded
-// migration, in order), for `idemgen sql` and for users who manage their schema themselves. The
-// same statements ship as golang-migrate and goose files in runtime/migrations.
-func SchemaSQL() string {
-	ms, err := loadMigrations()
-	if err != nil {
-		panic("runtime: embedded migrations: " + err.Error()) // the files are compiled in
-	}
-	var b strings.Builder
-	for i, m := range ms {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "-- %s\n%s", m.name, m.sql)
-	}
-	return b.String()
-}
 
 // migrateLockID is the advisory lock key Migrate holds (transaction-scoped), "idemgen" in ASCII.
 const migrateLockID = 0x6964656d67656e
@@ -73,7 +21,7 @@ const migrateLockID = 0x6964656d67656e
 // replica created the same object first), applies the embedded migrations missing from
 // idemgen_schema_versions, and records them. It returns the store's error, wrapped.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	ms, err := loadMigrations()
+	ms, err := migrations.Up()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -89,7 +37,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-func migrateTx(ctx context.Context, tx pgx.Tx, ms []migration) error {
+func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration) error {
 	if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_lock"); err != nil {
 		return err
 	}
@@ -121,15 +69,15 @@ func migrateTx(ctx context.Context, tx pgx.Tx, ms []migration) error {
 		return err
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("%s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO idemgen_schema_versions (version, name) VALUES ($1, $2)
-ON CONFLICT (version) DO NOTHING`, m.version, m.name); err != nil {
-			return fmt.Errorf("%s: record version: %w", m.name, err)
+ON CONFLICT (version) DO NOTHING`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("%s: record version: %w", m.Name, err)
 		}
 	}
 	return nil

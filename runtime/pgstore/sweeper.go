@@ -1,4 +1,4 @@
-package runtime
+package pgstore
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Sweeper deletes expired idempotency records (DESIGN section 4, retention). Expired records
+// Sweeper deletes expired idempotency records . Expired records
 // already count as absent, so sweeping only reclaims space; it deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
-// by a third in the measurements behind issue 7. Several replicas may run a Sweeper at once:
+// by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
 // each batch skips rows another sweeper has locked (FOR UPDATE SKIP LOCKED) instead of queueing.
 type Sweeper struct {
 	// Pool is the store's pool. Required.
@@ -29,20 +29,9 @@ type Sweeper struct {
 	Portable bool
 	// Observer receives the rows deleted per batch; Logger, sweep failures. Defaults: none and
 	// slog.Default().
-	Observer Observer
+	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
 }
-
-// sqlSweep deletes up to $1 expired rows, oldest first, skipping rows other sweepers hold.
-const sqlSweep = `DELETE FROM idempotency_records r
-USING (SELECT scope, key FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.expires_at <= now()`
-
-const sqlSweepPortable = `DELETE FROM idempotency_records r
-USING (SELECT scope, key FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.expires_at <= now()`
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends.

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"errors"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// This file holds the decisions of the state machine as pure functions: what to do with a
+// request given what the store knows of its key, and what a store error means for the client.
+// The machines (atomic.go, lease.go) act on them; decide_test.go checks every row without a
+// database.
+
+// verdict is what the machine does next with a request.
+type verdict uint8
+
+const (
+	// verdictRun: the key has no live record: claim it and run the handler.
+	verdictRun verdict = iota
+	// verdictReplay: the key completed with the same request: send the stored response.
+	verdictReplay
+	// verdictInFlight: the same request is still running under the key: 409 (or wait).
+	verdictInFlight
+	// verdictMismatch: the key names another request, or another operation: 422.
+	verdictMismatch
+	// verdictTakeover: lease mode; the same request's lease has ended: take the claim over.
+	verdictTakeover
+)
+
+// decide is the verdict for a request to operation op with fingerprint fp, in mode, given the
+// key's live record (nil: none).
+//
+// A record names one request: another operation reusing the key is a mismatch (Stripe's rule;
+// scope "operation" keys are per operation, so they never meet one), and so is another
+// fingerprint, even while the first request still runs. A record written under another
+// fingerprint version cannot be compared: a completed one replays (the key names the
+// operation, and a replay runs nothing) rather than answering a wave of false 422s after an
+// upgrade; a running one is treated as different, so it is never taken over by a request the
+// first may not match. Only lease mode takes over: an atomic-mode request that meets a running
+// lease-mode record of the same request waits for it like any duplicate.
+func decide(mode Mode, op string, fp canonical.Fingerprint, rec *store.Record) verdict {
+	switch {
+	case rec == nil:
+		return verdictRun
+	case rec.Operation != op || !sameRequest(rec, fp):
+		return verdictMismatch
+	case rec.State == store.Completed:
+		return verdictReplay
+	case mode == ModeLease && rec.LeaseLeft <= 0:
+		return verdictTakeover
+	default:
+		return verdictInFlight
+	}
+}
+
+// sameRequest compares the record's fingerprint with fp; see decide for other versions.
+func sameRequest(rec *store.Record, fp canonical.Fingerprint) bool {
+	if rec.Fingerprint.Version != fp.Version {
+		return rec.State == store.Completed
+	}
+	return rec.Fingerprint.Sum == fp.Sum
+}
+
+// fault is what a store error means for the client.
+type fault uint8
+
+const (
+	// faultBusy: a concurrent request holds the key: 409 in-flight.
+	faultBusy fault = iota + 1
+	// faultCompleted: a concurrent request completed the key first: answer from its record.
+	faultCompleted
+	// faultLeaseLost: lease mode; the claim was taken over: 409, the retry replays the new
+	// owner's result.
+	faultLeaseLost
+	// faultHandler: the handler's transaction cannot commit because of what the handler did:
+	// 500, the key is free again.
+	faultHandler
+	// faultUnknown: the commit was sent and its outcome is unknown: 503, and the retry with the
+	// same key finds out (a replay if it committed, a new run if not).
+	faultUnknown
+	// faultUnavailable: the store failed before anything was committed: 503.
+	faultUnavailable
+)
+
+// classify maps an error returned by a store to the fault it means. An atomic-mode record that
+// is no longer ours at commit is a failure of this request (500): nothing was committed and
+// the key is free.
+func classify(mode Mode, err error) fault {
+	var done *store.CompletedError
+	switch {
+	case errors.Is(err, store.ErrBusy):
+		return faultBusy
+	case errors.As(err, &done):
+		return faultCompleted
+	case errors.Is(err, store.ErrLost) && mode == ModeLease:
+		return faultLeaseLost
+	case errors.Is(err, store.ErrLost), errors.Is(err, store.ErrTxFailed):
+		return faultHandler
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		return faultUnknown
+	default:
+		return faultUnavailable
+	}
+}

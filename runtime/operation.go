@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"net/http"
+	"time"
+)
+
+// Defaults of the x-idempotent settings, used when an Operation leaves a field zero.
+const (
+	// DefaultRetention is `retention`: how long a completed record replays.
+	DefaultRetention = 24 * time.Hour
+	// DefaultLease is `lease`: how long a lease-mode claim blocks others before takeover.
+	DefaultLease = 30 * time.Second
+	// DefaultBodyLimit is `limits.body` and `limits.response`: 1 MiB.
+	DefaultBodyLimit = 1 << 20
+	// DefaultKeyMinLength and DefaultKeyMaxLength bound a key's length in bytes.
+	DefaultKeyMinLength = 16
+	DefaultKeyMaxLength = 255
+)
+
+// Mode is how an operation's effects are made at most once.
+type Mode uint8
+
+const (
+	// ModeAtomic: the claim, the handler's writes and the stored response commit in one
+	// database transaction; anything that is not a final response rolls all of it back.
+	ModeAtomic Mode = iota
+	// ModeLease: the claim commits first with a lease and a fencing token; the handler calls
+	// out of the database, then completes in a transaction that compares and swaps the token.
+	ModeLease
+)
+
+// String names the mode as x-idempotent does ("atomic", "lease").
+func (m Mode) String() string {
+	if m == ModeLease {
+		return "lease"
+	}
+	return "atomic"
+}
+
+// Scope says what an idempotency key is unique within.
+type Scope uint8
+
+const (
+	// ScopeTenant: one key names one request per tenant, across operations (Stripe's rule), so
+	// reusing a key on another operation is a mismatch (422).
+	ScopeTenant Scope = iota
+	// ScopeOperation: keys are unique per tenant and operation.
+	ScopeOperation
+)
+
+// KeyRule says where the idempotency key travels and what a valid key looks like.
+type KeyRule struct {
+	// Header is the header carrying the key (matched case-insensitively); "" when the key is in
+	// the body.
+	Header string
+	// BodyPointer is the JSON pointer (RFC 6901) of a body-carried key, or the form field name
+	// for form bodies; "" for header keys. The operation's decoder extracts the value.
+	BodyPointer string
+	// Required: a missing key is 400 key-missing; when false the request runs unguarded.
+	Required bool
+	// MinLength and MaxLength bound the key's length in bytes (key characters are ASCII);
+	// zero means DefaultKeyMinLength and DefaultKeyMaxLength.
+	MinLength, MaxLength int
+	// Pattern, when set, is a regular expression (ECMA-262 syntax, as OpenAPI writes it) that
+	// must match the whole key.
+	Pattern string
+}
+
+// StatusRule is one entry of replay.statuses: a status code or a class (2 for "2xx"),
+// possibly excluding ("!409").
+type StatusRule struct {
+	Code    int
+	Class   int
+	Exclude bool
+}
+
+// Operation is the resolved idempotency settings of one marked operation, as `idemgen list`
+// prints them. Generated code builds one per operation (see the generated Operations
+// function); the runtime never changes it. Zero durations and sizes take the defaults above.
+type Operation struct {
+	// ID is the operationId: it labels metrics and logs and is framed into the fingerprint.
+	ID string
+	// Method ("POST") and Path (the OpenAPI path template, "/v1/payments/{payment_id}/refunds").
+	Method string
+	Path   string
+	Mode   Mode
+	Scope  Scope
+	Key    KeyRule
+	// Retention is how long a completed record replays; afterwards the key is new again.
+	Retention time.Duration
+	// Lease is how long an in-progress lease-mode claim blocks others before a takeover.
+	Lease time.Duration
+	// Wait is concurrency.wait: how long a duplicate waits for the first request to finish
+	// (then replays) before it gets 409. Zero answers 409 at once.
+	Wait time.Duration
+	// BodyLimit caps the request body in bytes (413 above it); ResponseLimit caps the stored
+	// response body in bytes (a larger body is delivered, not stored, and replayed empty).
+	BodyLimit     int64
+	ResponseLimit int64
+	// MediaTypes are the accepted request media types, lower case without parameters; empty
+	// when the operation declares no body. Anything else is 415.
+	MediaTypes []string
+	// Query are the declared query parameters, sorted: they are framed into the fingerprint.
+	Query []string
+	// FingerprintHeaders are request headers framed into the fingerprint (canonical MIME names).
+	FingerprintHeaders []string
+	// Exclude are the fingerprint.exclude JSON pointers (RFC 6901; `*` for every element):
+	// body members the fingerprint leaves out. The decoder applies them; they are here so that
+	// tools and logs can show them.
+	Exclude []string
+	// RawBody: fingerprint.body is raw, so the body is fingerprinted byte for byte.
+	RawBody bool
+	// ReplayHeaders are response headers stored and replayed in addition to the default
+	// allow-list (Content-Type, Content-Encoding, Content-Language, Content-Disposition,
+	// Location, ETag, Link).
+	ReplayHeaders []string
+	// Statuses decide which outcomes are final and stored; nil means the default
+	// [2xx, 4xx, !408, !409, !425, !429]: the last matching rule decides.
+	Statuses []StatusRule
+}
+
+// Response is what a handler answers. Body is sent as is; Header may be nil. A zero Status
+// is 200.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+var defaultStatuses = []StatusRule{
+	{Class: 2}, {Class: 4},
+	{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
+	{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
+}
+
+// isFinal reports whether status is final under the operation's replay.statuses: the last
+// matching rule decides. A non-final outcome is never stored and releases the key, so the
+// client's retry runs again.
+func (op *Operation) isFinal(status int) bool {
+	rules := op.Statuses
+	if rules == nil {
+		rules = defaultStatuses
+	}
+	final := false
+	for _, r := range rules {
+		if r.Code == status || (r.Code == 0 && r.Class != 0 && status/100 == r.Class) {
+			final = !r.Exclude
+		}
+	}
+	return final
+}
+
+func (op *Operation) retention() time.Duration { return orDefault(op.Retention, DefaultRetention) }
+func (op *Operation) lease() time.Duration     { return orDefault(op.Lease, DefaultLease) }
+func (op *Operation) bodyLimit() int64         { return orDefault(op.BodyLimit, DefaultBodyLimit) }
+func (op *Operation) responseLimit() int64     { return orDefault(op.ResponseLimit, DefaultBodyLimit) }
+
+func orDefault[T time.Duration | int64](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// storedKey is the record key of a validated key: the key itself for scope tenant, or the
+// operation ID, one space and the key for scope operation. A key never contains a space, so the
+// forms never meet.
+func (op *Operation) storedKey(key string) string {
+	if op.Scope == ScopeOperation {
+		return op.ID + " " + key
+	}
+	return key
+}

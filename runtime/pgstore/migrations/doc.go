@@ -1,0 +1,70 @@
+// Package migrations holds the PostgreSQL idempotency store's schema as plain SQL files, and
+// nothing that needs a database driver: the idemgen command prints them (`idemgen sql`)
+// without linking pgx.
+//
+// The files in this folder follow golang-migrate's naming (NNNN_name.up.sql and .down.sql); the
+// goose/ folder holds the same statements with goose's annotations. pgstore.Migrate applies the
+// up files itself; SchemaSQL returns them for users who manage their schema themselves.
+package migrations
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FS holds every migration file of this folder (not the goose/ copies).
+//
+//go:embed *.sql
+var FS embed.FS
+
+// Migration is one embedded up file, NNNN_name.up.sql.
+type Migration struct {
+	Version int
+	Name    string // the file name
+	SQL     string
+}
+
+// Up returns the embedded up migrations in version order. It fails only if a file in FS is
+// misnamed, which the package's tests rule out.
+func Up() ([]Migration, error) {
+	names, err := fs.Glob(FS, "*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, n := range names {
+		num, _, ok := strings.Cut(n, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a version number", n)
+		}
+		b, err := fs.ReadFile(FS, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: v, Name: n, SQL: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// SchemaSQL returns the SQL that creates the idempotency store's tables and indexes: every up
+// migration in order, each under a comment line naming its file.
+func SchemaSQL() string {
+	ms, err := Up()
+	if err != nil {
+		return "-- " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "-- %s\n%s", m.Name, m.SQL)
+	}
+	return b.String()
+}

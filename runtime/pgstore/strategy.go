@@ -1,0 +1,354 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// ClaimStrategy is how an atomic-mode claim is built into database round trips. All three answer
+// a replay, a mismatch and a conflict in one round trip; they differ in what that round trip
+// costs the database and in the round trips of a new key (docs/runtime.md and bench/README.md
+// have the measurements). The implementations are ClaimWithStatement, ClaimReadFirst and
+// ClaimPipelined; the interface is closed.
+type ClaimStrategy interface {
+	// beginAtomic claims sp's key, or returns its live record (exactly one of the two).
+	beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error)
+}
+
+// ClaimWithStatement (the default) reads the record with a plain SELECT first: a replay,
+// mismatch or running lease is answered from that one cheap read (no transaction id, no error).
+// For a new key, BEGIN and the advisory claim lock are queued in front of the handler's first
+// statement and travel in its round trip, and the record is inserted, completed, with the
+// COMMIT: the handler's statements plus two round trips, as many as the same handler in a plain
+// pgx BEGIN/…/COMMIT.
+//
+// If the handler sends no statement within Delay, the claim goes out alone then, so a
+// concurrent duplicate still gets 409 while the handler works; a duplicate that arrives within
+// that delay may run the handler's code up to its first statement (never a statement), and is
+// then answered 409 or replayed. Atomic-mode handlers keep their effects in the database.
+//
+// Claims that may wait (Claim.Wait) and stores without advisory locks claim before the handler
+// starts, as ClaimReadFirst does.
+type ClaimWithStatement struct {
+	// Delay is how long the claim waits for the handler's first statement before it is sent
+	// alone; default 10ms. It bounds the time during which a concurrent duplicate cannot see
+	// that the key is taken.
+	Delay time.Duration
+}
+
+// ClaimReadFirst reads the record first, then takes the advisory claim lock in a round trip of
+// its own before the handler starts: the handler's statements plus three round trips. Use it
+// when a handler does slow work before its first statement and no duplicate may start that work
+// at all.
+type ClaimReadFirst struct{}
+
+// ClaimPipelined sends the claim and the transaction's BEGIN in one pipeline whose middle
+// statement fails on purpose when the key already exists, so a new key costs two round trips
+// plus the handler's statements, but it inserts its record running and updates it at
+// completion. A replay also costs one round trip, a dearer one: the claim statement, an aborted
+// implicit transaction and one ERROR line ("idemgen: ... not an error") in the PostgreSQL server
+// log for every replay, mismatch and conflict. It remains for databases far from the
+// application, where a round trip costs more than that work.
+type ClaimPipelined struct{}
+
+func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
+	if sp.lock != lockTry {
+		// A claim that may wait should replay without running anything: claim first.
+		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("acquire: %w", err)
+	}
+	r, err := s.read(ctx, conn.Conn(), sp.ID)
+	switch {
+	case err != nil:
+		conn.Release()
+		return nil, nil, err
+	case r != nil && r.live:
+		conn.Release()
+		return nil, &r.rec, nil
+	case r != nil: // expired: its row is taken over under the lock, before the handler
+		conn.Release()
+		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
+	}
+	delay := c.Delay
+	if delay <= 0 {
+		delay = 10 * time.Millisecond
+	}
+	// A new key: the claim id is drawn only now (a replay needs none), and the record is
+	// inserted, completed, at Commit.
+	p := &pendingBlock{s: s, conn: conn, claim: sp, delay: delay}
+	return newTx(s, conn, sp, randomToken(), commitInsert, p), nil, nil
+}
+
+func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
+	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64) (attempt, error) {
+		// A replay, mismatch or running lease ends here, before anything else is built.
+		r, err := s.read(ctx, conn.Conn(), sp.ID)
+		if err != nil || r != nil {
+			return attempt{row: r}, err
+		}
+		if sp.lock == lockNone {
+			return s.claimRow(ctx, conn, sp, token, true)
+		}
+		r, err = s.lockAndRead(ctx, conn, sp)
+		if err != nil || r != nil {
+			return attempt{row: r}, err
+		}
+		return attempt{claimed: commitInsert, rechecked: true}, nil
+	})
+}
+
+func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
+	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64) (attempt, error) {
+		return s.claimRow(ctx, conn, sp, token, false)
+	})
+}
+
+// attempt is one claim attempt's result: claimed (the transaction block on the connection is
+// open and the key is ours, to be completed as claimed says), or the record it met (row), or
+// neither (the conflicting row committed after our snapshot, or rolled back).
+type attempt struct {
+	claimed   commitKind
+	rechecked bool
+	row       *row
+}
+
+// claimBefore runs a claim that is complete before the handler starts: attempts of try on a
+// fresh connection each, until one claims or meets a live record. An expired record's row is
+// taken over under the claim lock.
+func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(context.Context, *pgxpool.Conn, int64) (attempt, error)) (*tx, *store.Record, error) {
+	for range maxClaimAttempts {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("acquire: %w", err)
+		}
+		token := randomToken()
+		a, err := try(ctx, conn, token)
+		if err == nil && a.claimed == 0 && a.row != nil && !a.row.live {
+			// Expired: the key is new again, in the same row.
+			if err = s.takeExpired(ctx, conn, sp, token); err == nil {
+				a = attempt{claimed: commitUpdate, rechecked: true}
+			} else if errors.Is(err, errGone) {
+				s.discard(conn)
+				continue
+			}
+		}
+		switch {
+		case err != nil:
+			s.discard(conn)
+			if errors.Is(err, store.ErrBusy) || isLockTimeout(err) {
+				return nil, nil, store.ErrBusy
+			}
+			return nil, nil, err
+		case a.claimed != 0:
+			t := newTx(s, conn, sp, token, a.claimed, nil)
+			t.rechecked = a.rechecked
+			return t, nil, nil
+		case a.row != nil:
+			s.discard(conn)
+			return nil, &a.row.rec, nil
+		}
+		// Neither our claim nor a record: a fresh read decides.
+		r, err := s.read(ctx, conn.Conn(), sp.ID)
+		s.discard(conn)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r != nil && r.live {
+			return nil, &r.rec, nil
+		}
+	}
+	return nil, nil, store.ErrBusy
+}
+
+// errGone is an expired row that was gone (swept, or taken by another claim) when we came to
+// take it over.
+var errGone = errors.New("the expired record is gone")
+
+// lockAndRead opens a transaction block on conn that takes the claim lock and reads the record
+// again, in one round trip; the block stays open, holding the lock, when the key is ours. It
+// returns store.ErrBusy when a concurrent claim holds the lock, and the row it met otherwise
+// (the block is then rolled back). The record is inserted once, completed, at Commit, instead
+// of being inserted running here and updated there: one row version and its index entries
+// instead of two (bench/README.md measured both).
+//
+// The re-read is a statement of its own: under READ COMMITTED its snapshot is newer than the
+// lock, so a claim that committed (and released the lock) between our first read and our lock
+// is seen, and answered as a replay.
+func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (*row, error) {
+	lock := sqlLockOnly[sp.lock]
+	// Only a waiting lock needs lock_timeout: the try-lock and the read never wait.
+	wait := sp.lock == lockWait
+	if err := s.prepare(ctx, conn.Conn(), "BEGIN", sqlSetLockTimeout, lock, sqlRead, sqlResetLockTimeout); err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if wait {
+		b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	}
+	b.Queue(lock, sp.lockKey)
+	b.Queue(sqlRead, sp.ID.Scope, sp.ID.Key)
+	if wait {
+		b.Queue(sqlResetLockTimeout)
+	}
+	br := conn.SendBatch(ctx, b)
+	var (
+		free bool
+		raw  rawRecord
+	)
+	_, err := br.Exec()
+	if err == nil && wait {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&free)
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(raw.targets()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
+	if err == nil && wait {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err // the caller discards conn, which rolls back
+	}
+	if !free {
+		return nil, store.ErrBusy
+	}
+	if r := raw.row(); r != nil {
+		s.rollback(conn)
+		return r, nil
+	}
+	if st := conn.Conn().PgConn().TxStatus(); st != 'T' {
+		return nil, fmt.Errorf("claim: transaction status %q after BEGIN", st)
+	}
+	return nil, nil
+}
+
+// claimRow is the claim that inserts a running row (ClaimPipelined, and claims without advisory
+// locks), in one pipeline with one Sync. Pipelined (explicitBegin false): set_config, the claim,
+// stop-unless-claimed, BEGIN (which turns the implicit transaction holding the claim into a
+// block that stays open), and the reset of lock_timeout for the handler. With explicitBegin:
+// the same inside an explicit BEGIN, without the stop.
+func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, token int64, explicitBegin bool) (attempt, error) {
+	claim := sqlClaimAtomic[sp.lock]
+	if err := s.prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
+		return attempt{}, err
+	}
+	b := &pgx.Batch{}
+	if explicitBegin {
+		b.Queue("BEGIN")
+	}
+	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	b.Queue(claim, atomicClaimArgs(sp, token)...)
+	if !explicitBegin {
+		b.Queue(sqlClaimedOrStop, sp.ID.Scope, sp.ID.Key, token)
+		b.Queue("BEGIN")
+	}
+	b.Queue(sqlResetLockTimeout)
+	br := conn.SendBatch(ctx, b)
+	if explicitBegin {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return attempt{}, err
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return attempt{}, err
+	}
+	var (
+		raw     rawRecord
+		claimed *int64
+		free    bool
+	)
+	if err := br.QueryRow().Scan(append([]any{&claimed, &free}, raw.targets()...)...); err != nil {
+		br.Close()
+		return attempt{}, err
+	}
+	closeErr := br.Close()
+	if !free {
+		return attempt{}, store.ErrBusy
+	}
+	if claimed != nil {
+		if closeErr != nil {
+			return attempt{}, closeErr
+		}
+		if st := conn.Conn().PgConn().TxStatus(); st != 'T' {
+			return attempt{}, fmt.Errorf("claim: transaction status %q after BEGIN", st)
+		}
+		return attempt{claimed: commitUpdate, rechecked: true}, nil
+	}
+	if closeErr != nil && !isStop(closeErr) {
+		return attempt{}, closeErr
+	}
+	if explicitBegin {
+		s.rollback(conn)
+	}
+	return attempt{row: raw.row()}, nil
+}
+
+// takeExpired opens a transaction on conn and reuses the row of an expired record for our
+// claim, under the claim lock. errGone (and the block closed) when the row is gone or live
+// again; store.ErrBusy when a concurrent claim holds the lock.
+func (s *Store) takeExpired(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, token int64) (err error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	b.Queue(sqlTakeExpiredAtomic[sp.lock], atomicClaimArgs(sp, token)...)
+	b.Queue(sqlResetLockTimeout)
+	br := conn.SendBatch(ctx, b)
+	took := false
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if !took {
+			s.rollback(conn)
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	var free bool
+	var next *int64
+	if err := br.QueryRow().Scan(&free, &next); err != nil {
+		return err
+	}
+	if !free {
+		return store.ErrBusy
+	}
+	if next == nil {
+		return errGone
+	}
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	took = true
+	return nil
+}
+
+// lockTimeout formats d as a lock_timeout setting in whole milliseconds (at least 1).
+func lockTimeout(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
+}

@@ -1,0 +1,315 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// DBTX is what a handler writes through: the transaction that also holds the idempotency claim
+// and stores the response. Its method set is that of pgx.Tx's query methods, and the interface
+// sqlc generates for pgx/v5 (DBTX with Exec, Query, QueryRow, and CopyFrom and SendBatch when
+// used), so `db.New(tx)` of sqlc-generated code takes it unchanged.
+//
+// The runtime commits or rolls it back: a final response commits the handler's writes with the
+// record; an error, a panic or a non-final status rolls everything back. There is no Commit,
+// Rollback or Begin: savepoints, if needed, are plain statements (SAVEPOINT, RELEASE
+// SAVEPOINT, ROLLBACK TO SAVEPOINT).
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// commitKind is how a transaction's record is written at Commit. It is fixed when the claim is
+// made.
+type commitKind uint8
+
+const (
+	// commitInsert: the claim holds only the advisory lock; the record is inserted completed.
+	commitInsert commitKind = iota + 1
+	// commitUpdate: the claim holds a running row under the token (a pipelined claim, an
+	// expired row taken over, a lease-mode completion); the record is completed in place.
+	commitUpdate
+	// commitPlain: no record (an optional key was absent).
+	commitPlain
+)
+
+// tx is a store.Tx[DBTX]: one pooled connection inside a transaction block that is open, or
+// that will be opened by the handler's first statement (block).
+type tx struct {
+	s     *Store
+	conn  *pgxpool.Conn
+	sp    *claimSpec // nil for commitPlain
+	token int64
+	kind  commitKind
+	// block, when set, is the transaction block (and claim) still to be opened: every
+	// statement goes through it, the first one carrying it.
+	block *pendingBlock
+	// rechecked: the claim was made by statements of its own that also read the record under
+	// the lock, so no concurrent completion can have slipped in. A claim sent with the
+	// handler's statement skips that re-read; the record INSERT at Commit (unique_violation),
+	// or Abort's read, catches that rare race instead.
+	rechecked bool
+	// releaseOnAbort: a lease-mode completion, whose running record Abort deletes.
+	releaseOnAbort bool
+	cancel         context.CancelCauseFunc
+}
+
+func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
+	t := &tx{s: s, conn: conn, sp: sp, token: token, kind: kind, block: block}
+	t.releaseOnAbort = kind == commitUpdate && sp != nil && sp.Lease > 0
+	return t
+}
+
+// HandlerContext arms the background claim of a ClaimWithStatement block: the returned context
+// is canceled with cause store.ErrClaimLost when that claim fails. Call it once, right before the
+// handler runs.
+func (t *tx) HandlerContext(parent context.Context) context.Context {
+	if t.block == nil || t.block.claim == nil {
+		return parent
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	t.cancel = cancel
+	t.block.armTimer(ctx, cancel)
+	return ctx
+}
+
+// DB returns the handle the handler writes through.
+func (t *tx) DB() DBTX { return dbtx{t} }
+
+// settle ends the handler's use of the connection: it stops the claim timer and, when send is
+// set and the handler sent no statement, sends the claim alone now. It returns the claim's
+// failure, and whether a transaction block is open.
+func (t *tx) settle(ctx context.Context, send bool) (open bool, err error) {
+	if t.cancel != nil {
+		defer t.cancel(nil)
+	}
+	if t.block == nil {
+		return true, nil
+	}
+	state, err := t.block.settle()
+	if state == blockPending && send && t.block.claim != nil {
+		// The handler sent no statement and its answer is final: the claim goes alone now.
+		err = t.block.open(ctx)
+		state = t.block.state
+	}
+	return state == blockOpen, err
+}
+
+// Commit stores resp and commits, in one round trip (the record statement and COMMIT
+// pipelined), even if the client has gone away meanwhile.
+func (t *tx) Commit(ctx context.Context, resp store.Response) error {
+	defer t.conn.Release()
+	open, err := t.settle(ctx, true)
+	if err != nil {
+		t.s.rollback(t.conn)
+		return err
+	}
+	if t.conn.Conn().PgConn().TxStatus() == 'E' {
+		// A statement failed and the handler went on to answer: its writes are gone with the
+		// failed transaction, so its answer must not be stored or sent as a success.
+		t.s.rollback(t.conn)
+		return store.ErrTxFailed
+	}
+	switch {
+	case t.kind == commitPlain && !open:
+		return nil // nothing was sent: nothing to commit
+	case t.kind == commitPlain:
+		err = t.commitOnly(ctx)
+	case t.kind == commitInsert:
+		err = t.insertAndCommit(ctx, &resp)
+	default:
+		err = t.completeAndCommit(ctx, &resp)
+	}
+	if err != nil {
+		t.s.rollback(t.conn)
+		if errors.Is(err, store.ErrLost) && t.kind == commitInsert {
+			// Our INSERT met a row: a concurrent request completed the key between our read
+			// and our lock (the claim rode the handler's statement without a re-read), or a row
+			// was written without the lock. Answer from it when it is a live record.
+			if c := t.completedMeanwhile(ctx); c != nil {
+				return c
+			}
+		}
+	}
+	return err
+}
+
+// Abort rolls back and releases the claim; see store.Tx.
+func (t *tx) Abort(ctx context.Context) error {
+	defer t.conn.Release()
+	open, err := t.settle(ctx, false)
+	t.s.rollback(t.conn)
+	if err != nil {
+		return err
+	}
+	if t.releaseOnAbort {
+		if err := t.s.Release(ctx, t.sp.ID, t.token); err != nil {
+			// The lease ends on its own; the retry then takes over.
+			return nil
+		}
+	}
+	if open && t.sp != nil && !t.rechecked {
+		// A handler error may come from the race the claim did not re-read for: a business row
+		// that a concurrent request wrote and completed. Answer from that record if so.
+		if c := t.completedMeanwhile(ctx); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// completedMeanwhile reads the key's record after our transaction was rolled back; it returns
+// the *store.CompletedError of a live record, or nil.
+func (t *tx) completedMeanwhile(ctx context.Context) error {
+	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.ID)
+	if err != nil || r == nil || !r.live {
+		return nil
+	}
+	return &store.CompletedError{Record: r.rec}
+}
+
+// commitOnly commits a plain transaction.
+func (t *tx) commitOnly(ctx context.Context) error {
+	ct, err := t.conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return commitError(err)
+	}
+	if ct.String() != "COMMIT" {
+		return fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())
+	}
+	return nil
+}
+
+// insertAndCommit inserts the completed record and commits: one round trip.
+func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
+	if err := t.s.prepare(ctx, t.conn.Conn(), sqlInsertCompleted, "COMMIT"); err != nil {
+		return fmt.Errorf("store response: %w", err)
+	}
+	resp := responseArgs(r, t.sp.Retention)
+	b := &pgx.Batch{}
+	b.Queue(sqlInsertCompleted, t.sp.ID.Scope, t.sp.ID.Key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
+		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+	b.Queue("COMMIT")
+	return t.sendCommit(ctx, b, func(err error) error {
+		if isUniqueViolation(err) {
+			return store.ErrLost
+		}
+		return fmt.Errorf("store response: %w", err)
+	})
+}
+
+// completeAndCommit completes the running record under our token and commits: one round trip.
+func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
+	if err := t.s.prepare(ctx, t.conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
+		return fmt.Errorf("store response: %w", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlCompleteOrStop, append([]any{t.sp.ID.Scope, t.sp.ID.Key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	b.Queue("COMMIT")
+	return t.sendCommit(ctx, b, func(err error) error {
+		if isStop(err) {
+			return store.ErrLost
+		}
+		return fmt.Errorf("store response: %w", err)
+	})
+}
+
+// sendCommit sends b, a record statement then COMMIT, and reads both answers; recordErr maps the
+// record statement's error.
+func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error) error) error {
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return recordErr(err) // the server refused it: COMMIT never ran
+		}
+		return commitError(err)
+	}
+	ct, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return commitError(err)
+	}
+	if ct.String() != "COMMIT" {
+		return fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())
+	}
+	return nil
+}
+
+// commitError classifies an error met while a COMMIT was on its way: a server error or one
+// raised before anything was sent means nothing committed; anything else (a broken connection,
+// a timeout while waiting for the answer) leaves the outcome unknown.
+func commitError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return fmt.Errorf("commit: %w: %w", store.ErrOutcomeUnknown, err)
+}
+
+// dbtx is the DBTX of a tx: statements go through its pending block while there is one.
+type dbtx struct{ t *tx }
+
+func (d dbtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if d.t.block != nil {
+		return d.t.block.exec(ctx, sql, args)
+	}
+	return d.t.conn.Exec(ctx, sql, args...)
+}
+
+func (d dbtx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if d.t.block != nil {
+		return d.t.block.query(ctx, sql, args)
+	}
+	return d.t.conn.Query(ctx, sql, args...)
+}
+
+func (d dbtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if d.t.block != nil {
+		rows, err := d.t.block.query(ctx, sql, args)
+		return rowsRow{rows: rows, err: err}
+	}
+	return d.t.conn.QueryRow(ctx, sql, args...)
+}
+
+// CopyFrom cannot carry the pending block: the block (and claim) is sent alone first.
+func (d dbtx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if d.t.block != nil {
+		if err := d.t.block.open(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return d.t.conn.CopyFrom(ctx, table, cols, src)
+}
+
+// SendBatch cannot carry the pending block: the block (and claim) is sent alone first.
+func (d dbtx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if d.t.block != nil {
+		if err := d.t.block.open(ctx); err != nil {
+			return errBatch{err}
+		}
+	}
+	return d.t.conn.SendBatch(ctx, b)
+}
+
+// errBatch is the pgx.BatchResults of a batch that could not be sent.
+type errBatch struct{ err error }
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return rowsRow{err: b.err} }
+func (b errBatch) Close() error                     { return b.err }
+func (b errBatch) Tx() pgx.Tx                       { return nil }

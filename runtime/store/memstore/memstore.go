@@ -1,0 +1,279 @@
+// Package memstore is an in-memory idempotency store for unit tests of the runtime's state
+// machine and of code built on it. It keeps records in a map under one mutex, runs the
+// handler's writes in a tiny transactional key-value table (DB), and takes its time from a
+// clock the test may move. It passes the shared suite of runtime/store/storetest, but it is
+// never the proof that a real store works: records vanish with the process.
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// Store is an in-memory store.Transactional[*DB]. The zero value is not ready: use New.
+type Store struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	records map[store.ID]*entry
+	data    map[string]string // committed business writes (DB)
+	held    map[store.ID]bool // atomic claims in progress (never visible as records)
+	tokens  int64
+}
+
+type entry struct {
+	rec         store.Record
+	lockedUntil time.Time
+	expires     time.Time
+}
+
+var _ store.Transactional[*DB] = (*Store)(nil)
+
+// New returns an empty store on the clock now (nil: time.Now).
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{now: now, records: map[store.ID]*entry{}, data: map[string]string{}, held: map[store.ID]bool{}}
+}
+
+// Value returns a committed business value written through DB.Put, for assertions.
+func (s *Store) Value(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.data[key]
+	return v, ok
+}
+
+// live returns the key's live record entry (mu held).
+func (s *Store) live(id store.ID) *entry {
+	e := s.records[id]
+	if e == nil || !s.now().Before(e.expires) {
+		return nil
+	}
+	return e
+}
+
+func (s *Store) view(e *entry) store.Record {
+	r := e.rec
+	if r.State == store.Running {
+		r.LeaseLeft = e.lockedUntil.Sub(s.now())
+	}
+	return r
+}
+
+// Get returns the key's live record.
+func (s *Store) Get(_ context.Context, id store.ID) (store.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.live(id); e != nil {
+		return s.view(e), true, nil
+	}
+	return store.Record{}, false, nil
+}
+
+// Reserve claims the key with a lease, or returns its live record.
+func (s *Store) Reserve(_ context.Context, c store.Claim) (store.Reservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.live(c.ID); e != nil {
+		return store.Reservation{Record: s.view(e)}, nil
+	}
+	if s.held[c.ID] {
+		return store.Reservation{}, store.ErrBusy
+	}
+	token := int64(1)
+	if old := s.records[c.ID]; old != nil {
+		token = old.rec.Token + 1
+	}
+	now := s.now()
+	s.records[c.ID] = &entry{
+		rec:         store.Record{Operation: c.Operation, Fingerprint: c.Fingerprint, State: store.Running, Token: token},
+		lockedUntil: now.Add(c.Lease),
+		expires:     now.Add(max(c.Retention, c.Lease)),
+	}
+	return store.Reservation{Token: token}, nil
+}
+
+// TakeOver moves a running record whose lease ended to the next token.
+func (s *Store) TakeOver(_ context.Context, c store.Claim, old int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live(c.ID)
+	now := s.now()
+	if e == nil || e.rec.State != store.Running || e.rec.Token != old || now.Before(e.lockedUntil) {
+		return 0, store.ErrLost
+	}
+	e.rec.Token++
+	e.lockedUntil = now.Add(c.Lease)
+	e.expires = later(e.expires, e.lockedUntil)
+	return e.rec.Token, nil
+}
+
+// Extend moves the running record's lease end to d from now.
+func (s *Store) Extend(_ context.Context, id store.ID, token int64, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.held1(id, token)
+	if e == nil {
+		return store.ErrLost
+	}
+	e.lockedUntil = s.now().Add(d)
+	e.expires = later(e.expires, e.lockedUntil)
+	return nil
+}
+
+// Complete stores resp under token.
+func (s *Store) Complete(_ context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completeLocked(id, token, resp, retention)
+}
+
+func (s *Store) completeLocked(id store.ID, token int64, resp store.Response, retention time.Duration) error {
+	e := s.held1(id, token)
+	if e == nil {
+		return store.ErrLost
+	}
+	e.rec.State, e.rec.Response = store.Completed, resp
+	e.expires = s.now().Add(retention)
+	return nil
+}
+
+// Release deletes the running record held under token.
+func (s *Store) Release(_ context.Context, id store.ID, token int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.records[id]; e != nil && e.rec.State == store.Running && e.rec.Token == token {
+		delete(s.records, id)
+	}
+	return nil
+}
+
+// held1 returns the running record held under token (mu held), live or not.
+func (s *Store) held1(id store.ID, token int64) *entry {
+	e := s.records[id]
+	if e == nil || e.rec.State != store.Running || e.rec.Token != token {
+		return nil
+	}
+	return e
+}
+
+// BeginAtomic claims the key for an atomic-mode request, or returns its live record. The claim
+// is invisible as a record until Commit, as in a database; a concurrent claim gets ErrBusy.
+func (s *Store) BeginAtomic(_ context.Context, c store.Claim) (store.Tx[*DB], *store.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.live(c.ID); e != nil {
+		r := s.view(e)
+		return nil, &r, nil
+	}
+	if s.held[c.ID] {
+		return nil, nil, store.ErrBusy
+	}
+	s.held[c.ID] = true
+	s.tokens++
+	return &tx{s: s, claim: &c, token: s.tokens, db: &DB{writes: map[string]string{}}}, nil, nil
+}
+
+// BeginCompletion opens the completion of a lease-mode claim held under token.
+func (s *Store) BeginCompletion(_ context.Context, c store.Claim, token int64) (store.Tx[*DB], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held1(c.ID, token) == nil {
+		return nil, store.ErrLost
+	}
+	return &tx{s: s, claim: &c, token: token, lease: true, db: &DB{writes: map[string]string{}}}, nil
+}
+
+// BeginPlain opens a transaction without a record.
+func (s *Store) BeginPlain(context.Context) (store.Tx[*DB], error) {
+	return &tx{s: s, db: &DB{writes: map[string]string{}}}, nil
+}
+
+// DB is the handle a handler writes through: a key-value table whose writes commit with the
+// record.
+type DB struct {
+	mu     sync.Mutex
+	writes map[string]string
+}
+
+// Put writes key = value in the transaction.
+func (d *DB) Put(key, value string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.writes[key] = value
+}
+
+type tx struct {
+	s     *Store
+	claim *store.Claim // nil: plain
+	token int64
+	lease bool // a lease-mode completion
+	db    *DB
+	done  bool
+}
+
+func (t *tx) HandlerContext(parent context.Context) context.Context { return parent }
+func (t *tx) DB() *DB                                               { return t.db }
+
+// Commit applies the handler's writes and stores resp in one step.
+func (t *tx) Commit(_ context.Context, resp store.Response) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer t.end()
+	switch {
+	case t.claim == nil:
+	case t.lease:
+		if err := s.completeLocked(t.claim.ID, t.token, resp, t.claim.Retention); err != nil {
+			return err
+		}
+	default:
+		if e := s.live(t.claim.ID); e != nil {
+			return &store.CompletedError{Record: s.view(e)}
+		}
+		s.records[t.claim.ID] = &entry{
+			rec: store.Record{Operation: t.claim.Operation, Fingerprint: t.claim.Fingerprint,
+				State: store.Completed, Token: t.token, Response: resp},
+			expires: s.now().Add(t.claim.Retention),
+		}
+	}
+	t.db.mu.Lock()
+	for k, v := range t.db.writes {
+		s.data[k] = v
+	}
+	t.db.mu.Unlock()
+	return nil
+}
+
+// Abort drops the handler's writes and releases the claim.
+func (t *tx) Abort(context.Context) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.lease {
+		if e := s.held1(t.claim.ID, t.token); e != nil {
+			delete(s.records, t.claim.ID)
+		}
+	}
+	t.end()
+	return nil
+}
+
+// end frees an atomic claim (mu held).
+func (t *tx) end() {
+	if !t.done && t.claim != nil && !t.lease {
+		delete(t.s.held, t.claim.ID)
+	}
+	t.done = true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,191 @@
+// Package store defines what an idempotency store does for the runtime's state machine: find a
+// key's record, claim a key under a fencing token, extend, complete and release the claim. The
+// runtime decides (replay, 409, 422, takeover); a store only keeps records and answers by its
+// own clock. Every store passes the shared suite in runtime/store/storetest.
+//
+// Two capabilities exist:
+//   - Store, the protocol of lease mode: claims commit at once, completion is a compare-and-swap
+//     on the fencing token. Any store with an atomic compare-and-swap can offer it (PostgreSQL,
+//     Redis).
+//   - Transactional, for stores that can run the handler's own writes in the transaction that
+//     holds the claim and stores the response (atomic mode, and the completion phase of lease
+//     mode). Only a database store can offer it: runtime/pgstore does.
+//
+// Implementations: runtime/pgstore (PostgreSQL, both capabilities) and runtime/store/memstore
+// (in memory, for unit tests of the machine; never the proof that a real store works).
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// ID names one record: the scope (the tenant from the runtime's ScopeFunc) and the key as
+// stored. For operations with scope "operation" the runtime stores the operation ID, one space
+// and the key; keys never contain a space, so the two forms cannot meet.
+type ID struct {
+	Scope string
+	Key   string
+}
+
+// State is where a record stands.
+type State uint8
+
+const (
+	// Running: a lease-mode claim whose handler has not completed. Atomic-mode claims are never
+	// visible while running: they commit completed or not at all.
+	Running State = iota + 1
+	// Completed: the final response is stored and replays until the record expires.
+	Completed
+)
+
+// Response is a final response as a store keeps it.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int
+	// Header holds the stored response headers as a JSON object of string arrays with canonical
+	// MIME names, sorted ({"Content-Type":["application/json"]}); nil when there are none.
+	Header []byte
+	// Body is the exact body bytes; nil when BodyOmitted.
+	Body []byte
+	// BodyOmitted: the body was larger than the operation's stored-response limit, so it was
+	// delivered but not kept; a replay sends the status and headers with an empty body.
+	BodyOmitted bool
+}
+
+// Record is the live record of a key: expired records are never returned (a key whose record
+// expired is new again).
+type Record struct {
+	// Operation is the operation ID of the request that claimed the key.
+	Operation string
+	// Fingerprint is that request's fingerprint, with the framing version it was computed under.
+	Fingerprint canonical.Fingerprint
+	State       State
+	// Token is the fencing token: 1 for the first lease-mode claim of a key, one more for each
+	// takeover. Atomic-mode records hold an opaque claim id.
+	Token int64
+	// LeaseLeft is, for a running record, how long its lease still runs by the store's clock;
+	// zero or negative once it has ended.
+	LeaseLeft time.Duration
+	// Response is the stored final response of a completed record.
+	Response Response
+}
+
+// Claim is what a new claim of a key writes.
+type Claim struct {
+	ID          ID
+	Operation   string
+	Fingerprint canonical.Fingerprint
+	// Retention is how long the completed record replays, counted from completion by the
+	// store's clock. Must be positive.
+	Retention time.Duration
+	// Lease is how long a lease-mode claim holds the key before another request with the same
+	// fingerprint may take it over. Zero for atomic-mode claims.
+	Lease time.Duration
+	// Wait is, for an atomic-mode claim, how long it may wait for a concurrent claim of the key
+	// to end (concurrency.wait) before ErrBusy. Zero answers ErrBusy at once.
+	Wait time.Duration
+}
+
+// Reservation is the answer of Store.Reserve: either this request now holds the key (Token is
+// positive) or the key has a live record (Record).
+type Reservation struct {
+	Token  int64
+	Record Record
+}
+
+// Claimed reports whether the reservation holds the key.
+func (r Reservation) Claimed() bool { return r.Token > 0 }
+
+// Store keeps idempotency records and runs the lease-mode protocol. Every method takes the
+// context of one bounded store call; implementations return its error (wrapped) when it ends.
+// Methods are safe for concurrent use.
+type Store interface {
+	// Get returns the key's live record; found is false when there is none or it has expired.
+	Get(ctx context.Context, id ID) (rec Record, found bool, err error)
+	// Reserve claims c.ID with c.Lease and a fencing token, reusing an expired record's place
+	// (the token keeps growing per key), unless the key has a live record, which it returns.
+	Reserve(ctx context.Context, c Claim) (Reservation, error)
+	// TakeOver moves a running record whose lease has ended from token old to a new owner with
+	// the next token and a lease of c.Lease, and returns that token. ErrLost when the record is
+	// no longer running under old with an ended lease (someone moved first).
+	TakeOver(ctx context.Context, c Claim, old int64) (int64, error)
+	// Extend moves the end of the running record's lease to d after the store's now. ErrLost
+	// when token is no longer the record's.
+	Extend(ctx context.Context, id ID, token int64, d time.Duration) error
+	// Complete stores resp under token and makes the record completed, replaying for retention
+	// from now. ErrLost when token is no longer the record's.
+	Complete(ctx context.Context, id ID, token int64, resp Response, retention time.Duration) error
+	// Release deletes the running record held under token, so the key is new again; a record no
+	// longer held under token is left alone.
+	Release(ctx context.Context, id ID, token int64) error
+}
+
+// Transactional is a Store that runs the handler's own writes, through a database handle of
+// type DB, in the transaction that holds the claim and stores the response.
+type Transactional[DB any] interface {
+	Store
+	// BeginAtomic looks the key up and, when it has no live record, claims it for an
+	// atomic-mode request: exactly one of tx and rec is non-nil. The claim may be made lazily
+	// (with the handler's first statement, pgstore.ClaimWithStatement); it is never visible to
+	// others as a record before Tx.Commit. ErrBusy when a concurrent claim holds the key past
+	// c.Wait.
+	BeginAtomic(ctx context.Context, c Claim) (tx Tx[DB], rec *Record, err error)
+	// BeginCompletion opens the transaction that completes a lease-mode claim held under token:
+	// it locks the running record, so a takeover waits for it. ErrLost when token is no longer
+	// the record's.
+	BeginCompletion(ctx context.Context, c Claim, token int64) (Tx[DB], error)
+	// BeginPlain opens a transaction with no record, for a request whose optional key is
+	// absent: its writes commit with Commit, whose response argument is ignored.
+	BeginPlain(ctx context.Context) (Tx[DB], error)
+}
+
+// Tx is a transaction that a handler writes through and that the runtime ends with exactly one
+// of Commit and Abort.
+type Tx[DB any] interface {
+	// HandlerContext returns the context the handler runs under, derived from parent. A store
+	// that claims in the background (pgstore.ClaimWithStatement) cancels it with cause
+	// ErrClaimLost when that claim fails.
+	HandlerContext(parent context.Context) context.Context
+	// DB is the handle the handler writes through.
+	DB() DB
+	// Commit stores resp as the completed record of the claim and commits it together with
+	// the handler's writes. Errors: ErrBusy or *CompletedError (the claim was lost to a
+	// concurrent request; nothing committed), ErrLost (lease-mode token replaced), ErrTxFailed
+	// (a statement of the handler failed, so nothing can commit), an error wrapping
+	// ErrOutcomeUnknown (the commit was sent and its fate is unknown), or any other error (the
+	// store failed before the commit was sent: nothing committed).
+	Commit(ctx context.Context, resp Response) error
+	// Abort rolls the transaction back and releases the claim. It returns ErrBusy or
+	// *CompletedError when the claim had been lost, or the key was completed by a concurrent
+	// request meanwhile, so the runtime answers from that; otherwise nil.
+	Abort(ctx context.Context) error
+}
+
+var (
+	// ErrBusy: a concurrent request holds the key (the client gets 409 in-flight).
+	ErrBusy = errors.New("store: the key is held by a concurrent request")
+	// ErrLost: the fencing token is no longer the record's: the lease was taken over, or the
+	// record was released or completed by another request.
+	ErrLost = errors.New("store: the claim's fencing token is no longer the record's")
+	// ErrTxFailed: a statement of the handler failed and the database aborted the
+	// transaction, yet the handler answered; nothing it wrote can commit.
+	ErrTxFailed = errors.New("store: a statement failed in the handler's transaction, which the database aborted; the handler answered anyway")
+	// ErrOutcomeUnknown: the commit was sent but its answer was lost (connection broken,
+	// timeout). It may or may not have committed; a retry with the same key resolves it.
+	ErrOutcomeUnknown = errors.New("store: the commit's outcome is unknown")
+	// ErrClaimLost is the cause (context.Cause) of a handler context that a store canceled
+	// because a claim it sent in the background failed. It wraps ErrBusy or the store's error.
+	ErrClaimLost = errors.New("store: the claim of the idempotency key failed; the handler's work is discarded")
+)
+
+// CompletedError is a claim that lost to a concurrent request which completed the key first:
+// the runtime answers from Record as if the request had arrived after it.
+type CompletedError struct{ Record Record }
+
+func (e *CompletedError) Error() string {
+	return "store: the key was completed by a concurrent request"
+}

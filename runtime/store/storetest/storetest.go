@@ -1,0 +1,384 @@
+// Package storetest is the shared test suite of idempotency stores: every store, present and
+// future, must pass RunStoreTests (the lease-mode protocol of store.Store) and, when it runs
+// handlers' writes in its transactions, RunTransactionalTests. The suite uses real time with
+// short leases and retentions (tens of milliseconds), so a store's own clock is what it checks.
+//
+//	func TestStore(t *testing.T) {
+//		storetest.RunStoreTests(t, func(t *testing.T) store.Store { return newStoreForTest(t) })
+//	}
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// Timing of the suite: a lease or retention that must still hold, and one that must have ended.
+const (
+	short = 150 * time.Millisecond
+	long  = time.Minute
+)
+
+// claim returns a lease-mode claim of key in scope "t1" for request body.
+func claim(key, body string, lease, retention time.Duration) store.Claim {
+	return store.Claim{
+		ID:          store.ID{Scope: "t1", Key: key},
+		Operation:   "createPayment",
+		Fingerprint: canonical.Fingerprint{Version: canonical.Version, Sum: sha256.Sum256([]byte(body))},
+		Retention:   retention,
+		Lease:       lease,
+	}
+}
+
+func response(body string) store.Response {
+	return store.Response{Status: 201, Header: []byte(`{"Content-Type":["application/json"]}`), Body: []byte(body)}
+}
+
+// RunStoreTests runs the lease-mode protocol suite against fresh stores from newStore (one per
+// subtest).
+func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	t.Run("GetAbsent", func(t *testing.T) {
+		s := newStore(t)
+		if _, found, err := s.Get(ctx, store.ID{Scope: "t1", Key: "absent"}); err != nil || found {
+			t.Fatalf("Get of an absent key: found %v, err %v", found, err)
+		}
+	})
+	t.Run("ReserveThenRecord", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r, err := s.Reserve(ctx, c)
+		if err != nil || !r.Claimed() {
+			t.Fatalf("Reserve of a new key: %+v, %v", r, err)
+		}
+		rec := mustGet(t, s, c.ID)
+		if rec.State != store.Running || rec.Operation != c.Operation || rec.Fingerprint != c.Fingerprint || rec.Token != r.Token {
+			t.Errorf("record after Reserve: %+v", rec)
+		}
+		if rec.LeaseLeft <= 0 || rec.LeaseLeft > long {
+			t.Errorf("LeaseLeft = %v, want within (0, %v]", rec.LeaseLeft, long)
+		}
+		again, err := s.Reserve(ctx, claim("k1", "b", long, long))
+		if err != nil || again.Claimed() || again.Record.Token != r.Token || again.Record.Fingerprint != c.Fingerprint {
+			t.Errorf("second Reserve: %+v, %v; want the first claim's record", again, err)
+		}
+	})
+	t.Run("ScopesAreApart", func(t *testing.T) {
+		s := newStore(t)
+		a := claim("k1", "a", long, long)
+		b := a
+		b.ID.Scope = "t2"
+		for _, c := range []store.Claim{a, b} {
+			if r, err := s.Reserve(ctx, c); err != nil || !r.Claimed() {
+				t.Fatalf("Reserve in scope %s: %+v, %v", c.ID.Scope, r, err)
+			}
+		}
+	})
+	t.Run("CompleteThenReplay", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		if err := s.Complete(ctx, c.ID, r.Token+1, response("x"), long); !errors.Is(err, store.ErrLost) {
+			t.Errorf("Complete under another token: %v, want ErrLost", err)
+		}
+		want := response(`{"id":1}`)
+		if err := s.Complete(ctx, c.ID, r.Token, want, long); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		rec := mustGet(t, s, c.ID)
+		if rec.State != store.Completed || rec.Response.Status != want.Status ||
+			string(rec.Response.Header) == "" || string(rec.Response.Body) != string(want.Body) || rec.Response.BodyOmitted {
+			t.Errorf("completed record: %+v", rec)
+		}
+		if err := s.Complete(ctx, c.ID, r.Token, want, long); !errors.Is(err, store.ErrLost) {
+			t.Errorf("second Complete: %v, want ErrLost", err)
+		}
+		omitted := claim("k2", "a", long, long)
+		r = mustReserve(t, s, omitted)
+		if err := s.Complete(ctx, omitted.ID, r.Token, store.Response{Status: 200, BodyOmitted: true}, long); err != nil {
+			t.Fatal(err)
+		}
+		if rec := mustGet(t, s, omitted.ID); !rec.Response.BodyOmitted || len(rec.Response.Body) != 0 {
+			t.Errorf("omitted body: %+v", rec.Response)
+		}
+	})
+	t.Run("Release", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		if err := s.Release(ctx, c.ID, r.Token+1); err != nil {
+			t.Fatal(err)
+		}
+		mustGet(t, s, c.ID) // another token releases nothing
+		if err := s.Release(ctx, c.ID, r.Token); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := s.Get(ctx, c.ID); found {
+			t.Fatal("record still there after Release")
+		}
+		mustReserve(t, s, c)
+	})
+	t.Run("ExtendMovesTheLease", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", short, long)
+		r := mustReserve(t, s, c)
+		if err := s.Extend(ctx, c.ID, r.Token+1, long); !errors.Is(err, store.ErrLost) {
+			t.Errorf("Extend under another token: %v, want ErrLost", err)
+		}
+		if err := s.Extend(ctx, c.ID, r.Token, long); err != nil {
+			t.Fatal(err)
+		}
+		if rec := mustGet(t, s, c.ID); rec.LeaseLeft <= short {
+			t.Errorf("LeaseLeft after Extend = %v, want above %v", rec.LeaseLeft, short)
+		}
+	})
+	t.Run("TakeOverAfterTheLease", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", short, long)
+		r := mustReserve(t, s, c)
+		if _, err := s.TakeOver(ctx, c, r.Token); !errors.Is(err, store.ErrLost) {
+			t.Errorf("TakeOver while the lease runs: %v, want ErrLost", err)
+		}
+		time.Sleep(short + 50*time.Millisecond)
+		if rec := mustGet(t, s, c.ID); rec.LeaseLeft > 0 {
+			t.Errorf("LeaseLeft after the lease = %v", rec.LeaseLeft)
+		}
+		next, err := s.TakeOver(ctx, c, r.Token)
+		if err != nil || next <= r.Token {
+			t.Fatalf("TakeOver: %d, %v; want a token above %d", next, err, r.Token)
+		}
+		if _, err := s.TakeOver(ctx, c, r.Token); !errors.Is(err, store.ErrLost) {
+			t.Errorf("second TakeOver from the old token: %v, want ErrLost", err)
+		}
+		if err := s.Complete(ctx, c.ID, r.Token, response("zombie"), long); !errors.Is(err, store.ErrLost) {
+			t.Errorf("the old owner's Complete: %v, want ErrLost", err)
+		}
+		if err := s.Complete(ctx, c.ID, next, response("new"), long); err != nil {
+			t.Errorf("the new owner's Complete: %v", err)
+		}
+	})
+	t.Run("RunningRecordOutlivesRetention", func(t *testing.T) {
+		// A running record must stay visible while its lease can still complete, whatever the
+		// retention: otherwise a request with another body would claim the key meanwhile.
+		s := newStore(t)
+		c := claim("k1", "a", 3*short, short/3)
+		r := mustReserve(t, s, c)
+		time.Sleep(short)
+		if rec := mustGet(t, s, c.ID); rec.State != store.Running || rec.Token != r.Token {
+			t.Fatalf("running record after its retention: %+v", rec)
+		}
+		if got, err := s.Reserve(ctx, claim("k1", "b", long, long)); err != nil || got.Claimed() {
+			t.Fatalf("another request claimed a key whose lease still runs: %+v, %v", got, err)
+		}
+	})
+	t.Run("ExpiredIsAbsent", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", short/3, short/3)
+		r := mustReserve(t, s, c)
+		if err := s.Complete(ctx, c.ID, r.Token, response("x"), short/3); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		if _, found, err := s.Get(ctx, c.ID); err != nil || found {
+			t.Fatalf("Get after retention: found %v, err %v", found, err)
+		}
+		again, err := s.Reserve(ctx, claim("k1", "b", long, long))
+		if err != nil || !again.Claimed() || again.Token <= r.Token {
+			t.Fatalf("Reserve of an expired key: %+v, %v; want a claim with a token above %d", again, err, r.Token)
+		}
+	})
+	t.Run("ConcurrentReservesOneWins", func(t *testing.T) {
+		s := newStore(t)
+		const n = 20
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		claimed := 0
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Reserve(ctx, claim("k1", fmt.Sprint(i%2), long, long))
+				if err != nil && !errors.Is(err, store.ErrBusy) {
+					t.Errorf("Reserve: %v", err)
+				}
+				if r.Claimed() {
+					mu.Lock()
+					claimed++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if claimed != 1 {
+			t.Fatalf("%d of %d concurrent Reserves claimed the key, want 1", claimed, n)
+		}
+	})
+}
+
+// RunTransactionalTests runs the suite of store.Transactional against fresh stores from
+// newStore (one per subtest). The handler's writes are not looked at (DB is the store's own);
+// the tests check the records.
+func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) store.Transactional[DB]) {
+	ctx := context.Background()
+	atomicClaim := func(key, body string, retention time.Duration) store.Claim {
+		c := claim(key, body, 0, retention)
+		return c
+	}
+	t.Run("AtomicCommitThenReplay", func(t *testing.T) {
+		s := newStore(t)
+		c := atomicClaim("k1", "a", long)
+		tx := mustBegin(t, s, c)
+		tx.HandlerContext(ctx)
+		_ = tx.DB()
+		if err := tx.Commit(ctx, response(`{"id":1}`)); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+		rec := mustGet(t, s, c.ID)
+		if rec.State != store.Completed || string(rec.Response.Body) != `{"id":1}` || rec.Fingerprint != c.Fingerprint {
+			t.Errorf("record after Commit: %+v", rec)
+		}
+		tx2, got, err := s.BeginAtomic(ctx, atomicClaim("k1", "a", long))
+		if err != nil || tx2 != nil || got == nil || got.State != store.Completed {
+			t.Fatalf("BeginAtomic of a completed key: tx %v, record %+v, %v", tx2, got, err)
+		}
+	})
+	t.Run("AtomicAbortFreesTheKey", func(t *testing.T) {
+		s := newStore(t)
+		c := atomicClaim("k1", "a", long)
+		tx := mustBegin(t, s, c)
+		tx.HandlerContext(ctx)
+		if err := tx.Abort(ctx); err != nil {
+			t.Fatalf("Abort: %v", err)
+		}
+		if _, found, _ := s.Get(ctx, c.ID); found {
+			t.Fatal("a record after Abort")
+		}
+		tx = mustBegin(t, s, c)
+		if err := tx.Commit(ctx, response("x")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("AtomicConcurrentClaimsOneCommits", func(t *testing.T) {
+		// The first claim is announced once its handler has run for a while (a store may send
+		// it lazily); a second claim meanwhile must not commit.
+		s := newStore(t)
+		c := atomicClaim("k1", "a", long)
+		tx1 := mustBegin(t, s, c)
+		tx1.HandlerContext(ctx)
+		time.Sleep(100 * time.Millisecond)
+		tx2, rec, err := s.BeginAtomic(ctx, c)
+		switch {
+		case errors.Is(err, store.ErrBusy):
+		case err != nil:
+			t.Fatalf("second BeginAtomic: %v", err)
+		case rec != nil:
+			t.Fatalf("second BeginAtomic saw a record before the first committed: %+v", rec)
+		default:
+			tx2.HandlerContext(ctx)
+			if err := tx2.Commit(ctx, response("second")); !errors.Is(err, store.ErrBusy) {
+				t.Fatalf("second claim's Commit: %v, want ErrBusy", err)
+			}
+		}
+		if err := tx1.Commit(ctx, response("first")); err != nil {
+			t.Fatalf("first claim's Commit: %v", err)
+		}
+		if rec := mustGet(t, s, c.ID); string(rec.Response.Body) != "first" {
+			t.Errorf("stored %q, want the first claim's response", rec.Response.Body)
+		}
+	})
+	t.Run("AtomicReclaimsAnExpiredKey", func(t *testing.T) {
+		s := newStore(t)
+		c := atomicClaim("k1", "a", short/3)
+		tx := mustBegin(t, s, c)
+		if err := tx.Commit(ctx, response("old")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		tx = mustBegin(t, s, atomicClaim("k1", "b", long))
+		if err := tx.Commit(ctx, response("new")); err != nil {
+			t.Fatalf("Commit over an expired record: %v", err)
+		}
+		if rec := mustGet(t, s, c.ID); string(rec.Response.Body) != "new" {
+			t.Errorf("stored %q, want new", rec.Response.Body)
+		}
+	})
+	t.Run("LeaseCompletion", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		if _, err := s.BeginCompletion(ctx, c, r.Token+1); !errors.Is(err, store.ErrLost) {
+			t.Errorf("BeginCompletion under another token: %v, want ErrLost", err)
+		}
+		tx, err := s.BeginCompletion(ctx, c, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx, response("done")); err != nil {
+			t.Fatal(err)
+		}
+		if rec := mustGet(t, s, c.ID); rec.State != store.Completed || string(rec.Response.Body) != "done" {
+			t.Errorf("record after completion: %+v", rec)
+		}
+	})
+	t.Run("LeaseCompletionAbortReleases", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		tx, err := s.BeginCompletion(ctx, c, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := s.Get(ctx, c.ID); found {
+			t.Fatal("record still there after the completion was aborted")
+		}
+	})
+	t.Run("Plain", func(t *testing.T) {
+		s := newStore(t)
+		tx, err := s.BeginPlain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.HandlerContext(ctx)
+		if err := tx.Commit(ctx, store.Response{}); err != nil {
+			t.Fatalf("Commit of a plain transaction: %v", err)
+		}
+	})
+}
+
+func mustReserve(t *testing.T, s store.Store, c store.Claim) store.Reservation {
+	t.Helper()
+	r, err := s.Reserve(context.Background(), c)
+	if err != nil || !r.Claimed() {
+		t.Fatalf("Reserve %s: %+v, %v", c.ID.Key, r, err)
+	}
+	return r
+}
+
+func mustGet(t *testing.T, s store.Store, id store.ID) store.Record {
+	t.Helper()
+	rec, found, err := s.Get(context.Background(), id)
+	if err != nil || !found {
+		t.Fatalf("Get %s: found %v, err %v", id.Key, found, err)
+	}
+	return rec
+}
+
+func mustBegin[DB any](t *testing.T, s store.Transactional[DB], c store.Claim) store.Tx[DB] {
+	t.Helper()
+	tx, rec, err := s.BeginAtomic(context.Background(), c)
+	if err != nil || tx == nil {
+		t.Fatalf("BeginAtomic %s: record %+v, %v", c.ID.Key, rec, err)
+	}
+	return tx
+}
