@@ -35,6 +35,15 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	case rec != nil:
 		return x.answerRecord(rec)
 	}
+	if x.confirm {
+		confirmCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
+		err := tx.Confirm(confirmCtx)
+		cancel()
+		if err != nil {
+			_ = tx.Abort(context.WithoutCancel(ctx))
+			return x.storeFailed(err)
+		}
+	}
 
 	resp, herr := callHandler(tx.HandlerContext(ctx), tx.DB(), fn)
 

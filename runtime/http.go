@@ -38,6 +38,8 @@ type exchange struct {
 	declared  string // the Operation.MediaTypes entry that admitted it
 	fp        canonical.Fingerprint
 	key       string // the validated key; "" when an optional key is absent
+	// confirm: the handler must not start before the claim is held (Middleware).
+	confirm bool
 }
 
 // id is the record the request's key names.

@@ -86,6 +86,15 @@ func (t *tx) HandlerContext(parent context.Context) context.Context {
 // DB returns the handle the handler writes through.
 func (t *tx) DB() DBTX { return dbtx{t} }
 
+// Confirm sends a lazy claim alone now (one round trip), so that the handler starts only when
+// the key is ours.
+func (t *tx) Confirm(ctx context.Context) error {
+	if t.block == nil || t.block.claim == nil {
+		return nil
+	}
+	return t.block.open(ctx)
+}
+
 // settle ends the handler's use of the connection: it stops the claim timer and, when send is
 // set and the handler sent no statement, sends the claim alone now. It returns the claim's
 // failure, and whether a transaction block is open.

@@ -17,11 +17,11 @@ func TestObserverRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Outcome("createPayment", runtime.Atomic, runtime.OutcomeExecuted)
-	o.Outcome("createPayment", runtime.Atomic, runtime.OutcomeReplayed)
-	o.Outcome("createPayment", runtime.Atomic, runtime.OutcomeReplayed)
-	o.Outcome("charge", runtime.Lease, runtime.OutcomeLeaseLost)
-	o.ClaimLatency("createPayment", runtime.Atomic, 3*time.Millisecond)
+	o.Outcome("createPayment", runtime.ModeAtomic, runtime.OutcomeExecuted)
+	o.Outcome("createPayment", runtime.ModeAtomic, runtime.OutcomeReplayed)
+	o.Outcome("createPayment", runtime.ModeAtomic, runtime.OutcomeReplayed)
+	o.Outcome("charge", runtime.ModeLease, runtime.OutcomeLeaseLost)
+	o.ClaimLatency("createPayment", runtime.ModeAtomic, 3*time.Millisecond)
 	o.Swept(42)
 
 	want := `

@@ -152,6 +152,11 @@ type Tx[DB any] interface {
 	HandlerContext(parent context.Context) context.Context
 	// DB is the handle the handler writes through.
 	DB() DB
+	// Confirm makes sure the claim is held before the handler starts, sending it now if the
+	// store would send it lazily; it returns the claim's failure (ErrBusy, *CompletedError, or
+	// the store's error). The runtime calls it when the handler must not start at all for a
+	// duplicate (the Middleware, whose handler it cannot see).
+	Confirm(ctx context.Context) error
 	// Commit stores resp as the completed record of the claim and commits it together with
 	// the handler's writes. Errors: ErrBusy or *CompletedError (the claim was lost to a
 	// concurrent request; nothing committed), ErrLost (lease-mode token replaced), ErrTxFailed

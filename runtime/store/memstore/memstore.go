@@ -218,6 +218,7 @@ type tx struct {
 
 func (t *tx) HandlerContext(parent context.Context) context.Context { return parent }
 func (t *tx) DB() *DB                                               { return t.db }
+func (t *tx) Confirm(context.Context) error                         { return nil }
 
 // Commit applies the handler's writes and stores resp in one step.
 func (t *tx) Commit(_ context.Context, resp store.Response) error {
