@@ -27,9 +27,10 @@ type Route struct {
 type MiddlewareOptions struct {
 	// Match finds the operation of a request for routers whose routes the middleware cannot
 	// see: it returns the operation ID (Operation.ID), or false when the request is not to a
-	// marked operation. When nil, the middleware uses the request's Go 1.22 pattern
-	// (Request.Pattern, set when it wraps a handler mounted on http.ServeMux) or, when there is
-	// none, matches method and path against the operations' path templates.
+	// marked operation. When nil, the middleware uses the request's pattern (Request.Pattern,
+	// set when it wraps a handler routed by http.ServeMux or chi) when it names a marked
+	// operation, and otherwise matches method and path against the operations' path
+	// templates, a literal segment before a parameter.
 	Match func(r *http.Request) (operationID string, ok bool)
 }
 
@@ -185,8 +186,14 @@ func (t *routeTable) find(r *http.Request, match func(*http.Request) (string, bo
 		}
 		return t.byID[id]
 	}
-	if r.Pattern != "" {
-		return t.byPattern[r.Pattern]
+	if p := r.Pattern; p != "" {
+		// http.ServeMux sets "POST /v1/payments/{id}"; chi sets the path alone.
+		if !strings.Contains(p, " ") {
+			p = r.Method + " " + p
+		}
+		if route := t.byPattern[p]; route != nil {
+			return route
+		}
 	}
 	path := splitPath(r.URL.EscapedPath())
 	for _, c := range t.byMethod[r.Method] {
