@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,4 +102,79 @@ func newProblem(status int, name, detail string) Problem {
 // retryAfterSeconds rounds d up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int {
 	return max(int(math.Ceil(d.Seconds())), 1)
+}
+
+// StripeErrors is a ProblemWriter for APIs that answer in Stripe's error envelope, so that
+// Stripe's SDKs read the runtime's errors as typed errors (stripe-go's *stripe.Error, with
+// IdempotencyError for a reused key): `{"error":{"type":…,"code":…,"message":…,"param":…}}`
+// with Content-Type application/json. It follows what Stripe answers for the same cases
+// (docs.stripe.com/api/idempotent_requests and /error-codes):
+//   - a key reused with other parameters is 400 with type idempotency_error (not 422);
+//   - a key still in progress is 409 with code idempotency_key_in_use and
+//     Stripe-Should-Retry: true (stripe-node and stripe-python retry it; stripe-go does not,
+//     which is why the Stripe profile waits for the first request: concurrency.wait);
+//   - a body the decoder refused is 400 invalid_request_error naming the parameter in
+//     Stripe's bracket form (metadata[order_id]);
+//   - the runtime's own failures are api_error.
+//
+// Retry-After and Cache-Control are sent as with ProblemJSON.
+func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
+	type stripeError struct {
+		Type    string `json:"type"`
+		Code    string `json:"code,omitempty"`
+		Message string `json:"message"`
+		Param   string `json:"param,omitempty"`
+		DocURL  string `json:"doc_url,omitempty"`
+	}
+	e := stripeError{Type: "invalid_request_error", Message: p.Detail}
+	if e.Message == "" {
+		e.Message = p.Title
+	}
+	switch p.Name {
+	case ProblemPayloadMismatch:
+		p.Status, e.Type = http.StatusBadRequest, "idempotency_error"
+		e.Message = "Keys for idempotent requests can only be used with the same parameters they were first used with. " + p.Detail
+		w.Header().Set("Stripe-Should-Retry", "false")
+	case ProblemInFlight:
+		e.Code, e.DocURL = "idempotency_key_in_use", "https://stripe.com/docs/error-codes/idempotency-key-in-use"
+		e.Message = "There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later."
+		w.Header().Set("Stripe-Should-Retry", "true")
+	case ProblemKeyMissing, ProblemKeyInvalid:
+		e.Param = "Idempotency-Key"
+	case ProblemBodyInvalid:
+		e.Param = stripeParam(p.Pointer)
+	case ProblemInternal, ProblemStoreUnavailable:
+		e.Type = "api_error"
+		if p.Name == ProblemStoreUnavailable {
+			w.Header().Set("Stripe-Should-Retry", "true")
+		}
+	}
+	body, _ := json.Marshal(struct {
+		Error stripeError `json:"error"`
+	}{e})
+	writeProblemBody(w, p, "application/json", body)
+}
+
+// stripeParam turns a JSON pointer into Stripe's parameter spelling: /metadata/order_id is
+// metadata[order_id], /items/0/price is items[0][price]; a parameter pointer (/query/limit,
+// /header/X) is its name.
+func stripeParam(pointer string) string {
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	if pointer == "" || len(parts) == 0 {
+		return ""
+	}
+	switch parts[0] {
+	case "path", "query", "header":
+		if len(parts) == 2 {
+			return parts[1]
+		}
+	}
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	out := parts[0]
+	for _, s := range parts[1:] {
+		out += "[" + s + "]"
+	}
+	return out
 }

@@ -1,0 +1,114 @@
+package runtime
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// Every problem the runtime answers, through both built-in writers: status, content type,
+// Retry-After and the members a client matches on.
+func TestProblemWriters(t *testing.T) {
+	type want struct {
+		status                 int
+		stripeStatus           int
+		stripeType, stripeCode string
+		retryAfter             string
+	}
+	cases := map[string]want{
+		ProblemKeyMissing:           {400, 400, "invalid_request_error", "", ""},
+		ProblemKeyInvalid:           {400, 400, "invalid_request_error", "", ""},
+		ProblemBodyInvalid:          {400, 400, "invalid_request_error", "", ""},
+		ProblemUnauthenticated:      {401, 401, "invalid_request_error", "", ""},
+		ProblemInFlight:             {409, 409, "invalid_request_error", "idempotency_key_in_use", "2"},
+		ProblemBodyTooLarge:         {413, 413, "invalid_request_error", "", ""},
+		ProblemMediaTypeUnsupported: {415, 415, "invalid_request_error", "", ""},
+		ProblemPayloadMismatch:      {422, 400, "idempotency_error", "", ""},
+		ProblemInternal:             {500, 500, "api_error", "", ""},
+		ProblemStoreUnavailable:     {503, 503, "api_error", "", "1"},
+	}
+	if len(cases) != len(problemTitles) {
+		t.Fatalf("%d cases for %d problems", len(cases), len(problemTitles))
+	}
+	for name, c := range cases {
+		p := newProblem(c.status, name, "detail of "+name)
+		switch c.retryAfter {
+		case "2":
+			p.RetryAfter = 1500 * time.Millisecond
+		case "1":
+			p.RetryAfter = time.Millisecond
+		}
+		if name == ProblemBodyInvalid {
+			p.Pointer = "/metadata/order~1id"
+		}
+		r := httptest.NewRequest("POST", "/v1/x", nil)
+
+		w := httptest.NewRecorder()
+		ProblemJSON("")(w, r, p)
+		var doc struct {
+			Type, Title, Detail, Pointer string
+			Status                       int
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+			t.Fatalf("%s: problem+json body %q: %v", name, w.Body, err)
+		}
+		if w.Code != c.status || doc.Status != c.status || doc.Type != DefaultProblemBase+name || doc.Title == "" ||
+			doc.Detail != "detail of "+name || w.Header().Get("Content-Type") != "application/problem+json" ||
+			w.Header().Get("Retry-After") != c.retryAfter || w.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: problem+json %d %v %+v", name, w.Code, w.Header(), doc)
+		}
+		if name == ProblemBodyInvalid && doc.Pointer != p.Pointer {
+			t.Errorf("pointer %q, want %q", doc.Pointer, p.Pointer)
+		}
+
+		w = httptest.NewRecorder()
+		StripeErrors(w, r, p)
+		var env struct {
+			Error struct{ Type, Code, Message, Param string }
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil {
+			t.Fatalf("%s: stripe body %q: %v", name, w.Body, err)
+		}
+		e := env.Error
+		if w.Code != c.stripeStatus || e.Type != c.stripeType || e.Code != c.stripeCode || e.Message == "" ||
+			w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != c.retryAfter {
+			t.Errorf("%s: stripe %d %v %+v", name, w.Code, w.Header(), e)
+		}
+		switch name {
+		case ProblemBodyInvalid:
+			if e.Param != "metadata[order/id]" {
+				t.Errorf("stripe param %q", e.Param)
+			}
+		case ProblemKeyMissing, ProblemKeyInvalid:
+			if e.Param != "Idempotency-Key" {
+				t.Errorf("%s: stripe param %q", name, e.Param)
+			}
+		case ProblemInFlight, ProblemStoreUnavailable:
+			if w.Header().Get("Stripe-Should-Retry") != "true" {
+				t.Errorf("%s: Stripe-Should-Retry %q", name, w.Header().Get("Stripe-Should-Retry"))
+			}
+		case ProblemPayloadMismatch:
+			if w.Header().Get("Stripe-Should-Retry") != "false" {
+				t.Errorf("mismatch: Stripe-Should-Retry %q", w.Header().Get("Stripe-Should-Retry"))
+			}
+		}
+	}
+}
+
+func TestStripeParam(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                 "",
+		"/amount":          "amount",
+		"/items/0/price":   "items[0][price]",
+		"/query/limit":     "limit",
+		"/header/X-Store":  "X-Store",
+		"/shipping/a~0b":   "shipping[a~b]",
+		"/query/deep/name": "query[deep][name]",
+	} {
+		if got := stripeParam(in); got != want {
+			t.Errorf("stripeParam(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
