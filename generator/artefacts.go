@@ -3,12 +3,13 @@ package generator
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/model"
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 	"github.com/idemgen/idemgen/templates"
 )
 
@@ -108,10 +109,10 @@ func Contract(doc *model.Document) ([]byte, error) {
 	return execute(templates.Contract, v)
 }
 
-// SQL renders the idempotency store schema: templates/schema.sql.tmpl around
-// runtime.SchemaSQL(), the runtime's migrations in order.
+// SQL renders the idempotency store schema: templates/schema.sql.tmpl around the PostgreSQL
+// store's migrations in order (runtime/pgstore/migrations, which links no database driver).
 func SQL() ([]byte, error) {
-	return execute(templates.Schema, struct{ SQL string }{strings.TrimRight(runtime.SchemaSQL(), "\n")})
+	return execute(templates.Schema, struct{ SQL string }{strings.TrimRight(migrations.SchemaSQL(), "\n")})
 }
 
 func execute(name string, data any) ([]byte, error) {
@@ -129,15 +130,7 @@ func execute(name string, data any) ([]byte, error) {
 // defaultStatuses reports whether rules are docs/design.md section 2's default replay.statuses.
 func defaultStatuses(rules []model.StatusRule) bool {
 	want := []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
-	if len(rules) != len(want) {
-		return false
-	}
-	for i := range rules {
-		if rules[i] != want[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(rules, want)
 }
 
 // fmtSize prints a byte count with the binary suffixes of docs/design.md section 2.

@@ -153,12 +153,9 @@ func (g *gen) canonFor(t *tinfo, n *trie, o *opPlan) string {
 	return c.name
 }
 
-// emitCanonical writes the fingerprint function of every operation and the struct
-// canonicalizers they use.
+// emitCanonical writes the struct canonicalizers the operations' decoders use (planned while
+// the decoders were emitted).
 func (g *gen) emitCanonical(f *jen.File) {
-	for _, o := range g.ops {
-		g.emitFingerprint(f, o)
-	}
 	// Emitting a canonicalizer may plan more (nested structs): drain the list.
 	for i := 0; i < len(g.canonList); i++ {
 		c := g.canonList[i]

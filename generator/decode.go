@@ -21,6 +21,7 @@ func dec() *jen.Statement { return jen.Id("d") }
 // parsers and the form decoders.
 func (g *gen) emitDecoders(f *jen.File) {
 	for _, o := range g.ops {
+		g.emitDecodeRequest(f, o)
 		for _, c := range o.contents {
 			switch c.c.Kind {
 			case model.ContentJSON:
@@ -44,10 +45,8 @@ func (g *gen) emitDecoders(f *jen.File) {
 			}
 		})
 	}
-	if g.needSeg {
-		emitMatchSegment(f)
-	}
 	if g.needSegMatch {
+		emitMatchSegment(f)
 		f.Comment("segmentMatches reports whether matchSegment accepts seg.")
 		f.Func().Id("segmentMatches").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Bool().Block(
 			jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(jen.Id("seg"), jen.Id("lits").Op("...")),

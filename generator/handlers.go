@@ -36,15 +36,23 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 		f.Type().Id(o.body).Op("=").Add(target)
 		f.Line()
 	}
+	comment(f, "%s is a decoded request to %s", o.request, o.op.ID+".")
+	f.Type().Id(o.request).StructFunc(func(grp *jen.Group) {
+		grp.Id("Params").Id(o.params)
+		if o.op.Body != nil {
+			grp.Id("Body").Id(o.body)
+		}
+	})
+	f.Line()
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context")}
 	var results []jen.Code
 	if o.op.Settings.Mode == model.ModeLease {
 		comment(f, "%s is the business function of %s\n\nLease mode: it runs outside any transaction (call external services with lease.ProviderKey), then returns the completion phase, which writes its rows through the transaction that completes the idempotency record.", o.fn, opDoc(o))
-		params = append(params, jen.Id("lease").Op("*").Qual(pkgRuntime, "LeaseHandle"))
-		results = []jen.Code{jen.Qual(pkgRuntime, "CompleteFunc"), jen.Error()}
+		params = append(params, jen.Id("lease").Op("*").Qual(pkgRuntime, "Lease"))
+		results = []jen.Code{jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Qual(pkgPgstore, "DBTX")), jen.Error()}
 	} else {
-		comment(f, "%s is the business function of %s\n\nAtomic mode: its writes through tx commit together with the stored response.", o.fn, opDoc(o))
-		params = append(params, jen.Id("tx").Qual(pkgPgx, "Tx"))
+		comment(f, "%s is the business function of %s\n\nAtomic mode: its writes through tx commit together with the stored response; an error, a panic or a non-final status rolls them back.", o.fn, opDoc(o))
+		params = append(params, jen.Id("tx").Qual(pkgPgstore, "DBTX"))
 		results = []jen.Code{jen.Qual(pkgRuntime, "Response"), jen.Error()}
 	}
 	params = append(params, jen.Id("p").Id(o.params))
@@ -55,97 +63,73 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 	f.Line()
 }
 
-// emitHandlers writes each operation's http.Handler wrapper and fingerprint function.
+// emitHandlers writes each operation's exported handler constructor.
 func (g *gen) emitHandlers(f *jen.File) {
 	for _, o := range g.ops {
-		g.emitHandler(f, o)
+		g.emitConstructor(f, o)
 	}
 }
 
-func (g *gen) emitHandler(f *jen.File, o *opPlan) {
-	f.Comment(o.handler + " serves " + o.op.Method + " " + o.op.Path + " through the idempotency runtime.")
-	f.Type().Id(o.handler).Struct(
-		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
-		jen.Id("fn").Id(o.fn),
+// emitConstructor writes New<Op>Handler(rt, fn): the operation's http.Handler, one call into
+// the runtime with the operation's settings, its decoder and an adapter to the typed handler.
+func (g *gen) emitConstructor(f *jen.File, o *opPlan) {
+	ctor := "New" + o.name + "Handler"
+	comment(f, "%s returns the http.Handler of %s It serves the operation through the idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register mounts it; mount it yourself on another router at the pattern %q.", ctor, opDoc(o), o.pattern)
+	args := []jen.Code{jen.Id("ctx"), jen.Id("db"), jen.Id("in").Dot("Params")}
+	if o.op.Body != nil {
+		args = append(args, jen.Id("in").Dot("Body"))
+	}
+	var adapter jen.Code
+	var run string
+	if o.op.Settings.Mode == model.ModeLease {
+		run = "LeaseHandler"
+		args[1] = jen.Id("lease")
+		adapter = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("lease").Op("*").Qual(pkgRuntime, "Lease"), jen.Id("in").Op("*").Id(o.request)).
+			Params(jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Qual(pkgPgstore, "DBTX")), jen.Error()).Block(jen.Return(jen.Id("fn").Call(args...)))
+	} else {
+		run = "AtomicHandler"
+		adapter = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("db").Qual(pkgPgstore, "DBTX"), jen.Id("in").Op("*").Id(o.request)).
+			Params(jen.Qual(pkgRuntime, "Response"), jen.Error()).Block(jen.Return(jen.Id("fn").Call(args...)))
+	}
+	f.Func().Id(ctor).Params(jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"), jen.Id("fn").Id(o.fn)).Qual("net/http", "Handler").Block(
+		jen.Return(jen.Qual(pkgRuntime, run).Call(jen.Id("rt"), jen.Id(o.operation).Call(), jen.Id(o.decodeReq), adapter)),
 	)
 	f.Line()
-	f.Func().Params(jen.Id("h").Id(o.handler)).Id("ServeHTTP").Params(
-		jen.Id("w").Qual("net/http", "ResponseWriter"),
-		jen.Id("r").Op("*").Qual("net/http", "Request"),
-	).BlockFunc(func(grp *jen.Group) {
-		for _, sp := range o.segs {
-			// ServeMux matched the whole segment; its literal part is checked here (404 when it
-			// differs), and the parameter values are set for the parser and the fingerprint.
-			grp.BlockFunc(func(b *jen.Group) {
-				var lits []jen.Code
-				lits = append(lits, jen.Id("r").Dot("PathValue").Call(jen.Lit(sp.wild)))
-				for _, l := range sp.lits {
-					lits = append(lits, jen.Lit(l))
-				}
-				b.List(jen.Id("vals"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(lits...)
-				b.If(jen.Op("!").Id("ok")).Block(
-					jen.Qual("net/http", "NotFound").Call(jen.Id("w"), jen.Id("r")),
-					jen.Return(),
-				)
-				for i, name := range sp.params {
-					b.Id("r").Dot("SetPathValue").Call(jen.Lit(name), jen.Id("vals").Index(jen.Lit(i)))
-				}
-			})
-		}
-		grp.Comment("Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.")
-		grp.List(jen.Id("x"), jen.Id("ok")).Op(":=").Id("h").Dot("rt").Dot("Begin").Call(
-			jen.Id("w"), jen.Id("r"), jen.Op("&").Id("Operations").Dot(o.name))
-		grp.If(jen.Op("!").Id("ok")).Block(jen.Return()) // Begin has answered 401, 413 or 415
+}
+
+// emitDecodeRequest writes decode<Op>(in): the operation's decoder as the runtime calls it. It
+// decodes the body and the parameters, adds the canonical body to the fingerprint framing the
+// runtime began, and reports a body-carried key.
+func (g *gen) emitDecodeRequest(f *jen.File, o *opPlan) {
+	comment(f, "%s reads a request to %s: the body and the parameters, checked against the schema (errors name the offending value: 400 body-invalid), then the canonical body for the fingerprint.", o.decodeReq, o.op.ID)
+	f.Func().Id(o.decodeReq).Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(jen.Id("v").Id(o.request), jen.Err().Error()).BlockFunc(func(grp *jen.Group) {
 		if o.op.Body != nil {
 			g.emitBodyDecode(grp, o)
 		}
-		grp.List(jen.Id("params"), jen.Err()).Op(":=").Id(o.parseParams).Call(jen.Id("r"))
-		grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
-		g.emitKey(grp, o)
-		bodyArg := []jen.Code{jen.Id("r"), jen.Id("x").Dot("MediaType").Call(), jen.Id("x").Dot("Body").Call(), jen.Op("&").Id("params")}
+		for _, pp := range o.pparams {
+			if pp.p.In == model.InPath {
+				grp.Id("in").Dot("Request").Dot("SetPathValue").Call(jen.Lit(pathKey(pp)), jen.Id("in").Dot("PathValue").Call(jen.Lit(pp.p.Name)))
+			}
+		}
+		grp.If(jen.List(jen.Id("v").Dot("Params"), jen.Err()).Op("=").Id(o.parseParams).Call(jen.Id("in").Dot("Request")), jen.Err().Op("!=").Nil()).Block(jen.Return())
 		if o.op.Body != nil {
-			bodyArg = append(bodyArg, jen.Op("&").Id("body"))
+			g.emitFingerprintBody(grp, o)
 		}
-		grp.Id("fp").Op(":=").Id(o.fingerprint).Call(bodyArg...)
-		callArgs := []jen.Code{jen.Id("ctx")}
-		if o.op.Settings.Mode == model.ModeLease {
-			callArgs = append(callArgs, jen.Id("lease"), jen.Id("params"))
-			if o.op.Body != nil {
-				callArgs = append(callArgs, jen.Id("body"))
-			}
-			grp.Id("x").Dot("RunLease").Call(jen.Id("key"), jen.Id("fp"),
-				jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("lease").Op("*").Qual(pkgRuntime, "LeaseHandle")).
-					Params(jen.Qual(pkgRuntime, "CompleteFunc"), jen.Error()).Block(
-					jen.Return(jen.Id("h").Dot("fn").Call(callArgs...))))
-		} else {
-			callArgs = append(callArgs, jen.Id("tx"), jen.Id("params"))
-			if o.op.Body != nil {
-				callArgs = append(callArgs, jen.Id("body"))
-			}
-			grp.Id("x").Dot("RunAtomic").Call(jen.Id("key"), jen.Id("fp"),
-				jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("tx").Qual(pkgPgx, "Tx")).
-					Params(jen.Qual(pkgRuntime, "Response"), jen.Error()).Block(
-					jen.Return(jen.Id("h").Dot("fn").Call(callArgs...))))
-		}
+		g.emitKey(grp, o)
+		grp.Return()
 	})
 	f.Line()
 }
 
-// emitBodyDecode decodes the body by media type (Begin has already refused other types).
+// emitBodyDecode decodes the body into v.Body by media type (the runtime has already refused
+// other types).
 func (g *gen) emitBodyDecode(grp *jen.Group, o *opPlan) {
 	if o.rawBody {
-		grp.Id("body").Op(":=").Id("x").Dot("Body").Call()
+		grp.Id("v").Dot("Body").Op("=").Id("in").Dot("Body")
 		return
 	}
-	if len(o.contents) == 1 && o.op.Body.Required {
-		grp.List(jen.Id("body"), jen.Err()).Op(":=").Id(o.contents[0].decode).Call(jen.Id("x").Dot("Body").Call())
-		grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
-		return
-	}
-	grp.Var().Id("body").Id(o.body)
-	grp.Var().Err().Error()
 	decode := func(b *jen.Group, c *contentPlan) {
-		b.List(jen.Id("body"), jen.Err()).Op("=").Id(c.decode).Call(jen.Id("x").Dot("Body").Call())
+		b.If(jen.List(jen.Id("v").Dot("Body"), jen.Err()).Op("=").Id(c.decode).Call(jen.Id("in").Dot("Body")), jen.Err().Op("!=").Nil()).Block(jen.Return())
 	}
 	sw := func(b *jen.Group) {
 		if len(o.contents) == 1 {
@@ -154,36 +138,32 @@ func (g *gen) emitBodyDecode(grp *jen.Group, o *opPlan) {
 		}
 		// Switch on the declared entry that admitted the request (the runtime matches media
 		// ranges such as application/*), and never run the handler on an undecoded body.
-		b.Switch(jen.Id("x").Dot("DeclaredMediaType").Call()).BlockFunc(func(s *jen.Group) {
+		b.Switch(jen.Id("in").Dot("Declared")).BlockFunc(func(s *jen.Group) {
 			for _, c := range o.contents {
 				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { decode(cb, c) })
 			}
-			s.Default().Block(jen.Err().Op("=").Op("&").Qual(pkgRuntime, "BodyError").Values(jen.Dict{
-				jen.Id("Reason"): jen.Lit("no decoder for media type ").Op("+").Id("x").Dot("MediaType").Call(),
-			}))
+			s.Default().Block(jen.Return(jen.Id("v"), jen.Op("&").Qual(pkgGen, "BodyError").Values(jen.Dict{
+				jen.Id("Reason"): jen.Lit("no decoder for media type ").Op("+").Id("in").Dot("MediaType"),
+			})))
 		})
 	}
 	if !o.op.Body.Required {
 		// An optional body may be absent: the handler then gets the zero value.
-		grp.If(jen.Len(jen.Id("x").Dot("Body").Call()).Op(">").Lit(0)).BlockFunc(sw)
-	} else {
-		sw(grp)
+		grp.If(jen.Len(jen.Id("in").Dot("Body")).Op(">").Lit(0)).BlockFunc(sw)
+		return
 	}
-	grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
+	sw(grp)
 }
 
-// emitKey sets key: from the header (the runtime reads it), or from the decoded body member.
+// emitKey reports a body-carried key to the runtime (header keys the runtime reads itself).
 func (g *gen) emitKey(grp *jen.Group, o *opPlan) {
 	k := o.op.Settings.Key
 	if k.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
-		// Header keys, and raw bodies (whose key, if any, the runtime cannot see) use the header.
-		grp.Id("key").Op(":=").Id("x").Dot("HeaderKey").Call()
 		return
 	}
-	grp.Var().Id("key").Qual(pkgRuntime, "Key")
 	// Walk the path; every pointer on the way must be non-nil.
 	var cond *jen.Statement
-	expr := jen.Id("body")
+	expr := jen.Id("v").Dot("Body")
 	for _, fl := range o.keyPath {
 		expr = expr.Clone().Dot(fl.name)
 		if fl.ptr {
@@ -196,55 +176,10 @@ func (g *gen) emitKey(grp *jen.Group, o *opPlan) {
 		}
 	}
 	grp.If(cond).Block(
-		jen.Id("key").Op("=").Qual(pkgRuntime, "Key").Values(jen.Dict{
-			jen.Id("Value"):   jen.Op("*").Add(expr),
-			jen.Id("Present"): jen.True(),
-		}),
+		jen.Id("in").Dot("SetBodyKey").Call(jen.Op("*").Add(expr), jen.True()),
+	).Else().Block(
+		jen.Id("in").Dot("SetBodyKey").Call(jen.Lit(""), jen.False()),
 	)
-}
-
-// emitFingerprint writes fingerprint<Op>(x, p, body): the framing of docs/design.md section 3.
-func (g *gen) emitFingerprint(f *jen.File, o *opPlan) {
-	op := o.op
-	params := []jen.Code{
-		jen.Id("r").Op("*").Qual("net/http", "Request"),
-		jen.Id("mediaType").String(),
-		jen.Id("raw").Index().Byte(),
-		jen.Id("p").Op("*").Id(o.params),
-	}
-	if op.Body != nil {
-		params = append(params, jen.Id("v").Op("*").Id(o.body))
-	}
-	comment(f, "%s is the fingerprint of a request to %s (docs/design.md section 3): operation, method, path template and path values, declared query parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request, mediaType its media type without parameters, raw its body bytes and v the decoded body.", o.fingerprint, op.ID)
-	f.Func().Id(o.fingerprint).Params(params...).Qual(pkgCanonical, "Fingerprint").BlockFunc(func(grp *jen.Group) {
-		grp.Var().Id("f").Qual(pkgCanonical, "Framer")
-		grp.Id("f").Dot("Begin").Call(jen.Lit(op.ID), jen.Lit(op.Method), jen.Lit(op.Path))
-		var query []*paramPlan
-		for _, pp := range o.pparams {
-			switch pp.p.In {
-			case model.InPath:
-				grp.Id("f").Dot("PathParam").Call(jen.Lit(pp.p.Name), jen.Id("r").Dot("PathValue").Call(jen.Lit(pathKey(pp))))
-			case model.InQuery:
-				query = append(query, pp)
-			}
-		}
-		if len(query) > 0 {
-			grp.Id("q").Op(":=").Id("r").Dot("URL").Dot("Query").Call()
-			// Params are sorted by name within each location already (model invariant).
-			for _, pp := range query {
-				grp.Id("f").Dot("Query").Call(jen.Lit(pp.p.Name), jen.Id("q").Index(jen.Lit(pp.p.Name)))
-			}
-		}
-		grp.Id("f").Dot("MediaType").Call(jen.Id("mediaType"))
-		for _, h := range op.Settings.Fingerprint.Headers {
-			grp.Id("f").Dot("Header").Call(jen.Lit(h), jen.Id("r").Dot("Header").Dot("Values").Call(jen.Lit(h)))
-		}
-		if op.Body != nil {
-			g.emitFingerprintBody(grp, o)
-		}
-		grp.Return(jen.Id("f").Dot("Sum").Call())
-	})
-	f.Line()
 }
 
 // pathKey is the name the path parameter's value is stored under in the request: its wildcard,
@@ -260,27 +195,26 @@ func (g *gen) emitFingerprintBody(grp *jen.Group, o *opPlan) {
 	op := o.op
 	raw := o.rawBody || op.Settings.Fingerprint.Body == model.BodyRaw
 	if raw {
-		grp.Id("f").Dot("RawBody").Call(jen.Id("raw"))
+		grp.Id("in").Dot("RawBody").Call()
 		return
 	}
 	one := func(b *jen.Group, c *contentPlan) {
 		switch c.c.Kind {
 		case model.ContentForm:
 			var args []jen.Code
-			args = append(args, jen.Id("raw"))
 			for _, e := range formExclusions(op) {
 				args = append(args, jen.Lit(e))
 			}
 			// The decoder parsed the same bytes with the same parser, so this cannot fail.
-			b.Id("_").Op("=").Id("f").Dot("FormBody").Call(args...)
+			b.Id("_").Op("=").Id("in").Dot("FormBody").Call(args...)
 		default:
 			if o.bodyT.kind == kStruct {
-				b.Id("f").Dot("BodyEnd").Call(jen.Id(g.canonFor(o.bodyT, opExclusions(op), o)).Call(jen.Id("f").Dot("BodyStart").Call(), jen.Id("v")))
+				b.Id("in").Dot("JSONBody").Call(jen.Id(g.canonFor(o.bodyT, opExclusions(op), o)).Call(jen.Id("in").Dot("BodyStart").Call(), jen.Op("&").Id("v").Dot("Body")))
 				return
 			}
-			b.Id("b").Op(":=").Id("f").Dot("BodyStart").Call()
-			g.appendVal(b, o.bodyT, jen.Parens(jen.Op("*").Id("v")), opExclusions(op), 0, o)
-			b.Id("f").Dot("BodyEnd").Call(jen.Id("b"))
+			b.Id("b").Op(":=").Id("in").Dot("BodyStart").Call()
+			g.appendVal(b, o.bodyT, jen.Id("v").Dot("Body"), opExclusions(op), 0, o)
+			b.Id("in").Dot("JSONBody").Call(jen.Id("b"))
 		}
 	}
 	sw := func(b *jen.Group) {
@@ -288,15 +222,15 @@ func (g *gen) emitFingerprintBody(grp *jen.Group, o *opPlan) {
 			one(b, o.contents[0])
 			return
 		}
-		b.Switch(jen.Id("mediaType")).BlockFunc(func(s *jen.Group) {
+		b.Switch(jen.Id("in").Dot("Declared")).BlockFunc(func(s *jen.Group) {
 			for _, c := range o.contents {
 				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { one(cb, c) })
 			}
 		})
 	}
 	if !op.Body.Required {
-		grp.If(jen.Len(jen.Id("raw")).Op("==").Lit(0)).Block(
-			jen.Id("f").Dot("RawBody").Call(jen.Nil()).Comment("absent"),
+		grp.If(jen.Len(jen.Id("in").Dot("Body")).Op("==").Lit(0)).Block(
+			jen.Id("in").Dot("RawBody").Call().Comment("absent"),
 		).Else().BlockFunc(sw)
 		return
 	}

@@ -11,35 +11,40 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
-// emitOperations writes the operation table (every marked operation with its resolved settings
-// as runtime values), the Handlers struct and Register.
+// emitOperations writes one constructor per operation returning its resolved settings as a
+// runtime.Operation, the Operations list, the Handlers struct and Register. Nothing here is a
+// package-level variable: every call builds fresh values, so no caller can change what
+// another reads.
 func (g *gen) emitOperations(f *jen.File) {
-	// The stringer trick: the canonicalizers below were generated for this version of the
-	// canonical form and framing; when runtime/canonical moves to another version, the index
-	// is out of range and the build stops until the code is regenerated.
+	// The stringer trick: the canonicalizers were generated for this version of the canonical
+	// form and framing; when runtime/canonical moves to another version, the index is out of
+	// range and the build stops until the code is regenerated.
 	comment(f, "This code was generated for fingerprint version %d of runtime/canonical; a different version stops the build here until the code is regenerated.", canonical.Version)
 	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
 	f.Line()
-	f.Comment("OperationTable holds the resolved idempotency settings of every marked operation, one field per")
-	f.Comment("operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.")
-	f.Type().Id("OperationTable").StructFunc(func(grp *jen.Group) {
-		for _, o := range g.ops {
-			grp.Id(o.name).Qual(pkgRuntime, "Operation")
-		}
-	})
-	f.Line()
-	f.Comment("Operations is the operation table of this package. Treat it as read-only: the runtime reads it on")
-	f.Comment("every request.")
-	var ops []kv
 	for _, o := range g.ops {
-		ops = append(ops, kv{o.name, g.operationValue(o)})
+		comment(f, "%s returns the resolved idempotency settings of %s", o.operation, o.op.ID+".")
+		f.Func().Id(o.operation).Params().Op("*").Qual(pkgRuntime, "Operation").Block(
+			jen.Return(jen.Op("&").Add(g.operationValue(o))),
+		)
+		f.Line()
 	}
-	f.Var().Id("Operations").Op("=").Add(literal(jen.Id("OperationTable"), ops))
+	f.Comment("Operations returns the resolved idempotency settings of every marked operation, in path")
+	f.Comment("order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call")
+	f.Comment("returns new values.")
+	f.Func().Id("Operations").Params().Index().Op("*").Qual(pkgRuntime, "Operation").Block(
+		jen.Return(jen.Index().Op("*").Qual(pkgRuntime, "Operation").ValuesFunc(func(grp *jen.Group) {
+			for _, o := range g.ops {
+				grp.Line().Id(o.operation).Call()
+			}
+			grp.Line()
+		})),
+	)
 	f.Line()
 
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
-	f.Comment("Register (the mux then answers 404 or 405 for that route), so a service may implement a subset")
-	f.Comment("of a large API; an operation is never served without its idempotency wrapper.")
+	f.Comment("Register (the router then answers 404 or 405 for that route), so a service may implement a")
+	f.Comment("subset of a large API; an operation is never served without its idempotency wrapper.")
 	f.Type().Id("Handlers").StructFunc(func(grp *jen.Group) {
 		for _, o := range g.ops {
 			grp.Id(o.name).Id(o.fn)
@@ -47,26 +52,33 @@ func (g *gen) emitOperations(f *jen.File) {
 	})
 	f.Line()
 
-	f.Comment("Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern")
-	f.Comment("(\"METHOD /path/{param}\"). It returns an error, instead of panicking, when mux or rt is nil or")
-	f.Comment("when a pattern conflicts with one already registered on mux; routes mounted before the")
-	f.Comment("conflict stay mounted.")
+	f.Comment("Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any")
+	f.Comment("router whose Handle takes Go 1.22 patterns, \"METHOD /path/{param}\"). It returns an error,")
+	f.Comment("instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in")
+	f.Comment("its transactions, or when a pattern conflicts with one already registered on mux (routes")
+	f.Comment("mounted before the conflict stay mounted).")
 	if len(g.ops) > 0 {
 		o := g.ops[0]
 		f.Comment("")
-		f.Comment("\trt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})")
+		f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
 		f.Comment("\t...")
 		f.Comment("\tmux := http.NewServeMux()")
 		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", g.opts.Package, g.opts.Package, o.name, lowerFirst(o.name)))
 	}
 	f.Func().Id("Register").Params(
-		jen.Id("mux").Op("*").Qual("net/http", "ServeMux"),
+		jen.Id("mux").Qual(pkgRuntime, "Router"),
 		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
 		jen.Id("h").Id("Handlers"),
 	).Params(jen.Err().Error()).BlockFunc(func(grp *jen.Group) {
 		grp.If(jen.Id("mux").Op("==").Nil().Op("||").Id("rt").Op("==").Nil()).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit("register: mux and runtime must not be nil"))),
 		)
+		if len(g.ops) > 0 {
+			// Every operation writes through pgstore.DBTX: one check covers them all.
+			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Qual(pkgPgstore, "DBTX")).Call(jen.Id("rt"), jen.Id(g.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register: %w"), jen.Err())),
+			)
+		}
 		grp.Var().Id("pattern").String()
 		grp.Defer().Func().Params().Block(
 			// ServeMux panics on conflicting patterns; turn that into an error naming the route.
@@ -119,9 +131,9 @@ func sizeLit(n int64) jen.Code {
 // runtime.Operation's declaration.
 func (g *gen) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
-	mode := jen.Qual(pkgRuntime, "Atomic")
+	mode := jen.Qual(pkgRuntime, "ModeAtomic")
 	if s.Mode == model.ModeLease {
-		mode = jen.Qual(pkgRuntime, "Lease")
+		mode = jen.Qual(pkgRuntime, "ModeLease")
 	}
 	scope := jen.Qual(pkgRuntime, "ScopeTenant")
 	if s.Scope == model.ScopeOperation {
@@ -138,8 +150,8 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	}
 	key = append(key, kv{"Required", jen.Lit(s.Key.Required)}, kv{"MinLength", jen.Lit(s.Key.MinLength)}, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
 	if s.Key.Pattern != "" {
-		// The loader has checked that the pattern compiles; anchoring makes it match the whole key.
-		key = append(key, kv{"Pattern", jen.Qual("regexp", "MustCompile").Call(jen.Lit(anchor(s.Key.Pattern)))})
+		// The runtime anchors it: the whole key must match.
+		key = append(key, kv{"Pattern", jen.Lit(s.Key.Pattern)})
 	}
 	fields := []kv{
 		{"ID", jen.Lit(o.op.ID)},
@@ -167,7 +179,7 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	if len(s.Replay.Headers) > 0 {
 		fields = append(fields, kv{"ReplayHeaders", stringsLit(s.Replay.Headers)})
 	}
-	if len(s.Replay.Statuses) > 0 {
+	if len(s.Replay.Statuses) > 0 && !defaultStatuses(s.Replay.Statuses) {
 		fields = append(fields, kv{"Statuses", jen.Index().Qual(pkgRuntime, "StatusRule").ValuesFunc(func(grp *jen.Group) {
 			for _, r := range s.Replay.Statuses {
 				var rf []kv
@@ -184,8 +196,27 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 			}
 		})})
 	}
+	var query []string
+	for _, pp := range o.pparams {
+		if pp.p.In == model.InQuery {
+			query = append(query, pp.p.Name) // sorted within their location (model invariant)
+		}
+	}
+	if len(query) > 0 {
+		fields = append(fields, kv{"Query", stringsLit(query)})
+	}
 	if len(s.Fingerprint.Headers) > 0 {
 		fields = append(fields, kv{"FingerprintHeaders", stringsLit(s.Fingerprint.Headers)})
+	}
+	if len(s.Fingerprint.Exclude) > 0 {
+		var ex []string
+		for _, p := range s.Fingerprint.Exclude {
+			ex = append(ex, p.Raw)
+		}
+		fields = append(fields, kv{"Exclude", stringsLit(ex)})
+	}
+	if s.Fingerprint.Body == model.BodyRaw || o.rawBody {
+		fields = append(fields, kv{"RawBody", jen.True()})
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
@@ -196,11 +227,6 @@ func stringsLit(ss []string) jen.Code {
 			grp.Lit(s)
 		}
 	})
-}
-
-// anchor wraps a pattern so that it must match the whole key.
-func anchor(p string) string {
-	return `^(?:` + p + `)$`
 }
 
 // durationLit writes a duration as readable arithmetic on time constants (24 * time.Hour), or

@@ -14,8 +14,10 @@ type opPlan struct {
 	// (bodyAlias) of a named schema's type, a non-struct type or []byte.
 	name, params, body, fn string
 	bodyAlias              bool
-	// Unexported names.
-	handler, parseParams, fingerprint string
+	// request is the decoded request type (Params and Body).
+	request string
+	// Unexported names: the operation's constructor, its decoder, its parameter parser.
+	operation, decodeReq, parseParams string
 	// bodyT is the typed request body; nil when the operation has no body or every media type
 	// is raw (the handler then gets []byte).
 	bodyT    *tinfo
@@ -28,7 +30,7 @@ type opPlan struct {
 	pparams []*paramPlan
 	pattern string      // ServeMux pattern, "POST /v1/payments/{payment_id}"
 	parts   []routePart // the pattern's path segments
-	segs    []*segPlan  // path segments whose literal part the wrapper checks
+	segs    []*segPlan  // path segments that mix literal text and parameters
 }
 
 // contentPlan is one request media type.
@@ -112,9 +114,10 @@ func (g *gen) planOperation(op *model.Operation) *opPlan {
 		name:        name,
 		params:      g.names.take(name + "Params"),
 		fn:          g.names.take(name + "Func"),
-		handler:     g.names.take(lowerFirst(name) + "Handler"),
+		request:     g.names.take(name + "Request"),
+		operation:   g.names.take("operation" + name),
+		decodeReq:   g.names.take("decode" + name),
 		parseParams: g.names.take("parse" + name + "Params"),
-		fingerprint: g.names.take("fingerprint" + name),
 	}
 	if op.Body != nil {
 		g.planBody(o)

@@ -60,7 +60,7 @@ func bodyError(pointer string, reason string) jen.Code {
 // *canonical.Error would read "invalid body at document root (byte 0)", which is wrong for a
 // parameter.
 func paramError(p *model.Param, reason string) jen.Code {
-	return jen.Op("&").Qual(pkgRuntime, "BodyError").Values(jen.Dict{
+	return jen.Op("&").Qual(pkgGen, "BodyError").Values(jen.Dict{
 		jen.Id("At"):     jen.Lit("/" + string(p.In) + "/" + p.Name),
 		jen.Id("Reason"): jen.Lit(fmt.Sprintf("%s parameter %q: %s", p.In, p.Name, reason)),
 	})

@@ -73,6 +73,11 @@ func (r *result) answered() bool { return r.outcome != "" }
 // serve runs one request through the layer; decode and run are the operation's.
 func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (T, error), run func(context.Context, *exchange, *T) result) {
 	x := &exchange{rt: rt, op: op, r: r}
+	if !x.pathMatches() {
+		// Only a mixed segment's literal text can differ: the router matched the rest.
+		http.NotFound(w, r)
+		return
+	}
 	res := x.admit(w)
 	if !res.answered() {
 		var v T
@@ -240,34 +245,103 @@ func (x *exchange) keyWhere() string {
 
 // pathValue returns the path parameter name of the request, found by matching the operation's
 // path template against the end of the request's escaped path, so that it does not depend on
-// the router (a prefix a router strips or adds does not matter).
+// the router (a prefix a router strips or adds does not matter): the fingerprint is the same
+// through a generated handler on http.ServeMux, on chi, or through the Middleware.
 func (x *exchange) pathValue(name string) string {
-	tmpl := strings.Split(strings.Trim(x.op.Path, "/"), "/")
-	path := strings.Split(strings.Trim(x.r.URL.EscapedPath(), "/"), "/")
-	if len(path) < len(tmpl) {
+	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
+	if !ok {
 		return ""
 	}
-	path = path[len(path)-len(tmpl):]
 	for i, seg := range tmpl {
-		open := strings.IndexByte(seg, '{')
-		end := strings.IndexByte(seg, '}')
-		if open < 0 || end < open || seg[open+1:end] != name {
+		if !strings.Contains(seg, "{"+name+"}") {
 			continue
 		}
-		prefix, suffix := seg[:open], seg[end+1:]
-		v, ok := strings.CutPrefix(path[i], prefix)
-		if ok {
-			v, ok = strings.CutSuffix(v, suffix)
-		}
+		names, vals, ok := splitSegment(seg, path[i])
 		if !ok {
 			return ""
 		}
-		if u, err := url.PathUnescape(v); err == nil {
-			return u
+		for j, n := range names {
+			if n == name {
+				if u, err := url.PathUnescape(vals[j]); err == nil {
+					return u
+				}
+				return vals[j]
+			}
 		}
-		return v
 	}
 	return ""
+}
+
+// pathMatches reports whether the request's path has the literal text of the template's mixed
+// segments ("{sid}.json"): a router matches such a segment as a whole, by a wildcard. Everything
+// else is the router's decision.
+func (x *exchange) pathMatches() bool {
+	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
+	if !ok {
+		return true
+	}
+	for i, seg := range tmpl {
+		mixed := strings.Contains(seg, "{") && (seg[0] != '{' || seg[len(seg)-1] != '}' || strings.Count(seg, "{") > 1)
+		if mixed {
+			if _, _, ok := splitSegment(seg, path[i]); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// alignPath splits a path template and a request path into segments and aligns the path's last
+// segments with the template's.
+func alignPath(template, path string) (tmpl, segs []string, ok bool) {
+	tmpl = strings.Split(strings.Trim(template, "/"), "/")
+	segs = strings.Split(strings.Trim(path, "/"), "/")
+	if len(segs) < len(tmpl) {
+		return nil, nil, false
+	}
+	return tmpl, segs[len(segs)-len(tmpl):], true
+}
+
+// splitSegment matches one path segment against one template segment: a literal must be equal;
+// "{a}" takes the whole segment; a mixed segment ("{a}-{b}.json") is split around its literal
+// pieces, each value ending at the first occurrence of the next piece. Values are never empty.
+func splitSegment(tmpl, seg string) (names, vals []string, ok bool) {
+	var lits []string
+	rest := tmpl
+	for {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			lits = append(lits, rest)
+			break
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, nil, rest == seg
+		}
+		lits = append(lits, rest[:open])
+		names = append(names, rest[open+1:open+end])
+		rest = rest[open+end+1:]
+	}
+	if len(names) == 0 {
+		return nil, nil, tmpl == seg
+	}
+	first, last := lits[0], lits[len(lits)-1]
+	if len(seg) <= len(first)+len(last) || !strings.HasPrefix(seg, first) || !strings.HasSuffix(seg, last) {
+		return nil, nil, false
+	}
+	s := seg[len(first) : len(seg)-len(last)]
+	for _, lit := range lits[1 : len(lits)-1] {
+		i := strings.Index(s, lit)
+		if i <= 0 {
+			return nil, nil, false
+		}
+		vals = append(vals, s[:i])
+		s = s[i+len(lit):]
+	}
+	if s == "" {
+		return nil, nil, false
+	}
+	return names, append(vals, s), true
 }
 
 // finish ends the request with res: the observer counts it, the log records what needs a
