@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"strings"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
 
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -75,4 +80,37 @@ func handlerFunc[T any](rt *Runtime, op *Operation, decode DecodeFunc[T], run fu
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serve(w, r, rt, op, decode, run)
 	})
+}
+
+// Fingerprint decodes r with decode and returns its fingerprint as the runtime computes it for
+// op, and the decoded request: the same framing whether the request comes through a generated
+// handler, through the Middleware, or here. It reads r's body whole (up to op's body limit); its
+// errors are the decoder's (a *gen.BodyError or *canonical.Error names the offending value) or
+// the body's. It does not look at the key or the store: support tools and tests use it to
+// compare two requests.
+func Fingerprint[T any](op *Operation, decode DecodeFunc[T], r *http.Request) (T, canonical.Fingerprint, error) {
+	x := &exchange{rt: &Runtime{}, op: op, r: r}
+	var zero T
+	if r.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, op.bodyLimit()+1))
+		if err != nil {
+			return zero, canonical.Fingerprint{}, fmt.Errorf("fingerprint: read body: %w", err)
+		}
+		x.body = body
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err == nil {
+			x.mediaType = strings.ToLower(mt)
+			x.declared = matchMediaType(op.MediaTypes, x.mediaType)
+		}
+	}
+	in := &gen.Input{}
+	in.Reset(r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
+	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+	v, err := decode(in)
+	if err != nil {
+		in.Release()
+		return zero, canonical.Fingerprint{}, err
+	}
+	return v, in.Sum(), nil
 }

@@ -5,7 +5,10 @@ package bodykey
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime"
 )
 
 func TestNestedBodyKey(t *testing.T) {
@@ -20,12 +23,13 @@ func TestNestedBodyKey(t *testing.T) {
 		t.Error("missing amount accepted")
 	}
 	fp := func(body string) [32]byte {
-		v, err := decodeCreatePayoutJSON([]byte(body))
+		r := httptest.NewRequest("POST", "/payouts", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/vnd.api+json")
+		_, fp, err := runtime.Fingerprint(operationCreatePayout(), decodeCreatePayout, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest("POST", "/payouts", nil)
-		return fingerprintCreatePayout(r, "application/vnd.api+json", []byte(body), &CreatePayoutParams{}, &v).Sum
+		return fp.Sum
 	}
 	a := fp(`{"data":{"attributes":{"idempotencyKey":"key-aaaaaaaaaaaaaaaa","amount":5}}}`)
 	if b := fp(`{"data":{"attributes":{"amount":5,"idempotencyKey":"key-bbbbbbbbbbbbbbbb"}}}`); a != b {

@@ -4,8 +4,28 @@ package bodykey
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreatePayout reads a request to createPayout: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreatePayout(in *gen.Input) (v CreatePayoutRequest, err error) {
+	if v.Body, err = decodeCreatePayoutJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePayoutParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &v.Body))
+	if v.Body.Data.Attributes.IdempotencyKey != nil {
+		in.SetBodyKey(*v.Body.Data.Attributes.IdempotencyKey, true)
+	} else {
+		in.SetBodyKey("", false)
+	}
+	return
+}
 
 // decodeCreatePayoutJSON decodes a application/vnd.api+json request body of operation createPayout
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).

@@ -5,41 +5,18 @@ package bodykey
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createPayoutHandler serves POST /payouts through the idempotency runtime.
-type createPayoutHandler struct {
-	rt *runtime.Runtime
-	fn CreatePayoutFunc
-}
-
-func (h createPayoutHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayout)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePayoutJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePayoutParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.Data.Attributes.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.Data.Attributes.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreatePayout(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePayoutHandler returns the http.Handler of operation createPayout (POST /payouts).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in body member
+// /data/attributes/idempotencyKey. It serves the operation through the idempotency runtime: the
+// decoder, the fingerprint and the state machine run before fn. Register mounts it; mount it
+// yourself on another router at the pattern "POST /payouts".
+func NewCreatePayoutHandler(rt *runtime.Runtime, fn CreatePayoutFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayout(), decodeCreatePayout, func(ctx context.Context, db pgstore.DBTX, in *CreatePayoutRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreatePayoutBody is a request type (inline schema at
@@ -42,10 +42,17 @@ type CreatePayoutBodyDataAttributes struct {
 // /data/attributes/idempotencyKey.
 type CreatePayoutParams struct{}
 
+// CreatePayoutRequest is a decoded request to createPayout.
+type CreatePayoutRequest struct {
+	Params CreatePayoutParams
+	Body   CreatePayoutBody
+}
+
 // CreatePayoutFunc is the business function of operation createPayout (POST /payouts).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member
 // /data/attributes/idempotencyKey.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePayoutFunc func(ctx context.Context, tx pgx.Tx, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)

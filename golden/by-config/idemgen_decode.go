@@ -4,8 +4,23 @@ package byconfig
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreatePayout reads a request to createPayout: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreatePayout(in *gen.Input) (v CreatePayoutRequest, err error) {
+	if v.Body, err = decodeCreatePayoutJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePayoutParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeCreatePayoutJSON decodes a application/json request body of operation createPayout strictly
 // and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
@@ -22,6 +37,17 @@ func decodeCreatePayoutJSON(data []byte) (CreatePayoutBody, error) {
 func parseCreatePayoutParams(r *http.Request) (CreatePayoutParams, error) {
 	var p CreatePayoutParams
 	return p, nil
+}
+
+// decodeCancelPayout reads a request to cancelPayout: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCancelPayout(in *gen.Input) (v CancelPayoutRequest, err error) {
+	in.Request.SetPathValue("id", in.PathValue("id"))
+	if v.Params, err = parseCancelPayoutParams(in.Request); err != nil {
+		return
+	}
+	return
 }
 
 // parseCancelPayoutParams reads the path, query and header parameters of cancelPayout.

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreatePayoutBody is a request type (inline schema at
@@ -26,13 +26,20 @@ type CreatePayoutBody struct {
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreatePayoutParams struct{}
 
+// CreatePayoutRequest is a decoded request to createPayout.
+type CreatePayoutRequest struct {
+	Params CreatePayoutParams
+	Body   CreatePayoutBody
+}
+
 // CreatePayoutFunc is the business function of operation createPayout (POST /payouts).
 //
 // Idempotency: mode atomic, scope tenant, retention 168h; key in header X-Request-Id; fingerprint
 // excludes /note.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePayoutFunc func(ctx context.Context, tx pgx.Tx, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
 
 // CancelPayoutParams holds the parameters of operation cancelPayout (POST /payouts/{id}/cancel).
 //
@@ -43,9 +50,15 @@ type CancelPayoutParams struct {
 	ID string // path parameter id
 }
 
+// CancelPayoutRequest is a decoded request to cancelPayout.
+type CancelPayoutRequest struct {
+	Params CancelPayoutParams
+}
+
 // CancelPayoutFunc is the business function of operation cancelPayout (POST /payouts/{id}/cancel).
 //
 // Idempotency: mode atomic, scope tenant, retention 1h; key in header X-Request-Id.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CancelPayoutFunc func(ctx context.Context, tx pgx.Tx, p CancelPayoutParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CancelPayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CancelPayoutParams) (runtime.Response, error)

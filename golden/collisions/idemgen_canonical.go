@@ -2,46 +2,7 @@
 
 package collisions
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreatePayment is the fingerprint of a request to create-payment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *CreatePaymentParams2, v *CreatePaymentBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("create-payment", "POST", "/a")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePaymentParams(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCreatePayment2 is the fingerprint of a request to createPayment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment2(r *http.Request, mediaType string, raw []byte, p *CreatePayment2Params, v *CreatePayment2Body) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPayment", "POST", "/b")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalHandlers2(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCreatePayment3 is the fingerprint of a request to create_payment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment3(r *http.Request, mediaType string, raw []byte, p *CreatePayment3Params, v *CreatePayment3Body) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("create_payment", "POST", "/c")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePayment3Body(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCreatePaymentParams appends the canonical form (RFC 8785) of v to b: members
 // amount.

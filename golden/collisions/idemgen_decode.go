@@ -4,8 +4,23 @@ package collisions
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreatePayment reads a request to create-payment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
+	if v.Body, err = decodeCreatePaymentJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreatePaymentParams(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeCreatePaymentJSON decodes a application/json request body of operation create-payment
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
@@ -24,6 +39,20 @@ func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams2, error) {
 	return p, nil
 }
 
+// decodeCreatePayment2 reads a request to createPayment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment2(in *gen.Input) (v CreatePayment2Request, err error) {
+	if v.Body, err = decodeCreatePayment2JSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePayment2Params(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalHandlers2(in.BodyStart(), &v.Body))
+	return
+}
+
 // decodeCreatePayment2JSON decodes a application/json request body of operation createPayment
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
 func decodeCreatePayment2JSON(data []byte) (CreatePayment2Body, error) {
@@ -39,6 +68,20 @@ func decodeCreatePayment2JSON(data []byte) (CreatePayment2Body, error) {
 func parseCreatePayment2Params(r *http.Request) (CreatePayment2Params, error) {
 	var p CreatePayment2Params
 	return p, nil
+}
+
+// decodeCreatePayment3 reads a request to create_payment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment3(in *gen.Input) (v CreatePayment3Request, err error) {
+	if v.Body, err = decodeCreatePayment3JSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePayment3Params(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreatePayment3Body(in.BodyStart(), &v.Body))
+	return
 }
 
 // decodeCreatePayment3JSON decodes a application/json request body of operation create_payment

@@ -5,93 +5,39 @@ package collisions
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createPaymentHandler serves POST /a through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
-}
-
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePaymentJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePaymentHandler returns the http.Handler of operation create-payment (POST /a).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /a".
+func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createPayment2Handler serves POST /b through the idempotency runtime.
-type createPayment2Handler struct {
-	rt *runtime.Runtime
-	fn CreatePayment2Func
-}
-
-func (h createPayment2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment2)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePayment2JSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePayment2Params(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment2(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePayment2Handler returns the http.Handler of operation createPayment (POST /b).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /b".
+func NewCreatePayment2Handler(rt *runtime.Runtime, fn CreatePayment2Func) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment2(), decodeCreatePayment2, func(ctx context.Context, db pgstore.DBTX, in *CreatePayment2Request) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createPayment3Handler serves POST /c through the idempotency runtime.
-type createPayment3Handler struct {
-	rt *runtime.Runtime
-	fn CreatePayment3Func
-}
-
-func (h createPayment3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment3)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePayment3JSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePayment3Params(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment3(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePayment3Handler returns the http.Handler of operation create_payment (POST /c).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /c".
+func NewCreatePayment3Handler(rt *runtime.Runtime, fn CreatePayment3Func) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment3(), decodeCreatePayment3, func(ctx context.Context, db pgstore.DBTX, in *CreatePayment3Request) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,22 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreatePayment  runtime.Operation
-	CreatePayment2 runtime.Operation
-	CreatePayment3 runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreatePayment: runtime.Operation{
+// operationCreatePayment returns the resolved idempotency settings of create-payment.
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "create-payment",
 		Method: "POST",
 		Path:   "/a",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -43,13 +34,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment2: runtime.Operation{
+	}
+}
+
+// operationCreatePayment2 returns the resolved idempotency settings of createPayment.
+func operationCreatePayment2() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/b",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -62,13 +56,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment3: runtime.Operation{
+	}
+}
+
+// operationCreatePayment3 returns the resolved idempotency settings of create_payment.
+func operationCreatePayment3() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "create_payment",
 		Method: "POST",
 		Path:   "/c",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -81,31 +78,45 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreatePayment(),
+		operationCreatePayment2(),
+		operationCreatePayment3(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreatePayment  CreatePaymentFunc
 	CreatePayment2 CreatePayment2Func
 	CreatePayment3 CreatePayment3Func
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = collisions.Register(mux, rt, collisions.Handlers{CreatePayment: createPayment})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreatePayment()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -115,24 +126,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /a"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePayment2 != nil {
 		pattern = "POST /b"
-		mux.Handle(pattern, createPayment2Handler{
-			fn: h.CreatePayment2,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePayment2Handler(rt, h.CreatePayment2))
 	}
 	if h.CreatePayment3 != nil {
 		pattern = "POST /c"
-		mux.Handle(pattern, createPayment3Handler{
-			fn: h.CreatePayment3,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePayment3Handler(rt, h.CreatePayment3))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreatePaymentParams is a request type (schema CreatePaymentParams).
@@ -52,12 +52,19 @@ type CreatePaymentParams2 struct{}
 // CreatePaymentBody is the request body of operation create-payment.
 type CreatePaymentBody = CreatePaymentParams
 
+// CreatePaymentRequest is a decoded request to create-payment.
+type CreatePaymentRequest struct {
+	Params CreatePaymentParams2
+	Body   CreatePaymentBody
+}
+
 // CreatePaymentFunc is the business function of operation create-payment (POST /a).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePaymentFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentParams2, body CreatePaymentBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams2, body CreatePaymentBody) (runtime.Response, error)
 
 // CreatePayment2Params holds the parameters of operation createPayment (POST /b).
 //
@@ -69,12 +76,19 @@ type CreatePayment2Params struct{}
 // CreatePayment2Body is the request body of operation createPayment.
 type CreatePayment2Body = Handlers2
 
+// CreatePayment2Request is a decoded request to createPayment.
+type CreatePayment2Request struct {
+	Params CreatePayment2Params
+	Body   CreatePayment2Body
+}
+
 // CreatePayment2Func is the business function of operation createPayment (POST /b).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePayment2Func func(ctx context.Context, tx pgx.Tx, p CreatePayment2Params, body CreatePayment2Body) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePayment2Func func(ctx context.Context, tx pgstore.DBTX, p CreatePayment2Params, body CreatePayment2Body) (runtime.Response, error)
 
 // CreatePayment3Params holds the parameters of operation create_payment (POST /c).
 //
@@ -83,9 +97,16 @@ type CreatePayment2Func func(ctx context.Context, tx pgx.Tx, p CreatePayment2Par
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreatePayment3Params struct{}
 
+// CreatePayment3Request is a decoded request to create_payment.
+type CreatePayment3Request struct {
+	Params CreatePayment3Params
+	Body   CreatePayment3Body
+}
+
 // CreatePayment3Func is the business function of operation create_payment (POST /c).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePayment3Func func(ctx context.Context, tx pgx.Tx, p CreatePayment3Params, body CreatePayment3Body) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePayment3Func func(ctx context.Context, tx pgstore.DBTX, p CreatePayment3Params, body CreatePayment3Body) (runtime.Response, error)

@@ -14,6 +14,7 @@ package conformance
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -67,17 +68,25 @@ func benchBodies() []benchBody {
 				if err != nil {
 					b.Fatal(err)
 				}
+				op := operationCreatePayment()
+				var in gen.Input
 				return func() {
-					sink = fingerprintCreatePayment(payments, "application/json", raw, &CreatePaymentParams{}, &v).Sum
+					in.Reset(payments, raw, "application/json", "application/json", nil, nil)
+					in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+					in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &v))
+					sink = in.Sum().Sum
 				}
 			},
 			decodeAndFingerprint: func(b *testing.B, raw []byte) func() {
+				op := operationCreatePayment()
+				var in gen.Input
 				return func() {
-					v, err := decodeCreatePaymentJSON(raw)
-					if err != nil {
+					in.Reset(payments, raw, "application/json", "application/json", nil, nil)
+					in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+					if _, err := decodeCreatePayment(&in); err != nil {
 						b.Fatal(err)
 					}
-					sink = fingerprintCreatePayment(payments, "application/json", raw, &CreatePaymentParams{}, &v).Sum
+					sink = in.Sum().Sum
 				}
 			},
 			unmarshal: func(raw []byte) error {
@@ -92,17 +101,25 @@ func benchBodies() []benchBody {
 				if err != nil {
 					b.Fatal(err)
 				}
+				op := operationCreateOrder()
+				var in gen.Input
 				return func() {
-					sink = fingerprintCreateOrder(orders, "application/json", raw, &CreateOrderParams{}, &v).Sum
+					in.Reset(orders, raw, "application/json", "application/json", nil, nil)
+					in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+					in.JSONBody(appendCanonicalCreateOrderBodyForCreateOrder(in.BodyStart(), &v))
+					sink = in.Sum().Sum
 				}
 			},
 			decodeAndFingerprint: func(b *testing.B, raw []byte) func() {
+				op := operationCreateOrder()
+				var in gen.Input
 				return func() {
-					v, err := decodeCreateOrderJSON(raw)
-					if err != nil {
+					in.Reset(orders, raw, "application/json", "application/json", nil, nil)
+					in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+					if _, err := decodeCreateOrder(&in); err != nil {
 						b.Fatal(err)
 					}
-					sink = fingerprintCreateOrder(orders, "application/json", raw, &CreateOrderParams{}, &v).Sum
+					sink = in.Sum().Sum
 				}
 			},
 			unmarshal: func(raw []byte) error {

@@ -7,6 +7,7 @@ package conformance
 // runtime. internal/conformance runs every case end to end against PostgreSQL.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"mime"
@@ -22,52 +23,47 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
-// fingerprinter decodes a request body and fingerprints the request the way the generated
-// handler of one operation does; errors are the decoder's (400 body-invalid).
-type fingerprinter func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error)
+// fingerprinter decodes a request and fingerprints it the way the runtime does for one
+// operation; errors are the decoder's (400 body-invalid).
+type fingerprinter func(r *http.Request) (canonical.Fingerprint, error)
 
-// typed composes one operation's generated decoder, parameter parser and fingerprint function.
-func typed[B, P any](decode func([]byte) (B, error), parse func(*http.Request) (P, error),
-	fingerprint func(*http.Request, string, []byte, *P, *B) canonical.Fingerprint) fingerprinter {
-	return func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error) {
-		v, err := decode(body)
-		if err != nil {
-			return canonical.Fingerprint{}, err
-		}
-		p, err := parse(r)
-		if err != nil {
-			return canonical.Fingerprint{}, err
-		}
-		return fingerprint(r, mediaType, body, &p, &v), nil
+// typed is the runtime's fingerprint of one operation's generated decoder.
+func typed[T any](op *runtime.Operation, decode runtime.DecodeFunc[T]) fingerprinter {
+	return func(r *http.Request) (canonical.Fingerprint, error) {
+		_, fp, err := runtime.Fingerprint(op, decode, r)
+		return fp, err
 	}
 }
 
-// operations pairs every entry of the generated operation table with its generated code.
+// operations pairs every entry of the generated operation table with its generated decoder.
 var operations = []struct {
 	op *runtime.Operation
 	fp fingerprinter
 }{
-	{&Operations.CreateCharge, typed(decodeCreateChargeForm, parseCreateChargeParams, fingerprintCreateCharge)},
-	{&Operations.CreateOrder, typed(decodeCreateOrderJSON, parseCreateOrderParams, fingerprintCreateOrder)},
-	{&Operations.CreatePayment, typed(decodeCreatePaymentJSON, parseCreatePaymentParams, fingerprintCreatePayment)},
-	{&Operations.CreateRefund, typed(decodeCreateRefundJSON, parseCreateRefundParams, fingerprintCreateRefund)},
-	{&Operations.CreateProviderCharge, typed(decodeCreateProviderChargeJSON, parseCreateProviderChargeParams, fingerprintCreateProviderCharge)},
-	{&Operations.CreateTransfer, typed(decodeCreateTransferJSON, parseCreateTransferParams, fingerprintCreateTransfer)},
+	{operationCreateCharge(), typed(operationCreateCharge(), decodeCreateCharge)},
+	{operationCreateOrder(), typed(operationCreateOrder(), decodeCreateOrder)},
+	{operationCreatePayment(), typed(operationCreatePayment(), decodeCreatePayment)},
+	{operationCreateRefund(), typed(operationCreateRefund(), decodeCreateRefund)},
+	{operationCreateProviderCharge(), typed(operationCreateProviderCharge(), decodeCreateProviderCharge)},
+	{operationCreateTransfer(), typed(operationCreateTransfer(), decodeCreateTransfer)},
 }
 
 // fingerprintRequest routes method and path through a ServeMux holding the operation table's
-// patterns (so path parameters reach the request as they do in the generated handlers), then
-// decodes and fingerprints body as that operation's handler does.
+// patterns, then decodes and fingerprints body as that operation's handler does.
 func fingerprintRequest(method, path, mediaType string, body []byte) (canonical.Fingerprint, error) {
 	var fp canonical.Fingerprint
 	err := fmt.Errorf("no operation for %s %s", method, path)
 	mux := http.NewServeMux()
 	for _, o := range operations {
 		mux.HandleFunc(o.op.Method+" "+o.op.Path, func(_ http.ResponseWriter, r *http.Request) {
-			fp, err = o.fp(r, mediaType, body)
+			fp, err = o.fp(r)
 		})
 	}
-	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, nil))
+	r := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if mediaType != "" {
+		r.Header.Set("Content-Type", mediaType)
+	}
+	mux.ServeHTTP(httptest.NewRecorder(), r)
 	return fp, err
 }
 

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"errors"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -116,8 +117,13 @@ func FuzzCreatePaymentBody(f *testing.F) {
 		if err != nil {
 			t.Fatalf("variant %s refused: %v", variant, err)
 		}
+		op := operationCreatePayment()
 		fp := func(v *PaymentRequest) canonical.Fingerprint {
-			return fingerprintCreatePayment(r, "application/json", nil, &CreatePaymentParams{}, v)
+			var in gen.Input
+			in.Reset(r, nil, "application/json", "application/json", nil, nil)
+			in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+			in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), v))
+			return in.Sum()
 		}
 		if fp(&v3) != fp(&v) {
 			t.Fatalf("variant %s of %s has another fingerprint", variant, data)

@@ -7,6 +7,8 @@ package conformance
 
 import (
 	"errors"
+	"github.com/idemgen/idemgen/internal/gentest"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http/httptest"
 	"testing"
 
@@ -108,13 +110,9 @@ func TestFingerprintEquivalences(t *testing.T) {
 
 // The media type is framed: the same body sent as another media type is another request.
 func TestMediaTypeIsFingerprinted(t *testing.T) {
-	v, err := decodeCreatePaymentJSON([]byte(`{"amount":1,"currency":"EUR","to":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := httptest.NewRequest("POST", "/v1/payments", nil)
-	a := fingerprintCreatePayment(r, "application/json", nil, &CreatePaymentParams{}, &v)
-	b := fingerprintCreatePayment(r, "application/merge-patch+json", nil, &CreatePaymentParams{}, &v)
+	op, body := operationCreatePayment(), `{"amount":1,"currency":"EUR","to":"x"}`
+	a := gentest.Fingerprint(t, op, decodeCreatePayment, "", "application/json", body)
+	b := gentest.Fingerprint(t, op, decodeCreatePayment, "", "application/merge-patch+json", body)
 	if a == b {
 		t.Error("media type not framed")
 	}
@@ -172,7 +170,14 @@ func TestFingerprintAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httptest.NewRequest("POST", "/v1/payments", nil)
-	fp := func() { fingerprintCreatePayment(r, "application/json", nil, &CreatePaymentParams{}, &v) }
+	op := operationCreatePayment()
+	var in gen.Input
+	fp := func() {
+		in.Reset(r, nil, "application/json", "application/json", nil, nil)
+		in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
+		in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &v))
+		_ = in.Sum()
+	}
 	fp() // warm the Framer's buffer pool
 	if n := testing.AllocsPerRun(200, fp); n > 2 {
 		t.Errorf("%v allocations per fingerprint, want at most 2", n)
@@ -239,12 +244,7 @@ func TestBodyKeyIsNotRequiredCheckedNorFingerprinted(t *testing.T) {
 		t.Fatalf("IdempotencyKey = %q, want nil", *v.IdempotencyKey)
 	}
 	fp := func(body string) canonical.Fingerprint {
-		v, err := decodeCreateTransferJSON([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := httptest.NewRequest("POST", "/v1/transfers", nil)
-		return fingerprintCreateTransfer(r, "application/json", []byte(body), &CreateTransferParams{}, &v)
+		return gentest.Fingerprint(t, operationCreateTransfer(), decodeCreateTransfer, "", "application/json", body)
 	}
 	a := fp(`{"idempotency_key": "tr-0017-nnnnnn", "amount": 500, "destination": "acc_x"}`)
 	b := fp(`{"destination": "acc_x", "amount": 500, "idempotency_key": "another-key-xx"}`)
@@ -256,12 +256,7 @@ func TestBodyKeyIsNotRequiredCheckedNorFingerprinted(t *testing.T) {
 func TestFormFingerprint(t *testing.T) {
 	// 018: percent-encoding variants and field order do not matter; values do.
 	fp := func(body string) canonical.Fingerprint {
-		v, err := decodeCreateChargeForm([]byte(body))
-		if err != nil {
-			t.Fatalf("decode %s: %v", body, err)
-		}
-		r := httptest.NewRequest("POST", "/v1/charges", nil)
-		return fingerprintCreateCharge(r, "application/x-www-form-urlencoded", []byte(body), &CreateChargeParams{}, &v)
+		return gentest.Fingerprint(t, operationCreateCharge(), decodeCreateCharge, "", "application/x-www-form-urlencoded", body)
 	}
 	a := fp("amount=2500&currency=usd&description=Order%2042")
 	if b := fp("description=Order+42&currency=usd&amount=2500"); a != b {
@@ -280,21 +275,14 @@ func TestFormFingerprint(t *testing.T) {
 func TestPathParametersAreFingerprinted(t *testing.T) {
 	// 019: the same key and body for a refund of another payment is another request.
 	fp := func(id string) canonical.Fingerprint {
-		body := `{"amount": 100}`
-		v, err := decodeCreateRefundJSON([]byte(body))
+		v, fp, err := gentest.Decode(operationCreateRefund(), decodeCreateRefund, "/v1/payments/"+id+"/refunds", "application/json", `{"amount": 100}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest("POST", "/v1/payments/"+id+"/refunds", nil)
-		r.SetPathValue("payment_id", id)
-		p, err := parseCreateRefundParams(r)
-		if err != nil {
-			t.Fatal(err)
+		if v.Params.PaymentID != id {
+			t.Fatalf("PaymentID = %q", v.Params.PaymentID)
 		}
-		if p.PaymentID != id {
-			t.Fatalf("PaymentID = %q", p.PaymentID)
-		}
-		return fingerprintCreateRefund(r, "application/json", []byte(body), &p, &v)
+		return fp
 	}
 	if fp("pay_1") == fp("pay_2") {
 		t.Error("path parameter not part of the fingerprint")
@@ -304,11 +292,8 @@ func TestPathParametersAreFingerprinted(t *testing.T) {
 func TestOperationsAreDistinct(t *testing.T) {
 	// 020: the same body on two operations is two requests (the operationId is framed).
 	body := `{"amount": 800}`
-	v1, _ := decodeCreateProviderChargeJSON([]byte(body))
-	v2, _ := decodeCreateRefundJSON([]byte(body))
-	r := httptest.NewRequest("POST", "/", nil)
-	a := fingerprintCreateProviderCharge(r, "application/json", []byte(body), &CreateProviderChargeParams{}, &v1)
-	b := fingerprintCreateRefund(r, "application/json", []byte(body), &CreateRefundParams{}, &v2)
+	a := gentest.Fingerprint(t, operationCreateProviderCharge(), decodeCreateProviderCharge, "", "application/json", body)
+	b := gentest.Fingerprint(t, operationCreateRefund(), decodeCreateRefund, "/v1/payments/p1/refunds", "application/json", body)
 	if a == b {
 		t.Error("two operations share a fingerprint")
 	}

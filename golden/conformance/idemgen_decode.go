@@ -4,10 +4,25 @@ package conformance
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
 )
+
+// decodeCreateCharge reads a request to createCharge: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateCharge(in *gen.Input) (v CreateChargeRequest, err error) {
+	if v.Body, err = decodeCreateChargeForm(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateChargeParams(in.Request); err != nil {
+		return
+	}
+	_ = in.FormBody()
+	return
+}
 
 // decodeCreateChargeForm decodes an application/x-www-form-urlencoded body of createCharge; errors
 // are *canonical.Error (400 body-invalid).
@@ -82,6 +97,20 @@ func parseCreateChargeParams(r *http.Request) (CreateChargeParams, error) {
 	return p, nil
 }
 
+// decodeCreateOrder reads a request to createOrder: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateOrder(in *gen.Input) (v CreateOrderRequest, err error) {
+	if v.Body, err = decodeCreateOrderJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateOrderParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreateOrderBodyForCreateOrder(in.BodyStart(), &v.Body))
+	return
+}
+
 // decodeCreateOrderJSON decodes a application/json request body of operation createOrder strictly
 // and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
 func decodeCreateOrderJSON(data []byte) (CreateOrderBody, error) {
@@ -99,6 +128,20 @@ func parseCreateOrderParams(r *http.Request) (CreateOrderParams, error) {
 	return p, nil
 }
 
+// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
+	if v.Body, err = decodeCreatePaymentJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &v.Body))
+	return
+}
+
 // decodeCreatePaymentJSON decodes a application/json request body of operation createPayment
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
 func decodeCreatePaymentJSON(data []byte) (CreatePaymentBody, error) {
@@ -114,6 +157,21 @@ func decodeCreatePaymentJSON(data []byte) (CreatePaymentBody, error) {
 func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
 	var p CreatePaymentParams
 	return p, nil
+}
+
+// decodeCreateRefund reads a request to createRefund: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateRefund(in *gen.Input) (v CreateRefundRequest, err error) {
+	if v.Body, err = decodeCreateRefundJSON(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("payment_id", in.PathValue("payment_id"))
+	if v.Params, err = parseCreateRefundParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreateRefundBody(in.BodyStart(), &v.Body))
+	return
 }
 
 // decodeCreateRefundJSON decodes a application/json request body of operation createRefund strictly
@@ -137,6 +195,20 @@ func parseCreateRefundParams(r *http.Request) (CreateRefundParams, error) {
 	return p, nil
 }
 
+// decodeCreateProviderCharge reads a request to createProviderCharge: the body and the parameters,
+// checked against the schema (errors name the offending value: 400 body-invalid), then the
+// canonical body for the fingerprint.
+func decodeCreateProviderCharge(in *gen.Input) (v CreateProviderChargeRequest, err error) {
+	if v.Body, err = decodeCreateProviderChargeJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateProviderChargeParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreateProviderChargeBody(in.BodyStart(), &v.Body))
+	return
+}
+
 // decodeCreateProviderChargeJSON decodes a application/json request body of operation
 // createProviderCharge strictly and checks the schema's constraints; errors are *canonical.Error
 // (400 body-invalid).
@@ -154,6 +226,25 @@ func decodeCreateProviderChargeJSON(data []byte) (CreateProviderChargeBody, erro
 func parseCreateProviderChargeParams(r *http.Request) (CreateProviderChargeParams, error) {
 	var p CreateProviderChargeParams
 	return p, nil
+}
+
+// decodeCreateTransfer reads a request to createTransfer: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreateTransfer(in *gen.Input) (v CreateTransferRequest, err error) {
+	if v.Body, err = decodeCreateTransferJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateTransferParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreateTransferBodyForCreateTransfer(in.BodyStart(), &v.Body))
+	if v.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*v.Body.IdempotencyKey, true)
+	} else {
+		in.SetBodyKey("", false)
+	}
+	return
 }
 
 // decodeCreateTransferJSON decodes a application/json request body of operation createTransfer

@@ -5,186 +5,81 @@ package conformance
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createChargeHandler serves POST /v1/charges through the idempotency runtime.
-type createChargeHandler struct {
-	rt *runtime.Runtime
-	fn CreateChargeFunc
-}
-
-func (h createChargeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCharge)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateChargeForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateChargeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateCharge(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateChargeHandler returns the http.Handler of operation createCharge (POST /v1/charges).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v1/charges".
+func NewCreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCharge(), decodeCreateCharge, func(ctx context.Context, db pgstore.DBTX, in *CreateChargeRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createOrderHandler serves POST /v1/orders through the idempotency runtime.
-type createOrderHandler struct {
-	rt *runtime.Runtime
-	fn CreateOrderFunc
-}
-
-func (h createOrderHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateOrder)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateOrderJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateOrderParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateOrder(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateOrderHandler returns the http.Handler of operation createOrder (POST /v1/orders).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
+// excludes /metadata/trace_id. It serves the operation through the idempotency runtime: the
+// decoder, the fingerprint and the state machine run before fn. Register mounts it; mount it
+// yourself on another router at the pattern "POST /v1/orders".
+func NewCreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateOrder(), decodeCreateOrder, func(ctx context.Context, db pgstore.DBTX, in *CreateOrderRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createPaymentHandler serves POST /v1/payments through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
-}
-
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePaymentJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /v1/payments).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
+// excludes /client_timestamp. It serves the operation through the idempotency runtime: the decoder,
+// the fingerprint and the state machine run before fn. Register mounts it; mount it yourself on
+// another router at the pattern "POST /v1/payments".
+func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createRefundHandler serves POST /v1/payments/{payment_id}/refunds through the idempotency runtime.
-type createRefundHandler struct {
-	rt *runtime.Runtime
-	fn CreateRefundFunc
-}
-
-func (h createRefundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateRefund)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateRefundJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateRefundParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateRefund(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateRefundHandler returns the http.Handler of operation createRefund (POST
+// /v1/payments/{payment_id}/refunds).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v1/payments/{payment_id}/refunds".
+func NewCreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRefund(), decodeCreateRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateRefundRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createProviderChargeHandler serves POST /v1/provider-charges through the idempotency runtime.
-type createProviderChargeHandler struct {
-	rt *runtime.Runtime
-	fn CreateProviderChargeFunc
-}
-
-func (h createProviderChargeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateProviderCharge)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateProviderChargeJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateProviderChargeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateProviderCharge(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunLease(key, fp, func(ctx context.Context, lease *runtime.LeaseHandle) (runtime.CompleteFunc, error) {
-		return h.fn(ctx, lease, params, body)
+// NewCreateProviderChargeHandler returns the http.Handler of operation createProviderCharge (POST
+// /v1/provider-charges).
+//
+// Idempotency: mode lease, scope tenant, retention 24h, lease 1s; key in header Idempotency-Key. It
+// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
+// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
+// "POST /v1/provider-charges".
+func NewCreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFunc) http.Handler {
+	return runtime.LeaseHandler(rt, operationCreateProviderCharge(), decodeCreateProviderCharge, func(ctx context.Context, lease *runtime.Lease, in *CreateProviderChargeRequest) (runtime.CompleteFunc[pgstore.DBTX], error) {
+		return fn(ctx, lease, in.Params, in.Body)
 	})
 }
 
-// createTransferHandler serves POST /v1/transfers through the idempotency runtime.
-type createTransferHandler struct {
-	rt *runtime.Runtime
-	fn CreateTransferFunc
-}
-
-func (h createTransferHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateTransfer)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateTransferJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateTransferParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreateTransfer(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateTransferHandler returns the http.Handler of operation createTransfer (POST
+// /v1/transfers).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key. It
+// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
+// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
+// "POST /v1/transfers".
+func NewCreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateTransfer(), decodeCreateTransfer, func(ctx context.Context, db pgstore.DBTX, in *CreateTransferRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,25 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCharge         runtime.Operation
-	CreateOrder          runtime.Operation
-	CreatePayment        runtime.Operation
-	CreateRefund         runtime.Operation
-	CreateProviderCharge runtime.Operation
-	CreateTransfer       runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCharge: runtime.Operation{
+// operationCreateCharge returns the resolved idempotency settings of createCharge.
+func operationCreateCharge() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createCharge",
 		Method: "POST",
 		Path:   "/v1/charges",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -46,13 +34,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateOrder: runtime.Operation{
+	}
+}
+
+// operationCreateOrder returns the resolved idempotency settings of createOrder.
+func operationCreateOrder() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createOrder",
 		Method: "POST",
 		Path:   "/v1/orders",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -65,13 +56,17 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment: runtime.Operation{
+		Exclude:       []string{"/metadata/trace_id"},
+	}
+}
+
+// operationCreatePayment returns the resolved idempotency settings of createPayment.
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/v1/payments",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -84,13 +79,17 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateRefund: runtime.Operation{
+		Exclude:       []string{"/client_timestamp"},
+	}
+}
+
+// operationCreateRefund returns the resolved idempotency settings of createRefund.
+func operationCreateRefund() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createRefund",
 		Method: "POST",
 		Path:   "/v1/payments/{payment_id}/refunds",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -103,13 +102,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateProviderCharge: runtime.Operation{
+	}
+}
+
+// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge.
+func operationCreateProviderCharge() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createProviderCharge",
 		Method: "POST",
 		Path:   "/v1/provider-charges",
-		Mode:   runtime.Lease,
+		Mode:   runtime.ModeLease,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -122,13 +124,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateTransfer: runtime.Operation{
+	}
+}
+
+// operationCreateTransfer returns the resolved idempotency settings of createTransfer.
+func operationCreateTransfer() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createTransfer",
 		Method: "POST",
 		Path:   "/v1/transfers",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			BodyPointer: "/idempotency_key",
@@ -141,13 +146,26 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCharge(),
+		operationCreateOrder(),
+		operationCreatePayment(),
+		operationCreateRefund(),
+		operationCreateProviderCharge(),
+		operationCreateTransfer(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreateCharge         CreateChargeFunc
 	CreateOrder          CreateOrderFunc
@@ -157,18 +175,22 @@ type Handlers struct {
 	CreateTransfer       CreateTransferFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = conformance.Register(mux, rt, conformance.Handlers{CreateCharge: createCharge})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreateCharge()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -178,45 +200,27 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCharge != nil {
 		pattern = "POST /v1/charges"
-		mux.Handle(pattern, createChargeHandler{
-			fn: h.CreateCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateChargeHandler(rt, h.CreateCharge))
 	}
 	if h.CreateOrder != nil {
 		pattern = "POST /v1/orders"
-		mux.Handle(pattern, createOrderHandler{
-			fn: h.CreateOrder,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateOrderHandler(rt, h.CreateOrder))
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /v1/payments"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /v1/payments/{payment_id}/refunds"
-		mux.Handle(pattern, createRefundHandler{
-			fn: h.CreateRefund,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
 	}
 	if h.CreateProviderCharge != nil {
 		pattern = "POST /v1/provider-charges"
-		mux.Handle(pattern, createProviderChargeHandler{
-			fn: h.CreateProviderCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateProviderChargeHandler(rt, h.CreateProviderCharge))
 	}
 	if h.CreateTransfer != nil {
 		pattern = "POST /v1/transfers"
-		mux.Handle(pattern, createTransferHandler{
-			fn: h.CreateTransfer,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateTransferHandler(rt, h.CreateTransfer))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // PaymentRequest is a request type (schema PaymentRequest).
@@ -94,12 +94,19 @@ type CreateTransferBody struct {
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreateChargeParams struct{}
 
+// CreateChargeRequest is a decoded request to createCharge.
+type CreateChargeRequest struct {
+	Params CreateChargeParams
+	Body   CreateChargeBody
+}
+
 // CreateChargeFunc is the business function of operation createCharge (POST /v1/charges).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateChargeFunc func(ctx context.Context, tx pgx.Tx, p CreateChargeParams, body CreateChargeBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateChargeFunc func(ctx context.Context, tx pgstore.DBTX, p CreateChargeParams, body CreateChargeBody) (runtime.Response, error)
 
 // CreateOrderParams holds the parameters of operation createOrder (POST /v1/orders).
 //
@@ -109,13 +116,20 @@ type CreateChargeFunc func(ctx context.Context, tx pgx.Tx, p CreateChargeParams,
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreateOrderParams struct{}
 
+// CreateOrderRequest is a decoded request to createOrder.
+type CreateOrderRequest struct {
+	Params CreateOrderParams
+	Body   CreateOrderBody
+}
+
 // CreateOrderFunc is the business function of operation createOrder (POST /v1/orders).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
 // excludes /metadata/trace_id.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateOrderFunc func(ctx context.Context, tx pgx.Tx, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateOrderFunc func(ctx context.Context, tx pgstore.DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
 
 // CreatePaymentParams holds the parameters of operation createPayment (POST /v1/payments).
 //
@@ -128,13 +142,20 @@ type CreatePaymentParams struct{}
 // CreatePaymentBody is the request body of operation createPayment.
 type CreatePaymentBody = PaymentRequest
 
+// CreatePaymentRequest is a decoded request to createPayment.
+type CreatePaymentRequest struct {
+	Params CreatePaymentParams
+	Body   CreatePaymentBody
+}
+
 // CreatePaymentFunc is the business function of operation createPayment (POST /v1/payments).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
 // excludes /client_timestamp.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePaymentFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
 
 // CreateRefundParams holds the parameters of operation createRefund (POST
 // /v1/payments/{payment_id}/refunds).
@@ -146,13 +167,20 @@ type CreateRefundParams struct {
 	PaymentID string // path parameter payment_id
 }
 
+// CreateRefundRequest is a decoded request to createRefund.
+type CreateRefundRequest struct {
+	Params CreateRefundParams
+	Body   CreateRefundBody
+}
+
 // CreateRefundFunc is the business function of operation createRefund (POST
 // /v1/payments/{payment_id}/refunds).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateRefundFunc func(ctx context.Context, tx pgx.Tx, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
 
 // CreateProviderChargeParams holds the parameters of operation createProviderCharge (POST
 // /v1/provider-charges).
@@ -162,6 +190,12 @@ type CreateRefundFunc func(ctx context.Context, tx pgx.Tx, p CreateRefundParams,
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreateProviderChargeParams struct{}
 
+// CreateProviderChargeRequest is a decoded request to createProviderCharge.
+type CreateProviderChargeRequest struct {
+	Params CreateProviderChargeParams
+	Body   CreateProviderChargeBody
+}
+
 // CreateProviderChargeFunc is the business function of operation createProviderCharge (POST
 // /v1/provider-charges).
 //
@@ -170,16 +204,23 @@ type CreateProviderChargeParams struct{}
 // Lease mode: it runs outside any transaction (call external services with lease.ProviderKey), then
 // returns the completion phase, which writes its rows through the transaction that completes the
 // idempotency record.
-type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.LeaseHandle, p CreateProviderChargeParams, body CreateProviderChargeBody) (runtime.CompleteFunc, error)
+type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateProviderChargeParams, body CreateProviderChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error)
 
 // CreateTransferParams holds the parameters of operation createTransfer (POST /v1/transfers).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
 type CreateTransferParams struct{}
 
+// CreateTransferRequest is a decoded request to createTransfer.
+type CreateTransferRequest struct {
+	Params CreateTransferParams
+	Body   CreateTransferBody
+}
+
 // CreateTransferFunc is the business function of operation createTransfer (POST /v1/transfers).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateTransferFunc func(ctx context.Context, tx pgx.Tx, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateTransferFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)

@@ -4,7 +4,7 @@ package form
 // bracketed names, one operation with JSON and form bodies, and a raw body.
 
 import (
-	"net/http/httptest"
+	"github.com/idemgen/idemgen/internal/gentest"
 	"testing"
 )
 
@@ -18,12 +18,11 @@ func TestFormKeyAndBracketedNames(t *testing.T) {
 		t.Fatalf("decoded %+v", v)
 	}
 	fp := func(body string) [32]byte {
-		v, err := decodeCreateCustomerForm([]byte(body))
+		_, err := decodeCreateCustomerForm([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		r := httptest.NewRequest("POST", "/v1/customers", nil)
-		return fingerprintCreateCustomer(r, "application/x-www-form-urlencoded", []byte(body), &CreateCustomerParams{}, &v).Sum
+		return gentest.Fingerprint(t, operationCreateCustomer(), decodeCreateCustomer, "", "application/x-www-form-urlencoded", body).Sum
 	}
 	// The key and the excluded client_ip do not count; field order and encoding do not either.
 	other := "client_ip=10.9.9.9&tax_exempt=none&metadata[order]=42&email=a@b.example&idempotency_key=key-0002-bbbbbbbbbbbb"
@@ -52,23 +51,20 @@ func TestOneOperationTwoMediaTypes(t *testing.T) {
 	if j.Text != f.Text || *j.Pinned != *f.Pinned {
 		t.Errorf("JSON %+v and form %+v decode differently", j, f)
 	}
-	r := httptest.NewRequest("POST", "/v1/notes", nil)
-	a := fingerprintCreateNote(r, "application/json", []byte(`{"text":"hi","pinned":true}`), &CreateNoteParams{}, &j)
-	b := fingerprintCreateNote(r, "application/x-www-form-urlencoded", []byte(`text=hi&pinned=true`), &CreateNoteParams{}, &f)
+	a := gentest.Fingerprint(t, operationCreateNote(), decodeCreateNote, "", "application/json", `{"text":"hi","pinned":true}`)
+	b := gentest.Fingerprint(t, operationCreateNote(), decodeCreateNote, "", "application/x-www-form-urlencoded", `text=hi&pinned=true`)
 	if a == b {
 		t.Error("the media type is not part of the fingerprint")
 	}
 	// The body is optional: absent differs from an empty object.
-	var zero CreateNoteBody
-	if fingerprintCreateNote(r, "", nil, &CreateNoteParams{}, &zero) == fingerprintCreateNote(r, "application/json", []byte(`{"text":""}`), &CreateNoteParams{}, &zero) {
+	if gentest.Fingerprint(t, operationCreateNote(), decodeCreateNote, "", "", "") == gentest.Fingerprint(t, operationCreateNote(), decodeCreateNote, "", "application/json", `{"text":""}`) {
 		t.Error("absent body fingerprints like a present one")
 	}
 }
 
 func TestRawBodyIsByteExact(t *testing.T) {
-	r := httptest.NewRequest("POST", "/v1/files", nil)
-	a := fingerprintUploadFile(r, "application/octet-stream", []byte("abc"), &UploadFileParams{}, nil)
-	if b := fingerprintUploadFile(r, "application/octet-stream", []byte("abd"), &UploadFileParams{}, nil); a == b {
+	a := gentest.Fingerprint(t, operationUploadFile(), decodeUploadFile, "", "application/octet-stream", "abc")
+	if b := gentest.Fingerprint(t, operationUploadFile(), decodeUploadFile, "", "application/octet-stream", "abd"); a == b {
 		t.Error("raw body change kept the fingerprint")
 	}
 }

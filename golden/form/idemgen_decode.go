@@ -4,10 +4,30 @@ package form
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
 )
+
+// decodeCreateCustomer reads a request to createCustomer: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreateCustomer(in *gen.Input) (v CreateCustomerRequest, err error) {
+	if v.Body, err = decodeCreateCustomerForm(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateCustomerParams(in.Request); err != nil {
+		return
+	}
+	_ = in.FormBody("client_ip", "idempotency_key")
+	if v.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*v.Body.IdempotencyKey, true)
+	} else {
+		in.SetBodyKey("", false)
+	}
+	return
+}
 
 // decodeCreateCustomerForm decodes an application/x-www-form-urlencoded body of createCustomer;
 // errors are *canonical.Error (400 body-invalid).
@@ -128,10 +148,56 @@ func parseCreateCustomerParams(r *http.Request) (CreateCustomerParams, error) {
 	return p, nil
 }
 
+// decodeUploadFile reads a request to uploadFile: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeUploadFile(in *gen.Input) (v UploadFileRequest, err error) {
+	v.Body = in.Body
+	if v.Params, err = parseUploadFileParams(in.Request); err != nil {
+		return
+	}
+	in.RawBody()
+	return
+}
+
 // parseUploadFileParams reads the path, query and header parameters of uploadFile.
 func parseUploadFileParams(r *http.Request) (UploadFileParams, error) {
 	var p UploadFileParams
 	return p, nil
+}
+
+// decodeCreateNote reads a request to createNote: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateNote(in *gen.Input) (v CreateNoteRequest, err error) {
+	if len(in.Body) > 0 {
+		switch in.Declared {
+		case "application/json":
+			if v.Body, err = decodeCreateNoteJSON(in.Body); err != nil {
+				return
+			}
+		case "application/x-www-form-urlencoded":
+			if v.Body, err = decodeCreateNoteForm(in.Body); err != nil {
+				return
+			}
+		default:
+			return v, &gen.BodyError{Reason: "no decoder for media type " + in.MediaType}
+		}
+	}
+	if v.Params, err = parseCreateNoteParams(in.Request); err != nil {
+		return
+	}
+	if len(in.Body) == 0 {
+		in.RawBody() // absent
+	} else {
+		switch in.Declared {
+		case "application/json":
+			in.JSONBody(appendCanonicalNote(in.BodyStart(), &v.Body))
+		case "application/x-www-form-urlencoded":
+			_ = in.FormBody()
+		}
+	}
+	return
 }
 
 // decodeCreateNoteJSON decodes a application/json request body of operation createNote strictly and

@@ -5,106 +5,44 @@ package form
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createCustomerHandler serves POST /v1/customers through the idempotency runtime.
-type createCustomerHandler struct {
-	rt *runtime.Runtime
-	fn CreateCustomerFunc
-}
-
-func (h createCustomerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCustomer)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateCustomerForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateCustomerParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreateCustomer(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateCustomerHandler returns the http.Handler of operation createCustomer (POST
+// /v1/customers).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
+// (optional: without it the request runs unguarded); fingerprint excludes client_ip. It serves the
+// operation through the idempotency runtime: the decoder, the fingerprint and the state machine run
+// before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v1/customers".
+func NewCreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCustomer(), decodeCreateCustomer, func(ctx context.Context, db pgstore.DBTX, in *CreateCustomerRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// uploadFileHandler serves POST /v1/files through the idempotency runtime.
-type uploadFileHandler struct {
-	rt *runtime.Runtime
-	fn UploadFileFunc
-}
-
-func (h uploadFileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UploadFile)
-	if !ok {
-		return
-	}
-	body := x.Body()
-	params, err := parseUploadFileParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintUploadFile(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewUploadFileHandler returns the http.Handler of operation uploadFile (POST /v1/files).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; body
+// fingerprinted as raw bytes. It serves the operation through the idempotency runtime: the decoder,
+// the fingerprint and the state machine run before fn. Register mounts it; mount it yourself on
+// another router at the pattern "POST /v1/files".
+func NewUploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUploadFile(), decodeUploadFile, func(ctx context.Context, db pgstore.DBTX, in *UploadFileRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createNoteHandler serves POST /v1/notes through the idempotency runtime.
-type createNoteHandler struct {
-	rt *runtime.Runtime
-	fn CreateNoteFunc
-}
-
-func (h createNoteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateNote)
-	if !ok {
-		return
-	}
-	var body CreateNoteBody
-	var err error
-	if len(x.Body()) > 0 {
-		switch x.DeclaredMediaType() {
-		case "application/json":
-			body, err = decodeCreateNoteJSON(x.Body())
-		case "application/x-www-form-urlencoded":
-			body, err = decodeCreateNoteForm(x.Body())
-		default:
-			err = &runtime.BodyError{Reason: "no decoder for media type " + x.MediaType()}
-		}
-	}
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateNoteParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateNote(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateNoteHandler returns the http.Handler of operation createNote (POST /v1/notes).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v1/notes".
+func NewCreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateNote(), decodeCreateNote, func(ctx context.Context, db pgstore.DBTX, in *CreateNoteRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,22 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCustomer runtime.Operation
-	UploadFile     runtime.Operation
-	CreateNote     runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCustomer: runtime.Operation{
+// operationCreateCustomer returns the resolved idempotency settings of createCustomer.
+func operationCreateCustomer() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createCustomer",
 		Method: "POST",
 		Path:   "/v1/customers",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			BodyPointer: "idempotency_key",
@@ -43,13 +34,17 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UploadFile: runtime.Operation{
+		Exclude:       []string{"client_ip"},
+	}
+}
+
+// operationUploadFile returns the resolved idempotency settings of uploadFile.
+func operationUploadFile() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "uploadFile",
 		Method: "POST",
 		Path:   "/v1/files",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -62,13 +57,17 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/octet-stream"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateNote: runtime.Operation{
+		RawBody:       true,
+	}
+}
+
+// operationCreateNote returns the resolved idempotency settings of createNote.
+func operationCreateNote() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createNote",
 		Method: "POST",
 		Path:   "/v1/notes",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -81,31 +80,45 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json", "application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCustomer(),
+		operationUploadFile(),
+		operationCreateNote(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreateCustomer CreateCustomerFunc
 	UploadFile     UploadFileFunc
 	CreateNote     CreateNoteFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = form.Register(mux, rt, form.Handlers{CreateCustomer: createCustomer})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreateCustomer()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -115,24 +128,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCustomer != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, createCustomerHandler{
-			fn: h.CreateCustomer,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateCustomerHandler(rt, h.CreateCustomer))
 	}
 	if h.UploadFile != nil {
 		pattern = "POST /v1/files"
-		mux.Handle(pattern, uploadFileHandler{
-			fn: h.UploadFile,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewUploadFileHandler(rt, h.UploadFile))
 	}
 	if h.CreateNote != nil {
 		pattern = "POST /v1/notes"
-		mux.Handle(pattern, createNoteHandler{
-			fn: h.CreateNote,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateNoteHandler(rt, h.CreateNote))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // Note is a request type (schema Note).
@@ -46,13 +46,20 @@ const (
 // (optional: without it the request runs unguarded); fingerprint excludes client_ip.
 type CreateCustomerParams struct{}
 
+// CreateCustomerRequest is a decoded request to createCustomer.
+type CreateCustomerRequest struct {
+	Params CreateCustomerParams
+	Body   CreateCustomerBody
+}
+
 // CreateCustomerFunc is the business function of operation createCustomer (POST /v1/customers).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
 // (optional: without it the request runs unguarded); fingerprint excludes client_ip.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateCustomerFunc func(ctx context.Context, tx pgx.Tx, p CreateCustomerParams, body CreateCustomerBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateCustomerFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCustomerParams, body CreateCustomerBody) (runtime.Response, error)
 
 // UploadFileParams holds the parameters of operation uploadFile (POST /v1/files).
 //
@@ -65,13 +72,20 @@ type UploadFileParams struct{}
 // UploadFileBody is the exact request body of operation uploadFile.
 type UploadFileBody = []byte
 
+// UploadFileRequest is a decoded request to uploadFile.
+type UploadFileRequest struct {
+	Params UploadFileParams
+	Body   UploadFileBody
+}
+
 // UploadFileFunc is the business function of operation uploadFile (POST /v1/files).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; body
 // fingerprinted as raw bytes.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type UploadFileFunc func(ctx context.Context, tx pgx.Tx, p UploadFileParams, body UploadFileBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type UploadFileFunc func(ctx context.Context, tx pgstore.DBTX, p UploadFileParams, body UploadFileBody) (runtime.Response, error)
 
 // CreateNoteParams holds the parameters of operation createNote (POST /v1/notes).
 //
@@ -83,9 +97,16 @@ type CreateNoteParams struct{}
 // CreateNoteBody is the request body of operation createNote.
 type CreateNoteBody = Note
 
+// CreateNoteRequest is a decoded request to createNote.
+type CreateNoteRequest struct {
+	Params CreateNoteParams
+	Body   CreateNoteBody
+}
+
 // CreateNoteFunc is the business function of operation createNote (POST /v1/notes).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateNoteFunc func(ctx context.Context, tx pgx.Tx, p CreateNoteParams, body CreateNoteBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateNoteFunc func(ctx context.Context, tx pgstore.DBTX, p CreateNoteParams, body CreateNoteBody) (runtime.Response, error)

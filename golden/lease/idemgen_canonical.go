@@ -2,23 +2,7 @@
 
 package lease
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCaptureCharge is the fingerprint of a request to captureCharge (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCaptureCharge(r *http.Request, mediaType string, raw []byte, p *CaptureChargeParams, v *CaptureChargeBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("captureCharge", "POST", "/charges/{chargeId}/capture")
-	f.PathParam("chargeId", r.PathValue("chargeId"))
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCaptureChargeBody(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCaptureChargeBody appends the canonical form (RFC 8785) of v to b: members amount,
 // statement_descriptor.

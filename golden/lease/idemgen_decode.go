@@ -4,9 +4,25 @@ package lease
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 	"unicode/utf8"
 )
+
+// decodeCaptureCharge reads a request to captureCharge: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCaptureCharge(in *gen.Input) (v CaptureChargeRequest, err error) {
+	if v.Body, err = decodeCaptureChargeJSON(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("chargeId", in.PathValue("chargeId"))
+	if v.Params, err = parseCaptureChargeParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCaptureChargeBody(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeCaptureChargeJSON decodes a application/json request body of operation captureCharge
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).

@@ -5,34 +5,19 @@ package lease
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// captureChargeHandler serves POST /charges/{chargeId}/capture through the idempotency runtime.
-type captureChargeHandler struct {
-	rt *runtime.Runtime
-	fn CaptureChargeFunc
-}
-
-func (h captureChargeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CaptureCharge)
-	if !ok {
-		return
-	}
-	body, err := decodeCaptureChargeJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCaptureChargeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCaptureCharge(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunLease(key, fp, func(ctx context.Context, lease *runtime.LeaseHandle) (runtime.CompleteFunc, error) {
-		return h.fn(ctx, lease, params, body)
+// NewCaptureChargeHandler returns the http.Handler of operation captureCharge (POST
+// /charges/{chargeId}/capture): Capture an authorised charge at the provider.
+//
+// Idempotency: mode lease, scope operation, retention 72h, lease 45s; key in header
+// Idempotency-Key. It serves the operation through the idempotency runtime: the decoder, the
+// fingerprint and the state machine run before fn. Register mounts it; mount it yourself on another
+// router at the pattern "POST /charges/{chargeId}/capture".
+func NewCaptureChargeHandler(rt *runtime.Runtime, fn CaptureChargeFunc) http.Handler {
+	return runtime.LeaseHandler(rt, operationCaptureCharge(), decodeCaptureCharge, func(ctx context.Context, lease *runtime.Lease, in *CaptureChargeRequest) (runtime.CompleteFunc[pgstore.DBTX], error) {
+		return fn(ctx, lease, in.Params, in.Body)
 	})
 }

@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-	"regexp"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -16,27 +15,20 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CaptureCharge runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CaptureCharge: runtime.Operation{
+// operationCaptureCharge returns the resolved idempotency settings of captureCharge.
+func operationCaptureCharge() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "captureCharge",
 		Method: "POST",
 		Path:   "/charges/{chargeId}/capture",
-		Mode:   runtime.Lease,
+		Mode:   runtime.ModeLease,
 		Scope:  runtime.ScopeOperation,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
 			Required:  true,
 			MinLength: 20,
 			MaxLength: 255,
-			Pattern:   regexp.MustCompile("^(?:^[a-z0-9-]+$)$"),
+			Pattern:   "^[a-z0-9-]+$",
 		},
 		Retention:     72 * time.Hour,
 		Lease:         45 * time.Second,
@@ -46,28 +38,41 @@ var Operations = OperationTable{
 		MediaTypes:    []string{"application/json"},
 		ReplayHeaders: []string{"X-Provider-Reference"},
 		Statuses:      []runtime.StatusRule{{Class: 2}, {Code: 402}, {Code: 409, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCaptureCharge(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CaptureCharge CaptureChargeFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = lease.Register(mux, rt, lease.Handlers{CaptureCharge: captureCharge})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCaptureCharge()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -77,10 +82,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CaptureCharge != nil {
 		pattern = "POST /charges/{chargeId}/capture"
-		mux.Handle(pattern, captureChargeHandler{
-			fn: h.CaptureCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCaptureChargeHandler(rt, h.CaptureCharge))
 	}
 	return nil
 }

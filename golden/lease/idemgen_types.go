@@ -6,6 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CaptureChargeBody is a request type (inline schema at
@@ -28,6 +29,12 @@ type CaptureChargeParams struct {
 	ChargeID string // path parameter chargeId
 }
 
+// CaptureChargeRequest is a decoded request to captureCharge.
+type CaptureChargeRequest struct {
+	Params CaptureChargeParams
+	Body   CaptureChargeBody
+}
+
 // CaptureChargeFunc is the business function of operation captureCharge (POST
 // /charges/{chargeId}/capture): Capture an authorised charge at the provider.
 //
@@ -37,4 +44,4 @@ type CaptureChargeParams struct {
 // Lease mode: it runs outside any transaction (call external services with lease.ProviderKey), then
 // returns the completion phase, which writes its rows through the transaction that completes the
 // idempotency record.
-type CaptureChargeFunc func(ctx context.Context, lease *runtime.LeaseHandle, p CaptureChargeParams, body CaptureChargeBody) (runtime.CompleteFunc, error)
+type CaptureChargeFunc func(ctx context.Context, lease *runtime.Lease, p CaptureChargeParams, body CaptureChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error)

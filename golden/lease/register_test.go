@@ -14,32 +14,31 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func TestLeaseModeThroughRegister(t *testing.T) {
 	pool := pgtest.NewPool(t, 4)
-	if err := runtime.Migrate(context.Background(), pool); err != nil {
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{Pool: pool, SingleTenant: true})
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
 	mux := http.NewServeMux()
 	err = Register(mux, rt, Handlers{
-		CaptureCharge: func(ctx context.Context, lease *runtime.LeaseHandle, p CaptureChargeParams, body CaptureChargeBody) (runtime.CompleteFunc, error) {
+		CaptureCharge: func(ctx context.Context, lease *runtime.Lease, p CaptureChargeParams, body CaptureChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			calls.Add(1)
 			ref := lease.ProviderKey("capture") // what a real handler sends to the provider
 			status := 200
 			if body.Amount > 1000 {
 				status = 402 // a final decline: replay.statuses stores it
 			}
-			return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return func(ctx context.Context, tx pgstore.DBTX) (runtime.Response, error) {
 				return runtime.Response{Status: status, Header: http.Header{"X-Provider-Reference": {ref}},
 					Body: []byte(`{"charge":"` + p.ChargeID + `"}`)}, nil
 			}, nil

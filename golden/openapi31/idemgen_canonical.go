@@ -2,22 +2,7 @@
 
 package openapi31
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintPostEntry is the fingerprint of a request to postEntry (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintPostEntry(r *http.Request, mediaType string, raw []byte, p *PostEntryParams, v *PostEntryBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("postEntry", "POST", "/v2/entries")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalPostEntryBody(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalPostEntryBody appends the canonical form (RFC 8785) of v to b: members account,
 // amount, code, confirmed, counterparty, extra, labels, memo, priority, rate, ratio, ref,

@@ -5,9 +5,24 @@ package openapi31
 import (
 	"bytes"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 	"regexp"
 )
+
+// decodePostEntry reads a request to postEntry: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePostEntry(in *gen.Input) (v PostEntryRequest, err error) {
+	if v.Body, err = decodePostEntryJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parsePostEntryParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalPostEntryBody(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodePostEntryJSON decodes a application/json request body of operation postEntry strictly and
 // checks the schema's constraints; errors are *canonical.Error (400 body-invalid).

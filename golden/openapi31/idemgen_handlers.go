@@ -5,35 +5,18 @@ package openapi31
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// postEntryHandler serves POST /v2/entries through the idempotency runtime.
-type postEntryHandler struct {
-	rt *runtime.Runtime
-	fn PostEntryFunc
-}
-
-func (h postEntryHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PostEntry)
-	if !ok {
-		return
-	}
-	body, err := decodePostEntryJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePostEntryParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPostEntry(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPostEntryHandler returns the http.Handler of operation postEntry (POST /v2/entries).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header X-Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v2/entries".
+func NewPostEntryHandler(rt *runtime.Runtime, fn PostEntryFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostEntry(), decodePostEntry, func(ctx context.Context, db pgstore.DBTX, in *PostEntryRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

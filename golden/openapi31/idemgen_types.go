@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // PostEntryBody is a request type (inline schema at
@@ -47,9 +47,16 @@ type PostEntryBodyContext struct {
 // The idempotency key header is not here: the runtime reads and validates it.
 type PostEntryParams struct{}
 
+// PostEntryRequest is a decoded request to postEntry.
+type PostEntryRequest struct {
+	Params PostEntryParams
+	Body   PostEntryBody
+}
+
 // PostEntryFunc is the business function of operation postEntry (POST /v2/entries).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header X-Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PostEntryFunc func(ctx context.Context, tx pgx.Tx, p PostEntryParams, body PostEntryBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PostEntryFunc func(ctx context.Context, tx pgstore.DBTX, p PostEntryParams, body PostEntryBody) (runtime.Response, error)

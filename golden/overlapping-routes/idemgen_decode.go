@@ -3,9 +3,20 @@
 package overlappingroutes
 
 import (
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
-	"strings"
 )
+
+// decodeCloseAccount reads a request to closeAccount: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCloseAccount(in *gen.Input) (v CloseAccountRequest, err error) {
+	in.Request.SetPathValue("id", in.PathValue("id"))
+	if v.Params, err = parseCloseAccountParams(in.Request); err != nil {
+		return
+	}
+	return
+}
 
 // parseCloseAccountParams reads the path, query and header parameters of closeAccount.
 func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
@@ -15,6 +26,18 @@ func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
 		p.ID = s
 	}
 	return p, nil
+}
+
+// decodeAcmeThing reads a request to acmeThing: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeAcmeThing(in *gen.Input) (v AcmeThingRequest, err error) {
+	in.Request.SetPathValue("kind", in.PathValue("kind"))
+	in.Request.SetPathValue("name", in.PathValue("name"))
+	if v.Params, err = parseAcmeThingParams(in.Request); err != nil {
+		return
+	}
+	return
 }
 
 // parseAcmeThingParams reads the path, query and header parameters of acmeThing.
@@ -31,6 +54,17 @@ func parseAcmeThingParams(r *http.Request) (AcmeThingParams, error) {
 	return p, nil
 }
 
+// decodeCloseTenantAccounts reads a request to closeTenantAccounts: the body and the parameters,
+// checked against the schema (errors name the offending value: 400 body-invalid), then the
+// canonical body for the fingerprint.
+func decodeCloseTenantAccounts(in *gen.Input) (v CloseTenantAccountsRequest, err error) {
+	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
+	if v.Params, err = parseCloseTenantAccountsParams(in.Request); err != nil {
+		return
+	}
+	return
+}
+
 // parseCloseTenantAccountsParams reads the path, query and header parameters of
 // closeTenantAccounts.
 func parseCloseTenantAccountsParams(r *http.Request) (CloseTenantAccountsParams, error) {
@@ -40,6 +74,18 @@ func parseCloseTenantAccountsParams(r *http.Request) (CloseTenantAccountsParams,
 		p.Tenant = s
 	}
 	return p, nil
+}
+
+// decodeExportCSV reads a request to exportCSV: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeExportCSV(in *gen.Input) (v ExportCSVRequest, err error) {
+	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
+	in.Request.SetPathValue("file", in.PathValue("file"))
+	if v.Params, err = parseExportCSVParams(in.Request); err != nil {
+		return
+	}
+	return
 }
 
 // parseExportCSVParams reads the path, query and header parameters of exportCSV.
@@ -54,28 +100,4 @@ func parseExportCSVParams(r *http.Request) (ExportCSVParams, error) {
 		p.File = s
 	}
 	return p, nil
-}
-
-// matchSegment splits one path segment into parameter values around the literal pieces lits
-// (one more than there are parameters): each value ends at the first occurrence of the next
-// literal, the last one at the suffix. ok is false when a literal does not match or a value is
-// empty; the wrapper then answers 404, as ServeMux would for a path it does not know.
-func matchSegment(seg string, lits ...string) (vals []string, ok bool) {
-	last := lits[len(lits)-1]
-	if !strings.HasPrefix(seg, lits[0]) || len(seg) < len(lits[0])+len(last) || !strings.HasSuffix(seg, last) {
-		return nil, false
-	}
-	rest := seg[len(lits[0]) : len(seg)-len(last)]
-	for _, lit := range lits[1 : len(lits)-1] {
-		i := strings.Index(rest, lit)
-		if i <= 0 {
-			return nil, false
-		}
-		vals = append(vals, rest[:i])
-		rest = rest[i+len(lit):]
-	}
-	if rest == "" {
-		return nil, false
-	}
-	return append(vals, rest), true
 }

@@ -5,110 +5,57 @@ package overlappingroutes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// closeAccountHandler serves POST /accounts/{id}/close through the idempotency runtime.
-type closeAccountHandler struct {
-	rt *runtime.Runtime
-	fn CloseAccountFunc
-}
-
-func (h closeAccountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CloseAccount)
-	if !ok {
-		return
-	}
-	params, err := parseCloseAccountParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCloseAccount(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCloseAccountHandler returns the http.Handler of operation closeAccount (POST
+// /accounts/{id}/close).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /accounts/{id}/close".
+func NewCloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), decodeCloseAccount, func(ctx context.Context, db pgstore.DBTX, in *CloseAccountRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// acmeThingHandler serves POST /acme/{kind}/{name} through the idempotency runtime.
-type acmeThingHandler struct {
-	rt *runtime.Runtime
-	fn AcmeThingFunc
-}
-
-func (h acmeThingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.AcmeThing)
-	if !ok {
-		return
-	}
-	params, err := parseAcmeThingParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintAcmeThing(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewAcmeThingHandler returns the http.Handler of operation acmeThing (POST /acme/{kind}/{name}).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /acme/{kind}/{name}".
+func NewAcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAcmeThing(), decodeAcmeThing, func(ctx context.Context, db pgstore.DBTX, in *AcmeThingRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// closeTenantAccountsHandler serves POST /{tenant}/accounts/close through the idempotency runtime.
-type closeTenantAccountsHandler struct {
-	rt *runtime.Runtime
-	fn CloseTenantAccountsFunc
-}
-
-func (h closeTenantAccountsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CloseTenantAccounts)
-	if !ok {
-		return
-	}
-	params, err := parseCloseTenantAccountsParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCloseTenantAccounts(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCloseTenantAccountsHandler returns the http.Handler of operation closeTenantAccounts (POST
+// /{tenant}/accounts/close).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /{tenant}/accounts/close".
+func NewCloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseTenantAccounts(), decodeCloseTenantAccounts, func(ctx context.Context, db pgstore.DBTX, in *CloseTenantAccountsRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// exportCSVHandler serves POST /{tenant}/exports/{file}.csv through the idempotency runtime.
-type exportCSVHandler struct {
-	rt *runtime.Runtime
-	fn ExportCSVFunc
-}
-
-func (h exportCSVHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
-		vals, ok := matchSegment(r.PathValue("seg2"), "", ".csv")
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		r.SetPathValue("file", vals[0])
-	}
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.ExportCSV)
-	if !ok {
-		return
-	}
-	params, err := parseExportCSVParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintExportCSV(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewExportCSVHandler returns the http.Handler of operation exportCSV (POST
+// /{tenant}/exports/{file}.csv).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /{tenant}/exports/{seg2}".
+func NewExportCSVHandler(rt *runtime.Runtime, fn ExportCSVFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationExportCSV(), decodeExportCSV, func(ctx context.Context, db pgstore.DBTX, in *ExportCSVRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 	"time"
 )
@@ -15,23 +16,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CloseAccount        runtime.Operation
-	AcmeThing           runtime.Operation
-	CloseTenantAccounts runtime.Operation
-	ExportCSV           runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CloseAccount: runtime.Operation{
+// operationCloseAccount returns the resolved idempotency settings of closeAccount.
+func operationCloseAccount() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/close",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -43,13 +34,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	AcmeThing: runtime.Operation{
+	}
+}
+
+// operationAcmeThing returns the resolved idempotency settings of acmeThing.
+func operationAcmeThing() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "acmeThing",
 		Method: "POST",
 		Path:   "/acme/{kind}/{name}",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -61,13 +55,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CloseTenantAccounts: runtime.Operation{
+	}
+}
+
+// operationCloseTenantAccounts returns the resolved idempotency settings of closeTenantAccounts.
+func operationCloseTenantAccounts() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "closeTenantAccounts",
 		Method: "POST",
 		Path:   "/{tenant}/accounts/close",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -79,13 +76,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	ExportCSV: runtime.Operation{
+	}
+}
+
+// operationExportCSV returns the resolved idempotency settings of exportCSV.
+func operationExportCSV() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "exportCSV",
 		Method: "POST",
 		Path:   "/{tenant}/exports/{file}.csv",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -97,13 +97,24 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCloseAccount(),
+		operationAcmeThing(),
+		operationCloseTenantAccounts(),
+		operationExportCSV(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CloseAccount        CloseAccountFunc
 	AcmeThing           AcmeThingFunc
@@ -111,18 +122,22 @@ type Handlers struct {
 	ExportCSV           ExportCSVFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = overlappingroutes.Register(mux, rt, overlappingroutes.Handlers{CloseAccount: closeAccount})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCloseAccount()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -133,18 +148,9 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	// One route for closeAccount, closeTenantAccounts, acmeThing: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{idemgenSeg2}"
-		hCloseAccount := closeAccountHandler{
-			fn: h.CloseAccount,
-			rt: rt,
-		}
-		hCloseTenantAccounts := closeTenantAccountsHandler{
-			fn: h.CloseTenantAccounts,
-			rt: rt,
-		}
-		hAcmeThing := acmeThingHandler{
-			fn: h.AcmeThing,
-			rt: rt,
-		}
+		hCloseAccount := NewCloseAccountHandler(rt, h.CloseAccount)
+		hCloseTenantAccounts := NewCloseTenantAccountsHandler(rt, h.CloseTenantAccounts)
+		hAcmeThing := NewAcmeThingHandler(rt, h.AcmeThing)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts" && r.PathValue("idemgenSeg2") == "close":
@@ -164,10 +170,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}
 	if h.ExportCSV != nil {
 		pattern = "POST /{tenant}/exports/{seg2}"
-		mux.Handle(pattern, exportCSVHandler{
-			fn: h.ExportCSV,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewExportCSVHandler(rt, h.ExportCSV))
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ package overlappingroutes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CloseAccountParams holds the parameters of operation closeAccount (POST /accounts/{id}/close).
@@ -17,12 +17,18 @@ type CloseAccountParams struct {
 	ID string // path parameter id
 }
 
+// CloseAccountRequest is a decoded request to closeAccount.
+type CloseAccountRequest struct {
+	Params CloseAccountParams
+}
+
 // CloseAccountFunc is the business function of operation closeAccount (POST /accounts/{id}/close).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CloseAccountFunc func(ctx context.Context, tx pgx.Tx, p CloseAccountParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
 
 // AcmeThingParams holds the parameters of operation acmeThing (POST /acme/{kind}/{name}).
 //
@@ -34,12 +40,18 @@ type AcmeThingParams struct {
 	Name string // path parameter name
 }
 
+// AcmeThingRequest is a decoded request to acmeThing.
+type AcmeThingRequest struct {
+	Params AcmeThingParams
+}
+
 // AcmeThingFunc is the business function of operation acmeThing (POST /acme/{kind}/{name}).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type AcmeThingFunc func(ctx context.Context, tx pgx.Tx, p AcmeThingParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type AcmeThingFunc func(ctx context.Context, tx pgstore.DBTX, p AcmeThingParams) (runtime.Response, error)
 
 // CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts (POST
 // /{tenant}/accounts/close).
@@ -51,13 +63,19 @@ type CloseTenantAccountsParams struct {
 	Tenant string // path parameter tenant
 }
 
+// CloseTenantAccountsRequest is a decoded request to closeTenantAccounts.
+type CloseTenantAccountsRequest struct {
+	Params CloseTenantAccountsParams
+}
+
 // CloseTenantAccountsFunc is the business function of operation closeTenantAccounts (POST
 // /{tenant}/accounts/close).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CloseTenantAccountsFunc func(ctx context.Context, tx pgx.Tx, p CloseTenantAccountsParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CloseTenantAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p CloseTenantAccountsParams) (runtime.Response, error)
 
 // ExportCSVParams holds the parameters of operation exportCSV (POST /{tenant}/exports/{file}.csv).
 //
@@ -69,10 +87,16 @@ type ExportCSVParams struct {
 	File   string // path parameter file
 }
 
+// ExportCSVRequest is a decoded request to exportCSV.
+type ExportCSVRequest struct {
+	Params ExportCSVParams
+}
+
 // ExportCSVFunc is the business function of operation exportCSV (POST
 // /{tenant}/exports/{file}.csv).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type ExportCSVFunc func(ctx context.Context, tx pgx.Tx, p ExportCSVParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type ExportCSVFunc func(ctx context.Context, tx pgstore.DBTX, p ExportCSVParams) (runtime.Response, error)

@@ -12,18 +12,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func TestOverlappingRoutes(t *testing.T) {
 	pool := pgtest.NewPool(t, 4)
-	if err := runtime.Migrate(context.Background(), pool); err != nil {
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{Pool: pool, SingleTenant: true})
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,16 +31,16 @@ func TestOverlappingRoutes(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	err = Register(mux, rt, Handlers{
-		CloseAccount: func(_ context.Context, _ pgx.Tx, p CloseAccountParams) (runtime.Response, error) {
+		CloseAccount: func(_ context.Context, _ pgstore.DBTX, p CloseAccountParams) (runtime.Response, error) {
 			return reply("closeAccount " + p.ID)
 		},
-		CloseTenantAccounts: func(_ context.Context, _ pgx.Tx, p CloseTenantAccountsParams) (runtime.Response, error) {
+		CloseTenantAccounts: func(_ context.Context, _ pgstore.DBTX, p CloseTenantAccountsParams) (runtime.Response, error) {
 			return reply("closeTenantAccounts " + p.Tenant)
 		},
-		AcmeThing: func(_ context.Context, _ pgx.Tx, p AcmeThingParams) (runtime.Response, error) {
+		AcmeThing: func(_ context.Context, _ pgstore.DBTX, p AcmeThingParams) (runtime.Response, error) {
 			return reply("acmeThing " + p.Kind + " " + p.Name)
 		},
-		ExportCSV: func(_ context.Context, _ pgx.Tx, p ExportCSVParams) (runtime.Response, error) {
+		ExportCSV: func(_ context.Context, _ pgstore.DBTX, p ExportCSVParams) (runtime.Response, error) {
 			return reply("exportCSV " + p.Tenant + " " + p.File)
 		},
 	})

@@ -10,9 +10,23 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime"
-
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
+
+// fingerprint is the fingerprint the runtime computes for a createPet request with body and the
+// X-Store-Id header store.
+func fingerprint(t *testing.T, body, store string) canonical.Fingerprint {
+	t.Helper()
+	r := httptest.NewRequest("POST", "/pets", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Store-Id", store)
+	_, fp, err := runtime.Fingerprint(operationCreatePet(), decodeCreatePet, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
 
 func TestPlaceOrderParams(t *testing.T) {
 	r := httptest.NewRequest("POST", "/stores/42/orders?include=pet,store&limit=7&ids=3%7C5", nil)
@@ -38,10 +52,10 @@ func TestPlaceOrderParams(t *testing.T) {
 	} {
 		r := httptest.NewRequest("POST", "/stores/"+tt.store+"/orders?"+tt.query, nil)
 		r.SetPathValue("storeId", tt.store)
-		var be *runtime.BodyError
+		var be *gen.BodyError
 		_, err := parsePlaceOrderParams(r)
 		if !errors.As(err, &be) || be.Pointer() != tt.at || !strings.HasPrefix(err.Error(), tt.detail) {
-			t.Errorf("%s ?%s: err = %v, want *runtime.BodyError at %s starting %q", tt.store, tt.query, err, tt.at, tt.detail)
+			t.Errorf("%s ?%s: err = %v, want *gen.BodyError at %s starting %q", tt.store, tt.query, err, tt.at, tt.detail)
 		}
 	}
 }
@@ -70,17 +84,7 @@ func TestCreatePetChecks(t *testing.T) {
 
 func TestCreatePetFingerprint(t *testing.T) {
 	fp := func(body, store string) canonical.Fingerprint {
-		v, err := decodeCreatePetJSON([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := httptest.NewRequest("POST", "/pets", nil)
-		r.Header.Set("X-Store-Id", store)
-		p, err := parseCreatePetParams(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fingerprintCreatePet(r, "application/json", []byte(body), &p, &v)
+		return fingerprint(t, body, store)
 	}
 	a := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"x"}]}`, "s1")
 	if b := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"y"}]}`, "s1"); a != b {
@@ -108,15 +112,7 @@ func TestTypedAdditionalProperties(t *testing.T) {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	fp := func(body string) canonical.Fingerprint {
-		v, err := decodeCreatePetJSON([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := httptest.NewRequest("POST", "/pets", nil)
-		r.Header.Set("X-Store-Id", "s1")
-		return fingerprintCreatePet(r, "application/json", []byte(body), &CreatePetParams{XStoreID: "s1"}, &v)
-	}
+	fp := func(body string) canonical.Fingerprint { return fingerprint(t, body, "s1") }
 	got := string(appendCanonicalPreferences(nil, v.Preferences))
 	if want := `{"food":"fish","naps":5,"walks":2}`; got != want {
 		t.Errorf("canonical form %s, want %s", got, want)

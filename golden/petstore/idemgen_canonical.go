@@ -4,41 +4,8 @@ package petstore
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
 	"slices"
 )
-
-// fingerprintCreatePet is the fingerprint of a request to createPet (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePet(r *http.Request, mediaType string, raw []byte, p *CreatePetParams, v *CreatePetBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPet", "POST", "/pets")
-	q := r.URL.Query()
-	f.Query("dry_run", q["dry_run"])
-	f.MediaType(mediaType)
-	f.Header("X-Store-Id", r.Header.Values("X-Store-Id"))
-	f.BodyEnd(appendCanonicalNewPetForCreatePet(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *PlaceOrderParams, v *PlaceOrderBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("placeOrder", "POST", "/stores/{storeId}/orders")
-	f.PathParam("storeId", r.PathValue("storeId"))
-	q := r.URL.Query()
-	f.Query("ids", q["ids"])
-	f.Query("include", q["include"])
-	f.Query("limit", q["limit"])
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalOrder(f.BodyStart(), v))
-	return f.Sum()
-}
 
 // appendCanonicalNewPetForCreatePet appends the canonical form (RFC 8785) of v to b: members age,
 // attributes, name, owner, preferences, species, tags, vaccinated, weight_kg.

@@ -3,14 +3,28 @@
 package petstore
 
 import (
-	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
+
+// decodeCreatePet reads a request to createPet: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreatePet(in *gen.Input) (v CreatePetRequest, err error) {
+	if v.Body, err = decodeCreatePetJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePetParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalNewPetForCreatePet(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeCreatePetJSON decodes a application/json request body of operation createPet strictly and
 // checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
@@ -31,7 +45,7 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 		vs := q["dry_run"]
 		if len(vs) > 0 {
 			if len(vs) > 1 {
-				return p, &runtime.BodyError{
+				return p, &gen.BodyError{
 					At:     "/query/dry_run",
 					Reason: "query parameter \"dry_run\": given more than once",
 				}
@@ -43,7 +57,7 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 			case "false":
 				x = false
 			default:
-				return p, &runtime.BodyError{
+				return p, &gen.BodyError{
 					At:     "/query/dry_run",
 					Reason: "query parameter \"dry_run\": must be true or false",
 				}
@@ -54,26 +68,41 @@ func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
 	{
 		vs := r.Header.Values("X-Store-Id")
 		if len(vs) == 0 {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/header/X-Store-Id",
 				Reason: "header parameter \"X-Store-Id\": missing",
 			}
 		}
 		if len(vs) > 1 {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/header/X-Store-Id",
 				Reason: "header parameter \"X-Store-Id\": given more than once",
 			}
 		}
 		p.XStoreID = vs[0]
 		if utf8.RuneCountInString(p.XStoreID) < 1 {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/header/X-Store-Id",
 				Reason: "header parameter \"X-Store-Id\": length must be at least 1",
 			}
 		}
 	}
 	return p, nil
+}
+
+// decodePlaceOrder reads a request to placeOrder: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePlaceOrder(in *gen.Input) (v PlaceOrderRequest, err error) {
+	if v.Body, err = decodePlaceOrderJSON(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("storeId", in.PathValue("storeId"))
+	if v.Params, err = parsePlaceOrderParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &v.Body))
+	return
 }
 
 // decodePlaceOrderJSON decodes a application/json request body of operation placeOrder strictly and
@@ -95,14 +124,14 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 		s := r.PathValue("storeId")
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/path/storeId",
 				Reason: "path parameter \"storeId\": must be an integer (int64)",
 			}
 		}
 		p.StoreID = n
 		if p.StoreID < 1 {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/path/storeId",
 				Reason: "path parameter \"storeId\": must be at least 1",
 			}
@@ -121,7 +150,7 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 				var e int64
 				n, err := strconv.ParseInt(it, 10, 64)
 				if err != nil {
-					return p, &runtime.BodyError{
+					return p, &gen.BodyError{
 						At:     "/query/ids",
 						Reason: "query parameter \"ids\": must be an integer (int64)",
 					}
@@ -146,7 +175,7 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 				switch e {
 				case PlaceOrderParamsIncludeItemPet, PlaceOrderParamsIncludeItemStore:
 				default:
-					return p, &runtime.BodyError{
+					return p, &gen.BodyError{
 						At:     "/query/include",
 						Reason: "query parameter \"include\": must be one of \"pet\", \"store\"",
 					}
@@ -159,7 +188,7 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 		vs := q["limit"]
 		if len(vs) > 0 {
 			if len(vs) > 1 {
-				return p, &runtime.BodyError{
+				return p, &gen.BodyError{
 					At:     "/query/limit",
 					Reason: "query parameter \"limit\": given more than once",
 				}
@@ -167,14 +196,14 @@ func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 			var x int32
 			n, err := strconv.ParseInt(vs[0], 10, 32)
 			if err != nil {
-				return p, &runtime.BodyError{
+				return p, &gen.BodyError{
 					At:     "/query/limit",
 					Reason: "query parameter \"limit\": must be an integer (int32)",
 				}
 			}
 			x = int32(n)
 			if x > 100 {
-				return p, &runtime.BodyError{
+				return p, &gen.BodyError{
 					At:     "/query/limit",
 					Reason: "query parameter \"limit\": must be at most 100",
 				}

@@ -5,64 +5,31 @@ package petstore
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createPetHandler serves POST /pets through the idempotency runtime.
-type createPetHandler struct {
-	rt *runtime.Runtime
-	fn CreatePetFunc
-}
-
-func (h createPetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePet)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePetJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePetParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePet(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePetHandler returns the http.Handler of operation createPet (POST /pets): Create a pet.
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key (optional:
+// without it the request runs unguarded); fingerprint excludes /tags/*/note. It serves the
+// operation through the idempotency runtime: the decoder, the fingerprint and the state machine run
+// before fn. Register mounts it; mount it yourself on another router at the pattern "POST /pets".
+func NewCreatePetHandler(rt *runtime.Runtime, fn CreatePetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePet(), decodeCreatePet, func(ctx context.Context, db pgstore.DBTX, in *CreatePetRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// placeOrderHandler serves POST /stores/{storeId}/orders through the idempotency runtime.
-type placeOrderHandler struct {
-	rt *runtime.Runtime
-	fn PlaceOrderFunc
-}
-
-func (h placeOrderHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PlaceOrder)
-	if !ok {
-		return
-	}
-	body, err := decodePlaceOrderJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePlaceOrderParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPlaceOrder(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPlaceOrderHandler returns the http.Handler of operation placeOrder (POST
+// /stores/{storeId}/orders).
+//
+// Idempotency: mode atomic, scope tenant, retention 48h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /stores/{storeId}/orders".
+func NewPlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), decodePlaceOrder, func(ctx context.Context, db pgstore.DBTX, in *PlaceOrderRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // NewPet is a request type (schema NewPet).
@@ -99,13 +99,20 @@ type CreatePetParams struct {
 // CreatePetBody is the request body of operation createPet.
 type CreatePetBody = NewPet
 
+// CreatePetRequest is a decoded request to createPet.
+type CreatePetRequest struct {
+	Params CreatePetParams
+	Body   CreatePetBody
+}
+
 // CreatePetFunc is the business function of operation createPet (POST /pets): Create a pet.
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key (optional:
 // without it the request runs unguarded); fingerprint excludes /tags/*/note.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePetFunc func(ctx context.Context, tx pgx.Tx, p CreatePetParams, body CreatePetBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePetFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePetParams, body CreatePetBody) (runtime.Response, error)
 
 // PlaceOrderParams holds the parameters of operation placeOrder (POST /stores/{storeId}/orders).
 //
@@ -122,9 +129,16 @@ type PlaceOrderParams struct {
 // PlaceOrderBody is the request body of operation placeOrder.
 type PlaceOrderBody = Order
 
+// PlaceOrderRequest is a decoded request to placeOrder.
+type PlaceOrderRequest struct {
+	Params PlaceOrderParams
+	Body   PlaceOrderBody
+}
+
 // PlaceOrderFunc is the business function of operation placeOrder (POST /stores/{storeId}/orders).
 //
 // Idempotency: mode atomic, scope tenant, retention 48h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PlaceOrderFunc func(ctx context.Context, tx pgx.Tx, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PlaceOrderFunc func(ctx context.Context, tx pgstore.DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)

@@ -4,7 +4,7 @@ package shapes
 // and oneOf bodies, nested arrays and maps, and exclusions through them with "*".
 
 import (
-	"net/http/httptest"
+	"github.com/idemgen/idemgen/internal/gentest"
 	"testing"
 )
 
@@ -33,12 +33,11 @@ func TestTopLevelBodies(t *testing.T) {
 
 func TestKitchenSinkExclusions(t *testing.T) {
 	fp := func(body string) [32]byte {
-		v, err := decodeKitchenSinkJSON([]byte(body))
+		_, err := decodeKitchenSinkJSON([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		r := httptest.NewRequest("POST", "/kitchen", nil)
-		return fingerprintKitchenSink(r, "application/json", []byte(body), &KitchenSinkParams{}, &v).Sum
+		return gentest.Fingerprint(t, operationKitchenSink(), decodeKitchenSink, "", "application/json", body).Sum
 	}
 	a := fp(`{"id":"1","maybe":null,"grid":[[{"v":1,"note":"a"}]],"byName":{"k":{"count":1,"stamp":"t1"}},"tags":{"x":"1"}}`)
 	b := fp(`{"grid":[[{"note":"b","v":1}]],"id":"1","maybe":null,"byName":{"k":{"stamp":"t2","count":1}},"tags":{"y":"2"}}`)
@@ -64,11 +63,7 @@ func TestKitchenSinkExclusions(t *testing.T) {
 
 func TestSchemalessJSONIsCanonical(t *testing.T) {
 	fp := func(body string) [32]byte {
-		v, err := decodePostFreeJSON([]byte(body))
-		if err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		return fingerprintPostFree(httptest.NewRequest("POST", "/free", nil), "application/json", []byte(body), &PostFreeParams{}, &v).Sum
+		return gentest.Fingerprint(t, operationPostFree(), decodePostFree, "", "application/json", body).Sum
 	}
 	if fp(`{"b":1,"a":[1.0,"x"]}`) != fp(`{ "a" : [1, "x"], "b" : 1e0 }`) {
 		t.Error("equivalent JSON fingerprints differently")

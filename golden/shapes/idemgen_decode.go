@@ -5,10 +5,33 @@ package shapes
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"math"
 	"net/http"
 	"unicode/utf8"
 )
+
+// decodeBatch reads a request to batch: the body and the parameters, checked against the schema
+// (errors name the offending value: 400 body-invalid), then the canonical body for the fingerprint.
+func decodeBatch(in *gen.Input) (v BatchRequest, err error) {
+	if v.Body, err = decodeBatchJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseBatchParams(in.Request); err != nil {
+		return
+	}
+	b := in.BodyStart()
+	b = append(b, '[')
+	for i0 := range v.Body {
+		if i0 > 0 {
+			b = append(b, ',')
+		}
+		b = appendCanonicalItem(b, &v.Body[i0])
+	}
+	b = append(b, ']')
+	in.JSONBody(b)
+	return
+}
 
 // decodeBatchJSON decodes a application/json request body of operation batch strictly and checks
 // the schema's constraints; errors are *canonical.Error (400 body-invalid).
@@ -38,6 +61,22 @@ func parseBatchParams(r *http.Request) (BatchParams, error) {
 	return p, nil
 }
 
+// decodePatchChoice reads a request to patchChoice: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePatchChoice(in *gen.Input) (v PatchChoiceRequest, err error) {
+	if v.Body, err = decodePatchChoiceJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parsePatchChoiceParams(in.Request); err != nil {
+		return
+	}
+	b := in.BodyStart()
+	b = append(b, v.Body...)
+	in.JSONBody(b)
+	return
+}
+
 // decodePatchChoiceJSON decodes a application/merge-patch+json request body of operation
 // patchChoice strictly and checks the schema's constraints; errors are *canonical.Error (400
 // body-invalid).
@@ -54,6 +93,22 @@ func decodePatchChoiceJSON(data []byte) (PatchChoiceBody, error) {
 func parsePatchChoiceParams(r *http.Request) (PatchChoiceParams, error) {
 	var p PatchChoiceParams
 	return p, nil
+}
+
+// decodePostFree reads a request to postFree: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePostFree(in *gen.Input) (v PostFreeRequest, err error) {
+	if v.Body, err = decodePostFreeJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parsePostFreeParams(in.Request); err != nil {
+		return
+	}
+	b := in.BodyStart()
+	b = append(b, v.Body...)
+	in.JSONBody(b)
+	return
 }
 
 // decodePostFreeJSON decodes a application/json request body of operation postFree strictly and
@@ -73,6 +128,20 @@ func parsePostFreeParams(r *http.Request) (PostFreeParams, error) {
 	return p, nil
 }
 
+// decodeKitchenSink reads a request to kitchenSink: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeKitchenSink(in *gen.Input) (v KitchenSinkRequest, err error) {
+	if v.Body, err = decodeKitchenSinkJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseKitchenSinkParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalKitchenSinkBodyForKitchenSink(in.BodyStart(), &v.Body))
+	return
+}
+
 // decodeKitchenSinkJSON decodes a application/json request body of operation kitchenSink strictly
 // and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
 func decodeKitchenSinkJSON(data []byte) (KitchenSinkBody, error) {
@@ -88,6 +157,28 @@ func decodeKitchenSinkJSON(data []byte) (KitchenSinkBody, error) {
 func parseKitchenSinkParams(r *http.Request) (KitchenSinkParams, error) {
 	var p KitchenSinkParams
 	return p, nil
+}
+
+// decodePutSettings reads a request to putSettings: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePutSettings(in *gen.Input) (v PutSettingsRequest, err error) {
+	if len(in.Body) > 0 {
+		if v.Body, err = decodePutSettingsJSON(in.Body); err != nil {
+			return
+		}
+	}
+	if v.Params, err = parsePutSettingsParams(in.Request); err != nil {
+		return
+	}
+	if len(in.Body) == 0 {
+		in.RawBody() // absent
+	} else {
+		b := in.BodyStart()
+		b = canonical.AppendMap(b, v.Body, canonical.AppendInt)
+		in.JSONBody(b)
+	}
+	return
 }
 
 // decodePutSettingsJSON decodes a application/json request body of operation putSettings strictly

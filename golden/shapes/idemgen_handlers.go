@@ -5,155 +5,66 @@ package shapes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// batchHandler serves POST /batch through the idempotency runtime.
-type batchHandler struct {
-	rt *runtime.Runtime
-	fn BatchFunc
-}
-
-func (h batchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.Batch)
-	if !ok {
-		return
-	}
-	body, err := decodeBatchJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseBatchParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintBatch(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewBatchHandler returns the http.Handler of operation batch (POST /batch).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /batch".
+func NewBatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationBatch(), decodeBatch, func(ctx context.Context, db pgstore.DBTX, in *BatchRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// patchChoiceHandler serves PATCH /choice through the idempotency runtime.
-type patchChoiceHandler struct {
-	rt *runtime.Runtime
-	fn PatchChoiceFunc
-}
-
-func (h patchChoiceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PatchChoice)
-	if !ok {
-		return
-	}
-	body, err := decodePatchChoiceJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePatchChoiceParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPatchChoice(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPatchChoiceHandler returns the http.Handler of operation patchChoice (PATCH /choice).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "PATCH
+// /choice".
+func NewPatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPatchChoice(), decodePatchChoice, func(ctx context.Context, db pgstore.DBTX, in *PatchChoiceRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// postFreeHandler serves POST /free through the idempotency runtime.
-type postFreeHandler struct {
-	rt *runtime.Runtime
-	fn PostFreeFunc
-}
-
-func (h postFreeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PostFree)
-	if !ok {
-		return
-	}
-	body, err := decodePostFreeJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePostFreeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPostFree(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPostFreeHandler returns the http.Handler of operation postFree (POST /free).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /free".
+func NewPostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostFree(), decodePostFree, func(ctx context.Context, db pgstore.DBTX, in *PostFreeRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// kitchenSinkHandler serves POST /kitchen through the idempotency runtime.
-type kitchenSinkHandler struct {
-	rt *runtime.Runtime
-	fn KitchenSinkFunc
-}
-
-func (h kitchenSinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.KitchenSink)
-	if !ok {
-		return
-	}
-	body, err := decodeKitchenSinkJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseKitchenSinkParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintKitchenSink(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewKitchenSinkHandler returns the http.Handler of operation kitchenSink (POST /kitchen).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
+// excludes /grid/*/*/note, /byName/*/stamp, /tags/*. It serves the operation through the
+// idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register
+// mounts it; mount it yourself on another router at the pattern "POST /kitchen".
+func NewKitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationKitchenSink(), decodeKitchenSink, func(ctx context.Context, db pgstore.DBTX, in *KitchenSinkRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// putSettingsHandler serves PUT /settings through the idempotency runtime.
-type putSettingsHandler struct {
-	rt *runtime.Runtime
-	fn PutSettingsFunc
-}
-
-func (h putSettingsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PutSettings)
-	if !ok {
-		return
-	}
-	var body PutSettingsBody
-	var err error
-	if len(x.Body()) > 0 {
-		body, err = decodePutSettingsJSON(x.Body())
-	}
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePutSettingsParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPutSettings(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPutSettingsHandler returns the http.Handler of operation putSettings (PUT /settings).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "PUT
+// /settings".
+func NewPutSettingsHandler(rt *runtime.Runtime, fn PutSettingsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPutSettings(), decodePutSettings, func(ctx context.Context, db pgstore.DBTX, in *PutSettingsRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,24 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	Batch       runtime.Operation
-	PatchChoice runtime.Operation
-	PostFree    runtime.Operation
-	KitchenSink runtime.Operation
-	PutSettings runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	Batch: runtime.Operation{
+// operationBatch returns the resolved idempotency settings of batch.
+func operationBatch() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "batch",
 		Method: "POST",
 		Path:   "/batch",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -45,13 +34,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PatchChoice: runtime.Operation{
+	}
+}
+
+// operationPatchChoice returns the resolved idempotency settings of patchChoice.
+func operationPatchChoice() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "patchChoice",
 		Method: "PATCH",
 		Path:   "/choice",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -64,13 +56,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/merge-patch+json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PostFree: runtime.Operation{
+	}
+}
+
+// operationPostFree returns the resolved idempotency settings of postFree.
+func operationPostFree() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "postFree",
 		Method: "POST",
 		Path:   "/free",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -83,13 +78,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	KitchenSink: runtime.Operation{
+	}
+}
+
+// operationKitchenSink returns the resolved idempotency settings of kitchenSink.
+func operationKitchenSink() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "kitchenSink",
 		Method: "POST",
 		Path:   "/kitchen",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -102,13 +100,17 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PutSettings: runtime.Operation{
+		Exclude:       []string{"/grid/*/*/note", "/byName/*/stamp", "/tags/*"},
+	}
+}
+
+// operationPutSettings returns the resolved idempotency settings of putSettings.
+func operationPutSettings() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "putSettings",
 		Method: "PUT",
 		Path:   "/settings",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -121,13 +123,25 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationBatch(),
+		operationPatchChoice(),
+		operationPostFree(),
+		operationKitchenSink(),
+		operationPutSettings(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	Batch       BatchFunc
 	PatchChoice PatchChoiceFunc
@@ -136,18 +150,22 @@ type Handlers struct {
 	PutSettings PutSettingsFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = shapes.Register(mux, rt, shapes.Handlers{Batch: batch})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationBatch()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -157,38 +175,23 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.Batch != nil {
 		pattern = "POST /batch"
-		mux.Handle(pattern, batchHandler{
-			fn: h.Batch,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewBatchHandler(rt, h.Batch))
 	}
 	if h.PatchChoice != nil {
 		pattern = "PATCH /choice"
-		mux.Handle(pattern, patchChoiceHandler{
-			fn: h.PatchChoice,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewPatchChoiceHandler(rt, h.PatchChoice))
 	}
 	if h.PostFree != nil {
 		pattern = "POST /free"
-		mux.Handle(pattern, postFreeHandler{
-			fn: h.PostFree,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewPostFreeHandler(rt, h.PostFree))
 	}
 	if h.KitchenSink != nil {
 		pattern = "POST /kitchen"
-		mux.Handle(pattern, kitchenSinkHandler{
-			fn: h.KitchenSink,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewKitchenSinkHandler(rt, h.KitchenSink))
 	}
 	if h.PutSettings != nil {
 		pattern = "PUT /settings"
-		mux.Handle(pattern, putSettingsHandler{
-			fn: h.PutSettings,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewPutSettingsHandler(rt, h.PutSettings))
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // Item is a request type (schema Item).
@@ -107,12 +107,19 @@ type BatchParams struct{}
 // BatchBody is the request body of operation batch.
 type BatchBody = []Item
 
+// BatchRequest is a decoded request to batch.
+type BatchRequest struct {
+	Params BatchParams
+	Body   BatchBody
+}
+
 // BatchFunc is the business function of operation batch (POST /batch).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type BatchFunc func(ctx context.Context, tx pgx.Tx, p BatchParams, body BatchBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type BatchFunc func(ctx context.Context, tx pgstore.DBTX, p BatchParams, body BatchBody) (runtime.Response, error)
 
 // PatchChoiceParams holds the parameters of operation patchChoice (PATCH /choice).
 //
@@ -124,12 +131,19 @@ type PatchChoiceParams struct{}
 // PatchChoiceBody is the request body of operation patchChoice.
 type PatchChoiceBody = json.RawMessage
 
+// PatchChoiceRequest is a decoded request to patchChoice.
+type PatchChoiceRequest struct {
+	Params PatchChoiceParams
+	Body   PatchChoiceBody
+}
+
 // PatchChoiceFunc is the business function of operation patchChoice (PATCH /choice).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PatchChoiceFunc func(ctx context.Context, tx pgx.Tx, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PatchChoiceFunc func(ctx context.Context, tx pgstore.DBTX, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
 
 // PostFreeParams holds the parameters of operation postFree (POST /free).
 //
@@ -141,12 +155,19 @@ type PostFreeParams struct{}
 // PostFreeBody is the request body of operation postFree.
 type PostFreeBody = json.RawMessage
 
+// PostFreeRequest is a decoded request to postFree.
+type PostFreeRequest struct {
+	Params PostFreeParams
+	Body   PostFreeBody
+}
+
 // PostFreeFunc is the business function of operation postFree (POST /free).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PostFreeFunc func(ctx context.Context, tx pgx.Tx, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PostFreeFunc func(ctx context.Context, tx pgstore.DBTX, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
 
 // KitchenSinkParams holds the parameters of operation kitchenSink (POST /kitchen).
 //
@@ -156,13 +177,20 @@ type PostFreeFunc func(ctx context.Context, tx pgx.Tx, p PostFreeParams, body Po
 // The idempotency key header is not here: the runtime reads and validates it.
 type KitchenSinkParams struct{}
 
+// KitchenSinkRequest is a decoded request to kitchenSink.
+type KitchenSinkRequest struct {
+	Params KitchenSinkParams
+	Body   KitchenSinkBody
+}
+
 // KitchenSinkFunc is the business function of operation kitchenSink (POST /kitchen).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
 // excludes /grid/*/*/note, /byName/*/stamp, /tags/*.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type KitchenSinkFunc func(ctx context.Context, tx pgx.Tx, p KitchenSinkParams, body KitchenSinkBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type KitchenSinkFunc func(ctx context.Context, tx pgstore.DBTX, p KitchenSinkParams, body KitchenSinkBody) (runtime.Response, error)
 
 // PutSettingsParams holds the parameters of operation putSettings (PUT /settings).
 //
@@ -174,9 +202,16 @@ type PutSettingsParams struct{}
 // PutSettingsBody is the request body of operation putSettings.
 type PutSettingsBody = map[string]int64
 
+// PutSettingsRequest is a decoded request to putSettings.
+type PutSettingsRequest struct {
+	Params PutSettingsParams
+	Body   PutSettingsBody
+}
+
 // PutSettingsFunc is the business function of operation putSettings (PUT /settings).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PutSettingsFunc func(ctx context.Context, tx pgx.Tx, p PutSettingsParams, body PutSettingsBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PutSettingsFunc func(ctx context.Context, tx pgstore.DBTX, p PutSettingsParams, body PutSettingsBody) (runtime.Response, error)

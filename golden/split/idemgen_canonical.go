@@ -2,22 +2,7 @@
 
 package split
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreateInvoice is the fingerprint of a request to createInvoice (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateInvoice(r *http.Request, mediaType string, raw []byte, p *CreateInvoiceParams, v *CreateInvoiceBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createInvoice", "POST", "/v1/invoices")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalInvoice(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalInvoice appends the canonical form (RFC 8785) of v to b: members customer, lines,
 // parent.

@@ -4,8 +4,23 @@ package split
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreateInvoice reads a request to createInvoice: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreateInvoice(in *gen.Input) (v CreateInvoiceRequest, err error) {
+	if v.Body, err = decodeCreateInvoiceJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateInvoiceParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalInvoice(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeCreateInvoiceJSON decodes a application/json request body of operation createInvoice
 // strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).

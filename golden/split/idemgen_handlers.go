@@ -5,35 +5,18 @@ package split
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createInvoiceHandler serves POST /v1/invoices through the idempotency runtime.
-type createInvoiceHandler struct {
-	rt *runtime.Runtime
-	fn CreateInvoiceFunc
-}
-
-func (h createInvoiceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateInvoice)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateInvoiceJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateInvoiceParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateInvoice(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateInvoiceHandler returns the http.Handler of operation createInvoice (POST /v1/invoices).
+//
+// Idempotency: mode atomic, scope tenant, retention 12h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /v1/invoices".
+func NewCreateInvoiceHandler(rt *runtime.Runtime, fn CreateInvoiceFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateInvoice(), decodeCreateInvoice, func(ctx context.Context, db pgstore.DBTX, in *CreateInvoiceRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // Invoice is a request type (schema Invoice).
@@ -53,9 +53,16 @@ type CreateInvoiceParams struct{}
 // CreateInvoiceBody is the request body of operation createInvoice.
 type CreateInvoiceBody = Invoice
 
+// CreateInvoiceRequest is a decoded request to createInvoice.
+type CreateInvoiceRequest struct {
+	Params CreateInvoiceParams
+	Body   CreateInvoiceBody
+}
+
 // CreateInvoiceFunc is the business function of operation createInvoice (POST /v1/invoices).
 //
 // Idempotency: mode atomic, scope tenant, retention 12h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateInvoiceFunc func(ctx context.Context, tx pgx.Tx, p CreateInvoiceParams, body CreateInvoiceBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateInvoiceFunc func(ctx context.Context, tx pgstore.DBTX, p CreateInvoiceParams, body CreateInvoiceBody) (runtime.Response, error)

@@ -3,12 +3,26 @@
 package twilio
 
 import (
-	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 )
+
+// decodeCreateCall reads a request to CreateCall: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateCall(in *gen.Input) (v CreateCallRequest, err error) {
+	if v.Body, err = decodeCreateCallForm(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
+	if v.Params, err = parseCreateCallParams(in.Request); err != nil {
+		return
+	}
+	_ = in.FormBody()
+	return
+}
 
 // decodeCreateCallForm decodes an application/x-www-form-urlencoded body of CreateCall; errors are
 // *canonical.Error (400 body-invalid).
@@ -77,13 +91,29 @@ func parseCreateCallParams(r *http.Request) (CreateCallParams, error) {
 		s := r.PathValue("AccountSid")
 		p.AccountSid = s
 		if utf8.RuneCountInString(p.AccountSid) != 34 {
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/path/AccountSid",
 				Reason: "path parameter \"AccountSid\": length must be 34",
 			}
 		}
 	}
 	return p, nil
+}
+
+// decodeUpdateCall reads a request to UpdateCall: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeUpdateCall(in *gen.Input) (v UpdateCallRequest, err error) {
+	if v.Body, err = decodeUpdateCallForm(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
+	in.Request.SetPathValue("Sid", in.PathValue("Sid"))
+	if v.Params, err = parseUpdateCallParams(in.Request); err != nil {
+		return
+	}
+	_ = in.FormBody()
+	return
 }
 
 // decodeUpdateCallForm decodes an application/x-www-form-urlencoded body of UpdateCall; errors are
@@ -136,6 +166,19 @@ func parseUpdateCallParams(r *http.Request) (UpdateCallParams, error) {
 	return p, nil
 }
 
+// decodeUpdateRecording reads a request to UpdateRecording: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeUpdateRecording(in *gen.Input) (v UpdateRecordingRequest, err error) {
+	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
+	in.Request.SetPathValue("Sid", in.PathValue("Sid"))
+	in.Request.SetPathValue("Format", in.PathValue("Format"))
+	if v.Params, err = parseUpdateRecordingParams(in.Request); err != nil {
+		return
+	}
+	return
+}
+
 // parseUpdateRecordingParams reads the path, query and header parameters of UpdateRecording.
 func parseUpdateRecordingParams(r *http.Request) (UpdateRecordingParams, error) {
 	var p UpdateRecordingParams
@@ -153,7 +196,7 @@ func parseUpdateRecordingParams(r *http.Request) (UpdateRecordingParams, error) 
 		switch p.Format {
 		case UpdateRecordingParamsFormatJson, UpdateRecordingParamsFormatMp3:
 		default:
-			return p, &runtime.BodyError{
+			return p, &gen.BodyError{
 				At:     "/path/Format",
 				Reason: "path parameter \"Format\": must be one of \"json\", \"mp3\"",
 			}
@@ -223,28 +266,4 @@ func decodeUpdateCallBody(d *canonical.Decoder, v *UpdateCallBody) {
 		}
 	}
 	d.EndObject()
-}
-
-// matchSegment splits one path segment into parameter values around the literal pieces lits
-// (one more than there are parameters): each value ends at the first occurrence of the next
-// literal, the last one at the suffix. ok is false when a literal does not match or a value is
-// empty; the wrapper then answers 404, as ServeMux would for a path it does not know.
-func matchSegment(seg string, lits ...string) (vals []string, ok bool) {
-	last := lits[len(lits)-1]
-	if !strings.HasPrefix(seg, lits[0]) || len(seg) < len(lits[0])+len(last) || !strings.HasSuffix(seg, last) {
-		return nil, false
-	}
-	rest := seg[len(lits[0]) : len(seg)-len(last)]
-	for _, lit := range lits[1 : len(lits)-1] {
-		i := strings.Index(rest, lit)
-		if i <= 0 {
-			return nil, false
-		}
-		vals = append(vals, rest[:i])
-		rest = rest[i+len(lit):]
-	}
-	if rest == "" {
-		return nil, false
-	}
-	return append(vals, rest), true
 }

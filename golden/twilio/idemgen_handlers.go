@@ -5,105 +5,46 @@ package twilio
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls.json through the idempotency runtime.
-type createCallHandler struct {
-	rt *runtime.Runtime
-	fn CreateCallFunc
-}
-
-func (h createCallHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCall)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateCallForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateCallParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateCall(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateCallHandler returns the http.Handler of operation CreateCall (POST
+// /2010-04-01/Accounts/{AccountSid}/Calls.json).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token
+// (optional: without it the request runs unguarded). It serves the operation through the
+// idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register
+// mounts it; mount it yourself on another router at the pattern "POST
+// /2010-04-01/Accounts/{AccountSid}/Calls.json".
+func NewCreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCall(), decodeCreateCall, func(ctx context.Context, db pgstore.DBTX, in *CreateCallRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// updateCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json through the idempotency runtime.
-type updateCallHandler struct {
-	rt *runtime.Runtime
-	fn UpdateCallFunc
-}
-
-func (h updateCallHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
-		vals, ok := matchSegment(r.PathValue("seg4"), "", ".json")
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		r.SetPathValue("Sid", vals[0])
-	}
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UpdateCall)
-	if !ok {
-		return
-	}
-	body, err := decodeUpdateCallForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseUpdateCallParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintUpdateCall(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewUpdateCallHandler returns the http.Handler of operation UpdateCall (POST
+// /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token.
+// It serves the operation through the idempotency runtime: the decoder, the fingerprint and the
+// state machine run before fn. Register mounts it; mount it yourself on another router at the
+// pattern "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}".
+func NewUpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUpdateCall(), decodeUpdateCall, func(ctx context.Context, db pgstore.DBTX, in *UpdateCallRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// updateRecordingHandler serves POST /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format} through the idempotency runtime.
-type updateRecordingHandler struct {
-	rt *runtime.Runtime
-	fn UpdateRecordingFunc
-}
-
-func (h updateRecordingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
-		vals, ok := matchSegment(r.PathValue("seg4"), "", ".", "")
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		r.SetPathValue("Sid", vals[0])
-		r.SetPathValue("Format", vals[1])
-	}
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UpdateRecording)
-	if !ok {
-		return
-	}
-	params, err := parseUpdateRecordingParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintUpdateRecording(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewUpdateRecordingHandler returns the http.Handler of operation UpdateRecording (POST
+// /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}".
+func NewUpdateRecordingHandler(rt *runtime.Runtime, fn UpdateRecordingFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUpdateRecording(), decodeUpdateRecording, func(ctx context.Context, db pgstore.DBTX, in *UpdateRecordingRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }

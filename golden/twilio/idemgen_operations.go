@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,22 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCall      runtime.Operation
-	UpdateCall      runtime.Operation
-	UpdateRecording runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCall: runtime.Operation{
+// operationCreateCall returns the resolved idempotency settings of CreateCall.
+func operationCreateCall() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "CreateCall",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls.json",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "I-Twilio-Idempotency-Token",
@@ -43,13 +34,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UpdateCall: runtime.Operation{
+	}
+}
+
+// operationUpdateCall returns the resolved idempotency settings of UpdateCall.
+func operationUpdateCall() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "UpdateCall",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "I-Twilio-Idempotency-Token",
@@ -62,13 +56,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UpdateRecording: runtime.Operation{
+	}
+}
+
+// operationUpdateRecording returns the resolved idempotency settings of UpdateRecording.
+func operationUpdateRecording() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "UpdateRecording",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -80,31 +77,45 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCall(),
+		operationUpdateCall(),
+		operationUpdateRecording(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreateCall      CreateCallFunc
 	UpdateCall      UpdateCallFunc
 	UpdateRecording UpdateRecordingFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = twilio.Register(mux, rt, twilio.Handlers{CreateCall: createCall})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreateCall()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -114,24 +125,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls.json"
-		mux.Handle(pattern, createCallHandler{
-			fn: h.CreateCall,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateCallHandler(rt, h.CreateCall))
 	}
 	if h.UpdateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}"
-		mux.Handle(pattern, updateCallHandler{
-			fn: h.UpdateCall,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewUpdateCallHandler(rt, h.UpdateCall))
 	}
 	if h.UpdateRecording != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}"
-		mux.Handle(pattern, updateRecordingHandler{
-			fn: h.UpdateRecording,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewUpdateRecordingHandler(rt, h.UpdateRecording))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreateCallBody is a request type (inline schema at
@@ -56,14 +56,21 @@ type CreateCallParams struct {
 	AccountSid string // path parameter AccountSid
 }
 
+// CreateCallRequest is a decoded request to CreateCall.
+type CreateCallRequest struct {
+	Params CreateCallParams
+	Body   CreateCallBody
+}
+
 // CreateCallFunc is the business function of operation CreateCall (POST
 // /2010-04-01/Accounts/{AccountSid}/Calls.json).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token
 // (optional: without it the request runs unguarded).
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateCallFunc func(ctx context.Context, tx pgx.Tx, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateCallFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
 
 // UpdateCallParams holds the parameters of operation UpdateCall (POST
 // /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
@@ -76,13 +83,20 @@ type UpdateCallParams struct {
 	Sid        string // path parameter Sid
 }
 
+// UpdateCallRequest is a decoded request to UpdateCall.
+type UpdateCallRequest struct {
+	Params UpdateCallParams
+	Body   UpdateCallBody
+}
+
 // UpdateCallFunc is the business function of operation UpdateCall (POST
 // /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type UpdateCallFunc func(ctx context.Context, tx pgx.Tx, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type UpdateCallFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
 
 // UpdateRecordingParams holds the parameters of operation UpdateRecording (POST
 // /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
@@ -96,10 +110,16 @@ type UpdateRecordingParams struct {
 	Format     UpdateRecordingParamsFormat // path parameter Format
 }
 
+// UpdateRecordingRequest is a decoded request to UpdateRecording.
+type UpdateRecordingRequest struct {
+	Params UpdateRecordingParams
+}
+
 // UpdateRecordingFunc is the business function of operation UpdateRecording (POST
 // /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type UpdateRecordingFunc func(ctx context.Context, tx pgx.Tx, p UpdateRecordingParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type UpdateRecordingFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateRecordingParams) (runtime.Response, error)

@@ -14,19 +14,18 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func newServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	pool := pgtest.NewPool(t, 4)
-	if err := runtime.Migrate(context.Background(), pool); err != nil {
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{Pool: pool, SingleTenant: true})
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +37,10 @@ func newServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	}
 	mux := http.NewServeMux()
 	err = Register(mux, rt, Handlers{
-		UpdateCall: func(ctx context.Context, tx pgx.Tx, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error) {
+		UpdateCall: func(ctx context.Context, tx pgstore.DBTX, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error) {
 			return echo(map[string]any{"account": p.AccountSid, "sid": p.Sid, "status": body.Status})
 		},
-		UpdateRecording: func(ctx context.Context, tx pgx.Tx, p UpdateRecordingParams) (runtime.Response, error) {
+		UpdateRecording: func(ctx context.Context, tx pgstore.DBTX, p UpdateRecordingParams) (runtime.Response, error) {
 			return echo(map[string]any{"account": p.AccountSid, "sid": p.Sid, "format": p.Format})
 		},
 		// CreateCall left nil: not mounted.
@@ -134,7 +133,7 @@ func TestRegisterRoutesLiteralSuffixSegments(t *testing.T) {
 func TestRegisterReportsConflictsAsErrors(t *testing.T) {
 	mux := http.NewServeMux()
 	rt := &runtime.Runtime{} // never serves: Register only mounts
-	h := Handlers{UpdateCall: func(context.Context, pgx.Tx, UpdateCallParams, UpdateCallBody) (runtime.Response, error) {
+	h := Handlers{UpdateCall: func(context.Context, pgstore.DBTX, UpdateCallParams, UpdateCallBody) (runtime.Response, error) {
 		return runtime.Response{}, nil
 	}}
 	if err := Register(mux, rt, h); err != nil {
