@@ -9,16 +9,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/idemgen/idemgen/examples/petstore/api"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // addPet is the business function of the idempotent addPet operation. It writes through tx
 // only; the runtime commits tx together with the stored 201, so a retry with the same key gets
 // this very answer back instead of a second pet.
-func (s *store) addPet(ctx context.Context, tx pgx.Tx, _ api.AddPetParams, pet api.AddPetBody) (runtime.Response, error) {
+func (s *store) addPet(ctx context.Context, tx pgstore.DBTX, _ api.AddPetParams, pet api.AddPetBody) (runtime.Response, error) {
 	var status *string
 	if pet.Status != nil {
 		v := string(*pet.Status)
@@ -45,7 +44,7 @@ func (s *store) addPet(ctx context.Context, tx pgx.Tx, _ api.AddPetParams, pet a
 // placeOrder is the business function of the idempotent placeOrder operation: it checks the
 // pet, waits out the demo delay (a slow payment step in a real store), and writes the order
 // through tx.
-func (s *store) placeOrder(ctx context.Context, tx pgx.Tx, _ api.PlaceOrderParams, o api.PlaceOrderBody) (runtime.Response, error) {
+func (s *store) placeOrder(ctx context.Context, tx pgstore.DBTX, _ api.PlaceOrderParams, o api.PlaceOrderBody) (runtime.Response, error) {
 	if o.PetID == nil || o.Quantity == nil || *o.Quantity < 1 {
 		// A final business refusal: stored and replayed like any 4xx.
 		return problem(http.StatusBadRequest, "order-invalid", "an order needs petId and a quantity of at least 1"), nil

@@ -29,7 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func main() {
@@ -60,7 +60,7 @@ func run(ctx context.Context, addr string, opts options) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
-	if err := runtime.Migrate(ctx, pool); err != nil {
+	if err := pgstore.Migrate(ctx, pool); err != nil {
 		return fmt.Errorf("migrate idempotency store: %w", err)
 	}
 	if err := migrate(ctx, pool); err != nil {
@@ -71,7 +71,7 @@ func run(ctx context.Context, addr string, opts options) error {
 		return err
 	}
 	// Expired idempotency records already count as absent; the sweeper reclaims their space.
-	go (&runtime.Sweeper{Pool: pool}).Run(ctx)
+	go (&pgstore.Sweeper{Pool: pool}).Run(ctx)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

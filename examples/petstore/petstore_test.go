@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/pgtest"
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // petstore starts the example, exactly as main wires it, on a fresh database.
@@ -25,7 +25,7 @@ func petstore(t *testing.T, opts options) (*httptest.Server, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.NewPool(t, 10)
 	ctx := context.Background()
-	if err := runtime.Migrate(ctx, pool); err != nil {
+	if err := pgstore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if err := migrate(ctx, pool); err != nil {

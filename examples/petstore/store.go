@@ -15,9 +15,10 @@ import (
 
 	"github.com/idemgen/idemgen/examples/petstore/api"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// schemaSQL is the store's own schema; the idempotency store's table comes from runtime.Migrate.
+// schemaSQL is the store's own schema; the idempotency store's table comes from pgstore.Migrate.
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS pets (
 	id         bigserial PRIMARY KEY,
@@ -64,7 +65,7 @@ func apiKeyScope(r *http.Request) (string, error) {
 // newServer wires the generated, idempotent operations and the store's plain read operations
 // into one handler.
 func newServer(pool *pgxpool.Pool, opts options) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: apiKeyScope})
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: apiKeyScope})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -132,14 +133,22 @@ func TestRegisterRoutesLiteralSuffixSegments(t *testing.T) {
 
 func TestRegisterReportsConflictsAsErrors(t *testing.T) {
 	mux := http.NewServeMux()
-	rt := &runtime.Runtime{} // never serves: Register only mounts
+	// Register only mounts: the pool connects lazily and never here.
+	pool, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := Handlers{UpdateCall: func(context.Context, pgstore.DBTX, UpdateCallParams, UpdateCallBody) (runtime.Response, error) {
 		return runtime.Response{}, nil
 	}}
 	if err := Register(mux, rt, h); err != nil {
 		t.Fatal(err)
 	}
-	err := Register(mux, rt, h) // the same patterns again: ServeMux would panic
+	err = Register(mux, rt, h) // the same patterns again: ServeMux would panic
 	if err == nil || !strings.Contains(err.Error(), "/Calls/{seg4}") {
 		t.Fatalf("second Register: err = %v, want a conflict naming the pattern", err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/cases"
 	"github.com/idemgen/idemgen/internal/pgtest"
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // EnvCases names a folder of extra cases (same format) that TestCases runs too; a relative path
@@ -60,7 +60,7 @@ func TestCases(t *testing.T) {
 
 	pool := pgtest.NewPool(t, poolSize)
 	ctx := context.Background()
-	if err := runtime.Migrate(ctx, pool); err != nil {
+	if err := pgstore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if err := Migrate(ctx, pool); err != nil {

@@ -3,7 +3,7 @@ package conformance
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/runtime"
@@ -13,22 +13,22 @@ import (
 // methods: this file is what a user writes for their own API.
 func (s *service) handlers() api.Handlers {
 	return api.Handlers{
-		CreatePayment: func(ctx context.Context, tx pgx.Tx, _ api.CreatePaymentParams, b api.CreatePaymentBody) (runtime.Response, error) {
+		CreatePayment: func(ctx context.Context, tx pgstore.DBTX, _ api.CreatePaymentParams, b api.CreatePaymentBody) (runtime.Response, error) {
 			return s.createPayment(ctx, tx, paymentInput{Amount: b.Amount, Currency: b.Currency, To: b.To, Description: b.Description})
 		},
-		CreateRefund: func(ctx context.Context, tx pgx.Tx, p api.CreateRefundParams, b api.CreateRefundBody) (runtime.Response, error) {
+		CreateRefund: func(ctx context.Context, tx pgstore.DBTX, p api.CreateRefundParams, b api.CreateRefundBody) (runtime.Response, error) {
 			return s.createRefund(ctx, tx, refundInput{PaymentID: p.PaymentID, Amount: b.Amount, Reason: b.Reason})
 		},
-		CreateOrder: func(ctx context.Context, tx pgx.Tx, _ api.CreateOrderParams, b api.CreateOrderBody) (runtime.Response, error) {
+		CreateOrder: func(ctx context.Context, tx pgstore.DBTX, _ api.CreateOrderParams, b api.CreateOrderBody) (runtime.Response, error) {
 			return s.createOrder(ctx, tx, orderInput{PayerName: b.Payer.Name, Lines: len(b.Lines)})
 		},
-		CreateTransfer: func(ctx context.Context, tx pgx.Tx, _ api.CreateTransferParams, b api.CreateTransferBody) (runtime.Response, error) {
+		CreateTransfer: func(ctx context.Context, tx pgstore.DBTX, _ api.CreateTransferParams, b api.CreateTransferBody) (runtime.Response, error) {
 			return s.createTransfer(ctx, tx, transferInput{Amount: b.Amount, Destination: b.Destination})
 		},
-		CreateCharge: func(ctx context.Context, tx pgx.Tx, _ api.CreateChargeParams, b api.CreateChargeBody) (runtime.Response, error) {
+		CreateCharge: func(ctx context.Context, tx pgstore.DBTX, _ api.CreateChargeParams, b api.CreateChargeBody) (runtime.Response, error) {
 			return s.createCharge(ctx, tx, chargeInput{Amount: b.Amount, Currency: b.Currency, Description: b.Description})
 		},
-		CreateProviderCharge: func(ctx context.Context, lease *runtime.LeaseHandle, _ api.CreateProviderChargeParams, b api.CreateProviderChargeBody) (runtime.CompleteFunc, error) {
+		CreateProviderCharge: func(ctx context.Context, lease *runtime.Lease, _ api.CreateProviderChargeParams, b api.CreateProviderChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			return s.createProviderCharge(ctx, lease, b.Amount)
 		},
 	}

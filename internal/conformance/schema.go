@@ -9,7 +9,7 @@ import (
 
 // schemaSQL creates the business tables: one row per effect, each carrying its tenant so that
 // GET /_effects can count one tenant's effects. The idempotency store's own table is the
-// runtime's (runtime.Migrate).
+// store's (pgstore.Migrate).
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS payments (
 	id          text PRIMARY KEY,

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // declineAbove is the largest amount (minor units) createPayment accepts; above it the payment
@@ -45,7 +46,7 @@ type payment struct {
 	Status   string `json:"status"`
 }
 
-func (s *service) createPayment(ctx context.Context, tx pgx.Tx, in paymentInput) (runtime.Response, error) {
+func (s *service) createPayment(ctx context.Context, tx pgstore.DBTX, in paymentInput) (runtime.Response, error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return runtime.Response{}, err
@@ -97,7 +98,7 @@ type refundInput struct {
 	Reason    *string
 }
 
-func (s *service) createRefund(ctx context.Context, tx pgx.Tx, in refundInput) (runtime.Response, error) {
+func (s *service) createRefund(ctx context.Context, tx pgstore.DBTX, in refundInput) (runtime.Response, error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return runtime.Response{}, err
@@ -124,7 +125,7 @@ type orderInput struct {
 	Lines     int
 }
 
-func (s *service) createOrder(ctx context.Context, tx pgx.Tx, in orderInput) (runtime.Response, error) {
+func (s *service) createOrder(ctx context.Context, tx pgstore.DBTX, in orderInput) (runtime.Response, error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return runtime.Response{}, err
@@ -142,7 +143,7 @@ type transferInput struct {
 	Destination string
 }
 
-func (s *service) createTransfer(ctx context.Context, tx pgx.Tx, in transferInput) (runtime.Response, error) {
+func (s *service) createTransfer(ctx context.Context, tx pgstore.DBTX, in transferInput) (runtime.Response, error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return runtime.Response{}, err
@@ -161,7 +162,7 @@ type chargeInput struct {
 	Description *string
 }
 
-func (s *service) createCharge(ctx context.Context, tx pgx.Tx, in chargeInput) (runtime.Response, error) {
+func (s *service) createCharge(ctx context.Context, tx pgstore.DBTX, in chargeInput) (runtime.Response, error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return runtime.Response{}, err
@@ -177,7 +178,7 @@ func (s *service) createCharge(ctx context.Context, tx pgx.Tx, in chargeInput) (
 // createProviderCharge is the lease-mode handler: it charges through the provider under the
 // key the runtime derives from (scope, idempotency key), outside any transaction, and records
 // the charge in the completion phase, which commits with the idempotency record.
-func (s *service) createProviderCharge(ctx context.Context, lease *runtime.LeaseHandle, amount int64) (runtime.CompleteFunc, error) {
+func (s *service) createProviderCharge(ctx context.Context, lease *runtime.Lease, amount int64) (runtime.CompleteFunc[pgstore.DBTX], error) {
 	k := knobsFrom(ctx)
 	if err := k.sleep(ctx); err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (s *service) createProviderCharge(ctx context.Context, lease *runtime.Lease
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+	return func(ctx context.Context, tx pgstore.DBTX) (runtime.Response, error) {
 		id := "pc_" + uuid.NewString()
 		if _, err := tx.Exec(ctx, `INSERT INTO provider_charges (id, tenant, amount, provider_reference) VALUES ($1, $2, $3, $4)`,
 			id, k.tenant, amount, ref); err != nil {

@@ -34,7 +34,7 @@ import (
 
 	"github.com/idemgen/idemgen/bench/internal/baseline"
 	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func main() {
@@ -76,7 +76,7 @@ func run(addr string, conns int32) error {
 		return fmt.Errorf("pool: %w", err)
 	}
 	defer pool.Close()
-	if err := runtime.Migrate(ctx, pool); err != nil {
+	if err := pgstore.Migrate(ctx, pool); err != nil {
 		return err
 	}
 	if err := conformance.Migrate(ctx, pool); err != nil {
@@ -96,8 +96,8 @@ func run(addr string, conns int32) error {
 	mux.Handle("POST /bench/handwritten", baseline.Handwritten(pool))
 	for _, ab := range []struct {
 		name string
-		s    runtime.ClaimStrategy
-	}{{"withstatement", runtime.ClaimWithStatement}, {"readfirst", runtime.ClaimReadFirst}, {"pipelined", runtime.ClaimPipelined}} {
+		s    pgstore.ClaimStrategy
+	}{{"withstatement", pgstore.ClaimWithStatement{}}, {"readfirst", pgstore.ClaimReadFirst{}}, {"pipelined", pgstore.ClaimPipelined{}}} {
 		h, err := baseline.Strategy(pool, ab.s)
 		if err != nil {
 			return err

@@ -5,31 +5,31 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // Strategy serves createPayment (POST /v1/payments) through the conformance service's generated
 // code on a runtime built with the given claim strategy, with a handler that makes the same
 // business insert as Plain. The harness mounts one per strategy (under a path prefix) so that
 // the claim strategies are compared on identical handler code in the same run.
-func Strategy(pool *pgxpool.Pool, s runtime.ClaimStrategy) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: func(r *http.Request) (string, error) {
+func Strategy(pool *pgxpool.Pool, s pgstore.ClaimStrategy) (http.Handler, error) {
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: s}), Scope: func(r *http.Request) (string, error) {
 		t, ok := tenant(r)
 		if !ok {
 			return "", fmt.Errorf("no bearer tenant")
 		}
 		return t, nil
-	}, ClaimStrategy: s})
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	mux := http.NewServeMux()
 	err = api.Register(mux, rt, api.Handlers{
-		CreatePayment: func(ctx context.Context, tx pgx.Tx, _ api.CreatePaymentParams, b api.CreatePaymentBody) (runtime.Response, error) {
+		CreatePayment: func(ctx context.Context, tx pgstore.DBTX, _ api.CreatePaymentParams, b api.CreatePaymentBody) (runtime.Response, error) {
 			t := ctx.Value(tenantKey{}).(string)
 			p := payment{ID: newID(), Amount: b.Amount, Currency: b.Currency, To: b.To, Status: "succeeded"}
 			if _, err := tx.Exec(ctx, insertPayment, p.ID, t, p.Amount, p.Currency, p.To, b.Description); err != nil {

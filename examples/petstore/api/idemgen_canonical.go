@@ -2,34 +2,7 @@
 
 package api
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintAddPet is the fingerprint of a request to addPet (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintAddPet(r *http.Request, mediaType string, raw []byte, p *AddPetParams, v *AddPetBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("addPet", "POST", "/pet")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalPet(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintPlaceOrder is the fingerprint of a request to placeOrder (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintPlaceOrder(r *http.Request, mediaType string, raw []byte, p *PlaceOrderParams, v *PlaceOrderBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("placeOrder", "POST", "/store/order")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalOrder(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalPet appends the canonical form (RFC 8785) of v to b: members category, id, name,
 // photoUrls, status, tags.

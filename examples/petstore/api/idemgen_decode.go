@@ -4,9 +4,23 @@ package api
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"math"
 	"net/http"
 )
+
+// decodeAddPet reads a request to addPet: the body and the parameters, checked against the schema
+// (errors name the offending value: 400 body-invalid), then the canonical body for the fingerprint.
+func decodeAddPet(in *gen.Input) (v AddPetRequest, err error) {
+	if v.Body, err = decodeAddPetJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseAddPetParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalPet(in.BodyStart(), &v.Body))
+	return
+}
 
 // decodeAddPetJSON decodes a application/json request body of operation addPet strictly and checks
 // the schema's constraints; errors are *canonical.Error (400 body-invalid).
@@ -23,6 +37,20 @@ func decodeAddPetJSON(data []byte) (AddPetBody, error) {
 func parseAddPetParams(r *http.Request) (AddPetParams, error) {
 	var p AddPetParams
 	return p, nil
+}
+
+// decodePlaceOrder reads a request to placeOrder: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodePlaceOrder(in *gen.Input) (v PlaceOrderRequest, err error) {
+	if v.Body, err = decodePlaceOrderJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parsePlaceOrderParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &v.Body))
+	return
 }
 
 // decodePlaceOrderJSON decodes a application/json request body of operation placeOrder strictly and

@@ -5,64 +5,32 @@ package api
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// addPetHandler serves POST /pet through the idempotency runtime.
-type addPetHandler struct {
-	rt *runtime.Runtime
-	fn AddPetFunc
-}
-
-func (h addPetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.AddPet)
-	if !ok {
-		return
-	}
-	body, err := decodeAddPetJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseAddPetParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintAddPet(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewAddPetHandler returns the http.Handler of operation addPet (POST /pet): Add a new pet to the
+// store..
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /pet".
+func NewAddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAddPet(), decodeAddPet, func(ctx context.Context, db pgstore.DBTX, in *AddPetRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// placeOrderHandler serves POST /store/order through the idempotency runtime.
-type placeOrderHandler struct {
-	rt *runtime.Runtime
-	fn PlaceOrderFunc
-}
-
-func (h placeOrderHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PlaceOrder)
-	if !ok {
-		return
-	}
-	body, err := decodePlaceOrderJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePlaceOrderParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPlaceOrder(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewPlaceOrderHandler returns the http.Handler of operation placeOrder (POST /store/order): Place
+// an order for a pet..
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /store/order".
+func NewPlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), decodePlaceOrder, func(ctx context.Context, db pgstore.DBTX, in *PlaceOrderRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

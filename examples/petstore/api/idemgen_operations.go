@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -15,21 +15,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	AddPet     runtime.Operation
-	PlaceOrder runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	AddPet: runtime.Operation{
+// operationAddPet returns the resolved idempotency settings of addPet.
+func operationAddPet() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "addPet",
 		Method: "POST",
 		Path:   "/pet",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -42,13 +34,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PlaceOrder: runtime.Operation{
+	}
+}
+
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder.
+func operationPlaceOrder() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "placeOrder",
 		Method: "POST",
 		Path:   "/store/order",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -61,30 +56,43 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationAddPet(),
+		operationPlaceOrder(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	AddPet     AddPetFunc
 	PlaceOrder PlaceOrderFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = api.Register(mux, rt, api.Handlers{AddPet: addPet})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationAddPet()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -94,17 +102,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.AddPet != nil {
 		pattern = "POST /pet"
-		mux.Handle(pattern, addPetHandler{
-			fn: h.AddPet,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewAddPetHandler(rt, h.AddPet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /store/order"
-		mux.Handle(pattern, placeOrderHandler{
-			fn: h.PlaceOrder,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewPlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }

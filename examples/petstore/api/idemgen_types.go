@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // Category is a request type (schema Category).
@@ -77,12 +77,19 @@ type AddPetParams struct{}
 // AddPetBody is the request body of operation addPet.
 type AddPetBody = Pet
 
+// AddPetRequest is a decoded request to addPet.
+type AddPetRequest struct {
+	Params AddPetParams
+	Body   AddPetBody
+}
+
 // AddPetFunc is the business function of operation addPet (POST /pet): Add a new pet to the store..
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type AddPetFunc func(ctx context.Context, tx pgx.Tx, p AddPetParams, body AddPetBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type AddPetFunc func(ctx context.Context, tx pgstore.DBTX, p AddPetParams, body AddPetBody) (runtime.Response, error)
 
 // PlaceOrderParams holds the parameters of operation placeOrder (POST /store/order): Place an order
 // for a pet..
@@ -95,10 +102,17 @@ type PlaceOrderParams struct{}
 // PlaceOrderBody is the request body of operation placeOrder.
 type PlaceOrderBody = Order
 
+// PlaceOrderRequest is a decoded request to placeOrder.
+type PlaceOrderRequest struct {
+	Params PlaceOrderParams
+	Body   PlaceOrderBody
+}
+
 // PlaceOrderFunc is the business function of operation placeOrder (POST /store/order): Place an
 // order for a pet..
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type PlaceOrderFunc func(ctx context.Context, tx pgx.Tx, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type PlaceOrderFunc func(ctx context.Context, tx pgstore.DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)
