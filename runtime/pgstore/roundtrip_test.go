@@ -1,0 +1,193 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// Issue 7 item 9: round trips counted with a pgx tracer and by socket writes. A new key in
+// atomic mode costs the handler's own statements plus two under ClaimWithStatement (read;
+// BEGIN+lock with the handler's first statement; record+COMMIT) and ClaimPipelined, three under
+// ClaimReadFirst; a replay costs one and assigns no transaction id (so it writes nothing and
+// locks no row).
+func TestRoundTripsAtomic(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy pgstore.ClaimStrategy
+		portable bool
+		extra    int64 // round trips besides the handler's statements
+	}{
+		{"WithStatement", pgstore.ClaimWithStatement{}, false, 2},
+		{"Pipelined", pgstore.ClaimPipelined{}, false, 2},
+		{"ReadFirst", pgstore.ClaimReadFirst{}, false, 3},
+		{"WithStatement/portable", pgstore.ClaimWithStatement{}, true, 3}, // read, then the claim INSERT before the handler
+		{"Pipelined/portable", pgstore.ClaimPipelined{}, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(c *setup) { c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable })
+			h := e.atomicHandler(payOp())
+			// Warm the connection's statement cache so the counts are the steady state.
+			serve(h, req("t1", "k-warm-up-00000001", body100))
+			serve(h, req("t1", "k-warm-up-00000001", body100))
+
+			const handlerStatements = 1
+			n, writes, log := e.rtt.count(func() {
+				if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+					t.Fatalf("new key: %d %s", w.Code, w.Body)
+				}
+			})
+			want := handlerStatements + tc.extra
+			if n != want || writes != want {
+				t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
+			}
+
+			xidBefore := currentXid(t, e)
+			// Several replays in a row: a replay must not make the next one (or the next claim on
+			// the same connection) pay for re-preparing statements.
+			for i := range 3 {
+				n, writes, log = e.rtt.count(func() {
+					if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+						t.Fatalf("not a replay: %d", w.Code)
+					}
+				})
+				if n != 1 || writes != 1 {
+					t.Errorf("replay %d took %d round trips (%d socket writes), want 1: %q", i, n, writes, log)
+				}
+			}
+			// A mismatch is answered from the same read.
+			n, writes, log = e.rtt.count(func() {
+				if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
+					t.Fatalf("not a mismatch: %d", w.Code)
+				}
+			})
+			if n != 1 || writes != 1 {
+				t.Errorf("mismatch took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+			}
+			xidAfter := currentXid(t, e)
+			// pg_current_xact_id() assigns one id itself: anything more is the replays'.
+			if xidAfter != xidBefore+1 {
+				t.Errorf("the replays assigned %d transaction ids, want 0", xidAfter-xidBefore-1)
+			}
+			n, writes, log = e.rtt.count(func() { serve(h, req("t1", key1+"-next", body100)) })
+			if n != want || writes != want {
+				t.Errorf("new key after replays took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
+			}
+		})
+	}
+}
+
+func currentXid(t *testing.T, e *env) int64 {
+	t.Helper()
+	var x int64
+	if err := e.pool.QueryRow(context.Background(), "SELECT pg_current_xact_id()::text::bigint").Scan(&x); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// Lease mode: a new key costs the claim (autocommitted), BEGIN+lock under the token, the
+// completion's own statements, then store+COMMIT; a replay costs one and assigns no id.
+func TestRoundTripsLease(t *testing.T) {
+	e := newEnv(t, nil)
+	h := e.leaseHandler(leaseOp(), &provider{})
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+	serve(h, req("t1", "k-warm-up-00000001", body100))
+
+	const completionStatements = 1
+	n, writes, log := e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+			t.Fatalf("new key: %d %s", w.Code, w.Body)
+		}
+	})
+	if want := int64(completionStatements + 3); n != want || writes != want {
+		t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
+	}
+	xidBefore := currentXid(t, e)
+	n, writes, log = e.rtt.count(func() {
+		if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+			t.Fatalf("not a replay: %d", w.Code)
+		}
+	})
+	if n != 1 || writes != 1 {
+		t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+	}
+	if x := currentXid(t, e); x != xidBefore+1 {
+		t.Errorf("the replay assigned %d transaction ids, want 0", x-xidBefore-1)
+	}
+}
+
+// Pools in the simple protocol (used behind transaction-pooling proxies) send the claim as one
+// multi-statement Query: the same transaction behaviour and the same round trips, with no
+// prepared statements, under every claim strategy.
+func TestSimpleProtocolPool(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.name, func(t *testing.T) {
+			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", withStrategy(s.strategy))
+			h := e.atomicHandler(payOp())
+			serve(h, req("t1", "k-warm-up-00000001", body100))
+			want := int64(3)
+			if s.name == "ReadFirst" {
+				want++
+			}
+			n, writes, log := e.rtt.count(func() {
+				if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+					t.Fatalf("new key: %d %s", w.Code, w.Body)
+				}
+			})
+			if n != want || writes != want {
+				t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
+			}
+			n, writes, log = e.rtt.count(func() {
+				if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+					t.Fatalf("not a replay: %d", w.Code)
+				}
+			})
+			if n != 1 || writes != 1 {
+				t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
+			}
+			if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
+				t.Errorf("mismatch: %d", w.Code)
+			}
+			done := make(chan int)
+			go func() { done <- serve(h, req("t1", key1+"-slow", body100, "X-Hold", "slow")).Code }()
+			g := e.gate("slow")
+			g.wait(t)
+			if w := serve(h, req("t1", key1+"-slow", body100)); w.Code != 409 {
+				t.Errorf("in flight: %d", w.Code)
+			}
+			g.open()
+			if code := <-done; code != 201 {
+				t.Errorf("slow request: %d", code)
+			}
+			if e.payments("t1") != 3 {
+				t.Fatalf("payments %d, want 3", e.payments("t1"))
+			}
+			var prepared int
+			if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_prepared_statements").Scan(&prepared); err != nil || prepared != 0 {
+				t.Errorf("prepared statements on a simple-protocol connection: %d (%v)", prepared, err)
+			}
+		})
+	}
+}
+
+// An optional key that is absent runs the handler unguarded: BEGIN travels with its first
+// statement, so it costs its statements plus the COMMIT, as in a plain pgx transaction.
+func TestUnguardedRoundTrips(t *testing.T) {
+	e := newEnv(t, nil)
+	op := payOp()
+	op.Key.Required = false
+	h := e.atomicHandler(op)
+	serve(h, req("t1", "", body100))
+	n, writes, log := e.rtt.count(func() {
+		if w := serve(h, req("t1", "", body100)); w.Code != 201 {
+			t.Fatalf("%d", w.Code)
+		}
+	})
+	if n != 2 || writes != 2 {
+		t.Errorf("unguarded request took %d round trips (%d socket writes), want 2: %q", n, writes, log)
+	}
+}
