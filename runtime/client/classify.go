@@ -15,7 +15,7 @@ import (
 )
 
 // inFlightProblem is the problem type name (its last segment) of idemgen's 409: another request
-// with the same key is still executing (shared/cases README, "Problem names").
+// with the same key is still executing (runtime.ProblemInFlight).
 const inFlightProblem = "in-flight"
 
 // maxProblemBytes caps, in bytes, how much of a 409 body is read to find its problem type.

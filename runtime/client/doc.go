@@ -22,8 +22,8 @@
 //     10.2.3, seconds or an HTTP date);
 //   - stops at once when the request's context is cancelled or its deadline would pass during
 //     the wait;
-//   - gives up with a *ReconcileError before the server's retention (24h by default, idemgen
-//     DESIGN section 2) could have expired the key: a retry after that point could run the
+//   - gives up with a *ReconcileError before the server's retention (24h by default, the
+//     x-idempotent retention) could have expired the key: a retry after that point could run the
 //     operation a second time, so the caller must look the outcome up instead.
 //
 // When the attempts or the time budget run out it returns an *ExhaustedError carrying the last

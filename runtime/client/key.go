@@ -54,7 +54,7 @@ func KeyFrom(ctx context.Context) (string, bool) {
 }
 
 // ValidKey reports whether key can be sent: not empty, and only visible ASCII characters
-// (0x21–0x7E) other than the comma, as idemgen servers require (DESIGN section 2; a comma would
+// (0x21–0x7E) other than the comma, as idemgen servers require (a comma would
 // split the header into a list, RFC 9110 section 5.3). Length limits are the server's.
 func ValidKey(key string) error {
 	if key == "" {

@@ -24,7 +24,7 @@ const (
 	DefaultMaxDelay = 30 * time.Second
 	// DefaultMaxElapsed bounds the time from the first attempt to the start of the last one.
 	DefaultMaxElapsed = 2 * time.Minute
-	// DefaultRetention is the server's retention; idemgen's default (DESIGN section 2).
+	// DefaultRetention is the server's retention; idemgen's default retention (runtime.DefaultRetention).
 	DefaultRetention = 24 * time.Hour
 	// DefaultMaxBodyBytes caps a request body the Transport buffers for replay (1 MiB, the same
 	// as the server's default limits.body).
