@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -23,12 +24,14 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	if x.key == "" {
 		return runUnguarded(ctx, x, st, fn)
 	}
-	rt := x.rt
-	start := time.Now()
-	claimCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout+x.op.Wait)
-	tx, rec, err := st.BeginAtomic(claimCtx, x.claim())
-	cancel()
-	rt.obs.ClaimLatency(x.op.ID, ModeAtomic, time.Since(start))
+	var (
+		tx  store.Tx[DB]
+		rec *store.Record
+	)
+	err := x.storeCall(ctx, spanLookup, x.op.Wait, func(ctx context.Context) (err error) {
+		tx, rec, err = st.BeginAtomic(ctx, x.claim())
+		return err
+	})
 	switch {
 	case err != nil:
 		return x.storeFailed(err)
@@ -36,61 +39,59 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 		return x.answerRecord(rec)
 	}
 	if x.confirm {
-		confirmCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
-		err := tx.Confirm(confirmCtx)
-		cancel()
-		if err != nil {
+		if err := x.storeCall(ctx, spanClaim, 0, tx.Confirm); err != nil {
 			_ = tx.Abort(context.WithoutCancel(ctx))
 			return x.storeFailed(err)
 		}
 	}
-
-	resp, herr := callHandler(tx.HandlerContext(ctx), tx.DB(), fn)
-
-	// The handler has run: the completion is not canceled by a client that went away, and
-	// each store call stays bounded.
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
-	defer cancel()
-	if herr != nil || !x.op.isFinal(resp.Status) {
-		if err := tx.Abort(doneCtx); err != nil {
-			return x.storeFailed(err)
-		}
-		if herr != nil {
-			return x.handlerFailed(herr.err, herr.stack)
-		}
-		return result{outcome: OutcomeReleased, resp: resp}
-	}
-	if err := tx.Commit(doneCtx, x.op.storable(resp)); err != nil {
-		return x.storeFailed(err)
-	}
-	return result{outcome: OutcomeExecuted, resp: resp}
+	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
+	return completeTx(context.WithoutCancel(ctx), x, tx, h)
 }
 
 // runUnguarded runs fn for a request whose optional key is absent (key.required false): no
 // record; the handler's writes commit when its response is final.
 func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
-	beginCtx, cancel := context.WithTimeout(ctx, x.rt.cfg.StoreTimeout)
-	tx, err := st.BeginPlain(beginCtx)
-	cancel()
+	var tx store.Tx[DB]
+	err := x.storeCall(ctx, spanBegin, 0, func(ctx context.Context) (err error) {
+		tx, err = st.BeginPlain(ctx)
+		return err
+	})
 	if err != nil {
 		return x.storeFailed(err)
 	}
-	resp, herr := callHandler(tx.HandlerContext(ctx), tx.DB(), fn)
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.rt.cfg.StoreTimeout)
-	defer cancel()
-	if herr != nil || !x.op.isFinal(resp.Status) {
-		if err := tx.Abort(doneCtx); err != nil {
+	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
+	return completeTx(context.WithoutCancel(ctx), x, tx, h)
+}
+
+// completeTx ends a transaction the handler wrote through: a final response is stored (a
+// transaction without a record just commits) with the handler's writes; anything else is rolled
+// back and the key released. The handler has run, so ctx no longer ends when the client goes
+// away.
+func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h handled) result {
+	done, released := OutcomeExecuted, OutcomeReleased
+	if x.key == "" {
+		done, released = OutcomeUnguarded, OutcomeUnguarded
+	}
+	if h.failure != nil || !x.op.isFinal(h.resp.Status) {
+		if err := x.storeCall(ctx, spanComplete, 0, tx.Abort); err != nil {
 			return x.storeFailed(err)
 		}
-		if herr != nil {
-			return x.handlerFailed(herr.err, herr.stack)
+		if h.failure != nil {
+			return x.handlerFailed(h.failure.err, h.failure.stack)
 		}
-		return result{outcome: OutcomeUnguarded, resp: resp}
+		return result{outcome: released, resp: h.resp}
 	}
-	if err := tx.Commit(doneCtx, store.Response{}); err != nil {
+	stored := x.op.storable(h.resp)
+	if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return tx.Commit(ctx, stored) }); err != nil {
 		return x.storeFailed(err)
 	}
-	return result{outcome: OutcomeUnguarded, resp: resp}
+	return result{outcome: done, resp: h.resp}
+}
+
+// handled is what a handler did: its response, or its failure (an error or a recovered panic).
+type handled struct {
+	resp    Response
+	failure *handlerError
 }
 
 // handlerError is a handler that returned an error or panicked (stack set).
@@ -99,22 +100,29 @@ type handlerError struct {
 	stack []byte
 }
 
-// callHandler runs fn, turning a panic into an error with its stack, so the transaction is
-// rolled back and the client gets a 500 problem rather than a dropped connection.
-func callHandler[DB any](ctx context.Context, db DB, fn func(context.Context, DB) (Response, error)) (resp Response, herr *handlerError) {
+// callHandler runs fn under the handler span, turning a panic into a failure with its stack, so
+// the transaction is rolled back and the client gets a 500 problem rather than a dropped
+// connection.
+func callHandler[DB any](ctx context.Context, x *exchange, db DB, fn func(context.Context, DB) (Response, error)) (h handled) {
+	ctx, span := x.rt.tracer.Start(ctx, spanHandler, trace.WithSpanKind(trace.SpanKindInternal))
 	defer func() {
 		if v := recover(); v != nil {
-			herr = &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}
+			h = handled{failure: &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}}
 		}
+		var err error
+		if h.failure != nil {
+			err = h.failure.err
+		}
+		endSpan(span, err)
 	}()
 	resp, err := fn(ctx, db)
 	switch {
 	case err != nil:
-		return resp, &handlerError{err: err}
+		return handled{failure: &handlerError{err: err}}
 	case resp.Status == 0:
 		resp.Status = http.StatusOK
 	case resp.Status < 100 || resp.Status > 999:
-		return resp, &handlerError{err: fmt.Errorf("handler answered status %d", resp.Status)}
+		return handled{failure: &handlerError{err: fmt.Errorf("handler answered status %d", resp.Status)}}
 	}
-	return resp, nil
+	return handled{resp: resp}
 }

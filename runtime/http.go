@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -78,13 +81,21 @@ func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Opera
 		http.NotFound(w, r)
 		return
 	}
+	ctx, span := rt.tracer.Start(r.Context(), spanRequest, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String())))
+	defer span.End()
 	res := x.admit(w)
 	if !res.answered() {
 		var v T
 		v, res = prepare(x, decode)
 		if !res.answered() {
-			res = run(r.Context(), x, &v)
+			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
+			res = run(ctx, x, &v)
 		}
+	}
+	span.SetAttributes(attrOutcome.String(string(res.outcome)))
+	if res.problem.Status >= 500 {
+		span.SetStatus(codes.Error, res.problem.Name)
 	}
 	rt.finish(w, x, res)
 }

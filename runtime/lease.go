@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -31,68 +33,59 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	if x.key == "" {
 		return runUnguardedLease(ctx, x, st, fn)
 	}
-	rt := x.rt
 	claim := x.claim()
 	token, res := x.reserve(ctx, st, &claim)
 	if res.answered() {
 		return res
 	}
+	lease := &Lease{st: st, id: claim.ID, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
+	complete, failure := callLease(ctx, x, fn, lease)
 
-	lease := &Lease{st: st, id: claim.ID, token: token, secret: rt.cfg.ProviderKeySecret, timeout: rt.cfg.StoreTimeout}
-	complete, err := callLease(ctx, fn, lease)
 	// The call phase is over: the completion is not canceled by a client that went away (the
-	// external effect has happened), and each store call stays bounded.
-	doneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
-	defer cancel()
-	if err != nil {
-		if rerr := st.Release(doneCtx, claim.ID, token); rerr != nil {
+	// external effect has happened).
+	ctx = context.WithoutCancel(ctx)
+	if failure != nil {
+		if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return st.Release(ctx, claim.ID, token) }); err != nil {
 			// The lease ends on its own; the retry then takes it over.
-			rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", slog.String("operation", x.op.ID), slog.Any("error", rerr))
+			x.rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", slog.String("operation", x.op.ID), slog.Any("error", err))
 		}
-		return x.handlerFailed(err.err, err.stack)
+		return x.handlerFailed(failure.err, failure.stack)
 	}
-	tx, cerr := st.BeginCompletion(doneCtx, claim, token)
-	if cerr != nil {
-		return x.storeFailed(cerr)
-	}
-	resp, herr := callHandler(tx.HandlerContext(context.WithoutCancel(ctx)), tx.DB(), complete)
-	if herr != nil || !x.op.isFinal(resp.Status) {
-		if err := tx.Abort(doneCtx); err != nil {
-			return x.storeFailed(err)
-		}
-		if herr != nil {
-			return x.handlerFailed(herr.err, herr.stack)
-		}
-		return result{outcome: OutcomeReleased, resp: resp}
-	}
-	if err := tx.Commit(doneCtx, x.op.storable(resp)); err != nil {
-		// A commit that failed leaves the lease in place: a retry after it ends takes over, and
-		// the provider's deduplication on ProviderKey keeps the external effect single.
+	var tx store.Tx[DB]
+	err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) (err error) {
+		tx, err = st.BeginCompletion(ctx, claim, token)
+		return err
+	})
+	if err != nil {
 		return x.storeFailed(err)
 	}
-	return result{outcome: OutcomeExecuted, resp: resp}
+	// A commit that fails leaves the lease in place: a retry after it ends takes over, and the
+	// provider's deduplication on ProviderKey keeps the external effect single.
+	return completeTx(ctx, x, tx, callHandler(tx.HandlerContext(ctx), x, tx.DB(), complete))
 }
 
 // reserve claims the key for lease mode and returns its fencing token, or the answer when the
 // request does not get the key. A running claim of the same request is waited for while
 // Operation.Wait allows, then answered 409 until its lease ends, then taken over.
 func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Claim) (int64, result) {
-	rt := x.rt
 	deadline := time.Now().Add(x.op.Wait)
 	for attempt := 0; ; attempt++ {
-		start := time.Now()
-		callCtx, cancel := context.WithTimeout(ctx, rt.cfg.StoreTimeout)
-		r, err := st.Reserve(callCtx, *claim)
+		var r store.Reservation
+		err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+			r, err = st.Reserve(ctx, *claim)
+			return err
+		})
 		if err == nil && !r.Claimed() && decide(ModeLease, x.op.ID, x.fp, &r.Record) == verdictTakeover {
-			r.Token, err = st.TakeOver(callCtx, *claim, r.Record.Token)
+			err = x.storeCall(ctx, spanClaim, 0, func(ctx context.Context) (err error) {
+				r.Token, err = st.TakeOver(ctx, *claim, r.Record.Token)
+				return err
+			})
 			if err == nil {
-				rt.obs.Outcome(x.op.ID, ModeLease, OutcomeTakeover)
-				rt.log.LogAttrs(ctx, slog.LevelInfo, "lease taken over", slog.String("operation", x.op.ID),
+				x.rt.obs.Outcome(x.op.ID, ModeLease, OutcomeTakeover)
+				x.rt.log.LogAttrs(ctx, slog.LevelInfo, "lease taken over", slog.String("operation", x.op.ID),
 					slog.String("key_hash", keyHash(x.scope, x.key)), slog.Int64("token", r.Token))
 			}
 		}
-		cancel()
-		rt.obs.ClaimLatency(x.op.ID, ModeLease, time.Since(start))
 		switch {
 		case errors.Is(err, store.ErrLost) && attempt < 3:
 			continue // someone else moved first: look again
@@ -118,19 +111,26 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	complete, err := callLease(ctx, fn, &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret})
-	if err != nil {
-		return x.handlerFailed(err.err, err.stack)
+	complete, failure := callLease(ctx, x, fn, &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret})
+	if failure != nil {
+		return x.handlerFailed(failure.err, failure.stack)
 	}
 	return runUnguarded(ctx, x, st, complete)
 }
 
-// callLease runs the call phase, turning a panic into an error with its stack.
-func callLease[DB any](ctx context.Context, fn func(context.Context, *Lease) (CompleteFunc[DB], error), l *Lease) (c func(context.Context, DB) (Response, error), herr *handlerError) {
+// callLease runs the call phase under the handler span, turning a panic into a failure with its
+// stack.
+func callLease[DB any](ctx context.Context, x *exchange, fn func(context.Context, *Lease) (CompleteFunc[DB], error), l *Lease) (c func(context.Context, DB) (Response, error), herr *handlerError) {
+	ctx, span := x.rt.tracer.Start(ctx, spanHandler, trace.WithSpanKind(trace.SpanKindInternal))
 	defer func() {
 		if v := recover(); v != nil {
 			herr = &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}
 		}
+		var err error
+		if herr != nil {
+			err = herr.err
+		}
+		endSpan(span, err)
 	}()
 	complete, err := fn(ctx, l)
 	switch {

@@ -29,6 +29,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -58,6 +61,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives outcomes, claim latencies and sweep counts; default none.
 	Observer Observer
+	// TracerProvider makes the OpenTelemetry spans of each request: "idempotency" around the
+	// runtime's work, with children for the lookup, the claim, the handler and the completion;
+	// attributes name the operation, the mode, the outcome and a hash of the key (never the
+	// key). Default otel.GetTracerProvider(), the global provider.
+	TracerProvider trace.TracerProvider
 	// StoreTimeout bounds each store call (a claim also waits up to the operation's
 	// concurrency.wait), so that an unreachable store answers 503 instead of hanging. Default 5s.
 	StoreTimeout time.Duration
@@ -80,6 +88,7 @@ type Runtime struct {
 	log      *slog.Logger
 	obs      Observer
 	problems ProblemWriter
+	tracer   trace.Tracer
 	// matcher compiles key and schema patterns once per Runtime.
 	matcher gen.Matcher
 }
@@ -113,7 +122,11 @@ func New(cfg Config) (*Runtime, error) {
 	cfg.StoreTimeout = orDefault(cfg.StoreTimeout, 5*time.Second)
 	cfg.StoreRetryAfter = orDefault(cfg.StoreRetryAfter, time.Second)
 	cfg.ConflictRetryAfter = orDefault(cfg.ConflictRetryAfter, time.Second)
-	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, problems: cfg.ProblemWriter}, nil
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, problems: cfg.ProblemWriter,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
 // ErrClaimLost is the cause (context.Cause) of a handler context that the store canceled because
