@@ -116,9 +116,9 @@ func newEnv(t *testing.T, tweak func(*setup)) *env {
 }
 
 // newEnvB is newEnv for benchmarks.
-func newEnvB(b *testing.B) *env {
+func newEnvB(b *testing.B, tweak func(*setup)) *env {
 	b.Helper()
-	return newEnvAt(b, pgtest.NewDatabase(b), nil)
+	return newEnvAt(b, pgtest.NewDatabase(b), tweak)
 }
 
 // withStrategy sets the claim strategy.

@@ -1,0 +1,103 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// BenchmarkAtomic compares the runtime's paths under each claim strategy with a baseline in the
+// same run: the same business INSERT in a plain pgx transaction (what the handler would cost
+// without idempotency). Report the
+// ratios, not the absolute times (they depend on the machine):
+//
+//	scripts/with-postgres.sh go test ./runtime/pgstore -run '^$' -bench Atomic -benchtime 2000x
+func BenchmarkAtomic(b *testing.B) {
+	e := newEnvB(b, nil)
+	ctx := context.Background()
+
+	b.Run("baseline-plain-tx", func(b *testing.B) {
+		for range b.N {
+			tx, err := e.pool.Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO payments (scope, amount) VALUES ($1, $2) RETURNING id", "t1", 100); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, s := range strategies {
+		h := newEnvB(b, withStrategy(s.strategy)).atomicHandler(payOp())
+		b.Run(s.name+"/new-key", func(b *testing.B) {
+			for i := range b.N {
+				if w := serve(h, req("t1", fmt.Sprintf("k-bench-new-%016d", i), body100)); w.Code != 201 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+		serve(h, req("t1", "k-bench-replay-000001", body100))
+		b.Run(s.name+"/replay", func(b *testing.B) {
+			for range b.N {
+				if w := serve(h, req("t1", "k-bench-replay-000001", body100)); w.Code != 201 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClaimsWhileSweeping measures new-key requests while a sweeper deletes 100k expired
+// rows, with the default small batches and with one big DELETE, against no sweeper at all (the
+// baseline in the same run):
+//
+//	scripts/with-postgres.sh go test ./runtime/pgstore -run '^$' -bench ClaimsWhileSweeping -benchtime 300x
+func BenchmarkClaimsWhileSweeping(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		sweep *pgstore.Sweeper
+	}{
+		{"no-sweeper", nil},
+		{"small-batches-default", &pgstore.Sweeper{}},
+		{"one-big-delete", &pgstore.Sweeper{BatchSize: 1 << 30}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnvB(b, nil)
+			h := e.atomicHandler(payOp())
+			if _, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
+				(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at,
+				 expires_at, response_status, response_body)
+				SELECT 't' || (g % 100), 'expired-' || g, 'op', '\x00', 1, 'completed', 1, now(),
+				       now() - interval '1 second', 201, repeat('x', 200)::bytea
+				FROM generate_series(1, 100000) g`); err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan struct{})
+			if c.sweep != nil {
+				c.sweep.Pool = e.pool
+				go func() {
+					defer close(done)
+					if _, err := c.sweep.SweepOnce(ctx); err != nil {
+						b.Error(err)
+					}
+				}()
+			} else {
+				close(done)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if w := serve(h, req("t1", fmt.Sprintf("k-sweep-bench-%016d", i), body100)); w.Code != 201 {
+					b.Fatal(w.Code)
+				}
+			}
+			b.StopTimer()
+			<-done
+		})
+	}
+}

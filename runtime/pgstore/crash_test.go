@@ -1,0 +1,156 @@
+package pgstore_test
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime"
+)
+
+// The crash tests re-run this test binary as a child process (TestCrashChild with
+// IDEMGEN_CRASH_CHILD set) that serves one request whose handler sleeps, and kill it with
+// SIGKILL in the middle of the handler: no deferred code runs, nothing is rolled back by the
+// client; only the server's own recovery and the record's lease remain.
+
+const envCrashChild = "IDEMGEN_CRASH_CHILD"
+
+// TestCrashChild is the child: it serves one slow request against the parent's database.
+func TestCrashChild(t *testing.T) {
+	mode := os.Getenv(envCrashChild)
+	if mode == "" {
+		t.Skip("runs only as the child of the crash tests")
+	}
+	var tweak func(*setup)
+	if name, ok := strings.CutPrefix(mode, "atomic/"); ok {
+		for _, s := range strategies {
+			if s.name == name {
+				tweak = withStrategy(s.strategy)
+			}
+		}
+	}
+	e := newEnvAt(t, os.Getenv("IDEMGEN_CRASH_URL"), tweak)
+	w := serve(e.crashHandler(mode), req("t1", key1, body100, "X-Delay", "60s", "X-Signal", "1"))
+	t.Fatalf("the child was not killed: %d", w.Code)
+}
+
+// crashHandler is the handler both processes use: atomic ("atomic/<strategy>"), or lease with
+// the provider's charges kept in the database.
+func (e *env) crashHandler(mode string) http.Handler {
+	if mode == "lease" {
+		return e.leaseHandler(leaseOp(), &provider{db: e.pool})
+	}
+	return e.atomicHandler(payOp())
+}
+
+// crashChild starts the child, waits until it is inside the handler, and kills it.
+func crashChild(t *testing.T, mode, url string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envCrashChild+"="+mode, "IDEMGEN_CRASH_URL="+url)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "IN_HANDLER") {
+				ready <- true
+				return
+			}
+		}
+		ready <- false
+	}()
+	var ok bool
+	select {
+	case ok = <-ready:
+	case <-time.After(30 * time.Second):
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !ok {
+		t.Fatal("the child never reached its handler")
+	}
+}
+
+// Atomic mode: the killed handler's transaction (claim and business write) dies with its
+// connection, so the retry runs at once and the payment is made once.
+func TestCrashAtomic(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.name, func(t *testing.T) {
+			e := newEnv(t, withStrategy(s.strategy))
+			crashChild(t, "atomic/"+s.name, e.url)
+			h := e.crashHandler("atomic")
+			start := time.Now()
+			var w *responseSummary
+			conflicts := 0
+			// The server notices the dead connection within milliseconds; until then the claim's
+			// lock still answers 409, which a client retries.
+			for time.Since(start) < 5*time.Second {
+				w = summarize(t, serve(h, req("t1", key1, body100)))
+				if w.status != 409 {
+					break
+				}
+				conflicts++
+				time.Sleep(20 * time.Millisecond)
+			}
+			if w.status != 201 || w.replayed {
+				t.Fatalf("retry after the crash: %+v", w)
+			}
+			t.Logf("atomic retry ran after %v (%d conflicts)", time.Since(start).Round(time.Millisecond), conflicts)
+			if time.Since(start) > time.Second {
+				t.Errorf("the retry waited %v; the key must be free at once", time.Since(start))
+			}
+			if n := e.payments("t1"); n != 1 {
+				t.Fatalf("payments = %d, want 1", n)
+			}
+			if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+				t.Fatal("the retry's response must replay")
+			}
+		})
+	}
+}
+
+// Lease mode: the killed handler's claim stays until its lease (500ms) ends: retries get 409
+// with Retry-After, then one takes over; the provider, keyed by the derived key, charges once.
+func TestCrashLease(t *testing.T) {
+	e := newEnv(t, nil)
+	crashChild(t, "lease", e.url)
+	killed := time.Now()
+	h := e.crashHandler("lease")
+	w := serve(h, req("t1", key1, body100))
+	if w.Code != 409 || problemType(t, w) != runtime.ProblemInFlight || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("retry during the lease: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	var s *responseSummary
+	for time.Since(killed) < 5*time.Second {
+		s = summarize(t, serve(h, req("t1", key1, body100)))
+		if s.status != 409 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s.status != 201 || s.replayed {
+		t.Fatalf("takeover: %+v", s)
+	}
+	if e.obs.get(runtime.OutcomeTakeover) != 1 {
+		t.Fatalf("takeovers = %d", e.obs.get(runtime.OutcomeTakeover))
+	}
+	p := &provider{db: e.pool}
+	if e.payments("t1") != 1 || p.count() != 1 {
+		t.Fatalf("payments %d, provider charges %d; want 1 and 1", e.payments("t1"), p.count())
+	}
+}
