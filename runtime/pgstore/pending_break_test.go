@@ -72,7 +72,10 @@ func TestTimerCallbackAfterSettleDoesNothing(t *testing.T) {
 func TestFirstStatementRacesTheTimerClaim(t *testing.T) {
 	e := newEnv(t, withDelay(time.Millisecond))
 	forms := []func(ctx context.Context, db pgstore.DBTX) error{
-		func(ctx context.Context, db pgstore.DBTX) error { _, err := db.Exec(ctx, insertPay, "t1", 100); return err },
+		func(ctx context.Context, db pgstore.DBTX) error {
+			_, err := db.Exec(ctx, insertPay, "t1", 100)
+			return err
+		},
 		func(ctx context.Context, db pgstore.DBTX) error {
 			var id int64
 			return db.QueryRow(ctx, insertPay+" RETURNING id", "t1", 100).Scan(&id)
