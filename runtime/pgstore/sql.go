@@ -22,6 +22,10 @@ const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.state, 
 // sqlRead is the replay read: one plain SELECT, no lock, no transaction id.
 const sqlRead = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2`
 
+// A running record expires a retention after its lease ends (expires_at = locked_until +
+// retention; Extend and TakeOver keep that gap): while its owner can still complete it, or a
+// retry with the same request take it over, no other request may see the key as new.
+
 // sqlReserve inserts a running lease-mode record unless (scope, key) exists, and returns the
 // existing record as of the statement's snapshot. ON CONFLICT DO NOTHING takes no row lock and,
 // when the conflicting row is committed, assigns no transaction id: a replay writes nothing.
@@ -35,7 +39,7 @@ const sqlReserve = `WITH ins AS (
 		 locked_until, created_at, expires_at)
 	VALUES ($1, $2, $3, $4, $5, 'running', $6,
 		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
-		GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond'))
+		now() + ($7::bigint + $8::bigint) * interval '1 microsecond')
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING fencing_token
 )
@@ -92,7 +96,7 @@ ins AS (
 		 locked_until, created_at, expires_at)
 	SELECT $1, $2, $3, $4, $5, 'running', $6,
 		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
-		GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond')
+		now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
 	WHERE (SELECT ok FROM lk) AND NOT EXISTS (SELECT 1 FROM cur)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING fencing_token
@@ -132,7 +136,7 @@ const sqlTakeExpired = `UPDATE idempotency_records SET
 	locked_until = CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END,
 	response_status = NULL, response_headers = NULL, response_body = NULL, body_omitted = false,
 	created_at = now(), completed_at = NULL,
-	expires_at = GREATEST(now() + $7::bigint * interval '1 microsecond', now() + $8::bigint * interval '1 microsecond')
+	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
 WHERE scope = $1 AND key = $2 AND expires_at <= now()
 RETURNING fencing_token`
 
@@ -155,14 +159,14 @@ SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 const sqlTakeOverLease = `UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
-	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond')
+	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
 WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running' AND locked_until <= now()
 RETURNING fencing_token`
 
 // sqlExtendLease is the heartbeat: it moves locked_until while the token is still ours.
 const sqlExtendLease = `UPDATE idempotency_records SET
 	locked_until = now() + $4::bigint * interval '1 microsecond',
-	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond')
+	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
 WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
 
 // sqlLockLease opens a lease-mode completion: it locks the running record under our token, so a

@@ -92,7 +92,7 @@ func (s *Store) Reserve(_ context.Context, c store.Claim) (store.Reservation, er
 	s.records[c.ID] = &entry{
 		rec:         store.Record{Operation: c.Operation, Fingerprint: c.Fingerprint, State: store.Running, Token: token},
 		lockedUntil: now.Add(c.Lease),
-		expires:     now.Add(max(c.Retention, c.Lease)),
+		expires:     now.Add(c.Lease + c.Retention), // a retention after the lease ends
 	}
 	return store.Reservation{Token: token}, nil
 }
@@ -107,8 +107,7 @@ func (s *Store) TakeOver(_ context.Context, c store.Claim, old int64) (int64, er
 		return 0, store.ErrLost
 	}
 	e.rec.Token++
-	e.lockedUntil = now.Add(c.Lease)
-	e.expires = later(e.expires, e.lockedUntil)
+	e.moveLease(now.Add(c.Lease))
 	return e.rec.Token, nil
 }
 
@@ -120,8 +119,7 @@ func (s *Store) Extend(_ context.Context, id store.ID, token int64, d time.Durat
 	if e == nil {
 		return store.ErrLost
 	}
-	e.lockedUntil = s.now().Add(d)
-	e.expires = later(e.expires, e.lockedUntil)
+	e.moveLease(s.now().Add(d))
 	return nil
 }
 
@@ -270,6 +268,13 @@ func (t *tx) end() {
 		delete(t.s.held, t.claim.ID)
 	}
 	t.done = true
+}
+
+// moveLease ends a running record's lease at until, keeping the gap between its lease's end and
+// its expiry (the retention).
+func (e *entry) moveLease(until time.Time) {
+	e.expires = later(e.expires, until.Add(e.expires.Sub(e.lockedUntil)))
+	e.lockedUntil = until
 }
 
 func later(a, b time.Time) time.Time {

@@ -179,6 +179,30 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("another request claimed a key whose lease still runs: %+v, %v", got, err)
 		}
 	})
+	t.Run("RunningRecordExpiresARetentionAfterItsLease", func(t *testing.T) {
+		// Retention shorter than the call: the lease ends at 100ms, the retention is 150ms. At
+		// 180ms (after the retention, before lease + retention) another request must still see
+		// the key as taken, so it cannot run with another body.
+		s := newStore(t)
+		c := claim("k1", "a", 100*time.Millisecond, short)
+		r := mustReserve(t, s, c)
+		time.Sleep(180 * time.Millisecond)
+		rec, found, err := s.Get(ctx, c.ID)
+		if err != nil || !found || rec.Token != r.Token {
+			t.Fatalf("running record after its retention, before lease + retention: found %v, %v", found, err)
+		}
+		if got, err := s.Reserve(ctx, claim("k1", "b", long, long)); err != nil || got.Claimed() {
+			t.Fatalf("another request claimed a key whose lease ended less than a retention ago: %+v, %v", got, err)
+		}
+		// Extending keeps the gap: the record lives a retention past the new lease end.
+		if err := s.Extend(ctx, c.ID, r.Token, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(250 * time.Millisecond)
+		if _, found, _ := s.Get(ctx, c.ID); !found {
+			t.Fatal("an extended running record expired before its new lease end + retention")
+		}
+	})
 	t.Run("ExpiredIsAbsent", func(t *testing.T) {
 		s := newStore(t)
 		c := claim("k1", "a", short/3, short/3)
