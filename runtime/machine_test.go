@@ -856,3 +856,49 @@ func TestMachineSingleTenant(t *testing.T) {
 		t.Error("no record under the empty scope")
 	}
 }
+
+// concurrency.wait in atomic mode: the store waits up to Operation.Wait for the concurrent
+// claim (store.Claim.Wait), so a duplicate replays once the first commits instead of getting
+// 409; when the wait runs out it gets 409.
+func TestMachineAtomicWaitThenReplay(t *testing.T) {
+	e, f := newFaultEnv(t, nil)
+	calls, entered := 0, make(chan struct{})
+	var mu sync.Mutex
+	f.beginAtomic = func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 2 {
+			close(entered) // the duplicate is at the store
+		}
+		return nil
+	}
+	op := payOp()
+	op.Wait = 10 * time.Second
+	h := e.atomicHandler(op)
+	first := make(chan int)
+	go func() { first <- serveReq(h, req("t1", key1, body100, "X-Hold", "first")).Code }()
+	g := e.gate("first")
+	g.wait(t)
+	dup := make(chan *httptest.ResponseRecorder)
+	go func() { dup <- serveReq(h, req("t1", key1, body100)) }()
+	<-entered
+	// A store that waits holds the duplicate now; one that does not answers it at once. (Only
+	// an absence can be checked here, so it is bounded by a timer.)
+	select {
+	case w := <-dup:
+		g.open()
+		<-first
+		t.Fatalf("the duplicate did not wait for the first request: %d %s", w.Code, w.Body)
+	case <-time.After(200 * time.Millisecond):
+	}
+	g.open()
+	if code := <-first; code != 201 {
+		t.Fatalf("first: %d", code)
+	}
+	if w := <-dup; w.Code != 201 || w.Header().Get(HeaderReplayed) != "true" {
+		t.Fatalf("waiting duplicate: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	if e.payments("t1") != 1 {
+		t.Fatalf("payments %d", e.payments("t1"))
+	}
+}
