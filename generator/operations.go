@@ -42,6 +42,19 @@ func (g *gen) emitOperations(f *jen.File) {
 	)
 	f.Line()
 
+	f.Comment("Routes returns every marked operation with its decoder, for runtime.Middleware: an existing")
+	f.Comment("server's handlers get the same checks, fingerprint and state machine as the generated ones.")
+	f.Comment("Each call returns new values.")
+	f.Func().Id("Routes").Params().Index().Qual(pkgRuntime, "Route").Block(
+		jen.Return(jen.Index().Qual(pkgRuntime, "Route").ValuesFunc(func(grp *jen.Group) {
+			for _, o := range g.ops {
+				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decodeReq))
+			}
+			grp.Line()
+		})),
+	)
+	f.Line()
+
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
 	f.Comment("Register (the router then answers 404 or 405 for that route), so a service may implement a")
 	f.Comment("subset of a large API; an operation is never served without its idempotency wrapper.")

@@ -240,3 +240,12 @@ func moreSpecific(a, b []string) bool {
 	}
 	return false
 }
+
+// NewRoute is the Route of op with its decoder (the decoded value is dropped: the wrapped
+// handler reads the body itself).
+func NewRoute[T any](op *Operation, decode DecodeFunc[T]) Route {
+	return Route{Operation: op, Decode: func(in *gen.Input) error {
+		_, err := decode(in)
+		return err
+	}}
+}

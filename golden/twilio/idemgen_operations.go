@@ -91,6 +91,17 @@ func Operations() []*runtime.Operation {
 	}
 }
 
+// Routes returns every marked operation with its decoder, for runtime.Middleware: an existing
+// server's handlers get the same checks, fingerprint and state machine as the generated ones.
+// Each call returns new values.
+func Routes() []runtime.Route {
+	return []runtime.Route{
+		runtime.NewRoute(operationCreateCall(), decodeCreateCall),
+		runtime.NewRoute(operationUpdateCall(), decodeUpdateCall),
+		runtime.NewRoute(operationUpdateRecording(), decodeUpdateRecording),
+	}
+}
+
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
 // Register (the router then answers 404 or 405 for that route), so a service may implement a
 // subset of a large API; an operation is never served without its idempotency wrapper.
