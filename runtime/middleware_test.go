@@ -1,205 +1,155 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 
-	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store/memstore"
 )
 
-// The Middleware over memstore: the same HTTP layer and machines around a handler that does
-// not know about idempotency beyond TxFrom and LeaseFrom.
-
-func payRoute(op *Operation) Route {
-	return Route{Operation: op, Decode: func(in *gen.Input) error { _, err := decodePay(in); return err }}
-}
-
-// existingHandler is a service's own handler: it reads the body itself, writes through the
-// transaction from its context (atomic) or calls the provider (lease), and answers.
-func (e *memEnv) existingHandler(entered *atomic.Int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered.Add(1)
-		body, err := io.ReadAll(r.Body)
-		if err != nil || !strings.Contains(string(body), `"amount"`) {
-			http.Error(w, "the wrapped handler did not get the body", 500)
+// existingServer is a service that already exists: plain net/http handlers on a ServeMux that
+// read their own body and write their own response. Marked operations write through the
+// transaction they take from the context.
+func (e *memEnv) existingServer(t *testing.T, calls *int) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/payments", func(w http.ResponseWriter, r *http.Request) {
+		*calls++
+		var body struct{ Amount int64 }
+		raw, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(raw, &body); err != nil {
+			http.Error(w, "the service's own 400", http.StatusBadRequest)
+			return
+		}
+		db, ok := TxFrom[*memstore.DB](r.Context())
+		if !ok {
+			t.Error("no transaction in the handler's context")
 			return
 		}
 		tenant, _ := bearerScope(r)
-		pr := &payReq{Amount: 1, Tenant: tenant, Header: r.Header}
-		var id int64
-		if db, ok := TxFrom[*memstore.DB](r.Context()); ok {
-			id = e.pay(db, pr)
-		} else if l := LeaseFrom(r.Context()); l != nil {
-			e.charge(l.ProviderKey("charge"))
-		} else {
-			http.Error(w, "neither a transaction nor a lease in the context", 500)
-			return
-		}
-		e.hold(pr)
-		if f := r.Header.Get("X-Fail"); f != "" {
-			w.WriteHeader(503)
-			return
-		}
+		id := e.pay(db, &payReq{Amount: body.Amount, Tenant: tenant})
+		e.hold(&payReq{Header: r.Header})
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Location", fmt.Sprintf("/v1/payments/%d", id))
-		w.Header().Set("Set-Cookie", "s=1")
-		w.WriteHeader(201)
-		fmt.Fprintf(w, `{"id":%d}`, id)
+		w.Header().Set("Set-Cookie", "session=secret")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"id":%d,"amount":%d}`, id, body.Amount)
 	})
-}
-
-func TestMiddleware(t *testing.T) {
-	e := newMemEnv(t, nil)
-	lop := leaseOp()
-	lop.Path = "/v1/charges"
-	mw, err := Middleware[*memstore.DB](e.rt, []Route{payRoute(payOp()), payRoute(lop)}, MiddlewareOptions{})
+	mux.HandleFunc("GET /v1/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := TxFrom[*memstore.DB](r.Context()); ok {
+			t.Error("an unmarked operation got a transaction")
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entered atomic.Int64
-	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", e.existingHandler(&entered))
-	mux.Handle("POST /v1/charges", e.existingHandler(&entered))
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	h := mw(mux)
+	return mw(mux)
+}
+
+// The middleware gives an existing handler the contract of a generated one: the decoder before
+// the key, one execution per key, replays with the stored headers, 422, 409 without reaching
+// the handler, and unmarked operations untouched.
+func TestMiddlewareOnAnExistingServer(t *testing.T) {
+	e := newMemEnv(t, nil)
+	calls := 0
+	h := e.existingServer(t, &calls)
 
 	first := serveReq(h, req("t1", key1, body100))
-	if first.Code != 201 || first.Header().Get("Set-Cookie") == "" || first.Header().Get(HeaderReplayed) != "" {
+	if first.Code != 201 || first.Header().Get("Location") == "" || first.Header().Get("Set-Cookie") == "" {
 		t.Fatalf("first: %d %v %s", first.Code, first.Header(), first.Body)
 	}
-	again := serveReq(h, req("t1", key1, body100))
-	if again.Code != 201 || again.Header().Get(HeaderReplayed) != "true" || again.Body.String() != first.Body.String() ||
-		again.Header().Get("Location") != first.Header().Get("Location") || again.Header().Get("Set-Cookie") != "" {
-		t.Errorf("replay: %d %v %s", again.Code, again.Header(), again.Body)
+	replay := serveReq(h, req("t1", key1, body100))
+	if replay.Code != 201 || replay.Body.String() != first.Body.String() || replay.Header().Get(HeaderReplayed) != "true" ||
+		replay.Header().Get("Location") != first.Header().Get("Location") || replay.Header().Get("Set-Cookie") != "" {
+		t.Errorf("replay: %d %v %s", replay.Code, replay.Header(), replay.Body)
 	}
-	if w := serveReq(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
-		t.Errorf("other body: %d", w.Code)
+	if w := serveReq(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 || problemType(t, w) != ProblemPayloadMismatch {
+		t.Errorf("other body: %d %s", w.Code, w.Body)
 	}
-	// Refusals happen before the wrapped handler, as through generated wrappers.
+	// The generated decoder refuses a malformed body before any key lookup: the service never
+	// sees it and nothing is stored, so the corrected retry with the same key runs.
+	if w := serveReq(h, req("t1", "k-test-0009-cccccccccccc", `{"amount":-1}`)); w.Code != 400 || problemType(t, w) != ProblemBodyInvalid {
+		t.Errorf("bad body: %d %s", w.Code, w.Body)
+	}
+	if w := serveReq(h, req("t1", "k-test-0009-cccccccccccc", `{"amount":9}`)); w.Code != 201 {
+		t.Errorf("corrected retry: %d %s", w.Code, w.Body)
+	}
 	if w := serveReq(h, req("t1", "", body100)); w.Code != 400 || problemType(t, w) != ProblemKeyMissing {
-		t.Errorf("no key: %d %s", w.Code, w.Body)
+		t.Errorf("no key: %d", w.Code)
 	}
-	if w := serveReq(h, req("t1", key1+"-bad", `{"amount":-1}`)); w.Code != 400 || problemType(t, w) != ProblemBodyInvalid {
-		t.Errorf("invalid body: %d %s", w.Code, w.Body)
+	if calls != 2 || e.payments("t1") != 2 {
+		t.Errorf("handler ran %d times, %d payments; want 2 and 2", calls, e.payments("t1"))
 	}
-	// A non-final answer releases the key and rolls back the handler's writes.
-	if w := serveReq(h, req("t1", key1+"-503", body100, "X-Fail", "1")); w.Code != 503 {
-		t.Errorf("non-final: %d", w.Code)
-	}
-	if w := serveReq(h, req("t1", key1+"-503", body100)); w.Code != 201 || w.Header().Get(HeaderReplayed) != "" {
-		t.Errorf("retry after non-final: %d", w.Code)
-	}
-	// A duplicate while the first runs never reaches the wrapped handler.
-	done := make(chan int)
-	go func() { done <- serveReq(h, req("t1", key1+"-dup", body100, "X-Hold", "mw")).Code }()
-	g := e.gate("mw")
-	g.wait(t)
-	before := entered.Load()
-	if w := serveReq(h, req("t1", key1+"-dup", body100)); w.Code != 409 || entered.Load() != before {
-		t.Errorf("duplicate: %d, wrapped handler entered %d more times", w.Code, entered.Load()-before)
-	}
-	g.open()
-	if code := <-done; code != 201 {
-		t.Errorf("held request: %d", code)
-	}
-	// Lease mode: the handler gets the claim's Lease; one provider charge per key.
-	for i := range 2 {
-		r := req("t1", key1+"-lease", body100)
-		r.URL.Path = "/v1/charges"
-		if w := serveReq(h, r); w.Code != 201 || (i == 1) != (w.Header().Get(HeaderReplayed) == "true") {
-			t.Errorf("lease request %d: %d %v %s", i, w.Code, w.Header(), w.Body)
-		}
-	}
-	// Other routes pass through untouched.
-	if w := serveReq(h, httptest.NewRequest("GET", "/health", nil)); w.Code != 200 || w.Body.String() != "ok" {
-		t.Errorf("unmarked route: %d %s", w.Code, w.Body)
-	}
-	if n := e.payments("t1"); n != 3 || e.charges() != 1 {
-		t.Errorf("payments %d, charges %d; want 3 and 1", n, e.charges())
+	get := httptestRequest("GET", "/v1/payments/1")
+	if w := serveReq(h, get); w.Code != 200 {
+		t.Errorf("unmarked operation: %d", w.Code)
 	}
 }
 
-// The middleware finds operations by the request's pattern, by method and path (the most
-// specific template first), or by the caller's matcher.
-func TestMiddlewareRouting(t *testing.T) {
+// A concurrent duplicate is answered 409 while the first request is in its handler, and never
+// reaches the wrapped handler.
+func TestMiddlewareDuplicateNeverReachesTheHandler(t *testing.T) {
 	e := newMemEnv(t, nil)
-	byID := payOp()
-	byID.ID, byID.Path = "getPayment", "/v1/payments/{id}/capture"
-	literal := payOp()
-	literal.ID, literal.Path = "captureAll", "/v1/payments/all/capture"
-	var got atomic.Value
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := TxFrom[*memstore.DB](r.Context()); ok {
-			got.Store("guarded")
-		} else {
-			got.Store("plain")
-		}
-		w.WriteHeader(201)
-	})
-	for _, c := range []struct {
-		path string
-		op   string
-	}{
-		{"/v1/payments/p1/capture", "getPayment"},
-		{"/v1/payments/all/capture", "captureAll"},
-		{"/v1/payments/p1", ""},
-		{"/v1/payments/p1/capture/x", ""},
-	} {
-		mw, err := Middleware[*memstore.DB](e.rt, []Route{payRoute(byID), payRoute(literal)}, MiddlewareOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := req("t1", fmt.Sprintf("k-route-%s-0000000", strings.ReplaceAll(c.path, "/", "-")), body100)
-		r.URL.Path = c.path
-		w := serveReq(mw(next), r)
-		want := "plain"
-		if c.op != "" {
-			want = "guarded"
-			if _, found := e.record("t1", r.Header.Get("Idempotency-Key")); !found || w.Code != 201 {
-				t.Errorf("%s: %d, no record", c.path, w.Code)
-			}
-			rec, _ := e.record("t1", r.Header.Get("Idempotency-Key"))
-			if rec.Operation != c.op {
-				t.Errorf("%s: served as %q, want %q", c.path, rec.Operation, c.op)
-			}
-		}
-		if got.Load() != want {
-			t.Errorf("%s: %v, want %s", c.path, got.Load(), want)
-		}
+	calls := 0
+	h := e.existingServer(t, &calls)
+	g := e.gate("first")
+	done := make(chan int)
+	go func() { done <- serveReq(h, req("t1", key1, body100, "X-Hold", "first")).Code }()
+	g.wait(t)
+	if w := serveReq(h, req("t1", key1, body100)); w.Code != 409 || problemType(t, w) != ProblemInFlight {
+		t.Errorf("duplicate: %d %s", w.Code, w.Body)
 	}
-	mw, err := Middleware[*memstore.DB](e.rt, []Route{payRoute(byID)}, MiddlewareOptions{
-		Match: func(r *http.Request) (string, bool) { return "getPayment", r.Header.Get("X-Route") != "" },
+	g.open()
+	select {
+	case code := <-done:
+		if code != 201 {
+			t.Fatalf("first: %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("first request did not finish")
+	}
+	if calls != 1 {
+		t.Errorf("the handler ran %d times, want 1", calls)
+	}
+}
+
+// Routes that cannot be served are errors, not panics; a matcher decides for routers the
+// middleware cannot see into.
+func TestMiddlewareConfiguration(t *testing.T) {
+	e := newMemEnv(t, nil)
+	if _, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay), NewRoute(payOp(), decodePay)}, MiddlewareOptions{}); err == nil {
+		t.Error("an operation listed twice was accepted")
+	}
+	if _, err := Middleware[*otherDB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{}); err == nil {
+		t.Error("a store that cannot run the handler's DB was accepted")
+	}
+	if _, err := Middleware[*memstore.DB](nil, nil, MiddlewareOptions{}); err == nil {
+		t.Error("a nil runtime was accepted")
+	}
+	seen := false
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{
+		Match: func(r *http.Request) (string, bool) { return "createPayment", r.URL.Path == "/rpc/pay" },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := req("t1", "k-route-matcher-000001", body100, "X-Route", "1")
-	r.URL.Path = "/anything"
-	if serveReq(mw(next), r); got.Load() != "guarded" {
-		t.Errorf("caller's matcher: %v", got.Load())
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, seen = TxFrom[*memstore.DB](r.Context())
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	r := req("t1", key1, body100)
+	r.URL.Path = "/rpc/pay"
+	if w := serveReq(h, r); w.Code != 202 || !seen {
+		t.Errorf("matched request: %d, transaction %v", w.Code, seen)
 	}
 }
 
-// Middleware refuses a route table it cannot serve: an operation listed twice, a route without
-// a decoder, a store that cannot run the DB writes.
-func TestMiddlewareConfigErrors(t *testing.T) {
-	e := newMemEnv(t, nil)
-	if _, err := Middleware[*memstore.DB](e.rt, []Route{payRoute(payOp()), payRoute(payOp())}, MiddlewareOptions{}); err == nil {
-		t.Error("an operation listed twice must fail")
-	}
-	if _, err := Middleware[*memstore.DB](e.rt, []Route{{Operation: payOp()}}, MiddlewareOptions{}); err == nil {
-		t.Error("a route without a decoder must fail")
-	}
-	if _, err := Middleware[*otherDB](e.rt, []Route{payRoute(payOp())}, MiddlewareOptions{}); err == nil || !strings.Contains(err.Error(), "otherDB") {
-		t.Errorf("a store that cannot run the writes: %v", err)
-	}
-	if _, err := Middleware[*memstore.DB](nil, nil, MiddlewareOptions{}); err == nil {
-		t.Error("a nil Runtime must fail")
-	}
+func httptestRequest(method, target string) *http.Request {
+	r, _ := http.NewRequest(method, target, nil)
+	return r
 }
