@@ -52,7 +52,20 @@ type Options struct {
 	// idempotency store schema.
 	Docs bool
 	SQL  bool
+	// Target chooses what is generated around the decoders: TargetHandlers (the default) adds
+	// the typed handler types, New<Op>Handler constructors, Handlers and Register;
+	// TargetMiddleware leaves them out, for a server that keeps its own handlers and serves the
+	// marked operations through runtime.Middleware with Routes().
+	Target Target
 }
+
+// Target is what Generate writes around the operation table and decoders.
+type Target string
+
+const (
+	TargetHandlers   Target = "handlers"
+	TargetMiddleware Target = "middleware"
+)
 
 // Generate returns the generated files of doc, keyed by file name (no directories). It does no
 // I/O and is deterministic: the same model and options give byte-identical output. Schema
@@ -68,13 +81,20 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 	if !isIdent(opts.Package) || token.IsKeyword(opts.Package) || opts.Package == "_" {
 		return nil, fmt.Errorf("generate: package name %q is not a Go identifier other than a keyword or _", opts.Package)
 	}
+	switch opts.Target {
+	case "":
+		opts.Target = TargetHandlers
+	case TargetHandlers, TargetMiddleware:
+	default:
+		return nil, fmt.Errorf("generate: target %q is not one of %q, %q", opts.Target, TargetHandlers, TargetMiddleware)
+	}
 	g := newGen(doc, opts)
 	g.plan()
 	if err := g.diags.Err(); err != nil {
 		return nil, err
 	}
 	files = map[string][]byte{}
-	for _, f := range []struct {
+	emits := []struct {
 		name string
 		emit func(*jen.File)
 	}{
@@ -83,7 +103,11 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 		{FileCanonical, g.emitCanonical},
 		{FileHandlers, g.emitHandlers},
 		{FileOperations, g.emitOperations},
-	} {
+	}
+	if opts.Target == TargetMiddleware {
+		emits = append(emits[:3], emits[4])
+	}
+	for _, f := range emits {
 		jf := jen.NewFile(opts.Package)
 		jf.HeaderComment(Header[len("// "):])
 		jf.ImportName(pkgGen, "gen")

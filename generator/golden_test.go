@@ -83,7 +83,11 @@ func generateCase(t *testing.T, c goldenCase) map[string][]byte {
 	if res.Diags.HasErrors() || res.Doc == nil {
 		return map[string][]byte{"error.txt": []byte(diagText(res.Diags.Err()) + "\n")}
 	}
-	files, err := Generate(res.Doc, Options{Package: packageName(c.name), Docs: true, SQL: true})
+	opts := Options{Package: packageName(c.name), Docs: true, SQL: true}
+	if strings.HasPrefix(c.name, "target-middleware") {
+		opts.Target = TargetMiddleware
+	}
+	files, err := Generate(res.Doc, opts)
 	if err != nil {
 		return map[string][]byte{"error.txt": []byte(diagText(err) + "\n")}
 	}

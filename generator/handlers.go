@@ -44,6 +44,9 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 		}
 	})
 	f.Line()
+	if g.opts.Target == TargetMiddleware {
+		return // the server's own handlers serve the operation
+	}
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context")}
 	var results []jen.Code
 	if o.op.Settings.Mode == model.ModeLease {

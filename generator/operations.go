@@ -55,6 +55,9 @@ func (g *gen) emitOperations(f *jen.File) {
 	)
 	f.Line()
 
+	if g.opts.Target == TargetMiddleware {
+		return
+	}
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
 	f.Comment("Register (the router then answers 404 or 405 for that route), so a service may implement a")
 	f.Comment("subset of a large API; an operation is never served without its idempotency wrapper.")

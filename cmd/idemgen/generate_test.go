@@ -139,3 +139,27 @@ func TestGenerateFailurePrintsEachDiagnosticOnce(t *testing.T) {
 		t.Errorf("failed generate created %s", out)
 	}
 }
+
+// --target middleware writes the operation table, decoders and Routes, and removes the handler
+// file a default run wrote; an unknown target is a usage error.
+func TestGenerateTargetMiddleware(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	out := filepath.Join(t.TempDir(), "api")
+	if code, so, se := idemgen(t, "generate", spec, "--out", out); code != exitOK {
+		t.Fatalf("generate: %d\n%s%s", code, so, se)
+	}
+	code, so, se := idemgen(t, "generate", spec, "--out", out, "--target", "middleware")
+	if code != exitOK || !strings.Contains(so, "removed "+filepath.Join(out, "idemgen_handlers.go")) {
+		t.Fatalf("generate --target middleware: %d\n%s%s", code, so, se)
+	}
+	ops, err := os.ReadFile(filepath.Join(out, "idemgen_operations.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(ops); !strings.Contains(s, "func Routes() []runtime.Route") || strings.Contains(s, "func Register(") {
+		t.Errorf("middleware target operations file:\n%s", s)
+	}
+	if code, _, se := idemgen(t, "generate", spec, "--out", out, "--target", "gin"); code != exitUsage || !strings.Contains(se, "--target") {
+		t.Errorf("unknown target: %d %s", code, se)
+	}
+}
