@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +43,7 @@ type exchange struct {
 	declared  string // the Operation.MediaTypes entry that admitted it
 	fp        canonical.Fingerprint
 	key       string // the validated key; "" when an optional key is absent
+	requestID string // ProfileStripe: this request's Request-Id
 	// confirm: the handler must not start before the claim is held (Middleware).
 	confirm bool
 }
@@ -113,6 +116,14 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 				ProblemUnauthenticated, "The request could not be attributed to a tenant; authenticate and retry.")}
 		}
 		x.scope = s
+	}
+	for _, h := range op.ScopeHeaders {
+		// Length-prefixed, so no tenant and value pair can spell another.
+		v := r.Header.Get(h)
+		x.scope += "\x00" + strconv.Itoa(len(v)) + ":" + v
+	}
+	if op.Profile == ProfileStripe {
+		x.requestID = newRequestID()
 	}
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
@@ -360,14 +371,68 @@ func splitSegment(tmpl, seg string) (names, vals []string, ok bool) {
 func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 	rt.obs.Outcome(x.op.ID, x.op.Mode, res.outcome)
 	rt.logResult(x, &res)
+	decorate := func(h http.Header) { x.profileHeaders(h, res.replay != nil) }
 	switch {
 	case res.problem.Status != 0:
+		decorate(w.Header())
+		if x.op.Profile == ProfileStripe {
+			StripeErrors(w, x.r, res.problem)
+			return
+		}
 		rt.problems(w, x.r, res.problem)
 	case res.replay != nil:
-		writeReplay(w, res.replay)
+		writeReplay(w, res.replay, decorate)
 	default:
-		writeResponse(w, res.resp)
+		writeResponse(w, res.resp, decorate)
 	}
+}
+
+// profileHeaders adds what the operation's profile puts on every answer, after any stored
+// headers: under ProfileStripe, the key echoed, a Request-Id, and Original-Request, the
+// Request-Id of the execution whose response this is. A replay gets this request's Request-Id
+// and names the stored one; other answers keep the handler's Request-Id if it set one.
+func (x *exchange) profileHeaders(h http.Header, replayed bool) {
+	if x.op.Profile != ProfileStripe {
+		return
+	}
+	if x.key != "" {
+		h.Set("Idempotency-Key", x.key)
+	}
+	id := h.Get("Request-Id")
+	switch {
+	case replayed && id != "":
+		h.Set("Original-Request", id)
+		h.Set("Request-Id", x.requestID)
+	case id != "":
+		h.Set("Original-Request", id)
+	default:
+		h.Set("Request-Id", x.requestID)
+		h.Set("Original-Request", x.requestID)
+	}
+}
+
+// stamp gives a response this request's Request-Id before it is stored (ProfileStripe), so
+// that its replays can name it.
+func (x *exchange) stamp(resp *Response) {
+	if x.requestID == "" || resp.Header.Get("Request-Id") != "" {
+		return
+	}
+	resp.Header = resp.Header.Clone()
+	if resp.Header == nil {
+		resp.Header = http.Header{}
+	}
+	resp.Header.Set("Request-Id", x.requestID)
+}
+
+// newRequestID returns a Stripe-style request id: "req_" and 14 random alphanumerics.
+func newRequestID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [14]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "req_" + string(b[:])
 }
 
 // logResult writes the log line an outcome deserves, with the request's context (so a

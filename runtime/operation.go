@@ -49,6 +49,21 @@ const (
 	ScopeOperation
 )
 
+// Profile adapts the runtime's answers to the contract of an API that clients already know.
+type Profile uint8
+
+const (
+	// ProfileDefault answers with RFC 9457 problems (Config.ProblemWriter) and adds no headers
+	// beyond the replay marker.
+	ProfileDefault Profile = iota
+	// ProfileStripe answers as Stripe's API does, so Stripe's SDKs work unchanged: errors in
+	// Stripe's envelope (StripeErrors, whatever Config.ProblemWriter is), a Request-Id on every
+	// response (stored and replayed; a replay gets a new Request-Id and Original-Request naming
+	// the first execution's), and the Idempotency-Key echoed. Key rules, concurrency.wait and
+	// the Stripe-Account scope come from the generated settings (x-idempotency profile: stripe).
+	ProfileStripe
+)
+
 // KeyRule says where the idempotency key travels and what a valid key looks like.
 type KeyRule struct {
 	// Header is the header carrying the key (matched case-insensitively); "" when the key is in
@@ -118,6 +133,12 @@ type Operation struct {
 	// Statuses decide which outcomes are final and stored; nil means the default
 	// [2xx, 4xx, !408, !409, !425, !429]: the last matching rule decides.
 	Statuses []StatusRule
+	// ScopeHeaders are request headers whose values become part of the scope, after the
+	// ScopeFunc's tenant: the same key sent for another value (Stripe's Stripe-Account, a
+	// connected account) names another request and never replays its response.
+	ScopeHeaders []string
+	// Profile adapts the answers to a known API's contract; see ProfileStripe.
+	Profile Profile
 }
 
 // Response is what a handler answers. Body is sent as is; Header may be nil. A zero Status

@@ -53,6 +53,9 @@ func storableHeaders(op *Operation, h http.Header) []byte {
 	for _, n := range op.ReplayHeaders {
 		add(n)
 	}
+	if op.Profile == ProfileStripe {
+		add("Request-Id") // its replay names it in Original-Request
+	}
 	if len(names) == 0 {
 		return nil
 	}
@@ -110,12 +113,13 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // writeResponse sends a handler's response as is (Set-Cookie and the rest included: only the
-// stored copy is filtered).
-func writeResponse(w http.ResponseWriter, resp Response) {
+// stored copy is filtered); decorate adds the profile's headers.
+func writeResponse(w http.ResponseWriter, resp Response, decorate func(http.Header)) {
 	h := w.Header()
 	for k, v := range resp.Header {
 		h[k] = append(h[k][:0:0], v...)
 	}
+	decorate(h)
 	status := resp.Status
 	if status == 0 {
 		status = http.StatusOK
@@ -124,12 +128,14 @@ func writeResponse(w http.ResponseWriter, resp Response) {
 	_, _ = w.Write(resp.Body)
 }
 
-// writeReplay sends a stored response with Idempotent-Replayed: true.
-func writeReplay(w http.ResponseWriter, stored *store.Response) {
+// writeReplay sends a stored response with Idempotent-Replayed: true; decorate adds the
+// profile's headers.
+func writeReplay(w http.ResponseWriter, stored *store.Response, decorate func(http.Header)) {
 	h := w.Header()
 	if len(stored.Header) > 0 {
 		setStoredHeaders(h, stored.Header)
 	}
+	decorate(h)
 	h.Set(HeaderReplayed, "true")
 	if stored.BodyOmitted {
 		h.Set(HeaderReplayBody, "omitted")

@@ -161,8 +161,16 @@ func (s *Store) held1(id store.ID, token int64) *entry {
 
 // BeginAtomic claims the key for an atomic-mode request, or returns its live record. The claim
 // is invisible as a record until Commit, as in a database; a concurrent claim gets ErrBusy.
-func (s *Store) BeginAtomic(_ context.Context, c store.Claim) (store.Tx[*DB], *store.Record, error) {
+func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[*DB], *store.Record, error) {
+	// A claim that may wait (concurrency.wait) polls until the concurrent claim ends, its own
+	// wait runs out (real time, as a database's lock_timeout) or ctx ends.
+	deadline := time.Now().Add(c.Wait)
 	s.mu.Lock()
+	for s.held[c.ID] && c.Wait > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if e := s.live(c.ID); e != nil {
 		r := s.view(e)

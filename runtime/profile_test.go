@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The Stripe profile: Stripe's error envelope for every problem, a Request-Id on every answer,
+// the key echoed, a replay naming the first execution in Original-Request, and the account
+// header folded into the scope.
+func TestProfileStripe(t *testing.T) {
+	e := newMemEnv(t, nil)
+	op := payOp()
+	op.Profile = ProfileStripe
+	op.ScopeHeaders = []string{"Stripe-Account"}
+	h := e.atomicHandler(op)
+
+	first := serveReq(h, req("t1", key1, body100, "Stripe-Account", "acct_1"))
+	id := first.Header().Get("Request-Id")
+	if first.Code != 201 || !strings.HasPrefix(id, "req_") || first.Header().Get("Original-Request") != id ||
+		first.Header().Get("Idempotency-Key") != key1 {
+		t.Fatalf("first: %d %v", first.Code, first.Header())
+	}
+	replay := serveReq(h, req("t1", key1, body100, "Stripe-Account", "acct_1"))
+	if replay.Code != 201 || replay.Header().Get(HeaderReplayed) != "true" || replay.Header().Get("Original-Request") != id ||
+		replay.Header().Get("Request-Id") == id || !strings.HasPrefix(replay.Header().Get("Request-Id"), "req_") {
+		t.Errorf("replay: %d %v", replay.Code, replay.Header())
+	}
+	// The same key on another connected account is another request.
+	other := serveReq(h, req("t1", key1, `{"amount":7}`, "Stripe-Account", "acct_2"))
+	if other.Code != 201 || other.Header().Get(HeaderReplayed) != "" {
+		t.Errorf("another account: %d %v", other.Code, other.Header())
+	}
+	if e.payments("t1") != 2 {
+		t.Errorf("payments %d, want 2", e.payments("t1"))
+	}
+	// A reused key with another amount: Stripe's idempotency_error, 400, with a Request-Id.
+	w := serveReq(h, req("t1", key1, `{"amount":5}`, "Stripe-Account", "acct_1"))
+	var env struct{ Error struct{ Type, Code, Message string } }
+	if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil || w.Code != 400 || env.Error.Type != "idempotency_error" ||
+		w.Header().Get("Request-Id") == "" || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("mismatch: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	// Without the profile, the same problem is RFC 9457.
+	plain := e.atomicHandler(payOp())
+	serveReq(plain, req("t2", key1, body100))
+	if w := serveReq(plain, req("t2", key1, `{"amount":5}`)); w.Code != 422 || problemType(t, w) != ProblemPayloadMismatch ||
+		w.Header().Get("Request-Id") != "" {
+		t.Errorf("default profile: %d %v", w.Code, w.Header())
+	}
+}
