@@ -37,7 +37,9 @@ func TestProfileStripe(t *testing.T) {
 	}
 	// A reused key with another amount: Stripe's idempotency_error, 400, with a Request-Id.
 	w := serveReq(h, req("t1", key1, `{"amount":5}`, "Stripe-Account", "acct_1"))
-	var env struct{ Error struct{ Type, Code, Message string } }
+	var env struct {
+		Error struct{ Type, Code, Message string }
+	}
 	if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil || w.Code != 400 || env.Error.Type != "idempotency_error" ||
 		w.Header().Get("Request-Id") == "" || w.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("mismatch: %d %v %s", w.Code, w.Header(), w.Body)
