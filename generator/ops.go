@@ -105,7 +105,16 @@ func propertyNamed(s *model.Schema, name string) *model.Property {
 
 // planOperation names the operation's types and functions and plans its body, parameters and
 // route.
-func (g *gen) planOperation(op *model.Operation) *opPlan {
+func (g *gen) planOperation(op *model.Operation) (plan *opPlan) {
+	defer func() {
+		// Last resort: a bug met while planning one operation is reported at that operation,
+		// and the other operations are still planned (so their errors show in the same run).
+		if r := recover(); r != nil {
+			g.diags.Errorf(op.Loc, "internal-error", "operation %s (%s %s): idemgen failed while planning it (%v); please report it with the spec",
+				op.ID, op.Method, op.Path, r)
+			plan = &opPlan{op: op} // Generate stops after planning: nothing emits this plan
+		}
+	}()
 	name := g.names.take(op.GoName)
 	o := &opPlan{
 		op:          op,
@@ -308,7 +317,14 @@ func (g *gen) planParams(o *opPlan) {
 // wrapper.
 func (g *gen) planRoute(o *opPlan) {
 	path := o.op.Path
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	// A path ending in "/" names exactly that path in OpenAPI ("/payments/" is not
+	// "/payments/x"), while a ServeMux pattern ending in "/" matches the whole subtree; the
+	// pattern gets {$} instead, and the empty last segment is not a segment of the route.
+	trail := strings.HasSuffix(path, "/")
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
+	if segs[0] == "" && len(segs) == 1 {
+		segs = nil // the root path "/"
+	}
 	wilds := newNamer()
 	var out []string
 	byName := map[string]*paramPlan{}
@@ -352,8 +368,11 @@ func (g *gen) planRoute(o *opPlan) {
 		}
 	}
 	pattern := "/" + strings.Join(out, "/")
-	if strings.HasSuffix(pattern, "/") {
-		pattern += "{$}" // a trailing slash would otherwise match the whole subtree
+	if trail {
+		if len(out) > 0 {
+			pattern += "/"
+		}
+		pattern += "{$}"
 	}
 	o.pattern = o.op.Method + " " + pattern
 }
