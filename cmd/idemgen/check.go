@@ -35,11 +35,7 @@ Exit status 1 when there are errors, or warnings under --strict.`,
 				return err
 			}
 			errs, warns := tally(res.Diags)
-			marked := 0
-			if res.Doc != nil {
-				marked = len(res.Doc.Operations)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %s, %s\n", args[0], count(marked, "idempotent operation"), count(errs, "error"), count(warns, "warning"))
+			fmt.Fprintln(cmd.OutOrStdout(), summary(args[0], res))
 			if errs > 0 || res.Doc == nil || (strict && warns > 0) {
 				return &exitError{code: exitSpec}
 			}

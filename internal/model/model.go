@@ -259,6 +259,12 @@ type Schema struct {
 	Nullable bool
 	// Composite is true for oneOf/anyOf (Type is then TypeAny).
 	Composite bool
+	// CompositeOf is "oneOf" or "anyOf" when Composite is set (oneOf when a schema has both).
+	CompositeOf string
+	// Variants are the JSON types the oneOf/anyOf members declare, in spec order: a member
+	// with no single type is TypeAny. It names the construct in messages ("a oneOf of two
+	// string schemas") and tells whether every member is a scalar.
+	Variants []Type
 	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
 	// plain values and checked generically).
 	Enum []string

@@ -178,11 +178,21 @@ func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *decla
 func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Settings, at func(string) diag.Loc) {
 	k := &s.Key
 	var decl *declared
+	bodyOK := true
 	switch {
 	case m.keyBody != nil:
-		decl = b.bodyKey(o, *m.keyBody, k, at("key/body"))
+		decl, bodyOK = b.bodyKey(o, *m.keyBody, k, at("key/body"))
 	case m.keyHeader == nil && det != nil && det.carrier != model.CarrierHeader:
-		decl = b.bodyKey(o, det.pointer, k, det.loc)
+		decl, bodyOK = b.bodyKey(o, det.pointer, k, det.loc)
+	}
+	switch {
+	case !bodyOK:
+		// The error is reported; the key falls back to the default header so that the model
+		// stays consistent and later stages (the generator's checks) still run on this
+		// operation and report their own errors in the same run.
+		*k = model.KeySettings{Carrier: model.CarrierHeader, Header: defaultHeader}
+	case k.Carrier != "":
+		// a body or form key, resolved above
 	default:
 		k.Carrier, k.Header = model.CarrierHeader, defaultHeader
 		if m.keyHeader != nil {
@@ -245,7 +255,9 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 
 // bodyKey resolves a body-carried key: a JSON pointer to a string property of every JSON
 // request schema, or a form field of a form-only body.
-func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc diag.Loc) *declared {
+//
+// ok is false after an error has been reported; k is then left for the caller to reset.
+func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc diag.Loc) (decl *declared, ok bool) {
 	var jsonC, formC []*model.Content
 	if o.m.Body != nil {
 		for _, c := range o.m.Body.Contents {
@@ -259,12 +271,11 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 	}
 	if len(jsonC) == 0 && len(formC) == 0 {
 		b.d.Errorf(loc, "key-body-not-string", "key.body %q: %s %s has no JSON or form request body to carry the key", raw, o.m.Method, o.m.Path)
-		return nil
+		return nil, false
 	}
 	if len(jsonC) == 0 {
 		field := strings.TrimPrefix(raw, "/")
 		k.Carrier, k.Field = model.CarrierForm, field
-		var decl *declared
 		for _, c := range formC {
 			sref := o.kinBody[c].ref
 			if sref == nil || sref.Value == nil || freeForm(sref.Value) {
@@ -273,36 +284,35 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 			got, req := findProperty(sref, []string{field})
 			if got == nil || !isStringSchema(got) {
 				b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string field of the %s request body of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
-				return nil
+				return nil, false
 			}
 			if decl == nil {
 				decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 			}
 		}
-		return decl
+		return decl, true
 	}
 	toks, err := splitPointer(raw)
 	if err != nil || len(toks) == 0 {
 		b.d.Errorf(loc, "key-body-not-string", "key.body %q must be a JSON pointer to a string property, such as /idempotency_key", raw)
-		return nil
+		return nil, false
 	}
 	k.Carrier, k.Pointer, k.PointerTokens = model.CarrierBody, raw, toks
-	var decl *declared
 	for _, c := range jsonC {
 		got, req := findProperty(o.kinBody[c].ref, toks)
 		switch {
 		case got == nil:
 			b.d.Errorf(loc, "key-body-not-string", "key.body %q names no property of the %s request schema of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
-			return nil
+			return nil, false
 		case !isStringSchema(got):
 			b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string property (type %v) in the %s request schema of %s %s", raw, typesOf(got), c.MediaType, o.m.Method, o.m.Path)
-			return nil
+			return nil, false
 		}
 		if decl == nil {
 			decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 		}
 	}
-	return decl
+	return decl, true
 }
 
 func typesOf(r *openapi3.SchemaRef) string {

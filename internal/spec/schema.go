@@ -108,6 +108,14 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	switch {
 	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
 		m.Type, m.Composite = model.TypeAny, true
+		members := s.OneOf
+		m.CompositeOf = "oneOf"
+		if len(members) == 0 {
+			members, m.CompositeOf = s.AnyOf, "anyOf"
+		}
+		for _, r := range members {
+			m.Variants = append(m.Variants, variantType(r))
+		}
 		return
 	case len(types) == 1:
 		m.Type = model.Type(types[0])
@@ -179,6 +187,33 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
 	}
+}
+
+// variantType is the JSON type a oneOf/anyOf member declares: its single non-null type, object
+// or array when it has only properties or items, else TypeAny.
+func variantType(r *openapi3.SchemaRef) model.Type {
+	if r == nil || r.Value == nil {
+		return model.TypeAny
+	}
+	v := r.Value
+	for len(v.AllOf) == 1 && v.Type.IsEmpty() && len(v.Properties) == 0 && v.AllOf[0] != nil && v.AllOf[0].Value != nil {
+		v = v.AllOf[0].Value // a wrapper around one schema
+	}
+	var types []string
+	for _, t := range v.Type.Slice() {
+		if t != "null" {
+			types = append(types, t)
+		}
+	}
+	switch {
+	case len(types) == 1:
+		return model.Type(types[0])
+	case len(types) == 0 && len(v.OneOf) == 0 && len(v.AnyOf) == 0 && (len(v.Properties) > 0 || len(v.AllOf) > 0):
+		return model.TypeObject
+	case len(types) == 0 && v.Items != nil:
+		return model.TypeArray
+	}
+	return model.TypeAny
 }
 
 // enumJSON is the JSON text of each enum value (as kin-openapi decoded it), in spec order.
