@@ -230,7 +230,7 @@ func (g *gen) planBody(o *opPlan) {
 			if o.bodyT.kind != kStruct {
 				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
 					Message: fmt.Sprintf("operation %s: the %s body schema is %s, not an object: a form body is a set of named fields", o.op.ID, c.MediaType, describeSchema(typed)),
-					Hint: "give the form body an object schema with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
+					Hint:    "give the form body an object schema with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
 				return
 			}
 			for _, f := range o.bodyT.fields {
