@@ -230,11 +230,33 @@ func enumJSON(vs []any) []string {
 // problem records a schema error at a place in the schema (the bound's own line when the
 // document has positions, else the schema's).
 func (c *schemaConverter) problem(m *model.Schema, at src, code, format string, args ...any) {
+	c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: code, Loc: c.located(m, at), Message: fmt.Sprintf(format, args...)})
+}
+
+// located is at's location, or the schema's when the document has no positions there.
+func (c *schemaConverter) located(m *model.Schema, at src) diag.Loc {
 	loc := at.loc()
 	if loc.Line == 0 {
 		loc = m.Loc
 	}
-	c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: code, Loc: loc, Message: fmt.Sprintf(format, args...)})
+	return loc
+}
+
+// where names loc for a message about something at from: "line 12" in the same file, else
+// "file:line".
+func where(loc, from diag.Loc) string {
+	if loc.File == from.File && loc.Line > 0 {
+		return fmt.Sprintf("line %d", loc.Line)
+	}
+	return loc.String()
+}
+
+// typeList writes a schema's declared types for messages: "string", "integer or null".
+func typeList(r *openapi3.SchemaRef) string {
+	if r == nil || r.Value == nil {
+		return "untyped"
+	}
+	return "of type " + strings.Join(r.Value.Type.Slice(), " or ")
 }
 
 // reportProblems adds the recorded problems of every schema a marked operation reaches (its
@@ -272,6 +294,9 @@ type kinProp struct {
 	name string
 	ref  *openapi3.SchemaRef
 	at   src
+	// conflict is an earlier declaration of the same property (in another allOf member) whose
+	// type contradicts this one: no value satisfies both.
+	conflict *kinProp
 }
 
 // objectParts collects an object's properties and its required names, merging allOf members
@@ -304,6 +329,13 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 				p.at = at.at("properties", name)
 			}
 			if i, ok := seen[name]; ok {
+				prev := props[i]
+				switch {
+				case contradicts(prev.ref, p.ref):
+					p.conflict = &prev
+				case narrower(prev.ref, p.ref):
+					continue // allOf requires both: keep the declaration that says more
+				}
 				props[i] = p
 				continue
 			}
@@ -313,6 +345,50 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 	}
 	add(s, at, 0)
 	return props, required
+}
+
+// jsonTypes is the set of non-null JSON types a schema declares (empty when it declares none).
+func jsonTypes(r *openapi3.SchemaRef) map[string]bool {
+	out := map[string]bool{}
+	if r == nil || r.Value == nil {
+		return out
+	}
+	for _, t := range r.Value.Type.Slice() {
+		if t != "null" {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// contradicts reports whether two declarations of one property, both required by allOf, declare
+// JSON types no value has in common (string in one member, integer in another). An integer is
+// also a number.
+func contradicts(a, b *openapi3.SchemaRef) bool {
+	ta, tb := jsonTypes(a), jsonTypes(b)
+	if len(ta) == 0 || len(tb) == 0 {
+		return false
+	}
+	for t := range ta {
+		if tb[t] || (t == "integer" && tb["number"]) || (t == "number" && tb["integer"]) {
+			return false
+		}
+	}
+	return true
+}
+
+// narrower reports whether the earlier declaration a says more than the later b, which then
+// adds nothing a generated type could show: b declares no type and no shape (a description),
+// or a is an integer where b is a number.
+func narrower(a, b *openapi3.SchemaRef) bool {
+	if a == nil || a.Value == nil || b == nil || b.Value == nil {
+		return false
+	}
+	ta, tb := jsonTypes(a), jsonTypes(b)
+	if len(ta) > 0 && freeForm(b.Value) && len(b.Value.Enum) == 0 && b.Value.Pattern == "" && b.Value.Format == "" {
+		return true
+	}
+	return len(ta) == 1 && ta["integer"] && len(tb) == 1 && tb["number"]
 }
 
 // propertyOrder lists the property names in document order, then any the document does not
@@ -353,6 +429,12 @@ func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, pr
 		if p.name == "" {
 			// encoding/json cannot name a field "" (a tag json:"" falls back to the Go name).
 			c.problem(m, p.at, "bad-property-name", "a property named \"\" cannot be expressed in Go's encoding/json; rename it")
+		}
+		if p.conflict != nil {
+			c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "allof-conflict", Loc: c.located(m, p.at),
+				Message: fmt.Sprintf("property %q is %s here and %s at %s; allOf requires both, so no value of %q is valid",
+					p.name, typeList(p.ref), typeList(p.conflict.ref), where(c.located(m, p.conflict.at), c.located(m, p.at)), p.name),
+				Hint: "make the allOf members agree on the property's type (with an overlay if the spec is not yours)"})
 		}
 		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms}
 		prop.Ignore = ms.Ignore || (p.ref != nil && c.ignore(p.ref.Extensions, ms.Loc))
