@@ -116,6 +116,19 @@ type listKey struct {
 	MinLength int    `json:"minLength"`
 	MaxLength int    `json:"maxLength"`
 	Pattern   string `json:"pattern"`
+	// Sources says where each rule came from: settings, spec or default.
+	Sources listSources `json:"sources"`
+	// Standard is the convention the key follows (docs/cli.md, standards); FirstSent is the
+	// Repeatability-First-Sent header the spec declares beside an OASIS key ("" when none).
+	Standard  string `json:"standard"`
+	FirstSent string `json:"firstSent"`
+}
+
+type listSources struct {
+	Required  string `json:"required"`
+	MinLength string `json:"minLength"`
+	MaxLength string `json:"maxLength"`
+	Pattern   string `json:"pattern"`
 }
 
 type listFP struct {
@@ -143,7 +156,10 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 			Method: op.Method, Path: op.Path, OperationID: op.ID, OperationIDDerived: op.IDDerived, GoName: op.GoName,
 			Mark: string(op.Mark),
 			Key: listKey{Carrier: string(s.Key.Carrier), Name: keyName(s.Key), Required: s.Key.Required,
-				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern},
+				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern,
+				Sources: listSources{Required: string(s.Key.Sources.Required), MinLength: string(s.Key.Sources.MinLength),
+					MaxLength: string(s.Key.Sources.MaxLength), Pattern: string(s.Key.Sources.Pattern)},
+				Standard: string(s.Key.Standard), FirstSent: s.Key.FirstSent},
 			Scope: string(s.Scope), Mode: string(s.Mode),
 			Retention: fmtDuration(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
 			Lease: fmtDuration(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),

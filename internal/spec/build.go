@@ -378,8 +378,11 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 		}
 	}
 	if !marked {
-		if det != nil {
+		switch {
+		case det != nil:
 			b.warnUnmarked(o, det)
+		case !optOut && !safe:
+			b.warnPossibleKey(o)
 		}
 		return
 	}

@@ -261,7 +261,18 @@ func typeList(r *openapi3.SchemaRef) string {
 
 // reportProblems adds the recorded problems of every schema a marked operation reaches (its
 // parameters and request bodies, through properties, items and additionalProperties).
+//
+// A pattern Go's regexp refuses on the schema of an operation's idempotency key is reported as
+// the key's, with key.pattern as the way out, and not at all when key.pattern replaces it.
 func (c *schemaConverter) reportProblems(ops []*model.Operation) {
+	keys := map[*model.Schema]model.RuleSource{} // key schema -> where its pattern comes from
+	for _, o := range ops {
+		for _, s := range keySchemas(o) {
+			if keys[s] != model.RuleSpec { // a key whose pattern is not replaced wins
+				keys[s] = o.Settings.Key.Sources.Pattern
+			}
+		}
+	}
 	seen := map[*model.Schema]bool{}
 	var walk func(s *model.Schema)
 	walk = func(s *model.Schema) {
@@ -270,6 +281,13 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 		seen[s] = true
 		for _, d := range c.problems[s] {
+			if src, isKey := keys[s]; isKey && d.Code == "bad-pattern" {
+				if src == model.RuleSettings {
+					continue // key.pattern replaces it
+				}
+				d.Message = "the idempotency key's declared " + d.Message
+				d.Hint = "replace it with an RE2 pattern in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
+			}
 			c.d.Add(d)
 		}
 		for _, p := range s.Properties {
@@ -288,6 +306,50 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 			}
 		}
 	}
+}
+
+// keySchemas are the schemas of an operation's idempotency key: the key header parameter's, or
+// the body or form property's in each request schema.
+func keySchemas(o *model.Operation) []*model.Schema {
+	var out []*model.Schema
+	k := o.Settings.Key
+	switch k.Carrier {
+	case model.CarrierHeader:
+		for _, p := range o.Params {
+			if p.IsKey && p.Schema != nil {
+				out = append(out, p.Schema)
+			}
+		}
+	case model.CarrierBody, model.CarrierForm:
+		toks := k.PointerTokens
+		if k.Carrier == model.CarrierForm {
+			toks = []string{k.Field}
+		}
+		if o.Body == nil {
+			return nil
+		}
+		for _, ct := range o.Body.Contents {
+			s := ct.Schema
+			for _, tok := range toks {
+				var next *model.Schema
+				if s == nil {
+					break
+				}
+				for _, p := range s.Properties {
+					if p.Name == tok {
+						next = p.Schema
+					}
+				}
+				if s = next; s == nil {
+					break
+				}
+			}
+			if s != nil {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 type kinProp struct {
