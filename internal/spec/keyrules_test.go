@@ -42,7 +42,7 @@ paths:
 func TestKeyPatternSettingReplacesTheDeclaredOne(t *testing.T) {
 	spec := writeFile(t, "openapi.yaml", keyRulesSpec)
 	for name, cfg := range map[string]string{
-		"default": "version: 1\ndefaults:\n  key: {pattern: '^\\S+$'}\noperations:\n  createPayment: true\n  createRefund: {key: {body: /idempotency_key}}\n",
+		"default":       "version: 1\ndefaults:\n  key: {pattern: '^\\S+$'}\noperations:\n  createPayment: true\n  createRefund: {key: {body: /idempotency_key}}\n",
 		"per operation": "version: 1\noperations:\n  createPayment: {key: {pattern: '^\\S+$'}}\n  createRefund: {key: {body: /idempotency_key, pattern: '^\\S+$'}}\n",
 	} {
 		res := load(t, Options{Path: spec, ConfigPath: writeFile(t, "idemgen.yaml", cfg)})
