@@ -305,6 +305,16 @@ func TestListInferOnVendorSpecs(t *testing.T) {
 			t.Errorf("%s: exit %d, %d operations, want %d (%v)\n%s", file, code, len(doc.Operations), want, err, errOut)
 		}
 	}
+	// A spec with errors lists what was understood, then fails; the summary counts both.
+	code, out, errOut := idemgen(t, "list", "--infer", "--format", "json", vendor+"square-connect-v2-oas3-2025-05-21.json")
+	var sq struct {
+		Errors     int
+		Operations []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &sq); err != nil || code != exitSpec || len(sq.Operations) != 62 || sq.Errors != 6 ||
+		!strings.Contains(errOut, "square-connect-v2-oas3-2025-05-21.json: 62 idempotent operations, 6 errors, 0 warnings") {
+		t.Errorf("square: exit %d, %d operations, %d errors (%v)\n%s", code, len(sq.Operations), sq.Errors, err, errOut)
+	}
 	for _, file := range []string{"square-connect-v2-oas3-2025-05-21.json", "unit-openapi/openapi.json"} {
 		code, _, errOut := idemgen(t, "list", "--infer", vendor+file)
 		first, _, _ := strings.Cut(errOut, "\n")

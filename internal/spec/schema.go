@@ -163,7 +163,9 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			if _, err := regexp.Compile(s.Pattern); err == nil {
 				m.Pattern = s.Pattern
 			} else {
-				c.problem(m, at.at("pattern"), "bad-pattern", "pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err)
+				c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: c.located(m, at.at("pattern")),
+					Message: fmt.Sprintf("pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err),
+					Hint:    "the generated decoder checks patterns with Go's regexp, which has no lookaround or backreferences: replace or remove the pattern with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
 			}
 		}
 	case model.TypeBoolean:
@@ -302,7 +304,9 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 		if o.Body != nil {
 			for _, ct := range o.Body.Contents {
-				walk(ct.Schema)
+				if ct.Kind != model.ContentRaw { // raw bytes (fingerprint.body: raw) are not decoded
+					walk(ct.Schema)
+				}
 			}
 		}
 	}
