@@ -76,8 +76,7 @@ func TestKeyPatternSettingReplacesTheDeclaredOne(t *testing.T) {
 // default minimum of 16 applies. Each rule says where it came from. A declared maxLength above
 // 255 is a warning (idemgen refuses those keys).
 func TestInferTakesTheVendorsKeyRules(t *testing.T) {
-	spec := strings.NewReplacer(`, pattern: '^(?!\s)(.*)(\S)$'`, "", `, pattern: '^(?![:\-]$)\S+$'`, "").Replace(keyRulesSpec)
-	path := writeFile(t, "openapi.yaml", spec)
+	path := "../../testdata/specs/infer/key-rules.yaml"
 	res := load(t, Options{Path: path, Infer: true})
 	if errs := errorsOf(res.Diags); len(errs) > 0 {
 		t.Fatal(errs)
