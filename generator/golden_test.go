@@ -81,6 +81,8 @@ func generateCase(t *testing.T, c goldenCase) map[string][]byte {
 		return map[string][]byte{"error.txt": []byte(err.Error() + "\n")}
 	}
 	if res.Diags.HasErrors() || res.Doc == nil {
+		// What `idemgen generate` prints: the loader's errors and the generator's, in one run.
+		Diagnose(res.Doc, res.Diags)
 		return map[string][]byte{"error.txt": []byte(diagText(res.Diags.Err()) + "\n")}
 	}
 	opts := Options{Package: packageName(c.name), Docs: true, SQL: true}

@@ -1,9 +1,11 @@
 package generator
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
 )
 
@@ -107,7 +109,16 @@ func propertyNamed(s *model.Schema, name string) *model.Property {
 
 // planOperation names the operation's types and functions and plans its body, parameters and
 // route.
-func (g *gen) planOperation(op *model.Operation) *opPlan {
+func (g *gen) planOperation(op *model.Operation) (plan *opPlan) {
+	defer func() {
+		// Last resort: a bug met while planning one operation is reported at that operation,
+		// and the other operations are still planned (so their errors show in the same run).
+		if r := recover(); r != nil {
+			g.diags.Errorf(op.Loc, "internal-error", "operation %s (%s %s): idemgen failed while planning it (%v); please report it with the spec",
+				op.ID, op.Method, op.Path, r)
+			plan = &opPlan{op: op} // Generate stops after planning: nothing emits this plan
+		}
+	}()
 	name := g.names.take(op.GoName)
 	o := &opPlan{
 		op:          op,
@@ -152,18 +163,20 @@ func (g *gen) planBody(o *opPlan) {
 			continue
 		}
 		if typed != nil && s != typed {
-			g.diags.Errorf(c.Loc, "unsupported-schema",
-				"operation %s: media types %s and %s have different schemas; idemgen generates one typed body per operation",
-				o.op.ID, typedMT, c.MediaType)
+			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+				Message: fmt.Sprintf("operation %s: media types %s and %s have different schemas; idemgen generates one typed body per operation",
+					o.op.ID, typedMT, c.MediaType),
+				Hint: "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes of every media type)"})
 			return
 		}
 		typed, typedMT = s, c.MediaType
 	}
 	for _, c := range o.op.Body.Contents {
 		if typed != nil && schemaOf(c) == nil {
-			g.diags.Errorf(c.Loc, "unsupported-schema",
-				"operation %s: media type %s is raw bytes while another media type has a schema; idemgen generates one typed body per operation",
-				o.op.ID, c.MediaType)
+			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+				Message: fmt.Sprintf("operation %s: media type %s is raw bytes (neither JSON nor form) while another media type has a schema; idemgen generates one typed body per operation",
+					o.op.ID, c.MediaType),
+				Hint: "set fingerprint.body: raw (the handler then gets the exact bytes of every media type), or remove the media type with an overlay"})
 			return
 		}
 	}
@@ -172,9 +185,10 @@ func (g *gen) planBody(o *opPlan) {
 		// it with 400 while the schema allows it would be a silent mismatch.
 		for _, c := range o.op.Body.Contents {
 			if c.Kind == model.ContentJSON {
-				g.diags.Errorf(typed.Loc, "unsupported-schema",
-					"operation %s: the %s request body schema allows null (nullable or type [..., \"null\"]); idemgen passes the body to the handler as a value and cannot express a null body: drop null from the body schema",
-					o.op.ID, c.MediaType)
+				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: typed.Loc,
+					Message: fmt.Sprintf("operation %s: the %s request body schema allows null (nullable or type [..., \"null\"]); idemgen passes the body to the handler as a value and cannot express a null body",
+						o.op.ID, c.MediaType),
+					Hint: "drop null from the body schema (with an overlay if the spec is not yours), or set fingerprint.body: raw (the handler then gets the exact bytes)"})
 				return
 			}
 		}
@@ -217,15 +231,17 @@ func (g *gen) planBody(o *opPlan) {
 			cp.decode = g.names.take("decode" + o.name + "JSON")
 		case model.ContentForm:
 			if o.bodyT.kind != kStruct {
-				g.diags.Errorf(c.Loc, "unsupported-schema",
-					"operation %s: a form body must be an object schema", o.op.ID)
+				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+					Message: fmt.Sprintf("operation %s: the %s body schema is %s, not an object: a form body is a set of named fields", o.op.ID, c.MediaType, describeSchema(typed)),
+					Hint:    "give the form body an object schema with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
 				return
 			}
 			for _, f := range o.bodyT.fields {
 				if !f.bag && !flatField(f.p.Schema) {
-					g.diags.Errorf(f.p.Schema.Loc, "unsupported-schema",
-						"operation %s: form field %q is an object, and the schema is also the operation's JSON body; idemgen decodes one typed body per operation, so such a form must be flat",
-						o.op.ID, f.p.Name)
+					g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: f.p.Schema.Loc,
+						Message: fmt.Sprintf("operation %s: form field %q is %s, and the schema is also the operation's JSON body; idemgen decodes one typed body per operation, so such a form must be flat",
+							o.op.ID, f.p.Name, describeSchema(f.p.Schema)),
+						Hint: "remove the JSON or the form media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
 					return
 				}
 			}
@@ -281,10 +297,14 @@ func (g *gen) planParams(o *opPlan) {
 			pp.t = g.typeOf(p.Schema, o.params+p.GoName)
 		}
 		ok := formScalar(pp.t) || (pp.t.kind == kSlice && formScalar(pp.t.elem) && p.In != model.InPath)
-		if !ok {
-			g.diags.Errorf(p.Loc, "unsupported-schema",
-				"operation %s: parameter %q (%s) must be a scalar, or an array of scalars in query or header",
-				o.op.ID, p.Name, p.In)
+		switch {
+		case p.Style == "deepObject":
+			g.unsupportedParam(o, p, fmt.Sprintf("uses style deepObject (an object sent as %s[key]=value)", p.Name),
+				"idemgen does not decode deepObject parameters yet",
+				"remove the parameter with an overlay (it is then left out of the typed parameters and of the fingerprint), or leave the operation unmarked (x-idempotent: false)")
+			continue
+		case !ok:
+			g.unsupportedParam(o, p, "is "+paramShape(p), "idemgen decodes scalars, and arrays of scalars in query and header parameters", paramHint)
 			continue
 		}
 		switch p.Style {
@@ -295,14 +315,102 @@ func (g *gen) planParams(o *opPlan) {
 				continue
 			}
 		default:
-			g.diags.Errorf(p.Loc, "unsupported-schema",
-				"operation %s: parameter %q has style %s; idemgen decodes the simple, form, pipeDelimited and spaceDelimited styles",
-				o.op.ID, p.Name, p.Style)
+			g.unsupportedParam(o, p, "has style "+p.Style, "idemgen decodes the simple, form, pipeDelimited and spaceDelimited styles",
+				"give the parameter one of them with an overlay, or leave the operation unmarked (x-idempotent: false)")
 			continue
 		}
 		pp.ptr = pp.t.pointerable() && !p.Required && p.In != model.InPath
 		o.pparams = append(o.pparams, pp)
 	}
+}
+
+// paramHint is the way out of a parameter schema idemgen cannot decode.
+const paramHint = "to generate this operation, give the parameter a plain schema with an overlay (for example {type: string}: the handler then gets the value as sent, and the fingerprint covers it exactly), or leave the operation unmarked (x-idempotent: false, or false in idemgen.yaml)"
+
+// unsupportedParam reports a parameter idemgen cannot decode: what it is, what idemgen decodes,
+// and the way out.
+func (g *gen) unsupportedParam(o *opPlan, p *model.Param, what, why, hint string) {
+	g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: p.Loc,
+		Message: fmt.Sprintf("operation %s: %s parameter %q %s; %s", o.op.ID, p.In, p.Name, what, why),
+		Hint:    hint})
+}
+
+// paramShape names the construct of a parameter schema that is not a scalar or an array of
+// scalars: "a oneOf of two string schemas", "an array in a path parameter", "an object".
+func paramShape(p *model.Param) string {
+	s := p.Schema
+	switch {
+	case s == nil:
+		return "without a schema"
+	case s.Composite:
+		return compositeShape(s)
+	case s.Type == model.TypeAny && len(s.Types) > 0:
+		var names []string
+		for _, t := range s.Types {
+			names = append(names, string(t))
+		}
+		return "a value of several types (type: [" + strings.Join(names, ", ") + "])"
+	case s.Type == model.TypeAny:
+		return "a value of any type (its schema declares no type)"
+	case s.Type == model.TypeObject && len(s.Properties) == 0 && s.AdditionalProperties != nil:
+		return "a map (an object with additionalProperties)"
+	case s.Type == model.TypeObject:
+		return "an object"
+	case s.Type == model.TypeArray && p.In == model.InPath:
+		return "an array"
+	case s.Type == model.TypeArray && s.Items != nil && s.Items.Composite:
+		return "an array of " + compositeShape(s.Items)
+	case s.Type == model.TypeArray && s.Items != nil:
+		return "an array of " + string(s.Items.Type) + " values"
+	}
+	return "a " + string(s.Type)
+}
+
+// describeSchema names a schema's construct for messages: "an object", "a oneOf of [string,
+// integer]", "an array".
+func describeSchema(s *model.Schema) string {
+	switch {
+	case s == nil:
+		return "absent"
+	case s.Composite:
+		return compositeShape(s)
+	case s.Type == model.TypeObject && len(s.Properties) == 0 && s.AdditionalProperties != nil:
+		return "a map (an object with additionalProperties)"
+	case s.Type == model.TypeAny:
+		return "a value of any type"
+	case s.Type == model.TypeObject || s.Type == model.TypeArray || s.Type == model.TypeInteger:
+		return "an " + string(s.Type)
+	}
+	return "a " + string(s.Type)
+}
+
+// compositeShape describes a oneOf/anyOf by its members' types: "a oneOf of two string
+// schemas", "an anyOf of [string, integer]".
+func compositeShape(s *model.Schema) string {
+	kind := s.CompositeOf
+	if kind == "" {
+		kind = "oneOf"
+	}
+	article := "a "
+	if kind == "anyOf" {
+		article = "an "
+	}
+	same := len(s.Variants) > 0
+	for _, v := range s.Variants {
+		same = same && v == s.Variants[0]
+	}
+	if same {
+		n := strconv.Itoa(len(s.Variants))
+		if len(s.Variants) == 2 {
+			n = "two"
+		}
+		return fmt.Sprintf("%s%s of %s %s schemas", article, kind, n, s.Variants[0])
+	}
+	var names []string
+	for _, v := range s.Variants {
+		names = append(names, string(v))
+	}
+	return fmt.Sprintf("%s%s of [%s]", article, kind, strings.Join(names, ", "))
 }
 
 // planRoute turns the OpenAPI path template into a Go 1.22 ServeMux pattern. Segments that are
@@ -311,7 +419,14 @@ func (g *gen) planParams(o *opPlan) {
 // wrapper.
 func (g *gen) planRoute(o *opPlan) {
 	path := o.op.Path
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	// A path ending in "/" names exactly that path in OpenAPI ("/payments/" is not
+	// "/payments/x"), while a ServeMux pattern ending in "/" matches the whole subtree; the
+	// pattern gets {$} instead, and the empty last segment is not a segment of the route.
+	trail := strings.HasSuffix(path, "/")
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
+	if segs[0] == "" && len(segs) == 1 {
+		segs = nil // the root path "/"
+	}
 	wilds := newNamer()
 	var out []string
 	byName := map[string]*paramPlan{}
@@ -355,8 +470,11 @@ func (g *gen) planRoute(o *opPlan) {
 		}
 	}
 	pattern := "/" + strings.Join(out, "/")
-	if strings.HasSuffix(pattern, "/") {
-		pattern += "{$}" // a trailing slash would otherwise match the whole subtree
+	if trail {
+		if len(out) > 0 {
+			pattern += "/"
+		}
+		pattern += "{$}"
 	}
 	o.pattern = o.op.Method + " " + pattern
 }

@@ -47,6 +47,9 @@ func (r *route) pattern() string {
 	}
 	p := r.method + " /" + strings.Join(segs, "/")
 	if r.trail {
+		if len(segs) > 0 {
+			p += "/"
+		}
 		p += "{$}"
 	}
 	return p
@@ -65,8 +68,12 @@ func (g *gen) planRoutes() {
 			continue
 		}
 		r := &route{method: o.op.Method, members: []*opPlan{o}, trail: strings.HasSuffix(o.pattern, "{$}")}
+		// The parts are the route's segments: a trailing "/{$}" is not one (r.trail keeps it),
+		// so no part is empty ("" marks a group wildcard).
 		path := strings.TrimSuffix(strings.TrimPrefix(o.pattern, o.op.Method+" /"), "{$}")
-		r.parts = strings.Split(path, "/")
+		if path = strings.TrimSuffix(path, "/"); path != "" {
+			r.parts = strings.Split(path, "/")
+		}
 		routes = append(routes, r)
 	}
 	for {

@@ -20,9 +20,15 @@ fingerprint.exclude pointers that match nothing, key.body pointers that are not 
 properties, marks on safe methods (GET, HEAD, OPTIONS, TRACE), broken $refs.
 
 It also warns about operations that declare an idempotency-looking header (Idempotency-Key,
-X-Idempotency-Key, PayPal-Request-Id, Idempotency) or body/form field (idempotency_key,
-idempotencyKey, IdempotencyKey) without being marked, showing the idemgen.yaml entry that
-would mark them, and about request media types fingerprinted as raw bytes.
+X-Idempotency-Key, PayPal-Request-Id, Idempotency, *-Idempotency-Key, X-Idempotence-UUID,
+Repeatability-Request-ID) or body/form field (idempotency_key, idempotencyKey,
+IdempotencyKey; an AIP-155 request_id described as a retry key) without being marked, showing
+the idemgen.yaml entry that would mark them, about other spellings of "idempot", and about
+request media types fingerprinted as raw bytes.
+
+Every problem is reported in one run: a loader error does not stop the generator's checks,
+and a $ref that cannot be followed is set aside so the rest of the document is still read.
+The summary line counts the operations understood, the errors and the warnings.
 
 Exit status 1 when there are errors, or warnings under --strict.`,
 		Example: `  idemgen check openapi.yaml
@@ -35,11 +41,7 @@ Exit status 1 when there are errors, or warnings under --strict.`,
 				return err
 			}
 			errs, warns := tally(res.Diags)
-			marked := 0
-			if res.Doc != nil {
-				marked = len(res.Doc.Operations)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %s, %s\n", args[0], count(marked, "idempotent operation"), count(errs, "error"), count(warns, "warning"))
+			fmt.Fprintln(cmd.OutOrStdout(), summary(args[0], res))
 			if errs > 0 || res.Doc == nil || (strict && warns > 0) {
 				return &exitError{code: exitSpec}
 			}

@@ -305,11 +305,118 @@ func TestListInferOnVendorSpecs(t *testing.T) {
 			t.Errorf("%s: exit %d, %d operations, want %d (%v)\n%s", file, code, len(doc.Operations), want, err, errOut)
 		}
 	}
+	// A spec with errors lists what was understood, then fails; the summary counts both.
+	code, out, errOut := idemgen(t, "list", "--infer", "--format", "json", vendor+"square-connect-v2-oas3-2025-05-21.json")
+	var sq struct {
+		Errors     int
+		Operations []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &sq); err != nil || code != exitSpec || len(sq.Operations) != 62 || sq.Errors != 6 ||
+		!strings.Contains(errOut, "square-connect-v2-oas3-2025-05-21.json: 62 idempotent operations, 6 errors, 0 warnings") {
+		t.Errorf("square: exit %d, %d operations, %d errors (%v)\n%s", code, len(sq.Operations), sq.Errors, err, errOut)
+	}
 	for _, file := range []string{"square-connect-v2-oas3-2025-05-21.json", "unit-openapi/openapi.json"} {
 		code, _, errOut := idemgen(t, "list", "--infer", vendor+file)
 		first, _, _ := strings.Cut(errOut, "\n")
 		if code != exitSpec || !strings.Contains(first, ".json:") || !strings.Contains(first, "$ref") {
 			t.Errorf("%s: exit %d, first line %q", file, code, first)
+		}
+	}
+}
+
+// oneRunSpec has one fault of each stage in different operations: a settings error the loader
+// reports (bad-duration), schema shapes the generator refuses (unsupported-schema), and a raw
+// media type beside a JSON one, which the loader alone would only warn about.
+const oneRunSpec = `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /bad:
+    post:
+      operationId: bad
+      x-idempotent: {retention: "1 day"}
+      responses: {"201": {description: ok}}
+  /items/{id}:
+    post:
+      operationId: item
+      x-idempotent: true
+      parameters:
+        - {name: id, in: path, required: true, schema: {oneOf: [{type: string, format: uuid}, {type: string, pattern: "^it_"}]}}
+      responses: {"201": {description: ok}}
+  /jwe:
+    post:
+      operationId: jwe
+      x-idempotent: true
+      requestBody:
+        content:
+          application/json: {schema: {type: object}}
+          application/jose+jwe: {schema: {type: string}}
+      responses: {"201": {description: ok}}
+  /ok:
+    post:
+      operationId: fine
+      x-idempotent: true
+      responses: {"201": {description: ok}}
+`
+
+// TestOneRunShowsEveryError: a loader error does not hide the generator's errors of other
+// operations; the raw media type is an error the first time (not a warning that turns into an
+// error once the other faults are fixed); check, list and generate print the same summary; list
+// lists the operations it understood, then fails.
+func TestOneRunShowsEveryError(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", oneRunSpec)
+	const want = "openapi.yaml: 4 idempotent operations, 3 errors, 0 warnings"
+	code, out, errOut := idemgen(t, "check", spec)
+	if code != exitSpec || !strings.HasSuffix(strings.TrimSpace(out), want) {
+		t.Fatalf("check: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	for _, w := range []string{":7:33: error[bad-duration]", ":14:11: error[unsupported-schema]", ":23:11: error[unsupported-schema]", "fingerprint.body: raw"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("check output lacks %q:\n%s", w, errOut)
+		}
+	}
+	if strings.Contains(errOut, "warning[raw-fingerprint]") {
+		t.Errorf("the raw media type is reported as a warning besides the error:\n%s", errOut)
+	}
+	code, out, errOut2 := idemgen(t, "list", spec)
+	if code != exitSpec || strings.Count(out, "\n") != 5 || !strings.Contains(out, "fine") || !strings.HasSuffix(strings.TrimSpace(errOut2), want) {
+		t.Errorf("list: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut2)
+	}
+	code, out, errOut3 := idemgen(t, "list", spec, "--format", "json")
+	var doc struct {
+		Errors, Warnings int
+		Operations       []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitSpec || doc.Errors != 3 || doc.Warnings != 0 || len(doc.Operations) != 4 {
+		t.Errorf("list json: exit %d, %+v (%v)\n%s", code, doc, err, errOut3)
+	}
+	code, out, errOut4 := idemgen(t, "generate", spec, "--out", filepath.Join(t.TempDir(), "api"))
+	if code != exitSpec || out != "" || !strings.HasSuffix(strings.TrimSpace(errOut4), want) {
+		t.Errorf("generate: exit %d, stdout %q, stderr:\n%s", code, out, errOut4)
+	}
+	// The same diagnostics, in the same order, from every command.
+	strip := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.Contains(l, "idempotent operations,") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if strip(errOut) != strip(errOut2) || strip(errOut) != strip(errOut4) {
+		t.Errorf("check, list and generate disagree:\n%s\n---\n%s\n---\n%s", errOut, errOut2, errOut4)
+	}
+}
+
+// TestSummaryOfAnUnreadableDocument: a document that cannot be read does not claim to have no
+// idempotent operations.
+func TestSummaryOfAnUnreadableDocument(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {/p: [\n")
+	for _, cmd := range []string{"check", "list"} {
+		code, out, errOut := idemgen(t, cmd, spec)
+		all := out + errOut
+		if code != exitSpec || strings.Contains(all, "0 idempotent operations") || !strings.Contains(all, "openapi.yaml: the document could not be read, 1 error, 0 warnings") {
+			t.Errorf("%s: exit %d\n%s", cmd, code, all)
 		}
 	}
 }

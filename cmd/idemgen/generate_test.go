@@ -119,7 +119,8 @@ func TestGenerateJoinsThePackageInDir(t *testing.T) {
 }
 
 // TestGenerateFailurePrintsEachDiagnosticOnce: a generate the generator refuses prints every
-// warning and error once, sorted, and no other line (no stat of the output directory).
+// warning and error once, sorted, then the summary line, and no other line (no stat of the
+// output directory).
 func TestGenerateFailurePrintsEachDiagnosticOnce(t *testing.T) {
 	spec := writeTemp(t, "openapi.yaml", strings.Replace(markedSpec, "  /payments:\n", "  /payments/{undeclared}:\n", 1))
 	out := filepath.Join(t.TempDir(), "missing", "api")
@@ -131,8 +132,9 @@ func TestGenerateFailurePrintsEachDiagnosticOnce(t *testing.T) {
 			diags = append(diags, l)
 		}
 	}
-	if code != exitSpec || so != "" || len(diags) != 2 || !strings.Contains(diags[0], "error[bad-path]") ||
-		!strings.Contains(diags[1], "warning[unmarked-idempotency-key]") {
+	if code != exitSpec || so != "" || len(diags) != 3 || !strings.Contains(diags[0], "error[bad-path]") ||
+		!strings.Contains(diags[1], "warning[unmarked-idempotency-key]") ||
+		!strings.HasSuffix(diags[2], "openapi.yaml: 1 idempotent operation, 1 error, 1 warning") {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, so, se)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

@@ -34,21 +34,34 @@ retention, lease and fingerprint exclusions.
 			if format != "table" && format != "json" && format != "markdown" {
 				return &exitError{code: exitUsage, err: errorf("--format must be table, json or markdown, not %q", format)}
 			}
-			doc, err := lf.load(cmd, args[0])
+			res, err := lf.result(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			switch format {
-			case "json":
-				return writeListJSON(w, doc)
-			case "markdown":
-				writeListMarkdown(w, doc)
-			default:
-				writeListTable(w, doc)
+			// List what the run understood, even when it found errors (the diagnostics are
+			// already on standard error), then fail: a list with errors is incomplete.
+			failed := res.Diags.HasErrors() || res.Doc == nil
+			if res.Doc != nil {
+				w := cmd.OutOrStdout()
+				doc := res.Doc
+				switch format {
+				case "json":
+					errs, warns := tally(res.Diags)
+					if err := writeListJSON(w, doc, errs, warns); err != nil {
+						return err
+					}
+				case "markdown":
+					writeListMarkdown(w, doc)
+				default:
+					writeListTable(w, doc)
+				}
+				if len(doc.Operations) == 0 && format != "json" && !failed {
+					fmt.Fprintf(cmd.ErrOrStderr(), "no idempotent operations in %s: mark them with x-idempotent, --config, or try --infer\n", args[0])
+				}
 			}
-			if len(doc.Operations) == 0 && format != "json" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "no idempotent operations in %s: mark them with x-idempotent, --config, or try --infer\n", args[0])
+			if failed {
+				fmt.Fprintln(cmd.ErrOrStderr(), summary(args[0], res))
+				return &exitError{code: exitSpec}
 			}
 			return nil
 		},
@@ -63,11 +76,15 @@ retention, lease and fingerprint exclusions.
 const listVersion = 1
 
 type listDoc struct {
-	Version    int      `json:"version"`
-	Source     string   `json:"source"`
-	OpenAPI    string   `json:"openapi"`
-	Title      string   `json:"title"`
-	APIVersion string   `json:"apiVersion"`
+	Version    int    `json:"version"`
+	Source     string `json:"source"`
+	OpenAPI    string `json:"openapi"`
+	Title      string `json:"title"`
+	APIVersion string `json:"apiVersion"`
+	// Errors and Warnings count the diagnostics of the run (printed on standard error); with
+	// errors the list holds what was understood and the command exits 1.
+	Errors     int      `json:"errors"`
+	Warnings   int      `json:"warnings"`
 	Operations []listOp `json:"operations"`
 }
 
@@ -99,6 +116,19 @@ type listKey struct {
 	MinLength int    `json:"minLength"`
 	MaxLength int    `json:"maxLength"`
 	Pattern   string `json:"pattern"`
+	// Sources says where each rule came from: settings, spec or default.
+	Sources listSources `json:"sources"`
+	// Standard is the convention the key follows (docs/cli.md, standards); FirstSent is the
+	// Repeatability-First-Sent header the spec declares beside an OASIS key ("" when none).
+	Standard  string `json:"standard"`
+	FirstSent string `json:"firstSent"`
+}
+
+type listSources struct {
+	Required  string `json:"required"`
+	MinLength string `json:"minLength"`
+	MaxLength string `json:"maxLength"`
+	Pattern   string `json:"pattern"`
 }
 
 type listFP struct {
@@ -117,15 +147,19 @@ type listLimits struct {
 	Response int64 `json:"response"`
 }
 
-func writeListJSON(w io.Writer, doc *model.Document) error {
-	out := listDoc{Version: listVersion, Source: doc.Source, OpenAPI: doc.OpenAPI, Title: doc.Title, APIVersion: doc.Version, Operations: []listOp{}}
+func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
+	out := listDoc{Version: listVersion, Source: doc.Source, OpenAPI: doc.OpenAPI, Title: doc.Title, APIVersion: doc.Version,
+		Errors: errs, Warnings: warns, Operations: []listOp{}}
 	for _, op := range doc.Operations {
 		s := op.Settings
 		lo := listOp{
 			Method: op.Method, Path: op.Path, OperationID: op.ID, OperationIDDerived: op.IDDerived, GoName: op.GoName,
 			Mark: string(op.Mark),
 			Key: listKey{Carrier: string(s.Key.Carrier), Name: keyName(s.Key), Required: s.Key.Required,
-				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern},
+				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern,
+				Sources: listSources{Required: string(s.Key.Sources.Required), MinLength: string(s.Key.Sources.MinLength),
+					MaxLength: string(s.Key.Sources.MaxLength), Pattern: string(s.Key.Sources.Pattern)},
+				Standard: string(s.Key.Standard), FirstSent: s.Key.FirstSent},
 			Scope: string(s.Scope), Mode: string(s.Mode),
 			Retention: fmtDuration(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
 			Lease: fmtDuration(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),

@@ -29,17 +29,32 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 }
 
 // load reads specPath with the flags' config, overlays and --infer, prints every diagnostic
-// (sorted) to cmd.ErrOrStderr(), and returns the document. It returns an *exitError with
-// exitSpec when the spec has errors, or exitUsage when a file cannot be read.
+// (sorted) to cmd.ErrOrStderr(), and returns the document. When the spec has errors it also
+// prints the summary line (summary) to standard error and returns an *exitError with exitSpec;
+// when a file cannot be read, exitUsage.
 func (f *loadFlags) load(cmd *cobra.Command, specPath string) (*model.Document, error) {
 	res, err := f.result(cmd, specPath)
 	if err != nil {
 		return nil, err
 	}
 	if res.Diags.HasErrors() || res.Doc == nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), summary(specPath, res))
 		return nil, &exitError{code: exitSpec}
 	}
 	return res.Doc, nil
+}
+
+// summary is the one-line verdict check prints, and list and generate print when they fail:
+// "openapi.yaml: 3 idempotent operations, 1 error, 0 warnings". The operations are those the
+// run understood as marked; a document that could not be read at all says so instead of
+// claiming it has none.
+func summary(specPath string, res *spec.Result) string {
+	errs, warns := tally(res.Diags)
+	what := "the document could not be read"
+	if res.Doc != nil {
+		what = count(len(res.Doc.Operations), "idempotent operation")
+	}
+	return fmt.Sprintf("%s: %s, %s, %s", specPath, what, count(errs, "error"), count(warns, "warning"))
 }
 
 // result loads and prints diagnostics, leaving the verdict to the caller (check --strict).
@@ -53,25 +68,11 @@ func (f *loadFlags) result(cmd *cobra.Command, specPath string) (*spec.Result, e
 	return res, nil
 }
 
-// generationDiags runs the generator's pure Generate on a document the loader accepted and adds
-// its located errors (unsupported-schema, bad-path, route-conflict, ...) to res.Diags, discarding
-// the files, so that check and list give the same verdict as generate (docs/cli.md). The package
-// name does not change which schemas are refused, so any valid one will do.
+// generationDiags runs the generator's pure Generate on the loaded document (generator.Diagnose)
+// and adds its located errors to res.Diags, discarding the files, so that check and list give
+// the same verdict as generate (docs/cli.md), in one run even when the loader found errors.
 func generationDiags(res *spec.Result) {
-	if res.Doc == nil || res.Diags.HasErrors() {
-		return
-	}
-	_, err := generator.Generate(res.Doc, generator.Options{Package: "api"})
-	var de *diag.Errors
-	switch {
-	case err == nil:
-	case errors.As(err, &de):
-		for _, d := range de.List {
-			res.Diags.Add(d)
-		}
-	default:
-		res.Diags.Errorf(diag.Loc{File: res.Doc.Source}, "internal-error", "%v", err)
-	}
+	generator.Diagnose(res.Doc, res.Diags)
 }
 
 // printDiags writes every diagnostic, sorted, one per line (hints indented below).

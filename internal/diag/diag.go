@@ -159,3 +159,14 @@ func (e *Errors) Error() string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// Filter keeps only the diagnostics for which keep returns true.
+func (l *List) Filter(keep func(Diagnostic) bool) {
+	out := l.items[:0]
+	for _, d := range l.items {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	l.items = out
+}

@@ -141,6 +141,43 @@ type KeySettings struct {
 	MaxLength     int
 	// Pattern is a Go regexp (already checked to compile), "" for none.
 	Pattern string
+	// Sources says where each rule above came from.
+	Sources KeySources
+	// Standard is the convention the key follows; the runtime applies its rules (for OASIS
+	// Repeatable Requests, the Repeatability-First-Sent window).
+	Standard Standard
+	// FirstSent is the Repeatability-First-Sent header as the spec declares it, for
+	// StandardRepeatable; "" when the spec does not declare it (clients still send it).
+	FirstSent string
+}
+
+// Standard names the convention an idempotency key follows (docs/cli.md, standards).
+type Standard string
+
+const (
+	// StandardIdempotencyKey: a key in the Idempotency-Key header of the IETF draft
+	// (draft-ietf-httpapi-idempotency-key-header) or a vendor's header or body field of the
+	// same meaning (Stripe, Adyen, PayPal-Request-Id, Square's idempotency_key, ...).
+	StandardIdempotencyKey Standard = "idempotency-key"
+	// StandardRepeatable: OASIS Repeatable Requests Version 1.0: Repeatability-Request-ID,
+	// with Repeatability-First-Sent giving the time of the first attempt.
+	StandardRepeatable Standard = "oasis-repeatable-requests"
+	// StandardAIP155: Google AIP-155 request identification, a request_id field of the request.
+	StandardAIP155 Standard = "aip-155"
+)
+
+// RuleSource says where a key rule came from (docs/cli.md, key rules).
+type RuleSource string
+
+const (
+	RuleSettings RuleSource = "settings" // x-idempotent, x-idempotency or the config file
+	RuleSpec     RuleSource = "spec"     // the key's declaration in the spec (under --infer, also a bound it leaves out)
+	RuleDefault  RuleSource = "default"  // idemgen's default
+)
+
+// KeySources are the sources of the key rules.
+type KeySources struct {
+	Required, MinLength, MaxLength, Pattern RuleSource
 }
 
 // FingerprintSettings is fingerprint.*.
@@ -259,6 +296,12 @@ type Schema struct {
 	Nullable bool
 	// Composite is true for oneOf/anyOf (Type is then TypeAny).
 	Composite bool
+	// CompositeOf is "oneOf" or "anyOf" when Composite is set (oneOf when a schema has both).
+	CompositeOf string
+	// Variants are the JSON types the oneOf/anyOf members declare, in spec order: a member
+	// with no single type is TypeAny. It names the construct in messages ("a oneOf of two
+	// string schemas") and tells whether every member is a scalar.
+	Variants []Type
 	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
 	// plain values and checked generically).
 	Enum []string

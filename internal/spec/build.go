@@ -57,7 +57,10 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 	ops := b.operations()
 	entries := b.matchConfig(ops)
 	for _, o := range ops {
-		b.mark(o, entries[o])
+		if !b.guard(o.m, func() { b.mark(o, entries[o]) }) {
+			o.m.Mark = model.MarkNone
+			continue
+		}
 		if o.m.Mark != model.MarkNone {
 			out.Operations = append(out.Operations, o.m)
 		} else {
@@ -69,6 +72,20 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 	b.sc.reportProblems(out.Operations)
 	out.Schemas = reachableSchemas(out.Operations)
 	return out
+}
+
+// guard runs one step of building an operation. A panic there (a bug in idemgen, or a document
+// shape nobody foresaw) becomes an internal-error at the operation, which is then left out, and
+// the other operations are still built: safeBuild's recovery is the last resort.
+func (b *builder) guard(op *model.Operation, step func()) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.d.Errorf(op.Loc, "internal-error", "%s %s: idemgen failed while reading this operation (%v); please report it with the spec", op.Method, op.Path, r)
+			ok = false
+		}
+	}()
+	step()
+	return true
 }
 
 // duplicateIDs reports operationIds written more than once (OpenAPI 3.x, Operation Object:
@@ -145,8 +162,9 @@ func (b *builder) operations() []*opSource {
 			}
 			m.GoName = ids.name(m.ID)
 			o := &opSource{m: m, op: op, at: at, kinParam: map[*model.Param]kinSchema{}, kinBody: map[*model.Content]kinSchema{}}
-			b.params(o, pi, piAt)
-			b.body(o)
+			if !b.guard(m, func() { b.params(o, pi, piAt); b.body(o) }) {
+				continue
+			}
 			if op.Responses != nil {
 				for code := range op.Responses.Map() {
 					m.Responses = append(m.Responses, code)
@@ -378,8 +396,11 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 		}
 	}
 	if !marked {
-		if det != nil {
+		switch {
+		case det != nil:
 			b.warnUnmarked(o, det)
+		case !optOut && !safe:
+			b.warnPossibleKey(o)
 		}
 		return
 	}

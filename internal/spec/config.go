@@ -133,8 +133,12 @@ func escapeToken(t string) string {
 // configHint is the config entry that would mark an operation with the given key settings,
 // shown by `idemgen check` next to an unmarked operation.
 func configHint(selector, keyField, keyValue string, required *bool) string {
+	return "to mark it without editing the spec, add to idemgen.yaml (or run with --infer):\n" + configKeyEntry(selector, keyField, keyValue, required)
+}
+
+// configKeyEntry is the idemgen.yaml entry that marks an operation with a key carrier.
+func configKeyEntry(selector, keyField, keyValue string, required *bool) string {
 	var b strings.Builder
-	b.WriteString("to mark it without editing the spec, add to idemgen.yaml (or run with --infer):\n")
 	fmt.Fprintf(&b, "operations:\n  %q:\n    key: {%s: %q", selector, keyField, keyValue)
 	if required != nil && !*required {
 		b.WriteString(", required: false")

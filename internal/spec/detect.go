@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -10,21 +11,49 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// Recognised idempotency carriers (docs/design.md section 2): header names compared ignoring case,
-// body and form field names compared ignoring case, "_" and "-".
-var keyHeaders = []string{"idempotency-key", "x-idempotency-key", "paypal-request-id", "idempotency"}
+// Recognised idempotency carriers (docs/cli.md, "What --infer and check recognise"). Header
+// names compare ignoring case; body and form field names ignoring case, "_" and "-".
+var keyHeaders = []string{"idempotency-key", "x-idempotency-key", "paypal-request-id", "idempotency",
+	"x-idempotence-uuid", repeatabilityRequestID}
 
-const keyField = "idempotencykey"
+// keyHeaderSuffix recognises vendor-prefixed forms of the header (Checkout.com's
+// Cko-Idempotency-Key).
+const keyHeaderSuffix = "-idempotency-key"
+
+// OASIS Repeatable Requests Version 1.0 headers.
+const (
+	repeatabilityRequestID = "repeatability-request-id"
+	repeatabilityFirstSent = "repeatability-first-sent"
+)
+
+const (
+	keyField     = "idempotencykey" // Square, Unit, Twilio, Circle, ...
+	aip155Field  = "requestid"      // Google AIP-155 request_id
+	maybeKeyPart = "idempot"        // any other spelling: a warning, never inferred
+)
+
+// aip155Evidence are words a request_id field's description (or its operation's) uses when the
+// field is an idempotency key, as AIP-155 describes it ("so that if you must retry your
+// request, the server will know to ignore the request if it has already been completed").
+// request_id is a common name for other things (Adyen's Cash App "request id"), so the name
+// alone is not enough.
+var aip155Evidence = []string{"idempot", "retry", "retries", "duplicate", "already been completed", "de-dup", "dedup"}
 
 func normalizeField(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		if r != '_' && r != '-' {
+		if r != '_' && r != '-' && r != ' ' {
 			b.WriteRune(unicode.ToLower(r))
 		}
 	}
 	return b.String()
+}
+
+// isKeyHeader reports whether a header name is a recognised idempotency key header.
+func isKeyHeader(name string) bool {
+	low := strings.ToLower(name)
+	return slices.Contains(keyHeaders, low) || strings.HasSuffix(low, keyHeaderSuffix)
 }
 
 // detection is an idempotency-looking header or field an operation declares.
@@ -34,22 +63,26 @@ type detection struct {
 	pointer  string // JSON pointer (body) or field name (form)
 	required bool
 	loc      diag.Loc
+	standard model.Standard
 }
 
 // maxKeyDepth bounds the search for a body key (unit-openapi nests it at /data/attributes/…).
 const maxKeyDepth = 4
 
 // detect finds the first recognised carrier: a header parameter, else a property of a JSON body
-// (breadth first, objects only), else a field of a form body.
+// (breadth first, objects only), else a field of a form body, else an AIP-155 request_id.
+//
+// A field with a key's name that names another request is not this request's key: Square's
+// CancelPaymentByIdempotencyKey takes the idempotency_key of the payment to cancel. An operation
+// whose operationId, summary or path says "by <field name>" is such a lookup.
 func (b *builder) detect(o *opSource) *detection {
 	for _, p := range o.m.Params {
-		if p.In != model.InHeader {
-			continue
-		}
-		for _, h := range keyHeaders {
-			if strings.EqualFold(p.Name, h) {
-				return &detection{carrier: model.CarrierHeader, header: p.Name, required: p.Required, loc: p.Loc}
+		if p.In == model.InHeader && isKeyHeader(p.Name) {
+			d := &detection{carrier: model.CarrierHeader, header: p.Name, required: p.Required, loc: p.Loc, standard: model.StandardIdempotencyKey}
+			if strings.EqualFold(p.Name, repeatabilityRequestID) {
+				d.standard = model.StandardRepeatable
 			}
+			return d
 		}
 	}
 	if o.m.Body == nil {
@@ -63,20 +96,76 @@ func (b *builder) detect(o *opSource) *detection {
 		if c.Kind == model.ContentForm {
 			depth = 1
 		}
-		if toks := findKeyField(o.kinBody[c].ref, depth); toks != nil {
-			d := &detection{carrier: model.CarrierBody, pointer: pointerOf(toks), loc: c.Loc}
-			if c.Kind == model.ContentForm {
-				d.carrier, d.pointer = model.CarrierForm, toks[0]
-			}
-			_, d.required = findProperty(o.kinBody[c].ref, toks)
-			return d
+		if toks := findKeyField(o.kinBody[c].ref, depth, keyField); toks != nil && !namesAnotherRequest(o, toks[len(toks)-1]) {
+			return b.bodyDetection(o, c, toks, model.StandardIdempotencyKey)
+		}
+	}
+	for _, c := range o.m.Body.Contents {
+		if c.Kind != model.ContentJSON {
+			continue
+		}
+		// AIP-155: the field is on the request message itself (depth 1) and says what it is for.
+		toks := findKeyField(o.kinBody[c].ref, 1, aip155Field)
+		if toks == nil {
+			continue
+		}
+		prop, _ := findProperty(o.kinBody[c].ref, toks)
+		if hasEvidence(prop.Value.Description) || hasEvidence(o.m.Description) {
+			return b.bodyDetection(o, c, toks, model.StandardAIP155)
 		}
 	}
 	return nil
 }
 
-// findKeyField searches object properties breadth first for a recognised key field name.
-func findKeyField(root *openapi3.SchemaRef, depth int) []string {
+func (b *builder) bodyDetection(o *opSource, c *model.Content, toks []string, std model.Standard) *detection {
+	d := &detection{carrier: model.CarrierBody, pointer: pointerOf(toks), loc: c.Loc, standard: std}
+	if c.Kind == model.ContentForm {
+		d.carrier, d.pointer = model.CarrierForm, toks[0]
+	}
+	_, d.required = findProperty(o.kinBody[c].ref, toks)
+	return d
+}
+
+func hasEvidence(text string) bool {
+	low := strings.ToLower(text)
+	for _, w := range aip155Evidence {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesAnotherRequest reports whether the operation looks a resource up by the key field, so the
+// field is another request's key: its operationId, summary or path contains "by" followed by the
+// field's name (CancelPaymentByIdempotencyKey, /payments/cancel-by-idempotency-key).
+func namesAnotherRequest(o *opSource, field string) bool {
+	by := "by" + normalizeField(field)
+	for _, s := range []string{o.m.ID, o.m.Summary, o.m.Path} {
+		if strings.Contains(normalizeField(strings.ReplaceAll(s, "/", "")), by) {
+			return true
+		}
+	}
+	return false
+}
+
+// findKeyField searches object properties breadth first for a string property whose normalized
+// name is want.
+func findKeyField(root *openapi3.SchemaRef, depth int, want string) []string {
+	var found []string
+	searchFields(root, depth, func(path []string, ref *openapi3.SchemaRef) bool {
+		if normalizeField(path[len(path)-1]) == want && isStringSchema(ref) {
+			found = path
+			return true
+		}
+		return false
+	})
+	return found
+}
+
+// searchFields visits the properties of an object schema breadth first, up to depth objects
+// deep, until visit returns true.
+func searchFields(root *openapi3.SchemaRef, depth int, visit func(path []string, ref *openapi3.SchemaRef) bool) {
 	type item struct {
 		ref  *openapi3.SchemaRef
 		path []string
@@ -93,13 +182,46 @@ func findKeyField(root *openapi3.SchemaRef, depth int) []string {
 		props, _ := objectParts(it.ref.Value, src{})
 		for _, p := range props {
 			path := append(append([]string{}, it.path...), p.name)
-			if normalizeField(p.name) == keyField && isStringSchema(p.ref) {
-				return path
+			if visit(path, p.ref) {
+				return
 			}
 			queue = append(queue, item{p.ref, path})
 		}
 	}
-	return nil
+}
+
+// possibleKey finds a header or a string body field that looks like an idempotency key in a
+// spelling idemgen does not recognise (idempotentHash, idempotencyToken, X-Idempotence-Key):
+// check warns about it, --infer does not take it. It is "" when there is none.
+func (b *builder) possibleKey(o *opSource) (what, field, value string) {
+	for _, p := range o.m.Params {
+		if p.In == model.InHeader && strings.Contains(normalizeField(p.Name), maybeKeyPart) {
+			return "header " + p.Name, "header", p.Name
+		}
+	}
+	if o.m.Body == nil {
+		return "", "", ""
+	}
+	for _, c := range o.m.Body.Contents {
+		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm {
+			continue
+		}
+		var found []string
+		searchFields(o.kinBody[c].ref, maxKeyDepth, func(path []string, ref *openapi3.SchemaRef) bool {
+			if n := normalizeField(path[len(path)-1]); strings.Contains(n, maybeKeyPart) && n != keyField && isStringSchema(ref) {
+				found = path
+				return true
+			}
+			return false
+		})
+		if found != nil {
+			if c.Kind == model.ContentForm {
+				return "form field " + found[0], "body", found[0]
+			}
+			return "body field " + pointerOf(found), "body", pointerOf(found)
+		}
+	}
+	return "", "", ""
 }
 
 // warnUnmarked reports an unmarked operation that looks like it takes an idempotency key, with
@@ -122,4 +244,20 @@ func (b *builder) warnUnmarked(o *opSource, det *detection) {
 	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "unmarked-idempotency-key", Loc: o.m.Loc,
 		Message: o.m.Method + " " + o.m.Path + " declares the idempotency-looking " + what + " but is not marked x-idempotent",
 		Hint:    configHint(selector, field, value, &req)})
+}
+
+// warnPossibleKey reports an unmarked operation whose header or body field looks like an
+// idempotency key in an unrecognised spelling; it is never inferred.
+func (b *builder) warnPossibleKey(o *opSource) {
+	what, field, value := b.possibleKey(o)
+	if what == "" {
+		return
+	}
+	selector := o.m.ID
+	if o.m.IDDerived {
+		selector = o.m.Method + " " + o.m.Path
+	}
+	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "possible-idempotency-key", Loc: o.m.Loc,
+		Message: o.m.Method + " " + o.m.Path + " declares the " + what + ", which looks like an idempotency key in a spelling --infer does not recognise; it is not marked",
+		Hint:    "if clients send the operation's idempotency key there, mark it in idemgen.yaml:\n" + configKeyEntry(selector, field, value, nil)})
 }

@@ -424,8 +424,12 @@ paths:
 `), 0o644)
 	res := load(t, Options{Path: root})
 	errs := errorsOf(res.Diags)
-	if res.Doc != nil || len(errs) != 1 || errs[0].Code != "ref-outside-root" || errs[0].Loc.Line != 9 {
+	if len(errs) != 1 || errs[0].Code != "ref-outside-root" || errs[0].Loc.Line != 9 {
 		t.Fatalf("got %v", errs)
+	}
+	// The rest of the document is read (the schema set aside accepts any value).
+	if res.Doc == nil || len(res.Doc.Unmarked) != 1 || res.Doc.Unmarked[0].Body.Contents[0].Schema.Type != model.TypeAny {
+		t.Errorf("model %+v", res.Doc)
 	}
 }
 

@@ -25,10 +25,21 @@ type refScanner struct {
 	root  string                // absolute directory of the root document: references may not leave it
 	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
 	queue []string
+	// repairs lists, per file, the objects holding a reported $ref: replaced by neutral
+	// objects, the document can be loaded again so that the later stages still run.
+	repairs map[string][]repair
 }
 
-func scanRefs(root string, d *diag.List) {
-	s := &refScanner{d: d, files: map[string]*yaml.Node{}}
+// repair is one object to neutralise: the JSON pointer tokens of the object that holds a bad
+// $ref.
+type repair struct {
+	tokens []string
+}
+
+// scanRefs reports every bad $ref under root and returns where they are, per file (cleaned
+// paths), for repairDocument.
+func scanRefs(root string, d *diag.List) map[string][]repair {
+	s := &refScanner{d: d, files: map[string]*yaml.Node{}, repairs: map[string][]repair{}}
 	root = filepath.Clean(root)
 	s.root, _ = filepath.Abs(filepath.Dir(root))
 	s.file(root)
@@ -39,6 +50,14 @@ func scanRefs(root string, d *diag.List) {
 			s.walk(f, n, nil)
 		}
 	}
+	return s.repairs
+}
+
+// errf reports a bad $ref of file at path (the tokens of the object holding it) and records the
+// object for repair.
+func (s *refScanner) errf(file string, path []string, loc diag.Loc, code, format string, args ...any) {
+	s.d.Errorf(loc, code, format, args...)
+	s.repairs[file] = append(s.repairs[file], repair{tokens: append([]string(nil), path...)})
 }
 
 // file parses path once; an unparsable file is reported with the parser's line.
@@ -72,6 +91,14 @@ func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i].Value, n.Content[i+1]
 			if k == "$ref" && v.Kind == yaml.ScalarNode && !underData(path) {
+				if len(path) > 1 && path[len(path)-1] == "content" && path[len(path)-2] != "properties" {
+					// content maps media type names to Media Type Objects, which OpenAPI 3.0 and
+					// 3.1 do not let be references (Lob's spec refers to components/mediaTypes,
+					// a section OpenAPI 3.2 introduces).
+					s.errf(file, path, diag.Loc{File: file, Line: v.Line, Column: v.Column, Pointer: pointerOf(append(path, "$ref"))}, "ref-not-allowed",
+						"$ref %q stands for a whole content map, which OpenAPI 3.0 and 3.1 do not allow (a content map names media types, and a Media Type Object cannot be a reference before OpenAPI 3.2); write the media types inline", v.Value)
+					continue
+				}
 				s.ref(file, v, path)
 				continue
 			}
@@ -98,11 +125,11 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 	loc := diag.Loc{File: file, Line: v.Line, Column: v.Column, Pointer: pointerOf(append(path, "$ref"))}
 	u, err := url.Parse(ref)
 	if err != nil {
-		s.d.Errorf(loc, "bad-ref", "$ref %q is not a valid URI reference: %v", ref, err)
+		s.errf(file, path, loc, "bad-ref", "$ref %q is not a valid URI reference: %v", ref, err)
 		return
 	}
 	if u.Scheme != "" || u.Host != "" {
-		s.d.Errorf(loc, "remote-ref", "$ref %q is remote; idemgen never loads over the network (copy the file next to the spec and refer to it by a relative path)", ref)
+		s.errf(file, path, loc, "remote-ref", "$ref %q is remote; idemgen never loads over the network (copy the file next to the spec and refer to it by a relative path)", ref)
 		return
 	}
 	target := file
@@ -110,12 +137,12 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 		target = filepath.Clean(filepath.Join(filepath.Dir(file), filepath.FromSlash(u.Path)))
 		if abs, err := filepath.Abs(target); err == nil {
 			if rel, err := filepath.Rel(s.root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				s.d.Errorf(loc, "ref-outside-root", "$ref %q leaves the spec's directory; idemgen reads only files under the root document's directory", ref)
+				s.errf(file, path, loc, "ref-outside-root", "$ref %q leaves the spec's directory; idemgen reads only files under the root document's directory (copy the referenced file under it and adjust the $ref, with an overlay for a spec you do not own)", ref)
 				return
 			}
 		}
 		if _, err := os.Stat(target); err != nil {
-			s.d.Errorf(loc, "dangling-ref", "$ref %q points to file %s, which does not exist", ref, target)
+			s.errf(file, path, loc, "dangling-ref", "$ref %q points to file %s, which does not exist", ref, target)
 			return
 		}
 	}
@@ -125,14 +152,14 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 	}
 	tokens, err := splitPointer(u.Fragment)
 	if err != nil {
-		s.d.Errorf(loc, "bad-ref", "$ref %q: %v", ref, err)
+		s.errf(file, path, loc, "bad-ref", "$ref %q: %v", ref, err)
 		return
 	}
 	n := root
 	for i, tok := range tokens {
 		next := child(n, tok)
 		if next == nil {
-			s.d.Errorf(loc, "dangling-ref", "$ref %q points to nothing: %s has no %q", ref, describeAt(target, tokens[:i]), tok)
+			s.errf(file, path, loc, "dangling-ref", "$ref %q points to nothing: %s has no %q", ref, describeAt(target, tokens[:i]), tok)
 			return
 		}
 		n = next
@@ -140,7 +167,7 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 	want := expectedKind(path)
 	got := targetKind(tokens)
 	if want != "" && got != "" && want != got {
-		s.d.Errorf(loc, "wrong-ref-kind", "$ref %q points into components/%s, which holds %ss, where a %s is expected", ref, tokens[1], got, want)
+		s.errf(file, path, loc, "wrong-ref-kind", "$ref %q points into components/%s, which holds %ss, where a %s is expected", ref, tokens[1], got, want)
 	}
 }
 

@@ -146,43 +146,52 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 type declared struct {
 	required          bool
 	minLength, maxLen *int
-	pattern           string
-	patternLoc        diag.Loc
+	// maxOver is a declared maxLength above idemgen's limit of 255 (0 when none).
+	maxOver uint64
+	pattern string
+	loc     diag.Loc // the parameter, or the request body content
 }
 
 func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *declared {
-	d := &declared{required: required, patternLoc: loc}
+	d := &declared{required: required, loc: loc}
 	ref := ks.ref
 	if ref == nil || ref.Value == nil {
 		return d
 	}
 	v := ref.Value
-	if v.MinLength > 0 && v.MinLength <= 255 {
+	if v.MinLength > 0 && v.MinLength <= defaultMaxLength {
 		n := int(v.MinLength)
 		d.minLength = &n
 	}
-	if v.MaxLength != nil && *v.MaxLength > 0 && *v.MaxLength <= 255 {
+	switch {
+	case v.MaxLength != nil && *v.MaxLength > defaultMaxLength:
+		d.maxOver = *v.MaxLength
+	case v.MaxLength != nil && *v.MaxLength > 0:
 		n := int(*v.MaxLength)
 		d.maxLen = &n
 	}
 	d.pattern = v.Pattern
-	if ks.at.file != "" {
-		at := ks.at.follow(ref.Ref).at("pattern")
-		if pl := at.loc(); pl.Line > 0 {
-			d.patternLoc = pl
-		}
-	}
 	return d
 }
 
 func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Settings, at func(string) diag.Loc) {
 	k := &s.Key
 	var decl *declared
+	bodyOK := true
 	switch {
 	case m.keyBody != nil:
-		decl = b.bodyKey(o, *m.keyBody, k, at("key/body"))
+		decl, bodyOK = b.bodyKey(o, *m.keyBody, k, at("key/body"))
 	case m.keyHeader == nil && det != nil && det.carrier != model.CarrierHeader:
-		decl = b.bodyKey(o, det.pointer, k, det.loc)
+		decl, bodyOK = b.bodyKey(o, det.pointer, k, det.loc)
+	}
+	switch {
+	case !bodyOK:
+		// The error is reported; the key falls back to the default header so that the model
+		// stays consistent and later stages (the generator's checks) still run on this
+		// operation and report their own errors in the same run.
+		*k = model.KeySettings{Carrier: model.CarrierHeader, Header: defaultHeader}
+	case k.Carrier != "":
+		// a body or form key, resolved above
 	default:
 		k.Carrier, k.Header = model.CarrierHeader, defaultHeader
 		if m.keyHeader != nil {
@@ -202,50 +211,91 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 		}
 	}
 
-	k.Required = true
+	// Each rule comes from the settings, else from the key's declaration, else from the
+	// default (docs/cli.md, key rules). Under --infer the declaration is the vendor's whole
+	// rule: a length it does not bound is not bounded by idemgen's default minimum either
+	// (minimum 1: an empty key is a missing key), so the server accepts every key the vendor
+	// documents; the maximum stays within idemgen's storage limit of 255.
+	vendor := o.m.Mark == model.MarkInfer && decl != nil
+	src := &k.Sources
+	k.Required, src.Required = true, model.RuleDefault
 	if m.keyRequired != nil {
-		k.Required = *m.keyRequired
+		k.Required, src.Required = *m.keyRequired, model.RuleSettings
 	} else if decl != nil {
-		k.Required = decl.required
+		k.Required, src.Required = decl.required, model.RuleSpec
 	}
-	k.MinLength, k.MaxLength = defaultMinLength, defaultMaxLength
-	minSet, maxSet := false, false
-	if m.keyMin != nil {
-		k.MinLength, minSet = *m.keyMin, true
-	} else if decl != nil && decl.minLength != nil {
-		k.MinLength, minSet = *decl.minLength, true
+	k.MinLength, src.MinLength = defaultMinLength, model.RuleDefault
+	k.MaxLength, src.MaxLength = defaultMaxLength, model.RuleDefault
+	switch {
+	case m.keyMin != nil:
+		k.MinLength, src.MinLength = *m.keyMin, model.RuleSettings
+	case decl != nil && decl.minLength != nil:
+		k.MinLength, src.MinLength = *decl.minLength, model.RuleSpec
+	case vendor:
+		k.MinLength, src.MinLength = 1, model.RuleSpec
 	}
-	if m.keyMax != nil {
-		k.MaxLength, maxSet = *m.keyMax, true
-	} else if decl != nil && decl.maxLen != nil {
-		k.MaxLength, maxSet = *decl.maxLen, true
+	switch {
+	case m.keyMax != nil:
+		k.MaxLength, src.MaxLength = *m.keyMax, model.RuleSettings
+	case decl != nil && decl.maxLen != nil:
+		k.MaxLength, src.MaxLength = *decl.maxLen, model.RuleSpec
+	case decl != nil && decl.maxOver > 0:
+		b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-length-capped", Loc: decl.loc,
+			Message: fmt.Sprintf("%s %s: the idempotency key's declared maxLength %d is above idemgen's limit of %d; longer keys are refused (400 key-invalid)",
+				o.m.Method, o.m.Path, decl.maxOver, defaultMaxLength),
+			Hint: fmt.Sprintf("set key.maxLength (at most %d) to accept this, or tell the API's clients", defaultMaxLength)})
 	}
 	if k.MinLength > k.MaxLength {
 		switch {
-		case minSet && maxSet:
+		case src.MinLength != model.RuleDefault && src.MaxLength != model.RuleDefault:
 			b.d.Errorf(at("key/minLength"), "bad-value", "key.minLength %d is greater than key.maxLength %d", k.MinLength, k.MaxLength)
-		case maxSet:
-			k.MinLength = min(1, k.MaxLength) // the declared maximum is below the default minimum
+		case src.MaxLength != model.RuleDefault:
+			k.MinLength = 1 // the declared maximum is below the default minimum
 		default:
-			k.MaxLength = k.MinLength
+			k.MaxLength, src.MaxLength = k.MinLength, src.MinLength
 		}
 	}
-	if m.keyPattern != nil {
-		k.Pattern = *m.keyPattern
-	} else if decl != nil && decl.pattern != "" {
-		if _, err := regexp.Compile(decl.pattern); err != nil {
-			b.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: decl.patternLoc,
-				Message: "the idempotency key's declared pattern " + strconv.Quote(decl.pattern) + " is not valid in Go's regexp (RE2): " + err.Error(),
-				Hint:    "override it with an RE2 pattern in key.pattern (x-idempotent or idemgen.yaml)"})
-		} else {
+	src.Pattern = model.RuleDefault
+	switch {
+	case m.keyPattern != nil:
+		// The settings replace the declared pattern, which is then not checked at all (a
+		// pattern Go's regexp refuses is no error: reportProblems skips it).
+		k.Pattern, src.Pattern = *m.keyPattern, model.RuleSettings
+	case decl != nil && decl.pattern != "":
+		src.Pattern = model.RuleSpec
+		if _, err := regexp.Compile(decl.pattern); err == nil {
 			k.Pattern = decl.pattern
+		}
+		// else: the schema converter reports the pattern where it is written, as the key's
+		// (reportProblems), with key.pattern as the way out.
+	}
+	k.Standard = keyStandard(k)
+	if k.Standard == model.StandardRepeatable {
+		for _, p := range o.m.Params {
+			if p.In == model.InHeader && strings.EqualFold(p.Name, repeatabilityFirstSent) {
+				k.FirstSent = p.Name
+			}
 		}
 	}
 }
 
+// keyStandard is the convention a key follows, from where it travels: the OASIS
+// Repeatability-Request-ID header, an AIP-155 request_id field, else an idempotency key.
+func keyStandard(k *model.KeySettings) model.Standard {
+	switch {
+	case k.Carrier == model.CarrierHeader && strings.EqualFold(k.Header, repeatabilityRequestID):
+		return model.StandardRepeatable
+	case k.Carrier == model.CarrierBody && len(k.PointerTokens) > 0 && normalizeField(k.PointerTokens[len(k.PointerTokens)-1]) == aip155Field:
+		return model.StandardAIP155
+	}
+	return model.StandardIdempotencyKey
+}
+
 // bodyKey resolves a body-carried key: a JSON pointer to a string property of every JSON
 // request schema, or a form field of a form-only body.
-func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc diag.Loc) *declared {
+//
+// ok is false after an error has been reported; k is then left for the caller to reset.
+func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc diag.Loc) (decl *declared, ok bool) {
 	var jsonC, formC []*model.Content
 	if o.m.Body != nil {
 		for _, c := range o.m.Body.Contents {
@@ -259,12 +309,11 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 	}
 	if len(jsonC) == 0 && len(formC) == 0 {
 		b.d.Errorf(loc, "key-body-not-string", "key.body %q: %s %s has no JSON or form request body to carry the key", raw, o.m.Method, o.m.Path)
-		return nil
+		return nil, false
 	}
 	if len(jsonC) == 0 {
 		field := strings.TrimPrefix(raw, "/")
 		k.Carrier, k.Field = model.CarrierForm, field
-		var decl *declared
 		for _, c := range formC {
 			sref := o.kinBody[c].ref
 			if sref == nil || sref.Value == nil || freeForm(sref.Value) {
@@ -273,36 +322,35 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 			got, req := findProperty(sref, []string{field})
 			if got == nil || !isStringSchema(got) {
 				b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string field of the %s request body of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
-				return nil
+				return nil, false
 			}
 			if decl == nil {
 				decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 			}
 		}
-		return decl
+		return decl, true
 	}
 	toks, err := splitPointer(raw)
 	if err != nil || len(toks) == 0 {
 		b.d.Errorf(loc, "key-body-not-string", "key.body %q must be a JSON pointer to a string property, such as /idempotency_key", raw)
-		return nil
+		return nil, false
 	}
 	k.Carrier, k.Pointer, k.PointerTokens = model.CarrierBody, raw, toks
-	var decl *declared
 	for _, c := range jsonC {
 		got, req := findProperty(o.kinBody[c].ref, toks)
 		switch {
 		case got == nil:
 			b.d.Errorf(loc, "key-body-not-string", "key.body %q names no property of the %s request schema of %s %s", raw, c.MediaType, o.m.Method, o.m.Path)
-			return nil
+			return nil, false
 		case !isStringSchema(got):
 			b.d.Errorf(loc, "key-body-not-string", "key.body %q is not a string property (type %v) in the %s request schema of %s %s", raw, typesOf(got), c.MediaType, o.m.Method, o.m.Path)
-			return nil
+			return nil, false
 		}
 		if decl == nil {
 			decl = b.declaredFrom(req, kinSchema{ref: got}, loc)
 		}
 	}
-	return decl
+	return decl, true
 }
 
 func typesOf(r *openapi3.SchemaRef) string {

@@ -108,6 +108,14 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	switch {
 	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
 		m.Type, m.Composite = model.TypeAny, true
+		members := s.OneOf
+		m.CompositeOf = "oneOf"
+		if len(members) == 0 {
+			members, m.CompositeOf = s.AnyOf, "anyOf"
+		}
+		for _, r := range members {
+			m.Variants = append(m.Variants, variantType(r))
+		}
 		return
 	case len(types) == 1:
 		m.Type = model.Type(types[0])
@@ -155,7 +163,9 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			if _, err := regexp.Compile(s.Pattern); err == nil {
 				m.Pattern = s.Pattern
 			} else {
-				c.problem(m, at.at("pattern"), "bad-pattern", "pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err)
+				c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: c.located(m, at.at("pattern")),
+					Message: fmt.Sprintf("pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err),
+					Hint:    "the generated decoder checks patterns with Go's regexp, which has no lookaround or backreferences: replace or remove the pattern with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
 			}
 		}
 	case model.TypeBoolean:
@@ -181,6 +191,33 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	}
 }
 
+// variantType is the JSON type a oneOf/anyOf member declares: its single non-null type, object
+// or array when it has only properties or items, else TypeAny.
+func variantType(r *openapi3.SchemaRef) model.Type {
+	if r == nil || r.Value == nil {
+		return model.TypeAny
+	}
+	v := r.Value
+	for len(v.AllOf) == 1 && v.Type.IsEmpty() && len(v.Properties) == 0 && v.AllOf[0] != nil && v.AllOf[0].Value != nil {
+		v = v.AllOf[0].Value // a wrapper around one schema
+	}
+	var types []string
+	for _, t := range v.Type.Slice() {
+		if t != "null" {
+			types = append(types, t)
+		}
+	}
+	switch {
+	case len(types) == 1:
+		return model.Type(types[0])
+	case len(types) == 0 && len(v.OneOf) == 0 && len(v.AnyOf) == 0 && (len(v.Properties) > 0 || len(v.AllOf) > 0):
+		return model.TypeObject
+	case len(types) == 0 && v.Items != nil:
+		return model.TypeArray
+	}
+	return model.TypeAny
+}
+
 // enumJSON is the JSON text of each enum value (as kin-openapi decoded it), in spec order.
 func enumJSON(vs []any) []string {
 	var out []string
@@ -195,16 +232,49 @@ func enumJSON(vs []any) []string {
 // problem records a schema error at a place in the schema (the bound's own line when the
 // document has positions, else the schema's).
 func (c *schemaConverter) problem(m *model.Schema, at src, code, format string, args ...any) {
+	c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: code, Loc: c.located(m, at), Message: fmt.Sprintf(format, args...)})
+}
+
+// located is at's location, or the schema's when the document has no positions there.
+func (c *schemaConverter) located(m *model.Schema, at src) diag.Loc {
 	loc := at.loc()
 	if loc.Line == 0 {
 		loc = m.Loc
 	}
-	c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: code, Loc: loc, Message: fmt.Sprintf(format, args...)})
+	return loc
+}
+
+// where names loc for a message about something at from: "line 12" in the same file, else
+// "file:line".
+func where(loc, from diag.Loc) string {
+	if loc.File == from.File && loc.Line > 0 {
+		return fmt.Sprintf("line %d", loc.Line)
+	}
+	return loc.String()
+}
+
+// typeList writes a schema's declared types for messages: "string", "integer or null".
+func typeList(r *openapi3.SchemaRef) string {
+	if r == nil || r.Value == nil {
+		return "untyped"
+	}
+	return "of type " + strings.Join(r.Value.Type.Slice(), " or ")
 }
 
 // reportProblems adds the recorded problems of every schema a marked operation reaches (its
 // parameters and request bodies, through properties, items and additionalProperties).
+//
+// A pattern Go's regexp refuses on the schema of an operation's idempotency key is reported as
+// the key's, with key.pattern as the way out, and not at all when key.pattern replaces it.
 func (c *schemaConverter) reportProblems(ops []*model.Operation) {
+	keys := map[*model.Schema]model.RuleSource{} // key schema -> where its pattern comes from
+	for _, o := range ops {
+		for _, s := range keySchemas(o) {
+			if keys[s] != model.RuleSpec { // a key whose pattern is not replaced wins
+				keys[s] = o.Settings.Key.Sources.Pattern
+			}
+		}
+	}
 	seen := map[*model.Schema]bool{}
 	var walk func(s *model.Schema)
 	walk = func(s *model.Schema) {
@@ -213,6 +283,13 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 		seen[s] = true
 		for _, d := range c.problems[s] {
+			if src, isKey := keys[s]; isKey && d.Code == "bad-pattern" {
+				if src == model.RuleSettings {
+					continue // key.pattern replaces it
+				}
+				d.Message = "the idempotency key's declared " + d.Message
+				d.Hint = "replace it with an RE2 pattern in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
+			}
 			c.d.Add(d)
 		}
 		for _, p := range s.Properties {
@@ -227,16 +304,65 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 		if o.Body != nil {
 			for _, ct := range o.Body.Contents {
-				walk(ct.Schema)
+				if ct.Kind != model.ContentRaw { // raw bytes (fingerprint.body: raw) are not decoded
+					walk(ct.Schema)
+				}
 			}
 		}
 	}
+}
+
+// keySchemas are the schemas of an operation's idempotency key: the key header parameter's, or
+// the body or form property's in each request schema.
+func keySchemas(o *model.Operation) []*model.Schema {
+	var out []*model.Schema
+	k := o.Settings.Key
+	switch k.Carrier {
+	case model.CarrierHeader:
+		for _, p := range o.Params {
+			if p.IsKey && p.Schema != nil {
+				out = append(out, p.Schema)
+			}
+		}
+	case model.CarrierBody, model.CarrierForm:
+		toks := k.PointerTokens
+		if k.Carrier == model.CarrierForm {
+			toks = []string{k.Field}
+		}
+		if o.Body == nil {
+			return nil
+		}
+		for _, ct := range o.Body.Contents {
+			s := ct.Schema
+			for _, tok := range toks {
+				var next *model.Schema
+				if s == nil {
+					break
+				}
+				for _, p := range s.Properties {
+					if p.Name == tok {
+						next = p.Schema
+					}
+				}
+				if s = next; s == nil {
+					break
+				}
+			}
+			if s != nil {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 type kinProp struct {
 	name string
 	ref  *openapi3.SchemaRef
 	at   src
+	// conflict is an earlier declaration of the same property (in another allOf member) whose
+	// type contradicts this one: no value satisfies both.
+	conflict *kinProp
 }
 
 // objectParts collects an object's properties and its required names, merging allOf members
@@ -269,6 +395,13 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 				p.at = at.at("properties", name)
 			}
 			if i, ok := seen[name]; ok {
+				prev := props[i]
+				switch {
+				case contradicts(prev.ref, p.ref):
+					p.conflict = &prev
+				case narrower(prev.ref, p.ref):
+					continue // allOf requires both: keep the declaration that says more
+				}
 				props[i] = p
 				continue
 			}
@@ -278,6 +411,50 @@ func objectParts(s *openapi3.Schema, at src) ([]kinProp, map[string]bool) {
 	}
 	add(s, at, 0)
 	return props, required
+}
+
+// jsonTypes is the set of non-null JSON types a schema declares (empty when it declares none).
+func jsonTypes(r *openapi3.SchemaRef) map[string]bool {
+	out := map[string]bool{}
+	if r == nil || r.Value == nil {
+		return out
+	}
+	for _, t := range r.Value.Type.Slice() {
+		if t != "null" {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// contradicts reports whether two declarations of one property, both required by allOf, declare
+// JSON types no value has in common (string in one member, integer in another). An integer is
+// also a number.
+func contradicts(a, b *openapi3.SchemaRef) bool {
+	ta, tb := jsonTypes(a), jsonTypes(b)
+	if len(ta) == 0 || len(tb) == 0 {
+		return false
+	}
+	for t := range ta {
+		if tb[t] || (t == "integer" && tb["number"]) || (t == "number" && tb["integer"]) {
+			return false
+		}
+	}
+	return true
+}
+
+// narrower reports whether the earlier declaration a says more than the later b, which then
+// adds nothing a generated type could show: b declares no type and no shape (a description),
+// or a is an integer where b is a number.
+func narrower(a, b *openapi3.SchemaRef) bool {
+	if a == nil || a.Value == nil || b == nil || b.Value == nil {
+		return false
+	}
+	ta, tb := jsonTypes(a), jsonTypes(b)
+	if len(ta) > 0 && freeForm(b.Value) && len(b.Value.Enum) == 0 && b.Value.Pattern == "" && b.Value.Format == "" {
+		return true
+	}
+	return len(ta) == 1 && ta["integer"] && len(tb) == 1 && tb["number"]
 }
 
 // propertyOrder lists the property names in document order, then any the document does not
@@ -318,6 +495,12 @@ func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, pr
 		if p.name == "" {
 			// encoding/json cannot name a field "" (a tag json:"" falls back to the Go name).
 			c.problem(m, p.at, "bad-property-name", "a property named \"\" cannot be expressed in Go's encoding/json; rename it")
+		}
+		if p.conflict != nil {
+			c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "allof-conflict", Loc: c.located(m, p.at),
+				Message: fmt.Sprintf("property %q is %s here and %s at %s; allOf requires both, so no value of %q is valid",
+					p.name, typeList(p.ref), typeList(p.conflict.ref), where(c.located(m, p.conflict.at), c.located(m, p.at)), p.name),
+				Hint: "make the allOf members agree on the property's type (with an overlay if the spec is not yours)"})
 		}
 		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms}
 		prop.Ignore = ms.Ignore || (p.ref != nil && c.ignore(p.ref.Extensions, ms.Loc))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
 )
 
 // schemaSpec marks one POST whose JSON body has the property x with schema %[1]s (line 14), and
@@ -51,6 +52,8 @@ func TestSchemaDiagnostics(t *testing.T) {
 		{"minLength above maxLength", `{type: string, minLength: 5, maxLength: 2}`, "bad-bounds", ptr + "/minLength", "minLength 5"},
 		{"pattern RE2 refuses", `{type: string, pattern: "(?<=x)y"}`, "bad-pattern", ptr + "/pattern", "(?<=x)y"},
 		{"property named empty", `{type: object, properties: {"": {type: string}}}`, "bad-property-name", ptr + "/properties/", `named ""`},
+		{"allOf members disagree on a type", `{allOf: [{type: object, properties: {a: {type: string}}}, {type: object, properties: {a: {type: integer}}}]}`,
+			"allof-conflict", ptr + "/allOf/1/properties/a", `property "a" is of type integer here and of type string at line 14; allOf requires both`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +72,31 @@ func TestSchemaDiagnostics(t *testing.T) {
 				t.Errorf("unmarked operation's schema reported:\n%s", (&diag.Errors{List: errs}).Error())
 			}
 		})
+	}
+}
+
+// TestAllOfMembersThatAgree: members that declare one property compatibly are no error, and the
+// model keeps the declaration that says more (an integer over a number, a type over a
+// description), not simply the last one.
+func TestAllOfMembersThatAgree(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		want   model.Type
+	}{
+		{`{allOf: [{properties: {a: {type: integer}}}, {properties: {a: {type: number}}}]}`, model.TypeInteger},
+		{`{allOf: [{properties: {a: {type: number}}}, {properties: {a: {type: integer}}}]}`, model.TypeInteger},
+		{`{allOf: [{properties: {a: {type: string}}}, {properties: {a: {description: the payment note}}}]}`, model.TypeString},
+		{`{allOf: [{properties: {a: {type: [string, "null"]}}}, {properties: {a: {type: string, maxLength: 3}}}]}`, model.TypeString},
+	} {
+		res := load(t, Options{Path: writeFile(t, "openapi.yaml", fmt.Sprintf(schemaSpec, tc.schema, "{type: string}"))})
+		if errs := errorsOf(res.Diags); len(errs) != 0 {
+			t.Errorf("%s: %s", tc.schema, (&diag.Errors{List: errs}).Error())
+			continue
+		}
+		x := res.Doc.Operations[0].Body.Contents[0].Schema.Properties[0].Schema
+		if len(x.Properties) != 1 || x.Properties[0].Schema.Type != tc.want {
+			t.Errorf("%s: property a is %+v, want %s", tc.schema, x.Properties, tc.want)
+		}
 	}
 }
 

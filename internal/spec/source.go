@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -70,10 +71,14 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		}
 	}
 
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = localReader(filepath.Dir(path))
+	newLoader := func() *openapi3.Loader {
+		loader := openapi3.NewLoader()
+		loader.Context = ctx
+		loader.IsExternalRefsAllowed = true
+		loader.ReadFromURIFunc = localReader(filepath.Dir(path))
+		return loader
+	}
+	loader := newLoader()
 	location := &url.URL{Path: filepath.ToSlash(path)}
 
 	defer func() {
@@ -106,19 +111,47 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 			}
 			doc, err := openapi2conv.ToV3WithLoader(&doc2, loader, location)
 			if err != nil {
-				diagnoseBroken(path, err.Error(), d)
-				return nil
+				repairs := diagnoseBroken(path, err.Error(), d)
+				if len(repairs) == 0 || len(overlays) > 0 {
+					return nil
+				}
+				// As for 3.x documents below: set the bad $refs aside and convert again.
+				loader = newLoader()
+				byAbs := repairsByAbs(repairs)
+				loader.ReadFromURIFunc = repairingReader(loader.ReadFromURIFunc, byAbs)
+				var fixed openapi2.T
+				rootAbs, _ := filepath.Abs(path)
+				if err = openapi2.UnmarshalFromData(repairBytes(data, byAbs[rootAbs]), &fixed); err == nil {
+					if len(fixed.Consumes) == 0 {
+						fixed.Consumes = []string{"application/json"}
+					}
+					doc, err = openapi2conv.ToV3WithLoader(&fixed, loader, location)
+				}
+				if err != nil {
+					stillRefused(path, data, err, d)
+					return nil
+				}
 			}
 			l.doc = doc // converted documents carry no positions: lc stays nil
 			return l
 		}
 	}
 	l.lc = newLocator(path)
-	doc, tree, err := decodeOnce(loader, data, tree, location)
+	doc, top, err := decodeOnce(loader, data, tree, location)
 	if err != nil {
-		diagnoseBroken(path, err.Error(), d)
-		return nil
+		repairs := diagnoseBroken(path, err.Error(), d)
+		if len(repairs) == 0 || len(overlays) > 0 {
+			return nil
+		}
+		// Every bad $ref is reported. With each replaced by a neutral object (an empty schema,
+		// an ignored parameter), the document is read again so that the operations it still
+		// describes are listed and checked in the same run; the run fails all the same.
+		if doc, top, err = loadRepaired(newLoader(), path, data, location, repairs); err != nil {
+			stillRefused(path, data, err, d)
+			return nil
+		}
 	}
+	tree = top
 	if doc.OpenAPI == "" {
 		// An empty file or {} decodes to an empty document; without this check it would pass
 		// with nothing marked and no error.
@@ -282,19 +315,178 @@ func yamlDiag(file string, err error) diag.Diagnostic {
 
 // diagnoseBroken reports a document kin-openapi refused. Its errors carry no position, so the
 // reference scanner re-reads the files to find every bad $ref with its line; failing that, the
-// loader's own message is reported at the root file (with a line when it names one).
-func diagnoseBroken(path, msg string, d *diag.List) {
+// loader's own message is reported at the root file (with a line when it names one). It
+// returns the objects holding the bad $refs, per file, for loadRepaired.
+func diagnoseBroken(path, msg string, d *diag.List) map[string][]repair {
 	var found diag.List
-	scanRefs(path, &found)
+	repairs := scanRefs(path, &found)
 	if found.HasErrors() {
 		d.Merge(&found)
-		return
+		return repairs
 	}
 	loc := diag.Loc{File: path}
 	code := "load-failed"
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		loc.Line, _ = strconv.Atoi(m[1])
-		code = "invalid-yaml"
+		if !strings.Contains(msg, "cannot construct") && !strings.Contains(msg, "cannot unmarshal") {
+			code = "invalid-yaml" // a syntax error; the others are valid YAML of the wrong shape
+		}
 	}
 	d.Errorf(loc, code, "%s", msg)
+	return nil
+}
+
+// loadRepaired decodes the document again with every object that holds a reported $ref
+// replaced: a parameter by one idemgen ignores (in: cookie), anything else by an empty object
+// (an empty schema accepts any value). Referenced files are repaired as kin-openapi reads them.
+// Lines do not move: the root tree is repaired in place, and the locator reads other files
+// from disk.
+func loadRepaired(loader *openapi3.Loader, path string, data []byte, location *url.URL, repairs map[string][]repair) (*openapi3.T, *yaml.Node, error) {
+	root := &yaml.Node{}
+	if err := yaml.Unmarshal(data, root); err != nil {
+		return nil, nil, err
+	}
+	byAbs := repairsByAbs(repairs)
+	rootAbs, _ := filepath.Abs(path)
+	applyRepairs(root, byAbs[rootAbs])
+	loader.ReadFromURIFunc = repairingReader(loader.ReadFromURIFunc, byAbs)
+	return decodeOnce(loader, nil, root, location)
+}
+
+// stillRefused reports why kin-openapi refuses a document even with its bad $refs set aside:
+// what the reference errors hid is reported in the same run, at the $ref it names when the
+// message names one.
+func stillRefused(path string, data []byte, err error, d *diag.List) {
+	msg := oneLine(err.Error())
+	loc := diag.Loc{File: path}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		loc.Line, _ = strconv.Atoi(m[1])
+	} else if m := quotedRef.FindStringSubmatch(msg); m != nil {
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) == nil {
+			if n, ptr := findRef(&root, m[1], nil); n != nil {
+				loc = diag.Loc{File: path, Line: n.Line, Column: n.Column, Pointer: ptr}
+			}
+		}
+	}
+	d.Errorf(loc, "load-failed", "with the $refs reported above set aside, the OpenAPI loader still refuses the document: %s", msg)
+}
+
+var quotedRef = regexp.MustCompile(`"(#[^"]*|[^"]*\.(?:json|ya?ml)#[^"]*)"`)
+
+// findRef finds a $ref whose value ends with ref, depth first, with its JSON pointer.
+func findRef(n *yaml.Node, ref string, path []string) (*yaml.Node, string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if f, p := findRef(c, ref, path); f != nil {
+				return f, p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "$ref" && v.Kind == yaml.ScalarNode && strings.HasSuffix(v.Value, ref) {
+				return v, pointerOf(append(path, "$ref"))
+			}
+			if f, p := findRef(v, ref, append(path, k.Value)); f != nil {
+				return f, p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if f, p := findRef(c, ref, append(path, strconv.Itoa(i))); f != nil {
+				return f, p
+			}
+		}
+	}
+	return nil, ""
+}
+
+func repairsByAbs(repairs map[string][]repair) map[string][]repair {
+	byAbs := map[string][]repair{}
+	for f, rs := range repairs {
+		if abs, err := filepath.Abs(f); err == nil {
+			byAbs[abs] = rs
+		}
+	}
+	return byAbs
+}
+
+// repairingReader wraps a ReadFromURIFunc so that files with repairs are served repaired.
+func repairingReader(read openapi3.ReadFromURIFunc, byAbs map[string][]repair) openapi3.ReadFromURIFunc {
+	return func(l *openapi3.Loader, u *url.URL) ([]byte, error) {
+		b, err := read(l, u)
+		abs, aerr := filepath.Abs(filepath.FromSlash(u.Path))
+		if err != nil || aerr != nil || len(byAbs[abs]) == 0 {
+			return b, err
+		}
+		return repairBytes(b, byAbs[abs]), nil
+	}
+}
+
+// repairBytes applies repairs to a file's content and writes it back as JSON (JSON is also
+// YAML, and kin-openapi reads a .json file as JSON only); unchanged when it cannot.
+func repairBytes(b []byte, rs []repair) []byte {
+	if len(rs) == 0 {
+		return b
+	}
+	var n yaml.Node
+	if yaml.Unmarshal(b, &n) != nil {
+		return b
+	}
+	applyRepairs(&n, rs)
+	var v any
+	if n.Decode(&v) != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// applyRepairs neutralises each object named by a repair in the tree of one file.
+func applyRepairs(doc *yaml.Node, rs []repair) {
+	top := doc
+	if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
+		top = top.Content[0]
+	}
+	for i, r := range rs {
+		n := top
+		for _, tok := range r.tokens {
+			if n = childNode(n, tok); n == nil {
+				break
+			}
+		}
+		if n == nil || n.Kind != yaml.MappingNode {
+			continue
+		}
+		line, col := n.Line, n.Column
+		n.Content = nil
+		if len(r.tokens) >= 2 && r.tokens[len(r.tokens)-2] == "parameters" {
+			str := func(v string) *yaml.Node {
+				return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: line, Column: col}
+			}
+			n.Content = []*yaml.Node{str("name"), str(fmt.Sprintf("idemgen-unresolved-%d", i)), str("in"), str("cookie")}
+		}
+	}
+}
+
+// childNode follows one JSON pointer token in a YAML tree.
+func childNode(n *yaml.Node, tok string) *yaml.Node {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == tok {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
 }

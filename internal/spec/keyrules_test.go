@@ -1,0 +1,111 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// keyRulesSpec: a header key declared with a pattern Go's regexp refuses (line 11) and no
+// length bounds, and a body key whose pattern RE2 refuses too (line 22) with a maxLength above
+// idemgen's limit.
+const keyRulesSpec = `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      parameters:
+        - name: Idempotency-Key
+          in: header
+          required: true
+          schema: {type: string, pattern: '^(?!\s)(.*)(\S)$'}
+      responses: {"201": {description: ok}}
+  /refunds:
+    post:
+      operationId: createRefund
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                idempotency_key: {type: string, maxLength: 256, pattern: '^(?![:\-]$)\S+$'}
+                amount: {type: integer}
+      responses: {"201": {description: ok}}
+`
+
+// TestKeyPatternSettingReplacesTheDeclaredOne: with key.pattern in idemgen.yaml, as a default or
+// for one operation, the key's declared pattern is replaced and no longer an error (it was
+// reported although the docs told users to do exactly this).
+func TestKeyPatternSettingReplacesTheDeclaredOne(t *testing.T) {
+	spec := writeFile(t, "openapi.yaml", keyRulesSpec)
+	for name, cfg := range map[string]string{
+		"default":       "version: 1\ndefaults:\n  key: {pattern: '^\\S+$'}\noperations:\n  createPayment: true\n  createRefund: {key: {body: /idempotency_key}}\n",
+		"per operation": "version: 1\noperations:\n  createPayment: {key: {pattern: '^\\S+$'}}\n  createRefund: {key: {body: /idempotency_key, pattern: '^\\S+$'}}\n",
+	} {
+		res := load(t, Options{Path: spec, ConfigPath: writeFile(t, "idemgen.yaml", cfg)})
+		if errs := errorsOf(res.Diags); len(errs) > 0 {
+			t.Errorf("%s: %v", name, errs)
+			continue
+		}
+		for _, op := range res.Doc.Operations {
+			if k := op.Settings.Key; k.Pattern != `^\S+$` || k.Sources.Pattern != model.RuleSettings {
+				t.Errorf("%s: %s key %+v", name, op.ID, k)
+			}
+		}
+	}
+	// Without the setting each declared pattern is one error, where it is written, as the key's.
+	res := load(t, Options{Path: spec, Infer: true})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 2 {
+		t.Fatalf("want 2 errors, got %v", errs)
+	}
+	for i, line := range []int{11, 22} {
+		d := errs[i]
+		if d.Code != "bad-pattern" || d.Loc.Line != line || !strings.HasSuffix(d.Loc.Pointer, "/pattern") ||
+			!strings.Contains(d.Message, "idempotency key") || !strings.Contains(d.Hint, "key.pattern") {
+			t.Errorf("error %d: %s (hint %q)", i, d, d.Hint)
+		}
+	}
+}
+
+// TestInferTakesTheVendorsKeyRules: under --infer a key whose declaration sets no minLength
+// accepts keys from 1 character, as the vendor does; marked by x-idempotent or the config, the
+// default minimum of 16 applies. Each rule says where it came from. A declared maxLength above
+// 255 is a warning (idemgen refuses those keys).
+func TestInferTakesTheVendorsKeyRules(t *testing.T) {
+	path := "../../testdata/specs/infer/key-rules.yaml"
+	res := load(t, Options{Path: path, Infer: true})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := map[string]model.KeySettings{
+		"createPayment": {Required: true, MinLength: 1, MaxLength: 255,
+			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleDefault, Pattern: model.RuleDefault}},
+		"createRefund": {Required: false, MinLength: 1, MaxLength: 255,
+			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleDefault, Pattern: model.RuleDefault}},
+	}
+	for _, op := range res.Doc.Operations {
+		k, w := op.Settings.Key, want[op.ID]
+		if k.Required != w.Required || k.MinLength != w.MinLength || k.MaxLength != w.MaxLength || k.Sources != w.Sources {
+			t.Errorf("%s: key %+v, want %+v", op.ID, k, w)
+		}
+	}
+	var capped []string
+	for _, d := range res.Diags.Sorted() {
+		if d.Code == "key-length-capped" {
+			capped = append(capped, d.String())
+		}
+	}
+	if len(capped) != 1 || !strings.Contains(capped[0], "POST /refunds") || !strings.Contains(capped[0], "maxLength 256") {
+		t.Errorf("key-length-capped warnings: %v", capped)
+	}
+	// Marked by the config (the user's own rules), the default minimum applies.
+	res = load(t, Options{Path: path, ConfigPath: writeFile(t, "idemgen.yaml", "version: 1\noperations:\n  createPayment: true\n")})
+	k := res.Doc.Operations[0].Settings.Key
+	if k.MinLength != 16 || k.Sources.MinLength != model.RuleDefault || k.Sources.Required != model.RuleSpec {
+		t.Errorf("config-marked key %+v", k)
+	}
+}
