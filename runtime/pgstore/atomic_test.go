@@ -17,6 +17,7 @@ import (
 func TestAtomicNewThenReplay(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())
 			first := serve(h, req("t1", key1, body100))
@@ -56,6 +57,7 @@ func TestAtomicNewThenReplay(t *testing.T) {
 func TestAtomicMismatch(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())
 			first := serve(h, req("t1", key1, body100))
@@ -121,6 +123,7 @@ func TestTenantsDoNotShareKeys(t *testing.T) {
 func TestAtomicNonFinalOutcomesRelease(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())
 			for i, fail := range []string{"500", "503", "408", "409", "425", "429", "panic", "error"} {

@@ -14,6 +14,7 @@ import (
 func TestClientGoneIsNotAStoreError(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())
 

@@ -36,6 +36,7 @@ func TestExpiredRecordIsAbsent(t *testing.T) {
 		variant{"lease", true, nil})
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			t.Parallel() // each waits a second of the database clock
 			e := newEnv(t, v.tweak)
 			op := payOp()
 			if v.lease {
