@@ -2,33 +2,7 @@
 
 package keypattern
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreatePayment is the fingerprint of a request to createPayment (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *CreatePaymentParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPayment", "POST", "/payments")
-	f.MediaType(mediaType)
-	return f.Sum()
-}
-
-// fingerprintCreateRefund is the fingerprint of a request to createRefund (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateRefund(r *http.Request, mediaType string, raw []byte, p *CreateRefundParams, v *CreateRefundBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createRefund", "POST", "/refunds")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreateRefundBodyForCreateRefund(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCreateRefundBodyForCreateRefund appends the canonical form (RFC 8785) of v to b:
 // members amount.

@@ -4,13 +4,43 @@ package keypattern
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
+	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
+		return
+	}
+	return
+}
 
 // parseCreatePaymentParams reads the path, query and header parameters of createPayment.
 func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
 	var p CreatePaymentParams
 	return p, nil
+}
+
+// decodeCreateRefund reads a request to createRefund: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateRefund(in *gen.Input) (v CreateRefundRequest, err error) {
+	if v.Body, err = decodeCreateRefundJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreateRefundParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreateRefundBodyForCreateRefund(in.BodyStart(), &v.Body))
+	if v.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*v.Body.IdempotencyKey, true)
+	} else {
+		in.SetBodyKey("", false)
+	}
+	return
 }
 
 // decodeCreateRefundJSON decodes a application/json request body of operation createRefund strictly

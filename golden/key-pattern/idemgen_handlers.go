@@ -5,65 +5,30 @@ package keypattern
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createPaymentHandler serves POST /payments through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
-}
-
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
-	if !ok {
-		return
-	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /payments).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /payments".
+func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// createRefundHandler serves POST /refunds through the idempotency runtime.
-type createRefundHandler struct {
-	rt *runtime.Runtime
-	fn CreateRefundFunc
-}
-
-func (h createRefundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateRefund)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateRefundJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateRefundParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreateRefund(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreateRefundHandler returns the http.Handler of operation createRefund (POST /refunds).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key. It
+// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
+// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
+// "POST /refunds".
+func NewCreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRefund(), decodeCreateRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateRefundRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }

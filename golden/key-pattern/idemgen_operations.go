@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-	"regexp"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -16,77 +15,95 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreatePayment runtime.Operation
-	CreateRefund  runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreatePayment: runtime.Operation{
+// operationCreatePayment returns the resolved idempotency settings of createPayment.
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
 			Required:  true,
 			MinLength: 16,
 			MaxLength: 64,
-			Pattern:   regexp.MustCompile("^(?:^\\S+$)$"),
+			Pattern:   "^\\S+$",
 		},
 		Retention:     24 * time.Hour,
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateRefund: runtime.Operation{
+	}
+}
+
+// operationCreateRefund returns the resolved idempotency settings of createRefund.
+func operationCreateRefund() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createRefund",
 		Method: "POST",
 		Path:   "/refunds",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			BodyPointer: "/idempotency_key",
 			Required:    true,
 			MinLength:   16,
 			MaxLength:   255,
-			Pattern:     regexp.MustCompile("^(?:^[A-Za-z0-9_-]+$)$"),
+			Pattern:     "^[A-Za-z0-9_-]+$",
 		},
 		Retention:     24 * time.Hour,
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreatePayment(),
+		operationCreateRefund(),
+	}
+}
+
+// Routes returns every marked operation with its decoder, for runtime.Middleware: an existing
+// server's handlers get the same checks, fingerprint and state machine as the generated ones.
+// Each call returns new values.
+func Routes() []runtime.Route {
+	return []runtime.Route{
+		runtime.NewRoute(operationCreatePayment(), decodeCreatePayment),
+		runtime.NewRoute(operationCreateRefund(), decodeCreateRefund),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreatePayment CreatePaymentFunc
 	CreateRefund  CreateRefundFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = keypattern.Register(mux, rt, keypattern.Handlers{CreatePayment: createPayment})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreatePayment()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -96,17 +113,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /payments"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /refunds"
-		mux.Handle(pattern, createRefundHandler{
-			fn: h.CreateRefund,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
 	}
 	return nil
 }

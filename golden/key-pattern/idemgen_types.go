@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreateRefundBody is a request type (inline schema at
@@ -25,21 +25,34 @@ type CreateRefundBody struct {
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
+// CreatePaymentRequest is a decoded request to createPayment.
+type CreatePaymentRequest struct {
+	Params CreatePaymentParams
+}
+
 // CreatePaymentFunc is the business function of operation createPayment (POST /payments).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePaymentFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
 
 // CreateRefundParams holds the parameters of operation createRefund (POST /refunds).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
 type CreateRefundParams struct{}
 
+// CreateRefundRequest is a decoded request to createRefund.
+type CreateRefundRequest struct {
+	Params CreateRefundParams
+	Body   CreateRefundBody
+}
+
 // CreateRefundFunc is the business function of operation createRefund (POST /refunds).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateRefundFunc func(ctx context.Context, tx pgx.Tx, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)

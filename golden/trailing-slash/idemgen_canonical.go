@@ -2,68 +2,7 @@
 
 package trailingslash
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreateRoot is the fingerprint of a request to createRoot (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateRoot(r *http.Request, mediaType string, raw []byte, p *CreateRootParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createRoot", "POST", "/")
-	f.MediaType(mediaType)
-	return f.Sum()
-}
-
-// fingerprintCloseAccount is the fingerprint of a request to closeAccount (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCloseAccount(r *http.Request, mediaType string, raw []byte, p *CloseAccountParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("closeAccount", "POST", "/accounts/{id}/")
-	f.PathParam("id", r.PathValue("id"))
-	f.MediaType(mediaType)
-	return f.Sum()
-}
-
-// fingerprintCreatePayment is the fingerprint of a request to createPayment (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *CreatePaymentParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPayment", "POST", "/payments")
-	f.MediaType(mediaType)
-	return f.Sum()
-}
-
-// fingerprintCreatePaymentSlash is the fingerprint of a request to createPaymentSlash
-// (docs/design.md section 3): operation, method, path template and path values, declared query
-// parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request,
-// mediaType its media type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePaymentSlash(r *http.Request, mediaType string, raw []byte, p *CreatePaymentSlashParams, v *CreatePaymentSlashBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPaymentSlash", "POST", "/payments/")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePaymentSlashBody(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCreateTenantRefund is the fingerprint of a request to createTenantRefund
-// (docs/design.md section 3): operation, method, path template and path values, declared query
-// parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request,
-// mediaType its media type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateTenantRefund(r *http.Request, mediaType string, raw []byte, p *CreateTenantRefundParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createTenantRefund", "POST", "/{tenant}/refunds/")
-	f.PathParam("tenant", r.PathValue("tenant"))
-	f.MediaType(mediaType)
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCreatePaymentSlashBody appends the canonical form (RFC 8785) of v to b: members
 // amount.

@@ -4,13 +4,35 @@ package trailingslash
 
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http"
 )
+
+// decodeCreateRoot reads a request to createRoot: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCreateRoot(in *gen.Input) (v CreateRootRequest, err error) {
+	if v.Params, err = parseCreateRootParams(in.Request); err != nil {
+		return
+	}
+	return
+}
 
 // parseCreateRootParams reads the path, query and header parameters of createRoot.
 func parseCreateRootParams(r *http.Request) (CreateRootParams, error) {
 	var p CreateRootParams
 	return p, nil
+}
+
+// decodeCloseAccount reads a request to closeAccount: the body and the parameters, checked against
+// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeCloseAccount(in *gen.Input) (v CloseAccountRequest, err error) {
+	in.Request.SetPathValue("id", in.PathValue("id"))
+	if v.Params, err = parseCloseAccountParams(in.Request); err != nil {
+		return
+	}
+	return
 }
 
 // parseCloseAccountParams reads the path, query and header parameters of closeAccount.
@@ -23,10 +45,34 @@ func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
 	return p, nil
 }
 
+// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
+// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
+// for the fingerprint.
+func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
+	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
+		return
+	}
+	return
+}
+
 // parseCreatePaymentParams reads the path, query and header parameters of createPayment.
 func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
 	var p CreatePaymentParams
 	return p, nil
+}
+
+// decodeCreatePaymentSlash reads a request to createPaymentSlash: the body and the parameters,
+// checked against the schema (errors name the offending value: 400 body-invalid), then the
+// canonical body for the fingerprint.
+func decodeCreatePaymentSlash(in *gen.Input) (v CreatePaymentSlashRequest, err error) {
+	if v.Body, err = decodeCreatePaymentSlashJSON(in.Body); err != nil {
+		return
+	}
+	if v.Params, err = parseCreatePaymentSlashParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalCreatePaymentSlashBody(in.BodyStart(), &v.Body))
+	return
 }
 
 // decodeCreatePaymentSlashJSON decodes a application/json request body of operation
@@ -45,6 +91,17 @@ func decodeCreatePaymentSlashJSON(data []byte) (CreatePaymentSlashBody, error) {
 func parseCreatePaymentSlashParams(r *http.Request) (CreatePaymentSlashParams, error) {
 	var p CreatePaymentSlashParams
 	return p, nil
+}
+
+// decodeCreateTenantRefund reads a request to createTenantRefund: the body and the parameters,
+// checked against the schema (errors name the offending value: 400 body-invalid), then the
+// canonical body for the fingerprint.
+func decodeCreateTenantRefund(in *gen.Input) (v CreateTenantRefundRequest, err error) {
+	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
+	if v.Params, err = parseCreateTenantRefundParams(in.Request); err != nil {
+		return
+	}
+	return
 }
 
 // parseCreateTenantRefundParams reads the path, query and header parameters of createTenantRefund.

@@ -5,131 +5,68 @@ package trailingslash
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// createRootHandler serves POST / through the idempotency runtime.
-type createRootHandler struct {
-	rt *runtime.Runtime
-	fn CreateRootFunc
-}
-
-func (h createRootHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateRoot)
-	if !ok {
-		return
-	}
-	params, err := parseCreateRootParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateRoot(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCreateRootHandler returns the http.Handler of operation createRoot (POST /).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /{$}".
+func NewCreateRootHandler(rt *runtime.Runtime, fn CreateRootFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRoot(), decodeCreateRoot, func(ctx context.Context, db pgstore.DBTX, in *CreateRootRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// closeAccountHandler serves POST /accounts/{id}/ through the idempotency runtime.
-type closeAccountHandler struct {
-	rt *runtime.Runtime
-	fn CloseAccountFunc
-}
-
-func (h closeAccountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CloseAccount)
-	if !ok {
-		return
-	}
-	params, err := parseCloseAccountParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCloseAccount(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCloseAccountHandler returns the http.Handler of operation closeAccount (POST /accounts/{id}/).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /accounts/{id}/{$}".
+func NewCloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), decodeCloseAccount, func(ctx context.Context, db pgstore.DBTX, in *CloseAccountRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// createPaymentHandler serves POST /payments through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
-}
-
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
-	if !ok {
-		return
-	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /payments).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /payments".
+func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }
 
-// createPaymentSlashHandler serves POST /payments/ through the idempotency runtime.
-type createPaymentSlashHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentSlashFunc
-}
-
-func (h createPaymentSlashHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePaymentSlash)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePaymentSlashJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePaymentSlashParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePaymentSlash(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+// NewCreatePaymentSlashHandler returns the http.Handler of operation createPaymentSlash (POST
+// /payments/).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /payments/{$}".
+func NewCreatePaymentSlashHandler(rt *runtime.Runtime, fn CreatePaymentSlashFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePaymentSlash(), decodeCreatePaymentSlash, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentSlashRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
 	})
 }
 
-// createTenantRefundHandler serves POST /{tenant}/refunds/ through the idempotency runtime.
-type createTenantRefundHandler struct {
-	rt *runtime.Runtime
-	fn CreateTenantRefundFunc
-}
-
-func (h createTenantRefundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateTenantRefund)
-	if !ok {
-		return
-	}
-	params, err := parseCreateTenantRefundParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateTenantRefund(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
+// NewCreateTenantRefundHandler returns the http.Handler of operation createTenantRefund (POST
+// /{tenant}/refunds/).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /{tenant}/refunds/{$}".
+func NewCreateTenantRefundHandler(rt *runtime.Runtime, fn CreateTenantRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateTenantRefund(), decodeCreateTenantRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateTenantRefundRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params)
 	})
 }

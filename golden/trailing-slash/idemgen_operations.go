@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 	"time"
 )
@@ -15,24 +16,13 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateRoot         runtime.Operation
-	CloseAccount       runtime.Operation
-	CreatePayment      runtime.Operation
-	CreatePaymentSlash runtime.Operation
-	CreateTenantRefund runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateRoot: runtime.Operation{
+// operationCreateRoot returns the resolved idempotency settings of createRoot.
+func operationCreateRoot() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createRoot",
 		Method: "POST",
 		Path:   "/",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -44,13 +34,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CloseAccount: runtime.Operation{
+	}
+}
+
+// operationCloseAccount returns the resolved idempotency settings of closeAccount.
+func operationCloseAccount() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -62,13 +55,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment: runtime.Operation{
+	}
+}
+
+// operationCreatePayment returns the resolved idempotency settings of createPayment.
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -80,13 +76,16 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePaymentSlash: runtime.Operation{
+	}
+}
+
+// operationCreatePaymentSlash returns the resolved idempotency settings of createPaymentSlash.
+func operationCreatePaymentSlash() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createPaymentSlash",
 		Method: "POST",
 		Path:   "/payments/",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -99,13 +98,16 @@ var Operations = OperationTable{
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
 		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateTenantRefund: runtime.Operation{
+	}
+}
+
+// operationCreateTenantRefund returns the resolved idempotency settings of createTenantRefund.
+func operationCreateTenantRefund() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "createTenantRefund",
 		Method: "POST",
 		Path:   "/{tenant}/refunds/",
-		Mode:   runtime.Atomic,
+		Mode:   runtime.ModeAtomic,
 		Scope:  runtime.ScopeTenant,
 		Key: runtime.KeyRule{
 			Header:    "Idempotency-Key",
@@ -117,13 +119,38 @@ var Operations = OperationTable{
 		Lease:         30 * time.Second,
 		BodyLimit:     1 << 20,
 		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the resolved idempotency settings of every marked operation, in path
+// order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
+// returns new values.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateRoot(),
+		operationCloseAccount(),
+		operationCreatePayment(),
+		operationCreatePaymentSlash(),
+		operationCreateTenantRefund(),
+	}
+}
+
+// Routes returns every marked operation with its decoder, for runtime.Middleware: an existing
+// server's handlers get the same checks, fingerprint and state machine as the generated ones.
+// Each call returns new values.
+func Routes() []runtime.Route {
+	return []runtime.Route{
+		runtime.NewRoute(operationCreateRoot(), decodeCreateRoot),
+		runtime.NewRoute(operationCloseAccount(), decodeCloseAccount),
+		runtime.NewRoute(operationCreatePayment(), decodeCreatePayment),
+		runtime.NewRoute(operationCreatePaymentSlash(), decodeCreatePaymentSlash),
+		runtime.NewRoute(operationCreateTenantRefund(), decodeCreateTenantRefund),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
-// Register (the mux then answers 404 or 405 for that route), so a service may implement a subset
-// of a large API; an operation is never served without its idempotency wrapper.
+// Register (the router then answers 404 or 405 for that route), so a service may implement a
+// subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	CreateRoot         CreateRootFunc
 	CloseAccount       CloseAccountFunc
@@ -132,18 +159,22 @@ type Handlers struct {
 	CreateTenantRefund CreateTenantRefundFunc
 }
 
-// Register mounts the wrapper of every non-nil handler in h on mux, at its Go 1.22 pattern
-// ("METHOD /path/{param}"). It returns an error, instead of panicking, when mux or rt is nil or
-// when a pattern conflicts with one already registered on mux; routes mounted before the
-// conflict stay mounted.
+// Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
+// router whose Handle takes Go 1.22 patterns, "METHOD /path/{param}"). It returns an error,
+// instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in
+// its transactions, or when a pattern conflicts with one already registered on mux (routes
+// mounted before the conflict stay mounted).
 //
-//	rt, err := runtime.New(runtime.Config{Pool: pool, Scope: tenantOf})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
 //	err = trailingslash.Register(mux, rt, trailingslash.Handlers{CreateRoot: createRoot})
-func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
+func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
+	}
+	if err := runtime.CheckStore[pgstore.DBTX](rt, operationCreateRoot()); err != nil {
+		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
 	defer func() {
@@ -153,22 +184,13 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateRoot != nil {
 		pattern = "POST /{$}"
-		mux.Handle(pattern, createRootHandler{
-			fn: h.CreateRoot,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreateRootHandler(rt, h.CreateRoot))
 	}
 	// One route for closeAccount, createTenantRefund: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CreateTenantRefund != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{$}"
-		hCloseAccount := closeAccountHandler{
-			fn: h.CloseAccount,
-			rt: rt,
-		}
-		hCreateTenantRefund := createTenantRefundHandler{
-			fn: h.CreateTenantRefund,
-			rt: rt,
-		}
+		hCloseAccount := NewCloseAccountHandler(rt, h.CloseAccount)
+		hCreateTenantRefund := NewCreateTenantRefundHandler(rt, h.CreateTenantRefund)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts":
@@ -184,17 +206,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /payments"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePaymentSlash != nil {
 		pattern = "POST /payments/{$}"
-		mux.Handle(pattern, createPaymentSlashHandler{
-			fn: h.CreatePaymentSlash,
-			rt: rt,
-		})
+		mux.Handle(pattern, NewCreatePaymentSlashHandler(rt, h.CreatePaymentSlash))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/jackc/pgx/v5"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // CreatePaymentSlashBody is a request type (inline schema at
@@ -24,12 +24,18 @@ type CreatePaymentSlashBody struct {
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreateRootParams struct{}
 
+// CreateRootRequest is a decoded request to createRoot.
+type CreateRootRequest struct {
+	Params CreateRootParams
+}
+
 // CreateRootFunc is the business function of operation createRoot (POST /).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateRootFunc func(ctx context.Context, tx pgx.Tx, p CreateRootParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateRootFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRootParams) (runtime.Response, error)
 
 // CloseAccountParams holds the parameters of operation closeAccount (POST /accounts/{id}/).
 //
@@ -40,12 +46,18 @@ type CloseAccountParams struct {
 	ID string // path parameter id
 }
 
+// CloseAccountRequest is a decoded request to closeAccount.
+type CloseAccountRequest struct {
+	Params CloseAccountParams
+}
+
 // CloseAccountFunc is the business function of operation closeAccount (POST /accounts/{id}/).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CloseAccountFunc func(ctx context.Context, tx pgx.Tx, p CloseAccountParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
 
 // CreatePaymentParams holds the parameters of operation createPayment (POST /payments).
 //
@@ -54,12 +66,18 @@ type CloseAccountFunc func(ctx context.Context, tx pgx.Tx, p CloseAccountParams)
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
+// CreatePaymentRequest is a decoded request to createPayment.
+type CreatePaymentRequest struct {
+	Params CreatePaymentParams
+}
+
 // CreatePaymentFunc is the business function of operation createPayment (POST /payments).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePaymentFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
 
 // CreatePaymentSlashParams holds the parameters of operation createPaymentSlash (POST /payments/).
 //
@@ -68,13 +86,20 @@ type CreatePaymentFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentParam
 // The idempotency key header is not here: the runtime reads and validates it.
 type CreatePaymentSlashParams struct{}
 
+// CreatePaymentSlashRequest is a decoded request to createPaymentSlash.
+type CreatePaymentSlashRequest struct {
+	Params CreatePaymentSlashParams
+	Body   CreatePaymentSlashBody
+}
+
 // CreatePaymentSlashFunc is the business function of operation createPaymentSlash (POST
 // /payments/).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreatePaymentSlashFunc func(ctx context.Context, tx pgx.Tx, p CreatePaymentSlashParams, body CreatePaymentSlashBody) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentSlashFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentSlashParams, body CreatePaymentSlashBody) (runtime.Response, error)
 
 // CreateTenantRefundParams holds the parameters of operation createTenantRefund (POST
 // /{tenant}/refunds/).
@@ -86,10 +111,16 @@ type CreateTenantRefundParams struct {
 	Tenant string // path parameter tenant
 }
 
+// CreateTenantRefundRequest is a decoded request to createTenantRefund.
+type CreateTenantRefundRequest struct {
+	Params CreateTenantRefundParams
+}
+
 // CreateTenantRefundFunc is the business function of operation createTenantRefund (POST
 // /{tenant}/refunds/).
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// Atomic mode: its writes through tx commit together with the stored response.
-type CreateTenantRefundFunc func(ctx context.Context, tx pgx.Tx, p CreateTenantRefundParams) (runtime.Response, error)
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateTenantRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTenantRefundParams) (runtime.Response, error)

@@ -13,18 +13,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 func TestTrailingSlashRoutes(t *testing.T) {
 	pool := pgtest.NewPool(t, 4)
-	if err := runtime.Migrate(context.Background(), pool); err != nil {
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(runtime.Config{Pool: pool, SingleTenant: true})
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,19 +32,19 @@ func TestTrailingSlashRoutes(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	err = Register(mux, rt, Handlers{
-		CreatePaymentSlash: func(_ context.Context, _ pgx.Tx, _ CreatePaymentSlashParams, b CreatePaymentSlashBody) (runtime.Response, error) {
+		CreatePaymentSlash: func(_ context.Context, _ pgstore.DBTX, _ CreatePaymentSlashParams, b CreatePaymentSlashBody) (runtime.Response, error) {
 			return reply("createPaymentSlash")
 		},
-		CreatePayment: func(_ context.Context, _ pgx.Tx, _ CreatePaymentParams) (runtime.Response, error) {
+		CreatePayment: func(_ context.Context, _ pgstore.DBTX, _ CreatePaymentParams) (runtime.Response, error) {
 			return reply("createPayment")
 		},
-		CreateRoot: func(_ context.Context, _ pgx.Tx, _ CreateRootParams) (runtime.Response, error) {
+		CreateRoot: func(_ context.Context, _ pgstore.DBTX, _ CreateRootParams) (runtime.Response, error) {
 			return reply("createRoot")
 		},
-		CloseAccount: func(_ context.Context, _ pgx.Tx, p CloseAccountParams) (runtime.Response, error) {
+		CloseAccount: func(_ context.Context, _ pgstore.DBTX, p CloseAccountParams) (runtime.Response, error) {
 			return reply("closeAccount " + p.ID)
 		},
-		CreateTenantRefund: func(_ context.Context, _ pgx.Tx, p CreateTenantRefundParams) (runtime.Response, error) {
+		CreateTenantRefund: func(_ context.Context, _ pgstore.DBTX, p CreateTenantRefundParams) (runtime.Response, error) {
 			return reply("createTenantRefund " + p.Tenant)
 		},
 	})
