@@ -169,6 +169,13 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 		// The runtime anchors it: the whole key must match.
 		key = append(key, kv{"Pattern", jen.Lit(s.Key.Pattern)})
 	}
+	if s.Key.Standard == model.StandardRepeatable {
+		firstSent := s.Key.FirstSent
+		if firstSent == "" {
+			firstSent = "Repeatability-First-Sent" // clients send it whether or not the spec declares it
+		}
+		key = append(key, kv{"FirstSent", jen.Lit(firstSent)})
+	}
 	fields := []kv{
 		{"ID", jen.Lit(o.op.ID)},
 		{"Method", jen.Lit(o.op.Method)},

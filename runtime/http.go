@@ -254,7 +254,35 @@ func (x *exchange) resolveKey(k rawKey) result {
 	if err != nil {
 		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".")}
 	}
+	if rule.FirstSent != "" {
+		if res := x.checkFirstSent(); res.answered() {
+			return res
+		}
+	}
 	x.key = v
+	return result{}
+}
+
+// checkFirstSent applies OASIS Repeatable Requests 1.0 (Repeatability-First-Sent): the time of
+// the first attempt must be given, and a first attempt older than the retention is refused
+// (412), since the record of that attempt may already be gone and running it again could run it
+// twice. The time is the client's and is compared with this server's clock.
+func (x *exchange) checkFirstSent() result {
+	name := x.op.Key.FirstSent
+	vals := x.r.Header.Values(name)
+	var sent time.Time
+	var err error
+	if len(vals) == 1 {
+		sent, err = http.ParseTime(vals[0])
+	}
+	if len(vals) != 1 || err != nil {
+		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid,
+			"The "+name+" header must hold the time of the first attempt, once, as an IMF-fixdate (RFC 9110 section 5.6.7).")}
+	}
+	if time.Since(sent) > x.op.retention() {
+		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusPreconditionFailed, ProblemKeyExpired,
+			fmt.Sprintf("The first attempt (%s) is older than the %s this server keeps requests for: it cannot tell whether that attempt ran. Send a new request with a new key.", vals[0], x.op.retention()))}
+	}
 	return result{}
 }
 
@@ -371,7 +399,7 @@ func splitSegment(tmpl, seg string) (names, vals []string, ok bool) {
 func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 	rt.obs.Outcome(x.op.ID, x.op.Mode, res.outcome)
 	rt.logResult(x, &res)
-	decorate := func(h http.Header) { x.profileHeaders(h, res.replay != nil) }
+	decorate := func(h http.Header) { x.profileHeaders(h, &res) }
 	switch {
 	case res.problem.Status != 0:
 		decorate(w.Header())
@@ -391,7 +419,17 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 // headers: under ProfileStripe, the key echoed, a Request-Id, and Original-Request, the
 // Request-Id of the execution whose response this is. A replay gets this request's Request-Id
 // and names the stored one; other answers keep the handler's Request-Id if it set one.
-func (x *exchange) profileHeaders(h http.Header, replayed bool) {
+func (x *exchange) profileHeaders(h http.Header, res *result) {
+	replayed := res.replay != nil
+	if x.op.Key.FirstSent != "" {
+		// OASIS Repeatable Requests: whether the server took the request as repeatable.
+		switch {
+		case res.problem.Status >= 400 && res.problem.Status < 500:
+			h.Set("Repeatability-Result", "rejected")
+		case res.problem.Status == 0:
+			h.Set("Repeatability-Result", "accepted")
+		}
+	}
 	if x.op.Profile != ProfileStripe {
 		return
 	}

@@ -80,6 +80,12 @@ type KeyRule struct {
 	// Pattern, when set, is a regular expression (ECMA-262 syntax, as OpenAPI writes it) that
 	// must match the whole key.
 	Pattern string
+	// FirstSent, when set, is the header that carries the time of the request's first attempt
+	// under OASIS Repeatable Requests 1.0 ("Repeatability-First-Sent", an IMF-fixdate, RFC 9110
+	// section 5.6.7). A key without a valid time is 400 key-invalid; a first attempt older than
+	// the operation's retention is 412 key-expired before any lookup, because the server may
+	// already have forgotten whether it ran; every answer carries Repeatability-Result.
+	FirstSent string
 }
 
 // StatusRule is one entry of replay.statuses: a status code or a class (2 for "2xx"),

@@ -18,6 +18,7 @@ const (
 	ProblemBodyInvalid          = "body-invalid"           // 400: the operation's decoder refused the request
 	ProblemUnauthenticated      = "unauthenticated"        // 401 (Config.ScopeStatus): no scope for the request
 	ProblemInFlight             = "in-flight"              // 409 + Retry-After: the same key is still executing
+	ProblemKeyExpired           = "key-expired"            // 412: the first attempt is older than the retention (OASIS Repeatable Requests)
 	ProblemBodyTooLarge         = "body-too-large"         // 413: the body is above Operation.BodyLimit
 	ProblemMediaTypeUnsupported = "media-type-unsupported" // 415: a Content-Type or Content-Encoding not declared
 	ProblemPayloadMismatch      = "payload-mismatch"       // 422: the key was used with another request
@@ -85,6 +86,7 @@ var problemTitles = map[string]string{
 	ProblemKeyMissing:           "Idempotency key missing",
 	ProblemKeyInvalid:           "Idempotency key invalid",
 	ProblemInFlight:             "Request with this idempotency key is in flight",
+	ProblemKeyExpired:           "Idempotency key older than the retention",
 	ProblemPayloadMismatch:      "Idempotency key reused with a different request",
 	ProblemBodyInvalid:          "Request body invalid",
 	ProblemBodyTooLarge:         "Request body too large",
