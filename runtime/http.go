@@ -150,6 +150,10 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 				fmt.Sprintf("Content-Encoding %q is not supported: send the body without a content coding (RFC 9110 section 15.5.16); the body is fingerprinted and decoded as sent.", coding))
 		}
 	}
+	if cts := r.Header.Values("Content-Type"); len(cts) > 1 {
+		// Which one the decoder, the fingerprint and the handler would each take is a guess.
+		return refused(http.StatusBadRequest, ProblemBodyInvalid, "The request has more than one Content-Type header line; send one.")
+	}
 	ct := r.Header.Get("Content-Type")
 	if declared := exactMediaType(op.MediaTypes, ct); declared != "" {
 		// The common case, a Content-Type spelled as declared: nothing to parse.
