@@ -89,6 +89,8 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 		switch {
 		case errors.Is(err, store.ErrLost) && attempt < 3:
 			continue // someone else moved first: look again
+		case errors.Is(err, store.ErrLost):
+			return 0, x.inFlight(0) // others keep moving the record: another owner is running
 		case err != nil:
 			return 0, x.storeFailed(err)
 		case r.Claimed():

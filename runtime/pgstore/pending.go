@@ -148,6 +148,14 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", sqlLockOrStop); err != nil {
 			return nil, true, p.lost(err)
 		}
+		// The handler's statement is prepared by name too: when the lock fails (a duplicate),
+		// pgx drops every statement of the failed batch from its statement cache, and the next
+		// use of this statement on the connection would pay a deallocation and a re-prepare.
+		// A statement pgx cannot prepare (a syntax error) fails here, before anything ran: the
+		// block stays pending and the handler gets its error.
+		if err := p.s.prepare(ctx, p.conn.Conn(), sql); err != nil {
+			return nil, true, err
+		}
 	}
 	b.Queue("BEGIN")
 	if p.claim != nil {

@@ -318,6 +318,46 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 			t.Errorf("stored %q, want the first claim's response", rec.Response.Body)
 		}
 	})
+	t.Run("AtomicWaitReplaysOrGivesUp", func(t *testing.T) {
+		// concurrency.wait: a claim that may wait gets the first claim's record when it commits
+		// in time, and ErrBusy when its wait runs out first.
+		s := newStore(t)
+		c := atomicClaim("k1", "a", long)
+		tx1 := mustBegin(t, s, c)
+		tx1.HandlerContext(ctx)
+		if err := tx1.Confirm(ctx); err != nil {
+			t.Fatal(err)
+		}
+		short := c
+		short.Wait = 50 * time.Millisecond
+		if _, rec, err := s.BeginAtomic(ctx, short); !errors.Is(err, store.ErrBusy) {
+			t.Fatalf("a 50ms wait on a held key: record %+v, %v; want ErrBusy", rec, err)
+		}
+		waiting := c
+		waiting.Wait = 5 * time.Second
+		type begun struct {
+			tx  store.Tx[DB]
+			rec *store.Record
+			err error
+		}
+		done := make(chan begun, 1)
+		go func() {
+			tx, rec, err := s.BeginAtomic(ctx, waiting)
+			done <- begun{tx, rec, err}
+		}()
+		time.Sleep(100 * time.Millisecond) // the waiter is at the store (only an absence can be checked)
+		if err := tx1.Commit(ctx, response("first")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case b := <-done:
+			if b.err != nil || b.tx != nil || b.rec == nil || string(b.rec.Response.Body) != "first" {
+				t.Fatalf("the waiting claim: tx %v, record %+v, %v; want the first claim's record", b.tx, b.rec, b.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting claim never returned")
+		}
+	})
 	t.Run("AtomicReclaimsAnExpiredKey", func(t *testing.T) {
 		s := newStore(t)
 		c := atomicClaim("k1", "a", short/3)
