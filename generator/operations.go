@@ -241,6 +241,12 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	if s.Fingerprint.Body == model.BodyRaw || o.rawBody {
 		fields = append(fields, kv{"RawBody", jen.True()})
 	}
+	if len(s.ScopeHeaders) > 0 {
+		fields = append(fields, kv{"ScopeHeaders", stringsLit(s.ScopeHeaders)})
+	}
+	if s.Profile == model.ProfileStripe {
+		fields = append(fields, kv{"Profile", jen.Qual(pkgRuntime, "ProfileStripe")})
+	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
 

@@ -103,6 +103,8 @@ type listOp struct {
 	Lease              string     `json:"lease"`
 	LeaseSeconds       int64      `json:"leaseSeconds"`
 	Wait               string     `json:"wait"`
+	Profile            string     `json:"profile,omitempty"`
+	ScopeHeaders       []string   `json:"scopeHeaders,omitempty"`
 	Fingerprint        listFP     `json:"fingerprint"`
 	Replay             listReplay `json:"replay"`
 	Limits             listLimits `json:"limits"`
@@ -163,7 +165,8 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 			Scope: string(s.Scope), Mode: string(s.Mode),
 			Retention: fmtDuration(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
 			Lease: fmtDuration(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
-			Wait:        fmtDuration(s.Wait),
+			Wait:    fmtDuration(s.Wait),
+			Profile: string(s.Profile), ScopeHeaders: s.ScopeHeaders,
 			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
 			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit},

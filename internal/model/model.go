@@ -120,9 +120,24 @@ type Settings struct {
 	// BodyLimit is limits.body in bytes; ResponseLimit is limits.response in bytes.
 	BodyLimit     int64
 	ResponseLimit int64
+	// Profile is `profile`: the contract of a known API the runtime answers in ("" or
+	// ProfileStripe). Its defaults are already applied to the fields above.
+	Profile Profile
+	// ScopeHeaders are request headers folded into the scope after the tenant (the Stripe
+	// profile's Stripe-Account).
+	ScopeHeaders []string
 	// Loc is where the x-idempotent value (or config entry) is; its pointer names the setting.
 	Loc diag.Loc
 }
+
+// Profile names the contract of a known API (`profile` in the settings).
+type Profile string
+
+// ProfileStripe: Stripe's contract. Its defaults: key length 1 to 255 (Stripe's rule),
+// concurrency.wait 5s (stripe-go does not retry a 409 in Stripe's envelope, so a duplicate
+// waits for the first request and replays), Stripe-Account folded into the scope, and Stripe's
+// error envelope, Request-Id and Idempotency-Key headers at run time (runtime.ProfileStripe).
+const ProfileStripe Profile = "stripe"
 
 // KeySettings are the key rules. MinLength, MaxLength and Pattern are already resolved in the
 // order of DESIGN section 2: x-idempotent, else the key's own declaration, else the defaults.

@@ -411,7 +411,7 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 			lays = append(lays, l)
 		}
 	}
-	o.m.Settings = b.resolve(o, mergeLayers(lays), det, markLoc)
+	o.m.Settings = b.resolve(o, mergeSettings(lays), det, markLoc)
 }
 
 func (b *builder) cfgDefaults() *layer {

@@ -31,6 +31,27 @@ func defaultStatuses() []model.StatusRule {
 		{Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
 }
 
+// mergeSettings merges settings layers; when the result names a profile, the profile's
+// defaults come first, so that every layer that sets a field explicitly still wins.
+func mergeSettings(lays []*layer) *layer {
+	m := mergeLayers(lays)
+	if m.profile == nil {
+		return m
+	}
+	return mergeLayers(append([]*layer{profileDefaults(*m.profile)}, lays...))
+}
+
+// profileDefaults are the settings a profile implies (model.ProfileStripe documents them).
+func profileDefaults(p model.Profile) *layer {
+	l := &layer{locs: map[string]diag.Loc{}}
+	if p == model.ProfileStripe {
+		one, max := 1, defaultMaxLength
+		wait := 5 * time.Second
+		l.keyMin, l.keyMax, l.wait = &one, &max, &wait
+	}
+	return l
+}
+
 // mergeLayers merges settings layers, later ones winning field by field. key.header and
 // key.body choose the carrier together: a layer that sets either replaces both.
 func mergeLayers(lays []*layer) *layer {
@@ -51,6 +72,7 @@ func mergeLayers(lays []*layer) *layer {
 		set(&m.fpBody, l.fpBody)
 		set(&m.bodyLimit, l.bodyLimit)
 		set(&m.respLimit, l.respLimit)
+		set(&m.profile, l.profile)
 		if l.excludeSet {
 			m.exclude, m.excludeSet = l.exclude, true
 		}
@@ -105,6 +127,12 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	if m.respLimit != nil {
 		s.ResponseLimit = *m.respLimit
+	}
+	if m.profile != nil {
+		s.Profile = *m.profile
+		if s.Profile == model.ProfileStripe {
+			s.ScopeHeaders = []string{"Stripe-Account"}
+		}
 	}
 	if m.fpBody != nil {
 		s.Fingerprint.Body = *m.fpBody

@@ -37,6 +37,7 @@ type layer struct {
 	statuses             []model.StatusRule
 	statusesSet          bool
 	bodyLimit, respLimit *int64
+	profile              *model.Profile
 
 	// locs records where each set field was written, by its path inside the settings object
 	// ("key/body", "fingerprint/exclude/0"), for errors found after merging.
@@ -125,8 +126,13 @@ func join(prefix, k string) string {
 
 func (sd *settingsDecoder) object(n *yaml.Node) {
 	l := sd.l
-	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile"}, func(k string, v *yaml.Node, path string) {
 		switch k {
+		case "profile":
+			if s, ok := sd.enum(v, path, string(model.ProfileStripe)); ok {
+				p := model.Profile(s)
+				l.profile = &p
+			}
 		case "key":
 			if sd.mapping(v, path) {
 				sd.key(v, path)
