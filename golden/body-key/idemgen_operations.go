@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,22 +17,11 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreatePayout returns the resolved idempotency settings of createPayout.
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayout",
-		Method: "POST",
-		Path:   "/payouts",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/data/attributes/idempotencyKey",
-			Required:    true,
-			MinLength:   16,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/vnd.api+json"},
+		ID:         "createPayout",
+		Method:     "POST",
+		Path:       "/payouts",
+		Key:        runtime.KeyRule{BodyPointer: "/data/attributes/idempotencyKey", Required: true},
+		MediaTypes: []string{"application/vnd.api+json"},
 	}
 }
 

@@ -18,44 +18,24 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreatePayout returns the resolved idempotency settings of createPayout.
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayout",
-		Method: "POST",
-		Path:   "/payouts",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 10,
-			MaxLength: 40,
-		},
-		Retention:     168 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/note"},
+		ID:         "createPayout",
+		Method:     "POST",
+		Path:       "/payouts",
+		Key:        runtime.KeyRule{Header: "X-Request-Id", Required: true, MinLength: 10, MaxLength: 40},
+		Retention:  168 * time.Hour,
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/note"},
 	}
 }
 
 // operationCancelPayout returns the resolved idempotency settings of cancelPayout.
 func operationCancelPayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "cancelPayout",
-		Method: "POST",
-		Path:   "/payouts/{id}/cancel",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     1 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		ID:        "cancelPayout",
+		Method:    "POST",
+		Path:      "/payouts/{id}/cancel",
+		Key:       runtime.KeyRule{Header: "X-Request-Id", Required: true},
+		Retention: 1 * time.Hour,
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,66 +17,33 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreatePayment returns the resolved idempotency settings of create-payment.
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "create-payment",
-		Method: "POST",
-		Path:   "/a",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "create-payment",
+		Method:     "POST",
+		Path:       "/a",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationCreatePayment2 returns the resolved idempotency settings of createPayment.
 func operationCreatePayment2() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/b",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/b",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationCreatePayment3 returns the resolved idempotency settings of create_payment.
 func operationCreatePayment3() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "create_payment",
-		Method: "POST",
-		Path:   "/c",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "create_payment",
+		Method:     "POST",
+		Path:       "/c",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -21,42 +20,18 @@ func operationCreatePayment() *runtime.Operation {
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 64,
-			Pattern:   "^\\S+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true, MaxLength: 64, Pattern: "^\\S+$"},
 	}
 }
 
 // operationCreateRefund returns the resolved idempotency settings of createRefund.
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createRefund",
-		Method: "POST",
-		Path:   "/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/idempotency_key",
-			Required:    true,
-			MinLength:   16,
-			MaxLength:   255,
-			Pattern:     "^[A-Za-z0-9_-]+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createRefund",
+		Method:     "POST",
+		Path:       "/refunds",
+		Key:        runtime.KeyRule{BodyPointer: "/idempotency_key", Required: true, Pattern: "^[A-Za-z0-9_-]+$"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 

@@ -18,18 +18,12 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCaptureCharge returns the resolved idempotency settings of captureCharge.
 func operationCaptureCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "captureCharge",
-		Method: "POST",
-		Path:   "/charges/{chargeId}/capture",
-		Mode:   runtime.ModeLease,
-		Scope:  runtime.ScopeOperation,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 20,
-			MaxLength: 255,
-			Pattern:   "^[a-z0-9-]+$",
-		},
+		ID:            "captureCharge",
+		Method:        "POST",
+		Path:          "/charges/{chargeId}/capture",
+		Mode:          runtime.ModeLease,
+		Scope:         runtime.ScopeOperation,
+		Key:           runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 20, Pattern: "^[a-z0-9-]+$"},
 		Retention:     72 * time.Hour,
 		Lease:         45 * time.Second,
 		Wait:          2 * time.Second,

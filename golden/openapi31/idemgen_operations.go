@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,23 +17,11 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationPostEntry returns the resolved idempotency settings of postEntry.
 func operationPostEntry() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "postEntry",
-		Method: "POST",
-		Path:   "/v2/entries",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Idempotency-Key",
-			Required:  true,
-			MinLength: 8,
-			MaxLength: 64,
-			Pattern:   "^[A-Za-z0-9_-]+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "postEntry",
+		Method:     "POST",
+		Path:       "/v2/entries",
+		Key:        runtime.KeyRule{Header: "X-Idempotency-Key", Required: true, MinLength: 8, MaxLength: 64, Pattern: "^[A-Za-z0-9_-]+$"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 

@@ -18,21 +18,10 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreatePet returns the resolved idempotency settings of createPet.
 func operationCreatePet() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPet",
-		Method: "POST",
-		Path:   "/pets",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:          24 * time.Hour,
-		Lease:              30 * time.Second,
-		BodyLimit:          1 << 20,
-		ResponseLimit:      1 << 20,
+		ID:                 "createPet",
+		Method:             "POST",
+		Path:               "/pets",
+		Key:                runtime.KeyRule{Header: "Idempotency-Key", Required: false},
 		MediaTypes:         []string{"application/json"},
 		Query:              []string{"dry_run"},
 		FingerprintHeaders: []string{"X-Store-Id"},
@@ -43,23 +32,13 @@ func operationCreatePet() *runtime.Operation {
 // operationPlaceOrder returns the resolved idempotency settings of placeOrder.
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "placeOrder",
-		Method: "POST",
-		Path:   "/stores/{storeId}/orders",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     48 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Query:         []string{"ids", "include", "limit"},
+		ID:         "placeOrder",
+		Method:     "POST",
+		Path:       "/stores/{storeId}/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  48 * time.Hour,
+		MediaTypes: []string{"application/json"},
+		Query:      []string{"ids", "include", "limit"},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,23 +17,11 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationSendMessage returns the resolved idempotency settings of sendMessage.
 func operationSendMessage() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "sendMessage",
-		Method: "POST",
-		Path:   "/messages",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Repeatability-Request-ID",
-			Required:  false,
-			MinLength: 1,
-			MaxLength: 255,
-			FirstSent: "Repeatability-First-Sent",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "sendMessage",
+		Method:     "POST",
+		Path:       "/messages",
+		Key:        runtime.KeyRule{Header: "Repeatability-Request-ID", Required: false, MinLength: 1, FirstSent: "Repeatability-First-Sent"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 

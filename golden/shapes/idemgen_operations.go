@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,111 +17,56 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationBatch returns the resolved idempotency settings of batch.
 func operationBatch() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "batch",
-		Method: "POST",
-		Path:   "/batch",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "batch",
+		Method:     "POST",
+		Path:       "/batch",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationPatchChoice returns the resolved idempotency settings of patchChoice.
 func operationPatchChoice() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "patchChoice",
-		Method: "PATCH",
-		Path:   "/choice",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/merge-patch+json"},
+		ID:         "patchChoice",
+		Method:     "PATCH",
+		Path:       "/choice",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/merge-patch+json"},
 	}
 }
 
 // operationPostFree returns the resolved idempotency settings of postFree.
 func operationPostFree() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "postFree",
-		Method: "POST",
-		Path:   "/free",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "postFree",
+		Method:     "POST",
+		Path:       "/free",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationKitchenSink returns the resolved idempotency settings of kitchenSink.
 func operationKitchenSink() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "kitchenSink",
-		Method: "POST",
-		Path:   "/kitchen",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/grid/*/*/note", "/byName/*/stamp", "/tags/*"},
+		ID:         "kitchenSink",
+		Method:     "POST",
+		Path:       "/kitchen",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/grid/*/*/note", "/byName/*/stamp", "/tags/*"},
 	}
 }
 
 // operationPutSettings returns the resolved idempotency settings of putSettings.
 func operationPutSettings() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "putSettings",
-		Method: "PUT",
-		Path:   "/settings",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "putSettings",
+		Method:     "PUT",
+		Path:       "/settings",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 

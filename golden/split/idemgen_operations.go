@@ -18,22 +18,12 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreateInvoice returns the resolved idempotency settings of createInvoice.
 func operationCreateInvoice() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createInvoice",
-		Method: "POST",
-		Path:   "/v1/invoices",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     12 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createInvoice",
+		Method:     "POST",
+		Path:       "/v1/invoices",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  12 * time.Hour,
+		MediaTypes: []string{"application/json"},
 	}
 }
 

@@ -18,50 +18,28 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationPostCustomers returns the resolved idempotency settings of PostCustomers.
 func operationPostCustomers() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "PostCustomers",
-		Method: "POST",
-		Path:   "/v1/customers",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 1,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		Wait:          5 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		ScopeHeaders:  []string{"Stripe-Account"},
-		Profile:       runtime.ProfileStripe,
+		ID:           "PostCustomers",
+		Method:       "POST",
+		Path:         "/v1/customers",
+		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 1},
+		Wait:         5 * time.Second,
+		MediaTypes:   []string{"application/x-www-form-urlencoded"},
+		ScopeHeaders: []string{"Stripe-Account"},
+		Profile:      runtime.ProfileStripe,
 	}
 }
 
 // operationPostRefunds returns the resolved idempotency settings of PostRefunds.
 func operationPostRefunds() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "PostRefunds",
-		Method: "POST",
-		Path:   "/v1/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 8,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		Wait:          2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		ScopeHeaders:  []string{"Stripe-Account"},
-		Profile:       runtime.ProfileStripe,
+		ID:           "PostRefunds",
+		Method:       "POST",
+		Path:         "/v1/refunds",
+		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 8},
+		Wait:         2 * time.Second,
+		MediaTypes:   []string{"application/x-www-form-urlencoded"},
+		ScopeHeaders: []string{"Stripe-Account"},
+		Profile:      runtime.ProfileStripe,
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -22,18 +21,7 @@ func operationCreateRoot() *runtime.Operation {
 		ID:     "createRoot",
 		Method: "POST",
 		Path:   "/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
@@ -43,18 +31,7 @@ func operationCloseAccount() *runtime.Operation {
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
@@ -64,40 +41,18 @@ func operationCreatePayment() *runtime.Operation {
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
 // operationCreatePaymentSlash returns the resolved idempotency settings of createPaymentSlash.
 func operationCreatePaymentSlash() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPaymentSlash",
-		Method: "POST",
-		Path:   "/payments/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createPaymentSlash",
+		Method:     "POST",
+		Path:       "/payments/",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -107,18 +62,7 @@ func operationCreateTenantRefund() *runtime.Operation {
 		ID:     "createTenantRefund",
 		Method: "POST",
 		Path:   "/{tenant}/refunds/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
@@ -18,44 +17,22 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreateCall returns the resolved idempotency settings of CreateCall.
 func operationCreateCall() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "CreateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls.json",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "CreateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token", Required: false},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
 // operationUpdateCall returns the resolved idempotency settings of UpdateCall.
 func operationUpdateCall() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "UpdateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "UpdateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token", Required: true},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
@@ -65,18 +42,7 @@ func operationUpdateRecording() *runtime.Operation {
 		ID:     "UpdateRecording",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
