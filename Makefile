@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test bench bench-short fuzz demo clean
+.PHONY: help build generate test faults bench bench-short fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ generate: ## regenerate every generated file, then fail if committed output chan
 
 test: ## run every test against a throwaway PostgreSQL (the README's test command)
 	./scripts/with-postgres.sh ./scripts/test.sh
+
+faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
+	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/faults
 
 bench: ## run the full benchmark harness and rewrite bench/README.md tables
 	./scripts/with-postgres.sh ./bench/run.sh
