@@ -46,6 +46,9 @@ type exchange struct {
 	requestID string // ProfileStripe: this request's Request-Id
 	// confirm: the handler must not start before the claim is held (Middleware).
 	confirm bool
+	// calledOut: a lease-mode call phase has run, so its external effect may have happened
+	// and no store failure may be answered as "not processed".
+	calledOut bool
 }
 
 // id is the record the request's key names.
@@ -559,21 +562,21 @@ func (x *exchange) inFlight(left time.Duration) result {
 // page anyone.
 func (x *exchange) storeFailed(err error) result {
 	var done *store.CompletedError
-	switch classify(x.op.Mode, err) {
-	case faultBusy:
+	switch f := classify(x.op.Mode, err); {
+	case f == faultBusy:
 		return x.inFlight(0)
-	case faultCompleted:
+	case f == faultCompleted:
 		errors.As(err, &done)
 		return x.answerRecord(&done.Record)
-	case faultLeaseLost:
+	case f == faultLeaseLost:
 		p := newProblem(http.StatusConflict, ProblemInFlight, "This attempt's lease was taken over by a retry; retry to get its result.")
 		p.RetryAfter = x.rt.cfg.ConflictRetryAfter
 		return result{outcome: OutcomeLeaseLost, problem: p}
-	case faultHandler:
+	case f == faultHandler:
 		return x.handlerFailed(err, nil)
-	case faultUnknown:
+	case f == faultUnknown, x.calledOut:
 		p := newProblem(http.StatusServiceUnavailable, ProblemStoreUnavailable,
-			"The idempotency store failed while committing; the outcome is unknown. Retry with the same key: the retry replays the result if it was committed, or runs the request if not.")
+			"The idempotency store failed after the request began to run; the outcome is unknown. Retry with the same key: the retry replays the result if it was stored, or completes the request once if not.")
 		p.RetryAfter = x.rt.cfg.StoreRetryAfter
 		return result{outcome: OutcomeStoreError, err: err, problem: p}
 	}

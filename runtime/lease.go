@@ -40,6 +40,7 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	}
 	lease := &Lease{st: st, id: claim.ID, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
 	complete, failure := callLease(ctx, x, fn, lease)
+	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the
 	// external effect has happened).
@@ -114,6 +115,7 @@ func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transa
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	complete, failure := callLease(ctx, x, fn, &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret})
+	x.calledOut = true
 	if failure != nil {
 		return x.handlerFailed(failure.err, failure.stack)
 	}

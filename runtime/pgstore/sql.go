@@ -13,18 +13,21 @@ import (
 // used.
 
 // recordCols reads a record together with the two clock decisions made by the database: whether
-// it is still live (expires_at in the future) and how long its lease has left.
+// it is still live and how long its lease has left. A completed record lives until expires_at;
+// a running one lives until it is completed or released: its owner may still complete it, or
+// the same request take it over, however long the call takes, so no other request may see the
+// key as new (only the sweeper removes a running record, long after its lease ended:
+// Sweeper.AbandonAfter).
 const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.state, r.fencing_token,
-	r.expires_at > now() AS live,
+	(r.state = 'running' OR r.expires_at > now()) AS live,
 	COALESCE(CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), 0) AS lease_left_us,
 	r.response_status, r.response_headers, r.response_body, r.body_omitted`
 
 // sqlRead is the replay read: one plain SELECT, no lock, no transaction id.
 const sqlRead = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2`
 
-// A running record expires a retention after its lease ends (expires_at = locked_until +
-// retention; Extend and TakeOver keep that gap): while its owner can still complete it, or a
-// retry with the same request take it over, no other request may see the key as new.
+// A running record's expires_at is a retention after its lease ends (Extend and TakeOver keep
+// that gap); it orders the sweeper's work, but a running record never counts as expired.
 
 // sqlReserve inserts a running lease-mode record unless (scope, key) exists, and returns the
 // existing record as of the statement's snapshot. ON CONFLICT DO NOTHING takes no row lock and,
@@ -137,7 +140,7 @@ const sqlTakeExpired = `UPDATE idempotency_records SET
 	response_status = NULL, response_headers = NULL, response_body = NULL, body_omitted = false,
 	created_at = now(), completed_at = NULL,
 	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
-WHERE scope = $1 AND key = $2 AND expires_at <= now()
+WHERE scope = $1 AND key = $2 AND expires_at <= now() AND state = 'completed'
 RETURNING fencing_token`
 
 // sqlTakeExpiredAtomic is sqlTakeExpired under the claim lock of each kind; it returns whether
@@ -212,17 +215,22 @@ const (
 	sqlResetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
 )
 
-// sqlSweep deletes up to $1 expired rows, oldest first, skipping rows other sweepers hold.
+// sweepable is the rows the sweeper may delete: completed records past their expiry, and running
+// records whose lease ended more than $2 (µs, Sweeper.AbandonAfter) ago, abandoned by an owner
+// that never completed and a client that never retried.
+const sweepable = `expires_at <= now() AND (state = 'completed' OR locked_until <= now() - $2::bigint * interval '1 microsecond')`
+
+// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold.
 const sqlSweep = `DELETE FROM idempotency_records r
 USING (SELECT scope, key FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.expires_at <= now()`
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
+WHERE r.scope = d.scope AND r.key = d.key AND r.` + sweepable
 
 // sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
 const sqlSweepPortable = `DELETE FROM idempotency_records r
 USING (SELECT scope, key FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.expires_at <= now()`
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
+WHERE r.scope = d.scope AND r.key = d.key AND r.` + sweepable
 
 // claimLockKey is the advisory lock key of (scope, key): 64 bits of SHA-256 over a framing that
 // no other use of advisory locks is likely to share.

@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Sweeper deletes expired idempotency records . Expired records
-// already count as absent, so sweeping only reclaims space; it deletes in small batches in
+// Sweeper deletes expired idempotency records: completed records past their retention (they
+// already count as absent, so sweeping only reclaims space), and running lease-mode records
+// abandoned long ago (AbandonAfter). It it deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
 // by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
 // each batch skips rows another sweeper has locked (FOR UPDATE SKIP LOCKED) instead of queueing.
@@ -24,6 +25,10 @@ type Sweeper struct {
 	Pause time.Duration
 	// Interval separates sweeps in Run; default 1 minute.
 	Interval time.Duration
+	// AbandonAfter is how long after its lease ended a running record is kept for its owner's
+	// completion or a retry's takeover before it is deleted; default 24h. Until then the key
+	// stays refused to any other request (422), however long the call takes.
+	AbandonAfter time.Duration
 	// Portable replaces FOR UPDATE SKIP LOCKED with a plain bounded DELETE, for engines that lack
 	// it in subqueries; concurrent sweepers then may wait on each other's rows.
 	Portable bool
@@ -47,13 +52,17 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	if pause <= 0 {
 		pause = 50 * time.Millisecond
 	}
+	abandon := s.AbandonAfter
+	if abandon <= 0 {
+		abandon = 24 * time.Hour
+	}
 	q := sqlSweep
 	if s.Portable {
 		q = sqlSweepPortable
 	}
 	var total int64
 	for {
-		ct, err := s.Pool.Exec(ctx, q, batch)
+		ct, err := s.Pool.Exec(ctx, q, batch, abandon.Microseconds())
 		if err != nil {
 			return total, fmt.Errorf("sweep: %w", err)
 		}

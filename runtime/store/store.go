@@ -56,8 +56,9 @@ type Response struct {
 	BodyOmitted bool
 }
 
-// Record is the live record of a key: expired records are never returned (a key whose record
-// expired is new again).
+// Record is the live record of a key: a completed record until its retention ends (then the key
+// is new again), a running one until it is completed or released (its owner may complete it,
+// or the same request take it over, however long the call takes).
 type Record struct {
 	// Operation is the operation ID of the request that claimed the key.
 	Operation string

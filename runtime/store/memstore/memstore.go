@@ -47,10 +47,11 @@ func (s *Store) Value(key string) (string, bool) {
 	return v, ok
 }
 
-// live returns the key's live record entry (mu held).
+// live returns the key's live record entry (mu held): a completed record until it expires, a
+// running one until it is completed or released.
 func (s *Store) live(id store.ID) *entry {
 	e := s.records[id]
-	if e == nil || !s.now().Before(e.expires) {
+	if e == nil || (e.rec.State == store.Completed && !s.now().Before(e.expires)) {
 		return nil
 	}
 	return e
