@@ -38,6 +38,7 @@ type exchange struct {
 	op        *Operation
 	r         *http.Request
 	scope     string
+	scoped    bool // the scope is known (the ScopeFunc accepted the request, or SingleTenant)
 	body      []byte
 	mediaType string // the request's own, lower case, no parameters ("" without a body)
 	declared  string // the Operation.MediaTypes entry that admitted it
@@ -93,7 +94,8 @@ func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Opera
 		v, res = prepare(x, decode)
 		if !res.answered() {
 			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
-			res = run(ctx, x, &v)
+			// The handler's context carries the request's log attributes (LogAttrs, LogHandler).
+			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x, &v)
 		}
 	}
 	span.SetAttributes(attrOutcome.String(string(res.outcome)))
@@ -125,6 +127,7 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	if op.Profile == ProfileStripe {
 		x.requestID = newRequestID()
 	}
+	x.scoped = true
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
 		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
@@ -478,7 +481,8 @@ func newRequestID() string {
 }
 
 // logResult writes the log line an outcome deserves, with the request's context (so a
-// trace-aware handler can add its ids), the operation and a hash of the key, never the key.
+// trace-aware handler can add its ids), the operation, and digests of the tenant and the key
+// (logAttrs), never the tenant or the key.
 func (rt *Runtime) logResult(x *exchange, res *result) {
 	var (
 		level slog.Level
@@ -505,10 +509,7 @@ func (rt *Runtime) logResult(x *exchange, res *result) {
 	if !rt.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("operation", x.op.ID), slog.String("mode", x.op.Mode.String())}
-	if x.key != "" {
-		attrs = append(attrs, slog.String("key_hash", keyHash(x.scope, x.key)))
-	}
+	attrs := x.logAttrs()
 	if res.err != nil {
 		attrs = append(attrs, slog.Any("error", res.err))
 	}
