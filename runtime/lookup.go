@@ -136,7 +136,8 @@ func Lookup(ctx context.Context, st store.Store, scope, key string, opts LookupO
 }
 
 // LookupOperation finds the record of key for one operation in tenant scope: Lookup with
-// LookupOptions.Operation set. found is false when there is none.
+// LookupOptions.Operation set, and the stored body when body is true. found is false when there
+// is none. Errors are Lookup's, and ErrLookupInvalid for an empty operation.
 func LookupOperation(ctx context.Context, st store.Store, scope, operation, key string, body bool) (rec RecordInfo, found bool, err error) {
 	if operation == "" {
 		return RecordInfo{}, false, fmt.Errorf("%w: the operation is empty", ErrLookupInvalid)
@@ -148,7 +149,7 @@ func LookupOperation(ctx context.Context, st store.Store, scope, operation, key 
 	return recs[0], true, nil
 }
 
-// Lookup is the package function Lookup on rt's store.
+// Lookup is the package function Lookup on rt's store (Config.Store), with its errors.
 func (rt *Runtime) Lookup(ctx context.Context, scope, key string, opts LookupOptions) ([]RecordInfo, error) {
 	return Lookup(ctx, rt.cfg.Store, scope, key, opts)
 }

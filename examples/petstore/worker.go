@@ -26,9 +26,11 @@ type worker struct {
 	log               *slog.Logger
 }
 
-// adoptionSteps are the checks of an adoption, in order; progress moves by an equal share per
-// step and reaches 100 when the last is done.
-var adoptionSteps = [...]string{"checking references", "home visit", "signing the papers"}
+// adoptionSteps returns the checks of an adoption, in order; progress moves by an equal share
+// per step and reaches 100 when the last is done.
+func adoptionSteps() []string {
+	return []string{"checking references", "home visit", "signing the papers"}
+}
 
 // run processes jobs until ctx ends, then returns ctx.Err().
 func (w *worker) run(ctx context.Context) error {
@@ -65,8 +67,9 @@ RETURNING id, adoption_id, attempts`, w.lease.Milliseconds()).Scan(&job, &adopti
 	if err != nil {
 		return false, fmt.Errorf("claim a job: %w", err)
 	}
-	for i, step := range adoptionSteps {
-		progress := i * 100 / len(adoptionSteps)
+	steps := adoptionSteps()
+	for i, step := range steps {
+		progress := i * 100 / len(steps)
 		ct, err := w.pool.Exec(ctx, `UPDATE adoptions SET status = 'running', progress = $2, step = $3
 WHERE id = $1 AND EXISTS (SELECT 1 FROM adoption_jobs j WHERE j.id = $4 AND j.attempts = $5 AND j.done_at IS NULL)`,
 			adoptionID, progress, step, job, token)
