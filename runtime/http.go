@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +37,8 @@ type exchange struct {
 	op        *Operation
 	r         *http.Request
 	scope     string
-	scoped    bool // the scope is known (the ScopeFunc accepted the request, or SingleTenant)
+	scoped    bool   // the scope is known (the ScopeFunc accepted the request, or SingleTenant)
+	tenant    string // the ScopeFunc's tenant; scope adds the operation's ScopeHeaders to it
 	body      []byte
 	mediaType string // the request's own, lower case, no parameters ("" without a body)
 	declared  string // the Operation.MediaTypes entry that admitted it
@@ -119,11 +119,8 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 		}
 		x.scope = s
 	}
-	for _, h := range op.ScopeHeaders {
-		// Length-prefixed, so no tenant and value pair can spell another.
-		v := r.Header.Get(h)
-		x.scope += "\x00" + strconv.Itoa(len(v)) + ":" + v
-	}
+	x.tenant = x.scope
+	x.scope = op.RequestScope(x.scope, r.Header)
 	if op.Profile == ProfileStripe {
 		x.requestID = newRequestID()
 	}
