@@ -9,8 +9,11 @@ import (
 
 // Log lines of a request carry its tenant and key as digests, never raw (docs/runtime.md, "Logs"):
 //
-//	tenant_hash  12 hex digits of SHA-256 over "idemgen/tenant/v1", a zero byte and the scope
+//	tenant_hash  12 hex digits of SHA-256 over "idemgen/tenant/v1", a zero byte and the tenant
 //	key_hash     12 hex digits of SHA-256 over the scope, a zero byte and the key
+//
+// The tenant is what the ScopeFunc returned; the scope is the tenant with the values of the
+// operation's ScopeHeaders (Operation.RequestScope), the same as the tenant for most operations.
 //
 // The tenant is a digest too because a scope is often a credential or a customer identifier
 // (an API key, a bearer token's subject): logs travel to places an API key must not. The
@@ -18,11 +21,12 @@ import (
 // them next to a record, so an incident can be followed from a tenant and a key to the logs.
 
 // LogDigests returns the tenant_hash and key_hash that the runtime's log lines carry for a
-// request of tenant scope with the idempotency key key (as the client sent it, RFC 8941 quotes
-// removed; not operation-qualified). Each is 12 lowercase hex digits; neither gives back the
-// tenant or the key.
-func LogDigests(scope, key string) (tenantHash, keyHashDigits string) {
-	return tenantDigest(scope), keyHash(scope, key)
+// request of tenant with the idempotency key key (as the client sent it, RFC 8941 quotes
+// removed; not operation-qualified), for an operation without ScopeHeaders. Each is 12
+// lowercase hex digits; neither gives back the tenant or the key. For an operation with
+// ScopeHeaders the key_hash is LogDigests(op.RequestScope(tenant, h), key)'s.
+func LogDigests(tenant, key string) (tenantHash, keyHashDigits string) {
+	return tenantDigest(tenant), keyHash(tenant, key)
 }
 
 func tenantDigest(scope string) string {
@@ -48,7 +52,7 @@ func (x *exchange) logAttrs() []slog.Attr {
 	attrs := make([]slog.Attr, 0, 6)
 	attrs = append(attrs, slog.String("operation", x.op.ID), slog.String("mode", x.op.Mode.String()))
 	if x.scoped && !x.rt.cfg.SingleTenant {
-		attrs = append(attrs, slog.String("tenant_hash", tenantDigest(x.scope)))
+		attrs = append(attrs, slog.String("tenant_hash", tenantDigest(x.tenant)))
 	}
 	if x.key != "" {
 		attrs = append(attrs, slog.String("key_hash", keyHash(x.scope, x.key)))

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,16 +37,24 @@ type LookupOptions struct {
 	// Body asks for the stored response body; without it RecordInfo.Body is nil and only its
 	// size is read.
 	Body bool
+	// ScopeHeaders are the values of scope headers (Operation.ScopeHeaders, such as Stripe's
+	// Stripe-Account) as the request carried them. An operation that declares scope headers
+	// stores its records under the tenant and those values (Operation.RequestScope): they are
+	// found only for the operations in Operations that declare them, with these values.
+	ScopeHeaders http.Header
 }
 
 // RecordInfo is one idempotency record as support staff see it. Its JSON form is the admin API's
 // (runtime/admin) and `idemgen records get`'s. Times are the store's clock, in UTC.
 type RecordInfo struct {
-	// Tenant is the scope; Key the key as the client sent it; PerOperation reports a key of an
-	// operation declared `scope: operation` (stored as "<operation> <key>").
-	Tenant       string `json:"tenant"`
-	Key          string `json:"key"`
-	PerOperation bool   `json:"per_operation,omitempty"`
+	// Tenant is the tenant (the ScopeFunc's); ScopeHeaders the values of the operation's scope
+	// headers that are part of the record's scope, if it declares any; Key the key as the
+	// client sent it; PerOperation reports a key of an operation declared `scope: operation`
+	// (stored as "<operation> <key>").
+	Tenant       string            `json:"tenant"`
+	ScopeHeaders map[string]string `json:"scope_headers,omitempty"`
+	Key          string            `json:"key"`
+	PerOperation bool              `json:"per_operation,omitempty"`
 	// Operation is the operation ID whose request claimed the key.
 	Operation string `json:"operation"`
 	// State is "completed", "running" (a lease-mode claim whose handler has not finished) or
@@ -86,14 +96,14 @@ type RecordInfo struct {
 	KeyHash    string `json:"key_hash"`
 }
 
-// Lookup finds the records that the idempotency key key names in tenant scope, reading through
-// st's store.Inspector: the tenant-wide record of the key, and the per-operation records that
-// opts allows (see LookupOptions). key is the key as the client sent it; an RFC 8941 quoted
+// Lookup finds the records that the idempotency key key names in tenant, reading through st's
+// store.Inspector: the tenant-wide record of the key, and the per-operation records and the
+// records of operations with scope headers that opts allows (see LookupOptions). key is the key as the client sent it; an RFC 8941 quoted
 // form ("abc") is the key abc, as for requests. Records are returned tenant-wide first, then by
 // operation; expired records that the sweeper has not deleted yet are included (State
 // "expired"). When nothing is found the slice is empty and the error nil. Errors: ErrNoInspector,
 // ErrLookupInvalid (an empty or malformed key), or the store's error (wrapped).
-func Lookup(ctx context.Context, st store.Store, scope, key string, opts LookupOptions) ([]RecordInfo, error) {
+func Lookup(ctx context.Context, st store.Store, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
 	in, ok := st.(store.Inspector)
 	if !ok {
 		return nil, ErrNoInspector
@@ -102,47 +112,80 @@ func Lookup(ctx context.Context, st store.Store, scope, key string, opts LookupO
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{k}
-	perOp := func(id string) {
-		sk := (&Operation{ID: id, Scope: ScopeOperation}).storedKey(k)
-		for _, have := range keys {
-			if have == sk {
-				return
+	// The stored keys to read, grouped by the scope they are stored under.
+	type group struct {
+		scope   string
+		headers map[string]string
+		keys    []string
+	}
+	var groups []*group
+	add := func(scope string, headers map[string]string, sk string) {
+		var g *group
+		for _, have := range groups {
+			if have.scope == scope {
+				g = have
 			}
 		}
-		keys = append(keys, sk)
-	}
-	if opts.Operation != "" {
-		perOp(opts.Operation)
-	} else {
-		for _, op := range opts.Operations {
-			if op != nil && op.Scope == ScopeOperation {
-				perOp(op.ID)
-			}
+		if g == nil {
+			g = &group{scope: scope, headers: headers}
+			groups = append(groups, g)
+		}
+		if !slices.Contains(g.keys, sk) {
+			g.keys = append(g.keys, sk)
 		}
 	}
-	snaps, err := in.Inspect(ctx, scope, keys, opts.Body)
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
-	}
-	out := make([]RecordInfo, 0, len(snaps))
-	for i := range snaps {
-		if opts.Operation != "" && snaps[i].Operation != opts.Operation {
+	perOp := func(id string) string { return (&Operation{ID: id, Scope: ScopeOperation}).storedKey(k) }
+	add(tenant, nil, k)
+	known := false
+	for _, op := range opts.Operations {
+		if op == nil || (opts.Operation != "" && op.ID != opts.Operation) {
 			continue
 		}
-		out = append(out, recordInfo(&snaps[i], k))
+		known = known || op.ID == opts.Operation
+		scope, headers := tenant, map[string]string(nil)
+		if len(op.ScopeHeaders) > 0 {
+			scope = op.RequestScope(tenant, opts.ScopeHeaders)
+			headers = map[string]string{}
+			for _, h := range op.ScopeHeaders {
+				headers[http.CanonicalHeaderKey(h)] = opts.ScopeHeaders.Get(h)
+			}
+		}
+		add(scope, headers, k)
+		if op.Scope == ScopeOperation {
+			add(scope, headers, perOp(op.ID))
+		}
+	}
+	if opts.Operation != "" && !known {
+		// An operation the caller did not describe: its key may be stored either way.
+		add(tenant, nil, perOp(opts.Operation))
+	}
+	var out []RecordInfo
+	for _, g := range groups {
+		snaps, err := in.Inspect(ctx, g.scope, g.keys, opts.Body)
+		if err != nil {
+			return nil, fmt.Errorf("lookup: %w", err)
+		}
+		for i := range snaps {
+			if opts.Operation != "" && snaps[i].Operation != opts.Operation {
+				continue
+			}
+			out = append(out, recordInfo(&snaps[i], tenant, g.headers, k))
+		}
+	}
+	if out == nil {
+		out = []RecordInfo{}
 	}
 	return out, nil
 }
 
-// LookupOperation finds the record of key for one operation in tenant scope: Lookup with
+// LookupOperation finds the record of key for one operation in tenant: Lookup with
 // LookupOptions.Operation set, and the stored body when body is true. found is false when there
 // is none. Errors are Lookup's, and ErrLookupInvalid for an empty operation.
-func LookupOperation(ctx context.Context, st store.Store, scope, operation, key string, body bool) (rec RecordInfo, found bool, err error) {
+func LookupOperation(ctx context.Context, st store.Store, tenant, operation, key string, body bool) (rec RecordInfo, found bool, err error) {
 	if operation == "" {
 		return RecordInfo{}, false, fmt.Errorf("%w: the operation is empty", ErrLookupInvalid)
 	}
-	recs, err := Lookup(ctx, st, scope, key, LookupOptions{Operation: operation, Body: body})
+	recs, err := Lookup(ctx, st, tenant, key, LookupOptions{Operation: operation, Body: body})
 	if err != nil || len(recs) == 0 {
 		return RecordInfo{}, false, err
 	}
@@ -150,8 +193,8 @@ func LookupOperation(ctx context.Context, st store.Store, scope, operation, key 
 }
 
 // Lookup is the package function Lookup on rt's store (Config.Store), with its errors.
-func (rt *Runtime) Lookup(ctx context.Context, scope, key string, opts LookupOptions) ([]RecordInfo, error) {
-	return Lookup(ctx, rt.cfg.Store, scope, key, opts)
+func (rt *Runtime) Lookup(ctx context.Context, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
+	return Lookup(ctx, rt.cfg.Store, tenant, key, opts)
 }
 
 // Stats summarises st's records (store.Inspector.Stats: counts by state and operation, the
@@ -189,9 +232,10 @@ func normalizeLookupKey(key string) (string, error) {
 	return k, nil
 }
 
-func recordInfo(sn *store.Snapshot, key string) RecordInfo {
+func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]string, key string) RecordInfo {
 	r := RecordInfo{
-		Tenant:             sn.ID.Scope,
+		Tenant:             tenant,
+		ScopeHeaders:       scopeHeaders,
 		Key:                key,
 		PerOperation:       sn.ID.Key != key,
 		Operation:          sn.Operation,
@@ -205,7 +249,7 @@ func recordInfo(sn *store.Snapshot, key string) RecordInfo {
 		ExpiresAt:          sn.ExpiresAt.UTC(),
 		ReadAt:             sn.ReadAt.UTC(),
 	}
-	r.TenantHash, r.KeyHash = LogDigests(sn.ID.Scope, key)
+	r.TenantHash, r.KeyHash = tenantDigest(tenant), keyHash(sn.ID.Scope, key)
 	switch {
 	case !sn.Live:
 		r.State = "expired"

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,6 +87,7 @@ process list). Exit codes: 0 success (also when no record is found: "found" is f
 
 func newRecordsGetCmd(rf *recordsFlags) *cobra.Command {
 	var tenant, key, operation string
+	var scopeHeaders []string
 	var body bool
 	cmd := &cobra.Command{
 		Use:   "get --tenant TENANT --key KEY",
@@ -95,8 +98,11 @@ func newRecordsGetCmd(rf *recordsFlags) *cobra.Command {
 
 A key is searched tenant-wide (the default scope). For an operation declared
 ` + "`scope: operation`" + ` pass --operation: its per-operation record is searched too, and only
-records of that operation are printed. The stored body is printed only with --body (base64 in
-"body", and as text in "body_text" when it is UTF-8). docs/runtime.md lists every field.`,
+records of that operation are printed. An operation whose scope includes request headers
+(Operation.ScopeHeaders, such as Stripe-Account) stores its records under the tenant and
+those headers' values: pass each with --scope-header, in the order the operation declares them.
+The stored body is printed only with --body (base64 in "body", and as text in "body_text" when
+it is UTF-8). docs/cli.md shows the output.`,
 		Example: `  IDEMGEN_DSN=postgres://support@db/payments idemgen records get --tenant acme --key 6f1c2a9e-0002
   idemgen records get --dsn "$DSN" --tenant acme --key k-123 --operation captureCharge --body`,
 		Args: cobra.NoArgs,
@@ -111,7 +117,27 @@ records of that operation are printed. The stored body is printed only with --bo
 				return err
 			}
 			defer pool.Close()
-			recs, err := runtime.Lookup(ctx, st, tenant, key, runtime.LookupOptions{Operation: operation, Body: body})
+			opts := runtime.LookupOptions{Operation: operation, Body: body}
+			if len(scopeHeaders) > 0 {
+				// The operation as far as the command knows it: its scope headers in the given
+				// order; with --operation, its key may be stored per operation or tenant-wide.
+				op := &runtime.Operation{ID: operation, Scope: runtime.ScopeTenant}
+				if operation != "" {
+					op.Scope = runtime.ScopeOperation
+				}
+				opts.ScopeHeaders = http.Header{}
+				for _, sh := range scopeHeaders {
+					name, value, ok := strings.Cut(sh, ":")
+					if !ok || strings.TrimSpace(name) == "" {
+						return &exitError{code: exitUsage, err: errorf("--scope-header %q: want NAME: VALUE", sh)}
+					}
+					name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+					op.ScopeHeaders = append(op.ScopeHeaders, name)
+					opts.ScopeHeaders.Set(name, strings.TrimSpace(value))
+				}
+				opts.Operations = []*runtime.Operation{op}
+			}
+			recs, err := runtime.Lookup(ctx, st, tenant, key, opts)
 			switch {
 			case errors.Is(err, runtime.ErrLookupInvalid):
 				return &exitError{code: exitUsage, err: err}
@@ -130,6 +156,7 @@ records of that operation are printed. The stored body is printed only with --bo
 	fl.StringVar(&tenant, "tenant", "", "the `TENANT` (the scope the service's ScopeFunc returns)")
 	fl.StringVar(&key, "key", "", "the idempotency `KEY` as the client sent it")
 	fl.StringVar(&operation, "operation", "", "only records of this `OPERATION` ID, including its per-operation key")
+	fl.StringArrayVar(&scopeHeaders, "scope-header", nil, "`NAME: VALUE` of a header that is part of the operation's scope (Stripe-Account: acct_1); repeat in the declared order")
 	fl.BoolVar(&body, "body", false, "print the stored response body too")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,13 @@ func TestRecordsCommands(t *testing.T) {
 	if _, err := st.Reserve(ctx, claim("captureCharge k-cli-0000000000000001", "captureCharge")); err != nil {
 		t.Fatal(err)
 	}
+	// A record under a scope header (Stripe-Account), as the runtime stores it.
+	refundOp := &runtime.Operation{ID: "createRefund", ScopeHeaders: []string{"Stripe-Account"}}
+	rc := claim("k-cli-refund-000000001", "createRefund")
+	rc.ID.Scope = refundOp.RequestScope("acme", http.Header{"Stripe-Account": {"acct_7"}})
+	if _, err := st.Reserve(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
 
 	code, out, errOut := idemgen(t, "records", "get", "--dsn", dsn, "--tenant", "acme", "--key", "k-cli-0000000000000001")
 	if code != exitOK {
@@ -71,6 +79,12 @@ func TestRecordsCommands(t *testing.T) {
 		!got.Records[0].PerOperation || !got.Records[0].LeaseRunning {
 		t.Errorf("get --operation: exit %d %s %s", code, out, errOut)
 	}
+	code, out, errOut = idemgen(t, "records", "get", "--tenant", "acme", "--key", "k-cli-refund-000000001", "--scope-header", "stripe-account: acct_7")
+	got.Records = nil
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Records) != 1 ||
+		got.Records[0].Operation != "createRefund" || got.Records[0].ScopeHeaders["Stripe-Account"] != "acct_7" {
+		t.Errorf("get --scope-header: exit %d %s %s", code, out, errOut)
+	}
 	code, out, _ = idemgen(t, "records", "get", "--tenant", "other", "--key", "k-cli-0000000000000001")
 	if code != exitOK || !strings.Contains(out, `"found": false`) || !strings.Contains(out, `"records": []`) {
 		t.Errorf("another tenant: exit %d %s", code, out)
@@ -78,7 +92,7 @@ func TestRecordsCommands(t *testing.T) {
 
 	code, out, errOut = idemgen(t, "records", "stats")
 	var s store.Stats
-	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 1 || s.Completed != 1 || len(s.Operations) != 2 ||
+	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 2 || s.Completed != 1 || len(s.Operations) != 3 ||
 		s.OldestRunning == nil || s.StorageBytes == 0 {
 		t.Errorf("stats: exit %d %s %s", code, out, errOut)
 	}
@@ -89,6 +103,7 @@ func TestRecordsCommands(t *testing.T) {
 	}{
 		{[]string{"records", "get", "--tenant", "acme"}, exitUsage},
 		{[]string{"records", "get", "--tenant", "acme", "--key", "two words"}, exitUsage},
+		{[]string{"records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--scope-header", "no colon"}, exitUsage},
 		{[]string{"records", "stats", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, exitStore},
 		{[]string{"records", "stats", "--dsn", "::not a dsn::"}, exitUsage},
 	} {

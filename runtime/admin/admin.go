@@ -13,7 +13,10 @@
 //	GET  /            the support page (a search form)
 //	POST /            the support page with the records of the posted tenant and key
 //	GET  /records     JSON: {"tenant", "key", "records": [runtime.RecordInfo...]}; query
-//	POST /records       parameters, a form or a JSON object: tenant, key, operation, body
+//	POST /records       parameters, a form or a JSON object: tenant, key, operation, body,
+//	                    and the values of scope headers (JSON "scope_headers": {"Name": "value"};
+//	                    form or query "h:Name=value"), which operations declaring
+//	                    Operation.ScopeHeaders store in their scope
 //	GET  /stats       JSON: store.Stats (reads every record: use sparingly)
 //	GET  /style.css   the page's style sheet
 //
@@ -71,6 +74,9 @@ type handler struct {
 	st      store.Store
 	opts    Options
 	opIDs   []string
+	// scopeHeaders are the operations' ScopeHeaders (canonical names, sorted): the form asks
+	// for their values, which are part of those operations' scopes.
+	scopeHeaders []string
 	page    *template.Template
 	css     []byte
 	timeout time.Duration
@@ -92,12 +98,22 @@ func New(st store.Store, opts Options) (http.Handler, error) {
 	}
 	seen := map[string]bool{}
 	for _, op := range opts.Operations {
-		if op != nil && !seen[op.ID] {
+		if op == nil {
+			continue
+		}
+		if !seen[op.ID] {
 			seen[op.ID] = true
 			h.opIDs = append(h.opIDs, op.ID)
 		}
+		for _, name := range op.ScopeHeaders {
+			if name = http.CanonicalHeaderKey(name); !seen["h:"+name] {
+				seen["h:"+name] = true
+				h.scopeHeaders = append(h.scopeHeaders, name)
+			}
+		}
 	}
 	sort.Strings(h.opIDs)
+	sort.Strings(h.scopeHeaders)
 	var err error
 	funcs := template.FuncMap{"stamp": func(v any) string {
 		switch t := v.(type) {
@@ -166,16 +182,30 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	return false
 }
 
-// query is one search: a tenant, a key, an optional operation, and whether to read bodies.
+// query is one search: a tenant, a key, an optional operation, the values of scope headers,
+// and whether to read bodies.
 type query struct {
-	Tenant    string `json:"tenant"`
-	Key       string `json:"key"`
-	Operation string `json:"operation"`
-	Body      bool   `json:"body"`
+	Tenant       string            `json:"tenant"`
+	Key          string            `json:"key"`
+	Operation    string            `json:"operation"`
+	ScopeHeaders map[string]string `json:"scope_headers"`
+	Body         bool              `json:"body"`
 }
 
-// readQuery reads a search from a JSON body, a form body or the URL's query.
-func readQuery(w http.ResponseWriter, r *http.Request) (query, error) {
+// header returns the scope header values as an http.Header.
+func (q *query) header() http.Header {
+	h := http.Header{}
+	for k, v := range q.ScopeHeaders {
+		if v != "" {
+			h.Set(k, v)
+		}
+	}
+	return h
+}
+
+// readQuery reads a search from a JSON body, a form body or the URL's query; a form carries a
+// scope header's value as the field "h:<Header-Name>".
+func (h *handler) readQuery(w http.ResponseWriter, r *http.Request) (query, error) {
 	var q query
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
@@ -183,7 +213,7 @@ func readQuery(w http.ResponseWriter, r *http.Request) (query, error) {
 			dec := json.NewDecoder(r.Body)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&q); err != nil {
-				return q, fmt.Errorf("the JSON search is not an object of tenant, key, operation and body: %v", err)
+				return q, fmt.Errorf("the JSON search is not an object of tenant, key, operation, scope_headers and body: %v", err)
 			}
 			return q, nil
 		}
@@ -194,6 +224,14 @@ func readQuery(w http.ResponseWriter, r *http.Request) (query, error) {
 	q.Tenant = r.Form.Get("tenant")
 	q.Key = r.Form.Get("key")
 	q.Operation = strings.TrimSpace(r.Form.Get("operation"))
+	for _, name := range h.scopeHeaders {
+		if v := r.Form.Get("h:" + name); v != "" {
+			if q.ScopeHeaders == nil {
+				q.ScopeHeaders = map[string]string{}
+			}
+			q.ScopeHeaders[name] = v
+		}
+	}
 	switch strings.ToLower(r.Form.Get("body")) {
 	case "1", "true", "on", "yes":
 		q.Body = true
@@ -205,12 +243,12 @@ func (h *handler) lookup(ctx context.Context, q query) ([]runtime.RecordInfo, er
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	return runtime.Lookup(ctx, h.st, q.Tenant, q.Key, runtime.LookupOptions{
-		Operation: q.Operation, Operations: h.opts.Operations, Body: q.Body,
+		Operation: q.Operation, Operations: h.opts.Operations, Body: q.Body, ScopeHeaders: q.header(),
 	})
 }
 
 func (h *handler) serveRecords(w http.ResponseWriter, r *http.Request) {
-	q, err := readQuery(w, r)
+	q, err := h.readQuery(w, r)
 	if err != nil {
 		writeProblem(w, http.StatusBadRequest, "search-invalid", err.Error())
 		return
@@ -257,7 +295,9 @@ func failure(err error) (int, string) {
 type pageData struct {
 	Title      string
 	Operations []string
-	Q          query
+	// ScopeHeaders are the scope headers' names and the values searched.
+	ScopeHeaders [][2]string
+	Q            query
 	Searched   bool
 	Error      string
 	Records    []recordView
@@ -280,7 +320,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		d.Searched = true
-		q, err := readQuery(w, r)
+		q, err := h.readQuery(w, r)
 		d.Q = q
 		switch {
 		case err != nil:
@@ -301,6 +341,9 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 				d.Records = append(d.Records, view(rec, q.Body))
 			}
 		}
+	}
+	for _, name := range h.scopeHeaders {
+		d.ScopeHeaders = append(d.ScopeHeaders, [2]string{name, d.Q.ScopeHeaders[name]})
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

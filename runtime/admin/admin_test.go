@@ -54,6 +54,17 @@ func captureOp() *runtime.Operation {
 	}
 }
 
+// refundOp folds a connected-account header into the scope (Operation.ScopeHeaders).
+func refundOp() *runtime.Operation {
+	return &runtime.Operation{
+		ID: "createRefund", Method: "POST", Path: "/v1/refunds",
+		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:    time.Hour,
+		MediaTypes:   []string{"application/json"},
+		ScopeHeaders: []string{"Stripe-Account"},
+	}
+}
+
 type body struct{}
 
 func decode(in *gen.Input) (body, error) {
@@ -108,7 +119,11 @@ func newService(t *testing.T) *service {
 				return runtime.Response{Status: http.StatusOK, Body: []byte(`{"captured":true}`)}, nil
 			}, nil
 		}))
-	h, err := admin.New(s.st, admin.Options{Operations: []*runtime.Operation{payOp(), captureOp()}})
+	mux.Handle("POST /v1/refunds", runtime.AtomicHandler(rt, refundOp(), decode,
+		func(ctx context.Context, db pgstore.DBTX, _ *body) (runtime.Response, error) {
+			return runtime.Response{Status: http.StatusCreated, Body: []byte(`{"refunded":true}`)}, nil
+		}))
+	h, err := admin.New(s.st, admin.Options{Operations: []*runtime.Operation{payOp(), captureOp(), refundOp()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +140,11 @@ func newService(t *testing.T) *service {
 	return s
 }
 
-func (s *service) post(path, key string) (*http.Response, error) {
+func (s *service) post(path, key string, header ...string) (*http.Response, error) {
 	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+path, strings.NewReader(`{"amount":100}`))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Tenant", tenant)
 	req.Header.Set("Idempotency-Key", key)
@@ -213,8 +231,29 @@ func TestLookup(t *testing.T) {
 		t.Errorf("admin.New on a store without Inspector: %v", err)
 	}
 
+	// A refund under a connected account: its scope is the tenant and the header's value.
+	const refundKey = "refund-2026-05-01-000000001"
+	if r, err := s.post("/v1/refunds", refundKey, "Stripe-Account", "acct_123"); err != nil || r.StatusCode != http.StatusCreated {
+		t.Fatalf("refund: %v %v", r, err)
+	}
+	ops = append(ops, refundOp())
+	if recs, err := runtime.Lookup(ctx, s.st, tenant, refundKey, runtime.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
+		t.Errorf("found without the account: %+v %v", recs, err)
+	}
+	recs, err = runtime.Lookup(ctx, s.st, tenant, refundKey, runtime.LookupOptions{Operations: ops,
+		ScopeHeaders: http.Header{"Stripe-Account": {"acct_123"}}})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("with the account: %+v %v", recs, err)
+	}
+	th, _ = runtime.LogDigests(tenant, refundKey)
+	_, kh = runtime.LogDigests(refundOp().RequestScope(tenant, http.Header{"Stripe-Account": {"acct_123"}}), refundKey)
+	if r := recs[0]; r.Tenant != tenant || r.ScopeHeaders["Stripe-Account"] != "acct_123" || r.Operation != "createRefund" ||
+		r.TenantHash != th || r.KeyHash != kh {
+		t.Errorf("refund record: %+v", r)
+	}
+
 	st, err := runtime.Stats(ctx, s.st)
-	if err != nil || st.Running != 1 || st.Completed != 1 || len(st.Operations) != 2 {
+	if err != nil || st.Running != 1 || st.Completed != 2 || len(st.Operations) != 3 {
 		t.Errorf("stats: %+v %v", st, err)
 	}
 }
@@ -332,6 +371,19 @@ func TestAdminPageEscapes(t *testing.T) {
 	}
 	if !strings.Contains(page, "&lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt;") || !strings.Contains(page, "createPayment") {
 		t.Errorf("the stored body is not shown escaped:\n%s", page)
+	}
+	if r, err := s.post("/v1/refunds", "refund-2026-05-01-000000002", "Stripe-Account", "acct_9"); err != nil || r.StatusCode != http.StatusCreated {
+		t.Fatalf("refund: %v %v", r, err)
+	}
+	form = url.Values{"tenant": {tenant}, "key": {"refund-2026-05-01-000000002"}, "h:Stripe-Account": {"acct_9"}}
+	resp, err = s.srv.Client().PostForm(s.srv.URL+"/admin/", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if page := string(b); !strings.Contains(page, `name="h:Stripe-Account" value="acct_9"`) || !strings.Contains(page, "createRefund") {
+		t.Errorf("the refund under its account is not on the page:\n%s", page)
 	}
 	if r, err := s.srv.Client().Get(s.srv.URL + "/admin"); err != nil || r.StatusCode != 200 {
 		t.Errorf("GET /admin (no slash) does not reach the page: %v %v", r, err)

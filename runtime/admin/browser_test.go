@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/idemgen/idemgen/runtime"
@@ -97,8 +98,26 @@ func TestBrowserSupportPage(t *testing.T) {
 
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+			t.Fatalf("%s: %v\npage: %s", what, err, html)
+		}
+	}
+	// submit clicks a button that posts a form and waits for the page it loads, then for sel on
+	// that page.
+	submit := func(what, button, sel string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		_, err := chromedp.Run(sctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(button))))
+		if err == nil {
+			err = chromedp.Do(sctx, chromedp.WaitVisible(chromedp.CSS(sel)))
+		}
+		if err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+			t.Fatalf("%s: %v\npage: %s", what, err, html)
 		}
 	}
 	text := func(sel string) string {
@@ -126,14 +145,13 @@ func TestBrowserSupportPage(t *testing.T) {
 		return v
 	}
 
-	do("search the payment's key",
+	do("type the payment's tenant and key",
 		chromedp.Navigate(s.srv.URL+"/admin/"),
 		chromedp.WaitVisible(chromedp.ID("search")),
 		chromedp.SendKeys(chromedp.ID("tenant"), tenant),
 		chromedp.SendKeys(chromedp.ID("key"), payKey),
-		chromedp.Click(chromedp.ID("find")),
-		chromedp.WaitVisible(chromedp.ID("record-0")),
 	)
+	submit("search the payment's key", "#find", "#record-0")
 	if got := title(); got != "Idempotency records" {
 		t.Errorf("title %q", got)
 	}
@@ -153,10 +171,7 @@ func TestBrowserSupportPage(t *testing.T) {
 		t.Errorf("the body is shown before it was asked for (%d, %q)", n, note)
 	}
 
-	do("show the body",
-		chromedp.Click(chromedp.CSS("#record-0 .show-body-button")),
-		chromedp.WaitVisible(chromedp.CSS("#record-0 pre.body")),
-	)
+	submit("show the body", "#record-0 .show-body-button", "#record-0 pre.body")
 	body := text("#record-0 pre.body")
 	note, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#record-0 table.headers tr')].filter(r => r.cells[0] && r.cells[0].textContent === 'X-Note').map(r => r.cells[1].textContent).join('')`))
 	if err != nil {
@@ -171,23 +186,21 @@ func TestBrowserSupportPage(t *testing.T) {
 	}
 	shot := screenshot(t, ctx)
 
-	do("search the capture's per-operation key",
+	do("choose the capture's per-operation key",
 		chromedp.SetValue(chromedp.ID("key"), capKey),
 		chromedp.SetValue(chromedp.ID("operation"), "captureCharge"),
-		chromedp.Click(chromedp.ID("find")),
-		chromedp.WaitVisible(chromedp.CSS(`#record-0[data-state="running"]`)),
 	)
+	submit("search the capture's key", "#find", `#record-0[data-state="running"]`)
 	if state, lease := text("#record-0 .state"), text("#record-0 .lease"); !strings.HasPrefix(state, "running") ||
 		!strings.HasPrefix(lease, "running until") || !strings.Contains(lease, "409") {
 		t.Errorf("running capture: state %q, lease %q", state, lease)
 	}
 
-	do("search a key never used",
+	do("type a key never used",
 		chromedp.SetValue(chromedp.ID("key"), "never-used-key-000000001"),
 		chromedp.SetValue(chromedp.ID("operation"), ""),
-		chromedp.Click(chromedp.ID("find")),
-		chromedp.WaitVisible(chromedp.ID("none")),
 	)
+	submit("search a key never used", "#find", "#none")
 	if none := text("#none"); !strings.Contains(none, "No record for this key in tenant "+tenant) {
 		t.Errorf("unknown key: %q", none)
 	}
