@@ -75,6 +75,7 @@ func Operations() []*runtime.Operation {
 func Routes() []runtime.Route {
 	return []runtime.Route{
 		runtime.NewRoute(operationAddPet(), decodeAddPet),
+		runtime.NewRoute(operationAdoptPet(), decodeAdoptPet),
 		runtime.NewRoute(operationPlaceOrder(), decodePlaceOrder),
 	}
 }
