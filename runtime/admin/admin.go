@@ -71,15 +71,15 @@ type Options struct {
 
 // handler is the admin http.Handler. It keeps no state besides its configuration.
 type handler struct {
-	st      store.Store
-	opts    Options
-	opIDs   []string
+	st    store.Store
+	opts  Options
+	opIDs []string
 	// scopeHeaders are the operations' ScopeHeaders (canonical names, sorted): the form asks
 	// for their values, which are part of those operations' scopes.
 	scopeHeaders []string
-	page    *template.Template
-	css     []byte
-	timeout time.Duration
+	page         *template.Template
+	css          []byte
+	timeout      time.Duration
 }
 
 // New returns the read-only admin handler over st. It fails when st does not implement
@@ -298,9 +298,9 @@ type pageData struct {
 	// ScopeHeaders are the scope headers' names and the values searched.
 	ScopeHeaders [][2]string
 	Q            query
-	Searched   bool
-	Error      string
-	Records    []recordView
+	Searched     bool
+	Error        string
+	Records      []recordView
 }
 
 // recordView is one record laid out for the page.
