@@ -28,22 +28,11 @@ func operationAddPet() *runtime.Operation {
 // operationAdoptPet returns the resolved idempotency settings of adoptPet.
 func operationAdoptPet() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "adoptPet",
-		Method: "POST",
-		Path:   "/pet/{petId}/adoptions",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "adoptPet",
+		Method:     "POST",
+		Path:       "/pet/{petId}/adoptions",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
