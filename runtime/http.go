@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +37,8 @@ type exchange struct {
 	op        *Operation
 	r         *http.Request
 	scope     string
+	scoped    bool   // the scope is known (the ScopeFunc accepted the request, or SingleTenant)
+	tenant    string // the ScopeFunc's tenant; scope adds the operation's ScopeHeaders to it
 	body      []byte
 	mediaType string // the request's own, lower case, no parameters ("" without a body)
 	declared  string // the Operation.MediaTypes entry that admitted it
@@ -96,7 +97,8 @@ func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Opera
 		v, res = prepare(x, decode)
 		if !res.answered() {
 			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
-			res = run(ctx, x, &v)
+			// The handler's context carries the request's log attributes (LogAttrs, LogHandler).
+			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x, &v)
 		}
 	}
 	span.SetAttributes(attrOutcome.String(string(res.outcome)))
@@ -120,14 +122,12 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 		}
 		x.scope = s
 	}
-	for _, h := range op.ScopeHeaders {
-		// Length-prefixed, so no tenant and value pair can spell another.
-		v := r.Header.Get(h)
-		x.scope += "\x00" + strconv.Itoa(len(v)) + ":" + v
-	}
+	x.tenant = x.scope
+	x.scope = op.RequestScope(x.scope, r.Header)
 	if op.Profile == ProfileStripe {
 		x.requestID = newRequestID()
 	}
+	x.scoped = true
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
 		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
@@ -481,7 +481,8 @@ func newRequestID() string {
 }
 
 // logResult writes the log line an outcome deserves, with the request's context (so a
-// trace-aware handler can add its ids), the operation and a hash of the key, never the key.
+// trace-aware handler can add its ids), the operation, and digests of the tenant and the key
+// (logAttrs), never the tenant or the key.
 func (rt *Runtime) logResult(x *exchange, res *result) {
 	var (
 		level slog.Level
@@ -508,10 +509,7 @@ func (rt *Runtime) logResult(x *exchange, res *result) {
 	if !rt.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("operation", x.op.ID), slog.String("mode", x.op.Mode.String())}
-	if x.key != "" {
-		attrs = append(attrs, slog.String("key_hash", keyHash(x.scope, x.key)))
-	}
+	attrs := x.logAttrs()
 	if res.err != nil {
 		attrs = append(attrs, slog.Any("error", res.err))
 	}

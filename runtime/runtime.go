@@ -59,7 +59,8 @@ type Config struct {
 	// Logger receives structured logs, with each request's context; keys appear as a short
 	// hash, never raw. Default slog.Default().
 	Logger *slog.Logger
-	// Observer receives outcomes, claim latencies and sweep counts; default none.
+	// Observer receives outcomes, claim latencies and sweep counts; default none. One that also
+	// implements ExecutionObserver receives the first owner's execution times.
 	Observer Observer
 	// TracerProvider makes the OpenTelemetry spans of each request: "idempotency" around the
 	// runtime's work, with children for the lookup, the claim, the handler and the completion;
@@ -87,6 +88,7 @@ type Runtime struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	exec     ExecutionObserver // obs, when it implements it
 	problems ProblemWriter
 	tracer   trace.Tracer
 	// matcher compiles key and schema patterns once per Runtime.
@@ -125,7 +127,8 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, problems: cfg.ProblemWriter,
+	exec, _ := cfg.Observer.(ExecutionObserver)
+	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
 		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 

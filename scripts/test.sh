@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. Expects a PostgreSQL server in
-# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one).
+# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one). Installs, from Debian's
+# packages and only when they are missing, Chromium (the admin page's browser test) and
+# promtool (the alert rules' tests); with them present those tests may not skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# apt_install PKG...: installs Debian packages as root, or through sudo.
+apt_install() {
+  local run=()
+  [ "$(id -u)" = 0 ] || run=(sudo)
+  "${run[@]}" apt-get update -qq >&2
+  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
@@ -21,6 +31,20 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== tools: Chromium (admin page test), promtool (alert rules)"
+missing=()
+command -v "${IDEMGEN_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} from Debian's packages"
+  apt_install "${missing[@]}"
+fi
+export IDEMGEN_REQUIRE_BROWSER=1 IDEMGEN_REQUIRE_PROMTOOL=1
+
+echo "== alert rules (promtool check rules, promtool test rules)"
+promtool check rules docs/monitoring/alerts.yaml
+promtool test rules docs/monitoring/alerts_test.yaml
 
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/faults$')

@@ -48,3 +48,11 @@ CREATE TABLE IF NOT EXISTS idempotency_records (
 -- The sweeper deletes expired rows in expires_at order through this index.
 CREATE INDEX IF NOT EXISTS idempotency_records_expires_at_idx
     ON idempotency_records (expires_at);
+
+-- 0002_running_leases.up.sql
+-- idemgen idempotency store, version 2.
+-- Running lease-mode claims by the end of their lease. The sweeper counts the claims whose lease
+-- has ended (stale running records, a monitoring gauge) through this index instead of reading
+-- the whole table. Only running rows enter it (completed records never do), so it stays small.
+CREATE INDEX IF NOT EXISTS idempotency_records_running_idx
+    ON idempotency_records (locked_until) WHERE state = 'running';

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // Sweeper deletes expired idempotency records: completed records past their retention (they
 // already count as absent, so sweeping only reclaims space), and running lease-mode records
-// abandoned long ago (AbandonAfter). It it deletes in small batches in
+// abandoned long ago (AbandonAfter). It deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
 // by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
 // each batch skips rows another sweeper has locked (FOR UPDATE SKIP LOCKED) instead of queueing.
@@ -33,17 +35,43 @@ type Sweeper struct {
 	// it in subqueries; concurrent sweepers then may wait on each other's rows.
 	Portable bool
 	// Observer receives the rows deleted per batch; Logger, sweep failures. Defaults: none and
-	// slog.Default().
+	// slog.Default(). An Observer that also implements store.SweepObserver (runtime/prometheus
+	// does) receives a store.SweepReport after every sweep: the sweep's outcome, the running
+	// claims whose lease has ended (by operation) and the sweeper's lag, read through indexes
+	// after the sweep.
 	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
 }
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
-// how many rows it deleted. It stops at the first error (wrapped) or when ctx ends.
+// how many rows it deleted. It stops at the first error (wrapped) or when ctx ends. Then, when
+// the Observer is a store.SweepObserver, it samples the backlog and reports the sweep.
 func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	if s.Pool == nil {
 		return 0, errors.New("sweeper: Pool is nil")
 	}
+	so, report := s.Observer.(store.SweepObserver)
+	if !report {
+		return s.sweep(ctx)
+	}
+	start := time.Now()
+	n, err := s.sweep(ctx)
+	r := store.SweepReport{Deleted: n, Err: err}
+	if ctx.Err() == nil {
+		stale, lag, serr := sampleBacklog(ctx, s.Pool)
+		if serr == nil {
+			r.Sampled, r.StaleRunning, r.Lag = true, stale, lag
+		} else if r.Err == nil {
+			r.Err = serr
+		}
+	}
+	r.Duration = time.Since(start)
+	so.SweepDone(r)
+	return n, err
+}
+
+// sweep is the deleting part of SweepOnce.
+func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 	batch := s.BatchSize
 	if batch <= 0 {
 		batch = 500

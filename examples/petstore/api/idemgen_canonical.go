@@ -62,6 +62,25 @@ func appendCanonicalPet(b []byte, v *Pet) []byte {
 	return append(b, '}')
 }
 
+// appendCanonicalAdoptionRequest appends the canonical form (RFC 8785) of v to b: members adopter,
+// home.
+func appendCanonicalAdoptionRequest(b []byte, v *AdoptionRequest) []byte {
+	b = append(b, '{')
+	start := len(b)
+	x := v.Extra
+	b, x = x.AppendBefore(b, start, "adopter")
+	b = canonical.Comma(b, start)
+	b = append(b, "\"adopter\":"...)
+	b = canonical.AppendString(b, v.Adopter)
+	b, x = x.AppendBefore(b, start, "home")
+	if v.Home != nil {
+		b = append(b, ",\"home\":"...)
+		b = canonical.AppendString(b, string(*v.Home))
+	}
+	b = x.AppendAll(b, start)
+	return append(b, '}')
+}
+
 // appendCanonicalOrder appends the canonical form (RFC 8785) of v to b: members complete, id,
 // petId, quantity, shipDate, status.
 func appendCanonicalOrder(b []byte, v *Order) []byte {

@@ -7,6 +7,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/gen"
 	"math"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 )
 
 // decodeAddPet reads a request to addPet: the body and the parameters, checked against the schema
@@ -39,6 +41,49 @@ func parseAddPetParams(r *http.Request) (AddPetParams, error) {
 	return p, nil
 }
 
+// decodeAdoptPet reads a request to adoptPet: the body and the parameters, checked against the
+// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
+// fingerprint.
+func decodeAdoptPet(in *gen.Input) (v AdoptPetRequest, err error) {
+	if v.Body, err = decodeAdoptPetJSON(in.Body); err != nil {
+		return
+	}
+	in.Request.SetPathValue("petId", in.PathValue("petId"))
+	if v.Params, err = parseAdoptPetParams(in.Request); err != nil {
+		return
+	}
+	in.JSONBody(appendCanonicalAdoptionRequest(in.BodyStart(), &v.Body))
+	return
+}
+
+// decodeAdoptPetJSON decodes a application/json request body of operation adoptPet strictly and
+// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
+func decodeAdoptPetJSON(data []byte) (AdoptPetBody, error) {
+	var dv canonical.Decoder
+	d := &dv // stays on the stack: nothing keeps it
+	d.Reset(data)
+	var v AdoptPetBody
+	decodeAdoptionRequest(d, &v)
+	return v, d.Finish()
+}
+
+// parseAdoptPetParams reads the path, query and header parameters of adoptPet.
+func parseAdoptPetParams(r *http.Request) (AdoptPetParams, error) {
+	var p AdoptPetParams
+	{
+		s := r.PathValue("petId")
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return p, &gen.BodyError{
+				At:     "/path/petId",
+				Reason: "path parameter \"petId\": must be an integer (int64)",
+			}
+		}
+		p.PetID = n
+	}
+	return p, nil
+}
+
 // decodePlaceOrder reads a request to placeOrder: the body and the parameters, checked against the
 // schema (errors name the offending value: 400 body-invalid), then the canonical body for the
 // fingerprint.
@@ -68,6 +113,47 @@ func decodePlaceOrderJSON(data []byte) (PlaceOrderBody, error) {
 func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
 	var p PlaceOrderParams
 	return p, nil
+}
+
+func decodeAdoptionRequest(d *canonical.Decoder, v *AdoptionRequest) {
+	if !d.BeginObject() {
+		return
+	}
+	var seen uint64 // one bit per declared member
+	for d.NextMember() {
+		switch string(d.Name()) {
+		case "adopter":
+			if !d.Once(&seen, 0) {
+				return
+			}
+			v.Adopter = d.Str()
+			if utf8.RuneCountInString(v.Adopter) < 1 {
+				d.Invalid("length must be at least 1")
+			}
+			if utf8.RuneCountInString(v.Adopter) > 200 {
+				d.Invalid("length must be at most 200")
+			}
+		case "home":
+			if !d.Once(&seen, 1) {
+				return
+			}
+			var x AdoptionRequestHome
+			x = AdoptionRequestHome(d.Str())
+			switch x {
+			case AdoptionRequestHomeHouse, AdoptionRequestHomeApartment, AdoptionRequestHomeFarm:
+			default:
+				d.Invalid("must be one of \"house\", \"apartment\", \"farm\"")
+			}
+			v.Home = &x
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	switch {
+	case seen&(1<<0) == 0:
+		d.Missing("adopter")
+	}
 }
 
 func decodeCategory(d *canonical.Decoder, v *Category) {

@@ -22,6 +22,19 @@ func NewAddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
 	})
 }
 
+// NewAdoptPetHandler returns the http.Handler of operation adoptPet (POST /pet/{petId}/adoptions):
+// Start the adoption of a pet (a long-running operation)..
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
+// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
+// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
+// /pet/{petId}/adoptions".
+func NewAdoptPetHandler(rt *runtime.Runtime, fn AdoptPetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAdoptPet(), decodeAdoptPet, func(ctx context.Context, db pgstore.DBTX, in *AdoptPetRequest) (runtime.Response, error) {
+		return fn(ctx, db, in.Params, in.Body)
+	})
+}
+
 // NewPlaceOrderHandler returns the http.Handler of operation placeOrder (POST /store/order): Place
 // an order for a pet..
 //

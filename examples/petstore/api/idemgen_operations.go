@@ -25,6 +25,17 @@ func operationAddPet() *runtime.Operation {
 	}
 }
 
+// operationAdoptPet returns the resolved idempotency settings of adoptPet.
+func operationAdoptPet() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "adoptPet",
+		Method:     "POST",
+		Path:       "/pet/{petId}/adoptions",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
 // operationPlaceOrder returns the resolved idempotency settings of placeOrder.
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
@@ -42,6 +53,7 @@ func operationPlaceOrder() *runtime.Operation {
 func Operations() []*runtime.Operation {
 	return []*runtime.Operation{
 		operationAddPet(),
+		operationAdoptPet(),
 		operationPlaceOrder(),
 	}
 }
@@ -52,6 +64,7 @@ func Operations() []*runtime.Operation {
 func Routes() []runtime.Route {
 	return []runtime.Route{
 		runtime.NewRoute(operationAddPet(), decodeAddPet),
+		runtime.NewRoute(operationAdoptPet(), decodeAdoptPet),
 		runtime.NewRoute(operationPlaceOrder(), decodePlaceOrder),
 	}
 }
@@ -61,6 +74,7 @@ func Routes() []runtime.Route {
 // subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	AddPet     AddPetFunc
+	AdoptPet   AdoptPetFunc
 	PlaceOrder PlaceOrderFunc
 }
 
@@ -90,6 +104,10 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if h.AddPet != nil {
 		pattern = "POST /pet"
 		mux.Handle(pattern, NewAddPetHandler(rt, h.AddPet))
+	}
+	if h.AdoptPet != nil {
+		pattern = "POST /pet/{petId}/adoptions"
+		mux.Handle(pattern, NewAdoptPetHandler(rt, h.AdoptPet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /store/order"

@@ -9,6 +9,24 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// AdoptionRequest is a request type (schema AdoptionRequest).
+type AdoptionRequest struct {
+	Adopter string               `json:"adopter"`
+	Home    *AdoptionRequestHome `json:"home,omitempty"`
+	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
+	Extra canonical.Members `json:"-"`
+}
+
+// AdoptionRequestHome is a string enum (inline schema at
+// /components/schemas/AdoptionRequest/properties/home).
+type AdoptionRequestHome string
+
+const (
+	AdoptionRequestHomeHouse     AdoptionRequestHome = "house"
+	AdoptionRequestHomeApartment AdoptionRequestHome = "apartment"
+	AdoptionRequestHomeFarm      AdoptionRequestHome = "farm"
+)
+
 // Category is a request type (schema Category).
 type Category struct {
 	ID   *int64  `json:"id,omitempty"`
@@ -90,6 +108,34 @@ type AddPetRequest struct {
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
 type AddPetFunc func(ctx context.Context, tx pgstore.DBTX, p AddPetParams, body AddPetBody) (runtime.Response, error)
+
+// AdoptPetParams holds the parameters of operation adoptPet (POST /pet/{petId}/adoptions): Start
+// the adoption of a pet (a long-running operation)..
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// The idempotency key header is not here: the runtime reads and validates it.
+type AdoptPetParams struct {
+	PetID int64 // path parameter petId
+}
+
+// AdoptPetBody is the request body of operation adoptPet.
+type AdoptPetBody = AdoptionRequest
+
+// AdoptPetRequest is a decoded request to adoptPet.
+type AdoptPetRequest struct {
+	Params AdoptPetParams
+	Body   AdoptPetBody
+}
+
+// AdoptPetFunc is the business function of operation adoptPet (POST /pet/{petId}/adoptions): Start
+// the adoption of a pet (a long-running operation)..
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type AdoptPetFunc func(ctx context.Context, tx pgstore.DBTX, p AdoptPetParams, body AdoptPetBody) (runtime.Response, error)
 
 // PlaceOrderParams holds the parameters of operation placeOrder (POST /store/order): Place an order
 // for a pet..
