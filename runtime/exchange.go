@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // DefaultBodyLimit is limits.body and limits.response when an Operation leaves them zero:
@@ -17,18 +18,10 @@ import (
 const DefaultBodyLimit = 1 << 20
 
 // BodyError is a request refused by the generated decoder or parameter parser: 400 body-invalid
-// naming the JSON pointer (RFC 6901) of the offending value. Fail accepts it, *canonical.Error,
-// and any other error with a `Pointer() string` method.
-type BodyError struct {
-	// At is the JSON pointer of the offending value ("" for the whole body); for parameters the
-	// generator uses "/path/name", "/query/name" or "/header/name".
-	At string
-	// Reason says what is wrong, for the problem's detail.
-	Reason string
-}
-
-func (e *BodyError) Error() string   { return e.Reason }
-func (e *BodyError) Pointer() string { return e.At }
+// naming the JSON pointer (RFC 6901) of the offending value. It is gen.BodyError, kept here under
+// its old name until the runtime's API is reworked; Fail accepts it, *canonical.Error, and any
+// other error with a `Pointer() string` method.
+type BodyError = gen.BodyError
 
 // pointerError is what Fail recognises as a client error: *BodyError, *canonical.Error and any
 // other error that names where in the request it is.

@@ -1,0 +1,182 @@
+package gen
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// Input is one request to a marked operation while it is decoded and framed into its
+// fingerprint. The HTTP layer calls Reset, Begin, then the operation's generated decode function,
+// then Sum (or Release when decoding failed) and BodyKey. The generated decode function reads the
+// parameters (Params), decodes the body (JSON or Form), adds the body to the fingerprint
+// (JSONBody, FormBody or RawBody) and reports a body-carried key (SetBodyKey).
+//
+// Errors are sticky, like canonical.Decoder's: after the first refused parameter or form field
+// every later read is a no-op, and Err returns that first error. An Input may be reused for
+// another request after Reset; its zero value is ready for Reset.
+type Input struct {
+	// Request is the request being decoded.
+	Request *http.Request
+	// Body is the whole request body (nil or empty when there is none).
+	Body []byte
+	// MediaType is the request's media type, lower case without parameters ("" without a body).
+	MediaType string
+	// Declared is the operation's media type entry that admitted the request (MediaType, or the
+	// media range that matched it); generated code picks its decoder by it.
+	Declared string
+
+	pathValue func(string) string
+	query     url.Values
+	queried   bool
+
+	framer  canonical.Framer
+	framing bool
+
+	key    string
+	hasKey bool
+
+	dec canonical.Decoder
+
+	// fields is the parsed form body (Form) and next the index of the field after the current.
+	fields []canonical.FormField
+	parsed bool
+	next   int
+
+	// items are the values of the list parameter being read (Params.QueryList, HeaderList).
+	items []string
+
+	checker
+}
+
+// Reset prepares in for a request: r, its body, its media type and the declared entry that
+// admitted it. pathValue returns the value of a path parameter by its name in the spec; nil
+// means r.PathValue, which is right when the route's wildcards carry the parameters' names. m
+// matches schema patterns; nil compiles them on every use, for tests only.
+func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string, pathValue func(string) string, m *Matcher) {
+	if in.framing {
+		in.Release()
+	}
+	in.Request, in.Body, in.MediaType, in.Declared = r, body, mediaType, declared
+	in.pathValue = pathValue
+	in.query, in.queried = nil, false
+	in.key, in.hasKey = "", false
+	in.fields, in.parsed, in.next = in.fields[:0], false, 0
+	in.items = in.items[:0]
+	in.checker = checker{m: m}
+}
+
+// Begin starts the fingerprint with everything but the body, in the framing of
+// canonical.Framer: operationID, method and the path template; the value of each path parameter
+// in the order the template names them (each once); the values of each declared query parameter,
+// in the order given, which must be sorted by name; the media type; and the values of each
+// header of fingerprint.headers, in the order given.
+func (in *Input) Begin(operationID, method, pathTemplate string, query, headers []string) {
+	in.framer.Begin(operationID, method, pathTemplate)
+	in.framing = true
+	for rest, seen := pathTemplate, 0; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		name := rest[i+1 : i+j]
+		at := seen + i
+		rest, seen = rest[i+j+1:], seen+i+j+1
+		// A name the template repeats is one parameter: frame it where it first appears.
+		if strings.Contains(pathTemplate[:at], pathTemplate[at:at+j+1]) {
+			continue
+		}
+		in.framer.PathParam(name, in.PathValue(name))
+	}
+	if len(query) > 0 {
+		q := in.Query()
+		for _, name := range query {
+			in.framer.Query(name, q[name])
+		}
+	}
+	in.framer.MediaType(in.MediaType)
+	for _, h := range headers {
+		in.framer.Header(h, in.Request.Header.Values(h))
+	}
+}
+
+// Sum returns the fingerprint of the framed request and releases the framing buffer.
+func (in *Input) Sum() canonical.Fingerprint {
+	in.framing = false
+	return in.framer.Sum()
+}
+
+// Release gives up the framing of a request that was refused after Begin.
+func (in *Input) Release() {
+	in.framing = false
+	in.framer.Release()
+}
+
+// BodyKey returns the idempotency key the decode function found in the body, and whether the
+// body carried one (always false for header keys).
+func (in *Input) BodyKey() (value string, present bool) { return in.key, in.hasKey }
+
+// SetBodyKey records the body-carried idempotency key.
+func (in *Input) SetBodyKey(value string, present bool) { in.key, in.hasKey = value, present }
+
+// PathValue returns the value of the path parameter named name in the spec.
+func (in *Input) PathValue(name string) string {
+	if in.pathValue != nil {
+		return in.pathValue(name)
+	}
+	return in.Request.PathValue(name)
+}
+
+// Query returns the request's query parameters, parsed once per request.
+func (in *Input) Query() url.Values {
+	if !in.queried {
+		in.query, in.queried = in.Request.URL.Query(), true
+	}
+	return in.query
+}
+
+// Match reports whether s contains a match of the schema pattern.
+func (in *Input) Match(pattern, s string) bool { return in.m.Match(pattern, s) }
+
+// JSON returns a strict decoder reset on the body, matching patterns through the Input's Matcher.
+// Check its Finish before using what it decoded.
+func (in *Input) JSON() *canonical.Decoder {
+	in.dec.Reset(in.Body)
+	in.dec.SetMatcher(in.m)
+	return &in.dec
+}
+
+// BodyStart opens the canonical JSON body of the fingerprint; append the body's canonical form to
+// the result and hand it to JSONBody.
+func (in *Input) BodyStart() []byte { return in.framer.BodyStart() }
+
+// JSONBody closes the canonical JSON body opened by BodyStart.
+func (in *Input) JSONBody(b []byte) { in.framer.BodyEnd(b) }
+
+// FormBody adds the canonical form of the form body to the fingerprint, leaving out the fields
+// named in exclude (fingerprint.exclude and a form-carried key). A body the form decoder has
+// accepted cannot fail here; if it did, the error is recorded like a decoding error.
+func (in *Input) FormBody(exclude ...string) {
+	if err := in.framer.FormBody(in.Body, exclude...); err != nil && in.err == nil {
+		in.err = err
+	}
+}
+
+// RawBody adds the body's exact bytes to the fingerprint (fingerprint.body: raw, media types other
+// than JSON and form, and an absent optional body).
+func (in *Input) RawBody() { in.framer.RawBody(in.Body) }
+
+// Err returns the first refused parameter or form field (a *BodyError or *canonical.Error), or
+// nil.
+func (in *Input) Err() error { return in.err }
+
+// NoDecoder refuses a body whose media type was admitted by the operation but has no decoder.
+func (in *Input) NoDecoder() error {
+	return &BodyError{Reason: "no decoder for media type " + in.MediaType}
+}
