@@ -6,7 +6,6 @@ package runtime
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,8 +46,9 @@ type KeyRule struct {
 	Required bool
 	// MinLength and MaxLength bound the key's length in bytes (all key characters are ASCII).
 	MinLength, MaxLength int
-	// Pattern, when non-nil, must match the whole key.
-	Pattern *regexp.Regexp
+	// Pattern, when set, must match the whole key: a regular expression as the spec writes it
+	// (key.pattern), compiled once per Runtime (Runtime.Matcher).
+	Pattern string
 }
 
 // StatusRule is one entry of replay.statuses: a status code or a class (2 for "2xx"), possibly
@@ -93,6 +93,9 @@ type Operation struct {
 	// FingerprintHeaders are request headers folded into the fingerprint (canonical MIME names,
 	// sorted).
 	FingerprintHeaders []string
+	// Query are the declared query parameters, sorted by name; their values are framed into the
+	// fingerprint (gen.Input.Begin).
+	Query []string
 }
 
 // Response is what a handler answers. Body is sent as is; Header may be nil.

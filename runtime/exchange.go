@@ -273,7 +273,7 @@ func (x *Exchange) resolveKey(k Key) (key string, ok bool) {
 		}
 		return "", true
 	}
-	v, err := checkKey(k, &x.op.Key)
+	v, err := checkKey(k, &x.op.Key, x.rt.matcher)
 	if err != nil {
 		x.rt.obs.Outcome(x.op.ID, x.op.Mode, OutcomeKeyInvalid)
 		x.rt.probes.write(x.w, http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".", "", 0)

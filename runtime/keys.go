@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // Default key bounds of DESIGN section 2 (key.minLength, key.maxLength), in bytes.
@@ -21,8 +23,8 @@ func (e keyError) Error() string { return string(e) }
 // draft-ietf-httpapi-idempotency-key-header defines the header as a String item; a value that
 // starts with '"' must be exactly one such sf-string, without parameters. The rules are
 // DESIGN section 2: visible ASCII 0x21-0x7E except ',', length within [MinLength, MaxLength]
-// (defaults 16 and 255), and the whole key matching Pattern when one is set.
-func checkKey(k Key, rule *KeyRule) (string, error) {
+// (defaults 16 and 255), and the whole key matching Pattern when one is set (through m).
+func checkKey(k Key, rule *KeyRule, m *gen.Matcher) (string, error) {
 	if k.lines > 1 {
 		return "", keyError("the key header appears more than once")
 	}
@@ -50,11 +52,8 @@ func checkKey(k Key, rule *KeyRule) (string, error) {
 	if len(v) < lo || len(v) > hi {
 		return "", keyError(fmt.Sprintf("the key has %d characters; it must have %d to %d", len(v), lo, hi))
 	}
-	if rule.Pattern != nil {
-		loc := rule.Pattern.FindStringIndex(v)
-		if loc == nil || loc[0] != 0 || loc[1] != len(v) {
-			return "", keyError("the key does not match the pattern " + rule.Pattern.String())
-		}
+	if rule.Pattern != "" && !m.MatchWhole(rule.Pattern, v) {
+		return "", keyError("the key does not match the pattern " + gen.Anchored(rule.Pattern))
 	}
 	return v, nil
 }

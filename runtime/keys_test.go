@@ -15,7 +15,7 @@ func TestCheckKeyQuotedWithParameters(t *testing.T) {
 		`"k0123456789abcdef"; a=1`,
 		`"k0123456789abcdef";a`,
 	} {
-		got, err := checkKey(Key{Value: in, Present: true, lines: 1}, rule)
+		got, err := checkKey(Key{Value: in, Present: true, lines: 1}, rule, nil)
 		if err == nil {
 			t.Errorf("%q accepted as key %q", in, got)
 			continue
@@ -30,12 +30,12 @@ func TestCheckKeyQuotedWithParameters(t *testing.T) {
 		`"k0123456789abcdef\"`,  // the closing quote is escaped
 		`"k0123456789abcdef"""`, // two strings
 	} {
-		if got, err := checkKey(Key{Value: in, Present: true, lines: 1}, rule); err == nil {
+		if got, err := checkKey(Key{Value: in, Present: true, lines: 1}, rule, nil); err == nil {
 			t.Errorf("%q accepted as key %q", in, got)
 		}
 	}
 	// The plain quoted form stays the same key as the bare one.
-	got, err := checkKey(Key{Value: `"k0123456789abcdef"`, Present: true, lines: 1}, rule)
+	got, err := checkKey(Key{Value: `"k0123456789abcdef"`, Present: true, lines: 1}, rule, nil)
 	if err != nil || got != "k0123456789abcdef" {
 		t.Errorf(`"k0123456789abcdef": %q %v`, got, err)
 	}

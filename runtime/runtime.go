@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // ScopeFunc returns the scope (tenant) of a request; an error refuses it (401 by default, see
@@ -119,7 +121,12 @@ type Runtime struct {
 	obs    Observer
 	store  *store
 	probes problems
+	// matcher compiles each key and schema pattern once for this Runtime.
+	matcher *gen.Matcher
 }
+
+// Matcher returns the Runtime's pattern cache, which generated code hands to gen.Input.
+func (rt *Runtime) Matcher() *gen.Matcher { return rt.matcher }
 
 // New checks cfg and returns a Runtime. It fails when Pool is nil, or when neither Scope nor
 // SingleTenant is set (or both are).
@@ -167,11 +174,12 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.ProblemBase = DefaultProblemBase
 	}
 	rt := &Runtime{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		obs:    cfg.Observer,
-		store:  newStore(cfg.Pool),
-		probes: problems{base: cfg.ProblemBase},
+		cfg:     cfg,
+		log:     cfg.Logger,
+		obs:     cfg.Observer,
+		store:   newStore(cfg.Pool),
+		probes:  problems{base: cfg.ProblemBase},
+		matcher: &gen.Matcher{},
 	}
 	return rt, nil
 }

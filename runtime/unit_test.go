@@ -9,13 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // DESIGN section 2 key rules, without a database.
@@ -30,7 +31,7 @@ func TestCheckKey(t *testing.T) {
 		{"!#$%&'()*+-./:;<=>?@[]^_`{|}~", "!#$%&'()*+-./:;<=>?@[]^_`{|}~"},
 	}
 	for _, c := range ok {
-		got, err := checkKey(Key{Value: c.in, Present: true, lines: 1}, rule)
+		got, err := checkKey(Key{Value: c.in, Present: true, lines: 1}, rule, nil)
 		if err != nil || got != c.want {
 			t.Errorf("%q: %q %v, want %q", c.in, got, err, c.want)
 		}
@@ -45,15 +46,20 @@ func TestCheckKey(t *testing.T) {
 		{Value: `""`, Present: true},
 	}
 	for _, k := range bad {
-		if _, err := checkKey(k, rule); err == nil {
+		if _, err := checkKey(k, rule, nil); err == nil {
 			t.Errorf("%q (%d lines) accepted", k.Value, k.lines)
 		}
 	}
-	pat := &KeyRule{MinLength: 4, MaxLength: 8, Pattern: regexp.MustCompile(`[a-z]+`)}
+	pat := &KeyRule{MinLength: 4, MaxLength: 8, Pattern: `[a-z]+`}
+	m := &gen.Matcher{}
 	for in, want := range map[string]bool{"abcd": true, "abcd1": false, "1abcd": false, "abc": false, "abcdefghi": false} {
-		if _, err := checkKey(Key{Value: in, Present: true}, pat); (err == nil) != want {
+		if _, err := checkKey(Key{Value: in, Present: true}, pat, m); (err == nil) != want {
 			t.Errorf("pattern rule, %q: err %v", in, err)
 		}
+	}
+	// The refusal quotes the pattern as it must match: the whole key.
+	if _, err := checkKey(Key{Value: "abcd1", Present: true}, pat, m); err == nil || err.Error() != "the key does not match the pattern ^(?:[a-z]+)$" {
+		t.Errorf("pattern refusal: %v", err)
 	}
 }
 
