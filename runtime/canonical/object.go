@@ -3,43 +3,39 @@ package canonical
 import "slices"
 
 // ObjectWriter writes the canonical form of a generated struct: the generated canonicalizer
-// calls it once per declared member, in RFC 8785 order (sorted at generation time), and the
-// writer merges the undeclared members (already sorted) between them, adds commas and closes the
-// object:
+// writes each declared member in RFC 8785 order (sorted at generation time), and the writer
+// merges the undeclared members (already sorted) between them, adds commas and closes the object.
+// The output is threaded through b, as with append, so that it stays in registers:
 //
-//	o := canonical.WriteObject(b, v.Extra)
-//	o.Int(`"amount":`, v.Amount)
-//	canonical.OptString(&o, `"description":`, v.Description)
-//	return o.End()
+//	o, b := canonical.WriteObject(b, v.Extra)
+//	b = o.Int(b, `"amount":`, v.Amount)
+//	b = canonical.OptString(&o, b, `"description":`, v.Description)
+//	return o.End(b)
 //
 // A member name is passed in its canonical form with quotes and colon (`"amount":`), escaped at
 // generation time, so writing it is one copy.
 type ObjectWriter struct {
-	// B is the output so far; Key returns it for a value appended by other code, which stores
-	// the result back in B.
-	B     []byte
 	start int
 	extra Members
 }
 
 // WriteObject starts an object after b; extra are its undeclared members (nil for none).
-func WriteObject(b []byte, extra Members) ObjectWriter {
+func WriteObject(b []byte, extra Members) (ObjectWriter, []byte) {
 	b = append(b, '{')
-	return ObjectWriter{B: b, start: len(b), extra: extra}
+	return ObjectWriter{start: len(b), extra: extra}, b
 }
 
 // Key writes the undeclared members that sort before name, a comma when needed and name (in
-// canonical form with quotes and colon), and returns B for the value:
-// o.B = appendCanonicalOwner(o.Key(`"owner":`), v.Owner).
-func (o *ObjectWriter) Key(name string) []byte {
+// canonical form with quotes and colon); the caller appends the value:
+// b = appendCanonicalOwner(o.Key(b, `"owner":`), v.Owner).
+func (o *ObjectWriter) Key(b []byte, name string) []byte {
 	if len(o.extra) > 0 {
-		o.B, o.extra = o.extra.AppendBefore(o.B, o.start, rawName(name))
+		b, o.extra = o.extra.AppendBefore(b, o.start, rawName(name))
 	}
-	if len(o.B) > o.start {
-		o.B = append(o.B, ',')
+	if len(b) > o.start {
+		b = append(b, ',')
 	}
-	o.B = append(o.B, name...)
-	return o.B
+	return append(b, name...)
 }
 
 // rawName turns a canonical member name with quotes and colon back into the name. Canonical
@@ -56,83 +52,102 @@ func rawName(name string) string {
 
 // String, Int, Float, Bool, Raw and Null write one member with its value; Raw's value is already
 // canonical JSON.
-func (o *ObjectWriter) String(name, v string) { o.B = AppendString(o.Key(name), v) }
+func (o *ObjectWriter) String(b []byte, name, v string) []byte {
+	return AppendString(o.Key(b, name), v)
+}
 
-func (o *ObjectWriter) Int(name string, v int64) { o.B = AppendInt(o.Key(name), v) }
+func (o *ObjectWriter) Int(b []byte, name string, v int64) []byte {
+	return AppendInt(o.Key(b, name), v)
+}
 
-func (o *ObjectWriter) Float(name string, v float64) { o.B = AppendFloat(o.Key(name), v) }
+func (o *ObjectWriter) Float(b []byte, name string, v float64) []byte {
+	return AppendFloat(o.Key(b, name), v)
+}
 
-func (o *ObjectWriter) Bool(name string, v bool) { o.B = AppendBool(o.Key(name), v) }
+func (o *ObjectWriter) Bool(b []byte, name string, v bool) []byte {
+	return AppendBool(o.Key(b, name), v)
+}
 
-func (o *ObjectWriter) Raw(name string, v []byte) { o.B = append(o.Key(name), v...) }
+func (o *ObjectWriter) Raw(b []byte, name string, v []byte) []byte {
+	return append(o.Key(b, name), v...)
+}
 
-func (o *ObjectWriter) Null(name string) { o.B = AppendNull(o.Key(name)) }
+func (o *ObjectWriter) Null(b []byte, name string) []byte { return AppendNull(o.Key(b, name)) }
 
-// End writes the remaining undeclared members and the closing brace, and returns the output.
-func (o *ObjectWriter) End() []byte {
-	o.B = o.extra.AppendAll(o.B, o.start)
-	return append(o.B, '}')
+// End writes the remaining undeclared members and the closing brace.
+func (o *ObjectWriter) End(b []byte) []byte {
+	b = o.extra.AppendAll(b, o.start)
+	return append(b, '}')
 }
 
 // OptString, OptInt, OptFloat, OptBool and OptRaw write an optional member when it is present
 // (non-nil): absent members are left out, so absent and null fingerprint alike, as the handler
 // sees them.
-func OptString[T ~string](o *ObjectWriter, name string, v *T) {
-	if v != nil {
-		o.String(name, string(*v))
+func OptString[T ~string](o *ObjectWriter, b []byte, name string, v *T) []byte {
+	if v == nil {
+		return b
 	}
+	return o.String(b, name, string(*v))
 }
 
-func OptInt[T ~int32 | ~int64](o *ObjectWriter, name string, v *T) {
-	if v != nil {
-		o.Int(name, int64(*v))
+func OptInt[T ~int32 | ~int64](o *ObjectWriter, b []byte, name string, v *T) []byte {
+	if v == nil {
+		return b
 	}
+	return o.Int(b, name, int64(*v))
 }
 
-func OptFloat(o *ObjectWriter, name string, v *float64) {
-	if v != nil {
-		o.Float(name, *v)
+func OptFloat(o *ObjectWriter, b []byte, name string, v *float64) []byte {
+	if v == nil {
+		return b
 	}
+	return o.Float(b, name, *v)
 }
 
-func OptBool(o *ObjectWriter, name string, v *bool) {
-	if v != nil {
-		o.Bool(name, *v)
+func OptBool(o *ObjectWriter, b []byte, name string, v *bool) []byte {
+	if v == nil {
+		return b
 	}
+	return o.Bool(b, name, *v)
 }
 
-func OptRaw[T ~[]byte](o *ObjectWriter, name string, v T) {
-	if v != nil {
-		o.Raw(name, v)
+func OptRaw[T ~[]byte](o *ObjectWriter, b []byte, name string, v T) []byte {
+	if v == nil {
+		return b
 	}
+	return o.Raw(b, name, v)
 }
 
 // OptObject writes an optional struct member with its generated canonicalizer f.
-func OptObject[T any](o *ObjectWriter, name string, v *T, f func([]byte, *T) []byte) {
-	if v != nil {
-		o.B = f(o.Key(name), v)
+func OptObject[T any](o *ObjectWriter, b []byte, name string, v *T, f func([]byte, *T) []byte) []byte {
+	if v == nil {
+		return b
 	}
+	return f(o.Key(b, name), v)
 }
 
 // OptArray writes an optional array member, each element by f (AppendString, AppendInt, … or a
 // generated function); OptObjects one whose elements are structs, by their canonicalizer.
-func OptArray[V any](o *ObjectWriter, name string, s []V, f func([]byte, V) []byte) {
-	if s != nil {
-		o.B = AppendArray(o.Key(name), s, f)
+func OptArray[V any](o *ObjectWriter, b []byte, name string, s []V, f func([]byte, V) []byte) []byte {
+	if s == nil {
+		return b
 	}
+	return AppendArray(o.Key(b, name), s, f)
 }
 
-func OptObjects[T any](o *ObjectWriter, name string, s []T, f func([]byte, *T) []byte) {
-	if s != nil {
-		o.B = AppendObjects(o.Key(name), s, f)
+func OptObjects[T any](o *ObjectWriter, b []byte, name string, s []T, f func([]byte, *T) []byte) []byte {
+	if s == nil {
+		return b
 	}
+	return AppendObjects(o.Key(b, name), s, f)
 }
 
 // OptMap writes an optional map member (additionalProperties), leaving out the keys in exclude.
-func OptMap[V any](o *ObjectWriter, name string, m map[string]V, f func([]byte, V) []byte, exclude ...string) {
-	if m != nil {
-		o.B = AppendMap(o.Key(name), m, f, exclude...)
+func OptMap[V any](o *ObjectWriter, b []byte, name string, m map[string]V, f func([]byte, V) []byte, exclude ...string) []byte {
+	if m == nil {
+		return b
 	}
+	return AppendMap(o.Key(b, name), m, f, exclude...)
 }
 
 // AppendObjects appends s as a canonical array of structs, each by its canonicalizer f.

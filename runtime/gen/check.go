@@ -16,10 +16,12 @@ type checker struct {
 	m   *Matcher
 	err error
 	// cur is the current text value; where is "path", "query" or "header" for a parameter and ""
-	// for a form field; name is the parameter's name or the form field's name in the pointer.
-	cur   string
-	where string
-	name  string
+	// for a form field; name is the parameter's name or the form field's name in the pointer;
+	// present is whether the selected parameter has a value.
+	cur     string
+	where   string
+	name    string
+	present bool
 }
 
 // Invalid records that the current value is refused for reason (a schema constraint the
@@ -39,9 +41,13 @@ func (c *checker) Invalid(reason string) {
 }
 
 // Str returns the current value.
+//
+//go:noinline
 func (c *checker) Str() string { return c.cur }
 
 // Int64 returns the current value as a decimal int64.
+//
+//go:noinline
 func (c *checker) Int64() int64 {
 	n, err := strconv.ParseInt(c.cur, 10, 64)
 	if err != nil {
@@ -51,6 +57,8 @@ func (c *checker) Int64() int64 {
 }
 
 // Int32 returns the current value as a decimal int32.
+//
+//go:noinline
 func (c *checker) Int32() int32 {
 	n, err := strconv.ParseInt(c.cur, 10, 32)
 	if err != nil {
@@ -60,6 +68,8 @@ func (c *checker) Int32() int32 {
 }
 
 // Float64 returns the current value as a finite number.
+//
+//go:noinline
 func (c *checker) Float64() float64 {
 	n, err := strconv.ParseFloat(c.cur, 64)
 	if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
@@ -69,6 +79,8 @@ func (c *checker) Float64() float64 {
 }
 
 // Bool returns the current value as true or false.
+//
+//go:noinline
 func (c *checker) Bool() bool {
 	switch c.cur {
 	case "true":
@@ -81,6 +93,8 @@ func (c *checker) Bool() bool {
 }
 
 // Enum returns the current value, which must be one of values.
+//
+//go:noinline
 func (c *checker) Enum(values ...string) string {
 	for _, v := range values {
 		if v == c.cur {
@@ -93,6 +107,8 @@ func (c *checker) Enum(values ...string) string {
 
 // Length checks the length of s in code points: exactly min when min == max, else at least min
 // and at most max; a negative bound is absent.
+//
+//go:noinline
 func (c *checker) Length(s string, min, max int) {
 	if c.err != nil || (min <= 0 && max < 0) {
 		return
@@ -104,6 +120,8 @@ func (c *checker) Length(s string, min, max int) {
 
 // Items checks the number of items of an array: at least min and at most max; a negative bound
 // is absent.
+//
+//go:noinline
 func (c *checker) Items(n, min, max int) {
 	if r := canonical.ItemsReason(n, min, max); r != "" {
 		c.Invalid(r)
@@ -112,24 +130,29 @@ func (c *checker) Items(n, min, max int) {
 
 // Min checks v >= min (minimum), Max v <= max (maximum), ExclusiveMin v > min and ExclusiveMax
 // v < max, comparing integers exactly.
+//
+//go:noinline
 func (c *checker) Min(v, min int64) {
 	if v < min {
 		c.Invalid("must be at least " + canonical.Bound(float64(min)))
 	}
 }
 
+//go:noinline
 func (c *checker) Max(v, max int64) {
 	if v > max {
 		c.Invalid("must be at most " + canonical.Bound(float64(max)))
 	}
 }
 
+//go:noinline
 func (c *checker) ExclusiveMin(v, min int64) {
 	if v <= min {
 		c.Invalid("must be greater than " + canonical.Bound(float64(min)))
 	}
 }
 
+//go:noinline
 func (c *checker) ExclusiveMax(v, max int64) {
 	if v >= max {
 		c.Invalid("must be less than " + canonical.Bound(float64(max)))
@@ -138,24 +161,29 @@ func (c *checker) ExclusiveMax(v, max int64) {
 
 // MinFloat, MaxFloat, ExclusiveMinFloat and ExclusiveMaxFloat are Min, Max, ExclusiveMin and
 // ExclusiveMax for numbers, and for integers against a bound that is not a whole int64.
+//
+//go:noinline
 func (c *checker) MinFloat(v, min float64) {
 	if v < min {
 		c.Invalid("must be at least " + canonical.Bound(min))
 	}
 }
 
+//go:noinline
 func (c *checker) MaxFloat(v, max float64) {
 	if v > max {
 		c.Invalid("must be at most " + canonical.Bound(max))
 	}
 }
 
+//go:noinline
 func (c *checker) ExclusiveMinFloat(v, min float64) {
 	if v <= min {
 		c.Invalid("must be greater than " + canonical.Bound(min))
 	}
 }
 
+//go:noinline
 func (c *checker) ExclusiveMaxFloat(v, max float64) {
 	if v >= max {
 		c.Invalid("must be less than " + canonical.Bound(max))
@@ -163,6 +191,8 @@ func (c *checker) ExclusiveMaxFloat(v, max float64) {
 }
 
 // Pattern checks that s contains a match of the schema pattern.
+//
+//go:noinline
 func (c *checker) Pattern(s, pattern string) {
 	if c.err == nil && !c.m.Match(pattern, s) {
 		c.Invalid("must match the pattern " + strconv.Quote(pattern))

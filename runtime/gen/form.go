@@ -29,6 +29,8 @@ func (in *Input) Form() *Form {
 
 // Next makes the next field current and reports whether there was one; it stops at the first
 // refused field.
+//
+//go:noinline
 func (f *Form) Next() bool {
 	if f.err != nil || f.next >= len(f.fields) {
 		return false
@@ -39,9 +41,13 @@ func (f *Form) Next() bool {
 }
 
 // Name is the current field's name ("metadata[order]").
+//
+//go:noinline
 func (f *Form) Name() string { return f.fields[f.next-1].Name }
 
 // Base is the current field's name up to its first '[' ("metadata").
+//
+//go:noinline
 func (f *Form) Base() string {
 	base, _, _ := strings.Cut(f.Name(), "[")
 	return base
@@ -49,6 +55,8 @@ func (f *Form) Base() string {
 
 // Once marks bit of *seen as read for the declared field named Name: a second field of that
 // name is "field given more than once". It returns f for the conversion.
+//
+//go:noinline
 func (f *Form) Once(seen *uint64, bit uint) *Form {
 	m := uint64(1) << (bit & 63)
 	if *seen&m != 0 {
@@ -60,6 +68,8 @@ func (f *Form) Once(seen *uint64, bit uint) *Form {
 
 // Item marks bit of *seen as read for the array field named Base (name, name[] or name[N]):
 // each field is one item, in body order. It returns f for the conversion of the item.
+//
+//go:noinline
 func (f *Form) Item(seen *uint64, bit uint) *Form {
 	*seen |= uint64(1) << (bit & 63)
 	f.name = f.Base()
@@ -68,12 +78,16 @@ func (f *Form) Item(seen *uint64, bit uint) *Form {
 
 // Bag marks bit of *seen as read for the nested member named Base and returns the current field,
 // which the member keeps as it came (metadata[k]=v).
+//
+//go:noinline
 func (f *Form) Bag(seen *uint64, bit uint) canonical.FormField {
 	*seen |= uint64(1) << (bit & 63)
 	return f.fields[f.next-1]
 }
 
 // Reject refuses the current field: the schema is closed and does not declare it.
+//
+//go:noinline
 func (f *Form) Reject() { f.Invalid("field not allowed by the schema") }
 
 // Required checks, after the last field, that the required fields have been read: names[i] is

@@ -39,20 +39,24 @@ type Input struct {
 	hasKey bool
 
 	dec canonical.Decoder
+	// json: the body is being read by dec, whose error Err reports first.
+	json bool
 
 	// fields is the parsed form body (Form) and next the index of the field after the current.
 	fields []canonical.FormField
 	parsed bool
 	next   int
 
-	// items are the values of the list parameter being read (Params.QueryList, HeaderList).
+	// items are the values of the list parameter being read (Params.QueryList, HeaderList) and
+	// item the index of the next.
 	items []string
+	item  int
 
 	checker
 }
 
 // Reset prepares in for a request: r, its body, its media type and the declared entry that
-// admitted it. pathValue returns the value of a path parameter by its name in the spec; nil
+// admitted it (Reset with nil values lets go of the last request, for an Input kept in a pool). pathValue returns the value of a path parameter by its name in the spec; nil
 // means r.PathValue, which is right when the route's wildcards carry the parameters' names. m
 // matches schema patterns; nil compiles them on every use, for tests only.
 func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string, pathValue func(string) string, m *Matcher) {
@@ -63,8 +67,20 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 	in.pathValue = pathValue
 	in.query, in.queried = nil, false
 	in.key, in.hasKey = "", false
-	in.fields, in.parsed, in.next = in.fields[:0], false, 0
-	in.items = in.items[:0]
+	// Scratch space is kept for the next request, but nothing that refers to this one.
+	if len(in.fields) > 0 {
+		clear(in.fields)
+		in.fields = in.fields[:0]
+	}
+	if len(in.items) > 0 {
+		clear(in.items)
+		in.items = in.items[:0]
+	}
+	in.parsed, in.next = false, 0
+	if in.json {
+		in.dec.Reset(nil)
+		in.json = false
+	}
 	in.checker = checker{m: m}
 }
 
@@ -145,10 +161,11 @@ func (in *Input) Query() url.Values {
 func (in *Input) Match(pattern, s string) bool { return in.m.Match(pattern, s) }
 
 // JSON returns a strict decoder reset on the body, matching patterns through the Input's Matcher.
-// Check its Finish before using what it decoded.
+// Its errors (and data after the document) are reported by Err, before any parameter's.
 func (in *Input) JSON() *canonical.Decoder {
 	in.dec.Reset(in.Body)
 	in.dec.SetMatcher(in.m)
+	in.json = true
 	return &in.dec
 }
 
@@ -172,9 +189,19 @@ func (in *Input) FormBody(exclude ...string) {
 // than JSON and form, and an absent optional body).
 func (in *Input) RawBody() { in.framer.RawBody(in.Body) }
 
-// Err returns the first refused parameter or form field (a *BodyError or *canonical.Error), or
-// nil.
-func (in *Input) Err() error { return in.err }
+// Err returns why the request is refused, or nil: the JSON body's first error (a
+// *canonical.Error, including data after the document), else the first refused form field or
+// parameter (a *canonical.Error or *BodyError). Generated code frames the body whether or not it
+// decoded, so it reads straight through; the caller never sums the fingerprint of a refused
+// request.
+func (in *Input) Err() error {
+	if in.json {
+		if err := in.dec.Finish(); err != nil {
+			return err
+		}
+	}
+	return in.err
+}
 
 // NoDecoder refuses a body whose media type was admitted by the operation but has no decoder.
 func (in *Input) NoDecoder() error {

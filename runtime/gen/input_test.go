@@ -38,34 +38,29 @@ func TestParams(t *testing.T) {
 	in := newInput("/x?limit=7&ids=1|2&ids=3&tags=a,+b&e=x&e=y&n=1.5&f=true", "", "X-Id", "abc", "X-List", "p, q", "X-List", "r")
 	in.Request.SetPathValue("id", "42")
 	p := in.Params()
-	p.Path("id")
-	if v := p.Int64(); v != 42 {
+	if v := p.Path("id").Int64(); v != 42 {
 		t.Errorf("path id = %d", v)
 	}
-	if !p.Query("limit", true) || p.Int32() != 7 {
+	if p.Query("limit", true).Int32() != 7 {
 		t.Error("limit")
 	}
-	if p.Query("absent", false) {
+	if p.Query("absent", false).Present() {
 		t.Error("absent optional reported present")
 	}
 	var ids []int64
-	if p.QueryList("ids", "|", false) {
-		for p.Next() {
-			ids = append(ids, p.Int64())
-		}
+	for p.QueryList("ids", "|", false); p.Next(); {
+		ids = append(ids, p.Int64())
 	}
 	var tags, hdr []string
-	if p.QueryList("tags", ",", true) {
-		for p.Next() {
-			tags = append(tags, p.Str())
-		}
+	for p.QueryList("tags", ",", true); p.Next(); {
+		tags = append(tags, p.Str())
 	}
-	if p.HeaderList("X-List", true) {
+	if p.HeaderList("X-List", true).Present() {
 		for p.Next() {
 			hdr = append(hdr, p.Str())
 		}
 	}
-	if !p.Header("x-id", true) || p.Enum("abc", "def") != "abc" || !p.Query("n", true) || p.Float64() != 1.5 || !p.Query("f", true) || !p.Bool() {
+	if p.Header("x-id", true).Enum("abc", "def") != "abc" || p.Query("n", true).Float64() != 1.5 || !p.Query("f", true).Bool() {
 		t.Error("header, enum, number or bool")
 	}
 	if err := in.Err(); err != nil || len(ids) != 3 || ids[2] != 3 || strings.Join(tags, "/") != "a/b" || strings.Join(hdr, "/") != "p/q/r" {
@@ -81,23 +76,27 @@ func TestParams(t *testing.T) {
 		{"missing", func(p *Params) { p.Header("X-None", true) }, "/header/X-None", `header parameter "X-None": missing`},
 		{"twice", func(p *Params) { p.Query("e", false) }, "/query/e", `query parameter "e": given more than once`},
 		{"missing list", func(p *Params) { p.QueryList("none", "", true) }, "/query/none", `query parameter "none": missing`},
-		{"int64", func(p *Params) { p.Query("n", true); p.Int64() }, "/query/n", `query parameter "n": must be an integer (int64)`},
+		{"int64", func(p *Params) { p.Query("n", true).Int64() }, "/query/n", `query parameter "n": must be an integer (int64)`},
 		{"twice, a list read as one", func(p *Params) { p.Query("ids", false) }, "/query/ids", `query parameter "ids": given more than once`},
-		{"bool", func(p *Params) { p.Query("limit", true); p.Bool() }, "/query/limit", `query parameter "limit": must be true or false`},
-		{"number", func(p *Params) { p.Header("X-Id", true); p.Float64() }, "/header/X-Id", `header parameter "X-Id": must be a number`},
-		{"enum", func(p *Params) { p.Path("id"); p.Enum("a", "b") }, "/path/id", `path parameter "id": must be one of "a", "b"`},
-		{"max", func(p *Params) { p.Query("limit", true); p.Max(int64(p.Int32()), 5) }, "/query/limit", `query parameter "limit": must be at most 5`},
-		{"length", func(p *Params) { p.Header("X-Id", true); p.Length(p.Str(), 4, -1) }, "/header/X-Id", `header parameter "X-Id": length must be at least 4`},
-		{"pattern", func(p *Params) { p.Header("X-Id", true); p.Pattern(p.Str(), `^\d+$`) }, "/header/X-Id", `header parameter "X-Id": must match the pattern "^\\d+$"`},
+		{"bool", func(p *Params) { p.Query("limit", true).Bool() }, "/query/limit", `query parameter "limit": must be true or false`},
+		{"number", func(p *Params) { p.Header("X-Id", true).Float64() }, "/header/X-Id", `header parameter "X-Id": must be a number`},
+		{"enum", func(p *Params) { p.Path("id").Enum("a", "b") }, "/path/id", `path parameter "id": must be one of "a", "b"`},
+		{"max", func(p *Params) { p.Max(int64(p.Query("limit", true).Int32()), 5) }, "/query/limit", `query parameter "limit": must be at most 5`},
+		{"length", func(p *Params) { p.Length(p.Header("X-Id", true).Str(), 4, -1) }, "/header/X-Id", `header parameter "X-Id": length must be at least 4`},
+		{"pattern", func(p *Params) { p.Pattern(p.Header("X-Id", true).Str(), `^\d+$`) }, "/header/X-Id", `header parameter "X-Id": must match the pattern "^\\d+$"`},
 		{"items", func(p *Params) {
-			p.QueryList("ids", "|", true)
 			n := 0
-			for p.Next() {
+			for p.QueryList("ids", "|", true); p.Next(); {
 				n++
 			}
 			p.Items(n, 4, -1)
 		}, "/query/ids", `query parameter "ids": must have at least 4 items`},
 		{"first error wins", func(p *Params) { p.Header("X-None", true); p.Query("e", false) }, "/header/X-None", `header parameter "X-None": missing`},
+		{"an error hides later values", func(p *Params) {
+			if p.Query("e", false); p.Query("limit", false).Present() {
+				t.Error("present after an error")
+			}
+		}, "/query/e", `query parameter "e": given more than once`},
 	} {
 		in := newInput("/x?limit=7&ids=1|2&ids=3&e=x&e=y&n=1.5", "", "X-Id", "abc")
 		in.Request.SetPathValue("id", "42")
