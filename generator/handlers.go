@@ -6,13 +6,14 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// emitOpTypes declares an operation's params struct, body alias and handler func type.
+// emitOpTypes declares an operation's params struct, body alias, request type and handler func
+// type.
 func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 	note := ""
 	if o.op.Settings.Key.Carrier == model.CarrierHeader {
-		note = "\n\nThe idempotency key header is not here: the runtime reads and validates it."
+		note = "; the idempotency key header is not here: the runtime reads and validates it"
 	}
-	comment(f, "%s holds the parameters of %s%s", o.params, opDoc(o), note)
+	comment(f, "%s holds the parameters of operation %s%s.", o.params, o.op.ID, note)
 	f.Type().Id(o.params).StructFunc(func(grp *jen.Group) {
 		for _, pp := range o.pparams {
 			var t jen.Code = pp.t.code()
@@ -36,6 +37,14 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 		f.Type().Id(o.body).Op("=").Add(target)
 		f.Line()
 	}
+	f.Comment(o.request + " is a decoded request to operation " + o.op.ID + ".")
+	f.Type().Id(o.request).StructFunc(func(grp *jen.Group) {
+		grp.Id("Params").Id(o.params)
+		if o.op.Body != nil {
+			grp.Id("Body").Id(o.body)
+		}
+	})
+	f.Line()
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context")}
 	var results []jen.Code
 	if o.op.Settings.Mode == model.ModeLease {
@@ -55,253 +64,155 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 	f.Line()
 }
 
-// emitHandlers writes each operation's http.Handler wrapper and fingerprint function.
+// emitHandlers writes each operation's handler constructor and the package's handler type.
 func (g *gen) emitHandlers(f *jen.File) {
 	for _, o := range g.ops {
 		g.emitHandler(f, o)
 	}
+	if len(g.ops) > 0 {
+		emitOperationHandler(f)
+	}
 }
 
+// noinline ends a doc comment with the go:noinline directive. Register calls every handler
+// constructor (and each calls its operation function) once; inlined there, a large API's
+// Register becomes one huge function that is slow to compile, for nothing at run time.
+func noinline(f *jen.File) {
+	f.Comment("")
+	f.Comment("//go:noinline")
+}
+
+// emitHandler writes <Op>Handler(rt, fn): the operation's http.Handler. The closure decodes a
+// request and binds it to fn, so the handler type is not generic: a generic one would be
+// compiled once per operation (each request type is its own GC shape).
 func (g *gen) emitHandler(f *jen.File, o *opPlan) {
-	f.Comment(o.handler + " serves " + o.op.Method + " " + o.op.Path + " through the idempotency runtime.")
-	f.Type().Id(o.handler).Struct(
-		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
-		jen.Id("fn").Id(o.fn),
-	)
-	f.Line()
-	f.Func().Params(jen.Id("h").Id(o.handler)).Id("ServeHTTP").Params(
-		jen.Id("w").Qual("net/http", "ResponseWriter"),
-		jen.Id("r").Op("*").Qual("net/http", "Request"),
-	).BlockFunc(func(grp *jen.Group) {
-		for _, sp := range o.segs {
-			// ServeMux matched the whole segment; its literal part is checked here (404 when it
-			// differs), and the parameter values are set for the parser and the fingerprint.
-			grp.BlockFunc(func(b *jen.Group) {
-				var lits []jen.Code
-				lits = append(lits, jen.Id("r").Dot("PathValue").Call(jen.Lit(sp.wild)))
+	lease := o.op.Settings.Mode == model.ModeLease
+	comment(f, "%s serves %s %s through the idempotency runtime: fn runs at most once per idempotency key.", o.handler, o.op.Method, o.op.Path)
+	noinline(f)
+	call := []jen.Code{jen.Id("ctx")}
+	field := "atomic"
+	var bound, run jen.Code
+	if lease {
+		field = "lease"
+		call = append(call, jen.Id("lease"), jen.Id("r").Dot("Params"))
+		bound = jen.Qual(pkgRuntime, "LeaseFunc")
+		run = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("lease").Op("*").Qual(pkgRuntime, "LeaseHandle")).
+			Params(jen.Qual(pkgRuntime, "CompleteFunc"), jen.Error())
+	} else {
+		call = append(call, jen.Id("tx"), jen.Id("r").Dot("Params"))
+		bound = jen.Qual(pkgRuntime, "AtomicFunc")
+		run = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("tx").Qual(pkgPgx, "Tx")).
+			Params(jen.Qual(pkgRuntime, "Response"), jen.Error())
+	}
+	if o.op.Body != nil {
+		call = append(call, jen.Id("r").Dot("Body"))
+	}
+	h := jen.Op("&").Id("operationHandler").Values(jen.Id("rt").Op(":").Id("rt"), jen.Id("op").Op(":").Id(o.operation).Call(),
+		jen.Id(field).Op(":").Func().Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(bound, jen.Error()).Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Id(o.decode).Call(jen.Id("in")),
+			jen.Return(jen.Add(run).Block(jen.Return(jen.Id("fn").Call(call...))), jen.Err()),
+		))
+	aliases := pathAliases(o)
+	f.Func().Id(o.handler).Params(jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"), jen.Id("fn").Id(o.fn)).Qual("net/http", "Handler").BlockFunc(func(grp *jen.Group) {
+		if len(o.segs) == 0 && len(aliases) == 0 {
+			grp.Return(h)
+			return
+		}
+		grp.Id("h").Op(":=").Add(h)
+		grp.Return(jen.Qual("net/http", "HandlerFunc").Call(jen.Func().Params(
+			jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request"),
+		).BlockFunc(func(b *jen.Group) {
+			for _, sp := range o.segs {
+				// ServeMux matched the whole segment; its literal part is checked here (404 when it
+				// differs), and the parameter values are set under their names.
+				lits := []jen.Code{jen.Id("r").Dot("PathValue").Call(jen.Lit(sp.wild))}
 				for _, l := range sp.lits {
 					lits = append(lits, jen.Lit(l))
 				}
-				b.List(jen.Id("vals"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(lits...)
-				b.If(jen.Op("!").Id("ok")).Block(
-					jen.Qual("net/http", "NotFound").Call(jen.Id("w"), jen.Id("r")),
-					jen.Return(),
-				)
-				for i, name := range sp.params {
-					b.Id("r").Dot("SetPathValue").Call(jen.Lit(name), jen.Id("vals").Index(jen.Lit(i)))
+				vals := "vals"
+				if len(o.segs) > 1 {
+					vals = "vals" + sp.wild
 				}
-			})
-		}
-		grp.Comment("Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.")
-		grp.List(jen.Id("x"), jen.Id("ok")).Op(":=").Id("h").Dot("rt").Dot("Begin").Call(
-			jen.Id("w"), jen.Id("r"), jen.Op("&").Id("Operations").Dot(o.name))
-		grp.If(jen.Op("!").Id("ok")).Block(jen.Return()) // Begin has answered 401, 413 or 415
-		if o.op.Body != nil {
-			g.emitBodyDecode(grp, o)
-		}
-		grp.List(jen.Id("params"), jen.Err()).Op(":=").Id(o.parseParams).Call(jen.Id("r"))
-		grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
-		g.emitKey(grp, o)
-		bodyArg := []jen.Code{jen.Id("r"), jen.Id("x").Dot("MediaType").Call(), jen.Id("x").Dot("Body").Call(), jen.Op("&").Id("params")}
-		if o.op.Body != nil {
-			bodyArg = append(bodyArg, jen.Op("&").Id("body"))
-		}
-		grp.Id("fp").Op(":=").Id(o.fingerprint).Call(bodyArg...)
-		callArgs := []jen.Code{jen.Id("ctx")}
-		if o.op.Settings.Mode == model.ModeLease {
-			callArgs = append(callArgs, jen.Id("lease"), jen.Id("params"))
-			if o.op.Body != nil {
-				callArgs = append(callArgs, jen.Id("body"))
+				b.List(jen.Id(vals), jen.Id("ok")).Op(":=").Id("matchSegment").Call(lits...)
+				b.If(jen.Op("!").Id("ok")).Block(jen.Qual("net/http", "NotFound").Call(jen.Id("w"), jen.Id("r")), jen.Return())
+				for i, name := range sp.params {
+					b.Id("r").Dot("SetPathValue").Call(jen.Lit(name), jen.Id(vals).Index(jen.Lit(i)))
+				}
 			}
-			grp.Id("x").Dot("RunLease").Call(jen.Id("key"), jen.Id("fp"),
-				jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("lease").Op("*").Qual(pkgRuntime, "LeaseHandle")).
-					Params(jen.Qual(pkgRuntime, "CompleteFunc"), jen.Error()).Block(
-					jen.Return(jen.Id("h").Dot("fn").Call(callArgs...))))
-		} else {
-			callArgs = append(callArgs, jen.Id("tx"), jen.Id("params"))
-			if o.op.Body != nil {
-				callArgs = append(callArgs, jen.Id("body"))
+			for _, pp := range aliases {
+				// The wildcard could not carry the parameter's name (not a Go identifier).
+				b.Id("r").Dot("SetPathValue").Call(jen.Lit(pp.p.Name), jen.Id("r").Dot("PathValue").Call(jen.Lit(pp.wild)))
 			}
-			grp.Id("x").Dot("RunAtomic").Call(jen.Id("key"), jen.Id("fp"),
-				jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("tx").Qual(pkgPgx, "Tx")).
-					Params(jen.Qual(pkgRuntime, "Response"), jen.Error()).Block(
-					jen.Return(jen.Id("h").Dot("fn").Call(callArgs...))))
-		}
+			b.Id("h").Dot("ServeHTTP").Call(jen.Id("w"), jen.Id("r"))
+		})))
 	})
 	f.Line()
 }
 
-// emitBodyDecode decodes the body by media type (Begin has already refused other types).
-func (g *gen) emitBodyDecode(grp *jen.Group, o *opPlan) {
-	if o.rawBody {
-		grp.Id("body").Op(":=").Id("x").Dot("Body").Call()
-		return
-	}
-	if len(o.contents) == 1 && o.op.Body.Required {
-		grp.List(jen.Id("body"), jen.Err()).Op(":=").Id(o.contents[0].decode).Call(jen.Id("x").Dot("Body").Call())
-		grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
-		return
-	}
-	grp.Var().Id("body").Id(o.body)
-	grp.Var().Err().Error()
-	decode := func(b *jen.Group, c *contentPlan) {
-		b.List(jen.Id("body"), jen.Err()).Op("=").Id(c.decode).Call(jen.Id("x").Dot("Body").Call())
-	}
-	sw := func(b *jen.Group) {
-		if len(o.contents) == 1 {
-			decode(b, o.contents[0])
-			return
+// pathAliases are the path parameters whose ServeMux wildcard has another name: the decode
+// function and the fingerprint read path values by the parameter's name.
+func pathAliases(o *opPlan) []*paramPlan {
+	var out []*paramPlan
+	for _, pp := range o.pparams {
+		if pp.p.In == model.InPath && pp.wild != "" && pp.wild != pp.p.Name {
+			out = append(out, pp)
 		}
-		// Switch on the declared entry that admitted the request (the runtime matches media
-		// ranges such as application/*), and never run the handler on an undecoded body.
-		b.Switch(jen.Id("x").Dot("DeclaredMediaType").Call()).BlockFunc(func(s *jen.Group) {
-			for _, c := range o.contents {
-				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { decode(cb, c) })
-			}
-			s.Default().Block(jen.Err().Op("=").Op("&").Qual(pkgRuntime, "BodyError").Values(jen.Dict{
-				jen.Id("Reason"): jen.Lit("no decoder for media type ").Op("+").Id("x").Dot("MediaType").Call(),
-			}))
-		})
 	}
-	if !o.op.Body.Required {
-		// An optional body may be absent: the handler then gets the zero value.
-		grp.If(jen.Len(jen.Id("x").Dot("Body").Call()).Op(">").Lit(0)).BlockFunc(sw)
-	} else {
-		sw(grp)
-	}
-	grp.If(jen.Err().Op("!=").Nil()).Block(jen.Id("x").Dot("Fail").Call(jen.Err()), jen.Return())
+	return out
 }
 
-// emitKey sets key: from the header (the runtime reads it), or from the decoded body member.
-func (g *gen) emitKey(grp *jen.Group, o *opPlan) {
-	k := o.op.Settings.Key
-	if k.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
-		// Header keys, and raw bodies (whose key, if any, the runtime cannot see) use the header.
-		grp.Id("key").Op(":=").Id("x").Dot("HeaderKey").Call()
-		return
-	}
-	grp.Var().Id("key").Qual(pkgRuntime, "Key")
-	// Walk the path; every pointer on the way must be non-nil.
-	var cond *jen.Statement
-	expr := jen.Id("body")
-	for _, fl := range o.keyPath {
-		expr = expr.Clone().Dot(fl.name)
-		if fl.ptr {
-			c := expr.Clone().Op("!=").Nil()
-			if cond == nil {
-				cond = c
-			} else {
-				cond = cond.Op("&&").Add(c)
-			}
-		}
-	}
-	grp.If(cond).Block(
-		jen.Id("key").Op("=").Qual(pkgRuntime, "Key").Values(jen.Dict{
-			jen.Id("Value"):   jen.Op("*").Add(expr),
-			jen.Id("Present"): jen.True(),
-		}),
+// emitOperationHandler writes operationHandler, the http.Handler of every operation on the
+// runtime's Exchange API: Begin (401, 413, 415), the operation's decode function on a pooled
+// gen.Input framed by Begin (400 body-invalid), then the key and the state machine.
+func emitOperationHandler(f *jen.File) {
+	f.Comment("operationHandler serves one operation: exactly one of atomic and lease decodes a request and")
+	f.Comment("binds it to the business function.")
+	f.Type().Id("operationHandler").Struct(
+		jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"),
+		jen.Id("op").Op("*").Qual(pkgRuntime, "Operation"),
+		jen.Id("atomic").Func().Params(jen.Op("*").Qual(pkgGen, "Input")).Params(jen.Qual(pkgRuntime, "AtomicFunc"), jen.Error()),
+		jen.Id("lease").Func().Params(jen.Op("*").Qual(pkgGen, "Input")).Params(jen.Qual(pkgRuntime, "LeaseFunc"), jen.Error()),
+		jen.Id("inputs").Qual("sync", "Pool").Comment("*gen.Input, reused across requests"),
 	)
-}
-
-// emitFingerprint writes fingerprint<Op>(x, p, body): the framing of docs/design.md section 3.
-func (g *gen) emitFingerprint(f *jen.File, o *opPlan) {
-	op := o.op
-	params := []jen.Code{
-		jen.Id("r").Op("*").Qual("net/http", "Request"),
-		jen.Id("mediaType").String(),
-		jen.Id("raw").Index().Byte(),
-		jen.Id("p").Op("*").Id(o.params),
-	}
-	if op.Body != nil {
-		params = append(params, jen.Id("v").Op("*").Id(o.body))
-	}
-	comment(f, "%s is the fingerprint of a request to %s (docs/design.md section 3): operation, method, path template and path values, declared query parameters (sorted), media type, fingerprint.headers and the canonical body. r is the request, mediaType its media type without parameters, raw its body bytes and v the decoded body.", o.fingerprint, op.ID)
-	f.Func().Id(o.fingerprint).Params(params...).Qual(pkgCanonical, "Fingerprint").BlockFunc(func(grp *jen.Group) {
-		grp.Var().Id("f").Qual(pkgCanonical, "Framer")
-		grp.Id("f").Dot("Begin").Call(jen.Lit(op.ID), jen.Lit(op.Method), jen.Lit(op.Path))
-		var query []*paramPlan
-		for _, pp := range o.pparams {
-			switch pp.p.In {
-			case model.InPath:
-				grp.Id("f").Dot("PathParam").Call(jen.Lit(pp.p.Name), jen.Id("r").Dot("PathValue").Call(jen.Lit(pathKey(pp))))
-			case model.InQuery:
-				query = append(query, pp)
-			}
-		}
-		if len(query) > 0 {
-			grp.Id("q").Op(":=").Id("r").Dot("URL").Dot("Query").Call()
-			// Params are sorted by name within each location already (model invariant).
-			for _, pp := range query {
-				grp.Id("f").Dot("Query").Call(jen.Lit(pp.p.Name), jen.Id("q").Index(jen.Lit(pp.p.Name)))
-			}
-		}
-		grp.Id("f").Dot("MediaType").Call(jen.Id("mediaType"))
-		for _, h := range op.Settings.Fingerprint.Headers {
-			grp.Id("f").Dot("Header").Call(jen.Lit(h), jen.Id("r").Dot("Header").Dot("Values").Call(jen.Lit(h)))
-		}
-		if op.Body != nil {
-			g.emitFingerprintBody(grp, o)
-		}
-		grp.Return(jen.Id("f").Dot("Sum").Call())
-	})
+	f.Line()
+	x := func() *jen.Statement { return jen.Id("x") }
+	in := func() *jen.Statement { return jen.Id("in") }
+	f.Func().Params(jen.Id("h").Op("*").Id("operationHandler")).Id("ServeHTTP").Params(
+		jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request"),
+	).Block(
+		jen.Comment("Begin answers 401 (no scope), 413 (body over the limit) and 415 itself."),
+		jen.List(x(), jen.Id("ok")).Op(":=").Id("h").Dot("rt").Dot("Begin").Call(jen.Id("w"), jen.Id("r"), jen.Id("h").Dot("op")),
+		jen.If(jen.Op("!").Id("ok")).Block(jen.Return()),
+		jen.List(in(), jen.Id("_")).Op(":=").Id("h").Dot("inputs").Dot("Get").Call().Assert(jen.Op("*").Qual(pkgGen, "Input")),
+		jen.If(in().Op("==").Nil()).Block(in().Op("=").New(jen.Qual(pkgGen, "Input"))),
+		in().Dot("Reset").Call(jen.Id("r"), x().Dot("Body").Call(), x().Dot("MediaType").Call(), x().Dot("DeclaredMediaType").Call(), jen.Nil(), h("rt").Dot("Matcher").Call()),
+		in().Dot("Begin").Call(h("op").Dot("ID"), h("op").Dot("Method"), h("op").Dot("Path"), h("op").Dot("Query"), h("op").Dot("FingerprintHeaders")),
+		jen.Var().Id("atomic").Qual(pkgRuntime, "AtomicFunc"),
+		jen.Var().Id("lease").Qual(pkgRuntime, "LeaseFunc"),
+		jen.Var().Err().Error(),
+		jen.If(h("lease").Op("!=").Nil()).Block(
+			jen.List(jen.Id("lease"), jen.Err()).Op("=").Id("h").Dot("lease").Call(in()),
+		).Else().Block(
+			jen.List(jen.Id("atomic"), jen.Err()).Op("=").Id("h").Dot("atomic").Call(in()),
+		),
+		jen.Var().Id("fp").Qual(pkgCanonical, "Fingerprint"),
+		jen.If(jen.Err().Op("==").Nil()).Block(jen.Id("fp").Op("=").Add(in()).Dot("Sum").Call()).Else().Block(in().Dot("Release").Call()),
+		jen.Id("key").Op(":=").Add(x()).Dot("HeaderKey").Call(),
+		jen.If(h("op").Dot("Key").Dot("Header").Op("==").Lit("")).Block(
+			jen.List(jen.Id("key").Dot("Value"), jen.Id("key").Dot("Present")).Op("=").Add(in()).Dot("BodyKey").Call(),
+		),
+		in().Dot("Reset").Call(jen.Nil(), jen.Nil(), jen.Lit(""), jen.Lit(""), jen.Nil(), jen.Nil()).Comment("keep no request alive in the pool"),
+		jen.Id("h").Dot("inputs").Dot("Put").Call(in()),
+		jen.Switch().Block(
+			jen.Case(jen.Err().Op("!=").Nil()).Block(x().Dot("Fail").Call(jen.Err())),
+			jen.Case(jen.Id("lease").Op("!=").Nil()).Block(x().Dot("RunLease").Call(jen.Id("key"), jen.Id("fp"), jen.Id("lease"))),
+			jen.Default().Block(x().Dot("RunAtomic").Call(jen.Id("key"), jen.Id("fp"), jen.Id("atomic"))),
+		),
+	)
 	f.Line()
 }
 
-// pathKey is the name the path parameter's value is stored under in the request: its wildcard,
-// or (for mixed segments) its own name set by the wrapper.
-func pathKey(pp *paramPlan) string {
-	if pp.wild != "" {
-		return pp.wild
-	}
-	return pp.p.Name
-}
-
-func (g *gen) emitFingerprintBody(grp *jen.Group, o *opPlan) {
-	op := o.op
-	raw := o.rawBody || op.Settings.Fingerprint.Body == model.BodyRaw
-	if raw {
-		grp.Id("f").Dot("RawBody").Call(jen.Id("raw"))
-		return
-	}
-	one := func(b *jen.Group, c *contentPlan) {
-		switch c.c.Kind {
-		case model.ContentForm:
-			var args []jen.Code
-			args = append(args, jen.Id("raw"))
-			for _, e := range formExclusions(op) {
-				args = append(args, jen.Lit(e))
-			}
-			// The decoder parsed the same bytes with the same parser, so this cannot fail.
-			b.Id("_").Op("=").Id("f").Dot("FormBody").Call(args...)
-		default:
-			if o.bodyT.kind == kStruct {
-				b.Id("f").Dot("BodyEnd").Call(jen.Id(g.canonFor(o.bodyT, opExclusions(op), o)).Call(jen.Id("f").Dot("BodyStart").Call(), jen.Id("v")))
-				return
-			}
-			b.Id("b").Op(":=").Id("f").Dot("BodyStart").Call()
-			g.appendVal(b, o.bodyT, jen.Parens(jen.Op("*").Id("v")), opExclusions(op), 0, o)
-			b.Id("f").Dot("BodyEnd").Call(jen.Id("b"))
-		}
-	}
-	sw := func(b *jen.Group) {
-		if len(o.contents) == 1 {
-			one(b, o.contents[0])
-			return
-		}
-		b.Switch(jen.Id("mediaType")).BlockFunc(func(s *jen.Group) {
-			for _, c := range o.contents {
-				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { one(cb, c) })
-			}
-		})
-	}
-	if !op.Body.Required {
-		grp.If(jen.Len(jen.Id("raw")).Op("==").Lit(0)).Block(
-			jen.Id("f").Dot("RawBody").Call(jen.Nil()).Comment("absent"),
-		).Else().BlockFunc(sw)
-		return
-	}
-	sw(grp)
-}
+func h(field string) *jen.Statement { return jen.Id("h").Dot(field) }
 
 // emitMatchSegment writes the helper that splits a path segment such as "CA123.json" around
 // its literal pieces ("", ".json"). It is emitted only when some path needs it.

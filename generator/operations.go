@@ -8,6 +8,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
@@ -20,21 +21,24 @@ func (g *gen) emitOperations(f *jen.File) {
 	comment(f, "This code was generated for fingerprint version %d of runtime/canonical; a different version stops the build here until the code is regenerated.", canonical.Version)
 	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
 	f.Line()
-	f.Comment("OperationTable holds the resolved idempotency settings of every marked operation, one field per")
-	f.Comment("operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.")
-	f.Type().Id("OperationTable").StructFunc(func(grp *jen.Group) {
-		for _, o := range g.ops {
-			grp.Id(o.name).Qual(pkgRuntime, "Operation")
-		}
-	})
-	f.Line()
-	f.Comment("Operations is the operation table of this package. Treat it as read-only: the runtime reads it on")
-	f.Comment("every request.")
-	var ops []kv
 	for _, o := range g.ops {
-		ops = append(ops, kv{o.name, g.operationValue(o)})
+		comment(f, "%s returns the resolved idempotency settings of %s; fields left out take the runtime's defaults.", o.operation, o.op.ID)
+		noinline(f)
+		f.Func().Id(o.operation).Params().Op("*").Qual(pkgRuntime, "Operation").Block(jen.Return(jen.Op("&").Add(g.operationValue(o))))
+		f.Line()
 	}
-	f.Var().Id("Operations").Op("=").Add(literal(jen.Id("OperationTable"), ops))
+	f.Comment("Operations returns the settings of every marked operation, fresh values on each call (for")
+	f.Comment("listing them, labelling metrics or a middleware); the handlers hold their own.")
+	f.Func().Id("Operations").Params().Index().Op("*").Qual(pkgRuntime, "Operation").Block(
+		jen.Return(jen.Index().Op("*").Qual(pkgRuntime, "Operation").ValuesFunc(func(grp *jen.Group) {
+			for _, o := range g.ops {
+				grp.Line().Id(o.operation).Call()
+			}
+			if len(g.ops) > 0 {
+				grp.Line()
+			}
+		})),
+	)
 	f.Line()
 
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
@@ -116,17 +120,9 @@ func sizeLit(n int64) jen.Code {
 }
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
-// runtime.Operation's declaration.
+// runtime.Operation's declaration; a setting equal to the runtime's default is left out.
 func (g *gen) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
-	mode := jen.Qual(pkgRuntime, "Atomic")
-	if s.Mode == model.ModeLease {
-		mode = jen.Qual(pkgRuntime, "Lease")
-	}
-	scope := jen.Qual(pkgRuntime, "ScopeTenant")
-	if s.Scope == model.ScopeOperation {
-		scope = jen.Qual(pkgRuntime, "ScopeOperation")
-	}
 	var key []kv
 	switch s.Key.Carrier {
 	case model.CarrierBody:
@@ -136,27 +132,46 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	default:
 		key = append(key, kv{"Header", jen.Lit(s.Key.Header)})
 	}
-	key = append(key, kv{"Required", jen.Lit(s.Key.Required)}, kv{"MinLength", jen.Lit(s.Key.MinLength)}, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
+	if s.Key.Required {
+		key = append(key, kv{"Required", jen.True()})
+	}
+	if s.Key.MinLength != runtime.DefaultKeyMinLength {
+		key = append(key, kv{"MinLength", jen.Lit(s.Key.MinLength)})
+	}
+	if s.Key.MaxLength != runtime.DefaultKeyMaxLength {
+		key = append(key, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
+	}
 	if s.Key.Pattern != "" {
-		// The loader has checked that the pattern compiles; anchoring makes it match the whole key.
-		key = append(key, kv{"Pattern", jen.Qual("regexp", "MustCompile").Call(jen.Lit(anchor(s.Key.Pattern)))})
+		// The loader has checked that the pattern compiles; the runtime matches the whole key.
+		key = append(key, kv{"Pattern", jen.Lit(s.Key.Pattern)})
 	}
 	fields := []kv{
 		{"ID", jen.Lit(o.op.ID)},
 		{"Method", jen.Lit(o.op.Method)},
 		{"Path", jen.Lit(o.op.Path)},
-		{"Mode", mode},
-		{"Scope", scope},
-		{"Key", literal(jen.Qual(pkgRuntime, "KeyRule"), key)},
-		{"Retention", durationLit(s.Retention)},
 	}
-	if s.Lease > 0 {
+	if s.Mode == model.ModeLease {
+		fields = append(fields, kv{"Mode", jen.Qual(pkgRuntime, "Lease")})
+	}
+	if s.Scope == model.ScopeOperation {
+		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopeOperation")})
+	}
+	fields = append(fields, kv{"Key", inline(jen.Qual(pkgRuntime, "KeyRule"), key)})
+	if s.Retention != defaultRetention {
+		fields = append(fields, kv{"Retention", durationLit(s.Retention)})
+	}
+	if s.Lease > 0 && s.Lease != runtime.DefaultLease {
 		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
 	}
 	if s.Wait > 0 {
 		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
 	}
-	fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)}, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
+	if s.BodyLimit != runtime.DefaultBodyLimit {
+		fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)})
+	}
+	if s.ResponseLimit != runtime.DefaultBodyLimit {
+		fields = append(fields, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
+	}
 	if o.op.Body != nil {
 		var mts []string
 		for _, c := range o.op.Body.Contents {
@@ -167,7 +182,7 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	if len(s.Replay.Headers) > 0 {
 		fields = append(fields, kv{"ReplayHeaders", stringsLit(s.Replay.Headers)})
 	}
-	if len(s.Replay.Statuses) > 0 {
+	if !defaultStatuses(s.Replay.Statuses) {
 		fields = append(fields, kv{"Statuses", jen.Index().Qual(pkgRuntime, "StatusRule").ValuesFunc(func(grp *jen.Group) {
 			for _, r := range s.Replay.Statuses {
 				var rf []kv
@@ -187,8 +202,21 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	if len(s.Fingerprint.Headers) > 0 {
 		fields = append(fields, kv{"FingerprintHeaders", stringsLit(s.Fingerprint.Headers)})
 	}
+	var query []string
+	for _, pp := range o.pparams {
+		if pp.p.In == model.InQuery {
+			query = append(query, pp.p.Name)
+		}
+	}
+	if len(query) > 0 {
+		// Framed in this order by gen.Input.Begin: the model keeps them sorted by name.
+		fields = append(fields, kv{"Query", stringsLit(query)})
+	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
+
+// defaultRetention is retention's default, which the runtime applies to a zero Retention.
+const defaultRetention = 24 * time.Hour
 
 func stringsLit(ss []string) jen.Code {
 	return jen.Index().String().ValuesFunc(func(grp *jen.Group) {
@@ -196,11 +224,6 @@ func stringsLit(ss []string) jen.Code {
 			grp.Lit(s)
 		}
 	})
-}
-
-// anchor wraps a pattern so that it must match the whole key.
-func anchor(p string) string {
-	return `^(?:` + p + `)$`
 }
 
 // durationLit writes a duration as readable arithmetic on time constants (24 * time.Hour), or

@@ -14,8 +14,11 @@ type opPlan struct {
 	// (bodyAlias) of a named schema's type, a non-struct type or []byte.
 	name, params, body, fn string
 	bodyAlias              bool
-	// Unexported names.
-	handler, parseParams, fingerprint string
+	// request is the decoded request type ({Params, Body}), handler the exported constructor of
+	// the operation's http.Handler.
+	request, handler string
+	// Unexported names: the decode function and the function returning the runtime.Operation.
+	decode, operation string
 	// bodyT is the typed request body; nil when the operation has no body or every media type
 	// is raw (the handler then gets []byte).
 	bodyT    *tinfo
@@ -34,8 +37,6 @@ type opPlan struct {
 // contentPlan is one request media type.
 type contentPlan struct {
 	c *model.Content
-	// decode is the function turning the body bytes into the typed body ("" for raw).
-	decode string
 }
 
 // paramPlan is one field of the params struct.
@@ -108,13 +109,14 @@ func propertyNamed(s *model.Schema, name string) *model.Property {
 func (g *gen) planOperation(op *model.Operation) *opPlan {
 	name := g.names.take(op.GoName)
 	o := &opPlan{
-		op:          op,
-		name:        name,
-		params:      g.names.take(name + "Params"),
-		fn:          g.names.take(name + "Func"),
-		handler:     g.names.take(lowerFirst(name) + "Handler"),
-		parseParams: g.names.take("parse" + name + "Params"),
-		fingerprint: g.names.take("fingerprint" + name),
+		op:        op,
+		name:      name,
+		params:    g.names.take(name + "Params"),
+		fn:        g.names.take(name + "Func"),
+		request:   g.names.take(name + "Request"),
+		handler:   g.names.take(name + "Handler"),
+		decode:    g.names.take("decode" + name),
+		operation: g.names.take("operation" + name),
 	}
 	if op.Body != nil {
 		g.planBody(o)
@@ -210,8 +212,6 @@ func (g *gen) planBody(o *opPlan) {
 	for _, c := range o.op.Body.Contents {
 		cp := &contentPlan{c: c}
 		switch c.Kind {
-		case model.ContentJSON:
-			cp.decode = g.names.take("decode" + o.name + "JSON")
 		case model.ContentForm:
 			if o.bodyT.kind != kStruct {
 				g.diags.Errorf(c.Loc, "unsupported-schema",
@@ -226,7 +226,6 @@ func (g *gen) planBody(o *opPlan) {
 					return
 				}
 			}
-			cp.decode = g.names.take("decode" + o.name + "Form")
 		}
 		o.contents = append(o.contents, cp)
 	}

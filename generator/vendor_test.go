@@ -117,14 +117,13 @@ func TestRegisterMountsEveryOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	param := regexp.MustCompile("{[^}]*}")
-	ops := reflect.ValueOf(Operations)
-	for i := 0; i < ops.NumField(); i++ {
-		op := ops.Field(i).Interface().(runtime.Operation)
+	ops := Operations()
+	for _, op := range ops {
 		r := httptest.NewRequest(op.Method, param.ReplaceAllString(op.Path, "v1"), nil)
 		if _, pattern := mux.Handler(r); pattern == "" {
 			t.Errorf("%s %s does not route", op.Method, op.Path)
 		}
 	}
-	t.Logf("%d operations mounted", ops.NumField())
+	t.Logf("%d operations mounted", len(ops))
 }
 `

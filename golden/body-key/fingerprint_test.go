@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 const jsonAPI = "application/vnd.api+json"
@@ -21,14 +20,9 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	payout := fptest.Op[CreatePayoutBody, CreatePayoutParams]{ID: "createPayout", Path: "/payouts",
-		Decode: fptest.JSON(decodeCreatePayoutJSON), Parse: parseCreatePayoutParams, Old: fingerprintCreatePayout,
-		Body: func(in *gen.Input, v *CreatePayoutBody) {
-			in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), v))
-		}}
-	for name, m := range map[string]fptest.Fingerprinter{"old": payout.OldFingerprint, "begin": payout.Begin} {
-		t.Run(name, func(t *testing.T) { fptest.Check(t, corpus, want, m) })
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"createPayout": fptest.Run(operationCreatePayout(), decodeCreatePayout),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

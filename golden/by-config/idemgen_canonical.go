@@ -2,45 +2,12 @@
 
 package byconfig
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreatePayout is the fingerprint of a request to createPayout (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayout(r *http.Request, mediaType string, raw []byte, p *CreatePayoutParams, v *CreatePayoutBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPayout", "POST", "/payouts")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePayoutBodyForCreatePayout(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCancelPayout is the fingerprint of a request to cancelPayout (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCancelPayout(r *http.Request, mediaType string, raw []byte, p *CancelPayoutParams) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("cancelPayout", "POST", "/payouts/{id}/cancel")
-	f.PathParam("id", r.PathValue("id"))
-	f.MediaType(mediaType)
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCreatePayoutBodyForCreatePayout appends the canonical form (RFC 8785) of v to b:
 // members amount.
 func appendCanonicalCreatePayoutBodyForCreatePayout(b []byte, v *CreatePayoutBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	return o.End(b)
 }

@@ -15,53 +15,42 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreatePayout runtime.Operation
-	CancelPayout runtime.Operation
+// operationCreatePayout returns the resolved idempotency settings of createPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePayout() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createPayout",
+		Method:     "POST",
+		Path:       "/payouts",
+		Key:        runtime.KeyRule{Header: "X-Request-Id", Required: true, MinLength: 10, MaxLength: 40},
+		Retention:  168 * time.Hour,
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreatePayout: runtime.Operation{
-		ID:     "createPayout",
-		Method: "POST",
-		Path:   "/payouts",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 10,
-			MaxLength: 40,
-		},
-		Retention:     168 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CancelPayout: runtime.Operation{
-		ID:     "cancelPayout",
-		Method: "POST",
-		Path:   "/payouts/{id}/cancel",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     1 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationCancelPayout returns the resolved idempotency settings of cancelPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCancelPayout() *runtime.Operation {
+	return &runtime.Operation{
+		ID:        "cancelPayout",
+		Method:    "POST",
+		Path:      "/payouts/{id}/cancel",
+		Key:       runtime.KeyRule{Header: "X-Request-Id", Required: true},
+		Retention: 1 * time.Hour,
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreatePayout(),
+		operationCancelPayout(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -93,17 +82,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayout != nil {
 		pattern = "POST /payouts"
-		mux.Handle(pattern, createPayoutHandler{
-			fn: h.CreatePayout,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePayoutHandler(rt, h.CreatePayout))
 	}
 	if h.CancelPayout != nil {
 		pattern = "POST /payouts/{id}/cancel"
-		mux.Handle(pattern, cancelPayoutHandler{
-			fn: h.CancelPayout,
-			rt: rt,
-		})
+		mux.Handle(pattern, CancelPayoutHandler(rt, h.CancelPayout))
 	}
 	return nil
 }

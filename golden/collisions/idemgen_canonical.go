@@ -2,102 +2,29 @@
 
 package collisions
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreatePayment is the fingerprint of a request to create-payment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment(r *http.Request, mediaType string, raw []byte, p *CreatePaymentParams2, v *CreatePaymentBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("create-payment", "POST", "/a")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePaymentParams(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCreatePayment2 is the fingerprint of a request to createPayment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment2(r *http.Request, mediaType string, raw []byte, p *CreatePayment2Params, v *CreatePayment2Body) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createPayment", "POST", "/b")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalHandlers2(f.BodyStart(), v))
-	return f.Sum()
-}
-
-// fingerprintCreatePayment3 is the fingerprint of a request to create_payment (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreatePayment3(r *http.Request, mediaType string, raw []byte, p *CreatePayment3Params, v *CreatePayment3Body) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("create_payment", "POST", "/c")
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCreatePayment3Body(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCreatePaymentParams appends the canonical form (RFC 8785) of v to b: members
 // amount.
 func appendCanonicalCreatePaymentParams(b []byte, v *CreatePaymentParams) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	if v.Amount != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"amount\":"...)
-		b = canonical.AppendInt(b, *v.Amount)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"amount":`, v.Amount)
+	return o.End(b)
 }
 
 // appendCanonicalHandlers2 appends the canonical form (RFC 8785) of v to b: members kind.
 func appendCanonicalHandlers2(b []byte, v *Handlers2) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "kind")
-	if v.Kind != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"kind\":"...)
-		b = canonical.AppendString(b, string(*v.Kind))
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"kind":`, v.Kind)
+	return o.End(b)
 }
 
 // appendCanonicalCreatePayment3Body appends the canonical form (RFC 8785) of v to b: members Extra,
 // userId, user_id.
 func appendCanonicalCreatePayment3Body(b []byte, v *CreatePayment3Body) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra2
-	b, x = x.AppendBefore(b, start, "Extra")
-	if v.Extra != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"Extra\":"...)
-		b = canonical.AppendString(b, *v.Extra)
-	}
-	b, x = x.AppendBefore(b, start, "userId")
-	if v.UserID2 != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"userId\":"...)
-		b = canonical.AppendString(b, *v.UserID2)
-	}
-	b, x = x.AppendBefore(b, start, "user_id")
-	if v.UserID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"user_id\":"...)
-		b = canonical.AppendString(b, *v.UserID)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra2)
+	b = canonical.OptString(&o, b, `"Extra":`, v.Extra)
+	b = canonical.OptString(&o, b, `"userId":`, v.UserID2)
+	b = canonical.OptString(&o, b, `"user_id":`, v.UserID)
+	return o.End(b)
 }

@@ -5,93 +5,100 @@ package collisions
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// createPaymentHandler serves POST /a through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
+// CreatePaymentHandler serves POST /a through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreatePayment(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// CreatePayment2Handler serves POST /b through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func CreatePayment2Handler(rt *runtime.Runtime, fn CreatePayment2Func) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreatePayment2(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreatePayment2(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreatePayment3Handler serves POST /c through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func CreatePayment3Handler(rt *runtime.Runtime, fn CreatePayment3Func) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreatePayment3(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreatePayment3(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	body, err := decodeCreatePaymentJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
 	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
+	var err error
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
 	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createPayment2Handler serves POST /b through the idempotency runtime.
-type createPayment2Handler struct {
-	rt *runtime.Runtime
-	fn CreatePayment2Func
-}
-
-func (h createPayment2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment2)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePayment2JSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePayment2Params(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintCreatePayment2(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createPayment3Handler serves POST /c through the idempotency runtime.
-type createPayment3Handler struct {
-	rt *runtime.Runtime
-	fn CreatePayment3Func
-}
-
-func (h createPayment3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment3)
-	if !ok {
-		return
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
 	}
-	body, err := decodeCreatePayment3JSON(x.Body())
-	if err != nil {
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
 		x.Fail(err)
-		return
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
 	}
-	params, err := parseCreatePayment3Params(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment3(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
 }

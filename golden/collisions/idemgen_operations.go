@@ -8,81 +8,62 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreatePayment  runtime.Operation
-	CreatePayment2 runtime.Operation
-	CreatePayment3 runtime.Operation
+// operationCreatePayment returns the resolved idempotency settings of create-payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "create-payment",
+		Method:     "POST",
+		Path:       "/a",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreatePayment: runtime.Operation{
-		ID:     "create-payment",
-		Method: "POST",
-		Path:   "/a",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment2: runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/b",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment3: runtime.Operation{
-		ID:     "create_payment",
-		Method: "POST",
-		Path:   "/c",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationCreatePayment2 returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePayment2() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/b",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationCreatePayment3 returns the resolved idempotency settings of create_payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePayment3() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "create_payment",
+		Method:     "POST",
+		Path:       "/c",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreatePayment(),
+		operationCreatePayment2(),
+		operationCreatePayment3(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -115,24 +96,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /a"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePayment2 != nil {
 		pattern = "POST /b"
-		mux.Handle(pattern, createPayment2Handler{
-			fn: h.CreatePayment2,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePayment2Handler(rt, h.CreatePayment2))
 	}
 	if h.CreatePayment3 != nil {
 		pattern = "POST /c"
-		mux.Handle(pattern, createPayment3Handler{
-			fn: h.CreatePayment3,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePayment3Handler(rt, h.CreatePayment3))
 	}
 	return nil
 }

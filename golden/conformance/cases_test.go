@@ -2,9 +2,8 @@ package conformance
 
 // The shared request-sequence cases about request identity, replayed at the fingerprint layer
 // on the generated code (issue 3, "done when"): no database, no HTTP server; each request is
-// routed by the generated operation table, decoded by the generated decoder and fingerprinted
-// by the generated fingerprint function, as the generated handlers do before they call the
-// runtime. internal/conformance runs every case end to end against PostgreSQL.
+// routed by the generated operations' patterns, decoded and fingerprinted by the generated decode
+// function, as the generated handlers do before they call the runtime. internal/conformance runs every case end to end against PostgreSQL.
 
 import (
 	"errors"
@@ -18,41 +17,35 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
+	"github.com/idemgen/idemgen/internal/fptest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
-// fingerprinter decodes a request body and fingerprints the request the way the generated
-// handler of one operation does; errors are the decoder's (400 body-invalid).
+// fingerprinter decodes and fingerprints a request the way the generated handler of one
+// operation does; errors are the decoder's (400 body-invalid).
 type fingerprinter func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error)
 
-// typed composes one operation's generated decoder, parameter parser and fingerprint function.
-func typed[B, P any](decode func([]byte) (B, error), parse func(*http.Request) (P, error),
-	fingerprint func(*http.Request, string, []byte, *P, *B) canonical.Fingerprint) fingerprinter {
+// typed runs one operation's generated decode function.
+func typed[R any](op *runtime.Operation, decode func(*gen.Input) (R, error)) fingerprinter {
 	return func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error) {
-		v, err := decode(body)
-		if err != nil {
-			return canonical.Fingerprint{}, err
-		}
-		p, err := parse(r)
-		if err != nil {
-			return canonical.Fingerprint{}, err
-		}
-		return fingerprint(r, mediaType, body, &p, &v), nil
+		_, fp, err := fptest.Decode(op, decode, r, mediaType, body)
+		return fp, err
 	}
 }
 
-// operations pairs every entry of the generated operation table with its generated code.
+// operations pairs every operation with its generated decode function.
 var operations = []struct {
 	op *runtime.Operation
 	fp fingerprinter
 }{
-	{&Operations.CreateCharge, typed(decodeCreateChargeForm, parseCreateChargeParams, fingerprintCreateCharge)},
-	{&Operations.CreateOrder, typed(decodeCreateOrderJSON, parseCreateOrderParams, fingerprintCreateOrder)},
-	{&Operations.CreatePayment, typed(decodeCreatePaymentJSON, parseCreatePaymentParams, fingerprintCreatePayment)},
-	{&Operations.CreateRefund, typed(decodeCreateRefundJSON, parseCreateRefundParams, fingerprintCreateRefund)},
-	{&Operations.CreateProviderCharge, typed(decodeCreateProviderChargeJSON, parseCreateProviderChargeParams, fingerprintCreateProviderCharge)},
-	{&Operations.CreateTransfer, typed(decodeCreateTransferJSON, parseCreateTransferParams, fingerprintCreateTransfer)},
+	{operationCreateCharge(), typed(operationCreateCharge(), decodeCreateCharge)},
+	{operationCreateOrder(), typed(operationCreateOrder(), decodeCreateOrder)},
+	{operationCreatePayment(), typed(operationCreatePayment(), decodeCreatePayment)},
+	{operationCreateRefund(), typed(operationCreateRefund(), decodeCreateRefund)},
+	{operationCreateProviderCharge(), typed(operationCreateProviderCharge(), decodeCreateProviderCharge)},
+	{operationCreateTransfer(), typed(operationCreateTransfer(), decodeCreateTransfer)},
 }
 
 // fingerprintRequest routes method and path through a ServeMux holding the operation table's

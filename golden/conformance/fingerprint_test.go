@@ -2,15 +2,13 @@ package conformance
 
 // The fingerprint corpus of the conformance operations: each request with the fingerprint the
 // generated code computes for it, recorded from the generator before its decode functions were
-// merged (so a change of framing or canonical form fails here).
+// merged, whose fingerprints gen.Input.Begin reproduced (so a change of framing or canonical form
+// fails here).
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 const form = "application/x-www-form-urlencoded"
@@ -43,44 +41,14 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	charge := fptest.Op[CreateChargeBody, CreateChargeParams]{ID: "createCharge", Path: "/v1/charges",
-		Decode: fptest.JSON(decodeCreateChargeForm), Parse: parseCreateChargeParams, Old: fingerprintCreateCharge,
-		Body: func(in *gen.Input, v *CreateChargeBody) { in.FormBody() }}
-	order := fptest.Op[CreateOrderBody, CreateOrderParams]{ID: "createOrder", Path: "/v1/orders",
-		Decode: fptest.JSON(decodeCreateOrderJSON), Parse: parseCreateOrderParams, Old: fingerprintCreateOrder,
-		Body: func(in *gen.Input, v *CreateOrderBody) {
-			in.JSONBody(appendCanonicalCreateOrderBodyForCreateOrder(in.BodyStart(), v))
-		}}
-	payment := fptest.Op[CreatePaymentBody, CreatePaymentParams]{ID: "createPayment", Path: "/v1/payments",
-		Decode: fptest.JSON(decodeCreatePaymentJSON), Parse: parseCreatePaymentParams, Old: fingerprintCreatePayment,
-		Body: func(in *gen.Input, v *CreatePaymentBody) {
-			in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), v))
-		}}
-	refund := fptest.Op[CreateRefundBody, CreateRefundParams]{ID: "createRefund", Path: "/v1/payments/{payment_id}/refunds",
-		Decode: fptest.JSON(decodeCreateRefundJSON), Parse: parseCreateRefundParams, Old: fingerprintCreateRefund,
-		Body: func(in *gen.Input, v *CreateRefundBody) {
-			in.JSONBody(appendCanonicalCreateRefundBody(in.BodyStart(), v))
-		}}
-	provider := fptest.Op[CreateProviderChargeBody, CreateProviderChargeParams]{ID: "createProviderCharge", Path: "/v1/provider-charges",
-		Decode: fptest.JSON(decodeCreateProviderChargeJSON), Parse: parseCreateProviderChargeParams, Old: fingerprintCreateProviderCharge,
-		Body: func(in *gen.Input, v *CreateProviderChargeBody) {
-			in.JSONBody(appendCanonicalCreateProviderChargeBody(in.BodyStart(), v))
-		}}
-	transfer := fptest.Op[CreateTransferBody, CreateTransferParams]{ID: "createTransfer", Path: "/v1/transfers",
-		Decode: fptest.JSON(decodeCreateTransferJSON), Parse: parseCreateTransferParams, Old: fingerprintCreateTransfer,
-		Body: func(in *gen.Input, v *CreateTransferBody) {
-			in.JSONBody(appendCanonicalCreateTransferBodyForCreateTransfer(in.BodyStart(), v))
-		}}
-	for name, m := range map[string]map[string]fptest.Fingerprinter{
-		"old": {"createCharge": charge.OldFingerprint, "createOrder": order.OldFingerprint, "createPayment": payment.OldFingerprint,
-			"createRefund": refund.OldFingerprint, "createProviderCharge": provider.OldFingerprint, "createTransfer": transfer.OldFingerprint},
-		"begin": {"createCharge": charge.Begin, "createOrder": order.Begin, "createPayment": payment.Begin,
-			"createRefund": refund.Begin, "createProviderCharge": provider.Begin, "createTransfer": transfer.Begin},
-	} {
-		t.Run(name, func(t *testing.T) {
-			fptest.Check(t, corpus, want, func(c fptest.Request, r *http.Request) (canonical.Fingerprint, error) { return m[c.Op](c, r) })
-		})
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"createCharge":         fptest.Run(operationCreateCharge(), decodeCreateCharge),
+		"createOrder":          fptest.Run(operationCreateOrder(), decodeCreateOrder),
+		"createPayment":        fptest.Run(operationCreatePayment(), decodeCreatePayment),
+		"createRefund":         fptest.Run(operationCreateRefund(), decodeCreateRefund),
+		"createProviderCharge": fptest.Run(operationCreateProviderCharge(), decodeCreateProviderCharge),
+		"createTransfer":       fptest.Run(operationCreateTransfer(), decodeCreateTransfer),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

@@ -5,186 +5,139 @@ package conformance
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// createChargeHandler serves POST /v1/charges through the idempotency runtime.
-type createChargeHandler struct {
-	rt *runtime.Runtime
-	fn CreateChargeFunc
+// CreateChargeHandler serves POST /v1/charges through the idempotency runtime: fn runs at most once
+// per idempotency key.
+//
+//go:noinline
+func CreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateCharge(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateCharge(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h createChargeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// CreateOrderHandler serves POST /v1/orders through the idempotency runtime: fn runs at most once
+// per idempotency key.
+//
+//go:noinline
+func CreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateOrder(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateOrder(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreatePaymentHandler serves POST /v1/payments through the idempotency runtime: fn runs at most
+// once per idempotency key.
+//
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreatePayment(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreateRefundHandler serves POST /v1/payments/{payment_id}/refunds through the idempotency
+// runtime: fn runs at most once per idempotency key.
+//
+//go:noinline
+func CreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateRefund(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateRefund(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreateProviderChargeHandler serves POST /v1/provider-charges through the idempotency runtime: fn
+// runs at most once per idempotency key.
+//
+//go:noinline
+func CreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateProviderCharge(), lease: func(in *gen.Input) (runtime.LeaseFunc, error) {
+		r, err := decodeCreateProviderCharge(in)
+		return func(ctx context.Context, lease *runtime.LeaseHandle) (runtime.CompleteFunc, error) {
+			return fn(ctx, lease, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreateTransferHandler serves POST /v1/transfers through the idempotency runtime: fn runs at most
+// once per idempotency key.
+//
+//go:noinline
+func CreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateTransfer(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateTransfer(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCharge)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	body, err := decodeCreateChargeForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
 	}
-	params, err := parseCreateChargeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
+	var err error
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
+	}
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintCreateCharge(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createOrderHandler serves POST /v1/orders through the idempotency runtime.
-type createOrderHandler struct {
-	rt *runtime.Runtime
-	fn CreateOrderFunc
-}
-
-func (h createOrderHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateOrder)
-	if !ok {
-		return
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
 	}
-	body, err := decodeCreateOrderJSON(x.Body())
-	if err != nil {
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
 		x.Fail(err)
-		return
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
 	}
-	params, err := parseCreateOrderParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateOrder(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createPaymentHandler serves POST /v1/payments through the idempotency runtime.
-type createPaymentHandler struct {
-	rt *runtime.Runtime
-	fn CreatePaymentFunc
-}
-
-func (h createPaymentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreatePayment)
-	if !ok {
-		return
-	}
-	body, err := decodeCreatePaymentJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreatePaymentParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreatePayment(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createRefundHandler serves POST /v1/payments/{payment_id}/refunds through the idempotency runtime.
-type createRefundHandler struct {
-	rt *runtime.Runtime
-	fn CreateRefundFunc
-}
-
-func (h createRefundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateRefund)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateRefundJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateRefundParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateRefund(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createProviderChargeHandler serves POST /v1/provider-charges through the idempotency runtime.
-type createProviderChargeHandler struct {
-	rt *runtime.Runtime
-	fn CreateProviderChargeFunc
-}
-
-func (h createProviderChargeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateProviderCharge)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateProviderChargeJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateProviderChargeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateProviderCharge(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunLease(key, fp, func(ctx context.Context, lease *runtime.LeaseHandle) (runtime.CompleteFunc, error) {
-		return h.fn(ctx, lease, params, body)
-	})
-}
-
-// createTransferHandler serves POST /v1/transfers through the idempotency runtime.
-type createTransferHandler struct {
-	rt *runtime.Runtime
-	fn CreateTransferFunc
-}
-
-func (h createTransferHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateTransfer)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateTransferJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateTransferParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreateTransfer(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
 }

@@ -15,134 +15,108 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCharge         runtime.Operation
-	CreateOrder          runtime.Operation
-	CreatePayment        runtime.Operation
-	CreateRefund         runtime.Operation
-	CreateProviderCharge runtime.Operation
-	CreateTransfer       runtime.Operation
+// operationCreateCharge returns the resolved idempotency settings of createCharge; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCreateCharge() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createCharge",
+		Method:     "POST",
+		Path:       "/v1/charges",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      2 * time.Second,
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCharge: runtime.Operation{
-		ID:     "createCharge",
-		Method: "POST",
-		Path:   "/v1/charges",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateOrder: runtime.Operation{
-		ID:     "createOrder",
-		Method: "POST",
-		Path:   "/v1/orders",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreatePayment: runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/v1/payments",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateRefund: runtime.Operation{
-		ID:     "createRefund",
-		Method: "POST",
-		Path:   "/v1/payments/{payment_id}/refunds",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateProviderCharge: runtime.Operation{
-		ID:     "createProviderCharge",
-		Method: "POST",
-		Path:   "/v1/provider-charges",
-		Mode:   runtime.Lease,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         1 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateTransfer: runtime.Operation{
-		ID:     "createTransfer",
-		Method: "POST",
-		Path:   "/v1/transfers",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/idempotency_key",
-			Required:    true,
-			MinLength:   8,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationCreateOrder returns the resolved idempotency settings of createOrder; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCreateOrder() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createOrder",
+		Method:     "POST",
+		Path:       "/v1/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      2 * time.Second,
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePayment() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/v1/payments",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      2 * time.Second,
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCreateRefund() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createRefund",
+		Method:     "POST",
+		Path:       "/v1/payments/{payment_id}/refunds",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      2 * time.Second,
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
+func operationCreateProviderCharge() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createProviderCharge",
+		Method:     "POST",
+		Path:       "/v1/provider-charges",
+		Mode:       runtime.Lease,
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      1 * time.Second,
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationCreateTransfer returns the resolved idempotency settings of createTransfer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreateTransfer() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createTransfer",
+		Method:     "POST",
+		Path:       "/v1/transfers",
+		Key:        runtime.KeyRule{BodyPointer: "/idempotency_key", Required: true, MinLength: 8},
+		Lease:      2 * time.Second,
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCharge(),
+		operationCreateOrder(),
+		operationCreatePayment(),
+		operationCreateRefund(),
+		operationCreateProviderCharge(),
+		operationCreateTransfer(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -178,45 +152,27 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCharge != nil {
 		pattern = "POST /v1/charges"
-		mux.Handle(pattern, createChargeHandler{
-			fn: h.CreateCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateChargeHandler(rt, h.CreateCharge))
 	}
 	if h.CreateOrder != nil {
 		pattern = "POST /v1/orders"
-		mux.Handle(pattern, createOrderHandler{
-			fn: h.CreateOrder,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateOrderHandler(rt, h.CreateOrder))
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /v1/payments"
-		mux.Handle(pattern, createPaymentHandler{
-			fn: h.CreatePayment,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /v1/payments/{payment_id}/refunds"
-		mux.Handle(pattern, createRefundHandler{
-			fn: h.CreateRefund,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateRefundHandler(rt, h.CreateRefund))
 	}
 	if h.CreateProviderCharge != nil {
 		pattern = "POST /v1/provider-charges"
-		mux.Handle(pattern, createProviderChargeHandler{
-			fn: h.CreateProviderCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateProviderChargeHandler(rt, h.CreateProviderCharge))
 	}
 	if h.CreateTransfer != nil {
 		pattern = "POST /v1/transfers"
-		mux.Handle(pattern, createTransferHandler{
-			fn: h.CreateTransfer,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateTransferHandler(rt, h.CreateTransfer))
 	}
 	return nil
 }

@@ -5,12 +5,9 @@ package form
 // a change of framing or canonical form fails here).
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 const formType = "application/x-www-form-urlencoded"
@@ -30,35 +27,11 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	customer := fptest.Op[CreateCustomerBody, CreateCustomerParams]{ID: "createCustomer", Path: "/v1/customers",
-		Decode: fptest.JSON(decodeCreateCustomerForm), Parse: parseCreateCustomerParams, Old: fingerprintCreateCustomer,
-		Body: func(in *gen.Input, v *CreateCustomerBody) { in.FormBody("client_ip", "idempotency_key") }}
-	upload := fptest.Op[UploadFileBody, UploadFileParams]{ID: "uploadFile", Path: "/v1/files",
-		Decode: func(_ string, b []byte) (UploadFileBody, error) { return b, nil }, Parse: parseUploadFileParams, Old: fingerprintUploadFile,
-		Body: func(in *gen.Input, v *UploadFileBody) { in.RawBody() }}
-	note := fptest.Op[CreateNoteBody, CreateNoteParams]{ID: "createNote", Path: "/v1/notes", Optional: true,
-		Decode: func(declared string, b []byte) (CreateNoteBody, error) {
-			if declared == formType {
-				return decodeCreateNoteForm(b)
-			}
-			return decodeCreateNoteJSON(b)
-		},
-		Parse: parseCreateNoteParams, Old: fingerprintCreateNote,
-		Body: func(in *gen.Input, v *CreateNoteBody) {
-			if in.Declared == formType {
-				in.FormBody()
-				return
-			}
-			in.JSONBody(appendCanonicalNote(in.BodyStart(), v))
-		}}
-	for name, m := range map[string]map[string]fptest.Fingerprinter{
-		"old":   {"createCustomer": customer.OldFingerprint, "uploadFile": upload.OldFingerprint, "createNote": note.OldFingerprint},
-		"begin": {"createCustomer": customer.Begin, "uploadFile": upload.Begin, "createNote": note.Begin},
-	} {
-		t.Run(name, func(t *testing.T) {
-			fptest.Check(t, corpus, want, func(c fptest.Request, r *http.Request) (canonical.Fingerprint, error) { return m[c.Op](c, r) })
-		})
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"createCustomer": fptest.Run(operationCreateCustomer(), decodeCreateCustomer),
+		"uploadFile":     fptest.Run(operationUploadFile(), decodeUploadFile),
+		"createNote":     fptest.Run(operationCreateNote(), decodeCreateNote),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

@@ -2,71 +2,12 @@
 
 package form
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCreateCustomer is the fingerprint of a request to createCustomer (docs/design.md
-// section 3): operation, method, path template and path values, declared query parameters (sorted),
-// media type, fingerprint.headers and the canonical body. r is the request, mediaType its media
-// type without parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateCustomer(r *http.Request, mediaType string, raw []byte, p *CreateCustomerParams, v *CreateCustomerBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createCustomer", "POST", "/v1/customers")
-	f.MediaType(mediaType)
-	_ = f.FormBody(raw, "client_ip", "idempotency_key")
-	return f.Sum()
-}
-
-// fingerprintUploadFile is the fingerprint of a request to uploadFile (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintUploadFile(r *http.Request, mediaType string, raw []byte, p *UploadFileParams, v *UploadFileBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("uploadFile", "POST", "/v1/files")
-	f.MediaType(mediaType)
-	f.RawBody(raw)
-	return f.Sum()
-}
-
-// fingerprintCreateNote is the fingerprint of a request to createNote (docs/design.md section 3):
-// operation, method, path template and path values, declared query parameters (sorted), media type,
-// fingerprint.headers and the canonical body. r is the request, mediaType its media type without
-// parameters, raw its body bytes and v the decoded body.
-func fingerprintCreateNote(r *http.Request, mediaType string, raw []byte, p *CreateNoteParams, v *CreateNoteBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("createNote", "POST", "/v1/notes")
-	f.MediaType(mediaType)
-	if len(raw) == 0 {
-		f.RawBody(nil) // absent
-	} else {
-		switch mediaType {
-		case "application/json":
-			f.BodyEnd(appendCanonicalNote(f.BodyStart(), v))
-		case "application/x-www-form-urlencoded":
-			_ = f.FormBody(raw)
-		}
-	}
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalNote appends the canonical form (RFC 8785) of v to b: members pinned, text.
 func appendCanonicalNote(b []byte, v *Note) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "pinned")
-	if v.Pinned != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"pinned\":"...)
-		b = canonical.AppendBool(b, *v.Pinned)
-	}
-	b, x = x.AppendBefore(b, start, "text")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"text\":"...)
-	b = canonical.AppendString(b, v.Text)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptBool(&o, b, `"pinned":`, v.Pinned)
+	b = o.String(b, `"text":`, v.Text)
+	return o.End(b)
 }

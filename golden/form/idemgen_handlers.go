@@ -5,106 +5,100 @@ package form
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// createCustomerHandler serves POST /v1/customers through the idempotency runtime.
-type createCustomerHandler struct {
-	rt *runtime.Runtime
-	fn CreateCustomerFunc
+// CreateCustomerHandler serves POST /v1/customers through the idempotency runtime: fn runs at most
+// once per idempotency key.
+//
+//go:noinline
+func CreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateCustomer(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateCustomer(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h createCustomerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// UploadFileHandler serves POST /v1/files through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func UploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationUploadFile(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeUploadFile(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// CreateNoteHandler serves POST /v1/notes through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func CreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateNote(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateNote(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCustomer)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	body, err := decodeCreateCustomerForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
 	}
-	params, err := parseCreateCustomerParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	var key runtime.Key
-	if body.IdempotencyKey != nil {
-		key = runtime.Key{
-			Present: true,
-			Value:   *body.IdempotencyKey,
-		}
-	}
-	fp := fingerprintCreateCustomer(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// uploadFileHandler serves POST /v1/files through the idempotency runtime.
-type uploadFileHandler struct {
-	rt *runtime.Runtime
-	fn UploadFileFunc
-}
-
-func (h uploadFileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UploadFile)
-	if !ok {
-		return
-	}
-	body := x.Body()
-	params, err := parseUploadFileParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintUploadFile(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// createNoteHandler serves POST /v1/notes through the idempotency runtime.
-type createNoteHandler struct {
-	rt *runtime.Runtime
-	fn CreateNoteFunc
-}
-
-func (h createNoteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateNote)
-	if !ok {
-		return
-	}
-	var body CreateNoteBody
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
 	var err error
-	if len(x.Body()) > 0 {
-		switch x.DeclaredMediaType() {
-		case "application/json":
-			body, err = decodeCreateNoteJSON(x.Body())
-		case "application/x-www-form-urlencoded":
-			body, err = decodeCreateNoteForm(x.Body())
-		default:
-			err = &runtime.BodyError{Reason: "no decoder for media type " + x.MediaType()}
-		}
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
 	}
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateNoteParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintCreateNote(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
+	}
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
+	}
 }

@@ -8,81 +8,62 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCustomer runtime.Operation
-	UploadFile     runtime.Operation
-	CreateNote     runtime.Operation
+// operationCreateCustomer returns the resolved idempotency settings of createCustomer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreateCustomer() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createCustomer",
+		Method:     "POST",
+		Path:       "/v1/customers",
+		Key:        runtime.KeyRule{BodyPointer: "idempotency_key"},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCustomer: runtime.Operation{
-		ID:     "createCustomer",
-		Method: "POST",
-		Path:   "/v1/customers",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "idempotency_key",
-			Required:    false,
-			MinLength:   16,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UploadFile: runtime.Operation{
-		ID:     "uploadFile",
-		Method: "POST",
-		Path:   "/v1/files",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/octet-stream"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CreateNote: runtime.Operation{
-		ID:     "createNote",
-		Method: "POST",
-		Path:   "/v1/notes",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json", "application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationUploadFile returns the resolved idempotency settings of uploadFile; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationUploadFile() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "uploadFile",
+		Method:     "POST",
+		Path:       "/v1/files",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/octet-stream"},
+	}
+}
+
+// operationCreateNote returns the resolved idempotency settings of createNote; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationCreateNote() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createNote",
+		Method:     "POST",
+		Path:       "/v1/notes",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json", "application/x-www-form-urlencoded"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCustomer(),
+		operationUploadFile(),
+		operationCreateNote(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -115,24 +96,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCustomer != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, createCustomerHandler{
-			fn: h.CreateCustomer,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateCustomerHandler(rt, h.CreateCustomer))
 	}
 	if h.UploadFile != nil {
 		pattern = "POST /v1/files"
-		mux.Handle(pattern, uploadFileHandler{
-			fn: h.UploadFile,
-			rt: rt,
-		})
+		mux.Handle(pattern, UploadFileHandler(rt, h.UploadFile))
 	}
 	if h.CreateNote != nil {
 		pattern = "POST /v1/notes"
-		mux.Handle(pattern, createNoteHandler{
-			fn: h.CreateNote,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateNoteHandler(rt, h.CreateNote))
 	}
 	return nil
 }

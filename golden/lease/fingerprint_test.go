@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 var corpus = []fptest.Request{
@@ -21,14 +20,9 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	capture := fptest.Op[CaptureChargeBody, CaptureChargeParams]{ID: "captureCharge", Path: "/charges/{chargeId}/capture",
-		Decode: fptest.JSON(decodeCaptureChargeJSON), Parse: parseCaptureChargeParams, Old: fingerprintCaptureCharge,
-		Body: func(in *gen.Input, v *CaptureChargeBody) {
-			in.JSONBody(appendCanonicalCaptureChargeBody(in.BodyStart(), v))
-		}}
-	for name, m := range map[string]fptest.Fingerprinter{"old": capture.OldFingerprint, "begin": capture.Begin} {
-		t.Run(name, func(t *testing.T) { fptest.Check(t, corpus, want, m) })
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"captureCharge": fptest.Run(operationCaptureCharge(), decodeCaptureCharge),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

@@ -2,39 +2,13 @@
 
 package lease
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
-)
-
-// fingerprintCaptureCharge is the fingerprint of a request to captureCharge (docs/design.md section
-// 3): operation, method, path template and path values, declared query parameters (sorted), media
-// type, fingerprint.headers and the canonical body. r is the request, mediaType its media type
-// without parameters, raw its body bytes and v the decoded body.
-func fingerprintCaptureCharge(r *http.Request, mediaType string, raw []byte, p *CaptureChargeParams, v *CaptureChargeBody) canonical.Fingerprint {
-	var f canonical.Framer
-	f.Begin("captureCharge", "POST", "/charges/{chargeId}/capture")
-	f.PathParam("chargeId", r.PathValue("chargeId"))
-	f.MediaType(mediaType)
-	f.BodyEnd(appendCanonicalCaptureChargeBody(f.BodyStart(), v))
-	return f.Sum()
-}
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalCaptureChargeBody appends the canonical form (RFC 8785) of v to b: members amount,
 // statement_descriptor.
 func appendCanonicalCaptureChargeBody(b []byte, v *CaptureChargeBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "statement_descriptor")
-	if v.StatementDescriptor != nil {
-		b = append(b, ",\"statement_descriptor\":"...)
-		b = canonical.AppendString(b, *v.StatementDescriptor)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"statement_descriptor":`, v.StatementDescriptor)
+	return o.End(b)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"regexp"
 	"time"
 )
 
@@ -16,28 +15,18 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CaptureCharge runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CaptureCharge: runtime.Operation{
-		ID:     "captureCharge",
-		Method: "POST",
-		Path:   "/charges/{chargeId}/capture",
-		Mode:   runtime.Lease,
-		Scope:  runtime.ScopeOperation,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 20,
-			MaxLength: 255,
-			Pattern:   regexp.MustCompile("^(?:^[a-z0-9-]+$)$"),
-		},
+// operationCaptureCharge returns the resolved idempotency settings of captureCharge; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCaptureCharge() *runtime.Operation {
+	return &runtime.Operation{
+		ID:            "captureCharge",
+		Method:        "POST",
+		Path:          "/charges/{chargeId}/capture",
+		Mode:          runtime.Lease,
+		Scope:         runtime.ScopeOperation,
+		Key:           runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 20, Pattern: "^[a-z0-9-]+$"},
 		Retention:     72 * time.Hour,
 		Lease:         45 * time.Second,
 		Wait:          2 * time.Second,
@@ -46,7 +35,15 @@ var Operations = OperationTable{
 		MediaTypes:    []string{"application/json"},
 		ReplayHeaders: []string{"X-Provider-Reference"},
 		Statuses:      []runtime.StatusRule{{Class: 2}, {Code: 402}, {Code: 409, Exclude: true}},
-	},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCaptureCharge(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -77,10 +74,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CaptureCharge != nil {
 		pattern = "POST /charges/{chargeId}/capture"
-		mux.Handle(pattern, captureChargeHandler{
-			fn: h.CaptureCharge,
-			rt: rt,
-		})
+		mux.Handle(pattern, CaptureChargeHandler(rt, h.CaptureCharge))
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 var corpus = []fptest.Request{
@@ -27,12 +26,9 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	entry := fptest.Op[PostEntryBody, PostEntryParams]{ID: "postEntry", Path: "/v2/entries",
-		Decode: fptest.JSON(decodePostEntryJSON), Parse: parsePostEntryParams, Old: fingerprintPostEntry,
-		Body: func(in *gen.Input, v *PostEntryBody) { in.JSONBody(appendCanonicalPostEntryBody(in.BodyStart(), v)) }}
-	for name, m := range map[string]fptest.Fingerprinter{"old": entry.OldFingerprint, "begin": entry.Begin} {
-		t.Run(name, func(t *testing.T) { fptest.Check(t, corpus, want, m) })
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"postEntry": fptest.Run(operationPostEntry(), decodePostEntry),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

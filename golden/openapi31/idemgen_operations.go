@@ -8,43 +8,32 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"regexp"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	PostEntry runtime.Operation
+// operationPostEntry returns the resolved idempotency settings of postEntry; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationPostEntry() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "postEntry",
+		Method:     "POST",
+		Path:       "/v2/entries",
+		Key:        runtime.KeyRule{Header: "X-Idempotency-Key", Required: true, MinLength: 8, MaxLength: 64, Pattern: "^[A-Za-z0-9_-]+$"},
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	PostEntry: runtime.Operation{
-		ID:     "postEntry",
-		Method: "POST",
-		Path:   "/v2/entries",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Idempotency-Key",
-			Required:  true,
-			MinLength: 8,
-			MaxLength: 64,
-			Pattern:   regexp.MustCompile("^(?:^[A-Za-z0-9_-]+$)$"),
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationPostEntry(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -75,10 +64,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.PostEntry != nil {
 		pattern = "POST /v2/entries"
-		mux.Handle(pattern, postEntryHandler{
-			fn: h.PostEntry,
-			rt: rt,
-		})
+		mux.Handle(pattern, PostEntryHandler(rt, h.PostEntry))
 	}
 	return nil
 }

@@ -3,57 +3,40 @@
 package overlappingroutes
 
 import (
-	"net/http"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"strings"
 )
 
-// parseCloseAccountParams reads the path, query and header parameters of closeAccount.
-func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
-	var p CloseAccountParams
-	{
-		s := r.PathValue("id")
-		p.ID = s
-	}
-	return p, nil
+// decodeCloseAccount decodes a request to closeAccount: its parameters. Errors are 400
+// body-invalid.
+func decodeCloseAccount(in *gen.Input) (r CloseAccountRequest, _ error) {
+	p := in.Params()
+	r.Params.ID = p.Path("id").Str()
+	return r, in.Err()
 }
 
-// parseAcmeThingParams reads the path, query and header parameters of acmeThing.
-func parseAcmeThingParams(r *http.Request) (AcmeThingParams, error) {
-	var p AcmeThingParams
-	{
-		s := r.PathValue("kind")
-		p.Kind = s
-	}
-	{
-		s := r.PathValue("name")
-		p.Name = s
-	}
-	return p, nil
+// decodeAcmeThing decodes a request to acmeThing: its parameters. Errors are 400 body-invalid.
+func decodeAcmeThing(in *gen.Input) (r AcmeThingRequest, _ error) {
+	p := in.Params()
+	r.Params.Kind = p.Path("kind").Str()
+	r.Params.Name = p.Path("name").Str()
+	return r, in.Err()
 }
 
-// parseCloseTenantAccountsParams reads the path, query and header parameters of
-// closeTenantAccounts.
-func parseCloseTenantAccountsParams(r *http.Request) (CloseTenantAccountsParams, error) {
-	var p CloseTenantAccountsParams
-	{
-		s := r.PathValue("tenant")
-		p.Tenant = s
-	}
-	return p, nil
+// decodeCloseTenantAccounts decodes a request to closeTenantAccounts: its parameters. Errors are
+// 400 body-invalid.
+func decodeCloseTenantAccounts(in *gen.Input) (r CloseTenantAccountsRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	return r, in.Err()
 }
 
-// parseExportCSVParams reads the path, query and header parameters of exportCSV.
-func parseExportCSVParams(r *http.Request) (ExportCSVParams, error) {
-	var p ExportCSVParams
-	{
-		s := r.PathValue("tenant")
-		p.Tenant = s
-	}
-	{
-		s := r.PathValue("file")
-		p.File = s
-	}
-	return p, nil
+// decodeExportCSV decodes a request to exportCSV: its parameters. Errors are 400 body-invalid.
+func decodeExportCSV(in *gen.Input) (r ExportCSVRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	r.Params.File = p.Path("file").Str()
+	return r, in.Err()
 }
 
 // matchSegment splits one path segment into parameter values around the literal pieces lits

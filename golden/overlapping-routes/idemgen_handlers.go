@@ -5,110 +5,122 @@ package overlappingroutes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// closeAccountHandler serves POST /accounts/{id}/close through the idempotency runtime.
-type closeAccountHandler struct {
-	rt *runtime.Runtime
-	fn CloseAccountFunc
+// CloseAccountHandler serves POST /accounts/{id}/close through the idempotency runtime: fn runs at
+// most once per idempotency key.
+//
+//go:noinline
+func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCloseAccount(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCloseAccount(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params)
+		}, err
+	}}
 }
 
-func (h closeAccountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CloseAccount)
-	if !ok {
-		return
-	}
-	params, err := parseCloseAccountParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCloseAccount(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
-	})
+// AcmeThingHandler serves POST /acme/{kind}/{name} through the idempotency runtime: fn runs at most
+// once per idempotency key.
+//
+//go:noinline
+func AcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationAcmeThing(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeAcmeThing(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params)
+		}, err
+	}}
 }
 
-// acmeThingHandler serves POST /acme/{kind}/{name} through the idempotency runtime.
-type acmeThingHandler struct {
-	rt *runtime.Runtime
-	fn AcmeThingFunc
+// CloseTenantAccountsHandler serves POST /{tenant}/accounts/close through the idempotency runtime:
+// fn runs at most once per idempotency key.
+//
+//go:noinline
+func CloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCloseTenantAccounts(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCloseTenantAccounts(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params)
+		}, err
+	}}
 }
 
-func (h acmeThingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.AcmeThing)
-	if !ok {
-		return
-	}
-	params, err := parseAcmeThingParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintAcmeThing(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
-	})
-}
-
-// closeTenantAccountsHandler serves POST /{tenant}/accounts/close through the idempotency runtime.
-type closeTenantAccountsHandler struct {
-	rt *runtime.Runtime
-	fn CloseTenantAccountsFunc
-}
-
-func (h closeTenantAccountsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CloseTenantAccounts)
-	if !ok {
-		return
-	}
-	params, err := parseCloseTenantAccountsParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCloseTenantAccounts(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
-	})
-}
-
-// exportCSVHandler serves POST /{tenant}/exports/{file}.csv through the idempotency runtime.
-type exportCSVHandler struct {
-	rt *runtime.Runtime
-	fn ExportCSVFunc
-}
-
-func (h exportCSVHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
+// ExportCSVHandler serves POST /{tenant}/exports/{file}.csv through the idempotency runtime: fn
+// runs at most once per idempotency key.
+//
+//go:noinline
+func ExportCSVHandler(rt *runtime.Runtime, fn ExportCSVFunc) http.Handler {
+	h := &operationHandler{rt: rt, op: operationExportCSV(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeExportCSV(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params)
+		}, err
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vals, ok := matchSegment(r.PathValue("seg2"), "", ".csv")
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		r.SetPathValue("file", vals[0])
-	}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.ExportCSV)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	params, err := parseExportCSVParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
+	}
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
+	var err error
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
+	}
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintExportCSV(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
-	})
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
+	}
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
+	}
 }

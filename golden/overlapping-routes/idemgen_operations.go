@@ -8,97 +8,73 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CloseAccount        runtime.Operation
-	AcmeThing           runtime.Operation
-	CloseTenantAccounts runtime.Operation
-	ExportCSV           runtime.Operation
-}
-
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CloseAccount: runtime.Operation{
+// operationCloseAccount returns the resolved idempotency settings of closeAccount; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationCloseAccount() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/close",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	AcmeThing: runtime.Operation{
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
+// operationAcmeThing returns the resolved idempotency settings of acmeThing; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationAcmeThing() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "acmeThing",
 		Method: "POST",
 		Path:   "/acme/{kind}/{name}",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	CloseTenantAccounts: runtime.Operation{
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
+// operationCloseTenantAccounts returns the resolved idempotency settings of closeTenantAccounts;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
+func operationCloseTenantAccounts() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "closeTenantAccounts",
 		Method: "POST",
 		Path:   "/{tenant}/accounts/close",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	ExportCSV: runtime.Operation{
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
+// operationExportCSV returns the resolved idempotency settings of exportCSV; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationExportCSV() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "exportCSV",
 		Method: "POST",
 		Path:   "/{tenant}/exports/{file}.csv",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCloseAccount(),
+		operationAcmeThing(),
+		operationCloseTenantAccounts(),
+		operationExportCSV(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -133,18 +109,9 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	// One route for closeAccount, closeTenantAccounts, acmeThing: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{idemgenSeg2}"
-		hCloseAccount := closeAccountHandler{
-			fn: h.CloseAccount,
-			rt: rt,
-		}
-		hCloseTenantAccounts := closeTenantAccountsHandler{
-			fn: h.CloseTenantAccounts,
-			rt: rt,
-		}
-		hAcmeThing := acmeThingHandler{
-			fn: h.AcmeThing,
-			rt: rt,
-		}
+		hCloseAccount := CloseAccountHandler(rt, h.CloseAccount)
+		hCloseTenantAccounts := CloseTenantAccountsHandler(rt, h.CloseTenantAccounts)
+		hAcmeThing := AcmeThingHandler(rt, h.AcmeThing)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts" && r.PathValue("idemgenSeg2") == "close":
@@ -164,10 +131,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}
 	if h.ExportCSV != nil {
 		pattern = "POST /{tenant}/exports/{seg2}"
-		mux.Handle(pattern, exportCSVHandler{
-			fn: h.ExportCSV,
-			rt: rt,
-		})
+		mux.Handle(pattern, ExportCSVHandler(rt, h.ExportCSV))
 	}
 	return nil
 }

@@ -8,13 +8,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CloseAccountParams holds the parameters of operation closeAccount (POST /accounts/{id}/close).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CloseAccountParams holds the parameters of operation closeAccount; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CloseAccountParams struct {
 	ID string // path parameter id
+}
+
+// CloseAccountRequest is a decoded request to operation closeAccount.
+type CloseAccountRequest struct {
+	Params CloseAccountParams
 }
 
 // CloseAccountFunc is the business function of operation closeAccount (POST /accounts/{id}/close).
@@ -24,14 +26,16 @@ type CloseAccountParams struct {
 // Atomic mode: its writes through tx commit together with the stored response.
 type CloseAccountFunc func(ctx context.Context, tx pgx.Tx, p CloseAccountParams) (runtime.Response, error)
 
-// AcmeThingParams holds the parameters of operation acmeThing (POST /acme/{kind}/{name}).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// AcmeThingParams holds the parameters of operation acmeThing; the idempotency key header is not
+// here: the runtime reads and validates it.
 type AcmeThingParams struct {
 	Kind string // path parameter kind
 	Name string // path parameter name
+}
+
+// AcmeThingRequest is a decoded request to operation acmeThing.
+type AcmeThingRequest struct {
+	Params AcmeThingParams
 }
 
 // AcmeThingFunc is the business function of operation acmeThing (POST /acme/{kind}/{name}).
@@ -41,14 +45,15 @@ type AcmeThingParams struct {
 // Atomic mode: its writes through tx commit together with the stored response.
 type AcmeThingFunc func(ctx context.Context, tx pgx.Tx, p AcmeThingParams) (runtime.Response, error)
 
-// CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts (POST
-// /{tenant}/accounts/close).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts; the idempotency
+// key header is not here: the runtime reads and validates it.
 type CloseTenantAccountsParams struct {
 	Tenant string // path parameter tenant
+}
+
+// CloseTenantAccountsRequest is a decoded request to operation closeTenantAccounts.
+type CloseTenantAccountsRequest struct {
+	Params CloseTenantAccountsParams
 }
 
 // CloseTenantAccountsFunc is the business function of operation closeTenantAccounts (POST
@@ -59,14 +64,16 @@ type CloseTenantAccountsParams struct {
 // Atomic mode: its writes through tx commit together with the stored response.
 type CloseTenantAccountsFunc func(ctx context.Context, tx pgx.Tx, p CloseTenantAccountsParams) (runtime.Response, error)
 
-// ExportCSVParams holds the parameters of operation exportCSV (POST /{tenant}/exports/{file}.csv).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// ExportCSVParams holds the parameters of operation exportCSV; the idempotency key header is not
+// here: the runtime reads and validates it.
 type ExportCSVParams struct {
 	Tenant string // path parameter tenant
 	File   string // path parameter file
+}
+
+// ExportCSVRequest is a decoded request to operation exportCSV.
+type ExportCSVRequest struct {
+	Params ExportCSVParams
 }
 
 // ExportCSVFunc is the business function of operation exportCSV (POST

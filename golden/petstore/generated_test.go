@@ -9,18 +9,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/fptest"
 	"github.com/idemgen/idemgen/runtime"
-
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
+
+const order = `{"petId":1,"quantity":1}`
+
+// createPet decodes a createPet request with the X-Store-Id header store through the generated
+// decode function, and returns it with its fingerprint.
+func createPet(body, store string) (CreatePetRequest, canonical.Fingerprint, error) {
+	r := httptest.NewRequest("POST", "/pets", nil)
+	if store != "" {
+		r.Header.Set("X-Store-Id", store)
+	}
+	return fptest.Decode(operationCreatePet(), decodeCreatePet, r, "application/json", []byte(body))
+}
 
 func TestPlaceOrderParams(t *testing.T) {
 	r := httptest.NewRequest("POST", "/stores/42/orders?include=pet,store&limit=7&ids=3%7C5", nil)
 	r.SetPathValue("storeId", "42")
-	p, err := parsePlaceOrderParams(r)
+	req, _, err := fptest.Decode(operationPlaceOrder(), decodePlaceOrder, r, "application/json", []byte(order))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := req.Params
 	if p.StoreID != 42 || len(p.Include) != 2 || p.Include[1] != PlaceOrderParamsIncludeItemStore || p.Limit == nil || *p.Limit != 7 ||
 		len(p.Ids) != 2 || p.Ids[1] != 5 {
 		t.Fatalf("params = %+v", p)
@@ -39,7 +52,7 @@ func TestPlaceOrderParams(t *testing.T) {
 		r := httptest.NewRequest("POST", "/stores/"+tt.store+"/orders?"+tt.query, nil)
 		r.SetPathValue("storeId", tt.store)
 		var be *runtime.BodyError
-		_, err := parsePlaceOrderParams(r)
+		_, _, err := fptest.Decode(operationPlaceOrder(), decodePlaceOrder, r, "application/json", []byte(order))
 		if !errors.As(err, &be) || be.Pointer() != tt.at || !strings.HasPrefix(err.Error(), tt.detail) {
 			t.Errorf("%s ?%s: err = %v, want *runtime.BodyError at %s starting %q", tt.store, tt.query, err, tt.at, tt.detail)
 		}
@@ -48,7 +61,7 @@ func TestPlaceOrderParams(t *testing.T) {
 
 func TestCreatePetChecks(t *testing.T) {
 	ok := `{"name":"Rex","species":"dog","age":3,"weight_kg":12.5,"owner":{"email":"a@b","phone":null}}`
-	if _, err := decodeCreatePetJSON([]byte(ok)); err != nil {
+	if _, _, err := createPet(ok, "s1"); err != nil {
 		t.Fatalf("valid pet: %v", err)
 	}
 	for _, body := range []string{
@@ -62,7 +75,7 @@ func TestCreatePetChecks(t *testing.T) {
 		`{"name":"Rex","species":"dog","tags":[{}]}`,                 // required in array items
 		`{"name":"Rex","species":"dog","attributes":{"a":"1"}}`,      // map value type
 	} {
-		if _, err := decodeCreatePetJSON([]byte(body)); err == nil {
+		if _, _, err := createPet(body, "s1"); err == nil {
 			t.Errorf("%s: accepted", body)
 		}
 	}
@@ -70,17 +83,11 @@ func TestCreatePetChecks(t *testing.T) {
 
 func TestCreatePetFingerprint(t *testing.T) {
 	fp := func(body, store string) canonical.Fingerprint {
-		v, err := decodeCreatePetJSON([]byte(body))
+		_, fp, err := createPet(body, store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest("POST", "/pets", nil)
-		r.Header.Set("X-Store-Id", store)
-		p, err := parseCreatePetParams(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fingerprintCreatePet(r, "application/json", []byte(body), &p, &v)
+		return fp
 	}
 	a := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"x"}]}`, "s1")
 	if b := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"y"}]}`, "s1"); a != b {
@@ -96,26 +103,25 @@ func TestCreatePetFingerprint(t *testing.T) {
 
 func TestTypedAdditionalProperties(t *testing.T) {
 	base := `{"name":"Rex","species":"dog","preferences":`
-	v, err := decodeCreatePetJSON([]byte(base + `{"food":"fish","walks":2,"naps":5}}`))
+	req, _, err := createPet(base+`{"food":"fish","walks":2,"naps":5}}`, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := req.Body
 	if v.Preferences == nil || v.Preferences.AdditionalProperties["naps"] != 5 {
 		t.Fatalf("preferences = %+v", v.Preferences)
 	}
 	for _, bad := range []string{`{"food":"fish","walks":-1}}`, `{"food":"fish","walks":"2"}}`, `{"food":"fish","walks":1,"walks":2}}`} {
-		if _, err := decodeCreatePetJSON([]byte(base + bad)); err == nil {
+		if _, _, err := createPet(base+bad, "s1"); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
 	fp := func(body string) canonical.Fingerprint {
-		v, err := decodeCreatePetJSON([]byte(body))
+		_, fp, err := createPet(body, "s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest("POST", "/pets", nil)
-		r.Header.Set("X-Store-Id", "s1")
-		return fingerprintCreatePet(r, "application/json", []byte(body), &CreatePetParams{XStoreID: "s1"}, &v)
+		return fp
 	}
 	got := string(appendCanonicalPreferences(nil, v.Preferences))
 	if want := `{"food":"fish","naps":5,"walks":2}`; got != want {

@@ -15,55 +15,45 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreatePet  runtime.Operation
-	PlaceOrder runtime.Operation
+// operationCreatePet returns the resolved idempotency settings of createPet; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationCreatePet() *runtime.Operation {
+	return &runtime.Operation{
+		ID:                 "createPet",
+		Method:             "POST",
+		Path:               "/pets",
+		Key:                runtime.KeyRule{Header: "Idempotency-Key"},
+		MediaTypes:         []string{"application/json"},
+		FingerprintHeaders: []string{"X-Store-Id"},
+		Query:              []string{"dry_run"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreatePet: runtime.Operation{
-		ID:     "createPet",
-		Method: "POST",
-		Path:   "/pets",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:          24 * time.Hour,
-		Lease:              30 * time.Second,
-		BodyLimit:          1 << 20,
-		ResponseLimit:      1 << 20,
-		MediaTypes:         []string{"application/json"},
-		Statuses:           []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-		FingerprintHeaders: []string{"X-Store-Id"},
-	},
-	PlaceOrder: runtime.Operation{
-		ID:     "placeOrder",
-		Method: "POST",
-		Path:   "/stores/{storeId}/orders",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     48 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationPlaceOrder() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "placeOrder",
+		Method:     "POST",
+		Path:       "/stores/{storeId}/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  48 * time.Hour,
+		MediaTypes: []string{"application/json"},
+		Query:      []string{"ids", "include", "limit"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreatePet(),
+		operationPlaceOrder(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -95,17 +85,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePet != nil {
 		pattern = "POST /pets"
-		mux.Handle(pattern, createPetHandler{
-			fn: h.CreatePet,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreatePetHandler(rt, h.CreatePet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /stores/{storeId}/orders"
-		mux.Handle(pattern, placeOrderHandler{
-			fn: h.PlaceOrder,
-			rt: rt,
-		})
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }

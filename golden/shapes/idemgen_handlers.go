@@ -5,155 +5,126 @@ package shapes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// batchHandler serves POST /batch through the idempotency runtime.
-type batchHandler struct {
-	rt *runtime.Runtime
-	fn BatchFunc
+// BatchHandler serves POST /batch through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func BatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationBatch(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeBatch(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h batchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// PatchChoiceHandler serves PATCH /choice through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func PatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationPatchChoice(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodePatchChoice(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// PostFreeHandler serves POST /free through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func PostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationPostFree(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodePostFree(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// KitchenSinkHandler serves POST /kitchen through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func KitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationKitchenSink(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeKitchenSink(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// PutSettingsHandler serves PUT /settings through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func PutSettingsHandler(rt *runtime.Runtime, fn PutSettingsFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationPutSettings(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodePutSettings(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.Batch)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	body, err := decodeBatchJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
 	}
-	params, err := parseBatchParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintBatch(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// patchChoiceHandler serves PATCH /choice through the idempotency runtime.
-type patchChoiceHandler struct {
-	rt *runtime.Runtime
-	fn PatchChoiceFunc
-}
-
-func (h patchChoiceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PatchChoice)
-	if !ok {
-		return
-	}
-	body, err := decodePatchChoiceJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePatchChoiceParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPatchChoice(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// postFreeHandler serves POST /free through the idempotency runtime.
-type postFreeHandler struct {
-	rt *runtime.Runtime
-	fn PostFreeFunc
-}
-
-func (h postFreeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PostFree)
-	if !ok {
-		return
-	}
-	body, err := decodePostFreeJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePostFreeParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintPostFree(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// kitchenSinkHandler serves POST /kitchen through the idempotency runtime.
-type kitchenSinkHandler struct {
-	rt *runtime.Runtime
-	fn KitchenSinkFunc
-}
-
-func (h kitchenSinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.KitchenSink)
-	if !ok {
-		return
-	}
-	body, err := decodeKitchenSinkJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseKitchenSinkParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintKitchenSink(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// putSettingsHandler serves PUT /settings through the idempotency runtime.
-type putSettingsHandler struct {
-	rt *runtime.Runtime
-	fn PutSettingsFunc
-}
-
-func (h putSettingsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PutSettings)
-	if !ok {
-		return
-	}
-	var body PutSettingsBody
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
 	var err error
-	if len(x.Body()) > 0 {
-		body, err = decodePutSettingsJSON(x.Body())
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
 	}
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePutSettingsParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintPutSettings(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
+	}
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
+	}
 }

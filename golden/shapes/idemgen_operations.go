@@ -8,121 +8,92 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	Batch       runtime.Operation
-	PatchChoice runtime.Operation
-	PostFree    runtime.Operation
-	KitchenSink runtime.Operation
-	PutSettings runtime.Operation
+// operationBatch returns the resolved idempotency settings of batch; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
+func operationBatch() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "batch",
+		Method:     "POST",
+		Path:       "/batch",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	Batch: runtime.Operation{
-		ID:     "batch",
-		Method: "POST",
-		Path:   "/batch",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PatchChoice: runtime.Operation{
-		ID:     "patchChoice",
-		Method: "PATCH",
-		Path:   "/choice",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/merge-patch+json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PostFree: runtime.Operation{
-		ID:     "postFree",
-		Method: "POST",
-		Path:   "/free",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	KitchenSink: runtime.Operation{
-		ID:     "kitchenSink",
-		Method: "POST",
-		Path:   "/kitchen",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PutSettings: runtime.Operation{
-		ID:     "putSettings",
-		Method: "PUT",
-		Path:   "/settings",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationPatchChoice returns the resolved idempotency settings of patchChoice; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationPatchChoice() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "patchChoice",
+		Method:     "PATCH",
+		Path:       "/choice",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/merge-patch+json"},
+	}
+}
+
+// operationPostFree returns the resolved idempotency settings of postFree; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
+func operationPostFree() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "postFree",
+		Method:     "POST",
+		Path:       "/free",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationKitchenSink returns the resolved idempotency settings of kitchenSink; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationKitchenSink() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "kitchenSink",
+		Method:     "POST",
+		Path:       "/kitchen",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationPutSettings returns the resolved idempotency settings of putSettings; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
+func operationPutSettings() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "putSettings",
+		Method:     "PUT",
+		Path:       "/settings",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationBatch(),
+		operationPatchChoice(),
+		operationPostFree(),
+		operationKitchenSink(),
+		operationPutSettings(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -157,38 +128,23 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.Batch != nil {
 		pattern = "POST /batch"
-		mux.Handle(pattern, batchHandler{
-			fn: h.Batch,
-			rt: rt,
-		})
+		mux.Handle(pattern, BatchHandler(rt, h.Batch))
 	}
 	if h.PatchChoice != nil {
 		pattern = "PATCH /choice"
-		mux.Handle(pattern, patchChoiceHandler{
-			fn: h.PatchChoice,
-			rt: rt,
-		})
+		mux.Handle(pattern, PatchChoiceHandler(rt, h.PatchChoice))
 	}
 	if h.PostFree != nil {
 		pattern = "POST /free"
-		mux.Handle(pattern, postFreeHandler{
-			fn: h.PostFree,
-			rt: rt,
-		})
+		mux.Handle(pattern, PostFreeHandler(rt, h.PostFree))
 	}
 	if h.KitchenSink != nil {
 		pattern = "POST /kitchen"
-		mux.Handle(pattern, kitchenSinkHandler{
-			fn: h.KitchenSink,
-			rt: rt,
-		})
+		mux.Handle(pattern, KitchenSinkHandler(rt, h.KitchenSink))
 	}
 	if h.PutSettings != nil {
 		pattern = "PUT /settings"
-		mux.Handle(pattern, putSettingsHandler{
-			fn: h.PutSettings,
-			rt: rt,
-		})
+		mux.Handle(pattern, PutSettingsHandler(rt, h.PutSettings))
 	}
 	return nil
 }

@@ -15,34 +15,27 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateInvoice runtime.Operation
+// operationCreateInvoice returns the resolved idempotency settings of createInvoice; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationCreateInvoice() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createInvoice",
+		Method:     "POST",
+		Path:       "/v1/invoices",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  12 * time.Hour,
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateInvoice: runtime.Operation{
-		ID:     "createInvoice",
-		Method: "POST",
-		Path:   "/v1/invoices",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     12 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateInvoice(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -73,10 +66,7 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateInvoice != nil {
 		pattern = "POST /v1/invoices"
-		mux.Handle(pattern, createInvoiceHandler{
-			fn: h.CreateInvoice,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateInvoiceHandler(rt, h.CreateInvoice))
 	}
 	return nil
 }

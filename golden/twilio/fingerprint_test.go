@@ -5,13 +5,10 @@ package twilio
 // before its decode functions were merged (so a change of framing or canonical form fails here).
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 const formType = "application/x-www-form-urlencoded"
@@ -30,22 +27,11 @@ var corpus = []fptest.Request{
 }
 
 func TestFingerprintCorpus(t *testing.T) {
-	create := fptest.Op[CreateCallBody, CreateCallParams]{ID: "CreateCall", Path: "/2010-04-01/Accounts/{AccountSid}/Calls.json",
-		Decode: fptest.JSON(decodeCreateCallForm), Parse: parseCreateCallParams, Old: fingerprintCreateCall,
-		Body: func(in *gen.Input, v *CreateCallBody) { in.FormBody() }}
-	update := fptest.Op[UpdateCallBody, UpdateCallParams]{ID: "UpdateCall", Path: "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
-		Decode: fptest.JSON(decodeUpdateCallForm), Parse: parseUpdateCallParams, Old: fingerprintUpdateCall,
-		Body: func(in *gen.Input, v *UpdateCallBody) { in.FormBody() }}
-	recording := fptest.NoBody("UpdateRecording", "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}", nil, nil,
-		parseUpdateRecordingParams, fingerprintUpdateRecording)
-	for name, m := range map[string]map[string]fptest.Fingerprinter{
-		"old":   {"CreateCall": create.OldFingerprint, "UpdateCall": update.OldFingerprint, "UpdateRecording": recording.OldFingerprint},
-		"begin": {"CreateCall": create.Begin, "UpdateCall": update.Begin, "UpdateRecording": recording.Begin},
-	} {
-		t.Run(name, func(t *testing.T) {
-			fptest.Check(t, corpus, want, func(c fptest.Request, r *http.Request) (canonical.Fingerprint, error) { return m[c.Op](c, r) })
-		})
-	}
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"CreateCall":      fptest.Run(operationCreateCall(), decodeCreateCall),
+		"UpdateCall":      fptest.Run(operationUpdateCall(), decodeUpdateCall),
+		"UpdateRecording": fptest.Run(operationUpdateRecording(), decodeUpdateRecording),
+	}))
 }
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).

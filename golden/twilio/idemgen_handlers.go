@@ -5,84 +5,60 @@ package twilio
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// createCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls.json through the idempotency runtime.
-type createCallHandler struct {
-	rt *runtime.Runtime
-	fn CreateCallFunc
+// CreateCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls.json through the
+// idempotency runtime: fn runs at most once per idempotency key.
+//
+//go:noinline
+func CreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationCreateCall(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeCreateCall(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h createCallHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.CreateCall)
-	if !ok {
-		return
-	}
-	body, err := decodeCreateCallForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseCreateCallParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintCreateCall(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// updateCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json through the idempotency runtime.
-type updateCallHandler struct {
-	rt *runtime.Runtime
-	fn UpdateCallFunc
-}
-
-func (h updateCallHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
+// UpdateCallHandler serves POST /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json through the
+// idempotency runtime: fn runs at most once per idempotency key.
+//
+//go:noinline
+func UpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
+	h := &operationHandler{rt: rt, op: operationUpdateCall(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeUpdateCall(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vals, ok := matchSegment(r.PathValue("seg4"), "", ".json")
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		r.SetPathValue("Sid", vals[0])
-	}
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UpdateCall)
-	if !ok {
-		return
-	}
-	body, err := decodeUpdateCallForm(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parseUpdateCallParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	key := x.HeaderKey()
-	fp := fingerprintUpdateCall(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
+		h.ServeHTTP(w, r)
 	})
 }
 
-// updateRecordingHandler serves POST /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format} through the idempotency runtime.
-type updateRecordingHandler struct {
-	rt *runtime.Runtime
-	fn UpdateRecordingFunc
-}
-
-func (h updateRecordingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	{
+// UpdateRecordingHandler serves POST /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}
+// through the idempotency runtime: fn runs at most once per idempotency key.
+//
+//go:noinline
+func UpdateRecordingHandler(rt *runtime.Runtime, fn UpdateRecordingFunc) http.Handler {
+	h := &operationHandler{rt: rt, op: operationUpdateRecording(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeUpdateRecording(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params)
+		}, err
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vals, ok := matchSegment(r.PathValue("seg4"), "", ".", "")
 		if !ok {
 			http.NotFound(w, r)
@@ -90,20 +66,58 @@ func (h updateRecordingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request
 		}
 		r.SetPathValue("Sid", vals[0])
 		r.SetPathValue("Format", vals[1])
-	}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.UpdateRecording)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	params, err := parseUpdateRecordingParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
+	}
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
+	var err error
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
+	}
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintUpdateRecording(r, x.MediaType(), x.Body(), &params)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params)
-	})
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
+	}
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
+	}
 }

@@ -8,80 +8,61 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	CreateCall      runtime.Operation
-	UpdateCall      runtime.Operation
-	UpdateRecording runtime.Operation
+// operationCreateCall returns the resolved idempotency settings of CreateCall; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationCreateCall() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "CreateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token"},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	CreateCall: runtime.Operation{
-		ID:     "CreateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls.json",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UpdateCall: runtime.Operation{
-		ID:     "UpdateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	UpdateRecording: runtime.Operation{
+// operationUpdateCall returns the resolved idempotency settings of UpdateCall; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationUpdateCall() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "UpdateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token", Required: true},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+	}
+}
+
+// operationUpdateRecording returns the resolved idempotency settings of UpdateRecording; fields
+// left out take the runtime's defaults.
+//
+//go:noinline
+func operationUpdateRecording() *runtime.Operation {
+	return &runtime.Operation{
 		ID:     "UpdateRecording",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationCreateCall(),
+		operationUpdateCall(),
+		operationUpdateRecording(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -114,24 +95,15 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls.json"
-		mux.Handle(pattern, createCallHandler{
-			fn: h.CreateCall,
-			rt: rt,
-		})
+		mux.Handle(pattern, CreateCallHandler(rt, h.CreateCall))
 	}
 	if h.UpdateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}"
-		mux.Handle(pattern, updateCallHandler{
-			fn: h.UpdateCall,
-			rt: rt,
-		})
+		mux.Handle(pattern, UpdateCallHandler(rt, h.UpdateCall))
 	}
 	if h.UpdateRecording != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}"
-		mux.Handle(pattern, updateRecordingHandler{
-			fn: h.UpdateRecording,
-			rt: rt,
-		})
+		mux.Handle(pattern, UpdateRecordingHandler(rt, h.UpdateRecording))
 	}
 	return nil
 }

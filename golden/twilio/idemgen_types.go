@@ -12,19 +12,17 @@ import (
 // CreateCallBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCallBody struct {
-	To   string  `json:"To"`
-	From string  `json:"From"`
-	URL  *string `json:"Url,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	To    string            `json:"To"`
+	From  string            `json:"From"`
+	URL   *string           `json:"Url,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // UpdateCallBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls~1{Sid}.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type UpdateCallBody struct {
 	Status *UpdateCallBodyStatus `json:"Status,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra  canonical.Members     `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // UpdateCallBodyStatus is a string enum (inline schema at
@@ -45,15 +43,16 @@ const (
 	UpdateRecordingParamsFormatMp3  UpdateRecordingParamsFormat = "mp3"
 )
 
-// CreateCallParams holds the parameters of operation CreateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls.json).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token
-// (optional: without it the request runs unguarded).
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateCallParams holds the parameters of operation CreateCall; the idempotency key header is not
+// here: the runtime reads and validates it.
 type CreateCallParams struct {
 	AccountSid string // path parameter AccountSid
+}
+
+// CreateCallRequest is a decoded request to operation CreateCall.
+type CreateCallRequest struct {
+	Params CreateCallParams
+	Body   CreateCallBody
 }
 
 // CreateCallFunc is the business function of operation CreateCall (POST
@@ -65,15 +64,17 @@ type CreateCallParams struct {
 // Atomic mode: its writes through tx commit together with the stored response.
 type CreateCallFunc func(ctx context.Context, tx pgx.Tx, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
 
-// UpdateCallParams holds the parameters of operation UpdateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// UpdateCallParams holds the parameters of operation UpdateCall; the idempotency key header is not
+// here: the runtime reads and validates it.
 type UpdateCallParams struct {
 	AccountSid string // path parameter AccountSid
 	Sid        string // path parameter Sid
+}
+
+// UpdateCallRequest is a decoded request to operation UpdateCall.
+type UpdateCallRequest struct {
+	Params UpdateCallParams
+	Body   UpdateCallBody
 }
 
 // UpdateCallFunc is the business function of operation UpdateCall (POST
@@ -84,16 +85,17 @@ type UpdateCallParams struct {
 // Atomic mode: its writes through tx commit together with the stored response.
 type UpdateCallFunc func(ctx context.Context, tx pgx.Tx, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
 
-// UpdateRecordingParams holds the parameters of operation UpdateRecording (POST
-// /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// UpdateRecordingParams holds the parameters of operation UpdateRecording; the idempotency key
+// header is not here: the runtime reads and validates it.
 type UpdateRecordingParams struct {
 	AccountSid string                      // path parameter AccountSid
 	Sid        string                      // path parameter Sid
 	Format     UpdateRecordingParamsFormat // path parameter Format
+}
+
+// UpdateRecordingRequest is a decoded request to operation UpdateRecording.
+type UpdateRecordingRequest struct {
+	Params UpdateRecordingParams
 }
 
 // UpdateRecordingFunc is the business function of operation UpdateRecording (POST

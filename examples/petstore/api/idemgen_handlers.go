@@ -5,64 +5,87 @@ package api
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/jackc/pgx/v5"
 	"net/http"
+	"sync"
 )
 
-// addPetHandler serves POST /pet through the idempotency runtime.
-type addPetHandler struct {
-	rt *runtime.Runtime
-	fn AddPetFunc
+// AddPetHandler serves POST /pet through the idempotency runtime: fn runs at most once per
+// idempotency key.
+//
+//go:noinline
+func AddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationAddPet(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodeAddPet(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
 }
 
-func (h addPetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// PlaceOrderHandler serves POST /store/order through the idempotency runtime: fn runs at most once
+// per idempotency key.
+//
+//go:noinline
+func PlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
+	return &operationHandler{rt: rt, op: operationPlaceOrder(), atomic: func(in *gen.Input) (runtime.AtomicFunc, error) {
+		r, err := decodePlaceOrder(in)
+		return func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
+			return fn(ctx, tx, r.Params, r.Body)
+		}, err
+	}}
+}
+
+// operationHandler serves one operation: exactly one of atomic and lease decodes a request and
+// binds it to the business function.
+type operationHandler struct {
+	rt     *runtime.Runtime
+	op     *runtime.Operation
+	atomic func(*gen.Input) (runtime.AtomicFunc, error)
+	lease  func(*gen.Input) (runtime.LeaseFunc, error)
+	inputs sync.Pool // *gen.Input, reused across requests
+}
+
+func (h *operationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.AddPet)
+	x, ok := h.rt.Begin(w, r, h.op)
 	if !ok {
 		return
 	}
-	body, err := decodeAddPetJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
+	in, _ := h.inputs.Get().(*gen.Input)
+	if in == nil {
+		in = new(gen.Input)
 	}
-	params, err := parseAddPetParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	in.Reset(r, x.Body(), x.MediaType(), x.DeclaredMediaType(), nil, h.rt.Matcher())
+	in.Begin(h.op.ID, h.op.Method, h.op.Path, h.op.Query, h.op.FingerprintHeaders)
+	var atomic runtime.AtomicFunc
+	var lease runtime.LeaseFunc
+	var err error
+	if h.lease != nil {
+		lease, err = h.lease(in)
+	} else {
+		atomic, err = h.atomic(in)
 	}
-	key := x.HeaderKey()
-	fp := fingerprintAddPet(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
-}
-
-// placeOrderHandler serves POST /store/order through the idempotency runtime.
-type placeOrderHandler struct {
-	rt *runtime.Runtime
-	fn PlaceOrderFunc
-}
-
-func (h placeOrderHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Begin answers 401 (no scope), 413 (body over the limit) and 415 itself.
-	x, ok := h.rt.Begin(w, r, &Operations.PlaceOrder)
-	if !ok {
-		return
-	}
-	body, err := decodePlaceOrderJSON(x.Body())
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	params, err := parsePlaceOrderParams(r)
-	if err != nil {
-		x.Fail(err)
-		return
+	var fp canonical.Fingerprint
+	if err == nil {
+		fp = in.Sum()
+	} else {
+		in.Release()
 	}
 	key := x.HeaderKey()
-	fp := fingerprintPlaceOrder(r, x.MediaType(), x.Body(), &params, &body)
-	x.RunAtomic(key, fp, func(ctx context.Context, tx pgx.Tx) (runtime.Response, error) {
-		return h.fn(ctx, tx, params, body)
-	})
+	if h.op.Key.Header == "" {
+		key.Value, key.Present = in.BodyKey()
+	}
+	in.Reset(nil, nil, "", "", nil, nil) // keep no request alive in the pool
+	h.inputs.Put(in)
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case lease != nil:
+		x.RunLease(key, fp, lease)
+	default:
+		x.RunAtomic(key, fp, atomic)
+	}
 }

@@ -8,61 +8,47 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// OperationTable holds the resolved idempotency settings of every marked operation, one field per
-// operation. The generated handlers pass &Operations.X to the runtime; metrics label by its ID.
-type OperationTable struct {
-	AddPet     runtime.Operation
-	PlaceOrder runtime.Operation
+// operationAddPet returns the resolved idempotency settings of addPet; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
+func operationAddPet() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "addPet",
+		Method:     "POST",
+		Path:       "/pet",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
 }
 
-// Operations is the operation table of this package. Treat it as read-only: the runtime reads it on
-// every request.
-var Operations = OperationTable{
-	AddPet: runtime.Operation{
-		ID:     "addPet",
-		Method: "POST",
-		Path:   "/pet",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
-	PlaceOrder: runtime.Operation{
-		ID:     "placeOrder",
-		Method: "POST",
-		Path:   "/store/order",
-		Mode:   runtime.Atomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Statuses:      []runtime.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}},
-	},
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
+func operationPlaceOrder() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "placeOrder",
+		Method:     "POST",
+		Path:       "/store/order",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// Operations returns the settings of every marked operation, fresh values on each call (for
+// listing them, labelling metrics or a middleware); the handlers hold their own.
+func Operations() []*runtime.Operation {
+	return []*runtime.Operation{
+		operationAddPet(),
+		operationPlaceOrder(),
+	}
 }
 
 // Handlers holds the business function of each marked operation. A nil field is not mounted by
@@ -94,17 +80,11 @@ func Register(mux *http.ServeMux, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.AddPet != nil {
 		pattern = "POST /pet"
-		mux.Handle(pattern, addPetHandler{
-			fn: h.AddPet,
-			rt: rt,
-		})
+		mux.Handle(pattern, AddPetHandler(rt, h.AddPet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /store/order"
-		mux.Handle(pattern, placeOrderHandler{
-			fn: h.PlaceOrder,
-			rt: rt,
-		})
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }
