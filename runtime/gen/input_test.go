@@ -252,3 +252,57 @@ func TestInputReuse(t *testing.T) {
 		t.Error("BodyKey")
 	}
 }
+
+// TestErrOrder: a body error is reported before a parameter error, and data after the JSON
+// document is a body error, although the decode function reads on past both.
+func TestErrOrder(t *testing.T) {
+	decode := func(body string) error {
+		in := newInput("/x?limit=x", body)
+		d := in.JSON()
+		if d.BeginObject() {
+			for d.NextMember() {
+				d.Skip()
+			}
+			d.EndObject()
+		}
+		in.Params().Query("limit", true).Int64()
+		return in.Err()
+	}
+	for body, want := range map[string]string{
+		`{"a":1}`:    "/query/limit",
+		`{"a":1} {}`: "",
+		`{"a":}`:     "/a",
+	} {
+		if at, text := refusal(decode(body)); at != want {
+			t.Errorf("%s: refused at %q (%s), want %q", body, at, text, want)
+		}
+	}
+}
+
+// TestBeginFramesRequestLine: Begin frames what the generated fingerprint functions framed, in
+// their order: path values in template order, the given query parameters (absent differs from
+// empty), the media type and the given headers.
+func TestBeginFramesRequestLine(t *testing.T) {
+	r := httptest.NewRequest("POST", "/s/7/o?b=2&a=1&a=3&c=&z=9", nil)
+	r.Header.Add("X-H", "h1")
+	r.Header.Add("X-H", "h2")
+	r.SetPathValue("store", "7")
+	var in Input
+	in.Reset(r, nil, "application/json", "application/json", nil, nil)
+	in.Begin("op", "POST", "/s/{store}/o", []string{"a", "b", "c", "d"}, []string{"X-H", "X-None"})
+	in.RawBody()
+	var f canonical.Framer
+	f.Begin("op", "POST", "/s/{store}/o")
+	f.PathParam("store", "7")
+	f.Query("a", []string{"1", "3"})
+	f.Query("b", []string{"2"})
+	f.Query("c", []string{""})
+	f.Query("d", nil)
+	f.MediaType("application/json")
+	f.Header("X-H", []string{"h1", "h2"})
+	f.Header("X-None", nil)
+	f.RawBody(nil)
+	if got, want := in.Sum(), f.Sum(); got != want {
+		t.Errorf("Begin framed %s, want %s", got, want)
+	}
+}
