@@ -233,11 +233,3 @@ func rawChecks(s *model.Schema, val jen.Code, fail func(string) jen.Code) []jen.
 func fmtNum(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
-
-func quoteList(vs []string) string {
-	q := make([]string, len(vs))
-	for i, v := range vs {
-		q[i] = strconv.Quote(v)
-	}
-	return strings.Join(q, ", ")
-}
