@@ -173,3 +173,30 @@ func TestServeMuxChecks(t *testing.T) {
 		t.Error("a more specific literal is not a conflict")
 	}
 }
+
+// TestManyMembers: a struct with more than 64 members keeps its seen bits in words, numbers the
+// required members first, and checks them word by word.
+func TestManyMembers(t *testing.T) {
+	g := newGen(&model.Document{}, Options{Package: "x"})
+	s := &model.Schema{Type: model.TypeObject, ClosedObject: true}
+	for i := 0; i < 70; i++ {
+		s.Properties = append(s.Properties, &model.Property{Name: fmt.Sprintf("m%d", i), GoName: fmt.Sprintf("M%d", i),
+			Required: i == 3 || i == 69, Schema: &model.Schema{Type: model.TypeString}})
+	}
+	ti := g.typeOf(s, "Big")
+	f := jen.NewFile("x")
+	g.emitStructDecoder(f, ti)
+	src := fmt.Sprintf("%#v", f)
+	for _, want := range []string{
+		"var seen [2]uint64",
+		`case "m3":` + "\n\t\t\tv.M3 = d.Field(&seen[0], 0).Str()",   // required: bit 0
+		`case "m69":` + "\n\t\t\tv.M69 = d.Field(&seen[0], 1).Str()", // required: bit 1
+		`case "m0":` + "\n\t\t\tv.M0 = canonical.Ptr(d.Field(&seen[0], 2).Str())",
+		`case "m68":` + "\n\t\t\tv.M68 = canonical.Ptr(d.Field(&seen[1], 5).Str())",
+		`d.Required(seen[0], "m3", "m69")`,
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("missing %q in\n%s", want, src)
+		}
+	}
+}
