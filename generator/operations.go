@@ -23,7 +23,8 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
 	f.Line()
 	for _, o := range g.ops {
-		comment(f, "%s returns the resolved idempotency settings of %s", o.operation, o.op.ID+".")
+		comment(f, "%s returns the resolved idempotency settings of %s; fields left out take the runtime's defaults.", o.operation, o.op.ID)
+		noinline(f)
 		f.Func().Id(o.operation).Params().Op("*").Qual(pkgRuntime, "Operation").Block(
 			jen.Return(jen.Op("&").Add(g.operationValue(o))),
 		)
@@ -48,7 +49,7 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Func().Id("Routes").Params().Index().Qual(pkgRuntime, "Route").Block(
 		jen.Return(jen.Index().Qual(pkgRuntime, "Route").ValuesFunc(func(grp *jen.Group) {
 			for _, o := range g.ops {
-				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decodeReq))
+				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decode))
 			}
 			grp.Line()
 		})),
@@ -144,7 +145,7 @@ func sizeLit(n int64) jen.Code {
 }
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
-// runtime.Operation's declaration.
+// runtime.Operation's declaration; a setting equal to the runtime's default is left out.
 func (g *gen) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
 	var key []kv
@@ -156,7 +157,9 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	default:
 		key = append(key, kv{"Header", jen.Lit(s.Key.Header)})
 	}
-	key = append(key, kv{"Required", jen.Lit(s.Key.Required)})
+	if s.Key.Required {
+		key = append(key, kv{"Required", jen.True()})
+	}
 	if s.Key.MinLength != runtimeDefaultKeyMin {
 		key = append(key, kv{"MinLength", jen.Lit(s.Key.MinLength)})
 	}

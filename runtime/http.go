@@ -80,8 +80,13 @@ type result struct {
 // answered reports whether r ends the request (the zero result lets it go on).
 func (r *result) answered() bool { return r.outcome != "" }
 
-// serve runs one request through the layer; decode and run are the operation's.
-func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (T, error), run func(context.Context, *exchange, *T) result) {
+// runner runs the state machine of an operation's mode for one decoded request.
+type runner func(ctx context.Context, x *exchange) result
+
+// serve runs one request through the layer; decode is the operation's, returning the machine
+// bound to the decoded request. Nothing here is generic over the request type: a large API
+// compiles it once.
+func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (runner, error)) {
 	x := &exchange{rt: rt, op: op, r: r}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
@@ -93,12 +98,12 @@ func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Opera
 	defer span.End()
 	res := x.admit(w)
 	if !res.answered() {
-		var v T
-		v, res = prepare(x, decode)
+		var run runner
+		run, res = prepare(x, decode)
 		if !res.answered() {
 			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
 			// The handler's context carries the request's log attributes (LogAttrs, LogHandler).
-			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x, &v)
+			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x)
 		}
 	}
 	span.SetAttributes(attrOutcome.String(string(res.outcome)))
@@ -200,15 +205,19 @@ func refused(status int, name, detail string) result {
 
 // prepare runs the operation's decoder, which checks parameters and body and completes the
 // fingerprint, then reads and validates the key.
-func prepare[T any](x *exchange, decode func(*gen.Input) (T, error)) (T, result) {
+func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, result) {
 	op := x.op
-	in := &gen.Input{}
+	in := x.rt.inputs.Get().(*gen.Input)
+	defer func() {
+		in.Reset(nil, nil, "", "", nil, nil) // nothing of this request stays in the pool
+		x.rt.inputs.Put(in)
+	}()
 	in.Reset(x.r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
 	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-	v, err := decode(in)
+	run, err := decode(in)
 	if err != nil {
 		in.Release()
-		return v, x.rt.decodeFailed(err)
+		return nil, x.rt.decodeFailed(err)
 	}
 	x.fp = in.Sum()
 	k := rawKey{}
@@ -217,9 +226,9 @@ func prepare[T any](x *exchange, decode func(*gen.Input) (T, error)) (T, result)
 			k = rawKey{value: vals[0], present: true, lines: len(vals)}
 		}
 	} else {
-		k.value, k.present, _ = in.BodyKey()
+		k.value, k.present = in.BodyKey()
 	}
-	return v, x.resolveKey(k)
+	return run, x.resolveKey(k)
 }
 
 // pointerError is a decoder's refusal that names where in the request it is: *gen.BodyError,
@@ -257,7 +266,7 @@ func (x *exchange) resolveKey(k rawKey) result {
 		}
 		return result{}
 	}
-	v, err := checkKey(k, rule, x.rt.matcher.Match)
+	v, err := checkKey(k, rule, x.rt.matcher.MatchWhole)
 	if err != nil {
 		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".")}
 	}

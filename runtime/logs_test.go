@@ -31,13 +31,13 @@ func TestEveryRequestLogLineCarriesDigests(t *testing.T) {
 		t.Fatal("tenant digest ignores the tenant")
 	}
 	// A handler logging with its context, through the same logger.
-	logging := AtomicHandler(e.rt, payOp(), decodePay, func(ctx context.Context, db *memstore.DB, r *payReq) (Response, error) {
+	logging := AtomicHandler(e.rt, payOp(), BindAtomic(decodePay, func(ctx context.Context, db *memstore.DB, r *payReq) (Response, error) {
 		e.rt.log.InfoContext(ctx, "charging the card", "amount", r.Amount)
 		if got := LogAttrs(ctx); len(got) != 4 {
 			t.Errorf("LogAttrs in the handler: %v", got)
 		}
 		return Response{}, errors.New("card declined by a bug")
-	})
+	}))
 	serveReq(logging, req(secretTenant, key1, body100))
 
 	// The lease machine's own lines: a takeover, and a release that fails.

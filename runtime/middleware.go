@@ -72,18 +72,22 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				next.ServeHTTP(w, r)
 				return
 			}
-			decode := func(in *gen.Input) (struct{}, error) { return struct{}{}, route.Decode(in) }
-			serve(w, r, rt, route.Operation, decode, func(ctx context.Context, x *exchange, _ *struct{}) result {
-				x.confirm = true
-				if x.op.Mode == ModeLease {
-					return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
-						resp, err := record(next, r, x.body, context.WithValue(ctx, leaseKey{}, l))
-						return func(context.Context, DB) (Response, error) { return resp, err }, nil
-					})
+			serve(w, r, rt, route.Operation, func(in *gen.Input) (runner, error) {
+				if err := route.Decode(in); err != nil {
+					return nil, err
 				}
-				return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
-					return record(next, r, x.body, context.WithValue(ctx, txKey{}, db))
-				})
+				return func(ctx context.Context, x *exchange) result {
+					x.confirm = true
+					if x.op.Mode == ModeLease {
+						return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
+							resp, err := record(next, r, x.body, context.WithValue(ctx, leaseKey{}, l))
+							return func(context.Context, DB) (Response, error) { return resp, err }, nil
+						})
+					}
+					return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
+						return record(next, r, x.body, context.WithValue(ctx, txKey{}, db))
+					})
+				}, nil
 			})
 		})
 	}, nil

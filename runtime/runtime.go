@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -93,6 +94,9 @@ type Runtime struct {
 	tracer   trace.Tracer
 	// matcher compiles key and schema patterns once per Runtime.
 	matcher gen.Matcher
+	// inputs keeps decoding inputs (*gen.Input) between requests: an Input holds a decoder and
+	// buffers that each request would otherwise allocate again.
+	inputs sync.Pool
 }
 
 // New checks cfg and returns a Runtime. It fails when Store is nil, when neither Scope nor
@@ -128,8 +132,10 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	exec, _ := cfg.Observer.(ExecutionObserver)
-	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
+	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}
+	rt.inputs.New = func() any { return new(gen.Input) }
+	return rt, nil
 }
 
 // ErrClaimLost is the cause (context.Cause) of a handler context that the store canceled because

@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayout returns the resolved idempotency settings of createPayout.
+// operationCreatePayout returns the resolved idempotency settings of createPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayout",
@@ -75,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayout != nil {
 		pattern = "POST /payouts"
-		mux.Handle(pattern, NewCreatePayoutHandler(rt, h.CreatePayout))
+		mux.Handle(pattern, CreatePayoutHandler(rt, h.CreatePayout))
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayout returns the resolved idempotency settings of createPayout.
+// operationCreatePayout returns the resolved idempotency settings of createPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayout",
@@ -28,7 +31,10 @@ func operationCreatePayout() *runtime.Operation {
 	}
 }
 
-// operationCancelPayout returns the resolved idempotency settings of cancelPayout.
+// operationCancelPayout returns the resolved idempotency settings of cancelPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCancelPayout() *runtime.Operation {
 	return &runtime.Operation{
 		ID:        "cancelPayout",
@@ -92,11 +98,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayout != nil {
 		pattern = "POST /payouts"
-		mux.Handle(pattern, NewCreatePayoutHandler(rt, h.CreatePayout))
+		mux.Handle(pattern, CreatePayoutHandler(rt, h.CreatePayout))
 	}
 	if h.CancelPayout != nil {
 		pattern = "POST /payouts/{id}/cancel"
-		mux.Handle(pattern, NewCancelPayoutHandler(rt, h.CancelPayout))
+		mux.Handle(pattern, CancelPayoutHandler(rt, h.CancelPayout))
 	}
 	return nil
 }

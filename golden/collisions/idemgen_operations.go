@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of create-payment.
+// operationCreatePayment returns the resolved idempotency settings of create-payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "create-payment",
@@ -25,7 +28,10 @@ func operationCreatePayment() *runtime.Operation {
 	}
 }
 
-// operationCreatePayment2 returns the resolved idempotency settings of createPayment.
+// operationCreatePayment2 returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment2() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayment",
@@ -36,7 +42,10 @@ func operationCreatePayment2() *runtime.Operation {
 	}
 }
 
-// operationCreatePayment3 returns the resolved idempotency settings of create_payment.
+// operationCreatePayment3 returns the resolved idempotency settings of create_payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment3() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "create_payment",
@@ -103,15 +112,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /a"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePayment2 != nil {
 		pattern = "POST /b"
-		mux.Handle(pattern, NewCreatePayment2Handler(rt, h.CreatePayment2))
+		mux.Handle(pattern, CreatePayment2Handler(rt, h.CreatePayment2))
 	}
 	if h.CreatePayment3 != nil {
 		pattern = "POST /c"
-		mux.Handle(pattern, NewCreatePayment3Handler(rt, h.CreatePayment3))
+		mux.Handle(pattern, CreatePayment3Handler(rt, h.CreatePayment3))
 	}
 	return nil
 }

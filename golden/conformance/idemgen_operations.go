@@ -15,7 +15,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCharge returns the resolved idempotency settings of createCharge.
+// operationCreateCharge returns the resolved idempotency settings of createCharge; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateCharge() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createCharge",
@@ -26,7 +29,10 @@ func operationCreateCharge() *runtime.Operation {
 	}
 }
 
-// operationCreateOrder returns the resolved idempotency settings of createOrder.
+// operationCreateOrder returns the resolved idempotency settings of createOrder; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateOrder() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createOrder",
@@ -38,7 +44,10 @@ func operationCreateOrder() *runtime.Operation {
 	}
 }
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayment",
@@ -50,7 +59,10 @@ func operationCreatePayment() *runtime.Operation {
 	}
 }
 
-// operationCreateRefund returns the resolved idempotency settings of createRefund.
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createRefund",
@@ -61,7 +73,10 @@ func operationCreateRefund() *runtime.Operation {
 	}
 }
 
-// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge.
+// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateProviderCharge() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createProviderCharge",
@@ -74,7 +89,10 @@ func operationCreateProviderCharge() *runtime.Operation {
 	}
 }
 
-// operationCreateTransfer returns the resolved idempotency settings of createTransfer.
+// operationCreateTransfer returns the resolved idempotency settings of createTransfer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateTransfer() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createTransfer",
@@ -150,27 +168,27 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCharge != nil {
 		pattern = "POST /v1/charges"
-		mux.Handle(pattern, NewCreateChargeHandler(rt, h.CreateCharge))
+		mux.Handle(pattern, CreateChargeHandler(rt, h.CreateCharge))
 	}
 	if h.CreateOrder != nil {
 		pattern = "POST /v1/orders"
-		mux.Handle(pattern, NewCreateOrderHandler(rt, h.CreateOrder))
+		mux.Handle(pattern, CreateOrderHandler(rt, h.CreateOrder))
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /v1/payments"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /v1/payments/{payment_id}/refunds"
-		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
+		mux.Handle(pattern, CreateRefundHandler(rt, h.CreateRefund))
 	}
 	if h.CreateProviderCharge != nil {
 		pattern = "POST /v1/provider-charges"
-		mux.Handle(pattern, NewCreateProviderChargeHandler(rt, h.CreateProviderCharge))
+		mux.Handle(pattern, CreateProviderChargeHandler(rt, h.CreateProviderCharge))
 	}
 	if h.CreateTransfer != nil {
 		pattern = "POST /v1/transfers"
-		mux.Handle(pattern, NewCreateTransferHandler(rt, h.CreateTransfer))
+		mux.Handle(pattern, CreateTransferHandler(rt, h.CreateTransfer))
 	}
 	return nil
 }

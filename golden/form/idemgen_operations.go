@@ -14,19 +14,25 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCustomer returns the resolved idempotency settings of createCustomer.
+// operationCreateCustomer returns the resolved idempotency settings of createCustomer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateCustomer() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createCustomer",
 		Method:     "POST",
 		Path:       "/v1/customers",
-		Key:        runtime.KeyRule{BodyPointer: "idempotency_key", Required: false},
+		Key:        runtime.KeyRule{BodyPointer: "idempotency_key"},
 		MediaTypes: []string{"application/x-www-form-urlencoded"},
 		Exclude:    []string{"client_ip"},
 	}
 }
 
-// operationUploadFile returns the resolved idempotency settings of uploadFile.
+// operationUploadFile returns the resolved idempotency settings of uploadFile; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationUploadFile() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "uploadFile",
@@ -38,7 +44,10 @@ func operationUploadFile() *runtime.Operation {
 	}
 }
 
-// operationCreateNote returns the resolved idempotency settings of createNote.
+// operationCreateNote returns the resolved idempotency settings of createNote; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreateNote() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createNote",
@@ -105,15 +114,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCustomer != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, NewCreateCustomerHandler(rt, h.CreateCustomer))
+		mux.Handle(pattern, CreateCustomerHandler(rt, h.CreateCustomer))
 	}
 	if h.UploadFile != nil {
 		pattern = "POST /v1/files"
-		mux.Handle(pattern, NewUploadFileHandler(rt, h.UploadFile))
+		mux.Handle(pattern, UploadFileHandler(rt, h.UploadFile))
 	}
 	if h.CreateNote != nil {
 		pattern = "POST /v1/notes"
-		mux.Handle(pattern, NewCreateNoteHandler(rt, h.CreateNote))
+		mux.Handle(pattern, CreateNoteHandler(rt, h.CreateNote))
 	}
 	return nil
 }

@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "createPayment",
@@ -24,7 +27,10 @@ func operationCreatePayment() *runtime.Operation {
 	}
 }
 
-// operationCreateRefund returns the resolved idempotency settings of createRefund.
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createRefund",
@@ -88,11 +94,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /payments"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /refunds"
-		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
+		mux.Handle(pattern, CreateRefundHandler(rt, h.CreateRefund))
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCaptureCharge returns the resolved idempotency settings of captureCharge.
+// operationCaptureCharge returns the resolved idempotency settings of captureCharge; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCaptureCharge() *runtime.Operation {
 	return &runtime.Operation{
 		ID:            "captureCharge",
@@ -85,7 +88,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CaptureCharge != nil {
 		pattern = "POST /charges/{chargeId}/capture"
-		mux.Handle(pattern, NewCaptureChargeHandler(rt, h.CaptureCharge))
+		mux.Handle(pattern, CaptureChargeHandler(rt, h.CaptureCharge))
 	}
 	return nil
 }

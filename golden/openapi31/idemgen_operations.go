@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationPostEntry returns the resolved idempotency settings of postEntry.
+// operationPostEntry returns the resolved idempotency settings of postEntry; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPostEntry() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "postEntry",
@@ -75,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.PostEntry != nil {
 		pattern = "POST /v2/entries"
-		mux.Handle(pattern, NewPostEntryHandler(rt, h.PostEntry))
+		mux.Handle(pattern, PostEntryHandler(rt, h.PostEntry))
 	}
 	return nil
 }

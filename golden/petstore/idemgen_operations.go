@@ -15,13 +15,16 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePet returns the resolved idempotency settings of createPet.
+// operationCreatePet returns the resolved idempotency settings of createPet; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreatePet() *runtime.Operation {
 	return &runtime.Operation{
 		ID:                 "createPet",
 		Method:             "POST",
 		Path:               "/pets",
-		Key:                runtime.KeyRule{Header: "Idempotency-Key", Required: false},
+		Key:                runtime.KeyRule{Header: "Idempotency-Key"},
 		MediaTypes:         []string{"application/json"},
 		Query:              []string{"dry_run"},
 		FingerprintHeaders: []string{"X-Store-Id"},
@@ -29,7 +32,10 @@ func operationCreatePet() *runtime.Operation {
 	}
 }
 
-// operationPlaceOrder returns the resolved idempotency settings of placeOrder.
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "placeOrder",
@@ -95,11 +101,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePet != nil {
 		pattern = "POST /pets"
-		mux.Handle(pattern, NewCreatePetHandler(rt, h.CreatePet))
+		mux.Handle(pattern, CreatePetHandler(rt, h.CreatePet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /stores/{storeId}/orders"
-		mux.Handle(pattern, NewPlaceOrderHandler(rt, h.PlaceOrder))
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }

@@ -14,13 +14,16 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationSendMessage returns the resolved idempotency settings of sendMessage.
+// operationSendMessage returns the resolved idempotency settings of sendMessage; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationSendMessage() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "sendMessage",
 		Method:     "POST",
 		Path:       "/messages",
-		Key:        runtime.KeyRule{Header: "Repeatability-Request-ID", Required: false, MinLength: 1, FirstSent: "Repeatability-First-Sent"},
+		Key:        runtime.KeyRule{Header: "Repeatability-Request-ID", MinLength: 1, FirstSent: "Repeatability-First-Sent"},
 		MediaTypes: []string{"application/json"},
 	}
 }
@@ -75,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.SendMessage != nil {
 		pattern = "POST /messages"
-		mux.Handle(pattern, NewSendMessageHandler(rt, h.SendMessage))
+		mux.Handle(pattern, SendMessageHandler(rt, h.SendMessage))
 	}
 	return nil
 }

@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationBatch returns the resolved idempotency settings of batch.
+// operationBatch returns the resolved idempotency settings of batch; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationBatch() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "batch",
@@ -25,7 +28,10 @@ func operationBatch() *runtime.Operation {
 	}
 }
 
-// operationPatchChoice returns the resolved idempotency settings of patchChoice.
+// operationPatchChoice returns the resolved idempotency settings of patchChoice; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPatchChoice() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "patchChoice",
@@ -36,7 +42,10 @@ func operationPatchChoice() *runtime.Operation {
 	}
 }
 
-// operationPostFree returns the resolved idempotency settings of postFree.
+// operationPostFree returns the resolved idempotency settings of postFree; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationPostFree() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "postFree",
@@ -47,7 +56,10 @@ func operationPostFree() *runtime.Operation {
 	}
 }
 
-// operationKitchenSink returns the resolved idempotency settings of kitchenSink.
+// operationKitchenSink returns the resolved idempotency settings of kitchenSink; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationKitchenSink() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "kitchenSink",
@@ -59,7 +71,10 @@ func operationKitchenSink() *runtime.Operation {
 	}
 }
 
-// operationPutSettings returns the resolved idempotency settings of putSettings.
+// operationPutSettings returns the resolved idempotency settings of putSettings; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPutSettings() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "putSettings",
@@ -132,23 +147,23 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.Batch != nil {
 		pattern = "POST /batch"
-		mux.Handle(pattern, NewBatchHandler(rt, h.Batch))
+		mux.Handle(pattern, BatchHandler(rt, h.Batch))
 	}
 	if h.PatchChoice != nil {
 		pattern = "PATCH /choice"
-		mux.Handle(pattern, NewPatchChoiceHandler(rt, h.PatchChoice))
+		mux.Handle(pattern, PatchChoiceHandler(rt, h.PatchChoice))
 	}
 	if h.PostFree != nil {
 		pattern = "POST /free"
-		mux.Handle(pattern, NewPostFreeHandler(rt, h.PostFree))
+		mux.Handle(pattern, PostFreeHandler(rt, h.PostFree))
 	}
 	if h.KitchenSink != nil {
 		pattern = "POST /kitchen"
-		mux.Handle(pattern, NewKitchenSinkHandler(rt, h.KitchenSink))
+		mux.Handle(pattern, KitchenSinkHandler(rt, h.KitchenSink))
 	}
 	if h.PutSettings != nil {
 		pattern = "PUT /settings"
-		mux.Handle(pattern, NewPutSettingsHandler(rt, h.PutSettings))
+		mux.Handle(pattern, PutSettingsHandler(rt, h.PutSettings))
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateInvoice returns the resolved idempotency settings of createInvoice.
+// operationCreateInvoice returns the resolved idempotency settings of createInvoice; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateInvoice() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createInvoice",
@@ -77,7 +80,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateInvoice != nil {
 		pattern = "POST /v1/invoices"
-		mux.Handle(pattern, NewCreateInvoiceHandler(rt, h.CreateInvoice))
+		mux.Handle(pattern, CreateInvoiceHandler(rt, h.CreateInvoice))
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationPostCustomers returns the resolved idempotency settings of PostCustomers.
+// operationPostCustomers returns the resolved idempotency settings of PostCustomers; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationPostCustomers() *runtime.Operation {
 	return &runtime.Operation{
 		ID:           "PostCustomers",
@@ -29,7 +32,10 @@ func operationPostCustomers() *runtime.Operation {
 	}
 }
 
-// operationPostRefunds returns the resolved idempotency settings of PostRefunds.
+// operationPostRefunds returns the resolved idempotency settings of PostRefunds; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPostRefunds() *runtime.Operation {
 	return &runtime.Operation{
 		ID:           "PostRefunds",
@@ -96,11 +102,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.PostCustomers != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, NewPostCustomersHandler(rt, h.PostCustomers))
+		mux.Handle(pattern, PostCustomersHandler(rt, h.PostCustomers))
 	}
 	if h.PostRefunds != nil {
 		pattern = "POST /v1/refunds"
-		mux.Handle(pattern, NewPostRefundsHandler(rt, h.PostRefunds))
+		mux.Handle(pattern, PostRefundsHandler(rt, h.PostRefunds))
 	}
 	return nil
 }

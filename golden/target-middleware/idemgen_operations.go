@@ -12,7 +12,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayment",
@@ -23,7 +26,10 @@ func operationCreatePayment() *runtime.Operation {
 	}
 }
 
-// operationRefundPayment returns the resolved idempotency settings of refundPayment.
+// operationRefundPayment returns the resolved idempotency settings of refundPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationRefundPayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "refundPayment",

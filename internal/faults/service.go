@@ -160,7 +160,7 @@ func NewService(rt *runtime.Runtime, pool *pgxpool.Pool, c ServiceConfig) http.H
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", runtime.AtomicHandler(rt, AtomicOp(c), decode,
+	mux.Handle("POST /v1/payments", runtime.AtomicHandler(rt, AtomicOp(c), runtime.BindAtomic(decode,
 		func(ctx context.Context, db pgstore.DBTX, r *request) (runtime.Response, error) {
 			a := answer{Key: r.key, Amount: r.amount, Attempt: r.attempt}
 			if err := db.QueryRow(ctx, `INSERT INTO payments (tenant, idem_key, amount, attempt) VALUES ($1, $2, $3, $4) RETURNING id`,
@@ -174,8 +174,8 @@ func NewService(rt *runtime.Runtime, pool *pgxpool.Pool, c ServiceConfig) http.H
 				return runtime.Response{}, err
 			}
 			return created(a), nil
-		}))
-	mux.Handle("POST /v1/charges", runtime.LeaseHandler(rt, LeaseOp(c), decode,
+		})))
+	mux.Handle("POST /v1/charges", runtime.LeaseHandler(rt, LeaseOp(c), runtime.BindLease(decode,
 		func(ctx context.Context, l *runtime.Lease, r *request) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			ref, err := provider.Charge(ctx, ChargeRequest{Tenant: r.tenant, Key: r.key, ProviderKey: l.ProviderKey("charge"),
 				Attempt: r.attempt, Amount: r.amount})
@@ -199,7 +199,7 @@ func NewService(rt *runtime.Runtime, pool *pgxpool.Pool, c ServiceConfig) http.H
 				}
 				return created(a), nil
 			}, nil
-		}))
+		})))
 	mux.HandleFunc("GET /_pool", func(w http.ResponseWriter, _ *http.Request) {
 		s := pool.Stat()
 		w.Header().Set("Content-Type", "application/json")

@@ -103,26 +103,26 @@ func newService(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", runtime.AtomicHandler(rt, payOp(), decode,
+	mux.Handle("POST /v1/payments", runtime.AtomicHandler(rt, payOp(), runtime.BindAtomic(decode,
 		func(ctx context.Context, db pgstore.DBTX, _ *body) (runtime.Response, error) {
 			h := http.Header{}
 			h.Set("Content-Type", "text/html")
 			h.Set("Location", `/v1/payments/42"><script>document.title="pwned"</script>`)
 			h.Set("X-Note", hostile)
 			return runtime.Response{Status: http.StatusCreated, Header: h, Body: []byte(hostile)}, nil
-		}))
-	mux.Handle("POST /v1/captures", runtime.LeaseHandler(rt, captureOp(), decode,
+		})))
+	mux.Handle("POST /v1/captures", runtime.LeaseHandler(rt, captureOp(), runtime.BindLease(decode,
 		func(ctx context.Context, l *runtime.Lease, _ *body) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			close(s.held)
 			<-s.release
 			return func(context.Context, pgstore.DBTX) (runtime.Response, error) {
 				return runtime.Response{Status: http.StatusOK, Body: []byte(`{"captured":true}`)}, nil
 			}, nil
-		}))
-	mux.Handle("POST /v1/refunds", runtime.AtomicHandler(rt, refundOp(), decode,
+		})))
+	mux.Handle("POST /v1/refunds", runtime.AtomicHandler(rt, refundOp(), runtime.BindAtomic(decode,
 		func(ctx context.Context, db pgstore.DBTX, _ *body) (runtime.Response, error) {
 			return runtime.Response{Status: http.StatusCreated, Body: []byte(`{"refunded":true}`)}, nil
-		}))
+		})))
 	h, err := admin.New(s.st, admin.Options{Operations: []*runtime.Operation{payOp(), captureOp(), refundOp()}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationAddPet returns the resolved idempotency settings of addPet.
+// operationAddPet returns the resolved idempotency settings of addPet; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationAddPet() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "addPet",
@@ -25,7 +28,10 @@ func operationAddPet() *runtime.Operation {
 	}
 }
 
-// operationAdoptPet returns the resolved idempotency settings of adoptPet.
+// operationAdoptPet returns the resolved idempotency settings of adoptPet; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationAdoptPet() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "adoptPet",
@@ -36,7 +42,10 @@ func operationAdoptPet() *runtime.Operation {
 	}
 }
 
-// operationPlaceOrder returns the resolved idempotency settings of placeOrder.
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "placeOrder",
@@ -103,15 +112,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.AddPet != nil {
 		pattern = "POST /pet"
-		mux.Handle(pattern, NewAddPetHandler(rt, h.AddPet))
+		mux.Handle(pattern, AddPetHandler(rt, h.AddPet))
 	}
 	if h.AdoptPet != nil {
 		pattern = "POST /pet/{petId}/adoptions"
-		mux.Handle(pattern, NewAdoptPetHandler(rt, h.AdoptPet))
+		mux.Handle(pattern, AdoptPetHandler(rt, h.AdoptPet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /store/order"
-		mux.Handle(pattern, NewPlaceOrderHandler(rt, h.PlaceOrder))
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }
