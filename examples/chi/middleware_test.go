@@ -136,6 +136,19 @@ func TestMiddlewareOnChi(t *testing.T) {
 			},
 		},
 		{
+			// A group's middleware is inline too.
+			name: "Group",
+			mount: func(e *env, mw func(*runtime.Runtime, runtime.MiddlewareOptions) func(http.Handler) http.Handler) http.Handler {
+				r := chi.NewRouter()
+				r.Group(func(r chi.Router) {
+					r.Use(mw(e.rt, runtime.MiddlewareOptions{}))
+					r.Post(path, e.refund)
+					r.Get("/v1/payments/{payment_id}", e.getPayment)
+				})
+				return r
+			},
+		},
+		{
 			// Router-level middleware runs before chi routes (no pattern yet): the middleware
 			// matches method and path against the operations' path templates.
 			name: "Use",
@@ -204,7 +217,7 @@ func TestMiddlewareOnChi(t *testing.T) {
 			if first.status != http.StatusCreated || first.json["payment_id"] != payA || first.header.Get(runtime.HeaderReplayed) != "" {
 				t.Fatalf("first: %s", first)
 			}
-			if tc.name == "With" && first.json["pattern"] != path {
+			if (tc.name == "With" || tc.name == "Group") && first.json["pattern"] != path {
 				t.Errorf("chi's Request.Pattern in the handler: %v, want %q", first.json["pattern"], path)
 			}
 			again := post(payA, "k-chi-refund-00000001", `{ "amount" : 10 }`)
