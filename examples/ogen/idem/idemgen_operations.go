@@ -15,134 +15,70 @@ var _ = [1]struct{}{}[canonical.Version-1]
 // operationCreateCharge returns the resolved idempotency settings of createCharge.
 func operationCreateCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createCharge",
-		Method: "POST",
-		Path:   "/v1/charges",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "createCharge",
+		Method:     "POST",
+		Path:       "/v1/charges",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
 // operationCreateOrder returns the resolved idempotency settings of createOrder.
 func operationCreateOrder() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createOrder",
-		Method: "POST",
-		Path:   "/v1/orders",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/metadata/trace_id"},
+		ID:         "createOrder",
+		Method:     "POST",
+		Path:       "/v1/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/metadata/trace_id"},
 	}
 }
 
 // operationCreatePayment returns the resolved idempotency settings of createPayment.
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/v1/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/client_timestamp"},
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/v1/payments",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/client_timestamp"},
 	}
 }
 
 // operationCreateRefund returns the resolved idempotency settings of createRefund.
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createRefund",
-		Method: "POST",
-		Path:   "/v1/payments/{payment_id}/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createRefund",
+		Method:     "POST",
+		Path:       "/v1/payments/{payment_id}/refunds",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge.
 func operationCreateProviderCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createProviderCharge",
-		Method: "POST",
-		Path:   "/v1/provider-charges",
-		Mode:   runtime.ModeLease,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         1 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createProviderCharge",
+		Method:     "POST",
+		Path:       "/v1/provider-charges",
+		Mode:       runtime.ModeLease,
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      1 * time.Second,
+		MediaTypes: []string{"application/json"},
 	}
 }
 
 // operationCreateTransfer returns the resolved idempotency settings of createTransfer.
 func operationCreateTransfer() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createTransfer",
-		Method: "POST",
-		Path:   "/v1/transfers",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/idempotency_key",
-			Required:    true,
-			MinLength:   8,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createTransfer",
+		Method:     "POST",
+		Path:       "/v1/transfers",
+		Key:        runtime.KeyRule{BodyPointer: "/idempotency_key", Required: true, MinLength: 8},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
