@@ -12,6 +12,7 @@ build: ## build bin/idemgen
 
 generate: ## regenerate every generated file, then fail if committed output changed
 	$(GO) generate ./...
+	for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
 	$(GO) test ./generator -run TestGolden -update
 	@if [ -n "$$(git status --porcelain -- golden examples internal)" ]; then \
 		git status --short -- golden examples internal >&2; \

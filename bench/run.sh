@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh [-short]
+# bench/run.sh [-short] [-only REGEXP]
 #
 # Runs the whole benchmark harness against the PostgreSQL in DATABASE_URL (make bench starts a
 # throwaway one) and writes the results to bench/out/:
@@ -14,10 +14,22 @@
 # "results:end" markers with summary.md. -short is the smoke mode CI runs: every part of the HTTP
 # harness runs briefly (the storm still checks one execution and no 5xx), so the harness cannot
 # rot; its figures mean nothing, and the slow spec benchmarks are skipped.
+# -only REGEXP measures only the HTTP variants whose names match (benchdrive -only; the ratio rows
+# need both of their variants), in the full mode's rounds, and stops there: no storm, no other
+# part, bench/README.md untouched. For example, the middleware against the generated handler:
+#   scripts/with-postgres.sh bench/run.sh -only 'middleware|A/B ClaimWithStatement'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=
-[ "${1:-}" = "-short" ] && short=1
+only=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -short) short=1 ;;
+    -only) only="${2:?-only needs a regexp}"; shift ;;
+    *) echo "usage: bench/run.sh [-short] [-only REGEXP]" >&2; exit 2 ;;
+  esac
+  shift
+done
 : "${DATABASE_URL:?run under scripts/with-postgres.sh (make bench)}"
 started=$(date +%s)
 out=bench/out
@@ -56,7 +68,13 @@ else
 fi
 
 echo "== HTTP end to end" >&2
-if [ -n "$short" ]; then
+if [ -n "$only" ]; then
+  "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -only "$only" | tee "$out/http.md"
+  kill $server 2>/dev/null || true
+  wait $server 2>/dev/null || true
+  echo "bench: done in $(( $(date +%s) - started ))s; $out/http.md" >&2
+  exit 0
+elif [ -n "$short" ]; then
   "${drive[@]}" -short | tee "$out/http.md"
 else
   "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"

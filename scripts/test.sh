@@ -20,8 +20,14 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi) are modules of their own, with
+# a replace of github.com/idemgen/idemgen to this checkout, so the main module does not depend on
+# their frameworks; ./... does not reach them, and each step below runs in each of them too.
+example_modules=$(for m in examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+
 echo "== generated code is up to date (go generate, then no diff)"
 go generate ./...
+for d in $example_modules; do (cd "$d" && go generate ./...); done
 if git rev-parse --git-dir >/dev/null 2>&1; then
   if ! git diff --exit-code --stat -- examples internal golden; then
     echo "committed generated code differs from what idemgen generates now: run 'make generate' and commit" >&2
@@ -29,8 +35,17 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
   fi
 fi
 
+echo "== example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
+for d in $example_modules; do
+  if ! (cd "$d" && go mod tidy -diff); then
+    echo "$d/go.mod or go.sum is not tidy: run (cd $d && go mod tidy) and commit" >&2
+    exit 1
+  fi
+done
+
 echo "== go vet"
 go vet ./...
+for d in $example_modules; do (cd "$d" && go vet ./...); done
 
 echo "== tools: Chromium (admin page test), promtool (alert rules)"
 missing=()
@@ -58,6 +73,12 @@ fi
 awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && /^          /{print; next} {p=0}' "$log"
 grep -E '^(ok|---)' "$log" || true
 rm -f "$log"
+
+echo "== example modules: go test (their services run the cases on PostgreSQL)"
+for d in $example_modules; do
+  echo "-- $d"
+  (cd "$d" && IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 10m ./...)
+done
 
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)

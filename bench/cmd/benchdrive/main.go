@@ -81,6 +81,8 @@ const (
 	vStmtReplay   = "A/B ClaimWithStatement, replay"
 	vReadFirstRep = "A/B ClaimReadFirst, replay"
 	vPipeReplay   = "A/B ClaimPipelined, replay"
+	vMwNew        = "middleware (ClaimWithStatement), new key"
+	vMwReplay     = "middleware (ClaimWithStatement), replay"
 )
 
 var variants = []variant{
@@ -98,6 +100,8 @@ var variants = []variant{
 	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false},
 	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false},
 	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false},
+	{vMwNew, "/mw/v1/payments", paymentBody, true},
+	{vMwReplay, "/mw/v1/payments", paymentBody, false},
 }
 
 type sample struct {
@@ -350,7 +354,7 @@ func (t *target) String() string {
 	if t.atMost {
 		op = "≤"
 	}
-	s := fmt.Sprintf("%s %.1f", op, t.bound)
+	s := fmt.Sprintf("%s %g", op, t.bound)
 	if len(t.at) > 0 {
 		var l []string
 		for _, c := range t.at {
@@ -437,6 +441,10 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"A/B replay: WithStatement / ReadFirst (server + PostgreSQL CPU per request)", nil, vStmtReplay, vReadFirstRep, both},
 		{"A/B replay: WithStatement / Pipelined (req/s)", nil, vStmtReplay, vPipeReplay, rps},
 		{"A/B replay: WithStatement / Pipelined (server + PostgreSQL CPU per request)", nil, vStmtReplay, vPipeReplay, both},
+		{"middleware / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vMwNew, vStmtNew, rps},
+		{"middleware / generated handler, replay (req/s)", &target{bound: 0.95, at: []int{8, 32}}, vMwReplay, vStmtReplay, rps},
+		{"middleware / generated handler, new key (server + PostgreSQL CPU per request)", nil, vMwNew, vStmtNew, both},
+		{"middleware / generated handler, replay (server + PostgreSQL CPU per request)", nil, vMwReplay, vStmtReplay, both},
 	}
 	for _, row := range rows {
 		var cells []string

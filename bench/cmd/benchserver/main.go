@@ -9,6 +9,8 @@
 //	/ab/{withstatement,readfirst,pipelined}/v1/payments
 //	                     POST: createPayment through the generated code on a runtime with
 //	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
+//	/mw/v1/payments      POST: createPayment through runtime.Middleware in front of a net/http handler
+//	                     with the same business code (baseline.Middleware), on ClaimWithStatement
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
 //	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
@@ -104,6 +106,11 @@ func run(addr string, conns int32) error {
 		}
 		mux.Handle("/ab/"+ab.name+"/", http.StripPrefix("/ab/"+ab.name, h))
 	}
+	mw, err := baseline.Middleware(pool)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/mw/", http.StripPrefix("/mw", mw))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /_bench/postmaster", func(w http.ResponseWriter, r *http.Request) {
