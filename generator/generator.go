@@ -59,7 +59,7 @@ type Options struct {
 	Docs bool
 	SQL  bool
 	// Target chooses what is generated around the decoders: TargetHandlers (the default) adds
-	// the typed handler types, New<Op>Handler constructors, Handlers and Register;
+	// the typed handler types, <Op>Handler constructors, Handlers and Register;
 	// TargetMiddleware leaves them out, for a server that keeps its own handlers and serves the
 	// marked operations through runtime.Middleware with Routes().
 	Target Target

@@ -286,7 +286,7 @@ func TestOneOperationByHand(t *testing.T) {
 	}
 	r := chi.NewRouter()
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Method(http.MethodPost, "/payments/{payment_id:pay_[0-9a-f-]+}/refunds", api.NewCreateRefundHandler(e.rt, fn))
+		r.Method(http.MethodPost, "/payments/{payment_id:pay_[0-9a-f-]+}/refunds", api.CreateRefundHandler(e.rt, fn))
 	})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)

@@ -37,7 +37,7 @@ func NewRouter(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Log
 		r.Get("/", conformance.GetPayment(pool, provider))
 		// One operation by hand: its constructor is an http.Handler like any other. The
 		// runtime finds payment_id by the operation's path template, whatever the router.
-		r.Method(http.MethodPost, "/refunds", api.NewCreateRefundHandler(rt, h.CreateRefund))
+		r.Method(http.MethodPost, "/refunds", api.CreateRefundHandler(rt, h.CreateRefund))
 	})
 	h.CreateRefund = nil // mounted above; Register skips a nil field
 	if err := api.Register(r, rt, h); err != nil {

@@ -12,7 +12,10 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCharge returns the resolved idempotency settings of createCharge.
+// operationCreateCharge returns the resolved idempotency settings of createCharge; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateCharge() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createCharge",
@@ -23,7 +26,10 @@ func operationCreateCharge() *runtime.Operation {
 	}
 }
 
-// operationCreateOrder returns the resolved idempotency settings of createOrder.
+// operationCreateOrder returns the resolved idempotency settings of createOrder; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateOrder() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createOrder",
@@ -35,7 +41,10 @@ func operationCreateOrder() *runtime.Operation {
 	}
 }
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createPayment",
@@ -47,7 +56,10 @@ func operationCreatePayment() *runtime.Operation {
 	}
 }
 
-// operationCreateRefund returns the resolved idempotency settings of createRefund.
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createRefund",
@@ -58,7 +70,10 @@ func operationCreateRefund() *runtime.Operation {
 	}
 }
 
-// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge.
+// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateProviderCharge() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createProviderCharge",
@@ -71,7 +86,10 @@ func operationCreateProviderCharge() *runtime.Operation {
 	}
 }
 
-// operationCreateTransfer returns the resolved idempotency settings of createTransfer.
+// operationCreateTransfer returns the resolved idempotency settings of createTransfer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateTransfer() *runtime.Operation {
 	return &runtime.Operation{
 		ID:         "createTransfer",
