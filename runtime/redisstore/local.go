@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -75,7 +76,9 @@ func (l *localTier) get(id store.ID, now int64) (store.Record, bool) {
 		s.remove(e)
 		return store.Record{}, false
 	}
-	return e.rec, true
+	rec := e.rec
+	rec.RetentionLeft = time.Duration(e.deadline - now) // at least: the record outlives the copy
+	return rec, true
 }
 
 // put keeps a copy of rec (a completed record) until deadline; a record larger than a shard's
