@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemgen/idemgen/internal/cases"
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // EnvCases names a folder of extra cases (same format) that TestCases runs too; a relative path
@@ -28,6 +31,17 @@ const minPoolSize = 40
 // PostgreSQL: the shared cases (testdata/cases), the service's own (testdata/cases here), and
 // the cases in $IDEMGEN_CASES. Each case is a subtest named after its file.
 func TestCases(t *testing.T) {
+	runCases(t, nil)
+}
+
+// labelled is a case with the name of its subtest.
+type labelled struct {
+	name string
+	c    *cases.Case
+}
+
+// loadCases loads every case TestCases runs, and the connection pool they need.
+func loadCases(t *testing.T) ([]labelled, int32) {
 	dirs := []struct{ label, dir string }{
 		{"", "../../testdata/cases"},
 		{"service/", "testdata/cases"},
@@ -37,10 +51,6 @@ func TestCases(t *testing.T) {
 			extra = filepath.Join("..", "..", extra)
 		}
 		dirs = append(dirs, struct{ label, dir string }{EnvCases + "/", extra})
-	}
-	type labelled struct {
-		name string
-		c    *cases.Case
 	}
 	var all []labelled
 	poolSize := int32(minPoolSize)
@@ -57,7 +67,13 @@ func TestCases(t *testing.T) {
 			}
 		}
 	}
+	return all, poolSize
+}
 
+// runCases runs every case against the service on a fresh database, with the idempotency store
+// newStore makes over its pool (nil: pgstore's).
+func runCases(t *testing.T, newStore func(t *testing.T, pool *pgxpool.Pool) store.Transactional[pgstore.DBTX]) {
+	all, poolSize := loadCases(t)
 	pool := pgtest.NewPool(t, poolSize)
 	ctx := context.Background()
 	if err := pgstore.Migrate(ctx, pool); err != nil {
@@ -66,7 +82,11 @@ func TestCases(t *testing.T) {
 	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(pool, NewProvider(), testLogger(t))
+	o := Options{Logger: testLogger(t)}
+	if newStore != nil {
+		o.Store = newStore(t, pool)
+	}
+	h, err := NewHandlerWith(pool, o)
 	if err != nil {
 		t.Fatal(err)
 	}
