@@ -4,6 +4,7 @@
 //
 //	read    EVALSHA of a script that returns a 400-byte value, its PTTL and the server's TIME
 //	        (the replay cache's lookup) over 64 hot keys
+//	getpttl GET and PTTL of the same keys in one pipeline, without Lua
 //	claim   EVALSHA of a script that writes a hash of 5 fields on a fresh key with a PEXPIRE
 //	        (the lease store's claim)
 //	csc     a cached GET of a hot key through the client's own client-side cache (rueidis
@@ -48,6 +49,7 @@ return 1`
 // client is one library behind the three operations.
 type client interface {
 	read(ctx context.Context, key string) error
+	getPTTL(ctx context.Context, key string) error
 	claim(ctx context.Context, key string) error
 	csc(ctx context.Context, key string) error
 	set(ctx context.Context, key string, v []byte) error
@@ -75,6 +77,13 @@ func newGoRedis(addrs []string, cluster bool) (*goRedis, error) {
 func (g *goRedis) read(ctx context.Context, key string) error {
 	return g.read1.Run(ctx, g.c, []string{key}).Err()
 }
+func (g *goRedis) getPTTL(ctx context.Context, key string) error {
+	p := g.c.Pipeline()
+	p.Get(ctx, key)
+	p.PTTL(ctx, key)
+	_, err := p.Exec(ctx)
+	return err
+}
 func (g *goRedis) claim(ctx context.Context, key string) error {
 	return g.clm1.Run(ctx, g.c, []string{key}, "createPayment", "0123456789abcdef0123456789abcdef", "123").Err()
 }
@@ -99,8 +108,8 @@ type rueidisClient struct {
 	read1, clm1 *rueidis.Lua
 }
 
-func newRueidis(addrs []string) (*rueidisClient, error) {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+func newRueidis(addrs []string, flushDelay time.Duration) (*rueidisClient, error) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, MaxFlushDelay: flushDelay})
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +118,14 @@ func newRueidis(addrs []string) (*rueidisClient, error) {
 
 func (r *rueidisClient) read(ctx context.Context, key string) error {
 	return r.read1.Exec(ctx, r.c, []string{key}, nil).Error()
+}
+func (r *rueidisClient) getPTTL(ctx context.Context, key string) error {
+	for _, res := range r.c.DoMulti(ctx, r.c.B().Get().Key(key).Build(), r.c.B().Pttl().Key(key).Build()) {
+		if err := res.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 func (r *rueidisClient) claim(ctx context.Context, key string) error {
 	return r.clm1.Exec(ctx, r.c, []string{key}, []string{"createPayment", "0123456789abcdef0123456789abcdef", "123"}).Error()
@@ -129,6 +146,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (clients alternate within each)")
 	duration := flag.Duration("duration", 2*time.Second, "time per measurement")
 	concs := flag.String("concurrency", "1,32", "goroutines")
+	clientList := flag.String("clients", "go-redis,rueidis", "clients to measure: go-redis, rueidis, rueidis-flush20us (MaxFlushDelay 20µs)")
+	opList := flag.String("ops", "read,getpttl,claim,csc", "operations to measure")
 	flag.Parse()
 	topologies := map[string][]string{
 		"standalone": {os.Getenv("IDEMGEN_TEST_REDIS_ADDR")},
@@ -155,17 +174,22 @@ func main() {
 	for r := range *rounds {
 		for _, topo := range []string{"standalone", "cluster"} {
 			addrs := topologies[topo]
-			clients := []string{"go-redis", "rueidis"}
+			clients := strings.Split(*clientList, ",")
 			if r%2 == 1 {
 				slices.Reverse(clients)
 			}
 			for _, name := range clients {
 				var c client
 				var err error
-				if name == "go-redis" {
+				switch name {
+				case "go-redis":
 					c, err = newGoRedis(addrs, topo == "cluster")
-				} else {
-					c, err = newRueidis(addrs)
+				case "rueidis":
+					c, err = newRueidis(addrs, 0)
+				case "rueidis-flush20us":
+					c, err = newRueidis(addrs, 20*time.Microsecond)
+				default:
+					fatalf("unknown client %q", name)
 				}
 				if err != nil {
 					fatalf("%s %s: %v", name, topo, err)
@@ -183,13 +207,14 @@ func main() {
 					f    func(ctx context.Context, i int64) error
 				}{
 					{"read", func(ctx context.Context, i int64) error { return c.read(ctx, hot[i%64]) }},
+					{"getpttl", func(ctx context.Context, i int64) error { return c.getPTTL(ctx, hot[i%64]) }},
 					{"claim", func(ctx context.Context, _ int64) error {
 						return c.claim(ctx, fmt.Sprintf("bench:{claim-%d-%d}", time.Now().UnixNano(), fresh.Add(1)))
 					}},
 					{"csc", func(ctx context.Context, i int64) error { return c.csc(ctx, hot[i%64]) }},
 				}
 				for _, op := range ops {
-					if op.f(ctx, 0) == errNotSupported {
+					if !slices.Contains(strings.Split(*opList, ","), op.name) || op.f(ctx, 0) == errNotSupported {
 						continue
 					}
 					for _, conc := range levels {

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +16,10 @@ type CacheOptions struct {
 	// Prefix starts the name of every key the cache writes; default "idemgen:replay:". It must
 	// not contain '{' or '}'.
 	Prefix string
-	// Timeout bounds every Redis call of the cache (a lookup, a write); default 50ms. A call
-	// that fails or runs out of time is a miss: the database answers.
+	// Timeout bounds every Redis call of the cache (a lookup, a write); default 250ms. A call
+	// that fails or runs out of time is a miss: the database answers. Keep it well above the
+	// Redis latency of an overloaded process (goroutines wait for a core too): a timeout that
+	// trips under load moves the load to the database when it can least take it.
 	Timeout time.Duration
 	// Backoff is how long the cache leaves Redis alone after a failed call (every request goes
 	// to the database meanwhile, without waiting for Redis); default 1s.
@@ -109,7 +110,7 @@ func NewCache[DB any](inner store.Transactional[DB], client rueidis.Client, opts
 	}
 	c := &Cache[DB]{
 		inner: inner, c: client, prefix: opts.Prefix,
-		timeout: orDefault(opts.Timeout, 50*time.Millisecond),
+		timeout: orDefault(opts.Timeout, 250*time.Millisecond),
 		backoff: orDefault(opts.Backoff, time.Second),
 		margin:  orDefault(opts.ClockMargin, time.Second),
 		maxAge:  orDefault(opts.LocalMaxAge, time.Minute),
@@ -158,6 +159,7 @@ func (c *Cache[DB]) failed(parent context.Context) {
 type anchor struct{ redisUS int64 }
 
 // lookup returns a cached completed record of id, or nil and the anchor for a later write.
+// A hit costs one round trip (GET and PTTL pipelined); a miss one more, for the anchor.
 func (c *Cache[DB]) lookup(ctx context.Context, id store.ID) (*store.Record, anchor) {
 	if c.local != nil {
 		if rec, ok := c.local.get(id, c.nanos()); ok {
@@ -169,46 +171,52 @@ func (c *Cache[DB]) lookup(ctx context.Context, id store.ID) (*store.Record, anc
 		c.stats.misses.Add(1)
 		return nil, anchor{}
 	}
+	key := keyName(c.prefix, id)
 	sent := c.nanos()
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	a, err := scriptCacheGet.Exec(rctx, c.c, []string{keyName(c.prefix, id)}, nil).ToArray()
-	cancel()
-	if err != nil {
-		c.failed(ctx)
+	defer cancel()
+	res := c.c.DoMulti(rctx, c.c.B().Get().Key(key).Build(), c.c.B().Pttl().Key(key).Build())
+	v, err := res[0].AsBytes()
+	if rueidis.IsRedisNil(err) {
 		c.stats.misses.Add(1)
-		return nil, anchor{}
+		return nil, c.clock(ctx, rctx, key)
 	}
-	if len(a) != 3 {
+	pttl, err2 := res[1].AsInt64()
+	if err != nil || err2 != nil {
+		if res[0].NonRedisError() != nil || res[1].NonRedisError() != nil {
+			c.failed(ctx)
+			c.stats.misses.Add(1)
+			return nil, anchor{}
+		}
 		c.stats.misses.Add(1)
-		return nil, anchor{}
-	}
-	var at anchor
-	if s, err := a[2].ToString(); err == nil {
-		at.redisUS, _ = strconv.ParseInt(s, 10, 64)
-	}
-	if a[0].IsNil() {
-		c.stats.misses.Add(1)
-		return nil, at
-	}
-	v, err1 := a[0].AsBytes()
-	pttl, err2 := a[1].AsInt64()
-	if err1 != nil || err2 != nil || pttl <= 0 {
-		c.stats.misses.Add(1)
-		return nil, at
+		return nil, c.clock(ctx, rctx, key)
 	}
 	rec, err := decodeRecord(v)
-	if err != nil {
+	if err != nil || pttl <= 0 {
 		c.stats.misses.Add(1)
-		return nil, at
+		return nil, c.clock(ctx, rctx, key)
 	}
 	left := time.Duration(pttl) * time.Millisecond
 	rec.RetentionLeft = left
 	if c.local != nil {
-		// The copy in Redis expires pttl after the script ran, which was after sent.
+		// The copy in Redis expires pttl after PTTL ran, which was after sent.
 		c.local.put(id, &rec, sent+int64(min(left, c.maxAge)))
 	}
 	c.stats.redisHits.Add(1)
 	return &rec, anchor{}
+}
+
+// clock returns an anchor from the clock of the node that owns key (rctx bounds the call), or
+// none when Redis does not answer (ctx is the caller's).
+func (c *Cache[DB]) clock(ctx, rctx context.Context, key string) anchor {
+	t, err := scriptClock.Exec(rctx, c.c, []string{key}, nil).AsIntSlice()
+	if err != nil || len(t) != 2 {
+		if err != nil {
+			c.failed(ctx)
+		}
+		return anchor{}
+	}
+	return anchor{redisUS: t[0]*1_000_000 + t[1]}
 }
 
 // keep writes a completed record to the tiers: left is its remaining retention as the database

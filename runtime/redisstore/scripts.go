@@ -110,7 +110,8 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// scriptCacheGet is the replay cache's lookup: {value or nil, PTTL ms, server clock µs}.
-var scriptCacheGet = rueidis.NewLuaScriptReadOnly(prelude + `
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), fmt(now_us())}
-`)
+// scriptClock returns the server's TIME ({seconds, microseconds}) from the node that owns
+// KEYS[1] (TIME itself has no key, so a cluster client would send it to any node). The replay
+// cache asks it after a miss: its copies' expiry is counted on that node's clock. Its lookups
+// are plain GET and PTTL, without Lua, which costs Redis half the CPU.
+var scriptClock = rueidis.NewLuaScriptReadOnly(`return redis.call('TIME')`)
