@@ -130,3 +130,25 @@ func TestKeyNameIsInjective(t *testing.T) {
 		t.Error("a prefix with a brace was accepted")
 	}
 }
+
+// BenchmarkLocalTierHit measures a hit of the in-process tier (the comparison with rueidis's
+// client-side caching is in docs/redis.md): go test -bench LocalTier -cpu 1,2 ./runtime/redisstore
+func BenchmarkLocalTierHit(b *testing.B) {
+	l := newLocalTier(64 << 20)
+	rec := sampleRecord(string(make([]byte, 400)))
+	ids := make([]store.ID, 64)
+	for i := range ids {
+		ids[i] = store.ID{Scope: "tenant", Key: fmt.Sprintf("key-%d-xxxxxxxxxxxxxxxx", i)}
+		l.put(ids[i], &rec, int64(time.Hour))
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, ok := l.get(ids[i%64], 1); !ok {
+				b.Fatal("miss")
+			}
+			i++
+		}
+	})
+}
