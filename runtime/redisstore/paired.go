@@ -155,7 +155,8 @@ func (p *Paired[DB]) BeginPlain(ctx context.Context) (store.Tx[DB], error) {
 }
 
 // BeginCompletion opens the completion of the Redis claim held under token: it extends the
-// lease by c.Lease (30s when zero) so that no takeover starts while the completion runs
+// lease to at least c.Lease (30s when zero) from now, so that no takeover starts while the
+// completion runs
 // (store.ErrLost when the token no longer holds), then opens db's atomic-mode claim of the key,
 // in whose transaction the handler writes and the completed record is inserted at Commit. A
 // live record already in the database answers as a *store.CompletedError (and is copied to
@@ -165,7 +166,7 @@ func (p *Paired[DB]) BeginCompletion(ctx context.Context, c store.Claim, token i
 	if d <= 0 {
 		d = completionLease
 	}
-	if err := p.r.Extend(ctx, c.ID, token, d); err != nil {
+	if err := p.r.extendAtLeast(ctx, c.ID, token, d); err != nil {
 		return nil, err
 	}
 	dc := c

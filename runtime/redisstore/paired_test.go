@@ -259,3 +259,29 @@ func TestPairedAtomicRecordAnswersLeaseClaims(t *testing.T) {
 		t.Fatalf("again (from Redis now): %+v, %v", res, err)
 	}
 }
+
+// TestPairedCompletionKeepsALongerLease: the completion's guard extends the lease to at least
+// the operation's lease, and never shortens one a heartbeat made longer.
+func TestPairedCompletionKeepsALongerLease(t *testing.T) {
+	p := newPairedForTest(t, redistest.Standalone)
+	ctx := context.Background()
+	c := leaseClaim("k-heartbeat", "a", 100*time.Millisecond)
+	res, _ := p.Reserve(ctx, c)
+	if err := p.Extend(ctx, c.ID, res.Token, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := p.BeginCompletion(ctx, c, res.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, _ := p.r.Get(ctx, c.ID)
+	if rec.LeaseLeft < 50*time.Second {
+		t.Errorf("lease left after BeginCompletion: %v, want the heartbeat's minute", rec.LeaseLeft)
+	}
+	if err := tx.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := p.r.Get(ctx, c.ID); found {
+		t.Error("the aborted completion left its claim in Redis")
+	}
+}

@@ -77,12 +77,15 @@ if redis.call('PTTL', KEYS[1]) < ms(lease) then redis.call('PEXPIRE', KEYS[1], m
 return tok
 `)
 
-// scriptExtend moves the lease end of the record running under ARGV[1] to ARGV[2] µs from now;
-// 1, or 0 when the record is not held under that token.
+// scriptExtend moves the lease end of the record running under ARGV[1] to ARGV[2] µs from now
+// (with ARGV[3] = "1", only if that is later than its current end); 1, or 0 when the record is
+// not held under that token.
 var scriptExtend = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
 local d = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'l', fmt(now_us() + d))
+local l = now_us() + d
+if ARGV[3] == '1' then l = math.max(l, tonumber(redis.call('HGET', KEYS[1], 'l'))) end
+redis.call('HSET', KEYS[1], 'l', fmt(l))
 if redis.call('PTTL', KEYS[1]) < ms(d) then redis.call('PEXPIRE', KEYS[1], ms(d)) end
 return 1
 `)

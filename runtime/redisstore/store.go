@@ -143,7 +143,13 @@ func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, 
 // Extend moves the end of the lease held under token to d after the server's now (and keeps the
 // key at least that long); store.ErrLost when token no longer holds the record.
 func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Duration) error {
-	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d))
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "0")
+}
+
+// extendAtLeast is Extend that never moves the lease end earlier (a completion's guard must not
+// undo a heartbeat's longer lease).
+func (s *Store) extendAtLeast(ctx context.Context, id store.ID, token int64, d time.Duration) error {
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "1")
 }
 
 // Complete stores resp in the record held under token and makes it completed, replaying for

@@ -51,8 +51,14 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	conns := flag.Int("conns", 64, "database pool size")
 	redisAddr := flag.String("redis", "", "host:port of a standalone Redis for the /redis/ variants; empty: none")
+	flushDelay := flag.Duration("redis-flush-delay", 0, "rueidis ClientOption.MaxFlushDelay")
+	noPipelining := flag.Bool("redis-no-pipelining", false, "rueidis ClientOption.DisableAutoPipelining")
 	flag.Parse()
-	if err := run(*addr, int32(*conns), *redisAddr); err != nil {
+	opt := rueidis.ClientOption{InitAddress: []string{*redisAddr}, DisableCache: true, MaxFlushDelay: *flushDelay, DisableAutoPipelining: *noPipelining}
+	if *redisAddr == "" {
+		opt.InitAddress = nil
+	}
+	if err := run(*addr, int32(*conns), opt); err != nil {
 		log.Fatalf("benchserver: %v", err)
 	}
 }
@@ -73,7 +79,7 @@ func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func run(addr string, conns int32, redisAddr string) error {
+func run(addr string, conns int32, redisOpt rueidis.ClientOption) error {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
@@ -115,8 +121,8 @@ func run(addr string, conns int32, redisAddr string) error {
 		}
 		mux.Handle("/ab/"+ab.name+"/", http.StripPrefix("/ab/"+ab.name, h))
 	}
-	if redisAddr != "" {
-		if err := mountRedis(mux, pool, redisAddr); err != nil {
+	if len(redisOpt.InitAddress) > 0 {
+		if err := mountRedis(mux, pool, redisOpt); err != nil {
 			return err
 		}
 	}
@@ -156,8 +162,8 @@ func parentOf(pid int) (int, error) {
 }
 
 // mountRedis mounts the Redis variants of the conformance service and /_bench/redis.
-func mountRedis(mux *http.ServeMux, pool *pgxpool.Pool, addr string) error {
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+func mountRedis(mux *http.ServeMux, pool *pgxpool.Pool, opt rueidis.ClientOption) error {
+	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
