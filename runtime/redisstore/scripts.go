@@ -14,9 +14,13 @@ import "github.com/redis/rueidis"
 //	rs  response status (decimal)    rh  response headers (JSON)
 //	rb  response body                ro  "1" when the body was omitted
 //
-// The key's own expiry (PEXPIRE) is the retention: max(retention, lease) from the claim while
-// running, the retention from completion once completed. Expired keys vanish by themselves, so
-// there is no sweeper.
+//	ca  claimed at, server clock in µs   da  completed at, µs (completed only)
+//
+// The key's own expiry (PEXPIRE) does what a sweeper would: a completed record vanishes when its
+// retention ends (the key is new again); a running record is kept, whatever its retention, until
+// the abandon delay has passed after its lease's end (the "abandon µs" argument of the scripts
+// that move a lease), so its owner can still complete it and no other request sees the key as
+// new.
 
 // prelude is shared by every script: the server's clock, number formatting, and the reply of a
 // live record.
@@ -28,6 +32,10 @@ local function now_us()
 end
 local function fmt(n) return string.format('%.0f', n) end
 local function ms(us) return math.max(1, math.ceil(us / 1000)) end
+-- keep: a running record's key lives until abandon µs after its lease ends at l (µs).
+local function keep(k, l, now, abandon)
+  redis.call('PEXPIRE', k, ms(l - now + abandon))
+end
 -- record: {o, f, s, t, lease left µs, pttl ms, rs, rh, rb, ro}, or nil when there is none.
 local function record(k, now)
   local v = redis.call('HMGET', k, 'o', 'f', 's', 't', 'l', 'rs', 'rh', 'rb', 'ro')
@@ -48,7 +56,7 @@ var scriptGet = rueidis.NewLuaScript(prelude + `
 return record(KEYS[1], now_us()) or {}
 `)
 
-// scriptReserve claims the key (ARGV: operation, fingerprint, lease µs, retention µs) and
+// scriptReserve claims the key (ARGV: operation, fingerprint, lease µs, abandon µs) and
 // returns the new token as a string, or returns the live record. The token is the server's
 // clock in µs: larger than any earlier claim's of the key, even one whose record has expired
 // and vanished, as long as the server's clock does not step back.
@@ -56,37 +64,37 @@ var scriptReserve = rueidis.NewLuaScript(prelude + `
 local now = now_us()
 local r = record(KEYS[1], now)
 if r then return r end
-local lease, ret = tonumber(ARGV[3]), tonumber(ARGV[4])
+local l = now + tonumber(ARGV[3])
 local tok = fmt(now)
-redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', ARGV[2], 's', 'r', 't', tok, 'l', fmt(now + lease))
-redis.call('PEXPIRE', KEYS[1], ms(math.max(lease, ret)))
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', ARGV[2], 's', 'r', 't', tok, 'l', fmt(l), 'ca', fmt(now))
+keep(KEYS[1], l, now, tonumber(ARGV[4]))
 return tok
 `)
 
 // scriptTakeOver moves a running record whose lease has ended from token ARGV[1] to a new token
-// with a lease of ARGV[2] µs and returns it; nil when the record is not running under that
-// token with an ended lease.
+// with a lease of ARGV[2] µs (abandon µs: ARGV[3]) and returns it; nil when the record is not
+// running under that token with an ended lease.
 var scriptTakeOver = rueidis.NewLuaScript(prelude + `
 local now = now_us()
 local v = redis.call('HMGET', KEYS[1], 's', 't', 'l')
 if v[1] ~= 'r' or v[2] ~= ARGV[1] or tonumber(v[3]) > now then return false end
-local lease = tonumber(ARGV[2])
+local l = now + tonumber(ARGV[2])
 local tok = fmt(math.max(tonumber(v[2]) + 1, now))
-redis.call('HSET', KEYS[1], 't', tok, 'l', fmt(now + lease))
-if redis.call('PTTL', KEYS[1]) < ms(lease) then redis.call('PEXPIRE', KEYS[1], ms(lease)) end
+redis.call('HSET', KEYS[1], 't', tok, 'l', fmt(l))
+keep(KEYS[1], l, now, tonumber(ARGV[3]))
 return tok
 `)
 
 // scriptExtend moves the lease end of the record running under ARGV[1] to ARGV[2] µs from now
-// (with ARGV[3] = "1", only if that is later than its current end); 1, or 0 when the record is
-// not held under that token.
+// (with ARGV[3] = "1", only if that is later than its current end; abandon µs: ARGV[4]); 1, or
+// 0 when the record is not held under that token.
 var scriptExtend = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
-local d = tonumber(ARGV[2])
-local l = now_us() + d
+local now = now_us()
+local l = now + tonumber(ARGV[2])
 if ARGV[3] == '1' then l = math.max(l, tonumber(redis.call('HGET', KEYS[1], 'l'))) end
 redis.call('HSET', KEYS[1], 'l', fmt(l))
-if redis.call('PTTL', KEYS[1]) < ms(d) then redis.call('PEXPIRE', KEYS[1], ms(d)) end
+keep(KEYS[1], l, now, tonumber(ARGV[4]))
 return 1
 `)
 
@@ -99,7 +107,7 @@ return 1
 var scriptComplete = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', ARGV[3]) end
-redis.call('HSET', KEYS[1], 's', 'c', 'rs', ARGV[4], 'rh', ARGV[5], 'rb', ARGV[6], 'ro', ARGV[7])
+redis.call('HSET', KEYS[1], 's', 'c', 'rs', ARGV[4], 'rh', ARGV[5], 'rb', ARGV[6], 'ro', ARGV[7], 'da', fmt(now_us()))
 redis.call('HDEL', KEYS[1], 'l')
 redis.call('PEXPIRE', KEYS[1], ms(tonumber(ARGV[8])))
 return 1

@@ -43,6 +43,11 @@ type Options struct {
 	// Prefix starts the name of every key the store writes; default "idemgen:lease:". It must
 	// not contain '{' or '}' (the record's hash tag follows it).
 	Prefix string
+	// AbandonAfter is how long after its lease ended a running record is kept for its owner's
+	// completion or a retry's takeover before Redis deletes it (the key's TTL does what
+	// pgstore's Sweeper.AbandonAfter does); default 24h. Until then the key stays refused to
+	// any other request (422), however long the call takes.
+	AbandonAfter time.Duration
 }
 
 // Store is the lease-mode store on Redis: one hash per record under a hash-tagged key, changed
@@ -58,8 +63,9 @@ type Options struct {
 // says what each setting risks; Pair with a database store makes that loss harmless for the
 // records' completions.
 type Store struct {
-	c      rueidis.Client
-	prefix string
+	c       rueidis.Client
+	prefix  string
+	abandon string // Options.AbandonAfter in µs
 }
 
 var _ store.Store = (*Store)(nil)
@@ -76,13 +82,16 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
-	return &Store{c: client, prefix: opts.Prefix}, nil
+	if opts.AbandonAfter <= 0 {
+		opts.AbandonAfter = 24 * time.Hour
+	}
+	return &Store{c: client, prefix: opts.Prefix, abandon: micros(opts.AbandonAfter)}, nil
 }
 
 func (s *Store) key(id store.ID) []string { return []string{keyName(s.prefix, id)} }
 
-// Get returns the key's live record; found is false when there is none (records vanish when
-// their retention ends). Errors are Redis's or the network's, wrapped.
+// Get returns the key's live record; found is false when there is none (completed records
+// vanish when their retention ends). Errors are Redis's or the network's, wrapped.
 func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error) {
 	m, err := scriptGet.Exec(ctx, s.c, s.key(id), nil).ToMessage()
 	if err != nil {
@@ -96,11 +105,11 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 }
 
 // Reserve claims c.ID with a lease of c.Lease and a new fencing token, or returns the key's live
-// record. The record's key expires max(c.Retention, c.Lease) after the claim unless it is
-// completed (then c.Retention after completion) or extended.
+// record. A running record stays until it is completed (then it replays for c.Retention after
+// completion) or released, or until Options.AbandonAfter after its lease ended.
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
 	m, err := scriptReserve.Exec(ctx, s.c, s.key(c.ID), []string{
-		c.Operation, fingerprintBytes(c.Fingerprint), micros(c.Lease), micros(c.Retention),
+		c.Operation, fingerprintBytes(c.Fingerprint), micros(c.Lease), s.abandon,
 	}).ToMessage()
 	if err != nil {
 		return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
@@ -126,7 +135,7 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 // lease of c.Lease, and returns the new token; store.ErrLost when the record is not running under
 // old with an ended lease.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
-	m, err := scriptTakeOver.Exec(ctx, s.c, s.key(c.ID), []string{strconv.FormatInt(old, 10), micros(c.Lease)}).ToMessage()
+	m, err := scriptTakeOver.Exec(ctx, s.c, s.key(c.ID), []string{strconv.FormatInt(old, 10), micros(c.Lease), s.abandon}).ToMessage()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, store.ErrLost
@@ -143,13 +152,13 @@ func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, 
 // Extend moves the end of the lease held under token to d after the server's now (and keeps the
 // key at least that long); store.ErrLost when token no longer holds the record.
 func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Duration) error {
-	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "0")
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "0", s.abandon)
 }
 
 // extendAtLeast is Extend that never moves the lease end earlier (a completion's guard must not
 // undo a heartbeat's longer lease).
 func (s *Store) extendAtLeast(ctx context.Context, id store.ID, token int64, d time.Duration) error {
-	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "1")
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "1", s.abandon)
 }
 
 // Complete stores resp in the record held under token and makes it completed, replaying for
@@ -240,15 +249,15 @@ func parseRecord(m *rueidis.RedisMessage) (rec store.Record, found bool, err err
 	if err1 != nil || err2 != nil {
 		return rec, false, errFormat
 	}
-	if pttl > 0 {
-		rec.RetentionLeft = time.Duration(pttl) * time.Millisecond
-	}
 	switch f[2] {
 	case "r":
 		rec.State = store.Running
 		rec.LeaseLeft = time.Duration(left) * time.Microsecond
 	case "c":
 		rec.State = store.Completed
+		if pttl > 0 {
+			rec.RetentionLeft = time.Duration(pttl) * time.Millisecond
+		}
 		status, err := strconv.Atoi(f[6])
 		if err != nil {
 			return rec, false, errFormat
