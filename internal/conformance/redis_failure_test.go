@@ -243,7 +243,7 @@ func TestRedisCacheKilledMidLoad(t *testing.T) {
 				}
 				mu.Unlock()
 			})
-			t.Logf("answers by phase: %v; cache %+v", byPhase, cache.Stats())
+			t.Logf("answers by phase: %v; cache %+v", byPhase, cache.Counters())
 			counts := s.countBy(t, "payments", tenant)
 			total := 0
 			for amount, c := range counts {
@@ -255,7 +255,7 @@ func TestRedisCacheKilledMidLoad(t *testing.T) {
 			if total != len(created) {
 				t.Errorf("%d payments for %d keys", total, len(created))
 			}
-			st := cache.Stats()
+			st := cache.Counters()
 			if byPhase["down"] == nil || byPhase["back"] == nil || st.Errors == 0 || st.RedisHits == 0 {
 				t.Errorf("the load did not meet the outage: answers %v, cache %+v", byPhase, st)
 			}

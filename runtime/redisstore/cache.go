@@ -78,8 +78,8 @@ type Cache[DB any] struct {
 
 var _ store.Transactional[struct{}] = (*Cache[struct{}])(nil)
 
-// CacheStats counts what a Cache did since it was made.
-type CacheStats struct {
+// CacheCounters counts what a Cache did since it was made (Cache.Counters).
+type CacheCounters struct {
 	// LocalHits, RedisHits: lookups answered by the in-process tier, by Redis.
 	LocalHits, RedisHits int64
 	// Misses: lookups that went to the database store (no copy, Redis skipped after a failure,
@@ -133,9 +133,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // Inner returns the store the cache is in front of.
 func (c *Cache[DB]) Inner() store.Transactional[DB] { return c.inner }
 
-// Stats returns the cache's counters.
-func (c *Cache[DB]) Stats() CacheStats {
-	return CacheStats{LocalHits: c.stats.localHits.Load(), RedisHits: c.stats.redisHits.Load(),
+// Counters returns the cache's counters.
+func (c *Cache[DB]) Counters() CacheCounters {
+	return CacheCounters{LocalHits: c.stats.localHits.Load(), RedisHits: c.stats.redisHits.Load(),
 		Misses: c.stats.misses.Load(), Writes: c.stats.writes.Load(), Errors: c.stats.errors.Load()}
 }
 

@@ -285,3 +285,50 @@ func TestPairedCompletionKeepsALongerLease(t *testing.T) {
 		t.Error("the aborted completion left its claim in Redis")
 	}
 }
+
+// TestPairedInspect: support tools see a running lease claim (only in Redis), a completed lease
+// record (Redis) and an atomic-mode record (PostgreSQL), in the order asked; Stats counts the
+// running claim with the database's records.
+func TestPairedInspect(t *testing.T) {
+	for _, topo := range redistest.Topologies {
+		t.Run(string(topo), func(t *testing.T) {
+			p := newPairedForTest(t, topo)
+			ctx := context.Background()
+			running := leaseClaim("k-running", "a", time.Minute)
+			if _, err := p.Reserve(ctx, running); err != nil {
+				t.Fatal(err)
+			}
+			done := leaseClaim("k-done", "a", time.Minute)
+			res, _ := p.Reserve(ctx, done)
+			if err := complete(ctx, p, done, res.Token, "done"); err != nil {
+				t.Fatal(err)
+			}
+			commit(t, p, atomicClaim("k-atomic", "a", time.Hour), created("atomic"))
+			snaps, err := p.Inspect(ctx, "tenant-1", []string{"k-atomic", "k-none", "k-running", "k-done"}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snaps) != 3 || snaps[0].ID.Key != "k-atomic" || snaps[1].ID.Key != "k-running" || snaps[2].ID.Key != "k-done" {
+				t.Fatalf("snapshots %+v", snaps)
+			}
+			r, d := snaps[1], snaps[2]
+			if r.State != store.Running || r.LeaseLeft <= 0 || r.CreatedAt.IsZero() || r.Operation != "captureCharge" || !r.Live {
+				t.Errorf("running claim: %+v", r)
+			}
+			if d.State != store.Completed || string(d.Response.Body) != "done" || d.BodySize != 4 || d.CompletedAt.IsZero() ||
+				d.ExpiresAt.Sub(d.ReadAt) > time.Hour || d.ExpiresAt.Sub(d.ReadAt) < 59*time.Minute {
+				t.Errorf("completed lease record: %+v", d)
+			}
+			if a := snaps[0]; a.State != store.Completed || string(a.Response.Body) != "atomic" {
+				t.Errorf("atomic record: %+v", a)
+			}
+			st, err := p.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Running != 1 || st.Completed != 2 {
+				t.Errorf("stats %+v: want 1 running (Redis) and 2 completed (PostgreSQL)", st)
+			}
+		})
+	}
+}
