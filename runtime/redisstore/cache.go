@@ -51,6 +51,10 @@ type CacheOptions struct {
 //     in-process tier) with the record's remaining retention as its lifetime (read-through);
 //   - a transaction that commits a response writes the new completed record after the commit.
 //
+// A record kept from a commit carries the request's token in lease mode and 0 in atomic mode
+// (the database's claim id is not returned to the cache); the runtime never reads the token of
+// a completed record.
+//
 // Only completed records are cached: they do not change until they expire. Running lease
 // records and claims are never cached, so a copy can never answer for a request in flight, and
 // a copy always expires before its record (see CacheOptions.ClockMargin), so it can never
