@@ -18,17 +18,17 @@ generate: ## regenerate every generated file, then fail if committed output chan
 		git status --short -- golden examples internal >&2; \
 		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
-test: ## run every test against a throwaway PostgreSQL (the README's test command)
-	./scripts/with-postgres.sh ./scripts/test.sh
+test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3-master cluster): the README's test command
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./scripts/test.sh
 
 faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
 	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/faults
 
 bench: ## run the full benchmark harness and rewrite bench/README.md tables
-	./scripts/with-postgres.sh ./bench/run.sh
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh
 
 bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
-	./scripts/with-postgres.sh ./bench/run.sh -short
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh -short
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. Expects a PostgreSQL server in
-# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one). Installs, from Debian's
-# packages and only when they are missing, Chromium (the admin page's browser test) and
-# promtool (the alert rules' tests); with them present those tests may not skip.
+# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one) and Redis, standalone in
+# IDEMGEN_TEST_REDIS_ADDR and a 3-master cluster in IDEMGEN_TEST_REDIS_CLUSTER
+# (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
+# them fails rather than skips when it is missing. Installs, from Debian's packages and only when
+# they are missing, Chromium (the admin page's browser test) and promtool (the alert rules'
+# tests); with them present those tests may not skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,7 +64,7 @@ echo "== alert rules (promtool check rules, promtool test rules)"
 promtool check rules docs/monitoring/alerts.yaml
 promtool test rules docs/monitoring/alerts_test.yaml
 
-echo "== go test (unit, golden + compile check, runtime on PostgreSQL, cases, examples)"
+echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/faults$')
 
 echo "== fault-injection suite, short mode (internal/faults; make faults runs the long mode)"

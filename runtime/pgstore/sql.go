@@ -12,16 +12,20 @@ import (
 // as integer microseconds and are added to the database clock: the application's clock is never
 // used.
 
-// recordCols reads a record together with the two clock decisions made by the database: whether
-// it is still live and how long its lease has left. A completed record lives until expires_at;
-// a running one lives until it is completed or released: its owner may still complete it, or
-// the same request take it over, however long the call takes, so no other request may see the
-// key as new (only the sweeper removes a running record, long after its lease ended:
-// Sweeper.AbandonAfter).
+// recordCols reads a record together with the three clock decisions made by the database:
+// whether it is still live, how long its lease has left and, for a completed record, how long
+// it stays live. A completed record lives until expires_at; a running one lives until it is
+// completed or released: its owner may still complete it, or the same request take it over,
+// however long the call takes, so no other request may see the key as new (only the sweeper
+// removes a running record, long after its lease ended: Sweeper.AbandonAfter). now() is the
+// start of the statement's transaction, which comes after the caller sent it: a cache that
+// counts the remaining retention from before its call never keeps the record longer than the
+// database does.
 const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.state, r.fencing_token,
 	(r.state = 'running' OR r.expires_at > now()) AS live,
 	COALESCE(CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), 0) AS lease_left_us,
-	r.response_status, r.response_headers, r.response_body, r.body_omitted`
+	r.response_status, r.response_headers, r.response_body, r.body_omitted,
+	CASE WHEN r.state = 'completed' THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
 
 // sqlRead is the replay read: one plain SELECT, no lock, no transaction id.
 const sqlRead = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2`

@@ -294,11 +294,12 @@ type rawRecord struct {
 	headers     []byte
 	body        []byte
 	bodyOmitted *bool
+	retentionUS *int64
 }
 
 func (r *rawRecord) targets() []any {
 	return []any{&r.operation, &r.fingerprint, &r.fpVersion, &r.state, &r.token, &r.live,
-		&r.leaseLeftUS, &r.status, &r.headers, &r.body, &r.bodyOmitted}
+		&r.leaseLeftUS, &r.status, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS}
 }
 
 // row converts the scanned columns; nil when there was no row.
@@ -330,6 +331,9 @@ func (r *rawRecord) row() *row {
 	out.rec.Response.Body = r.body
 	if r.bodyOmitted != nil {
 		out.rec.Response.BodyOmitted = *r.bodyOmitted
+	}
+	if r.retentionUS != nil && *r.retentionUS > 0 {
+		out.rec.RetentionLeft = time.Duration(*r.retentionUS) * time.Microsecond
 	}
 	return out
 }

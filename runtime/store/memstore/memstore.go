@@ -59,8 +59,11 @@ func (s *Store) live(id store.ID) *entry {
 
 func (s *Store) view(e *entry) store.Record {
 	r := e.rec
+	now := s.now()
 	if r.State == store.Running {
-		r.LeaseLeft = e.lockedUntil.Sub(s.now())
+		r.LeaseLeft = e.lockedUntil.Sub(now)
+	} else {
+		r.RetentionLeft = e.expires.Sub(now)
 	}
 	return r
 }

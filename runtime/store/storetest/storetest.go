@@ -98,6 +98,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			string(rec.Response.Header) == "" || string(rec.Response.Body) != string(want.Body) || rec.Response.BodyOmitted {
 			t.Errorf("completed record: %+v", rec)
 		}
+		checkRetentionLeft(t, rec, long)
 		if err := s.Complete(ctx, c.ID, r.Token, want, long); !errors.Is(err, store.ErrLost) {
 			t.Errorf("second Complete: %v, want ErrLost", err)
 		}
@@ -264,6 +265,7 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 		if rec.State != store.Completed || string(rec.Response.Body) != `{"id":1}` || rec.Fingerprint != c.Fingerprint {
 			t.Errorf("record after Commit: %+v", rec)
 		}
+		checkRetentionLeft(t, rec, long)
 		tx2, got, err := s.BeginAtomic(ctx, atomicClaim("k1", "a", long))
 		if err != nil || tx2 != nil || got == nil || got.State != store.Completed {
 			t.Fatalf("BeginAtomic of a completed key: tx %v, record %+v, %v", tx2, got, err)
@@ -413,6 +415,15 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 			t.Fatalf("Commit of a plain transaction: %v", err)
 		}
 	})
+}
+
+// checkRetentionLeft checks what a store says of a completed record's remaining retention:
+// nothing (zero), or a positive duration no longer than the retention it was completed with.
+func checkRetentionLeft(t *testing.T, rec store.Record, retention time.Duration) {
+	t.Helper()
+	if rec.RetentionLeft < 0 || rec.RetentionLeft > retention {
+		t.Errorf("RetentionLeft = %v, want 0 (unknown) or within (0, %v]", rec.RetentionLeft, retention)
+	}
 }
 
 func mustReserve(t *testing.T, s store.Store, c store.Claim) store.Reservation {
