@@ -4,6 +4,15 @@
 // per-round ratios against the baselines; then a same-key storm.
 //
 //	benchdrive -url http://127.0.0.1:8080 -pid 1234 [-rounds 5] [-duration 3s] [-wrk /usr/bin/wrk] [-short]
+//
+// With -old-url it compares two benchservers instead (A/B mode, ab.go; bench/ab/run.sh builds
+// and starts them): the server at -url is the new side, the one at -old-url the old side, and
+// every selected variant (by default idemgen's atomic new key, replay and lease new key) is
+// measured on both, back to back, in every round. -samples appends each pair to a file; -pool
+// prints the A/B tables over the pairs of several such files.
+//
+//	benchdrive -url http://127.0.0.1:8081 -pid 1235 -name HEAD -old-url http://127.0.0.1:8080 -old-pid 1234 -old-name 1b4cdd7 [-samples FILE]
+//	benchdrive -pool FILE,FILE...
 package main
 
 import (
@@ -154,14 +163,29 @@ func main() {
 		only     = flag.String("only", "", "measure only the variants whose name matches this regexp")
 		short    = flag.Bool("short", false, "smoke mode: 1 round, 200ms per variant, concurrency 1,8, storm 20")
 		wrk      = flag.String("wrk", "", "path of wrk (4.x) to generate the HTTP load with; empty: the Go generator (package load)")
+		name     = flag.String("name", "new", "A/B mode: the name of the server at -url (a revision)")
+		oldURL   = flag.String("old-url", "", "A/B mode: base URL of the server to compare -url's with (another revision's benchserver)")
+		oldPID   = flag.Int("old-pid", 0, "A/B mode: the -old-url server's process id (for CPU per request)")
+		oldName  = flag.String("old-name", "old", "A/B mode: the name of the server at -old-url")
+		samples  = flag.String("samples", "", "A/B mode: append every measured pair to this file (for -pool)")
+		pool     = flag.String("pool", "", "print the A/B tables over the pairs of these comma-separated -samples files, and measure nothing")
 	)
 	flag.Parse()
+	if *pool != "" {
+		poolAB(strings.Split(*pool, ","))
+		return
+	}
 	if *short {
 		*rounds, *duration, *concs, *storm = 1, 200*time.Millisecond, "1,8", 20
 	}
 	levels, err := parseInts(*concs)
 	if err != nil {
 		fatalf("bad -concurrency: %v", err)
+	}
+	if *oldURL != "" {
+		runAB(context.Background(), load.NewClient(64), *wrk, abServer{name: *oldName, base: *oldURL, pid: *oldPID},
+			abServer{name: *name, base: *base, pid: *pid}, *only, levels, *rounds, *duration, *samples)
+		return
 	}
 	selected := variants
 	if *only != "" {
