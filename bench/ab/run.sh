@@ -45,77 +45,11 @@ done
 started=$(date +%s)
 out=bench/out
 mkdir -p "$out"
-tmp=$(mktemp -d /tmp/idemgen-ab.XXXXXX)
-pids=()
-worktrees=()
-cleanup() {
-  local rc=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  for w in "${worktrees[@]}"; do git -C "$repo" worktree remove --force "$w" >/dev/null 2>&1 || true; done
-  git -C "$repo" worktree prune >/dev/null 2>&1 || true
-  rm -rf "$tmp"
-  exit "$rc"
-}
-trap cleanup EXIT INT TERM
-
-# build REV DEST: DEST is REV's benchserver, built in a detached worktree of REV under $tmp.
-build() {
-  local rev=$1 dest=$2 src
-  src="$tmp/src-$(git -C "$repo" rev-parse --short "$rev^{commit}")-$RANDOM"
-  git -C "$repo" worktree add --detach -q "$src" "$rev"
-  worktrees+=("$src")
-  (cd "$src" && go build -o "$dest" ./bench/cmd/benchserver)
-}
-
-oldname=$(git rev-parse --short "$oldrev^{commit}")
-echo "bench/ab: building $oldname's benchserver in a temporary worktree" >&2
-build "$oldrev" "$tmp/benchserver-old"
-if [ -n "$newrev" ]; then
-  newname=$(git rev-parse --short "$newrev^{commit}")
-  echo "bench/ab: building $newname's benchserver in a temporary worktree" >&2
-  build "$newrev" "$tmp/benchserver-new"
-else
-  newname="$(git rev-parse --short HEAD)"
-  [ -z "$(git status --porcelain -- . ':!bench/out')" ] || newname="$newname+changes"
-  go build -o "$tmp/benchserver-new" ./bench/cmd/benchserver
-fi
-[ "$newname" != "$oldname" ] || newname="$newname'"
-go build -o "$out/benchdrive" ./bench/cmd/benchdrive
-
-# One database per side on the same server, created afresh.
-dburl() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$DATABASE_URL" "$1"; }
-for db in idemgen_ab_old idemgen_ab_new; do
-  psql "$DATABASE_URL" -qAt -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-done
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-# start SIDE: starts $tmp/benchserver-SIDE on database idemgen_ab_SIDE; sets port and pid.
-start() {
-  local side=$1
-  port=$(free_port)
-  DATABASE_URL=$(dburl "idemgen_ab_$side") "$tmp/benchserver-$side" -addr "127.0.0.1:$port" -conns 64 >"$out/ab-benchserver-$side.log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  for _ in $(seq 1 150); do
-    curl -s -o /dev/null "http://127.0.0.1:$port/_bench/postmaster" && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "bench/ab: the $side benchserver did not start; its log:" >&2
-  cat "$out/ab-benchserver-$side.log" >&2
-  exit 1
-}
-start old; oldport=$port oldpid=$pid
-start new; newport=$port newpid=$pid
-
-wrk=$(command -v wrk || true)
-if [ -z "$wrk" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "bench/ab: installing wrk (apt-get install wrk)" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; } || true
-  wrk=$(command -v wrk || true)
-fi
+. bench/ab/lib.sh
+build_sides "$oldrev" "$newrev"
+start_side old
+start_side new
+find_wrk
 drive=("$out/benchdrive" -url "http://127.0.0.1:$newport" -pid "$newpid" -name "$newname"
   -old-url "http://127.0.0.1:$oldport" -old-pid "$oldpid" -old-name "$oldname"
   -rounds "$rounds" -duration "$duration" -concurrency "$concs" -samples "$out/ab-samples.tsv")

@@ -136,19 +136,21 @@ func loadAvg() float64 {
 
 // The samples file (-samples) has one line per pair, so that several runs can be pooled
 // (-pool): run, round, old name, new name, variant, concurrency, load, then for old and new:
-// req/s, p50 µs, p99 µs, server, PostgreSQL and client CPU µs per request, round trips per request.
+// req/s, p50 µs, p99 µs, server, PostgreSQL and client CPU µs per request, round trips per
+// request; then the server's allocations per request (objects, KiB), old then new.
 func writeSample(w io.Writer, run string, round int, oldName, newName string, k abKey, p abPair) {
 	f := func(s sample) string {
 		return fmt.Sprintf("%.1f\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.3f", s.rps, s.p50.Microseconds(), s.p99.Microseconds(), s.cpuUS, s.dbCPUUS, s.cliCPUUS, s.rt)
 	}
-	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%d\t%.2f\t%s\t%s\n", run, round, oldName, newName, k.variant, k.conc, p.load, f(p.old), f(p.new))
+	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%d\t%.2f\t%s\t%s\t%.2f\t%.3f\t%.2f\t%.3f\n", run, round, oldName, newName, k.variant, k.conc, p.load,
+		f(p.old), f(p.new), p.old.allocs, p.old.allocKB, p.new.allocs, p.new.allocKB)
 }
 
 // poolAB reads samples files written by -samples and prints the A/B tables over all their rounds.
 func poolAB(files []string) {
 	res := abResults{pairs: map[abKey][]abPair{}}
 	runs := map[string]bool{}
-	var names []string
+	var names, newNames []string
 	var levels []int
 	for _, name := range files {
 		fh, err := os.Open(name)
@@ -158,13 +160,18 @@ func poolAB(files []string) {
 		sc := bufio.NewScanner(fh)
 		for sc.Scan() {
 			f := strings.Split(sc.Text(), "\t")
-			if len(f) != 7+2*7 {
+			if len(f) != 7+2*7 && len(f) != 7+2*7+4 {
 				fatalf("pool: %s: malformed line %q", name, sc.Text())
 			}
+			// The old side must be one revision; the new side may carry several names (the
+			// same code measured from commits that changed only the harness): they are listed.
 			if res.oldName == "" {
-				res.oldName, res.newName = f[2], f[3]
-			} else if res.oldName != f[2] || res.newName != f[3] {
-				fatalf("pool: %s: %s against %s, not %s against %s", name, f[3], f[2], res.newName, res.oldName)
+				res.oldName = f[2]
+			} else if res.oldName != f[2] {
+				fatalf("pool: %s: against %s, not %s", name, f[2], res.oldName)
+			}
+			if !slices.Contains(newNames, f[3]) {
+				newNames = append(newNames, f[3])
 			}
 			runs[name+"/"+f[0]] = true
 			conc, _ := strconv.Atoi(f[5])
@@ -177,11 +184,18 @@ func poolAB(files []string) {
 			}
 			p := abPair{old: parseSample(f[7:14]), new: parseSample(f[14:21])}
 			p.load, _ = strconv.ParseFloat(f[6], 64)
+			if len(f) > 21 {
+				p.old.allocs, _ = strconv.ParseFloat(f[21], 64)
+				p.old.allocKB, _ = strconv.ParseFloat(f[22], 64)
+				p.new.allocs, _ = strconv.ParseFloat(f[23], 64)
+				p.new.allocKB, _ = strconv.ParseFloat(f[24], 64)
+			}
 			res.pairs[k] = append(res.pairs[k], p)
 		}
 		fh.Close()
 	}
 	res.runs = len(runs)
+	res.newName = strings.Join(newNames, " = ")
 	slices.Sort(levels)
 	var selected []variant
 	for _, v := range variants {
@@ -271,16 +285,16 @@ func printAB(w io.Writer, res abResults, selected []variant, levels []int) {
 			}
 		}
 	}
-	if res.runs > 1 {
-		fmt.Fprintf(w, "### A/B: %s against %s (%d runs pooled; each pair measured back to back, order alternating; medians over rounds)\n\n", res.newName, res.oldName, res.runs)
+	if res.rounds == 0 {
+		fmt.Fprintf(w, "### A/B: %s against %s (%d run(s) pooled from samples files; each pair measured back to back, order alternating; medians over rounds)\n\n", res.newName, res.oldName, res.runs)
 	} else {
 		fmt.Fprintf(w, "### A/B: %s against %s (%d rounds × %s per variant, concurrency and revision; each pair measured back to back, order alternating; medians over rounds)\n\n", res.newName, res.oldName, res.rounds, res.duration)
 	}
 	if len(loads) > 0 {
 		fmt.Fprintf(w, "Load average (1 min) before each pair: median %.1f, range %.1f–%.1f, on %d cores.\n\n", median(loads), slices.Min(loads), slices.Max(loads), goruntime.NumCPU())
 	}
-	fmt.Fprintln(w, "| variant | conc | revision | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | conc | revision | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | server allocs/req | server KiB/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, v := range selected {
 		for _, c := range levels {
 			ps := res.pairs[abKey{v.name, c}]
@@ -291,7 +305,7 @@ func printAB(w io.Writer, res abResults, selected []variant, levels []int) {
 				name string
 				get  func(abPair) sample
 			}{{res.oldName, func(p abPair) sample { return p.old }}, {res.newName, func(p abPair) sample { return p.new }}} {
-				var rps, p50, p99, cpu, db, cli, rt []float64
+				var rps, p50, p99, cpu, db, cli, rt, al, kb []float64
 				for _, p := range ps {
 					s := side.get(p)
 					rps = append(rps, s.rps)
@@ -301,15 +315,18 @@ func printAB(w io.Writer, res abResults, selected []variant, levels []int) {
 					db = append(db, s.dbCPUUS)
 					cli = append(cli, s.cliCPUUS)
 					rt = append(rt, s.rt)
+					al = append(al, s.allocs)
+					kb = append(kb, s.allocKB)
 				}
-				fmt.Fprintf(w, "| %s | %d | %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %s |\n", v.name, c, side.name,
-					median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt), statusString(side.get(ps[len(ps)-1]).statuses))
+				fmt.Fprintf(w, "| %s | %d | %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %s | %s | %s |\n", v.name, c, side.name,
+					median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt),
+					orDash(median(al), "%.0f"), orDash(median(kb), "%.1f"), statusString(side.get(ps[len(ps)-1]).statuses))
 			}
 		}
 	}
 	fmt.Fprintf(w, "\n### A/B ratios %s / %s (median of the per-round ratios, range in brackets; the sign test counts the rounds in which %s was ahead)\n\n", res.newName, res.oldName, res.newName)
-	fmt.Fprintln(w, "| variant | conc | req/s | p99 | server CPU/req | PostgreSQL CPU/req | server + PostgreSQL CPU/req | round trips/req | ahead on req/s; on CPU | verdict |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| variant | conc | req/s | p99 | server CPU/req | PostgreSQL CPU/req | server + PostgreSQL CPU/req | round trips/req | server allocs/req | ahead on req/s; on CPU | verdict |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	rps := func(s sample) float64 { return s.rps }
 	p99 := func(s sample) float64 { return float64(s.p99) }
 	cpu := func(s sample) float64 { return s.cpuUS }
@@ -328,7 +345,11 @@ func printAB(w io.Writer, res abResults, selected []variant, levels []int) {
 			rd, okd := ratios(ps, db, true)
 			rb, _ := ratios(ps, both, true)
 			rtr, okt := ratios(ps, rt, true)
-			dbCell, rtCell := "—", "—"
+			ra, oka := ratios(ps, func(s sample) float64 { return s.allocs }, true)
+			dbCell, rtCell, alCell := "—", "—", "—"
+			if oka {
+				alCell = fmt.Sprintf("%.2f", ra.med)
+			}
 			if okd {
 				dbCell = rd.String()
 			}
@@ -336,8 +357,8 @@ func printAB(w io.Writer, res abResults, selected []variant, levels []int) {
 				rtCell = fmt.Sprintf("%.2f", rtr.med)
 			}
 			pr, pc := signTest(rr.ahead, rr.n), signTest(rb.ahead, rb.n)
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %d/%d (p=%.2f); %d/%d (p=%.2f) | %s |\n", v.name, c,
-				rr, rp, rc, dbCell, rb, rtCell, rr.ahead, rr.n, pr, rb.ahead, rb.n, pc, verdict(rr, pr, rb, pc))
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d/%d (p=%.2f); %d/%d (p=%.2f) | %s |\n", v.name, c,
+				rr, rp, rc, dbCell, rb, rtCell, alCell, rr.ahead, rr.n, pr, rb.ahead, rb.n, pc, verdict(rr, pr, rb, pc))
 		}
 	}
 	fmt.Fprintf(w, "\nVerdict: \"within noise\" when neither req/s nor server + PostgreSQL CPU per request differs in a sign test over the rounds at p < %.2f; otherwise which side is ahead, by the median ratio.\n", noiseP)
@@ -366,4 +387,12 @@ func verdict(rr abRatio, pr float64, rb abRatio, pc float64) string {
 		return "within noise"
 	}
 	return strings.Join(out, "; ")
+}
+
+// orDash formats x, or "—" when it is 0 (not measured).
+func orDash(x float64, format string) string {
+	if x == 0 {
+		return "—"
+	}
+	return fmt.Sprintf(format, x)
 }

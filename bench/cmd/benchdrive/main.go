@@ -149,7 +149,11 @@ type sample struct {
 	cliCPUUS float64 // this load generator's CPU microseconds per request
 	rdCPUUS  float64 // the Redis server's CPU microseconds per request
 	rt       float64 // database round trips per request
-	statuses map[string]int64
+	// allocs and allocKB: the server's heap allocations (objects, KiB) per request, from the
+	// runtime's MemStats at /debug/pprof/heap?debug=1; exact counts, so unlike CPU time they do
+	// not move with the machine's load. 0 when the server does not serve them.
+	allocs, allocKB float64
+	statuses        map[string]int64
 }
 
 func main() {
@@ -278,6 +282,7 @@ func prime(ctx context.Context, c *http.Client, base string, v variant, run stri
 // generator CPU per request and database round trips per request.
 func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmaster, conc int, d time.Duration, v variant, run string) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
+	m0, b0, memOK0 := mallocs(ctx, c, base)
 	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
 	rd0, _ := redisCPU(ctx, c, base)
 	var (
@@ -314,7 +319,12 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 	if wrk == "" {
 		cliCPU = cli1 - cli0
 	}
+	m1, b1, memOK1 := mallocs(ctx, c, base)
 	rt := roundTrips(ctx, c, base)
+	if requests > 0 && memOK0 && memOK1 {
+		s.allocs = float64(m1-m0) / float64(requests)
+		s.allocKB = float64(b1-b0) / 1024 / float64(requests)
+	}
 	if requests > 0 {
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(requests)
 		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(requests)
@@ -337,6 +347,33 @@ func roundTrips(ctx context.Context, c *http.Client, base string) int64 {
 	b, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(b, &v)
 	return v.RoundTrips
+}
+
+// mallocs reads the server's cumulative heap allocations (objects and bytes) from the MemStats
+// lines that /debug/pprof/heap?debug=1 ends with.
+func mallocs(ctx context.Context, c *http.Client, base string) (objects, bytes uint64, ok bool) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/debug/pprof/heap?debug=1", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, false
+	}
+	var gotM, gotB bool
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, "# Mallocs = "); found {
+			objects, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			gotM = err == nil
+		}
+		if v, found := strings.CutPrefix(line, "# TotalAlloc = "); found {
+			bytes, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			gotB = err == nil
+		}
+	}
+	return objects, bytes, gotM && gotB
 }
 
 // redisCPU asks the server for its Redis server's CPU seconds so far; false when it has none.
