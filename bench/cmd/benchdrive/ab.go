@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/bench/internal/load"
 )
 
 // abDefault is the variants measured in A/B mode unless -only names others: a new key in atomic
@@ -69,6 +71,19 @@ func runAB(ctx context.Context, c *http.Client, wrk string, old, new abServer, o
 			selected = append(selected, v)
 		}
 	}
+	// A variant whose route one of the revisions lacks (the middleware's /mw/ before it existed)
+	// would measure that side's 404s: it is left out, and said so.
+	served := selected[:0]
+	for _, v := range selected {
+		if status, ok := serves(ctx, c, old.base, v); !ok {
+			fmt.Fprintf(os.Stderr, "benchdrive: %q left out: %s answers %s on POST %s\n", v.name, old.name, status, v.path)
+		} else if status, ok := serves(ctx, c, new.base, v); !ok {
+			fmt.Fprintf(os.Stderr, "benchdrive: %q left out: %s answers %s on POST %s\n", v.name, new.name, status, v.path)
+		} else {
+			served = append(served, v)
+		}
+	}
+	selected = served
 	if len(selected) == 0 {
 		fatalf("-only %q names no variant both servers serve", only)
 	}
@@ -118,6 +133,16 @@ func runAB(ctx context.Context, c *http.Client, wrk string, old, new abServer, o
 		}
 	}
 	printAB(os.Stdout, res, selected, levels)
+}
+
+// serves sends one request of v to the server at base, with a key and tenant of its own, and
+// reports its status and whether the server has the route (anything but 404 and 405).
+func serves(ctx context.Context, c *http.Client, base string, v variant) (string, bool) {
+	labels, _, err := load.Once(ctx, c, 1, v.builder(base, fmt.Sprintf("probe-%d", time.Now().UnixNano()))(0))
+	if err != nil || len(labels) != 1 {
+		fatalf("probing %s on %s: %v %v", v.name, base, labels, err)
+	}
+	return labels[0], labels[0] != "404" && labels[0] != "405"
 }
 
 // loadAvg is the machine's 1-minute load average (0 when unknown).
