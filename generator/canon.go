@@ -258,6 +258,8 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 		nullOr(jen.Op("*").Add(val.Clone()))
 	case fl.ptr && fl.t.kind == kStruct:
 		opt("OptObject", val, jen.Id(g.canonFor(fl.t, n, o)))
+	case fl.ptr && fl.t.kind == kUnset:
+		opt("OptUnsettable", val, g.valueFunc(fl.t.elem, n, 1, o))
 	case fl.ptr:
 		opt(map[tkind]string{kString: "OptString", kEnum: "OptString", kInt64: "OptInt", kInt32: "OptInt", kFloat: "OptFloat", kBool: "OptBool"}[fl.t.kind], val)
 	case !fl.t.pointerable() && always:
@@ -346,6 +348,8 @@ func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, dept
 		return jen.Append(b, val.Op("..."))
 	case kStruct:
 		return jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val))
+	case kUnset:
+		return jen.Qual(pkgCanonical, "AppendUnsettable").Call(b, jen.Op("&").Add(val), g.valueFunc(t.elem, n, depth+1, o))
 	case kSlice:
 		elem := elemExclusion(g, n, o)
 		if elem != nil && elem.leaf {

@@ -2,12 +2,71 @@
 
 package form
 
-import "github.com/idemgen/idemgen/runtime/canonical"
+import (
+	"encoding/json"
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
 
 // appendCanonicalNote appends the canonical form (RFC 8785) of v to b: members pinned, text.
 func appendCanonicalNote(b []byte, v *Note) []byte {
 	o, b := canonical.WriteObject(b, v.Extra)
 	b = canonical.OptBool(&o, b, `"pinned":`, v.Pinned)
 	b = o.String(b, `"text":`, v.Text)
+	return o.End(b)
+}
+
+// appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent appends the canonical form (RFC
+// 8785) of v to b: members amount, capture_method, confirm, currency, description, expand, items,
+// levels, metadata, options, payment_method_data, shipping.
+func appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBody) []byte {
+	o, b := canonical.WriteObject(b, nil)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"capture_method":`, v.CaptureMethod)
+	b = canonical.OptBool(&o, b, `"confirm":`, v.Confirm)
+	b = o.String(b, `"currency":`, v.Currency)
+	b = canonical.OptUnsettable(&o, b, `"description":`, v.Description, canonical.AppendString)
+	b = canonical.OptArray(&o, b, `"expand":`, v.Expand, canonical.AppendString)
+	b = canonical.OptObjects(&o, b, `"items":`, v.Items, appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent)
+	b = canonical.OptArray(&o, b, `"levels":`, v.Levels, func(b []byte, e1 []int64) []byte {
+		return canonical.AppendArray(b, e1, canonical.AppendInt)
+	})
+	b = canonical.OptUnsettable(&o, b, `"metadata":`, v.Metadata, func(b []byte, e1 map[string]string) []byte {
+		return canonical.AppendMap(b, e1, canonical.AppendString, "trace_id")
+	})
+	b = canonical.OptMap(&o, b, `"options":`, v.Options, canonical.AppendRaw[json.RawMessage])
+	b = canonical.OptRaw(&o, b, `"payment_method_data":`, v.PaymentMethodData)
+	b = canonical.OptUnsettable(&o, b, `"shipping":`, v.Shipping, func(b []byte, e1 ShippingForm) []byte {
+		return appendCanonicalShippingFormForCreatePaymentIntent(b, &e1)
+	})
+	return o.End(b)
+}
+
+// appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent appends the canonical form
+// (RFC 8785) of v to b: members price, quantity, tax_rates.
+func appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBodyItemsItem) []byte {
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"price":`, v.Price)
+	b = canonical.OptInt(&o, b, `"quantity":`, v.Quantity)
+	b = canonical.OptUnsettable(&o, b, `"tax_rates":`, v.TaxRates, func(b []byte, e1 []string) []byte {
+		return canonical.AppendArray(b, e1, canonical.AppendString)
+	})
+	return o.End(b)
+}
+
+// appendCanonicalShippingFormForCreatePaymentIntent appends the canonical form (RFC 8785) of v to
+// b: members address, name.
+func appendCanonicalShippingFormForCreatePaymentIntent(b []byte, v *ShippingForm) []byte {
+	o, b := canonical.WriteObject(b, nil)
+	b = canonical.OptObject(&o, b, `"address":`, v.Address, appendCanonicalShippingFormAddress)
+	b = o.String(b, `"name":`, v.Name)
+	return o.End(b)
+}
+
+// appendCanonicalShippingFormAddress appends the canonical form (RFC 8785) of v to b: members city,
+// line1.
+func appendCanonicalShippingFormAddress(b []byte, v *ShippingFormAddress) []byte {
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"city":`, v.City)
+	b = canonical.OptString(&o, b, `"line1":`, v.Line1)
 	return o.End(b)
 }
