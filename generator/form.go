@@ -1,7 +1,10 @@
 package generator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -81,7 +84,20 @@ func (g *gen) formType(s *model.Schema, hint string) *tinfo {
 			}
 			return t
 		}
-		return g.formStruct(s, hint)
+		if s.Name != "" {
+			return g.formStruct(s, hint)
+		}
+		// Vendor specs repeat inline objects (Stripe declares its address object in dozens of
+		// operations): one type, decoder and canonicalizer per shape.
+		shape := g.formShape(s)
+		if t, ok := g.formShapes[shape]; ok {
+			t.shared++
+			g.formTypes[s] = t
+			return t
+		}
+		t := g.formStruct(s, hint)
+		g.formShapes[shape] = t
+		return t
 	case model.TypeArray:
 		t := &tinfo{kind: kSlice, s: s}
 		g.formTypes[s] = t
@@ -95,6 +111,47 @@ func (g *gen) formType(s *model.Schema, hint string) *tinfo {
 		return &tinfo{kind: kRaw, s: s}
 	}
 	return g.typeOf(s, hint)
+}
+
+// formShape is a digest of everything about a schema that its form type, decoder and
+// canonicalizer depend on (types, constraints, members with their names, requiredness, key and
+// ignore marks, recursively; named schemas by name), so that two inline schemas of the same
+// shape can share their generated code. Descriptions and locations do not count.
+func (g *gen) formShape(s *model.Schema) string {
+	switch {
+	case s == nil:
+		return "-"
+	case s.Name != "":
+		return "#" + s.Name
+	}
+	if k, ok := g.shapes[s]; ok {
+		return k
+	}
+	g.shapes[s] = "@cycle" // an inline schema cannot reach itself; guard anyway
+	var b strings.Builder
+	num := func(f *float64) string {
+		if f == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*f, 'g', -1, 64)
+	}
+	inum := func(n *int64) string {
+		if n == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*n, 10)
+	}
+	fmt.Fprintf(&b, "%s|%s|%t|%t|%s|%v|%q|%q|%v|", s.Type, s.Format, s.Nullable, s.Composite, s.CompositeOf, s.Variants, s.Enum, s.EnumJSON, s.Types)
+	fmt.Fprintf(&b, "%s|%s|%t|%t|%s|%s|%s|%s|%q|%t|%t|", num(s.Minimum), num(s.Maximum), s.ExclusiveMin, s.ExclusiveMax,
+		inum(s.MinLength), inum(s.MaxLength), inum(s.MinItems), inum(s.MaxItems), s.Pattern, s.Ignore, s.ClosedObject)
+	for _, p := range s.Properties {
+		fmt.Fprintf(&b, "(%q %s %t %t %t %s)", p.Name, p.GoName, p.Required, p.Ignore, g.keyProps[p], g.formShape(p.Schema))
+	}
+	fmt.Fprintf(&b, "|ap %s|items %s|unset %s", g.formShape(s.AdditionalProperties), g.formShape(s.Items), g.formShape(s.EmptyOr))
+	sum := sha256.Sum256([]byte(b.String()))
+	k := hex.EncodeToString(sum[:16])
+	g.shapes[s] = k
+	return k
 }
 
 // formStruct plans the struct of an object in a bracketed form body. A named schema's is named
@@ -249,6 +306,16 @@ func (g *gen) treeField(grp *jen.Group, fl *field, seen []jen.Code) {
 	t := fl.t
 	if scalar(t) && t.kind != kRaw && t.kind != kUnset {
 		read := readExpr(t, ft().Dot("Scalar").Call(seen...))
+		if fl.ptr && t.kind == kEnum {
+			// (*T)(canonical.Ptr(string)): Ptr is compiled once, not once per enum type.
+			var vals []jen.Code
+			for _, v := range t.s.Enum {
+				vals = append(vals, jen.Lit(v))
+			}
+			read = jen.Parens(jen.Op("*").Id(t.name)).Call(jen.Qual(pkgCanonical, "Ptr").Call(ft().Dot("Scalar").Call(seen...).Dot("Enum").Call(vals...)))
+			grp.Add(dst.Clone()).Op("=").Add(read)
+			return
+		}
 		if fl.ptr {
 			grp.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(read)
 			dst = jen.Op("*").Add(dst)
@@ -292,7 +359,9 @@ func (g *gen) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, 
 			el := t.elem
 			switch {
 			case el.kind == kStruct:
-				lb.Id(el.decodeFn).Call(ft(), jen.Qual(pkgCanonical, "Grow").Call(jen.Op("&").Add(dst.Clone())))
+				// Decoded in place (not canonical.Grow, which is compiled once per element type).
+				lb.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id(el.name).Values())
+				lb.Id(el.decodeFn).Call(ft(), jen.Op("&").Add(dst.Clone()).Index(jen.Len(dst.Clone()).Op("-").Lit(1)))
 			case scalar(el) && el.kind != kRaw && el.kind != kUnset:
 				appendItem(lb, el, ft().Dot("Text").Call(), ft(), dst)
 			default:

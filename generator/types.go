@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -49,8 +50,10 @@ type tinfo struct {
 	// names are per exclusion set (canonFor).
 	decodeFn string
 	// form marks a struct of a bracketed form body (formType): it has a FormTree decoder
-	// instead of a JSON one.
-	form bool
+	// instead of a JSON one. shared counts the other inline schemas of the same shape that use
+	// it.
+	form   bool
+	shared int
 }
 
 // field is one member of a generated struct.
@@ -261,6 +264,12 @@ func (g *gen) emitEnum(f *jen.File, t *tinfo) {
 
 func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 	doc := t.name + " is a request type" + schemaRef(t.s) + "."
+	switch {
+	case t.shared == 1:
+		doc += " One other inline schema of the same shape shares it."
+	case t.shared > 1:
+		doc += fmt.Sprintf(" %d other inline schemas of the same shape share it.", t.shared)
+	}
 	if t.s.Description != "" {
 		doc += "\n\n" + t.s.Description
 	}

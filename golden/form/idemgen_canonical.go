@@ -21,23 +21,37 @@ func appendCanonicalNote(b []byte, v *Note) []byte {
 func appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBody) []byte {
 	o, b := canonical.WriteObject(b, nil)
 	b = o.Int(b, `"amount":`, v.Amount)
-	b = canonical.OptString(&o, b, `"capture_method":`, v.CaptureMethod)
+	b = canonical.OptString(&o, b, `"capture_method":`, (*string)(v.CaptureMethod))
 	b = canonical.OptBool(&o, b, `"confirm":`, v.Confirm)
 	b = o.String(b, `"currency":`, v.Currency)
-	b = canonical.OptUnsettable(&o, b, `"description":`, v.Description, canonical.AppendString)
+	switch {
+	case v.Description == nil:
+	case v.Description.Unset:
+		b = o.String(b, `"description":`, "")
+	default:
+		b = canonical.AppendString(o.Key(b, `"description":`), v.Description.Value)
+	}
 	b = canonical.OptArray(&o, b, `"expand":`, v.Expand, canonical.AppendString)
 	b = canonical.OptObjects(&o, b, `"items":`, v.Items, appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent)
 	b = canonical.OptArray(&o, b, `"levels":`, v.Levels, func(b []byte, e1 []int64) []byte {
 		return canonical.AppendArray(b, e1, canonical.AppendInt)
 	})
-	b = canonical.OptUnsettable(&o, b, `"metadata":`, v.Metadata, func(b []byte, e1 map[string]string) []byte {
-		return canonical.AppendMap(b, e1, canonical.AppendString, "trace_id")
-	})
+	switch {
+	case v.Metadata == nil:
+	case v.Metadata.Unset:
+		b = o.String(b, `"metadata":`, "")
+	default:
+		b = canonical.AppendMap(o.Key(b, `"metadata":`), v.Metadata.Value, canonical.AppendString, "trace_id")
+	}
 	b = canonical.OptMap(&o, b, `"options":`, v.Options, canonical.AppendRaw[json.RawMessage])
 	b = canonical.OptRaw(&o, b, `"payment_method_data":`, v.PaymentMethodData)
-	b = canonical.OptUnsettable(&o, b, `"shipping":`, v.Shipping, func(b []byte, e1 ShippingForm) []byte {
-		return appendCanonicalShippingFormForCreatePaymentIntent(b, &e1)
-	})
+	switch {
+	case v.Shipping == nil:
+	case v.Shipping.Unset:
+		b = o.String(b, `"shipping":`, "")
+	default:
+		b = appendCanonicalShippingFormForCreatePaymentIntent(o.Key(b, `"shipping":`), &v.Shipping.Value)
+	}
 	return o.End(b)
 }
 
@@ -47,9 +61,13 @@ func appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent(b []b
 	o, b := canonical.WriteObject(b, v.Extra)
 	b = o.String(b, `"price":`, v.Price)
 	b = canonical.OptInt(&o, b, `"quantity":`, v.Quantity)
-	b = canonical.OptUnsettable(&o, b, `"tax_rates":`, v.TaxRates, func(b []byte, e1 []string) []byte {
-		return canonical.AppendArray(b, e1, canonical.AppendString)
-	})
+	switch {
+	case v.TaxRates == nil:
+	case v.TaxRates.Unset:
+		b = o.String(b, `"tax_rates":`, "")
+	default:
+		b = canonical.AppendArray(o.Key(b, `"tax_rates":`), v.TaxRates.Value, canonical.AppendString)
+	}
 	return o.End(b)
 }
 
@@ -57,7 +75,9 @@ func appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent(b []b
 // b: members address, name.
 func appendCanonicalShippingFormForCreatePaymentIntent(b []byte, v *ShippingForm) []byte {
 	o, b := canonical.WriteObject(b, nil)
-	b = canonical.OptObject(&o, b, `"address":`, v.Address, appendCanonicalShippingFormAddress)
+	if v.Address != nil {
+		b = appendCanonicalShippingFormAddress(o.Key(b, `"address":`), v.Address)
+	}
 	b = o.String(b, `"name":`, v.Name)
 	return o.End(b)
 }

@@ -181,7 +181,8 @@ func decodeCreatePaymentIntentBody(f *gen.FormTree, v *CreatePaymentIntentBody) 
 		case "items":
 			v.Items = []CreatePaymentIntentBodyItemsItem{}
 			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
-				decodeCreatePaymentIntentBodyItemsItem(f, canonical.Grow(&v.Items))
+				v.Items = append(v.Items, CreatePaymentIntentBodyItemsItem{})
+				decodeCreatePaymentIntentBodyItemsItem(f, &v.Items[len(v.Items)-1])
 			}
 			f.EndArray()
 			f.Items(len(v.Items), -1, 20)
@@ -197,7 +198,7 @@ func decodeCreatePaymentIntentBody(f *gen.FormTree, v *CreatePaymentIntentBody) 
 			}
 			f.EndArray()
 		case "capture_method":
-			v.CaptureMethod = canonical.Ptr(CreatePaymentIntentBodyCaptureMethod(f.Scalar(&seen, 8).Enum("automatic", "manual")))
+			v.CaptureMethod = (*CreatePaymentIntentBodyCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 8).Enum("automatic", "manual")))
 		case "confirm":
 			v.Confirm = canonical.Ptr(f.Scalar(&seen, 9).Bool())
 		case "levels":

@@ -1,7 +1,5 @@
 package canonical
 
-import "encoding/json"
-
 // Unsettable is a form field that a client may send empty to clear it: a property declared
 // anyOf [X, {type: string, enum: [”]}], as Stripe declares metadata, address or
 // default_tax_rates, decoded from an application/x-www-form-urlencoded body with bracketed
@@ -13,7 +11,11 @@ import "encoding/json"
 //
 // The empty value always means Unset, also when X is a string that could be empty. Its
 // canonical form (fingerprint) is the JSON string "" when Unset and X's canonical form
-// otherwise, so the three states never share a fingerprint; its JSON encoding is the same.
+// otherwise, so the three states never share a fingerprint.
+//
+// It has no methods on purpose: a method of a generic type is compiled once per type argument,
+// and a large API (Stripe's) instantiates it for hundreds of types. encoding/json writes it as
+// {"Value": …, "Unset": …}.
 type Unsettable[T any] struct {
 	Value T
 	Unset bool
@@ -34,23 +36,4 @@ func OptUnsettable[T any](o *ObjectWriter, b []byte, name string, u *Unsettable[
 		return b
 	}
 	return AppendUnsettable(o.Key(b, name), u, value)
-}
-
-// MarshalJSON encodes u as the schema declares it: "" when it is Unset, else its Value.
-func (u Unsettable[T]) MarshalJSON() ([]byte, error) {
-	if u.Unset {
-		return []byte(`""`), nil
-	}
-	return json.Marshal(u.Value)
-}
-
-// UnmarshalJSON decodes "" as Unset and anything else into Value.
-func (u *Unsettable[T]) UnmarshalJSON(data []byte) error {
-	if string(data) == `""` {
-		var zero T
-		*u = Unsettable[T]{Value: zero, Unset: true}
-		return nil
-	}
-	u.Unset = false
-	return json.Unmarshal(data, &u.Value)
 }

@@ -1,9 +1,6 @@
 package canonical
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 func TestUnsettable(t *testing.T) {
 	m := func(b []byte, v map[string]string) []byte { return AppendMap(b, v, AppendString) }
@@ -21,25 +18,6 @@ func TestUnsettable(t *testing.T) {
 		if got := string(o.End(b)); got != tt.want {
 			t.Errorf("canonical %s, want %s", got, tt.want)
 		}
-		if tt.u == nil {
-			continue
-		}
-		j, err := json.Marshal(tt.u)
-		if want := tt.want[len(`{"metadata":`) : len(tt.want)-1]; err != nil || string(j) != want {
-			t.Errorf("MarshalJSON %s (%v), want %s", j, err, want)
-		}
-		var back Unsettable[map[string]string]
-		if err := json.Unmarshal(j, &back); err != nil || back.Unset != tt.u.Unset || len(back.Value) != len(tt.u.Value) {
-			t.Errorf("UnmarshalJSON(%s) = %+v (%v)", j, back, err)
-		}
-	}
-	// A string value: "" is always Unset.
-	var s Unsettable[string]
-	if err := json.Unmarshal([]byte(`""`), &s); err != nil || !s.Unset {
-		t.Errorf(`"" decoded as %+v`, s)
-	}
-	if err := json.Unmarshal([]byte(`"x"`), &s); err != nil || s.Unset || s.Value != "x" {
-		t.Errorf(`"x" decoded as %+v`, s)
 	}
 }
 
