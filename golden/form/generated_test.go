@@ -263,3 +263,15 @@ func TestBracketedFormCanonicalForm(t *testing.T) {
 		t.Errorf("the corpus's entry 10 is not this request's fingerprint")
 	}
 }
+
+// TestSharedShape: inline objects of the same shape share one Go type, decoder and canonicalizer.
+func TestSharedShape(t *testing.T) {
+	v, _, err := decodePI(t, "amount=1&currency=usd&billing_address[city]=Paris&shipping[name]=A&shipping[address][city]=Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a *ShippingFormAddress = v.Body.BillingAddress
+	if *a.City != *v.Body.Shipping.Value.Address.City {
+		t.Errorf("billing %+v", a)
+	}
+}

@@ -16,11 +16,14 @@ func appendCanonicalNote(b []byte, v *Note) []byte {
 }
 
 // appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent appends the canonical form (RFC
-// 8785) of v to b: members amount, capture_method, confirm, currency, description, expand, items,
-// levels, metadata, options, payment_method_data, shipping.
+// 8785) of v to b: members amount, billing_address, capture_method, confirm, currency, description,
+// expand, items, levels, metadata, options, payment_method_data, shipping.
 func appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBody) []byte {
 	o, b := canonical.WriteObject(b, nil)
 	b = o.Int(b, `"amount":`, v.Amount)
+	if v.BillingAddress != nil {
+		b = appendCanonicalShippingFormAddress(o.Key(b, `"billing_address":`), v.BillingAddress)
+	}
 	b = canonical.OptString(&o, b, `"capture_method":`, (*string)(v.CaptureMethod))
 	b = canonical.OptBool(&o, b, `"confirm":`, v.Confirm)
 	b = o.String(b, `"currency":`, v.Currency)
@@ -55,6 +58,15 @@ func appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(b []byte, v *C
 	return o.End(b)
 }
 
+// appendCanonicalShippingFormAddress appends the canonical form (RFC 8785) of v to b: members city,
+// line1.
+func appendCanonicalShippingFormAddress(b []byte, v *ShippingFormAddress) []byte {
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"city":`, v.City)
+	b = canonical.OptString(&o, b, `"line1":`, v.Line1)
+	return o.End(b)
+}
+
 // appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent appends the canonical form
 // (RFC 8785) of v to b: members price, quantity, tax_rates.
 func appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBodyItemsItem) []byte {
@@ -79,14 +91,5 @@ func appendCanonicalShippingFormForCreatePaymentIntent(b []byte, v *ShippingForm
 		b = appendCanonicalShippingFormAddress(o.Key(b, `"address":`), v.Address)
 	}
 	b = o.String(b, `"name":`, v.Name)
-	return o.End(b)
-}
-
-// appendCanonicalShippingFormAddress appends the canonical form (RFC 8785) of v to b: members city,
-// line1.
-func appendCanonicalShippingFormAddress(b []byte, v *ShippingFormAddress) []byte {
-	o, b := canonical.WriteObject(b, v.Extra)
-	b = canonical.OptString(&o, b, `"city":`, v.City)
-	b = canonical.OptString(&o, b, `"line1":`, v.Line1)
 	return o.End(b)
 }

@@ -221,6 +221,9 @@ func decodeCreatePaymentIntentBody(f *gen.FormTree, v *CreatePaymentIntentBody) 
 				v.Options[f.Key()] = f.Raw()
 			}
 			f.EndObject()
+		case "billing_address":
+			v.BillingAddress = new(ShippingFormAddress)
+			decodeShippingFormAddress(f.Field(&seen, 13), v.BillingAddress)
 		default:
 			f.Reject()
 		}

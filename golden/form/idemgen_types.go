@@ -56,6 +56,7 @@ type CreatePaymentIntentBody struct {
 	Levels            [][]int64                                `json:"levels,omitempty"`
 	PaymentMethodData json.RawMessage                          `json:"payment_method_data,omitempty"`
 	Options           map[string]json.RawMessage               `json:"options,omitempty"`
+	BillingAddress    *ShippingFormAddress                     `json:"billing_address,omitempty"`
 }
 
 // CreatePaymentIntentBodyItemsItem is a request type (inline schema at
@@ -76,7 +77,8 @@ type ShippingForm struct {
 }
 
 // ShippingFormAddress is a request type (inline schema at
-// /components/schemas/Shipping/properties/address).
+// /components/schemas/Shipping/properties/address). One other inline schema of the same shape
+// shares it.
 type ShippingFormAddress struct {
 	City  *string           `json:"city,omitempty"`
 	Line1 *string           `json:"line1,omitempty"`
