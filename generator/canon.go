@@ -197,7 +197,7 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 		}
 		grp.List(jen.Id("o"), jen.Id("b")).Op(":=").Qual(pkgCanonical, "WriteObject").Call(jen.Id("b"), extra)
 		for _, m := range ms {
-			g.canonMember(grp, m.fl, m.excl, c.op, t.form)
+			g.canonMember(grp, m.fl, m.excl, c.op)
 		}
 		grp.Return(jen.Id("o").Dot("End").Call(jen.Id("b")))
 	})
@@ -219,12 +219,7 @@ func memberName(name string) jen.Code {
 // canonMember writes one member of a struct canonicalizer. Absent members (nil) are left out, so
 // absent and null fingerprint alike, as the handler sees them; a required member that is nil
 // (nullable) is written as null.
-//
-// In the canonicalizers of bracketed form structs (form), optional struct, Unsettable and enum
-// members are written without the generic helpers (OptObject, OptUnsettable, OptString of the
-// enum type): those are compiled once per type argument, and a vendor API's forms have hundreds
-// of nested types (Stripe's, all POSTs marked: about a thousand fewer functions to compile).
-func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan, form bool) {
+func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 	name := memberName(fl.p.Name)
 	val := jen.Id("v").Dot(fl.name)
 	b := func() *jen.Statement { return jen.Id("b") }
@@ -261,22 +256,8 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan, form bo
 	switch {
 	case fl.ptr && always:
 		nullOr(jen.Op("*").Add(val.Clone()))
-	case form && fl.ptr && fl.t.kind == kStruct:
-		grp.If(val.Clone().Op("!=").Nil()).Block(
-			b().Op("=").Id(g.canonFor(fl.t, n, o)).Call(jen.Id("o").Dot("Key").Call(b(), name), val.Clone()))
-	case form && fl.ptr && fl.t.kind == kUnset:
-		// Unset is the empty string, as the client sent it.
-		grp.Switch().Block(
-			jen.Case(val.Clone().Op("==").Nil()),
-			jen.Case(val.Clone().Dot("Unset")).BlockFunc(func(g *jen.Group) { set(g, "String", jen.Lit("")) }),
-			jen.Default().Add(b()).Op("=").Add(g.appendExpr(fl.t.elem, val.Clone().Dot("Value"), jen.Id("o").Dot("Key").Call(b(), name), n, 0, o)),
-		)
-	case form && fl.ptr && fl.t.kind == kEnum:
-		opt("OptString", jen.Parens(jen.Op("*").String()).Call(val))
 	case fl.ptr && fl.t.kind == kStruct:
 		opt("OptObject", val, jen.Id(g.canonFor(fl.t, n, o)))
-	case fl.ptr && fl.t.kind == kUnset:
-		opt("OptUnsettable", val, g.valueFunc(fl.t.elem, n, 1, o))
 	case fl.ptr:
 		opt(map[tkind]string{kString: "OptString", kEnum: "OptString", kInt64: "OptInt", kInt32: "OptInt", kFloat: "OptFloat", kBool: "OptBool"}[fl.t.kind], val)
 	case !fl.t.pointerable() && always:
@@ -365,8 +346,6 @@ func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, dept
 		return jen.Append(b, val.Op("..."))
 	case kStruct:
 		return jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val))
-	case kUnset:
-		return jen.Qual(pkgCanonical, "AppendUnsettable").Call(b, jen.Op("&").Add(val), g.valueFunc(t.elem, n, depth+1, o))
 	case kSlice:
 		elem := elemExclusion(g, n, o)
 		if elem != nil && elem.leaf {

@@ -26,10 +26,13 @@ import (
 //     the empty-string sentinel (Stripe's anyOf [X, enum ['']]). The body is decoded by
 //     gen.FormTree from bracketed names (OpenAPI's deepObject style: address[city],
 //     metadata[k], items[0][price], expand[]) into types of its own (formType: Go structs, maps
-//     and slices, canonical.Unsettable for the sentinel), and fingerprinted as the canonical
-//     JSON (RFC 8785) of that value under its own framing tag (Input.FormValue), by the same
-//     generated canonicalizers as JSON bodies: field order is free, array order is the index
-//     order, and the fingerprint covers exactly what the handler gets.
+//     and slices, canonical.Unsettable for the sentinel). Its fingerprint is the same sorted
+//     fields as a flat form's (Input.FormTreeBody), with exclusions below fields: field order
+//     and percent-encoding do not count, indices and the order of unindexed elements do. So an
+//     operation keeps its fingerprints when its schema gains nested members, and no record
+//     stored before bracketed forms existed is orphaned. Two requests with one fingerprint have
+//     the same fields, hence decode to the same value; the converse does not hold for spellings
+//     (amount=0100, expand=a beside expand[0]=a), which fingerprint apart, as in a flat form.
 
 // flatField reports whether a form field of schema s decodes to a plain Go value: a scalar, a
 // schema-less value or a oneOf/anyOf (kept as a JSON string), or an array of scalars (the field
@@ -230,31 +233,45 @@ func (g *gen) checkFormEncoding(o *opPlan, c *model.Content) {
 	}
 }
 
-// formTrie is the exclusion trie of a bracketed form body: fingerprint.exclude (field names,
-// JSON pointers, bracketed names) and the form-carried key.
-func formTrie(op *model.Operation) *trie {
-	t := &trie{}
-	for _, p := range op.Settings.Fingerprint.Exclude {
-		t.add(p.Tokens)
+// formTreeExclusions are the bracketed paths left out of a bracketed form body's fingerprint:
+// fingerprint.exclude (a field, a member below one: metadata[trace_id], or every element's:
+// items[*][note]) and the form-carried key, sorted. A path token with brackets cannot be
+// written as a bracketed path.
+func (g *gen) formTreeExclusions(o *opPlan) []jen.Code {
+	var paths []string
+	for _, p := range o.op.Settings.Fingerprint.Exclude {
+		var b strings.Builder
+		for i, tok := range p.Tokens {
+			if strings.ContainsAny(tok, "[]") {
+				g.unsupportedExclusion(o, "a form member whose name has brackets ("+p.Raw+")")
+			}
+			if i == 0 {
+				b.WriteString(tok)
+			} else {
+				b.WriteString("[" + tok + "]")
+			}
+		}
+		paths = append(paths, b.String())
 	}
-	if op.Settings.Key.Carrier == model.CarrierForm {
-		t.add([]string{op.Settings.Key.Field})
+	if o.op.Settings.Key.Carrier == model.CarrierForm {
+		paths = append(paths, o.op.Settings.Key.Field)
 	}
-	if t.sig() == "" {
-		return nil
+	var out []jen.Code
+	for _, p := range sortedStrings(paths) {
+		out = append(out, jen.Lit(p))
 	}
-	return t
+	return out
 }
 
-// emitTreeBody decodes a bracketed form body into r.Body and frames the canonical JSON of the
-// decoded value.
+// emitTreeBody decodes a bracketed form body into r.Body and adds its sorted fields to the
+// fingerprint (as a flat form's), leaving out the excluded ones.
 func (g *gen) emitTreeBody(b *jen.Group, o *opPlan, frameRaw bool) {
 	b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("FormTree").Call(), jen.Op("&").Id("r").Dot("Body"))
 	if frameRaw {
 		b.Id("in").Dot("RawBody").Call()
 		return
 	}
-	b.Id("in").Dot("FormValue").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("FormValueStart").Call(), formTrie(o.op), 0, o))
+	b.Id("in").Dot("FormTreeBody").Call(g.formTreeExclusions(o)...)
 }
 
 // ft is the generated code's FormTree.

@@ -186,7 +186,9 @@ func TestBracketedForm(t *testing.T) {
 	other("expand's order", strings.Replace(piBody, "expand[]=customer&expand[]=latest_charge", "expand[]=latest_charge&expand[]=customer", 1))
 	other("a metadata value", strings.Replace(piBody, "order_id]=42", "order_id]=43", 1))
 	other("the amount", strings.Replace(piBody, "amount=2000", "amount=2001", 1))
-	same("an integer's spelling", strings.Replace(piBody, "amount=2000", "amount=02000", 1))
+	// Spellings the decoder reads as one value are the fields as sent: another request.
+	other("an integer's spelling", strings.Replace(piBody, "amount=2000", "amount=02000", 1))
+	other("indexed instead of unindexed elements", strings.Replace(piBody, "expand[]=customer&expand[]=latest_charge", "expand[0]=customer&expand[1]=latest_charge", 1))
 
 	// Absent, unset ('') and present are three requests, for a map, a struct and a string.
 	for _, field := range []struct{ absent, unset, set string }{
@@ -243,19 +245,21 @@ func TestBracketedForm(t *testing.T) {
 	}
 }
 
-// TestBracketedFormCanonicalForm spells out the fingerprint of a bracketed form: the canonical
-// JSON (RFC 8785) of the decoded value, without the key and the excluded members, framed under
-// the form value tag after the request line and the media type.
+// TestBracketedFormCanonicalForm spells out the fingerprint of a bracketed form: its fields
+// sorted by name, as a flat form's (canonical.AppendFormFields), without the key and the
+// excluded members, framed after the request line and the media type.
 func TestBracketedFormCanonicalForm(t *testing.T) {
-	const canon = `{"amount":2000,"currency":"eur","expand":["customer"],"items":[{"price":"price_A","quantity":2},{"price":"price_B"}],` +
-		`"metadata":{"order_id":"42"},"shipping":{"address":{"city":"Paris"},"name":"Ada"}}`
+	body := "amount=2000&currency=eur&metadata[order_id]=42&metadata[trace_id]=t-1&items[1][price]=price_B&items[0][price]=price_A" +
+		"&items[0][quantity]=2&items[0][note]=gift&shipping[name]=Ada&shipping%5Baddress%5D[city]=Paris&expand[]=customer&idempotency_key=k-1"
 	var f canonical.Framer
 	f.Begin("createPaymentIntent", "POST", "/v1/payment_intents")
 	f.MediaType(formType)
-	f.BodyEnd(append(f.FormValueStart(), canon...))
+	if err := f.FormBody([]byte("amount=2000&currency=eur&expand[]=customer&items[0][price]=price_A&items[0][quantity]=2" +
+		"&items[1][price]=price_B&metadata[order_id]=42&shipping[address][city]=Paris&shipping[name]=Ada")); err != nil {
+		t.Fatal(err)
+	}
 	fp := f.Sum()
-	_, got, err := decodePI(t, "amount=2000&currency=eur&metadata[order_id]=42&metadata[trace_id]=t-1&items[0][price]=price_A&items[0][quantity]=2"+
-		"&items[1][price]=price_B&shipping[name]=Ada&shipping[address][city]=Paris&expand[]=customer&idempotency_key=k-1")
+	_, got, err := decodePI(t, body)
 	if err != nil || got != fp {
 		t.Errorf("fingerprint %s (%v), want %s", got, err, fp)
 	}

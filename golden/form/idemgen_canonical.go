@@ -2,94 +2,12 @@
 
 package form
 
-import (
-	"encoding/json"
-	"github.com/idemgen/idemgen/runtime/canonical"
-)
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalNote appends the canonical form (RFC 8785) of v to b: members pinned, text.
 func appendCanonicalNote(b []byte, v *Note) []byte {
 	o, b := canonical.WriteObject(b, v.Extra)
 	b = canonical.OptBool(&o, b, `"pinned":`, v.Pinned)
 	b = o.String(b, `"text":`, v.Text)
-	return o.End(b)
-}
-
-// appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent appends the canonical form (RFC
-// 8785) of v to b: members amount, billing_address, capture_method, confirm, currency, description,
-// expand, items, levels, metadata, options, payment_method_data, shipping.
-func appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBody) []byte {
-	o, b := canonical.WriteObject(b, nil)
-	b = o.Int(b, `"amount":`, v.Amount)
-	if v.BillingAddress != nil {
-		b = appendCanonicalShippingFormAddress(o.Key(b, `"billing_address":`), v.BillingAddress)
-	}
-	b = canonical.OptString(&o, b, `"capture_method":`, (*string)(v.CaptureMethod))
-	b = canonical.OptBool(&o, b, `"confirm":`, v.Confirm)
-	b = o.String(b, `"currency":`, v.Currency)
-	switch {
-	case v.Description == nil:
-	case v.Description.Unset:
-		b = o.String(b, `"description":`, "")
-	default:
-		b = canonical.AppendString(o.Key(b, `"description":`), v.Description.Value)
-	}
-	b = canonical.OptArray(&o, b, `"expand":`, v.Expand, canonical.AppendString)
-	b = canonical.OptObjects(&o, b, `"items":`, v.Items, appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent)
-	b = canonical.OptArray(&o, b, `"levels":`, v.Levels, func(b []byte, e1 []int64) []byte {
-		return canonical.AppendArray(b, e1, canonical.AppendInt)
-	})
-	switch {
-	case v.Metadata == nil:
-	case v.Metadata.Unset:
-		b = o.String(b, `"metadata":`, "")
-	default:
-		b = canonical.AppendMap(o.Key(b, `"metadata":`), v.Metadata.Value, canonical.AppendString, "trace_id")
-	}
-	b = canonical.OptMap(&o, b, `"options":`, v.Options, canonical.AppendRaw[json.RawMessage])
-	b = canonical.OptRaw(&o, b, `"payment_method_data":`, v.PaymentMethodData)
-	switch {
-	case v.Shipping == nil:
-	case v.Shipping.Unset:
-		b = o.String(b, `"shipping":`, "")
-	default:
-		b = appendCanonicalShippingFormForCreatePaymentIntent(o.Key(b, `"shipping":`), &v.Shipping.Value)
-	}
-	return o.End(b)
-}
-
-// appendCanonicalShippingFormAddress appends the canonical form (RFC 8785) of v to b: members city,
-// line1.
-func appendCanonicalShippingFormAddress(b []byte, v *ShippingFormAddress) []byte {
-	o, b := canonical.WriteObject(b, v.Extra)
-	b = canonical.OptString(&o, b, `"city":`, v.City)
-	b = canonical.OptString(&o, b, `"line1":`, v.Line1)
-	return o.End(b)
-}
-
-// appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent appends the canonical form
-// (RFC 8785) of v to b: members price, quantity, tax_rates.
-func appendCanonicalCreatePaymentIntentBodyItemsItemForCreatePaymentIntent(b []byte, v *CreatePaymentIntentBodyItemsItem) []byte {
-	o, b := canonical.WriteObject(b, v.Extra)
-	b = o.String(b, `"price":`, v.Price)
-	b = canonical.OptInt(&o, b, `"quantity":`, v.Quantity)
-	switch {
-	case v.TaxRates == nil:
-	case v.TaxRates.Unset:
-		b = o.String(b, `"tax_rates":`, "")
-	default:
-		b = canonical.AppendArray(o.Key(b, `"tax_rates":`), v.TaxRates.Value, canonical.AppendString)
-	}
-	return o.End(b)
-}
-
-// appendCanonicalShippingFormForCreatePaymentIntent appends the canonical form (RFC 8785) of v to
-// b: members address, name.
-func appendCanonicalShippingFormForCreatePaymentIntent(b []byte, v *ShippingForm) []byte {
-	o, b := canonical.WriteObject(b, nil)
-	if v.Address != nil {
-		b = appendCanonicalShippingFormAddress(o.Key(b, `"address":`), v.Address)
-	}
-	b = o.String(b, `"name":`, v.Name)
 	return o.End(b)
 }

@@ -93,7 +93,7 @@ func decodeCreateNote(in *gen.Input) (r CreateNoteRequest, _ error) {
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodeCreatePaymentIntent(in *gen.Input) (r CreatePaymentIntentRequest, _ error) {
 	decodeCreatePaymentIntentBody(in.FormTree(), &r.Body)
-	in.FormValue(appendCanonicalCreatePaymentIntentBodyForCreatePaymentIntent(in.FormValueStart(), &r.Body))
+	in.FormTreeBody("idempotency_key", "items[*][note]", "metadata[trace_id]", "shipping[phone]")
 	if r.Body.IdempotencyKey != nil {
 		in.SetBodyKey(*r.Body.IdempotencyKey, true)
 	}

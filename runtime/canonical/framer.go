@@ -35,10 +35,6 @@ const (
 	tagJSON      = 'J'
 	tagForm      = 'F'
 	tagRaw       = 'R'
-	// tagFormValue: a form body with bracketed fields (metadata[k], items[0][price]), framed as
-	// the canonical JSON (RFC 8785) of the value it decoded to. Added after Version 1 without
-	// changing it: no body of version 1 was framed with it (such bodies were flat forms, 'F').
-	tagFormValue = 'D'
 )
 
 // framePool holds frame buffers between requests; buffers that grew past maxPooled (large
@@ -138,11 +134,12 @@ func (f *Framer) FormBody(body []byte, exclude ...string) error {
 	return err
 }
 
-// FormValueStart opens the body field of a form body with bracketed fields, whose canonical
-// form is that of the value it decoded to (RFC 8785 JSON, written by the generated
-// canonicalizer); hand the result to BodyEnd. Its tag differs from BodyStart's, so a form and a
-// JSON body never share a framing even with equal values.
-func (f *Framer) FormValueStart() []byte { return f.openBody(tagFormValue) }
+// FormFields adds the canonical form of a form body already parsed (see AppendFormFields), for
+// a body whose excluded fields the caller has left out itself; it sorts fields in place. For the
+// same fields it writes exactly what FormBody writes.
+func (f *Framer) FormFields(fields []FormField) {
+	f.BodyEnd(AppendFormFields(f.openBody(tagForm), fields))
+}
 
 // RawBody adds the body's exact bytes (fingerprint.body: raw, for signed bodies, and for media
 // types other than JSON and form).

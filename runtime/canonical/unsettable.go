@@ -9,9 +9,9 @@ package canonical
 //	&Unsettable{Unset: true}   sent empty (metadata=): clear the value
 //	&Unsettable{Value: v}      sent with a value (metadata[order]=42, address[city]=Paris)
 //
-// The empty value always means Unset, also when X is a string that could be empty. Its
-// canonical form (fingerprint) is the JSON string "" when Unset and X's canonical form
-// otherwise, so the three states never share a fingerprint.
+// The empty value always means Unset, also when X is a string that could be empty. The three
+// states never share a fingerprint: a form body is fingerprinted as its sorted fields, where
+// they are no field, the field with an empty value, and the value's own fields.
 //
 // It has no methods on purpose: a method of a generic type is compiled once per type argument,
 // and a large API (Stripe's) instantiates it for hundreds of types. encoding/json writes it as
@@ -19,21 +19,4 @@ package canonical
 type Unsettable[T any] struct {
 	Value T
 	Unset bool
-}
-
-// AppendUnsettable appends the canonical form of u: "" when it is Unset, else its Value
-// written by value.
-func AppendUnsettable[T any](b []byte, u *Unsettable[T], value func([]byte, T) []byte) []byte {
-	if u.Unset {
-		return append(b, '"', '"')
-	}
-	return value(b, u.Value)
-}
-
-// OptUnsettable writes an optional Unsettable member when it is present (non-nil).
-func OptUnsettable[T any](o *ObjectWriter, b []byte, name string, u *Unsettable[T], value func([]byte, T) []byte) []byte {
-	if u == nil {
-		return b
-	}
-	return AppendUnsettable(o.Key(b, name), u, value)
 }

@@ -12,7 +12,7 @@ import (
 // fingerprint. The HTTP layer calls Reset, Begin, then the operation's generated decode function,
 // then Sum (or Release when decoding failed) and BodyKey. The generated decode function reads the
 // parameters (Params), decodes the body (JSON, Form, or FormTree for a form with bracketed
-// fields), adds the body to the fingerprint (JSONBody, FormBody, FormValue or RawBody) and
+// fields), adds the body to the fingerprint (JSONBody, FormBody, FormTreeBody or RawBody) and
 // reports a body-carried key (SetBodyKey).
 //
 // Errors are sticky, like canonical.Decoder's: after the first refused parameter or form field
@@ -51,8 +51,10 @@ type Input struct {
 	// flatAt the index of the next.
 	flat   []listItem
 	flatAt int
-	// tree is the bracketed view of the form body (FormTree).
+	// tree is the bracketed view of the form body (FormTree); kept is the scratch list of
+	// FormTreeBody.
 	tree formTree
+	kept []canonical.FormField
 
 	// items are the values of the list parameter being read (Params.QueryList, HeaderList) and
 	// item the index of the next.
@@ -86,6 +88,10 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 	in.parsed, in.next = false, 0
 	in.flat, in.flatAt = in.flat[:0], 0
 	in.tree.reset()
+	if len(in.kept) > 0 {
+		clear(in.kept)
+		in.kept = in.kept[:0]
+	}
 	if in.json {
 		in.dec.Reset(nil)
 		in.json = false
@@ -193,14 +199,6 @@ func (in *Input) FormBody(exclude ...string) {
 		in.err = err
 	}
 }
-
-// FormValueStart opens the canonical body of a form body with bracketed fields (FormTree): the
-// canonical JSON (RFC 8785) of the value it decoded to, which the generated canonicalizer
-// appends to the result before handing it to FormValue. Flat form bodies use FormBody.
-func (in *Input) FormValueStart() []byte { return in.framer.FormValueStart() }
-
-// FormValue closes the canonical body opened by FormValueStart.
-func (in *Input) FormValue(b []byte) { in.framer.BodyEnd(b) }
 
 // RawBody adds the body's exact bytes to the fingerprint (fingerprint.body: raw, media types other
 // than JSON and form, and an absent optional body).

@@ -45,7 +45,7 @@ import (
 // indexed and unindexed elements, and a field the schema does not have (Reject).
 //
 // Errors are sticky: after the first, NextMember and NextElement are false and reads are
-// empty; Input.Err reports it.
+// empty; Input.Err reports it. Input.FormTreeBody fingerprints the body.
 type FormTree Input
 
 // formTree is the state of a FormTree: the body's fields split into segments and sorted, and
@@ -107,6 +107,45 @@ func (in *Input) FormTree() *FormTree {
 		t.cur = group{lo: 0, hi: int32(len(t.entries)), depth: -1}
 	}
 	return (*FormTree)(in)
+}
+
+// FormTreeBody adds the canonical form of a form body read by FormTree to the fingerprint: its
+// fields sorted by name, exactly as FormBody writes it (so a body without bracketed fields frames
+// as a flat form does, and field order and percent-encoding do not count while array indices
+// and the order of unindexed elements do), leaving out every field at or below one of the
+// bracketed paths in exclude: fingerprint.exclude and a form-carried key ("client_ip",
+// "metadata[trace_id]", "items[*][note]", where * is any index or key).
+func (in *Input) FormTreeBody(exclude ...string) {
+	t := &in.FormTree().tree
+	var pats [][]string
+	for _, x := range exclude {
+		pats = append(pats, splitFormName(nil, x))
+	}
+	kept := in.kept[:0]
+	for _, e := range t.entries { // fields of one name keep their body order
+		if !t.excluded(e, pats) {
+			kept = append(kept, in.fields[e.field])
+		}
+	}
+	in.framer.FormFields(kept)
+	in.kept = kept
+}
+
+// excluded reports whether a field is at or below one of the paths.
+func (t *formTree) excluded(e formEntry, pats [][]string) bool {
+next:
+	for _, p := range pats {
+		if int32(len(p)) > e.n {
+			continue
+		}
+		for i, s := range p {
+			if s != "*" && s != t.segs[e.seg+int32(i)] {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // reset forgets the parsed tree, keeping its buffers.

@@ -237,10 +237,10 @@ func TestFormTreeUnset(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		"amount=1&currency=usd":               `"Metadata":null`,
-		"amount=1&currency=usd&metadata=":     `"Metadata":""`,
-		"amount=1&currency=usd&metadata[a]=1": `"Metadata":{"a":"1"}`,
-		"amount=1&currency=usd&metadata[a]=":  `"Metadata":{"a":""}`, // one key unset: an empty value
-		"amount=1&currency=usd&shipping=":     `"Shipping":""`,
+		"amount=1&currency=usd&metadata=":     `"Metadata":{"Value":null,"Unset":true}`,
+		"amount=1&currency=usd&metadata[a]=1": `"Metadata":{"Value":{"a":"1"},"Unset":false}`,
+		"amount=1&currency=usd&metadata[a]=":  `"Metadata":{"Value":{"a":""},"Unset":false}`, // one key unset: an empty value
+		"amount=1&currency=usd&shipping=":     `"Shipping":{"Value":{"Name":"","Address":null},"Unset":true}`,
 	} {
 		if !strings.Contains(states[body], want) {
 			t.Errorf("%s: %s, want %s", body, states[body], want)
@@ -337,4 +337,49 @@ func js(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// TestFormTreeBody: a bracketed form is fingerprinted as its sorted fields, exactly as a flat
+// form, leaving out the fields at or below the excluded paths (* is any index or key).
+func TestFormTreeBody(t *testing.T) {
+	sum := func(body string, tree bool, exclude ...string) canonical.Fingerprint {
+		in := newInput("/x", body)
+		in.Begin("op", "POST", "/x", nil, nil)
+		if tree {
+			var v treeCharge
+			decodeTreeCharge(in.FormTree(), &v)
+			in.FormTreeBody(exclude...)
+		} else {
+			in.FormBody(exclude...)
+		}
+		if err := in.Err(); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return in.Sum()
+	}
+	if sum(case025, true) != sum(case025, false) {
+		t.Error("FormTreeBody differs from FormBody")
+	}
+	if sum(case025+"&k=1", true, "k") != sum(case025, false) {
+		t.Error("excluded field counted")
+	}
+	base := "amount=1&currency=usd&items[0][price]=a&items[1][price]=b&metadata[a]=1"
+	for _, tt := range []struct {
+		body    string
+		exclude []string
+		same    bool
+	}{
+		{"items[1][price]=b&amount=1&metadata%5Ba%5D=1&currency=usd&items[0][price]=a", nil, true},
+		{base + "&items[0][quantity]=2&items[1][quantity]=3", []string{"items[*][quantity]"}, true},
+		{base + "&metadata[trace]=x", []string{"metadata[trace]"}, true},
+		{base + "&shipping[name]=x&shipping[address][city]=y", []string{"shipping"}, true},
+		{base + "&metadata[trace]=x", []string{"metadata[other]"}, false},
+		{"amount=1&currency=usd&items[0][price]=b&items[1][price]=a&metadata[a]=1", nil, false},
+		{base + "&expand[]=a&expand[]=b", []string{"expand[*]"}, true}, // every element, also unindexed
+		{base + "&expand=a", []string{"expand[*]"}, false},             // the name alone is not below it
+	} {
+		if got := sum(tt.body, true, tt.exclude...) == sum(base, true); got != tt.same {
+			t.Errorf("%s excluding %q: same fingerprint %v, want %v", tt.body, tt.exclude, got, tt.same)
+		}
+	}
 }
