@@ -2,7 +2,7 @@
 // ogen v1.24.0 server, made safe to retry by idemgen's middleware wrapped around it: the
 // server's handlers and types stay as ogen generates them, and idemgen contributes only its
 // operation table and decoders (`--target middleware`). ogen v1.24.0 refuses the spec's
-// bracketed form fields (anyOf [object, enum ['']] in style deepObject), so ogen works from
+// bracketed form fields (anyOf [object, enum [”]] in style deepObject), so ogen works from
 // ogen-spec.yaml, the spec without them, while idemgen's middleware, generated from the full
 // spec, still decodes, checks and fingerprints them; every case passes.
 //
