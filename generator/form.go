@@ -63,7 +63,7 @@ func bracketed(s *model.Schema) bool {
 
 // formType plans the Go type of a member of a bracketed form body: structs of their own (the
 // JSON structs have no form decoder, and type oneOf/anyOf as raw JSON), maps, slices,
-// canonical.Unsettable for a oneOf/anyOf with the ” sentinel, raw JSON for other oneOf/anyOf
+// canonical.Unsettable for a oneOf/anyOf with the "" sentinel, raw JSON for other oneOf/anyOf
 // and schema-less values; scalars and enums are the JSON ones.
 func (g *gen) formType(s *model.Schema, hint string) *tinfo {
 	if t, ok := g.formTypes[s]; ok {

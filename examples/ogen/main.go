@@ -2,9 +2,9 @@
 // ogen v1.24.0 server, made safe to retry by idemgen's middleware wrapped around it: the
 // server's handlers and types stay as ogen generates them, and idemgen contributes only its
 // operation table and decoders (`--target middleware`). ogen v1.24.0 refuses the spec's
-// bracketed form fields (anyOf [object, enum [”]] in style deepObject), so ogen works from
-// ogen-spec.yaml, the spec without them, while idemgen's middleware, generated from the full
-// spec, still decodes, checks and fingerprints them; every case passes.
+// bracketed form fields (anyOf of an object and the empty string, style deepObject), so ogen
+// works from ogen-spec.yaml, the spec without them, while idemgen's middleware, generated from
+// the full spec, still decodes, checks and fingerprints them; every case passes.
 //
 //	DATABASE_URL=postgres://... go run . -addr 127.0.0.1:8080
 //

@@ -166,7 +166,7 @@ type chargeInput struct {
 	Metadata, Items, Shipping []byte
 }
 
-// unsettableJSON is the JSON of a form field declared anyOf [X, enum [”]]: nil when absent,
+// unsettableJSON is the JSON of a form field declared anyOf [X, enum [""]]: nil when absent,
 // the string "" when unset, else X's.
 func unsettableJSON[T any](u *canonical.Unsettable[T]) ([]byte, error) {
 	switch {

@@ -491,7 +491,7 @@ func TestComponentAliasKeepsDefinitionName(t *testing.T) {
 	}
 }
 
-// TestBracketedFormModel: Stripe's ” sentinel becomes EmptyOr, a form's encoding object is
+// TestBracketedFormModel: Stripe's "" sentinel becomes EmptyOr, a form's encoding object is
 // kept, and fingerprint.exclude reaches below a form field by JSON pointer or bracketed name.
 func TestBracketedFormModel(t *testing.T) {
 	spec := `openapi: 3.0.3

@@ -206,7 +206,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	}
 }
 
-// emptySentinel reports whether a oneOf/anyOf member is {type: string, enum: [”]}: the empty
+// emptySentinel reports whether a oneOf/anyOf member is {type: string, enum: [""]}: the empty
 // string, which Stripe's form fields accept to mean "unset".
 func emptySentinel(r *openapi3.SchemaRef) bool {
 	if r == nil || r.Value == nil {

@@ -1,7 +1,7 @@
 package canonical
 
 // Unsettable is a form field that a client may send empty to clear it: a property declared
-// anyOf [X, {type: string, enum: [”]}], as Stripe declares metadata, address or
+// anyOf [X, {type: string, enum: [""]}], as Stripe declares metadata, address or
 // default_tax_rates, decoded from an application/x-www-form-urlencoded body with bracketed
 // fields. Generated code holds an optional one as a pointer, so a field has three states:
 //

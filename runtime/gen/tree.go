@@ -391,7 +391,7 @@ func (f *FormTree) Text() *FormTree {
 }
 
 // Unset reports whether the current member is one field with an empty value (metadata=):
-// "unset" for a member declared anyOf [X, enum [”]] (canonical.Unsettable).
+// "unset" for a member declared anyOf [X, enum [""]] (canonical.Unsettable).
 //
 //go:noinline
 func (f *FormTree) Unset() bool {
