@@ -288,6 +288,10 @@ func (f *FormTree) push(lv treeLevel, ok bool) bool {
 	t := &f.tree
 	lv.parent = t.cur
 	lv.pos = t.cur.lo
+	if ok && len(t.stack) >= canonical.MaxDepth && f.err == nil {
+		// A recursive schema could follow the brackets of a name as deep as the body is long.
+		f.fail(f.fieldName(t.cur.lo), "nested too deeply")
+	}
 	if !ok || f.err != nil {
 		lv.pos, ok = t.cur.hi, false
 	}

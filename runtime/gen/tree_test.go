@@ -261,6 +261,19 @@ func TestFormTreeOpenObject(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("extra members %s, want %s", strings.Join(got, " "), want)
 	}
+	// A recursive schema follows the brackets as deep as they go: bounded like JSON's nesting.
+	in := newInput("/x", "n"+strings.Repeat("[n]", canonical.MaxDepth+2)+"=1")
+	var walk func(f *FormTree)
+	walk = func(f *FormTree) {
+		for f.BeginObject(); f.NextMember(); {
+			walk(f)
+		}
+		f.EndObject()
+	}
+	walk(in.FormTree())
+	if err := in.Err(); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
+		t.Errorf("deep recursive fields: %v", err)
+	}
 	deep := "amount=1&currency=usd&x" + strings.Repeat("[a]", canonical.MaxDepth+2) + "=1"
 	if _, err := decodeTree(deep); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
 		t.Errorf("deep undeclared field: %v", err)
@@ -382,4 +395,59 @@ func TestFormTreeBody(t *testing.T) {
 			t.Errorf("%s excluding %q: same fingerprint %v, want %v", tt.body, tt.exclude, got, tt.same)
 		}
 	}
+}
+
+// FuzzFormTree: any body decodes without panicking, and an accepted body decodes to the same
+// value with the same fingerprint when its fields come in another order (fields of one name
+// keep theirs: that order is the order of unindexed elements).
+func FuzzFormTree(f *testing.F) {
+	for _, seed := range []string{case025, "amount=1&currency=usd&expand[]=a&expand[]=b&metadata=", "a[b][c]=1&a[b][]=2&x[0]=1&x[1]=2",
+		"amount=1&currency=usd&zeta[b][]=2&alpha=x&alpha=y&mid[k]=v", "amount=1&currency=usd&items[1][price]=b&items[0][price]=a"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		fp := func(body string) (treeCharge, canonical.Fingerprint, error) {
+			in := newInput("/x", body)
+			in.Begin("op", "POST", "/x", nil, nil)
+			var v treeCharge
+			decodeTreeCharge(in.FormTree(), &v)
+			in.FormTreeBody("metadata[trace]")
+			if err := in.Err(); err != nil {
+				in.Release()
+				return v, canonical.Fingerprint{}, err
+			}
+			return v, in.Sum(), nil
+		}
+		v, sum, err := fp(body)
+		if err != nil {
+			return
+		}
+		// Reverse the fields, keeping the relative order of fields with the same name.
+		fields := strings.Split(body, "&")
+		names := make([]string, len(fields))
+		for i, fl := range fields {
+			in := newInput("/x", fl)
+			in.Form()
+			if len(in.fields) > 0 {
+				names[i] = in.fields[0].Name
+			}
+		}
+		var out []string
+		done := map[string]bool{}
+		for i := len(fields) - 1; i >= 0; i-- {
+			if done[names[i]] {
+				continue
+			}
+			done[names[i]] = true
+			for j := range fields {
+				if names[j] == names[i] {
+					out = append(out, fields[j])
+				}
+			}
+		}
+		w, sum2, err := fp(strings.Join(out, "&"))
+		if err != nil || sum2 != sum || js(v) != js(w) {
+			t.Errorf("%q reordered as %q: %v, same fingerprint %v, same value %v", body, strings.Join(out, "&"), err, sum == sum2, js(v) == js(w))
+		}
+	})
 }
