@@ -27,6 +27,8 @@ func TestConfigDiagnostics(t *testing.T) {
 		{name: "same operation twice", config: "version: 1\noperations:\n  createPayment: true\n  post /payments: {retention: 1h}\n", code: "config-duplicate", line: 4, pointer: "/operations/post ~1payments"},
 		{name: "bad duration in entry", config: "version: 1\noperations:\n  createPayment:\n    retention: soon\n", code: "bad-duration", line: 4, pointer: "/operations/createPayment/retention"},
 		{name: "unknown field in entry", config: "version: 1\noperations:\n  createPayment:\n    key:\n      hedaer: X-Key\n", code: "unknown-field", line: 5, pointer: "/operations/createPayment/key/hedaer"},
+		{name: "empty statuses in entry", config: "version: 1\noperations:\n  createPayment:\n    replay: {statuses: []}\n", code: "bad-value", line: 4, pointer: "/operations/createPayment/replay/statuses"},
+		{name: "empty statuses in defaults", config: "version: 1\ndefaults:\n  replay:\n    statuses: []\n", code: "bad-value", line: 4, pointer: "/defaults/replay/statuses"},
 		{name: "unknown field in defaults", config: "version: 1\ndefaults:\n  retain: 1h\n", code: "unknown-field", line: 3, pointer: "/defaults/retain"},
 		{name: "exclude matching nothing", config: "version: 1\noperations:\n  createPayment:\n    fingerprint:\n      exclude: [/amount, /nope]\n", code: "exclude-matches-nothing", line: 5, pointer: "/operations/createPayment/fingerprint/exclude/1"},
 		{name: "mark on GET", config: "version: 1\noperations:\n  GET /payments: true\n", code: "safe-method", line: 3, pointer: "/operations/GET ~1payments"},

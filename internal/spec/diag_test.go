@@ -119,6 +119,7 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "zero lease", post: `{lease: 0s}`, code: "bad-duration", line: 8, pointer: postPtr + "/lease", msgContain: "must be positive"},
 		{name: "bad size", post: `{limits: {body: 1MB}}`, code: "bad-size", line: 8, pointer: postPtr + "/limits/body"},
 		{name: "bad status", post: `{replay: {statuses: [2xx, "6xx"]}}`, code: "bad-status", line: 8, pointer: postPtr + "/replay/statuses/1"},
+		{name: "empty statuses", post: `{replay: {statuses: []}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/statuses", msgContain: "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]"},
 		{name: "bad mode", post: `{mode: lazy}`, code: "bad-value", line: 8, pointer: postPtr + "/mode"},
 		{name: "bad scope", post: `{scope: global}`, code: "bad-value", line: 8, pointer: postPtr + "/scope"},
 		{name: "forbidden replay header", post: `{replay: {headers: [Set-Cookie]}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/headers/0"},

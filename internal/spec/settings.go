@@ -270,6 +270,12 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 				sd.errf(v, path, "wrong-type", "must be a list of status codes or classes, not %s", describe(v))
 				return
 			}
+			if len(v.Content) == 0 {
+				// The runtime reads an empty list as "not set" and would store the default
+				// statuses, while list and the contract would show none: refuse it.
+				sd.d.Errorf(sd.loc(v, path), "bad-value", "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]")
+				return
+			}
 			rules := []model.StatusRule{}
 			for i, it := range v.Content {
 				p := path + "/" + strconv.Itoa(i)
