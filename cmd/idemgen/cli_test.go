@@ -420,3 +420,18 @@ func TestSummaryOfAnUnreadableDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryOfAFailedOverlay: when an overlay action matches nothing, the summary blames the
+// overlay, not the document, and the problem is counted once, located at the action.
+func TestSummaryOfAFailedOverlay(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	ov := writeTemp(t, "o.yaml", "overlay: 1.0.0\ninfo: {title: t, version: \"1\"}\nactions:\n  - target: $.paths['/nope'].post\n    update: {x-idempotent: true}\n")
+	for _, cmd := range []string{"check", "list"} {
+		code, out, errOut := idemgen(t, cmd, spec, "--overlay", ov)
+		all := out + errOut
+		if code != exitSpec || !strings.Contains(all, "openapi.yaml: an overlay could not be applied, 1 error, 0 warnings") ||
+			!strings.Contains(errOut, "o.yaml:4:13: error[overlay-failed]: target \"$.paths['/nope'].post\" matches nothing") {
+			t.Errorf("%s: exit %d\n%s", cmd, code, all)
+		}
+	}
+}

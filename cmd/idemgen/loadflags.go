@@ -46,12 +46,15 @@ func (f *loadFlags) load(cmd *cobra.Command, specPath string) (*model.Document, 
 
 // summary is the one-line verdict check prints, and list and generate print when they fail:
 // "openapi.yaml: 3 idempotent operations, 1 error, 0 warnings". The operations are those the
-// run understood as marked; a document that could not be read at all says so instead of
-// claiming it has none.
+// run understood as marked; a document that could not be read at all, or not overlaid, says so
+// instead of claiming it has none.
 func summary(specPath string, res *spec.Result) string {
 	errs, warns := tally(res.Diags)
 	what := "the document could not be read"
-	if res.Doc != nil {
+	switch {
+	case res.OverlayFailed:
+		what = "an overlay could not be applied"
+	case res.Doc != nil:
 		what = count(len(res.Doc.Operations), "idempotent operation")
 	}
 	return fmt.Sprintf("%s: %s, %s, %s", specPath, what, count(errs, "error"), count(warns, "warning"))
