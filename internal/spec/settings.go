@@ -65,7 +65,7 @@ func decodeMark(n *yaml.Node, base diag.Loc, d *diag.List) (bool, *layer) {
 		sd.object(n)
 		return true, sd.l
 	}
-	sd.errf(n, "", "wrong-type", "must be true or a settings object, not %s", describe(n))
+	sd.errf(n, "", "wrong-type", "must be true, false (not marked) or a settings object, not %s", describe(n))
 	return true, sd.l
 }
 
@@ -248,7 +248,8 @@ func (sd *settingsDecoder) fingerprint(n *yaml.Node, prefix string) {
 	})
 }
 
-// neverReplayed are the response headers docs/design.md section 5 forbids storing or replaying.
+// neverReplayed are the response headers never stored or replayed (docs/runtime.md, Replay;
+// docs/design.md section 5).
 var neverReplayed = []string{"Set-Cookie", "Authorization", "Date", "Connection", "Keep-Alive",
 	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
@@ -260,7 +261,7 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 			if hs, ok := sd.headers(v, path); ok {
 				for i, h := range hs {
 					if slices.Contains(neverReplayed, h) {
-						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/design.md section 5)", h)
+						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/runtime.md, Replay)", h)
 					}
 				}
 				l.replayHeaders, l.replayHeadersSet = hs, true
@@ -370,7 +371,11 @@ func (sd *settingsDecoder) enum(v *yaml.Node, path string, allowed ...string) (s
 		return "", false
 	}
 	if !slices.Contains(allowed, s) {
-		sd.errf(v, path, "bad-value", "%q is not one of %s", s, strings.Join(allowed, ", "))
+		if near := closest(s, allowed); near != "" {
+			sd.errf(v, path, "bad-value", "%q is not one of %s; did you mean %q?", s, strings.Join(allowed, ", "), near)
+		} else {
+			sd.errf(v, path, "bad-value", "%q is not one of %s", s, strings.Join(allowed, ", "))
+		}
 		return "", false
 	}
 	return s, true
