@@ -262,9 +262,12 @@ func fromOverlayTree(n *overlayyaml.Node, original map[*overlayyaml.Node]bool, s
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// yamlDiag turns a YAML or JSON syntax error into a located diagnostic.
+// yamlDiag turns a YAML or JSON syntax error into a located diagnostic (see syntaxDiag).
 func yamlDiag(file string, err error) diag.Diagnostic {
 	msg := err.Error()
+	if dg, ok := syntaxDiag(file, msg); ok {
+		return dg
+	}
 	loc := diag.Loc{File: file}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		loc.Line, _ = strconv.Atoi(m[1])
