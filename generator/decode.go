@@ -263,6 +263,12 @@ func (g *gen) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 			return
 		}
 		b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(fl.t, first))
+		if fl.bodyKey && fl.t.kind == kString {
+			// The idempotency key is checked by the runtime against the key rules (400
+			// key-invalid), which take the declared length and pattern unless key.* replaces
+			// them: the decoder checking the declaration too would undo a replacement.
+			return
+		}
 		for _, c := range checks(fl.t, jen.Op("*").Add(dst.Clone()), dec()) {
 			b.Add(c)
 		}

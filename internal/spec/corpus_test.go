@@ -42,7 +42,7 @@ func TestVendorCorpus(t *testing.T) {
 		{"swagger-petstore-v3.yaml", 0, "", "", "", 0, nil, nil},
 		{"dwolla-openapi.yml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},
 		{"resend.yaml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"key-length-capped": 2}},
-		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, map[string]int{"bad-pattern": 1}, nil},
+		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, nil}, // its lookahead patterns run on the ECMAScript engine
 		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"key-length-capped": 6, "raw-fingerprint": 6}},
 		{"square-connect-v2-oas3-2025-05-21.json", 62, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},
 		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, nil},

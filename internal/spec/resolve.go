@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // Defaults of docs/design.md section 2.
@@ -287,11 +287,11 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 	switch {
 	case m.keyPattern != nil:
 		// The settings replace the declared pattern, which is then not checked at all (a
-		// pattern Go's regexp refuses is no error: reportProblems skips it).
+		// pattern neither engine compiles is no error: reportProblems skips it).
 		k.Pattern, src.Pattern = *m.keyPattern, model.RuleSettings
 	case decl != nil && decl.pattern != "":
 		src.Pattern = model.RuleSpec
-		if _, err := regexp.Compile(decl.pattern); err == nil {
+		if _, err := gen.CheckPattern(decl.pattern); err == nil {
 			k.Pattern = decl.pattern
 		}
 		// else: the schema converter reports the pattern where it is written, as the key's

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // schemaConverter turns kin-openapi schemas into model schemas. Each kin schema is converted
@@ -23,7 +23,7 @@ type schemaConverter struct {
 	memo     map[*openapi3.Schema]*model.Schema
 	compName map[*openapi3.Schema]string
 	named    []*model.Schema // every named schema converted, in discovery order
-	// problems are schema errors (contradictory bounds, a pattern RE2 refuses, a property
+	// problems are schema errors (contradictory bounds, a pattern neither regexp engine compiles, a property
 	// named ""), reported only for schemas a marked operation reaches: an unmarked operation's
 	// schema is never generated, so a vendor spec's quirks there must not fail the run.
 	problems map[*model.Schema][]diag.Diagnostic
@@ -160,12 +160,12 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minLength"), "bad-bounds", "minLength %d is greater than maxLength %d: no string is valid", s.MinLength, *s.MaxLength)
 		}
 		if s.Pattern != "" {
-			if _, err := regexp.Compile(s.Pattern); err == nil {
+			if _, err := gen.CheckPattern(s.Pattern); err == nil {
 				m.Pattern = s.Pattern
 			} else {
 				c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: c.located(m, at.at("pattern")),
-					Message: fmt.Sprintf("pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err),
-					Hint:    "the generated decoder checks patterns with Go's regexp, which has no lookaround or backreferences: replace or remove the pattern with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
+					Message: fmt.Sprintf("pattern %q does not compile: %v", s.Pattern, err),
+					Hint:    "the generated decoder checks patterns with Go's regexp (RE2) or, for ECMA-262 syntax RE2 lacks (lookaround, backreferences), an ECMAScript engine: fix the pattern or remove it with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
 			}
 		}
 	case model.TypeBoolean:
@@ -264,7 +264,7 @@ func typeList(r *openapi3.SchemaRef) string {
 // reportProblems adds the recorded problems of every schema a marked operation reaches (its
 // parameters and request bodies, through properties, items and additionalProperties).
 //
-// A pattern Go's regexp refuses on the schema of an operation's idempotency key is reported as
+// A pattern neither engine compiles on the schema of an operation's idempotency key is reported as
 // the key's, with key.pattern as the way out, and not at all when key.pattern replaces it.
 func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 	keys := map[*model.Schema]model.RuleSource{} // key schema -> where its pattern comes from
@@ -288,7 +288,7 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 					continue // key.pattern replaces it
 				}
 				d.Message = "the idempotency key's declared " + d.Message
-				d.Hint = "replace it with an RE2 pattern in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
+				d.Hint = "replace it in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
 			}
 			c.d.Add(d)
 		}

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/textproto"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // layer is one source of idempotency settings (document x-idempotency, config defaults, an
@@ -207,8 +207,8 @@ func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 			l.keyMax = sd.length(v, path)
 		case "pattern":
 			if s, ok := sd.str(v, path); ok {
-				if _, err := regexp.Compile(s); err != nil {
-					sd.errf(v, path, "bad-pattern", "Go's regexp cannot compile %q: %v", s, err)
+				if _, err := gen.CheckPattern(s); err != nil {
+					sd.errf(v, path, "bad-pattern", "%q does not compile: %v", s, err)
 					return
 				}
 				l.keyPattern = &s
