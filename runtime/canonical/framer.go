@@ -11,7 +11,10 @@ import (
 // one-byte tag, the length in bytes as an unsigned varint (encoding/binary.AppendUvarint, the
 // protobuf encoding) and the bytes, in the fixed order Begin (operationId, method, path
 // template), PathParam (template order), Query (sorted by name), MediaType, Header
-// (fingerprint.headers order), then at most one body field. Varint lengths keep the frame of
+// (fingerprint.headers order), then at most one body field, then the deepObject query
+// parameters that are present (QueryObject, in parameter order: their canonical value is known
+// only once generated code has decoded them). An operation without deepObject parameters
+// never writes that last field, so its fingerprints are those of earlier versions. Varint lengths keep the frame of
 // a small request within as few SHA-256 blocks as possible.
 //
 // A Framer is used once: Begin … Sum. Its buffer comes from a pool, so a fingerprint costs no
@@ -35,6 +38,9 @@ const (
 	tagJSON      = 'J'
 	tagForm      = 'F'
 	tagRaw       = 'R'
+	// tagQueryObject names a deepObject query parameter, whose canonical JSON value follows as
+	// a tagJSON field.
+	tagQueryObject = 'o'
 )
 
 // framePool holds frame buffers between requests; buffers that grew past maxPooled (large
@@ -114,6 +120,13 @@ func (f *Framer) BodyEnd(b []byte) {
 	}
 	copy(b[f.body-1:], lenBuf[:l])
 	f.b = b
+}
+
+// QueryObjectStart adds a deepObject query parameter's name and opens the field of its
+// canonical JSON value; append the value's canonical form to the result and hand it to BodyEnd.
+func (f *Framer) QueryObjectStart(name string) []byte {
+	f.field(tagQueryObject, name)
+	return f.openBody(tagJSON)
 }
 
 // JSONBody adds the canonical form of a JSON body by the generic canonicalizer, leaving out
