@@ -47,6 +47,12 @@ type paramPlan struct {
 	t    *tinfo
 	ptr  bool   // optional scalar
 	wild string // path: the ServeMux wildcard it comes from (when the segment is the param alone)
+	// deep: a deepObject query parameter (filter[status]=x), decoded into t (a struct or a
+	// map) and fingerprinted by its canonical value.
+	deep bool
+	// union are the members of a oneOf/anyOf of scalars: the value is a string, exactly as
+	// sent, checked against them (gen.Params.AnyOf).
+	union []*model.Schema
 }
 
 // segPlan is a path segment that mixes literal text and parameters ("{Sid}.json"): ServeMux
@@ -287,6 +293,12 @@ func (g *gen) planParams(o *opPlan) {
 			continue
 		}
 		pp := &paramPlan{p: p}
+		if scalarUnion(p.Schema) && (p.Style == "simple" || p.Style == "form") {
+			pp.t, pp.union = &tinfo{kind: kString, s: p.Schema}, p.Schema.Members
+			pp.ptr = !p.Required && p.In != model.InPath
+			o.pparams = append(o.pparams, pp)
+			continue
+		}
 		if p.Schema == nil {
 			pp.t = &tinfo{kind: kString}
 		} else {
@@ -294,13 +306,24 @@ func (g *gen) planParams(o *opPlan) {
 		}
 		ok := formScalar(pp.t) || (pp.t.kind == kSlice && formScalar(pp.t.elem) && p.In != model.InPath)
 		switch {
+		case p.Style == "deepObject" && p.In != model.InQuery:
+			g.unsupportedParam(o, p, "has style deepObject", "OpenAPI defines deepObject for query parameters only", paramHint)
+			continue
+		case p.Style == "deepObject" && !p.Explode:
+			g.unsupportedParam(o, p, "has style deepObject with explode: false", "OpenAPI defines deepObject with explode: true only", paramHint)
+			continue
 		case p.Style == "deepObject":
-			g.unsupportedParam(o, p, fmt.Sprintf("uses style deepObject (an object sent as %s[key]=value)", p.Name),
-				"idemgen does not decode deepObject parameters yet",
-				"remove the parameter with an overlay (it is then left out of the typed parameters and of the fingerprint), or leave the operation unmarked (x-idempotent: false)")
+			if why := deepShape(pp.t, p.Name, 0); why != "" {
+				g.unsupportedParam(o, p, fmt.Sprintf("uses style deepObject (%s[key]=value) with %s", p.Name, why),
+					"idemgen decodes deepObject parameters whose members are scalars, arrays of scalars, maps of scalars and objects of those", paramHint)
+				continue
+			}
+			pp.deep = true
+			pp.ptr = pp.t.kind == kStruct && !p.Required
+			o.pparams = append(o.pparams, pp)
 			continue
 		case !ok:
-			g.unsupportedParam(o, p, "is "+paramShape(p), "idemgen decodes scalars, and arrays of scalars in query and header parameters", paramHint)
+			g.unsupportedParam(o, p, "is "+paramShape(p), paramKinds, paramHint)
 			continue
 		}
 		switch p.Style {
@@ -318,6 +341,69 @@ func (g *gen) planParams(o *opPlan) {
 		pp.ptr = pp.t.pointerable() && !p.Required && p.In != model.InPath
 		o.pparams = append(o.pparams, pp)
 	}
+}
+
+// scalarUnion reports whether s is a oneOf/anyOf whose members are all scalars (string,
+// integer, number, boolean): a parameter of that schema is decoded as its text, checked against
+// the members.
+func scalarUnion(s *model.Schema) bool {
+	if s == nil || !s.Composite || len(s.Members) == 0 {
+		return false
+	}
+	for _, m := range s.Members {
+		switch {
+		case m.Composite:
+			return false
+		case m.Type == model.TypeString, m.Type == model.TypeInteger, m.Type == model.TypeNumber, m.Type == model.TypeBoolean:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// paramKinds says what idemgen decodes in parameters.
+const paramKinds = "idemgen decodes scalars, oneOf/anyOf of scalars, arrays of scalars in query and header parameters, and deepObject query parameters"
+
+// deepShape is "" when a deepObject parameter of type t (at the key name, depth levels deep)
+// can be decoded: an object or a map at the top, whose members are scalars, schema-less values
+// (kept as JSON strings), arrays of scalars, maps of scalars and objects of those; else what is
+// not.
+func deepShape(t *tinfo, name string, depth int) string {
+	switch {
+	case depth > 8:
+		return "members nested more than 8 objects deep (a recursive schema?) at " + name
+	case t.kind == kMap:
+		if !formScalar(t.elem) && t.elem.kind != kRaw {
+			return "a map of " + describeSchema(t.elem.s) + " values at " + name
+		}
+		return ""
+	case t.kind != kStruct:
+		if depth == 0 {
+			return "a schema that is " + describeSchema(t.s) + ", not an object"
+		}
+		return ""
+	}
+	if t.addl != nil && !formScalar(t.addl) {
+		return "additionalProperties of " + describeSchema(t.addl.s) + " values at " + name
+	}
+	for _, f := range t.fields {
+		key := name + "[" + f.p.Name + "]"
+		switch {
+		case formScalar(f.t), f.t.kind == kRaw:
+		case f.t.kind == kSlice:
+			if !formScalar(f.t.elem) {
+				return "an array of " + describeSchema(f.t.elem.s) + " values at " + key
+			}
+		case f.t.kind == kStruct, f.t.kind == kMap:
+			if why := deepShape(f.t, key, depth+1); why != "" {
+				return why
+			}
+		default:
+			return describeSchema(f.p.Schema) + " at " + key
+		}
+	}
+	return ""
 }
 
 // paramHint is the way out of a parameter schema idemgen cannot decode.

@@ -340,7 +340,7 @@ paths:
       operationId: item
       x-idempotent: true
       parameters:
-        - {name: id, in: path, required: true, schema: {oneOf: [{type: string, format: uuid}, {type: string, pattern: "^it_"}]}}
+        - {name: id, in: path, required: true, schema: {type: array, items: {type: string}}}
       responses: {"201": {description: ok}}
   /jwe:
     post:

@@ -317,6 +317,10 @@ type Schema struct {
 	// with no single type is TypeAny. It names the construct in messages ("a oneOf of two
 	// string schemas") and tells whether every member is a scalar.
 	Variants []Type
+	// Members are the oneOf/anyOf member schemas, parallel to Variants, for the schemas of
+	// parameters only (the generated decoder checks a parameter's text against them); nil
+	// elsewhere, where a oneOf/anyOf is kept as raw canonical JSON.
+	Members []*Schema
 	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
 	// plain values and checked generically).
 	Enum []string

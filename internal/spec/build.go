@@ -235,6 +235,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 		if mp.Schema == nil {
 			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
 		}
+		b.sc.members(mp.Schema)
 		o.kinParam[mp] = ks
 		ps = append(ps, mp)
 	}

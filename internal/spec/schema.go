@@ -27,10 +27,20 @@ type schemaConverter struct {
 	// named ""), reported only for schemas a marked operation reaches: an unmarked operation's
 	// schema is never generated, so a vendor spec's quirks there must not fail the run.
 	problems map[*model.Schema][]diag.Diagnostic
+	// composites are the oneOf/anyOf members of each composite schema, converted on demand
+	// (members) for parameters only.
+	composites map[*model.Schema]compositeSrc
+}
+
+// compositeSrc is where a composite schema's members are: the kin schemas and the oneOf/anyOf
+// keyword's place.
+type compositeSrc struct {
+	members openapi3.SchemaRefs
+	at      src
 }
 
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
-	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}}
+	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}, composites: map[*model.Schema]compositeSrc{}}
 	if doc.Components != nil {
 		// A component that is only a $ref to another is an alias: the schema is named after its
 		// definition, and takes an alias's name only when its definition is not a component.
@@ -116,6 +126,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		for _, r := range members {
 			m.Variants = append(m.Variants, variantType(r))
 		}
+		c.composites[m] = compositeSrc{members, at.at(m.CompositeOf)}
 		return
 	case len(types) == 1:
 		m.Type = model.Type(types[0])
@@ -188,6 +199,21 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		if lo, hi := m.Minimum, m.Maximum; lo != nil && hi != nil && (*lo > *hi || (*lo == *hi && (m.ExclusiveMin || m.ExclusiveMax))) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
+	}
+}
+
+// members converts the oneOf/anyOf members of m (a parameter's schema) into m.Members, once.
+func (c *schemaConverter) members(m *model.Schema) {
+	cs, ok := c.composites[m]
+	if !ok || m.Members != nil {
+		return
+	}
+	for i, r := range cs.members {
+		ms := c.convert(r, cs.at.at(strconv.Itoa(i)))
+		if ms == nil {
+			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+		}
+		m.Members = append(m.Members, ms)
 	}
 }
 
@@ -301,6 +327,9 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 	for _, o := range ops {
 		for _, p := range o.Params {
 			walk(p.Schema)
+			for _, m := range p.Schema.Members { // checked by the decoder (gen.Params.AnyOf)
+				walk(m)
+			}
 		}
 		if o.Body != nil {
 			for _, ct := range o.Body.Contents {

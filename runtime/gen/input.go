@@ -52,6 +52,9 @@ type Input struct {
 	items []string
 	item  int
 
+	// deepState is the deepObject query parameter being read (Params.DeepObject).
+	deepState
+
 	checker
 }
 
@@ -77,6 +80,11 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 		in.items = in.items[:0]
 	}
 	in.parsed, in.next = false, 0
+	if len(in.deep) > 0 {
+		clear(in.deep)
+		in.deep = in.deep[:0]
+	}
+	in.deepName, in.deepNext = "", 0
 	if in.json {
 		in.dec.Reset(nil)
 		in.json = false
@@ -175,6 +183,14 @@ func (in *Input) BodyStart() []byte { return in.framer.BodyStart() }
 
 // JSONBody closes the canonical JSON body opened by BodyStart.
 func (in *Input) JSONBody(b []byte) { in.framer.BodyEnd(b) }
+
+// QueryObjectStart opens the fingerprint field of a deepObject query parameter (after the
+// body): append the canonical form of its decoded value to the result and hand it to
+// QueryObjectEnd.
+func (in *Input) QueryObjectStart(name string) []byte { return in.framer.QueryObjectStart(name) }
+
+// QueryObjectEnd closes the field opened by QueryObjectStart.
+func (in *Input) QueryObjectEnd(b []byte) { in.framer.BodyEnd(b) }
 
 // FormBody adds the canonical form of the form body to the fingerprint, leaving out the fields
 // named in exclude (fingerprint.exclude and a form-carried key). A body the form decoder has
