@@ -38,6 +38,9 @@ const (
 	tagJSON      = 'J'
 	tagForm      = 'F'
 	tagRaw       = 'R'
+	// tagMultipart is the canonical form of a multipart/form-data body: a JSON object of its
+	// decoded parts, files as their content hash, name and type.
+	tagMultipart = 'M'
 	// tagQueryObject names a deepObject query parameter, whose canonical JSON value follows as
 	// a tagJSON field.
 	tagQueryObject = 'o'
@@ -128,6 +131,11 @@ func (f *Framer) QueryObjectStart(name string) []byte {
 	f.field(tagQueryObject, name)
 	return f.openBody(tagJSON)
 }
+
+// MultipartStart opens the canonical multipart body field (a JSON object of the decoded parts,
+// in RFC 8785 form, files by content hash) and returns the buffer to append it to; hand the
+// result to BodyEnd. Only multipart bodies write this field: no earlier fingerprint changes.
+func (f *Framer) MultipartStart() []byte { return f.openBody(tagMultipart) }
 
 // JSONBody adds the canonical form of a JSON body by the generic canonicalizer, leaving out
 // what ex names (nil: nothing). It returns the *Error of a body that is not strict JSON.
