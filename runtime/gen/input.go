@@ -54,6 +54,8 @@ type Input struct {
 
 	// deepState is the deepObject query parameter being read (Params.DeepObject).
 	deepState
+	// multipartState is the multipart body being read (Multipart).
+	multipartState
 
 	checker
 }
@@ -85,6 +87,15 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 		in.deep = in.deep[:0]
 	}
 	in.deepName, in.deepNext = "", 0
+	if len(in.parts) > 0 {
+		clear(in.parts)
+		in.parts = in.parts[:0]
+	}
+	in.mpParsed, in.mpNext = false, 0
+	if in.pjson {
+		in.pdec.Reset(nil)
+		in.pjson = false
+	}
 	if in.json {
 		in.dec.Reset(nil)
 		in.json = false
@@ -192,6 +203,13 @@ func (in *Input) QueryObjectStart(name string) []byte { return in.framer.QueryOb
 // QueryObjectEnd closes the field opened by QueryObjectStart.
 func (in *Input) QueryObjectEnd(b []byte) { in.framer.BodyEnd(b) }
 
+// MultipartStart opens the canonical multipart body of the fingerprint: append the canonical
+// form of the decoded body (files as AppendFile) to the result and hand it to MultipartBody.
+func (in *Input) MultipartStart() []byte { return in.framer.MultipartStart() }
+
+// MultipartBody closes the body opened by MultipartStart.
+func (in *Input) MultipartBody(b []byte) { in.framer.BodyEnd(b) }
+
 // FormBody adds the canonical form of the form body to the fingerprint, leaving out the fields
 // named in exclude (fingerprint.exclude and a form-carried key). A body the form decoder has
 // accepted cannot fail here; if it did, the error is recorded like a decoding error.
@@ -216,6 +234,7 @@ func (in *Input) Err() error {
 			return err
 		}
 	}
+	(*Multipart)(in).finishJSON()
 	return in.err
 }
 
