@@ -28,7 +28,7 @@ func (g *gen) emitDecoders(f *jen.File) {
 		g.emitDecodeOp(f, o)
 	}
 	for _, t := range g.named {
-		if t.kind == kStruct && !t.form {
+		if t.kind == kStruct && !t.form && !t.multipart {
 			g.emitStructDecoder(f, t)
 		}
 	}
@@ -75,6 +75,8 @@ func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 			b.Id("r").Dot("Body").Op("=").Id("in").Dot("Body")
 		case c.c.Kind == model.ContentForm:
 			g.emitFormBody(b, o)
+		case c.c.Kind == model.ContentMultipart:
+			g.emitMultipartBody(b, o)
 		case o.bodyT.kind == kStruct:
 			// in.Err reports the decoder's error; until then everything reads straight on.
 			b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("JSON").Call(), jen.Op("&").Id("r").Dot("Body"))
@@ -91,6 +93,8 @@ func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 				excl = append(excl, jen.Lit(e))
 			}
 			b.Id("in").Dot("FormBody").Call(excl...)
+		case c.c.Kind == model.ContentMultipart:
+			b.Id("in").Dot("MultipartBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("MultipartStart").Call(), opExclusions(o.op), 0, o))
 		default:
 			b.Id("in").Dot("JSONBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), opExclusions(o.op), 0, o))
 		}

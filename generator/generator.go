@@ -167,15 +167,17 @@ type gen struct {
 
 	types     map[*model.Schema]*tinfo
 	formTypes map[*model.Schema]*tinfo // structs of form-only bodies with nested members
-	keyProps  map[*model.Property]bool // members that carry a body key
-	named     []*tinfo                 // struct and enum types to declare, in first-use order
-	cyclic    map[*model.Schema]bool
-	ops       []*opPlan
-	canon     map[string]*canonFunc
-	canonList []*canonFunc
-	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
-	needSeg   bool     // some path needs the segment matcher helper
-	routes    []*route // ServeMux registrations, overlapping operations grouped
+	// multipartTypes are the structs of multipart-only bodies with file parts.
+	multipartTypes map[*model.Schema]*tinfo
+	keyProps       map[*model.Property]bool // members that carry a body key
+	named          []*tinfo                 // struct and enum types to declare, in first-use order
+	cyclic         map[*model.Schema]bool
+	ops            []*opPlan
+	canon          map[string]*canonFunc
+	canonList      []*canonFunc
+	decoders       []*tinfo // struct types needing a JSON decode function, in first-use order
+	needSeg        bool     // some path needs the segment matcher helper
+	routes         []*route // ServeMux registrations, overlapping operations grouped
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
 	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
@@ -184,14 +186,15 @@ type gen struct {
 
 func newGen(doc *model.Document, opts Options) *gen {
 	return &gen{
-		doc:       doc,
-		opts:      opts,
-		names:     newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
-		types:     map[*model.Schema]*tinfo{},
-		cyclic:    map[*model.Schema]bool{},
-		keyProps:  map[*model.Property]bool{},
-		canon:     map[string]*canonFunc{},
-		formTypes: map[*model.Schema]*tinfo{},
+		doc:            doc,
+		opts:           opts,
+		names:          newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
+		types:          map[*model.Schema]*tinfo{},
+		cyclic:         map[*model.Schema]bool{},
+		keyProps:       map[*model.Property]bool{},
+		canon:          map[string]*canonFunc{},
+		formTypes:      map[*model.Schema]*tinfo{},
+		multipartTypes: map[*model.Schema]*tinfo{},
 	}
 }
 

@@ -208,14 +208,21 @@ func (g *gen) planBody(o *opPlan) {
 		}
 		return
 	}
-	formOnly := true
+	formOnly, multipartOnly := true, true
 	for _, c := range o.op.Body.Contents {
-		if c.Kind == model.ContentJSON {
-			formOnly = false
+		switch c.Kind {
+		case model.ContentJSON:
+			formOnly, multipartOnly = false, false
+		case model.ContentForm:
+			multipartOnly = false
 		}
 	}
 	_, planned := g.types[typed]
-	if formOnly {
+	if multipartOnly {
+		_, mplanned := g.multipartTypes[typed]
+		planned = planned || mplanned
+		o.bodyT = g.multipartTypeOf(typed, want)
+	} else if formOnly {
 		_, fplanned := g.formTypes[typed]
 		planned = planned || fplanned
 		o.bodyT = g.formTypeOf(typed, want)
@@ -248,6 +255,16 @@ func (g *gen) planBody(o *opPlan) {
 					return
 				}
 			}
+		}
+		if c.Kind == model.ContentMultipart && (o.bodyT.kind != kStruct || o.bodyT.form) {
+			what := "is " + describeSchema(typed) + ", not an object: a multipart body is a set of named parts"
+			if o.bodyT.form {
+				what = "is also the operation's form body, which has nested members (decoded as bracketed fields); idemgen decodes one typed body per operation"
+			}
+			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+				Message: fmt.Sprintf("operation %s: the %s body schema %s", o.op.ID, c.MediaType, what),
+				Hint:    "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
+			return
 		}
 		o.contents = append(o.contents, cp)
 	}
@@ -630,6 +647,57 @@ func (g *gen) formTypeOf(s *model.Schema, hint string) *tinfo {
 			f.t = &tinfo{kind: kRaw, s: p.Schema}
 		}
 		t.fields = append(t.fields, f)
+	}
+	return t
+}
+
+// binary reports whether s is a file in a multipart body: a string of format binary (OpenAPI
+// 3.0), or with a contentMediaType that is not text (3.1 is read as 3.0 here: format binary).
+func binary(s *model.Schema) bool {
+	return s != nil && s.Type == model.TypeString && s.Format == "binary"
+}
+
+// multipartTypeOf plans the body struct of a multipart-only body. Without file properties it is
+// the JSON struct (text parts and JSON parts fill it); with them (string, format binary, or an
+// array of those) it is a struct of its own, whose files are gen.File values (repeated parts
+// for an array) and whose other members are typed as in JSON.
+func (g *gen) multipartTypeOf(s *model.Schema, hint string) *tinfo {
+	if t, ok := g.multipartTypes[s]; ok {
+		return t
+	}
+	files := false
+	for _, p := range s.Properties {
+		files = files || binary(p.Schema) || (p.Schema.Type == model.TypeArray && binary(p.Schema.Items))
+	}
+	if s.Type != model.TypeObject || !files {
+		return g.typeOf(s, hint)
+	}
+	if s.Name != "" && s.GoName != "" {
+		hint = s.GoName + "Multipart"
+	}
+	t := &tinfo{kind: kStruct, s: s, name: g.names.take(hint), multipart: true}
+	g.multipartTypes[s] = t
+	g.named = append(g.named, t)
+	fnames := newNamer()
+	for _, p := range s.Properties {
+		fnames.take(p.GoName)
+	}
+	for _, p := range s.Properties {
+		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
+		switch {
+		case binary(p.Schema):
+			f.t = &tinfo{kind: kFile, s: p.Schema}
+		case p.Schema.Type == model.TypeArray && binary(p.Schema.Items):
+			f.t = &tinfo{kind: kSlice, s: p.Schema, elem: &tinfo{kind: kFile, s: p.Schema.Items}}
+		default:
+			f.t = g.typeOf(p.Schema, t.name+p.GoName)
+		}
+		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey ||
+			(f.t.kind == kStruct && g.cyclic[p.Schema]))
+		t.fields = append(t.fields, f)
+	}
+	if !s.ClosedObject {
+		t.extra = fnames.take("Extra") // undeclared parts, fingerprinted (gen.Multipart.Unknown)
 	}
 	return t
 }

@@ -21,7 +21,8 @@ const (
 	kInt64
 	kFloat
 	kBool
-	kRaw // any / oneOf / anyOf: canonical JSON bytes (json.RawMessage)
+	kRaw  // any / oneOf / anyOf: canonical JSON bytes (json.RawMessage)
+	kFile // a file part of a multipart body (string, format binary): gen.File
 )
 
 // tinfo is the planned Go type of one schema.
@@ -48,6 +49,9 @@ type tinfo struct {
 	// form marks a struct planned for a form-only body (formTypeOf): it has no JSON decoder or
 	// canonicalizer, and its nested members are bags of bracketed fields.
 	form bool
+	// multipart marks a struct planned for a multipart-only body with file parts
+	// (multipartTypeOf): it has no JSON decoder; its canonicalizer writes files by content hash.
+	multipart bool
 }
 
 // field is one member of a generated struct.
@@ -94,6 +98,8 @@ func (t *tinfo) code() jen.Code {
 		return jen.Float64()
 	case kBool:
 		return jen.Bool()
+	case kFile:
+		return jen.Qual(pkgGen, "File")
 	default:
 		return jen.Qual("encoding/json", "RawMessage")
 	}

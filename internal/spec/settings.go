@@ -19,25 +19,25 @@ import (
 // operation's x-idempotent, a config entry), decoded strictly: only the fields it sets are
 // non-nil. Layers merge field by field, the later one winning.
 type layer struct {
-	keyHeader, keyBody   *string
-	keyRequired          *bool
-	keyMin, keyMax       *int
-	keyPattern           *string
-	scope                *model.Scope
-	mode                 *model.Mode
-	retention, lease     *time.Duration
-	wait                 *time.Duration
-	exclude              []string
-	excludeSet           bool
-	fpHeaders            []string
-	fpHeadersSet         bool
-	fpBody               *model.BodyMode
-	replayHeaders        []string
-	replayHeadersSet     bool
-	statuses             []model.StatusRule
-	statusesSet          bool
-	bodyLimit, respLimit *int64
-	profile              *model.Profile
+	keyHeader, keyBody              *string
+	keyRequired                     *bool
+	keyMin, keyMax                  *int
+	keyPattern                      *string
+	scope                           *model.Scope
+	mode                            *model.Mode
+	retention, lease                *time.Duration
+	wait                            *time.Duration
+	exclude                         []string
+	excludeSet                      bool
+	fpHeaders                       []string
+	fpHeadersSet                    bool
+	fpBody                          *model.BodyMode
+	replayHeaders                   []string
+	replayHeadersSet                bool
+	statuses                        []model.StatusRule
+	statusesSet                     bool
+	bodyLimit, respLimit, partLimit *int64
+	profile                         *model.Profile
 
 	// locs records where each set field was written, by its path inside the settings object
 	// ("key/body", "fingerprint/exclude/0"), for errors found after merging.
@@ -167,11 +167,14 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 			}
 		case "limits":
 			if sd.mapping(v, path) {
-				sd.fields(v, path, []string{"body", "response"}, func(k string, v *yaml.Node, path string) {
-					if k == "body" {
+				sd.fields(v, path, []string{"body", "response", "part"}, func(k string, v *yaml.Node, path string) {
+					switch k {
+					case "body":
 						l.bodyLimit = sd.size(v, path)
-					} else {
+					case "response":
 						l.respLimit = sd.size(v, path)
+					default:
+						l.partLimit = sd.size(v, path)
 					}
 				})
 			}
