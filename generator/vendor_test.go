@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/spec"
@@ -26,11 +27,18 @@ func TestVendorSpecs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and compiles about 60k lines")
 	}
-	root, err := os.MkdirTemp("..", "_idemgen-vendor-")
+	removeStaleVendorDirs(t)
+	root, err := os.MkdirTemp("..", vendorDirPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	// Cleanup runs after a failure too; a run killed before it (a -timeout panic, a signal)
+	// leaves the folder, which .gitignore keeps out of commits and the next run removes.
+	t.Cleanup(func() {
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("removing %s: %v", root, err)
+		}
+	})
 	// Twilio again with every POST marked (62 operations, most on paths like
 	// /Accounts/{AccountSid}/Calls/{Sid}.json that ServeMux patterns cannot express).
 	twilioAll := filepath.Join(root, "twilio-all-posts.yaml")
@@ -133,6 +141,26 @@ func TestVendorSpecs(t *testing.T) {
 		if args[0] == "test" {
 			if n := strings.Count(string(out), "--- PASS: TestRegisterMountsEveryOperation"); n != len(pkgs) {
 				t.Errorf("Register test passed in %d of %d packages:\n%s", n, len(pkgs), out)
+			}
+		}
+	}
+}
+
+// vendorDirPrefix starts the name of TestVendorSpecs's temporary folder in the module's root.
+const vendorDirPrefix = "_idemgen-vendor-"
+
+// removeStaleVendorDirs removes the temporary folders of earlier runs that were killed before
+// their cleanup: those not written to for an hour (a run takes minutes, so a live one is never
+// touched).
+func removeStaleVendorDirs(t *testing.T) {
+	stale, err := filepath.Glob(filepath.Join("..", vendorDirPrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range stale {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > time.Hour {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Logf("a stale folder of an earlier run stays: %v", err)
 			}
 		}
 	}
