@@ -166,7 +166,11 @@ type gen struct {
 	diags diag.List
 
 	types     map[*model.Schema]*tinfo
-	formTypes map[*model.Schema]*tinfo // structs of form-only bodies with nested members
+	formTypes map[*model.Schema]*tinfo // types of bracketed form bodies (formType)
+	// formShapes are the structs of bracketed form bodies by the shape of their inline schema
+	// (formShape), so that identical inline objects share one type; shapes memoizes formShape.
+	formShapes map[string]*tinfo
+	shapes     map[*model.Schema]string
 	// multipartTypes are the structs of multipart-only bodies with file parts.
 	multipartTypes map[*model.Schema]*tinfo
 	keyProps       map[*model.Property]bool // members that carry a body key
@@ -194,6 +198,8 @@ func newGen(doc *model.Document, opts Options) *gen {
 		keyProps:       map[*model.Property]bool{},
 		canon:          map[string]*canonFunc{},
 		formTypes:      map[*model.Schema]*tinfo{},
+		formShapes:     map[string]*tinfo{},
+		shapes:         map[*model.Schema]string{},
 		multipartTypes: map[*model.Schema]*tinfo{},
 	}
 }

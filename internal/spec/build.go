@@ -317,6 +317,22 @@ func (b *builder) body(o *opSource) {
 			// generator's error.
 			c.Kind = model.ContentRaw
 		}
+		if c.Kind == model.ContentForm {
+			for _, name := range sortedKeys(media.Encoding) {
+				e := media.Encoding[name]
+				if e == nil {
+					continue
+				}
+				enc := model.Encoding{Style: e.Style, Explode: e.Explode == nil || *e.Explode, ContentType: e.ContentType, Loc: at.at("encoding", name).loc()}
+				if e.Explode == nil && e.Style != "" && e.Style != "form" {
+					enc.Explode = false // explode defaults to true for style form only
+				}
+				if c.Encoding == nil {
+					c.Encoding = map[string]model.Encoding{}
+				}
+				c.Encoding[name] = enc
+			}
+		}
 		o.kinBody[c] = ks
 		body.Contents = append(body.Contents, c)
 	}
