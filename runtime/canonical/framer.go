@@ -40,7 +40,7 @@ const (
 	tagRaw       = 'R'
 	// tagMultipart is the canonical form of a multipart/form-data body: a JSON object of its
 	// decoded parts, files as their content hash, name and type.
-	tagMultipart = 'M'
+	tagMultipart = 'm'
 	// tagQueryObject names a deepObject query parameter, whose canonical JSON value follows as
 	// a tagJSON field.
 	tagQueryObject = 'o'
