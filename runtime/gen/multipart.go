@@ -109,7 +109,7 @@ func (in *Input) parseMultipart(limit int64) error {
 			return &BodyError{Reason: "malformed multipart body: " + err.Error()}
 		}
 		if int64(len(data)) > limit {
-			return &BodyError{At: "/" + p.FormName(), Status: http.StatusRequestEntityTooLarge,
+			return &BodyError{At: "/" + pointerToken(p.FormName()), Status: http.StatusRequestEntityTooLarge,
 				Reason: "part " + strconv.Quote(p.FormName()) + " is larger than the limit of " + strconv.FormatInt(limit, 10) + " bytes per part (limits.part)"}
 		}
 		in.parts = append(in.parts, part{name: p.FormName(), filename: p.FileName(), contentType: p.Header.Get("Content-Type"), data: data})
@@ -127,7 +127,7 @@ func (m *Multipart) Next() bool {
 	}
 	m.mpNext++
 	p := &m.parts[m.mpNext-1]
-	m.where, m.name, m.cur, m.present = "", p.name, "", true
+	m.where, m.name, m.cur, m.present = "", pointerToken(p.name), "", true
 	return true
 }
 
@@ -221,7 +221,7 @@ func (m *Multipart) Raw(seen *uint64, bit uint) []byte {
 		b, err := canonical.AppendCanonical(nil, p.data)
 		var ce *canonical.Error
 		if errors.As(err, &ce) && m.err == nil {
-			m.err = &canonical.Error{Pointer: "/" + p.name + ce.Pointer, Offset: ce.Offset, Reason: "in part " + strconv.Quote(p.name) + ": " + ce.Reason}
+			m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: ce.Offset, Reason: "in part " + strconv.Quote(p.name) + ": " + ce.Reason}
 		}
 		return b
 	case p.filename == "" && utf8.Valid(p.data):
@@ -244,7 +244,7 @@ func (m *Multipart) finishJSON() {
 	}
 	if errors.As(err, &ce) {
 		m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: ce.Offset,
-			Reason: "in part " + strconv.Quote(m.name) + ": " + ce.Reason}
+			Reason: "in part " + strconv.Quote(m.parts[m.mpNext-1].name) + ": " + ce.Reason}
 		return
 	}
 	m.err = err
@@ -288,7 +288,7 @@ func (m *Multipart) Required(seen uint64, names ...string) {
 	m.finishJSON()
 	for i, name := range names {
 		if seen&(1<<(uint(i)&63)) == 0 && m.err == nil {
-			m.name = name
+			m.name = pointerToken(name)
 			m.Invalid("missing required part")
 			return
 		}
@@ -297,3 +297,12 @@ func (m *Multipart) Required(seen uint64, names ...string) {
 
 // End finishes the last part.
 func (m *Multipart) End() { m.finishJSON() }
+
+// pointerToken escapes a part's name as a JSON pointer token (RFC 6901: "~" as "~0", "/" as
+// "~1"), so that an error's pointer names the part even when its name has a slash.
+func pointerToken(name string) string {
+	if !strings.ContainsAny(name, "~/") {
+		return name
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}

@@ -202,6 +202,8 @@ func TestMultipartRefused(t *testing.T) {
 		{"file twice", mpType, with(ok[1]), 64, false, "/file", "part given more than once", 0},
 		{"undeclared twice", mpType, with(mpart{"x", "", "", "1"}, mpart{"x", "", "", "2"}), 64, false, "/x", "part given more than once", 0},
 		{"undeclared, closed", mpType, with(mpart{"x", "", "", "1"}), 64, true, "/x", "part not allowed by the schema", 0},
+		{"a slash in the name", mpType, with(mpart{"a/b~c", "", "", "1"}), 64, true, "/a~1b~0c", "part not allowed by the schema", 0},
+		{"a slash in a big part", mpType, with(mpart{"a/b", "", "", strings.Repeat("n", 65)}), 64, false, "/a~1b", `part "a/b" is larger`, 413},
 		{"not utf-8", mpType, with(mpart{"tags", "", "", "\xff"}), 64, false, "/tags", "not valid UTF-8", 0},
 		{"not an integer", mpType, with(mpart{"pages", "", "", "two"}), 64, false, "/pages", "", 0},
 		{"below minimum", mpType, with(mpart{"pages", "", "", "0"}), 64, false, "/pages", "at least 1", 0},
