@@ -262,6 +262,13 @@ type pointerError interface {
 // decodeFailed answers a decoder's error: 400 body-invalid with the JSON pointer when the error
 // names one; anything else is a bug in the decoder, 500.
 func (rt *Runtime) decodeFailed(err error) result {
+	var be *gen.BodyError
+	if errors.As(err, &be) && be.Status == http.StatusRequestEntityTooLarge {
+		// A multipart part over limits.part: the body's own cap, per part.
+		p := newProblem(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, be.Error())
+		p.Pointer = be.At
+		return result{outcome: OutcomeBodyInvalid, problem: p}
+	}
 	var ce *canonical.Error
 	if errors.As(err, &ce) {
 		p := newProblem(http.StatusBadRequest, ProblemBodyInvalid, ce.Error())
