@@ -258,6 +258,8 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 		nullOr(jen.Op("*").Add(val.Clone()))
 	case fl.ptr && fl.t.kind == kStruct:
 		opt("OptObject", val, jen.Id(g.canonFor(fl.t, n, o)))
+	case fl.ptr && fl.t.kind == kFile:
+		opt("OptObject", val, jen.Qual(pkgGen, "AppendFile"))
 	case fl.ptr:
 		opt(map[tkind]string{kString: "OptString", kEnum: "OptString", kInt64: "OptInt", kInt32: "OptInt", kFloat: "OptFloat", kBool: "OptBool"}[fl.t.kind], val)
 	case !fl.t.pointerable() && always:
@@ -268,9 +270,12 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 		}
 		opt("OptRaw", val)
 	case fl.t.kind == kSlice && !allExcluded(n):
-		if fl.t.elem.kind == kStruct {
+		switch fl.t.elem.kind {
+		case kStruct:
 			opt("OptObjects", val, jen.Id(g.canonFor(fl.t.elem, elemExclusion(g, n, o), o)))
-		} else {
+		case kFile:
+			opt("OptObjects", val, jen.Qual(pkgGen, "AppendFile"))
+		default:
 			opt("OptArray", val, g.valueFunc(fl.t.elem, elemExclusion(g, n, o), 1, o))
 		}
 	case fl.t.kind == kMap && !allExcluded(n):
@@ -346,6 +351,8 @@ func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, dept
 		return jen.Append(b, val.Op("..."))
 	case kStruct:
 		return jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val))
+	case kFile:
+		return jen.Qual(pkgGen, "AppendFile").Call(b, jen.Op("&").Add(val))
 	case kSlice:
 		elem := elemExclusion(g, n, o)
 		if elem != nil && elem.leaf {
@@ -354,6 +361,9 @@ func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, dept
 		}
 		if t.elem.kind == kStruct {
 			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Id(g.canonFor(t.elem, elem, o)))
+		}
+		if t.elem.kind == kFile {
+			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Qual(pkgGen, "AppendFile"))
 		}
 		return jen.Qual(pkgCanonical, "AppendArray").Call(b, val, g.valueFunc(t.elem, elem, depth+1, o))
 	case kMap:

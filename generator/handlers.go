@@ -20,7 +20,14 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 			if pp.ptr {
 				t = jen.Op("*").Add(t)
 			}
-			grp.Id(pp.p.GoName).Add(t).Comment(string(pp.p.In) + " parameter " + pp.p.Name)
+			c := string(pp.p.In) + " parameter " + pp.p.Name
+			switch {
+			case pp.union != nil:
+				c += " (" + pp.p.Schema.CompositeOf + " of scalars: the text as sent)"
+			case pp.deep:
+				c += " (deepObject: " + pp.p.Name + "[member]=value)"
+			}
+			grp.Id(pp.p.GoName).Add(t).Comment(c)
 		}
 	})
 	f.Line()

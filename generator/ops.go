@@ -50,6 +50,12 @@ type paramPlan struct {
 	t    *tinfo
 	ptr  bool   // optional scalar
 	wild string // path: the ServeMux wildcard it comes from (when the segment is the param alone)
+	// deep: a deepObject query parameter (filter[status]=x), decoded into t (a struct or a
+	// map) and fingerprinted by its canonical value.
+	deep bool
+	// union are the members of a oneOf/anyOf of scalars: the value is a string, exactly as
+	// sent, checked against them (gen.Params.AnyOf).
+	union []*model.Schema
 }
 
 // segPlan is a path segment that mixes literal text and parameters ("{Sid}.json"): ServeMux
@@ -205,14 +211,21 @@ func (g *gen) planBody(o *opPlan) {
 		}
 		return
 	}
-	formOnly := true
+	formOnly, multipartOnly := true, true
 	for _, c := range o.op.Body.Contents {
-		if c.Kind == model.ContentJSON {
-			formOnly = false
+		switch c.Kind {
+		case model.ContentJSON:
+			formOnly, multipartOnly = false, false
+		case model.ContentForm:
+			multipartOnly = false
 		}
 	}
 	_, planned := g.types[typed]
-	if formOnly && bracketed(typed) {
+	if multipartOnly {
+		_, mplanned := g.multipartTypes[typed]
+		planned = planned || mplanned
+		o.bodyT = g.multipartTypeOf(typed, want)
+	} else if formOnly && bracketed(typed) {
 		// A form with nested members: decoded from its bracketed fields (gen.FormTree) into
 		// types of its own, fingerprinted as the canonical JSON of the decoded value.
 		_, fplanned := g.formTypes[typed]
@@ -260,6 +273,16 @@ func (g *gen) planBody(o *opPlan) {
 				}
 			}
 		}
+		if c.Kind == model.ContentMultipart && (o.bodyT.kind != kStruct || o.bodyT.form) {
+			what := "is " + describeSchema(typed) + ", not an object: a multipart body is a set of named parts"
+			if o.bodyT.form {
+				what = "is also the operation's form body, which has nested members (decoded as bracketed fields); idemgen decodes one typed body per operation"
+			}
+			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+				Message: fmt.Sprintf("operation %s: the %s body schema %s", o.op.ID, c.MediaType, what),
+				Hint:    "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
+			return
+		}
 		o.contents = append(o.contents, cp)
 	}
 	if toks := keyTokens(o.op); toks != nil {
@@ -304,6 +327,12 @@ func (g *gen) planParams(o *opPlan) {
 			continue
 		}
 		pp := &paramPlan{p: p}
+		if scalarUnion(p.Schema) && (p.Style == "simple" || p.Style == "form") {
+			pp.t, pp.union = &tinfo{kind: kString, s: p.Schema}, p.Schema.Members
+			pp.ptr = !p.Required && p.In != model.InPath
+			o.pparams = append(o.pparams, pp)
+			continue
+		}
 		if p.Schema == nil {
 			pp.t = &tinfo{kind: kString}
 		} else {
@@ -311,13 +340,24 @@ func (g *gen) planParams(o *opPlan) {
 		}
 		ok := formScalar(pp.t) || (pp.t.kind == kSlice && formScalar(pp.t.elem) && p.In != model.InPath)
 		switch {
+		case p.Style == "deepObject" && p.In != model.InQuery:
+			g.unsupportedParam(o, p, "has style deepObject", "OpenAPI defines deepObject for query parameters only", paramHint)
+			continue
+		case p.Style == "deepObject" && !p.Explode:
+			g.unsupportedParam(o, p, "has style deepObject with explode: false", "OpenAPI defines deepObject with explode: true only", paramHint)
+			continue
 		case p.Style == "deepObject":
-			g.unsupportedParam(o, p, fmt.Sprintf("uses style deepObject (an object sent as %s[key]=value)", p.Name),
-				"idemgen does not decode deepObject parameters yet",
-				"remove the parameter with an overlay (it is then left out of the typed parameters and of the fingerprint), or leave the operation unmarked (x-idempotent: false)")
+			if why := deepShape(pp.t, p.Name, 0); why != "" {
+				g.unsupportedParam(o, p, fmt.Sprintf("uses style deepObject (%s[key]=value) with %s", p.Name, why),
+					"idemgen decodes deepObject parameters whose members are scalars, arrays of scalars, maps of scalars and objects of those", paramHint)
+				continue
+			}
+			pp.deep = true
+			pp.ptr = pp.t.kind == kStruct && !p.Required
+			o.pparams = append(o.pparams, pp)
 			continue
 		case !ok:
-			g.unsupportedParam(o, p, "is "+paramShape(p), "idemgen decodes scalars, and arrays of scalars in query and header parameters", paramHint)
+			g.unsupportedParam(o, p, "is "+paramShape(p), paramKinds, paramHint)
 			continue
 		}
 		switch p.Style {
@@ -335,6 +375,69 @@ func (g *gen) planParams(o *opPlan) {
 		pp.ptr = pp.t.pointerable() && !p.Required && p.In != model.InPath
 		o.pparams = append(o.pparams, pp)
 	}
+}
+
+// scalarUnion reports whether s is a oneOf/anyOf whose members are all scalars (string,
+// integer, number, boolean): a parameter of that schema is decoded as its text, checked against
+// the members.
+func scalarUnion(s *model.Schema) bool {
+	if s == nil || !s.Composite || len(s.Members) == 0 {
+		return false
+	}
+	for _, m := range s.Members {
+		switch {
+		case m.Composite:
+			return false
+		case m.Type == model.TypeString, m.Type == model.TypeInteger, m.Type == model.TypeNumber, m.Type == model.TypeBoolean:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// paramKinds says what idemgen decodes in parameters.
+const paramKinds = "idemgen decodes scalars, oneOf/anyOf of scalars, arrays of scalars in query and header parameters, and deepObject query parameters"
+
+// deepShape is "" when a deepObject parameter of type t (at the key name, depth levels deep)
+// can be decoded: an object or a map at the top, whose members are scalars, schema-less values
+// (kept as JSON strings), arrays of scalars, maps of scalars and objects of those; else what is
+// not.
+func deepShape(t *tinfo, name string, depth int) string {
+	switch {
+	case depth > 8:
+		return "members nested more than 8 objects deep (a recursive schema?) at " + name
+	case t.kind == kMap:
+		if !formScalar(t.elem) && t.elem.kind != kRaw {
+			return "a map of " + describeSchema(t.elem.s) + " values at " + name
+		}
+		return ""
+	case t.kind != kStruct:
+		if depth == 0 {
+			return "a schema that is " + describeSchema(t.s) + ", not an object"
+		}
+		return ""
+	}
+	if t.addl != nil && !formScalar(t.addl) {
+		return "additionalProperties of " + describeSchema(t.addl.s) + " values at " + name
+	}
+	for _, f := range t.fields {
+		key := name + "[" + f.p.Name + "]"
+		switch {
+		case formScalar(f.t), f.t.kind == kRaw:
+		case f.t.kind == kSlice:
+			if !formScalar(f.t.elem) {
+				return "an array of " + describeSchema(f.t.elem.s) + " values at " + key
+			}
+		case f.t.kind == kStruct, f.t.kind == kMap:
+			if why := deepShape(f.t, key, depth+1); why != "" {
+				return why
+			}
+		default:
+			return describeSchema(f.p.Schema) + " at " + key
+		}
+	}
+	return ""
 }
 
 // paramHint is the way out of a parameter schema idemgen cannot decode.
@@ -512,6 +615,57 @@ func splitSegment(seg string) (lits, params []string, ok bool) {
 		params = append(params, rest[i+1:i+j])
 		rest = rest[i+j+1:]
 	}
+}
+
+// binary reports whether s is a file in a multipart body: a string of format binary (OpenAPI
+// 3.0), or with a contentMediaType that is not text (3.1 is read as 3.0 here: format binary).
+func binary(s *model.Schema) bool {
+	return s != nil && s.Type == model.TypeString && s.Format == "binary"
+}
+
+// multipartTypeOf plans the body struct of a multipart-only body. Without file properties it is
+// the JSON struct (text parts and JSON parts fill it); with them (string, format binary, or an
+// array of those) it is a struct of its own, whose files are gen.File values (repeated parts
+// for an array) and whose other members are typed as in JSON.
+func (g *gen) multipartTypeOf(s *model.Schema, hint string) *tinfo {
+	if t, ok := g.multipartTypes[s]; ok {
+		return t
+	}
+	files := false
+	for _, p := range s.Properties {
+		files = files || binary(p.Schema) || (p.Schema.Type == model.TypeArray && binary(p.Schema.Items))
+	}
+	if s.Type != model.TypeObject || !files {
+		return g.typeOf(s, hint)
+	}
+	if s.Name != "" && s.GoName != "" {
+		hint = s.GoName + "Multipart"
+	}
+	t := &tinfo{kind: kStruct, s: s, name: g.names.take(hint), multipart: true}
+	g.multipartTypes[s] = t
+	g.named = append(g.named, t)
+	fnames := newNamer()
+	for _, p := range s.Properties {
+		fnames.take(p.GoName)
+	}
+	for _, p := range s.Properties {
+		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
+		switch {
+		case binary(p.Schema):
+			f.t = &tinfo{kind: kFile, s: p.Schema}
+		case p.Schema.Type == model.TypeArray && binary(p.Schema.Items):
+			f.t = &tinfo{kind: kSlice, s: p.Schema, elem: &tinfo{kind: kFile, s: p.Schema.Items}}
+		default:
+			f.t = g.typeOf(p.Schema, t.name+p.GoName)
+		}
+		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey ||
+			(f.t.kind == kStruct && g.cyclic[p.Schema]))
+		t.fields = append(t.fields, f)
+	}
+	if !s.ClosedObject {
+		t.extra = fnames.take("Extra") // undeclared parts, fingerprinted (gen.Multipart.Unknown)
+	}
+	return t
 }
 
 // declaredPath reports whether op declares the path parameter name.

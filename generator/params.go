@@ -1,6 +1,9 @@
 package generator
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
@@ -23,7 +26,13 @@ func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
 		dst := jen.Id("r").Dot("Params").Dot(pp.p.GoName)
 		name := jen.Lit(pp.p.Name)
 		req := jen.Lit(pp.p.Required)
+		if pp.deep {
+			g.emitDeepObject(grp, o, pp)
+			continue
+		}
 		switch {
+		case pp.union != nil && pp.p.In == model.InPath:
+			grp.Add(dst).Op("=").Add(unionRead(pp.union, p().Dot("Path").Call(name)))
 		case pp.p.In == model.InPath:
 			convert(grp, pp.t, p().Dot("Path").Call(name), p(), dst)
 		case pp.t.kind == kSlice:
@@ -51,7 +60,15 @@ func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
 			if pp.p.In == model.InHeader {
 				sel = p().Dot("Header").Call(name, req)
 			}
-			if !pp.ptr {
+			switch {
+			case pp.union != nil && !pp.ptr:
+				grp.Add(dst).Op("=").Add(unionRead(pp.union, sel))
+				continue
+			case pp.union != nil:
+				grp.If(sel.Dot("Present").Call()).Block(
+					dst.Clone().Op("=").Qual(pkgCanonical, "Ptr").Call(unionRead(pp.union, p())))
+				continue
+			case !pp.ptr:
 				convert(grp, pp.t, sel, p(), dst)
 				continue
 			}
@@ -63,6 +80,205 @@ func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
 			})
 		}
 	}
+}
+
+// unionRead reads the selected parameter of a oneOf/anyOf of scalars through reader: its text,
+// which must satisfy one of the members (gen.Params.AnyOf, with each member's type and
+// constraints as a gen.Scalar).
+func unionRead(members []*model.Schema, reader *jen.Statement) jen.Code {
+	var args []jen.Code
+	for _, m := range members {
+		d := jen.Dict{jen.Id("Type"): jen.Lit(string(m.Type))}
+		if m.Type == model.TypeInteger && m.Format == "int32" {
+			d[jen.Id("Int32")] = jen.True()
+		}
+		enum := m.Enum
+		if m.Type != model.TypeString {
+			enum = m.EnumJSON
+		}
+		if m.Type == model.TypeString && m.MaxLength != nil && *m.MaxLength == 0 {
+			enum = []string{""} // Scalar's MaxLength 0 is "no maximum"
+		}
+		if len(enum) > 0 {
+			var vals []jen.Code
+			for _, v := range enum {
+				vals = append(vals, jen.Lit(v))
+			}
+			d[jen.Id("Enum")] = jen.Index().String().Values(vals...)
+		}
+		if m.Type == model.TypeString {
+			if m.MinLength != nil && *m.MinLength > 0 {
+				d[jen.Id("MinLength")] = jen.Lit(int(*m.MinLength))
+			}
+			if m.MaxLength != nil && *m.MaxLength > 0 {
+				d[jen.Id("MaxLength")] = jen.Lit(int(*m.MaxLength))
+			}
+			if m.Pattern != "" {
+				d[jen.Id("Pattern")] = jen.Lit(m.Pattern)
+			}
+		}
+		if m.Type == model.TypeInteger || m.Type == model.TypeNumber {
+			if m.Minimum != nil {
+				d[jen.Id("Minimum")] = jen.Qual(pkgCanonical, "Ptr").Call(jen.Float64().Call(jen.Lit(*m.Minimum)))
+			}
+			if m.Maximum != nil {
+				d[jen.Id("Maximum")] = jen.Qual(pkgCanonical, "Ptr").Call(jen.Float64().Call(jen.Lit(*m.Maximum)))
+			}
+			if m.ExclusiveMin && m.Minimum != nil {
+				d[jen.Id("ExclusiveMin")] = jen.True()
+			}
+			if m.ExclusiveMax && m.Maximum != nil {
+				d[jen.Id("ExclusiveMax")] = jen.True()
+			}
+		}
+		args = append(args, jen.Qual(pkgGen, "Scalar").Values(d))
+	}
+	return jen.Add(reader).Dot("AnyOf").Call(args...)
+}
+
+// emitDeepObject decodes a deepObject query parameter (gen.Params.DeepObject) into its struct
+// or map: one switch on the member path ("status", "created][gte") over every leaf of the
+// schema, maps and undeclared members in the default branch, then the required members of each
+// object present, then the canonical value into the fingerprint (after the body).
+func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
+	p := func() *jen.Statement { return jen.Id("p") }
+	dst := jen.Id("r").Dot("Params").Dot(pp.p.GoName)
+	grp.If(p().Dot("DeepObject").Call(jen.Lit(pp.p.Name), jen.Lit(pp.p.Required)).Dot("Present").Call()).BlockFunc(func(b *jen.Group) {
+		// Members are set through dst whether it is a value or a pointer (Go dereferences a
+		// pointer to a struct for a field selector).
+		switch {
+		case pp.t.kind == kMap:
+			b.Add(dst.Clone()).Op("=").Add(pp.t.code()).Values()
+		case pp.ptr:
+			b.Add(dst.Clone()).Op("=").New(pp.t.code())
+		}
+		var cases []jen.Code
+		var maps []jen.Code // default-branch statements: map entries, then Undeclared
+		var required []jen.Code
+		g.deepMembers(pp.t, "", func() *jen.Statement { return dst.Clone() }, nil, nil, &cases, &maps, &required)
+		b.For(p().Dot("NextMember").Call()).Block(
+			jen.Switch(p().Dot("Member").Call()).BlockFunc(func(sw *jen.Group) {
+				for _, c := range cases {
+					sw.Add(c)
+				}
+				sw.Default().BlockFunc(func(d *jen.Group) {
+					for _, m := range maps {
+						d.Add(m)
+					}
+					d.Add(p().Dot("Undeclared").Call())
+				})
+			}),
+		)
+		for _, r := range required {
+			b.Add(r)
+		}
+		start := jen.Id("in").Dot("QueryObjectStart").Call(jen.Lit(pp.p.Name))
+		value := g.appendExpr(pp.t, dst.Clone(), start, nil, 0, o)
+		if pp.ptr {
+			value = jen.Id(g.canonFor(pp.t, nil, o)).Call(start, dst.Clone())
+		}
+		b.Id("in").Dot("QueryObjectEnd").Call(value)
+	})
+}
+
+// deepMembers plans the members of the deepObject value at path prefix ("" or "created]["):
+// val is the addressable Go value of t there, ensure the statements that allocate the optional
+// objects on the way and present the conditions that they were. Leaves become switch cases, map entries default-branch statements (each
+// continues the loop), required members Required calls (guarded by ensure's objects being
+// present).
+func (g *gen) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, ensure []jen.Code, present []jen.Code, cases, maps, required *[]jen.Code) {
+	p := func() *jen.Statement { return jen.Id("p") }
+	mapEntry := func(elem *tinfo, m *jen.Statement, at string) {
+		*maps = append(*maps, jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Add(p()).Dot("MapKey").Call(jen.Lit(at)), jen.Id("ok")).BlockFunc(func(b *jen.Group) {
+			for _, e := range ensure {
+				b.Add(e)
+			}
+			b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(elem.code()).Values())
+			if elem.kind == kRaw {
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), p().Dot("Once").Call().Dot("Str").Call())
+			} else if cs := checks(elem, jen.Id("e"), p()); len(cs) > 0 {
+				b.Id("e").Op(":=").Add(readExpr(elem, p().Dot("Once").Call()))
+				for _, c := range cs {
+					b.Add(c)
+				}
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Id("e")
+			} else {
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Add(readExpr(elem, p().Dot("Once").Call()))
+			}
+			b.Continue()
+		}))
+	}
+	if t.kind == kMap {
+		mapEntry(t.elem, val(), strings.TrimSuffix(prefix, "]["))
+		return
+	}
+	var names []jen.Code
+	for _, f := range t.fields {
+		if f.p.Required {
+			names = append(names, jen.Lit(f.p.Name))
+		}
+	}
+	if len(names) > 0 {
+		call := p().Dot("Required").Call(append([]jen.Code{jen.Lit(prefix)}, names...)...)
+		*required = append(*required, guard(present, call))
+	}
+	for _, f := range t.fields {
+		path := prefix + f.p.Name
+		dst := val().Dot(f.name)
+		switch {
+		case f.t.kind == kStruct:
+			sub, cond := ensure, present
+			next := func() *jen.Statement { return val().Dot(f.name) }
+			if f.ptr {
+				sub = append(slices.Clone(ensure), jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(jen.Id(f.t.name))))
+				cond = append(slices.Clone(present), dst.Clone().Op("!=").Nil())
+			}
+			g.deepMembers(f.t, path+"][", next, sub, cond, cases, maps, required)
+		case f.t.kind == kMap:
+			mapEntry(f.t.elem, dst, path)
+		default:
+			*cases = append(*cases, jen.Case(jen.Lit(path)).BlockFunc(func(b *jen.Group) {
+				for _, e := range ensure {
+					b.Add(e)
+				}
+				switch {
+				case f.t.kind == kSlice:
+					b.Add(dst.Clone()).Op("=").Add(f.t.code()).Values()
+					b.For(p().Dot("Values").Call(), p().Dot("Next").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
+						appendItem(lb, f.t.elem, p(), p(), dst)
+					})
+					for _, c := range checks(f.t, dst, p()) {
+						b.Add(c)
+					}
+				case f.t.kind == kRaw:
+					b.Add(dst).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), p().Dot("Once").Call().Dot("Str").Call())
+				case f.ptr:
+					b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(f.t, p().Dot("Once").Call()))
+					for _, c := range checks(f.t, jen.Op("*").Add(dst.Clone()), p()) {
+						b.Add(c)
+					}
+				default:
+					convert(b, f.t, p().Dot("Once").Call(), p(), dst)
+				}
+			}))
+		}
+	}
+	if t.addl != nil {
+		mapEntry(t.addl, val().Dot(t.extra), strings.TrimSuffix(prefix, "]["))
+	}
+}
+
+// guard runs call when every condition holds (a nested optional object's required members are
+// checked only when the object was sent).
+func guard(present []jen.Code, call jen.Code) jen.Code {
+	if len(present) == 0 {
+		return call
+	}
+	cond := jen.Add(present[0])
+	for _, c := range present[1:] {
+		cond = cond.Op("&&").Add(c)
+	}
+	return jen.If(cond).Block(call)
 }
 
 // listSep separates the items of one value of an array query parameter: "" when each value is

@@ -26,6 +26,7 @@ const (
 	// kUnset: a member of a bracketed form declared anyOf [X, enum ['']]:
 	// canonical.Unsettable[X] (elem is X), "" meaning unset.
 	kUnset
+	kFile // a file part of a multipart body (string, format binary): gen.File
 )
 
 // tinfo is the planned Go type of one schema.
@@ -54,6 +55,9 @@ type tinfo struct {
 	// it.
 	form   bool
 	shared int
+	// multipart marks a struct planned for a multipart-only body with file parts
+	// (multipartTypeOf): it has no JSON decoder; its canonicalizer writes files by content hash.
+	multipart bool
 }
 
 // field is one member of a generated struct.
@@ -100,6 +104,8 @@ func (t *tinfo) code() jen.Code {
 		return jen.Bool()
 	case kUnset:
 		return jen.Qual(pkgCanonical, "Unsettable").Types(t.elem.code())
+	case kFile:
+		return jen.Qual(pkgGen, "File")
 	default:
 		return jen.Qual("encoding/json", "RawMessage")
 	}

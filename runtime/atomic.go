@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -109,7 +107,7 @@ type handlerError struct {
 // the transaction is rolled back and the client gets a 500 problem rather than a dropped
 // connection.
 func callHandler[DB any](ctx context.Context, x *exchange, db DB, fn func(context.Context, DB) (Response, error)) (h handled) {
-	ctx, span := x.rt.tracer.Start(ctx, spanHandler, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := x.rt.tracer.Start(ctx, spanHandler, internalSpan...)
 	defer func() {
 		if v := recover(); v != nil {
 			h = handled{failure: &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}}

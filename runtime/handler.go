@@ -45,8 +45,9 @@ type LeaseFunc[DB any] func(ctx context.Context, lease *Lease) (CompleteFunc[DB]
 // calls it once per operation.
 func AtomicHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input) (AtomicFunc[DB], error)) http.Handler {
 	st, err := transactional[DB](rt, op)
+	ep := newEndpoint(op)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serve(w, r, rt, op, func(in *gen.Input) (runner, error) {
+		serve(w, r, rt, ep, func(in *gen.Input) (runner, error) {
 			fn, derr := decode(in)
 			if derr != nil {
 				return nil, derr
@@ -64,8 +65,9 @@ func AtomicHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input
 // LeaseHandler returns the http.Handler of a lease-mode operation; see AtomicHandler.
 func LeaseHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input) (LeaseFunc[DB], error)) http.Handler {
 	st, err := transactional[DB](rt, op)
+	ep := newEndpoint(op)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serve(w, r, rt, op, func(in *gen.Input) (runner, error) {
+		serve(w, r, rt, ep, func(in *gen.Input) (runner, error) {
 			fn, derr := decode(in)
 			if derr != nil {
 				return nil, derr

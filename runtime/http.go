@@ -86,31 +86,52 @@ type runner func(ctx context.Context, x *exchange) result
 // serve runs one request through the layer; decode is the operation's, returning the machine
 // bound to the decoded request. Nothing here is generic over the request type: a large API
 // compiles it once.
-func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (runner, error)) {
-	x := &exchange{rt: rt, op: op, r: r}
+func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, decode func(*gen.Input) (runner, error)) {
+	x := &exchange{rt: rt, op: ep.op, r: r}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
 		http.NotFound(w, r)
 		return
 	}
-	ctx, span := rt.tracer.Start(r.Context(), spanRequest, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String())))
+	ctx, span := rt.tracer.Start(r.Context(), spanRequest, ep.spanStart...)
 	defer span.End()
+	// Attributes are built only for a span that records: with no tracing configured, a replay
+	// pays for neither their allocations nor the key's hash.
+	traced := span.IsRecording()
 	res := x.admit(w)
 	if !res.answered() {
 		var run runner
 		run, res = prepare(x, decode)
 		if !res.answered() {
-			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
-			// The handler's context carries the request's log attributes (LogAttrs, LogHandler).
-			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x)
+			if traced {
+				span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
+			}
+			// The handler's context carries the request's log attributes (LogAttrs, LogHandler),
+			// hashed the first time something asks for them.
+			res = run(context.WithValue(ctx, logIdentityKey{}, &logIdentity{x: x}), x)
 		}
 	}
-	span.SetAttributes(attrOutcome.String(string(res.outcome)))
-	if res.problem.Status >= 500 {
-		span.SetStatus(codes.Error, res.problem.Name)
+	if traced {
+		span.SetAttributes(attrOutcome.String(string(res.outcome)))
+		if res.problem.Status >= 500 {
+			span.SetStatus(codes.Error, res.problem.Name)
+		}
 	}
 	rt.finish(w, x, res)
+}
+
+// endpoint is an operation as the HTTP layer serves it, with what is made once per operation
+// rather than once per request.
+type endpoint struct {
+	op *Operation
+	// spanStart are the request span's start options: its kind, and the operation and mode as
+	// attributes, so that a Sampler sees them.
+	spanStart []trace.SpanStartOption
+}
+
+func newEndpoint(op *Operation) *endpoint {
+	return &endpoint{op: op, spanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String()))}}
 }
 
 // admit checks the scope, the body's size and its media type, and reads the body. The body is
@@ -241,6 +262,13 @@ type pointerError interface {
 // decodeFailed answers a decoder's error: 400 body-invalid with the JSON pointer when the error
 // names one; anything else is a bug in the decoder, 500.
 func (rt *Runtime) decodeFailed(err error) result {
+	var be *gen.BodyError
+	if errors.As(err, &be) && be.Status == http.StatusRequestEntityTooLarge {
+		// A multipart part over limits.part: the body's own cap, per part.
+		p := newProblem(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, be.Error())
+		p.Pointer = be.At
+		return result{outcome: OutcomeBodyInvalid, problem: p}
+	}
 	var ce *canonical.Error
 	if errors.As(err, &ce) {
 		p := newProblem(http.StatusBadRequest, ProblemBodyInvalid, ce.Error())

@@ -175,6 +175,8 @@ func TestDecodeErrors(t *testing.T) {
 		{pointerErr{}, 400, "/custom", OutcomeBodyInvalid},
 		{errors.Join(errors.New("context"), &gen.BodyError{At: "/query/limit", Reason: "not a number"}), 400, "/query/limit", OutcomeBodyInvalid},
 		{errors.New("database exploded"), 500, "", OutcomeInternal},
+		// A multipart part over limits.part.
+		{&gen.BodyError{At: "/file", Reason: "part \"file\" is larger than the limit", Status: 413}, 413, "/file", OutcomeBodyInvalid},
 	} {
 		h := AtomicHandler(e.rt, payOp(), BindAtomic(func(*gen.Input) (payReq, error) { return payReq{}, c.err },
 			func(context.Context, *memstore.DB, *payReq) (Response, error) { ran++; return Response{}, nil }))
@@ -186,6 +188,8 @@ func TestDecodeErrors(t *testing.T) {
 			t.Errorf("%v: %d %s, want %d", c.err, w.Code, w.Body, c.status)
 		case c.status == 400 && (p.name != ProblemBodyInvalid || p.doc.Pointer != c.pointer):
 			t.Errorf("%v: %s, want body-invalid at %s", c.err, w.Body, c.pointer)
+		case c.status == 413 && (p.name != ProblemBodyTooLarge || p.doc.Pointer != c.pointer || !strings.Contains(p.doc.Detail, "larger than the limit")):
+			t.Errorf("%v: %s, want body-too-large at %s", c.err, w.Body, c.pointer)
 		case c.status == 500 && (p.name != ProblemInternal || strings.Contains(w.Body.String(), "exploded")):
 			t.Errorf("%v: %s, want internal without the error's text", c.err, w.Body)
 		}

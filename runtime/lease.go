@@ -14,8 +14,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -133,7 +131,7 @@ func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transa
 // callLease runs the call phase under the handler span, turning a panic into a failure with its
 // stack.
 func callLease[DB any](ctx context.Context, x *exchange, fn func(context.Context, *Lease) (CompleteFunc[DB], error), l *Lease) (c func(context.Context, DB) (Response, error), herr *handlerError) {
-	ctx, span := x.rt.tracer.Start(ctx, spanHandler, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := x.rt.tracer.Start(ctx, spanHandler, internalSpan...)
 	defer func() {
 		if v := recover(); v != nil {
 			herr = &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}

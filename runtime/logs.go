@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"sync"
 )
 
 // Log lines of a request carry its tenant and key as digests, never raw (docs/runtime.md, "Logs"):
@@ -63,11 +64,27 @@ func (x *exchange) logAttrs() []slog.Attr {
 // logIdentityKey is the context key of a request's log attributes (see LogHandler).
 type logIdentityKey struct{}
 
+// logIdentity is the value under logIdentityKey: the request's log attributes, made on first use
+// (most requests log nothing, and each digest is a SHA-256).
+type logIdentity struct {
+	x     *exchange
+	once  sync.Once
+	attrs []slog.Attr
+}
+
+func (l *logIdentity) get() []slog.Attr {
+	l.once.Do(func() { l.attrs = l.x.logAttrs() })
+	return l.attrs[:len(l.attrs):len(l.attrs)] // an append by one caller copies, never races another
+
+}
+
 // LogAttrs returns the log attributes of the idempotent request that ctx belongs to (the
 // operation, mode, tenant_hash and key_hash), or nil outside one. Handlers receive such a context.
 func LogAttrs(ctx context.Context) []slog.Attr {
-	attrs, _ := ctx.Value(logIdentityKey{}).([]slog.Attr)
-	return attrs
+	if id, _ := ctx.Value(logIdentityKey{}).(*logIdentity); id != nil {
+		return id.get()
+	}
+	return nil
 }
 
 // LogHandler wraps h so that every record logged with the context of an idempotent request

@@ -79,7 +79,7 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				next.ServeHTTP(w, r)
 				return
 			}
-			serve(w, r, rt, route.Operation, func(in *gen.Input) (runner, error) {
+			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {
 				if err := route.Decode(in); err != nil {
 					return nil, err
 				}
@@ -193,8 +193,8 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 // routeTable finds the route of a request.
 type routeTable struct {
-	byID      map[string]*Route
-	byPattern map[string]*Route // "POST /v1/payments/{id}"
+	byID      map[string]*tableRoute
+	byPattern map[string]*tableRoute // "POST /v1/payments/{id}"
 	// byMethod holds each method's routes, most specific template first (literal segments
 	// before parameters, left to right), for matching method and path.
 	byMethod map[string][]templateRoute
@@ -202,17 +202,23 @@ type routeTable struct {
 
 type templateRoute struct {
 	segs  []string
-	route *Route
+	route *tableRoute
+}
+
+// tableRoute is a Route as the table holds it: a copy, with its endpoint.
+type tableRoute struct {
+	Route
+	ep *endpoint
 }
 
 func newRouteTable(routes []Route) (*routeTable, error) {
-	t := &routeTable{byID: map[string]*Route{}, byPattern: map[string]*Route{}, byMethod: map[string][]templateRoute{}}
-	for i := range routes {
-		rt := &routes[i]
-		op := rt.Operation
-		if op == nil || rt.Decode == nil {
+	t := &routeTable{byID: map[string]*tableRoute{}, byPattern: map[string]*tableRoute{}, byMethod: map[string][]templateRoute{}}
+	for i, route := range routes {
+		op := route.Operation
+		if op == nil || route.Decode == nil {
 			return nil, fmt.Errorf("route %d has no operation or decoder", i)
 		}
+		rt := &tableRoute{Route: route, ep: newEndpoint(op)}
 		if _, dup := t.byID[op.ID]; dup {
 			return nil, fmt.Errorf("operation %s is listed twice", op.ID)
 		}
@@ -226,7 +232,7 @@ func newRouteTable(routes []Route) (*routeTable, error) {
 	return t, nil
 }
 
-func (t *routeTable) find(r *http.Request, opts MiddlewareOptions) *Route {
+func (t *routeTable) find(r *http.Request, opts MiddlewareOptions) *tableRoute {
 	if opts.Match != nil {
 		id, ok := opts.Match(r)
 		if !ok {

@@ -147,6 +147,7 @@ type listReplay struct {
 type listLimits struct {
 	Body     int64 `json:"body"`
 	Response int64 `json:"response"`
+	Part     int64 `json:"part"`
 }
 
 func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
@@ -169,7 +170,7 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 			Profile: string(s.Profile), ScopeHeaders: s.ScopeHeaders,
 			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
-			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit},
+			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit, Part: s.PartLimit},
 			Location:    op.Loc.String(),
 		}
 		out.Operations = append(out.Operations, lo)

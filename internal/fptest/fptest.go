@@ -43,7 +43,7 @@ func (c Request) HTTP() *http.Request {
 	for i := 0; i+1 < len(c.Header); i += 2 {
 		r.Header.Add(c.Header[i], c.Header[i+1])
 	}
-	if c.MediaType != "" {
+	if c.MediaType != "" && r.Header.Get("Content-Type") == "" { // Header may give it with parameters (a boundary)
 		r.Header.Set("Content-Type", c.MediaType)
 	}
 	return r

@@ -120,6 +120,8 @@ type Settings struct {
 	// BodyLimit is limits.body in bytes; ResponseLimit is limits.response in bytes.
 	BodyLimit     int64
 	ResponseLimit int64
+	// PartLimit is limits.part: the largest part of a multipart/form-data body, in bytes.
+	PartLimit int64
 	// Profile is `profile`: the contract of a known API the runtime answers in ("" or
 	// ProfileStripe). Its defaults are already applied to the fields above.
 	Profile Profile
@@ -263,6 +265,9 @@ const (
 	ContentJSON ContentKind = "json" // application/json and +json: strict decode, canonical JSON
 	ContentForm ContentKind = "form" // application/x-www-form-urlencoded: sorted fields
 	ContentRaw  ContentKind = "raw"  // anything else, or fingerprint.body: raw: exact bytes
+	// ContentMultipart is multipart/form-data: parts decoded by the schema's properties, the
+	// fingerprint by part (values canonical, files by content hash).
+	ContentMultipart ContentKind = "multipart"
 )
 
 // RequestBody is the operation's request body.
@@ -331,6 +336,10 @@ type Schema struct {
 	// with no single type is TypeAny. It names the construct in messages ("a oneOf of two
 	// string schemas") and tells whether every member is a scalar.
 	Variants []Type
+	// Members are the oneOf/anyOf member schemas, parallel to Variants, for the schemas of
+	// parameters only (the generated decoder checks a parameter's text against them); nil
+	// elsewhere, where a oneOf/anyOf is kept as raw canonical JSON.
+	Members []*Schema
 	// EmptyOr is set on a oneOf/anyOf one of whose members is {type: string, enum: ['']}: the
 	// schema of the other members (that member when there is one, else a oneOf/anyOf of them).
 	// It is how Stripe declares a form field that a client may send empty to unset it

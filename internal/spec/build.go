@@ -235,6 +235,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 		if mp.Schema == nil {
 			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
 		}
+		b.sc.members(mp.Schema)
 		o.kinParam[mp] = ks
 		ps = append(ps, mp)
 	}
@@ -277,6 +278,8 @@ func contentKind(mt string) model.ContentKind {
 		return model.ContentJSON
 	case mt == "application/x-www-form-urlencoded":
 		return model.ContentForm
+	case mt == "multipart/form-data":
+		return model.ContentMultipart
 	}
 	return model.ContentRaw
 }
@@ -308,6 +311,12 @@ func (b *builder) body(o *opSource) {
 		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: at.loc()}
 		ks := kinSchema{media.Schema, at.at("schema")}
 		c.Schema = b.sc.convert(ks.ref, ks.at)
+		if c.Kind == model.ContentMultipart && c.Schema == nil {
+			// Parts are decoded by the properties of the schema; without one the body is raw
+			// bytes (and check warns, raw-fingerprint). A schema that is not an object is the
+			// generator's error.
+			c.Kind = model.ContentRaw
+		}
 		if c.Kind == model.ContentForm {
 			for _, name := range sortedKeys(media.Encoding) {
 				e := media.Encoding[name]

@@ -89,7 +89,7 @@ func (b *builder) detect(o *opSource) *detection {
 		return nil
 	}
 	for _, c := range o.m.Body.Contents {
-		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm {
+		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm && c.Kind != model.ContentMultipart {
 			continue
 		}
 		depth := maxKeyDepth
@@ -203,7 +203,7 @@ func (b *builder) possibleKey(o *opSource) (what, field, value string) {
 		return "", "", ""
 	}
 	for _, c := range o.m.Body.Contents {
-		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm {
+		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm && c.Kind != model.ContentMultipart {
 			continue
 		}
 		var found []string

@@ -126,7 +126,7 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "forbidden replay header", post: `{replay: {headers: [Set-Cookie]}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/headers/0", msgContain: "Set-Cookie is never stored or replayed (docs/runtime.md, Replay)"},
 		{name: "min above max", post: `{key: {minLength: 40, maxLength: 20}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/minLength"},
 		{name: "length out of range", post: `{key: {maxLength: 1000}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/maxLength"},
-		{name: "bad pattern", post: `{key: {pattern: "(?=lookahead)"}}`, code: "bad-pattern", line: 8, pointer: postPtr + "/key/pattern"},
+		{name: "bad pattern", post: `{key: {pattern: "(?=unclosed"}}`, code: "bad-pattern", line: 8, pointer: postPtr + "/key/pattern"},
 		{name: "header and body", post: `{key: {header: X-Key, body: /idempotency_key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key"},
 		{name: "exclude matches nothing", post: `{fingerprint: {exclude: [/metadata/x, /nope]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/1", msgContain: `"/nope"`},
 		{name: "exclude wildcard into scalar", post: `{fingerprint: {exclude: ["/amount/*"]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/0"},

@@ -7,9 +7,9 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// keyRulesSpec: a header key declared with a pattern Go's regexp refuses (line 11) and no
-// length bounds, and a body key whose pattern RE2 refuses too (line 22) with a maxLength above
-// idemgen's limit.
+// keyRulesSpec: a header key declared with a pattern neither regexp engine compiles (line 11,
+// an unclosed group) and no length bounds, and a body key whose pattern does not compile either
+// (line 22) with a maxLength above idemgen's limit.
 const keyRulesSpec = `openapi: 3.0.3
 info: {title: t, version: "1"}
 paths:
@@ -20,7 +20,7 @@ paths:
         - name: Idempotency-Key
           in: header
           required: true
-          schema: {type: string, pattern: '^(?!\s)(.*)(\S)$'}
+          schema: {type: string, pattern: '^(?!\s)(.*(\S)$'}
       responses: {"201": {description: ok}}
   /refunds:
     post:
@@ -31,7 +31,7 @@ paths:
             schema:
               type: object
               properties:
-                idempotency_key: {type: string, maxLength: 256, pattern: '^(?![:\-]$)\S+$'}
+                idempotency_key: {type: string, maxLength: 256, pattern: '^(?![:\-]$\S+$'}
                 amount: {type: integer}
       responses: {"201": {description: ok}}
 `
@@ -67,6 +67,22 @@ func TestKeyPatternSettingReplacesTheDeclaredOne(t *testing.T) {
 		if d.Code != "bad-pattern" || d.Loc.Line != line || !strings.HasSuffix(d.Loc.Pointer, "/pattern") ||
 			!strings.Contains(d.Message, "idempotency key") || !strings.Contains(d.Hint, "key.pattern") {
 			t.Errorf("error %d: %s (hint %q)", i, d, d.Hint)
+		}
+	}
+}
+
+// TestKeyPatternECMAScript: a declared key pattern in ECMA-262 syntax RE2 lacks (the lookaheads
+// of real specs) is no error: it is the key's pattern, run by the ECMAScript engine.
+func TestKeyPatternECMAScript(t *testing.T) {
+	src := strings.Replace(strings.Replace(keyRulesSpec, `(.*(\S)$`, `(.*)(\S)$`, 1), `[:\-]$\S+$`, `[:\-]$)\S+$`, 1)
+	res := load(t, Options{Path: writeFile(t, "openapi.yaml", src), Infer: true})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	want := map[string]string{"createPayment": `^(?!\s)(.*)(\S)$`, "createRefund": `^(?![:\-]$)\S+$`}
+	for _, op := range res.Doc.Operations {
+		if k := op.Settings.Key; k.Pattern != want[op.ID] || k.Sources.Pattern != model.RuleSpec {
+			t.Errorf("%s: key pattern %q from %s; want %q from the spec", op.ID, k.Pattern, k.Sources.Pattern, want[op.ID])
 		}
 	}
 }

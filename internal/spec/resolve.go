@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // Defaults of docs/design.md section 2.
@@ -87,6 +87,7 @@ func mergeLayers(lays []*layer) *layer {
 		set(&m.fpBody, l.fpBody)
 		set(&m.bodyLimit, l.bodyLimit)
 		set(&m.respLimit, l.respLimit)
+		set(&m.partLimit, l.partLimit)
 		set(&m.profile, l.profile)
 		if l.excludeSet {
 			m.exclude, m.excludeSet = l.exclude, true
@@ -120,6 +121,7 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 		Replay:        model.ReplaySettings{Statuses: defaultStatuses()},
 		BodyLimit:     defaultLimit,
 		ResponseLimit: defaultLimit,
+		PartLimit:     defaultLimit,
 		Loc:           markLoc,
 	}
 	if m.scope != nil {
@@ -142,6 +144,9 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	if m.respLimit != nil {
 		s.ResponseLimit = *m.respLimit
+	}
+	if m.partLimit != nil {
+		s.PartLimit = *m.partLimit
 	}
 	if m.profile != nil {
 		s.Profile = *m.profile
@@ -302,11 +307,11 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 	switch {
 	case m.keyPattern != nil:
 		// The settings replace the declared pattern, which is then not checked at all (a
-		// pattern Go's regexp refuses is no error: reportProblems skips it).
+		// pattern neither engine compiles is no error: reportProblems skips it).
 		k.Pattern, src.Pattern = *m.keyPattern, model.RuleSettings
 	case decl != nil && decl.pattern != "":
 		src.Pattern = model.RuleSpec
-		if _, err := regexp.Compile(decl.pattern); err == nil {
+		if _, err := gen.CheckPattern(decl.pattern); err == nil {
 			k.Pattern = decl.pattern
 		}
 		// else: the schema converter reports the pattern where it is written, as the key's
@@ -343,7 +348,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 	if o.m.Body != nil {
 		for _, c := range o.m.Body.Contents {
 			switch c.Kind {
-			case model.ContentJSON:
+			case model.ContentJSON, model.ContentMultipart: // a multipart body's parts are its members
 				jsonC = append(jsonC, c)
 			case model.ContentForm:
 				formC = append(formC, c)
@@ -351,7 +356,7 @@ func (b *builder) bodyKey(o *opSource, raw string, k *model.KeySettings, loc dia
 		}
 	}
 	if len(jsonC) == 0 && len(formC) == 0 {
-		b.d.Errorf(loc, "key-body-not-string", "key.body %q: %s %s has no JSON or form request body to carry the key", raw, o.m.Method, o.m.Path)
+		b.d.Errorf(loc, "key-body-not-string", "key.body %q: %s %s has no JSON, form or multipart request body to carry the key", raw, o.m.Method, o.m.Path)
 		return nil, false
 	}
 	if len(jsonC) == 0 {
@@ -430,7 +435,7 @@ func (b *builder) matchExclude(o *opSource, raw string) (model.Pointer, bool) {
 	for _, c := range o.m.Body.Contents {
 		sref := o.kinBody[c].ref
 		switch c.Kind {
-		case model.ContentJSON:
+		case model.ContentJSON, model.ContentMultipart:
 			toks, err := splitPointer(raw)
 			if err != nil || len(toks) == 0 {
 				continue

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // schemaConverter turns kin-openapi schemas into model schemas. Each kin schema is converted
@@ -23,14 +23,24 @@ type schemaConverter struct {
 	memo     map[*openapi3.Schema]*model.Schema
 	compName map[*openapi3.Schema]string
 	named    []*model.Schema // every named schema converted, in discovery order
-	// problems are schema errors (contradictory bounds, a pattern RE2 refuses, a property
+	// problems are schema errors (contradictory bounds, a pattern neither regexp engine compiles, a property
 	// named ""), reported only for schemas a marked operation reaches: an unmarked operation's
 	// schema is never generated, so a vendor spec's quirks there must not fail the run.
 	problems map[*model.Schema][]diag.Diagnostic
+	// composites are the oneOf/anyOf members of each composite schema, converted on demand
+	// (members) for parameters only.
+	composites map[*model.Schema]compositeSrc
+}
+
+// compositeSrc is where a composite schema's members are: the kin schemas and the oneOf/anyOf
+// keyword's place.
+type compositeSrc struct {
+	members openapi3.SchemaRefs
+	at      src
 }
 
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
-	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}}
+	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}, composites: map[*model.Schema]compositeSrc{}}
 	if doc.Components != nil {
 		// A component that is only a $ref to another is an alias: the schema is named after its
 		// definition, and takes an alias's name only when its definition is not a component.
@@ -131,6 +141,7 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			}
 			m.EmptyOr = rest
 		}
+		c.composites[m] = compositeSrc{members, at.at(m.CompositeOf)}
 		return
 	case len(types) == 1:
 		m.Type = model.Type(types[0])
@@ -175,12 +186,12 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minLength"), "bad-bounds", "minLength %d is greater than maxLength %d: no string is valid", s.MinLength, *s.MaxLength)
 		}
 		if s.Pattern != "" {
-			if _, err := regexp.Compile(s.Pattern); err == nil {
+			if _, err := gen.CheckPattern(s.Pattern); err == nil {
 				m.Pattern = s.Pattern
 			} else {
 				c.problems[m] = append(c.problems[m], diag.Diagnostic{Severity: diag.Error, Code: "bad-pattern", Loc: c.located(m, at.at("pattern")),
-					Message: fmt.Sprintf("pattern: Go's regexp (RE2) cannot compile %q: %v", s.Pattern, err),
-					Hint:    "the generated decoder checks patterns with Go's regexp, which has no lookaround or backreferences: replace or remove the pattern with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
+					Message: fmt.Sprintf("pattern %q does not compile: %v", s.Pattern, err),
+					Hint:    "the generated decoder checks patterns with Go's regexp (RE2) or, for ECMA-262 syntax RE2 lacks (lookaround, backreferences), an ECMAScript engine: fix the pattern or remove it with an overlay, or set fingerprint.body: raw (the body is then not decoded)"})
 			}
 		}
 	case model.TypeBoolean:
@@ -203,6 +214,21 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		if lo, hi := m.Minimum, m.Maximum; lo != nil && hi != nil && (*lo > *hi || (*lo == *hi && (m.ExclusiveMin || m.ExclusiveMax))) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
+	}
+}
+
+// members converts the oneOf/anyOf members of m (a parameter's schema) into m.Members, once.
+func (c *schemaConverter) members(m *model.Schema) {
+	cs, ok := c.composites[m]
+	if !ok || m.Members != nil {
+		return
+	}
+	for i, r := range cs.members {
+		ms := c.convert(r, cs.at.at(strconv.Itoa(i)))
+		if ms == nil {
+			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
+		}
+		m.Members = append(m.Members, ms)
 	}
 }
 
@@ -289,7 +315,7 @@ func typeList(r *openapi3.SchemaRef) string {
 // reportProblems adds the recorded problems of every schema a marked operation reaches (its
 // parameters and request bodies, through properties, items and additionalProperties).
 //
-// A pattern Go's regexp refuses on the schema of an operation's idempotency key is reported as
+// A pattern neither engine compiles on the schema of an operation's idempotency key is reported as
 // the key's, with key.pattern as the way out, and not at all when key.pattern replaces it.
 func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 	keys := map[*model.Schema]model.RuleSource{} // key schema -> where its pattern comes from
@@ -314,7 +340,7 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 					continue // key.pattern replaces it
 				}
 				d.Message = "the idempotency key's declared " + d.Message
-				d.Hint = "replace it with an RE2 pattern in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
+				d.Hint = "replace it in key.pattern (x-idempotent, or idemgen.yaml as a default or for this operation)"
 			}
 			c.d.Add(d)
 		}
@@ -330,6 +356,9 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 	for _, o := range ops {
 		for _, p := range o.Params {
 			walk(p.Schema)
+			for _, m := range p.Schema.Members { // checked by the decoder (gen.Params.AnyOf)
+				walk(m)
+			}
 		}
 		if o.Body != nil {
 			for _, ct := range o.Body.Contents {

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/textproto"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,31 +12,32 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // layer is one source of idempotency settings (document x-idempotency, config defaults, an
 // operation's x-idempotent, a config entry), decoded strictly: only the fields it sets are
 // non-nil. Layers merge field by field, the later one winning.
 type layer struct {
-	keyHeader, keyBody   *string
-	keyRequired          *bool
-	keyMin, keyMax       *int
-	keyPattern           *string
-	scope                *model.Scope
-	mode                 *model.Mode
-	retention, lease     *time.Duration
-	wait                 *time.Duration
-	exclude              []string
-	excludeSet           bool
-	fpHeaders            []string
-	fpHeadersSet         bool
-	fpBody               *model.BodyMode
-	replayHeaders        []string
-	replayHeadersSet     bool
-	statuses             []model.StatusRule
-	statusesSet          bool
-	bodyLimit, respLimit *int64
-	profile              *model.Profile
+	keyHeader, keyBody              *string
+	keyRequired                     *bool
+	keyMin, keyMax                  *int
+	keyPattern                      *string
+	scope                           *model.Scope
+	mode                            *model.Mode
+	retention, lease                *time.Duration
+	wait                            *time.Duration
+	exclude                         []string
+	excludeSet                      bool
+	fpHeaders                       []string
+	fpHeadersSet                    bool
+	fpBody                          *model.BodyMode
+	replayHeaders                   []string
+	replayHeadersSet                bool
+	statuses                        []model.StatusRule
+	statusesSet                     bool
+	bodyLimit, respLimit, partLimit *int64
+	profile                         *model.Profile
 
 	// locs records where each set field was written, by its path inside the settings object
 	// ("key/body", "fingerprint/exclude/0"), for errors found after merging.
@@ -167,11 +167,14 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 			}
 		case "limits":
 			if sd.mapping(v, path) {
-				sd.fields(v, path, []string{"body", "response"}, func(k string, v *yaml.Node, path string) {
-					if k == "body" {
+				sd.fields(v, path, []string{"body", "response", "part"}, func(k string, v *yaml.Node, path string) {
+					switch k {
+					case "body":
 						l.bodyLimit = sd.size(v, path)
-					} else {
+					case "response":
 						l.respLimit = sd.size(v, path)
+					default:
+						l.partLimit = sd.size(v, path)
 					}
 				})
 			}
@@ -207,8 +210,8 @@ func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 			l.keyMax = sd.length(v, path)
 		case "pattern":
 			if s, ok := sd.str(v, path); ok {
-				if _, err := regexp.Compile(s); err != nil {
-					sd.errf(v, path, "bad-pattern", "Go's regexp cannot compile %q: %v", s, err)
+				if _, err := gen.CheckPattern(s); err != nil {
+					sd.errf(v, path, "bad-pattern", "%q does not compile: %v", s, err)
 					return
 				}
 				l.keyPattern = &s

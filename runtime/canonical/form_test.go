@@ -131,6 +131,42 @@ func TestFramingLongBody(t *testing.T) {
 	}
 }
 
+// Every field has a tag of its own, so that a frame reads as one sequence of fields whatever
+// the position of each.
+func TestFramingTagsDistinct(t *testing.T) {
+	tags := []byte{tagOperation, tagMethod, tagPath, tagPathParam, tagQuery, tagHeader, tagValue, tagMedia,
+		tagJSON, tagForm, tagRaw, tagMultipart, tagQueryObject}
+	seen := map[byte]bool{}
+	for _, tag := range tags {
+		if seen[tag] {
+			t.Errorf("tag %q used by two fields", tag)
+		}
+		seen[tag] = true
+	}
+}
+
+// A multipart body is its own field: the same canonical JSON as a JSON body is another request.
+func TestFramingMultipart(t *testing.T) {
+	var f Framer
+	f.Begin("op", "POST", "/")
+	f.MediaType("multipart/form-data")
+	f.BodyEnd(append(f.MultipartStart(), "{}"...))
+	got := f.Sum()
+	want := []byte{0, 1, 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'T', 19}
+	want = append(want, "multipart/form-data"...)
+	want = append(want, 'm', 2, '{', '}')
+	if got.Sum != sha256.Sum256(want) {
+		t.Errorf("multipart framing changed: %s", got)
+	}
+	var j Framer
+	j.Begin("op", "POST", "/")
+	j.MediaType("multipart/form-data")
+	j.BodyEnd(append(j.BodyStart(), "{}"...))
+	if j.Sum() == got {
+		t.Error("a multipart body and a JSON body with the same canonical form share a fingerprint")
+	}
+}
+
 func TestFramingDistinguishes(t *testing.T) {
 	sum := func(build func(f *Framer)) Fingerprint {
 		var f Framer

@@ -11,7 +11,10 @@ import (
 // one-byte tag, the length in bytes as an unsigned varint (encoding/binary.AppendUvarint, the
 // protobuf encoding) and the bytes, in the fixed order Begin (operationId, method, path
 // template), PathParam (template order), Query (sorted by name), MediaType, Header
-// (fingerprint.headers order), then at most one body field. Varint lengths keep the frame of
+// (fingerprint.headers order), then at most one body field, then the deepObject query
+// parameters that are present (QueryObject, in parameter order: their canonical value is known
+// only once generated code has decoded them). An operation without deepObject parameters
+// never writes that last field, so its fingerprints are those of earlier versions. Varint lengths keep the frame of
 // a small request within as few SHA-256 blocks as possible.
 //
 // A Framer is used once: Begin … Sum. Its buffer comes from a pool, so a fingerprint costs no
@@ -35,6 +38,12 @@ const (
 	tagJSON      = 'J'
 	tagForm      = 'F'
 	tagRaw       = 'R'
+	// tagMultipart is the canonical form of a multipart/form-data body: a JSON object of its
+	// decoded parts, files as their content hash, name and type.
+	tagMultipart = 'm'
+	// tagQueryObject names a deepObject query parameter, whose canonical JSON value follows as
+	// a tagJSON field.
+	tagQueryObject = 'o'
 )
 
 // framePool holds frame buffers between requests; buffers that grew past maxPooled (large
@@ -115,6 +124,18 @@ func (f *Framer) BodyEnd(b []byte) {
 	copy(b[f.body-1:], lenBuf[:l])
 	f.b = b
 }
+
+// QueryObjectStart adds a deepObject query parameter's name and opens the field of its
+// canonical JSON value; append the value's canonical form to the result and hand it to BodyEnd.
+func (f *Framer) QueryObjectStart(name string) []byte {
+	f.field(tagQueryObject, name)
+	return f.openBody(tagJSON)
+}
+
+// MultipartStart opens the canonical multipart body field (a JSON object of the decoded parts,
+// in RFC 8785 form, files by content hash) and returns the buffer to append it to; hand the
+// result to BodyEnd. Only multipart bodies write this field: no earlier fingerprint changes.
+func (f *Framer) MultipartStart() []byte { return f.openBody(tagMultipart) }
 
 // JSONBody adds the canonical form of a JSON body by the generic canonicalizer, leaving out
 // what ex names (nil: nothing). It returns the *Error of a body that is not strict JSON.

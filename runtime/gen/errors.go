@@ -10,6 +10,9 @@ type BodyError struct {
 	// Reason says what is wrong, for the problem's detail; for parameters it names the parameter
 	// (`query parameter "limit": must be at most 100`).
 	Reason string
+	// Status is the HTTP status of the refusal: 0 is 400 body-invalid; 413 is a multipart part
+	// over limits.part (body-too-large).
+	Status int
 }
 
 func (e *BodyError) Error() string { return e.Reason }

@@ -61,6 +61,11 @@ type Input struct {
 	items []string
 	item  int
 
+	// deepState is the deepObject query parameter being read (Params.DeepObject).
+	deepState
+	// multipartState is the multipart body being read (Multipart).
+	multipartState
+
 	checker
 }
 
@@ -86,6 +91,20 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 		in.items = in.items[:0]
 	}
 	in.parsed, in.next = false, 0
+	if len(in.deep) > 0 {
+		clear(in.deep)
+		in.deep = in.deep[:0]
+	}
+	in.deepName, in.deepNext = "", 0
+	if len(in.parts) > 0 {
+		clear(in.parts)
+		in.parts = in.parts[:0]
+	}
+	in.mpParsed, in.mpNext = false, 0
+	if in.pjson {
+		in.pdec.Reset(nil)
+		in.pjson = false
+	}
 	in.flat, in.flatAt = in.flat[:0], 0
 	in.tree.reset()
 	if len(in.kept) > 0 {
@@ -191,6 +210,21 @@ func (in *Input) BodyStart() []byte { return in.framer.BodyStart() }
 // JSONBody closes the canonical JSON body opened by BodyStart.
 func (in *Input) JSONBody(b []byte) { in.framer.BodyEnd(b) }
 
+// QueryObjectStart opens the fingerprint field of a deepObject query parameter (after the
+// body): append the canonical form of its decoded value to the result and hand it to
+// QueryObjectEnd.
+func (in *Input) QueryObjectStart(name string) []byte { return in.framer.QueryObjectStart(name) }
+
+// QueryObjectEnd closes the field opened by QueryObjectStart.
+func (in *Input) QueryObjectEnd(b []byte) { in.framer.BodyEnd(b) }
+
+// MultipartStart opens the canonical multipart body of the fingerprint: append the canonical
+// form of the decoded body (files as AppendFile) to the result and hand it to MultipartBody.
+func (in *Input) MultipartStart() []byte { return in.framer.MultipartStart() }
+
+// MultipartBody closes the body opened by MultipartStart.
+func (in *Input) MultipartBody(b []byte) { in.framer.BodyEnd(b) }
+
 // FormBody adds the canonical form of the form body to the fingerprint, leaving out the fields
 // named in exclude (fingerprint.exclude and a form-carried key). A body the form decoder has
 // accepted cannot fail here; if it did, the error is recorded like a decoding error.
@@ -215,6 +249,7 @@ func (in *Input) Err() error {
 			return err
 		}
 	}
+	(*Multipart)(in).finishJSON()
 	return in.err
 }
 

@@ -1,0 +1,166 @@
+package multipart
+
+// multipart/form-data: parts decoded by the schema, the key inside a JSON part (Square), files by
+// content hash, a cap per part (413), strictness; the fingerprints are pinned.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime/multipart"
+	"net/textproto"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/runtime/gen"
+)
+
+// part is one part of a test body: name, optional filename and content type, content.
+type part struct{ name, filename, ctype, data string }
+
+// body writes parts as a multipart/form-data body with a fixed boundary.
+func body(parts ...part) string {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := w.SetBoundary("idemgen-test-boundary"); err != nil {
+		panic(err)
+	}
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		cd := fmt.Sprintf(`form-data; name="%s"`, p.name)
+		if p.filename != "" {
+			cd += fmt.Sprintf(`; filename="%s"`, p.filename)
+		}
+		h.Set("Content-Disposition", cd)
+		if p.ctype != "" {
+			h.Set("Content-Type", p.ctype)
+		}
+		pw, _ := w.CreatePart(h)
+		pw.Write([]byte(p.data))
+	}
+	w.Close()
+	return b.String()
+}
+
+const mt = "multipart/form-data"
+
+func req(op, target string, parts ...part) fptest.Request {
+	return fptest.Request{Op: op, Target: target, MediaType: mt, Body: body(parts...),
+		Header: []string{"Content-Type", mt + "; boundary=idemgen-test-boundary"}}
+}
+
+var (
+	jpeg     = part{"image_file", "a.jpg", "image/jpeg", "\xff\xd8\xff\xe0 not really a jpeg \x00\x01"}
+	reqJSON  = part{"request", "", "application/json", `{"idempotency_key":"k-1","object_id":"obj_1","is_primary":true}`}
+	reqJSON2 = part{"request", "", "application/json; charset=utf-8", `{"is_primary":true,"object_id":"obj_1","idempotency_key":"k-2"}`}
+	pdf      = part{"file", "doc.pdf", "application/pdf", "%PDF-1.7 ..."}
+)
+
+var corpus = []fptest.Request{
+	// 0-5 createCatalogImage (Square's shape): the key is in the JSON part "request".
+	req("createCatalogImage", "/catalog/images", reqJSON, jpeg),
+	req("createCatalogImage", "/catalog/images", jpeg, reqJSON2), // parts and members reordered, another key: same fingerprint
+	req("createCatalogImage", "/catalog/images", reqJSON, part{"image_file", "a.jpg", "image/jpeg", jpeg.data + "!"}),
+	req("createCatalogImage", "/catalog/images", reqJSON, part{"image_file", "b.jpg", "image/jpeg", jpeg.data}),
+	req("createCatalogImage", "/catalog/images", reqJSON, part{"image_file", "a.jpg", "image/png", jpeg.data}),
+	req("createCatalogImage", "/catalog/images", part{"request", "", "application/json", `{"idempotency_key":"k-1","is_primary":"yes"}`}, jpeg),
+	// 6-17 createDocument: text, repeated and file parts; limits.part 1KiB.
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, part{"pages", "", "", "2"}, part{"tags", "", "", "a"}, part{"tags", "", "", "b"}, pdf,
+		part{"meta", "", "application/json", `{"source":"scan"}`}, part{"extra", "", "application/json", `{"b":1,"a":[1.0]}`}, part{"trace", "", "", "t-1"}),
+	req("createDocument", "/documents", part{"pages", "", "", "02"}, pdf, part{"title", "", "", "Invoice 7"}, part{"tags", "", "", "a"}, part{"tags", "", "", "b"},
+		part{"meta", "", "application/json", `{ "source": "scan" }`}, part{"extra", "", "application/json", `{"a":[1],"b":1}`}, part{"trace", "", "", "t-2"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"extra", "", "", "just text"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"attachments", "x.txt", "text/plain", "x"}, part{"attachments", "y.txt", "text/plain", "y"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, part{"file", "big.pdf", "application/pdf", strings.Repeat("x", 1025)}),
+	req("createDocument", "/documents", pdf),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"colour", "", "", "red"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"title", "", "", "again"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"pages", "", "", "0"}),
+	req("createDocument", "/documents", part{"title", "", "", "x\xff"}, pdf),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"tags", "", "", "1"}, part{"tags", "", "", "2"}, part{"tags", "", "", "3"}, part{"tags", "", "", "4"}),
+	req("createDocument", "/documents", part{"title", "", "", "Invoice 7"}, pdf, part{"extra", "e.bin", "application/octet-stream", "\x00\x01"}),
+	// 18-19 createLetter: one schema for JSON and multipart (Lob's shape).
+	req("createLetter", "/letters", part{"to", "", "application/json", `{"name":"Ada","zip":"94107"}`}, part{"color", "", "", "true"}, part{"metadata", "", "application/json", `{"k":"v"}`}, part{"campaign", "", "", "fall"}),
+	req("createLetter", "/letters", part{"to", "", "application/json", `{"name":1}`}, part{"color", "", "", "true"}),
+}
+
+func TestMultipartCorpus(t *testing.T) {
+	fptest.Check(t, corpus, want, fptest.ByOp(map[string]fptest.Fingerprinter{
+		"createCatalogImage": fptest.Run(operationCreateCatalogImage(), decodeCreateCatalogImage),
+		"createDocument":     fptest.Run(operationCreateDocument(), decodeCreateDocument),
+		"createLetter":       fptest.Run(operationCreateLetter(), decodeCreateLetter),
+	}))
+	for _, p := range [][2]int{{0, 1}, {6, 7}} {
+		if want[p[0]] != want[p[1]] {
+			t.Errorf("requests %d and %d: one request, two fingerprints", p[0], p[1])
+		}
+	}
+	for _, p := range [][2]int{{0, 2}, {0, 3}, {0, 4}, {6, 8}, {8, 9}} {
+		if want[p[0]] == want[p[1]] {
+			t.Errorf("requests %d and %d: two requests, one fingerprint", p[0], p[1])
+		}
+	}
+}
+
+// TestMultipartDecoded: what the handler gets, the key the runtime reads, and the 413 of a part
+// over limits.part.
+func TestMultipartDecoded(t *testing.T) {
+	run := func(c fptest.Request, decode func(*gen.Input) error) (*gen.Input, error) {
+		var in gen.Input
+		in.Reset(c.HTTP(), []byte(c.Body), mt, mt, nil, &gen.Matcher{})
+		in.Begin(c.Op, "POST", c.Target, nil, nil)
+		err := decode(&in)
+		in.Release()
+		return &in, err
+	}
+	var img CreateCatalogImageRequest2
+	in, err := run(corpus[0], func(in *gen.Input) (err error) { img, err = decodeCreateCatalogImage(in); return })
+	key, ok := in.BodyKey()
+	f := img.Body.ImageFile
+	if err != nil || !ok || key != "k-1" || f == nil || f.Filename != "a.jpg" || f.ContentType != "image/jpeg" || string(f.Data) != jpeg.data ||
+		*img.Body.Request.ObjectID != "obj_1" {
+		t.Errorf("createCatalogImage: %+v key %q %v, %v", img.Body, key, ok, err)
+	}
+	var doc CreateDocumentRequest
+	_, err = run(corpus[6], func(in *gen.Input) (err error) { doc, err = decodeCreateDocument(in); return })
+	b := doc.Body
+	if err != nil || b.Title != "Invoice 7" || *b.Pages != 2 || len(b.Tags) != 2 || b.File.Filename != "doc.pdf" ||
+		b.Meta.Source != "scan" || string(b.Extra) != `{"a":[1],"b":1}` || *b.Trace != "t-1" {
+		t.Errorf("createDocument: %+v, %v", b, err)
+	}
+	_, err = run(corpus[10], func(in *gen.Input) (err error) { _, err = decodeCreateDocument(in); return })
+	var be *gen.BodyError
+	if !errors.As(err, &be) || be.Status != 413 || be.At != "/file" || !strings.Contains(be.Reason, "limits.part") {
+		t.Errorf("a part over limits.part: %#v", err)
+	}
+	var letter CreateLetterRequest
+	_, err = run(corpus[18], func(in *gen.Input) (err error) { letter, err = decodeCreateLetter(in); return })
+	if err != nil || *letter.Body.To.Name != "Ada" || !letter.Body.Color || letter.Body.Metadata["k"] != "v" || len(letter.Body.Extra) != 1 {
+		t.Errorf("createLetter: %+v, %v", letter.Body, err)
+	}
+}
+
+// want are the outcomes of corpus, recorded from the generated code (fptest.Check).
+var want = []string{
+	"v1:42c6cf889ba1fc90f945a1c10cc24b27e63cda86ef488eb5d8dda993b9b4e909",                                                                                                            // 0 createCatalogImage
+	"v1:42c6cf889ba1fc90f945a1c10cc24b27e63cda86ef488eb5d8dda993b9b4e909",                                                                                                            // 1 createCatalogImage
+	"v1:811aa6181a789bb316e04bde58488533d9083db4d495375a2bf082ac551b4ae7",                                                                                                            // 2 createCatalogImage
+	"v1:716d80bf5b656e64b07296ed9579459e4196e86ed721acd465429a4ea24355fa",                                                                                                            // 3 createCatalogImage
+	"v1:a056386617a85618f11db1eb33cd21a17eeb91eb29c5ba6383cafc9ac2986c7a",                                                                                                            // 4 createCatalogImage
+	"refused at \"/request/is_primary\": invalid body at /request/is_primary (byte 38): in part \"request\": expected a boolean, found a string",                                     // 5 createCatalogImage
+	"v1:8dc80e2721b2220789fd0218f3560e8c22c029ae0e614aa1f33a05a506d70b0c",                                                                                                            // 6 createDocument
+	"v1:8dc80e2721b2220789fd0218f3560e8c22c029ae0e614aa1f33a05a506d70b0c",                                                                                                            // 7 createDocument
+	"v1:c59a1ab822a7596d4d12104e305aa9f22dcae29e2b5bc4e08886b08287bba824",                                                                                                            // 8 createDocument
+	"v1:814968596642d01ff9a3114ea494cf408f5495f86c4f0788683162e69b65328b",                                                                                                            // 9 createDocument
+	"refused at \"/file\": part \"file\" is larger than the limit of 1024 bytes per part (limits.part)",                                                                              // 10 createDocument
+	"refused at \"/title\": invalid body at /title (byte 0): missing required part",                                                                                                  // 11 createDocument
+	"refused at \"/colour\": invalid body at /colour (byte 0): part not allowed by the schema",                                                                                       // 12 createDocument
+	"refused at \"/title\": invalid body at /title (byte 0): part given more than once",                                                                                              // 13 createDocument
+	"refused at \"/pages\": invalid body at /pages (byte 0): must be at least 1",                                                                                                     // 14 createDocument
+	"refused at \"/title\": invalid body at /title (byte 0): field value is not valid UTF-8",                                                                                         // 15 createDocument
+	"refused at \"/tags\": invalid body at /tags (byte 0): must have at most 3 items",                                                                                                // 16 createDocument
+	"refused at \"/extra\": invalid body at /extra (byte 0): is a file, which fits only a property of type string, format binary (a JSON part needs Content-Type: application/json)", // 17 createDocument
+	"v1:6e3fae6b9c0b4d45ef062cdb2c91c7db6a3d6137ca4e2daf2a5d49e701157e75",                                                                                                            // 18 createLetter
+	"refused at \"/to/name\": invalid body at /to/name (byte 8): in part \"to\": expected a string, found a number",                                                                  // 19 createLetter
+}

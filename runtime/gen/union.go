@@ -1,0 +1,170 @@
+package gen
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// Scalar is one member of a oneOf or anyOf of scalars in a parameter: its type and the
+// constraints of its schema, which Params.AnyOf checks against the parameter's text.
+type Scalar struct {
+	// Type is "string", "integer", "number" or "boolean"; Int32 narrows an integer to int32.
+	Type  string
+	Int32 bool
+	// Enum holds the allowed values as text (a string's own text; a number's JSON text); an
+	// integer or number matches an entry of equal value ("01" matches 1).
+	Enum []string
+	// MinLength and MaxLength bound a string in code points; 0 is absent (the generator writes
+	// a maxLength of 0 as Enum [""]).
+	MinLength, MaxLength int
+	// Pattern is the ECMA-262 pattern of a string (not anchored), "" for none.
+	Pattern string
+	// Minimum and Maximum bound an integer or number (nil: absent); the Exclusive flags make
+	// them strict.
+	Minimum, Maximum           *float64
+	ExclusiveMin, ExclusiveMax bool
+}
+
+// AnyOf checks the current value against the members of a oneOf or anyOf of scalars and returns
+// it as sent: the value must satisfy at least one member (a text such as "42" is both a valid
+// string and a valid integer, so "exactly one" would refuse what the spec means to allow). The
+// handler gets the exact text, which is also what the fingerprint covers. When no member
+// accepts the value, the reason names why each one refuses it.
+//
+//go:noinline
+func (p *Params) AnyOf(members ...Scalar) string {
+	if p.err != nil || !p.present {
+		return p.cur
+	}
+	reasons := make([]string, 0, len(members))
+	for i := range members {
+		r := members[i].refuse(p.cur, p.m)
+		if r == "" {
+			return p.cur
+		}
+		reasons = append(reasons, r)
+	}
+	p.Invalid("matches no member of the oneOf/anyOf: " + strings.Join(reasons, "; or "))
+	return p.cur
+}
+
+// refuse returns why s is not a value of the member, or "" when it is.
+func (sc *Scalar) refuse(s string, m *Matcher) string {
+	switch sc.Type {
+	case "string":
+		if len(sc.Enum) > 0 && !containsText(sc.Enum, s) {
+			return canonical.OneOf(sc.Enum)
+		}
+		if sc.MinLength > 0 || sc.MaxLength > 0 {
+			max := sc.MaxLength
+			if max == 0 {
+				max = -1
+			}
+			if r := canonical.LengthReason(utf8.RuneCountInString(s), sc.MinLength, max); r != "" {
+				return r
+			}
+		}
+		if sc.Pattern != "" && !m.Match(sc.Pattern, s) {
+			return "must match the pattern " + strconv.Quote(sc.Pattern)
+		}
+		return ""
+	case "boolean":
+		if s != "true" && s != "false" {
+			return "must be true or false"
+		}
+		if len(sc.Enum) > 0 && !containsText(sc.Enum, s) {
+			return "must be " + strings.Join(sc.Enum, " or ")
+		}
+		return ""
+	case "integer":
+		bits, what := 64, "must be an integer (int64)"
+		if sc.Int32 {
+			bits, what = 32, "must be an integer (int32)"
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return what
+		}
+		return sc.number(func(bound float64) int {
+			// Exact for every int64 against a whole bound inside the int64 range.
+			if bound == math.Trunc(bound) && math.Abs(bound) < 1<<62 {
+				return cmpInt(n, int64(bound))
+			}
+			return cmpFloat(float64(n), bound)
+		})
+	case "number":
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return "must be a number"
+		}
+		return sc.number(func(bound float64) int { return cmpFloat(f, bound) })
+	}
+	return "is of an unsupported type " + sc.Type
+}
+
+// number checks an integer or number, compared with a bound or an enum value by cmp, against the
+// enum and the bounds.
+func (sc *Scalar) number(cmp func(bound float64) int) string {
+	if len(sc.Enum) > 0 {
+		ok := false
+		for _, e := range sc.Enum {
+			if f, err := strconv.ParseFloat(e, 64); err == nil && cmp(f) == 0 {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return "must be one of " + strings.Join(sc.Enum, ", ")
+		}
+	}
+	if b := sc.Minimum; b != nil {
+		if c := cmp(*b); c < 0 || (c == 0 && sc.ExclusiveMin) {
+			if sc.ExclusiveMin {
+				return "must be greater than " + canonical.Bound(*b)
+			}
+			return "must be at least " + canonical.Bound(*b)
+		}
+	}
+	if b := sc.Maximum; b != nil {
+		if c := cmp(*b); c > 0 || (c == 0 && sc.ExclusiveMax) {
+			if sc.ExclusiveMax {
+				return "must be less than " + canonical.Bound(*b)
+			}
+			return "must be at most " + canonical.Bound(*b)
+		}
+	}
+	return ""
+}
+
+func containsText(values []string, s string) bool {
+	for _, v := range values {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
