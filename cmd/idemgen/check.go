@@ -41,6 +41,9 @@ Exit status 1 when there are errors, or warnings under --strict.`,
 				return err
 			}
 			errs, warns := tally(res.Diags)
+			if res.Doc != nil && len(res.Doc.Operations) == 0 && errs == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), noOperationsHint(args[0], res.Doc, lf.infer))
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), summary(args[0], res))
 			if errs > 0 || res.Doc == nil || (strict && warns > 0) {
 				return &exitError{code: exitSpec}

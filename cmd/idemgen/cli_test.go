@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -418,6 +419,40 @@ func TestSummaryOfAnUnreadableDocument(t *testing.T) {
 		all := out + errOut
 		if code != exitSpec || strings.Contains(all, "0 idempotent operations") || !strings.Contains(all, "openapi.yaml: the document could not be read, 1 error, 0 warnings") {
 			t.Errorf("%s: exit %d\n%s", cmd, code, all)
+		}
+	}
+}
+
+// TestSummaryOfAFailedOverlay: when an overlay action matches nothing, the summary blames the
+// overlay, not the document, and the problem is counted once, located at the action.
+func TestSummaryOfAFailedOverlay(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	ov := writeTemp(t, "o.yaml", "overlay: 1.0.0\ninfo: {title: t, version: \"1\"}\nactions:\n  - target: $.paths['/nope'].post\n    update: {x-idempotent: true}\n")
+	for _, cmd := range []string{"check", "list"} {
+		code, out, errOut := idemgen(t, cmd, spec, "--overlay", ov)
+		all := out + errOut
+		if code != exitSpec || !strings.Contains(all, "openapi.yaml: an overlay could not be applied, 1 error, 0 warnings") ||
+			!strings.Contains(errOut, "o.yaml:4:13: error[overlay-failed]: target \"$.paths['/nope'].post\" matches nothing") {
+			t.Errorf("%s: exit %d\n%s", cmd, code, all)
+		}
+	}
+}
+
+// TestNoOperationsHint: check and list on a spec where --infer recognises nothing say so and
+// how to mark operations, instead of a bare 0 (and list no longer suggests --infer to a run that
+// used it); for Stripe's spec, which declares no key, the hint shows the Stripe profile.
+func TestNoOperationsHint(t *testing.T) {
+	const plain = "openapi: 3.0.3\ninfo: {title: %s, version: '1'}\npaths:\n  /v1/customers:\n    post:\n      operationId: PostCustomers\n      responses: {'200': {description: ok}}\n"
+	for _, title := range []string{"Shop", "Stripe API"} {
+		spec := writeTemp(t, "openapi.yaml", fmt.Sprintf(plain, title))
+		for _, cmd := range []string{"check", "list"} {
+			code, out, errOut := idemgen(t, cmd, spec, "--infer")
+			stripe := strings.Contains(errOut, "defaults: {profile: stripe}")
+			if code != exitOK || !strings.Contains(errOut, "no operation declares a recognised idempotency key header or body field") ||
+				!strings.Contains(errOut, "mark operations with x-idempotent, or list them in an idemgen.yaml (--config)") ||
+				strings.Contains(errOut, "try --infer") || stripe != (title == "Stripe API") {
+				t.Errorf("%s --infer on %q: exit %d\n%s%s", cmd, title, code, errOut, out)
+			}
 		}
 	}
 }

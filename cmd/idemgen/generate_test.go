@@ -95,6 +95,10 @@ func TestDocsAndSQL(t *testing.T) {
 	if code != exitOK || !strings.Contains(so, "CREATE TABLE") {
 		t.Fatalf("sql: %d %s %s", code, so, se)
 	}
+	// The header names the function that applies the schema, in the package that has it.
+	if !strings.Contains(so, "let pgstore.Migrate (runtime/pgstore) apply it") || strings.Contains(so, "runtime.Migrate") {
+		t.Errorf("sql header names the wrong Migrate:\n%s", so[:min(len(so), 600)])
+	}
 	if code, _, _ := idemgen(t, "sql", "extra"); code != exitUsage {
 		t.Errorf("sql with an argument: %d", code)
 	}

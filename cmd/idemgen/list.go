@@ -56,7 +56,7 @@ retention, lease and fingerprint exclusions.
 					writeListTable(w, doc)
 				}
 				if len(doc.Operations) == 0 && format != "json" && !failed {
-					fmt.Fprintf(cmd.ErrOrStderr(), "no idempotent operations in %s: mark them with x-idempotent, --config, or try --infer\n", args[0])
+					fmt.Fprintln(cmd.ErrOrStderr(), noOperationsHint(args[0], doc, lf.infer))
 				}
 			}
 			if failed {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,12 +47,15 @@ func (f *loadFlags) load(cmd *cobra.Command, specPath string) (*model.Document, 
 
 // summary is the one-line verdict check prints, and list and generate print when they fail:
 // "openapi.yaml: 3 idempotent operations, 1 error, 0 warnings". The operations are those the
-// run understood as marked; a document that could not be read at all says so instead of
-// claiming it has none.
+// run understood as marked; a document that could not be read at all, or not overlaid, says so
+// instead of claiming it has none.
 func summary(specPath string, res *spec.Result) string {
 	errs, warns := tally(res.Diags)
 	what := "the document could not be read"
-	if res.Doc != nil {
+	switch {
+	case res.OverlayFailed:
+		what = "an overlay could not be applied"
+	case res.Doc != nil:
 		what = count(len(res.Doc.Operations), "idempotent operation")
 	}
 	return fmt.Sprintf("%s: %s, %s, %s", specPath, what, count(errs, "error"), count(warns, "warning"))
@@ -83,3 +87,19 @@ func printDiags(w io.Writer, l *diag.List) {
 }
 
 func errorf(format string, args ...any) error { return errors.New(fmt.Sprintf(format, args...)) }
+
+// noOperationsHint is what check and list print when a document they read has no idempotent
+// operation: how to mark some. Under --infer it says that nothing was recognised, and for
+// Stripe's spec, which declares no key, how the Stripe profile marks its operations.
+func noOperationsHint(specPath string, doc *model.Document, infer bool) string {
+	if !infer {
+		return fmt.Sprintf("no idempotent operations in %s: mark them with x-idempotent, --config, or try --infer", specPath)
+	}
+	msg := fmt.Sprintf("no idempotent operations in %s: no operation declares a recognised idempotency key header or body field "+
+		"(docs/cli.md, What --infer and check recognise); mark operations with x-idempotent, or list them in an idemgen.yaml (--config)", specPath)
+	if strings.Contains(strings.ToLower(doc.Title), "stripe") {
+		msg += "\n    Stripe's spec does not declare its Idempotency-Key header; the Stripe profile serves Stripe's contract (README.md, profile):\n" +
+			"      version: 1\n      defaults: {profile: stripe}\n      operations:\n        PostCustomers: true   # each operation to guard, by operationId"
+	}
+	return msg
+}

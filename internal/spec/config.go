@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -37,10 +38,12 @@ type configEntry struct {
 	used     bool
 }
 
+// configFields are the top-level fields of a config file.
+var configFields = []string{"version", "defaults", "operations"}
+
+// configFile is a config file's top level, each field kept as its node for located errors.
 type configFile struct {
-	Version    *int      `yaml:"version"`
-	Defaults   yaml.Node `yaml:"defaults"`
-	Operations yaml.Node `yaml:"operations"`
+	Version, Defaults, Operations yaml.Node
 }
 
 // configVersion is the only config format version this idemgen reads.
@@ -54,29 +57,29 @@ func readConfig(path string, d *diag.List) *config {
 		d.Errorf(diag.Loc{File: path}, "read-failed", "cannot read the config: %v", err)
 		return nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, bom)))
-	dec.KnownFields(true)
-	var f configFile
-	if err := dec.Decode(&f); err != nil {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, bom))).Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			d.Errorf(diag.Loc{File: path, Line: 1}, "config-invalid", "the config file is empty; it needs at least `version: 1`")
 			return nil
 		}
 		dg := yamlDiag(path, err)
-		if strings.Contains(err.Error(), "not found in type") {
-			dg.Code = "unknown-field"
-			dg.Message = strings.Replace(err.Error(), "not found in type spec.configFile", "is not a config field (known: version, defaults, operations)", 1)
-		} else {
-			dg.Code = "config-invalid"
-		}
+		dg.Code = "config-invalid"
 		d.Add(dg)
 		return nil
 	}
+	f, ok := configTop(path, &doc, d)
+	if !ok {
+		return nil
+	}
 	c := &config{path: path}
-	if f.Version == nil {
+	if f.Version.Kind == 0 {
 		d.Errorf(diag.Loc{File: path, Line: 1}, "config-invalid", "the config file needs `version: %d`", configVersion)
-	} else if *f.Version != configVersion {
-		d.Errorf(diag.Loc{File: path, Line: 1, Pointer: "/version"}, "config-invalid", "config version %d is not supported; this idemgen reads version %d", *f.Version, configVersion)
+	} else if v := &f.Version; v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+		d.Errorf(diag.Loc{File: path, Line: v.Line, Column: v.Column, Pointer: "/version"}, "config-invalid", "version must be the number %d, not %s", configVersion, describe(v))
+		return nil
+	} else if n, err := strconv.Atoi(v.Value); err != nil || n != configVersion {
+		d.Errorf(diag.Loc{File: path, Line: v.Line, Column: v.Column, Pointer: "/version"}, "config-invalid", "config version %s is not supported; this idemgen reads version %d", v.Value, configVersion)
 		return nil
 	}
 	if f.Defaults.Kind != 0 {
@@ -116,6 +119,50 @@ func readConfig(path string, d *diag.List) *config {
 		c.entries = append(c.entries, e)
 	}
 	return c
+}
+
+// configTop reads the top-level mapping of a config document: every unknown field is a located
+// error (with the known field it is closest to), and the file is still read when the rest is
+// good, so one run shows every problem. ok is false when the top level is not a mapping.
+func configTop(path string, doc *yaml.Node, d *diag.List) (f configFile, ok bool) {
+	top := doc
+	if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
+		top = top.Content[0]
+	}
+	if top.Kind == yaml.ScalarNode && top.ShortTag() == "!!null" {
+		d.Errorf(diag.Loc{File: path, Line: 1}, "config-invalid", "the config file is empty; it needs at least `version: 1`")
+		return f, false
+	}
+	if top.Kind != yaml.MappingNode {
+		d.Errorf(diag.Loc{File: path, Line: top.Line, Column: top.Column}, "wrong-type",
+			"the config must be a map with version, defaults and operations, not %s", describe(top))
+		return f, false
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		loc := diag.Loc{File: path, Line: k.Line, Column: k.Column, Pointer: "/" + escapeToken(k.Value)}
+		if line, dup := seen[k.Value]; dup {
+			d.Errorf(loc, "config-invalid", "%s is already set at line %d", k.Value, line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		switch k.Value {
+		case "version":
+			f.Version = *v
+		case "defaults":
+			f.Defaults = *v
+		case "operations":
+			f.Operations = *v
+		default:
+			if near := closest(k.Value, configFields); near != "" {
+				d.Errorf(loc, "unknown-field", "unknown config field %q; did you mean %q?", k.Value, near)
+			} else {
+				d.Errorf(loc, "unknown-field", "unknown config field %q (known: %s)", k.Value, strings.Join(configFields, ", "))
+			}
+		}
+	}
+	return f, true
 }
 
 func isHTTPMethod(m string) bool {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,10 @@ func TestConfigDiagnostics(t *testing.T) {
 		line    int
 		pointer string
 	}{
-		{name: "unknown top-level field", config: "version: 1\noperation:\n  createPayment: true\n", code: "unknown-field", line: 2},
+		{name: "unknown top-level field", config: "version: 1\noperation:\n  createPayment: true\n", code: "unknown-field", line: 2, pointer: "/operation"},
+		{name: "version not a number", config: "version: \"1\"\n", code: "config-invalid", line: 1, pointer: "/version"},
+		{name: "top-level field twice", config: "version: 1\ndefaults: {}\ndefaults: {lease: 1m}\n", code: "config-invalid", line: 3, pointer: "/defaults"},
+		{name: "not a map", config: "[version]\n", code: "wrong-type", line: 1},
 		{name: "missing version", config: "operations:\n  createPayment: true\n", code: "config-invalid", line: 1},
 		{name: "future version", config: "version: 2\n", code: "config-invalid", line: 1, pointer: "/version"},
 		{name: "unknown operation", config: "version: 1\noperations:\n  createPaymnet: true\n", code: "config-unknown-operation", line: 3, pointer: "/operations/createPaymnet"},
@@ -27,6 +31,8 @@ func TestConfigDiagnostics(t *testing.T) {
 		{name: "same operation twice", config: "version: 1\noperations:\n  createPayment: true\n  post /payments: {retention: 1h}\n", code: "config-duplicate", line: 4, pointer: "/operations/post ~1payments"},
 		{name: "bad duration in entry", config: "version: 1\noperations:\n  createPayment:\n    retention: soon\n", code: "bad-duration", line: 4, pointer: "/operations/createPayment/retention"},
 		{name: "unknown field in entry", config: "version: 1\noperations:\n  createPayment:\n    key:\n      hedaer: X-Key\n", code: "unknown-field", line: 5, pointer: "/operations/createPayment/key/hedaer"},
+		{name: "empty statuses in entry", config: "version: 1\noperations:\n  createPayment:\n    replay: {statuses: []}\n", code: "bad-value", line: 4, pointer: "/operations/createPayment/replay/statuses"},
+		{name: "empty statuses in defaults", config: "version: 1\ndefaults:\n  replay:\n    statuses: []\n", code: "bad-value", line: 4, pointer: "/defaults/replay/statuses"},
 		{name: "unknown field in defaults", config: "version: 1\ndefaults:\n  retain: 1h\n", code: "unknown-field", line: 3, pointer: "/defaults/retain"},
 		{name: "exclude matching nothing", config: "version: 1\noperations:\n  createPayment:\n    fingerprint:\n      exclude: [/amount, /nope]\n", code: "exclude-matches-nothing", line: 5, pointer: "/operations/createPayment/fingerprint/exclude/1"},
 		{name: "mark on GET", config: "version: 1\noperations:\n  GET /payments: true\n", code: "safe-method", line: 3, pointer: "/operations/GET ~1payments"},
@@ -46,6 +52,26 @@ func TestConfigDiagnostics(t *testing.T) {
 				t.Errorf("got %s\nwant %s at %s:%d (at #%s)", d, tc.code, cfg, tc.line, tc.pointer)
 			}
 		})
+	}
+}
+
+// TestConfigUnknownTopLevelFields: each unknown top-level field is its own located error, with
+// the known field it is closest to, like an unknown field inside the settings.
+func TestConfigUnknownTopLevelFields(t *testing.T) {
+	specPath := writeSpec(t, "false", "", "", "")
+	cfg := writeFile(t, "idemgen.yaml", "version: 1\noperation:\n  createPayment: true\nmarks: {}\n")
+	res := load(t, Options{Path: specPath, ConfigPath: cfg})
+	errs := errorsOf(res.Diags)
+	var got []string
+	for _, d := range errs {
+		got = append(got, fmt.Sprintf("%d:%d %s %s %s", d.Loc.Line, d.Loc.Column, d.Code, d.Loc.Pointer, d.Message))
+	}
+	want := []string{
+		`2:1 unknown-field /operation unknown config field "operation"; did you mean "operations"?`,
+		`4:1 unknown-field /marks unknown config field "marks" (known: version, defaults, operations)`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -139,7 +139,7 @@ func TestBrokenDocumentsFailLocated(t *testing.T) {
 		{vendorDir + "/azure-communication-chat-2021-03-07.json", "ref-outside-root", "azure-communication-chat-2021-03-07.json", 1190, "../../../Common/stable/2021-03-07/common.json", true},
 		{"../../testdata/specs/broken/dangling-ref.yaml", "dangling-ref", "broken/dangling-ref.yaml", 12, "#/components/schemas/PaymentRequest", true},
 		{"../../testdata/specs/broken/wrong-kind.yaml", "wrong-ref-kind", "broken/wrong-kind.yaml", 8, "#/components/schemas/Amount", true},
-		{"../../testdata/specs/broken/invalid.yaml", "invalid-yaml", "broken/invalid.yaml", 5, "", false},
+		{"../../testdata/specs/broken/invalid.yaml", "invalid-yaml", "broken/invalid.yaml", 6, "in the flow sequence that starts here", false},
 		{"../../testdata/specs/broken/remote-ref.yaml", "remote-ref", "broken/remote-ref.yaml", 11, "https://example.com/schemas.yaml#/Payment", true},
 		{"../../testdata/specs/broken/split/openapi.yaml", "dangling-ref", "split/schemas/payment.yaml", 6, "#/Custmer", true},
 	}

@@ -118,6 +118,12 @@ func TestInferTakesTheVendorsKeyRules(t *testing.T) {
 	if len(capped) != 1 || !strings.Contains(capped[0], "POST /refunds") || !strings.Contains(capped[0], "maxLength 256") {
 		t.Errorf("key-length-capped warnings: %v", capped)
 	}
+	// The hint says where to set key.maxLength, and to what, in both places that can.
+	for _, w := range []string{"set key.maxLength to 255 (or less)", "x-idempotent: {key: {maxLength: 255}}", "idemgen.yaml:\n      operations:\n        \"createRefund\":\n          key: {maxLength: 255}"} {
+		if len(capped) == 1 && !strings.Contains(capped[0], w) {
+			t.Errorf("key-length-capped hint lacks %q:\n%s", w, capped[0])
+		}
+	}
 	// Marked by the config (the user's own rules), the default minimum applies.
 	res = load(t, Options{Path: path, ConfigPath: writeFile(t, "idemgen.yaml", "version: 1\noperations:\n  createPayment: true\n")})
 	k := res.Doc.Operations[0].Settings.Key

@@ -31,6 +31,9 @@ type Options struct {
 type Result struct {
 	Doc   *model.Document // nil when the document could not be loaded at all
 	Diags *diag.List      // errors and warnings (check warnings included), unsorted
+	// OverlayFailed is set when Doc is nil because an overlay could not be applied (the
+	// document itself may be fine).
+	OverlayFailed bool
 }
 
 // Load reads opts.Path (YAML or JSON, local $refs only), applies overlays and the config file,
@@ -62,8 +65,9 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		cfg = readConfig(opts.ConfigPath, res.Diags)
 	}
 
-	doc := readDocument(ctx, opts.Path, opts.Overlays, res.Diags)
+	doc, overlayFailed := readDocument(ctx, opts.Path, opts.Overlays, res.Diags)
 	if doc == nil {
+		res.OverlayFailed = overlayFailed
 		return res, nil
 	}
 	res.Doc = safeBuild(doc, cfg, opts, res.Diags)

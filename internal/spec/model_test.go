@@ -144,7 +144,7 @@ func TestContentsAndRawWarning(t *testing.T) {
 	}
 	warned := 0
 	for _, d := range res.Diags.Sorted() {
-		if d.Code == "raw-fingerprint" && d.Severity == diag.Warning && strings.Contains(d.Message, "text/plain") {
+		if d.Code == "raw-fingerprint" && d.Severity == diag.Warning && strings.Contains(d.Message, "text/plain") && strings.Contains(d.Message, "(README.md, fingerprint.body)") {
 			warned++
 		}
 	}

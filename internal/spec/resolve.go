@@ -24,6 +24,21 @@ const (
 	defaultLimit     = 1 << 20 // 1 MiB
 )
 
+// capHint says how to accept idemgen's cap on a key longer than it allows: set key.maxLength
+// (255, or less) in the operation's x-idempotent or in its idemgen.yaml entry; either silences
+// the warning.
+func capHint(id string, derived bool, method, path string) string {
+	selector := id
+	if derived {
+		selector = method + " " + path
+	}
+	return fmt.Sprintf("to accept keys of at most %[1]d characters, set key.maxLength to %[1]d (or less) in the operation's x-idempotent:\n"+
+		"  x-idempotent: {key: {maxLength: %[1]d}}\n"+
+		"or in idemgen.yaml:\n"+
+		"  operations:\n    %[2]q:\n      key: {maxLength: %[1]d}\n"+
+		"and tell the API's clients", defaultMaxLength, selector)
+}
+
 // defaultStatuses is replay.statuses' default: 2xx and 4xx are final except 408, 409, 425 and
 // 429, which a client is expected to retry (RFC 9110 sections 15.5.9, 15.5.10; RFC 8470; RFC 6585).
 func defaultStatuses() []model.StatusRule {
@@ -167,7 +182,7 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
 			if c.Kind == model.ContentRaw {
-				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (docs/design.md section 4); set fingerprint.body: raw to accept this",
+				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (README.md, fingerprint.body); set fingerprint.body: raw to accept this",
 					o.m.Method, o.m.Path, c.MediaType)
 			}
 		}
@@ -276,7 +291,7 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 		b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-length-capped", Loc: decl.loc,
 			Message: fmt.Sprintf("%s %s: the idempotency key's declared maxLength %d is above idemgen's limit of %d; longer keys are refused (400 key-invalid)",
 				o.m.Method, o.m.Path, decl.maxOver, defaultMaxLength),
-			Hint: fmt.Sprintf("set key.maxLength (at most %d) to accept this, or tell the API's clients", defaultMaxLength)})
+			Hint: capHint(o.m.ID, o.m.IDDerived, o.m.Method, o.m.Path)})
 	}
 	if k.MinLength > k.MaxLength {
 		switch {

@@ -155,3 +155,60 @@ func TestOverlayInvalidIsOneLine(t *testing.T) {
 		t.Fatalf("errors:\n%s", (&diag.Errors{List: errs}).Error())
 	}
 }
+
+// TestOverlayActionDiagnostics: a failing overlay action is one diagnostic located at its
+// target in the overlay file (line, column, /actions/N/target), naming the target; a JSONPath
+// the library reads only with its older dialect is a warning in idemgen's own words.
+func TestOverlayActionDiagnostics(t *testing.T) {
+	const head = "overlay: 1.0.0\ninfo: {title: t, version: \"1\"}\nactions:\n  - target: $.paths['/payments'].post\n    update: {x-note: 1}\n"
+	cases := []struct {
+		name, actions string
+		severity      diag.Severity
+		code          string
+		line, column  int
+		pointer       string
+		want          []string // in the message
+	}{
+		{name: "target matches nothing", actions: "  - target: $.paths['/nope'].post\n    update: {x-idempotent: true}\n",
+			severity: diag.Error, code: "overlay-failed", line: 6, column: 13, pointer: "/actions/1/target",
+			want: []string{`target "$.paths['/nope'].post" matches nothing in `, "nothing to update"}},
+		{name: "remove matches nothing", actions: "  - target: $.paths['/nope']\n    remove: true\n",
+			severity: diag.Error, code: "overlay-failed", line: 6, column: 13, pointer: "/actions/1/target",
+			want: []string{"nothing to remove"}},
+		{name: "not a JSONPath", actions: "  - target: $.paths[?(@.x == 1\n    update: {x-note: 2}\n",
+			severity: diag.Error, code: "overlay-invalid", line: 6, column: 13, pointer: "/actions/1/target",
+			want: []string{`target "$.paths[?(@.x == 1" is not a valid JSONPath: unexpected token at column 18`}},
+		{name: "older JSONPath dialect", actions: "  - target: \"$.paths['/payments'].post[?(@.x-note == 1)]\"\n    update: {x-more: 1}\n",
+			severity: diag.Warning, code: "overlay-warning", line: 6, column: 13, pointer: "/actions/1/target",
+			want: []string{"is not RFC 9535 JSONPath (unexpected token at column 31)", "add `x-speakeasy-jsonpath: rfc9535` at the overlay's top level"}},
+		{name: "update changes nothing", actions: "  - target: $.paths['/payments'].post.operationId\n    update: createPayment\n",
+			severity: diag.Warning, code: "overlay-warning", line: 6, column: 13, pointer: "/actions/1/target",
+			want: []string{"the update changes nothing"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeSpec(t, "{key: {body: /idempotency_key}}", "", "", "")
+			ov := writeFile(t, "overlay.yaml", head+tc.actions)
+			res := load(t, Options{Path: path, Overlays: []string{ov}})
+			all := res.Diags.Sorted()
+			if len(all) != 1 {
+				t.Fatalf("want one diagnostic, got %d:\n%s", len(all), (&diag.Errors{List: all}).Error())
+			}
+			d := all[0]
+			if d.Severity != tc.severity || d.Code != tc.code || d.Loc.File != ov || d.Loc.Line != tc.line || d.Loc.Column != tc.column || d.Loc.Pointer != tc.pointer {
+				t.Errorf("got %s\nwant %s[%s] at %s:%d:%d (at #%s)", d, tc.severity, tc.code, ov, tc.line, tc.column, tc.pointer)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(d.Message, w) {
+					t.Errorf("message %q lacks %q", d.Message, w)
+				}
+			}
+			if strings.Contains(d.Message, "speakeasy.com") || strings.Contains(d.Message, "(strict)") {
+				t.Errorf("the library's own wording leaks: %q", d.Message)
+			}
+			if (tc.severity == diag.Error) != res.OverlayFailed || (res.Doc == nil) != res.OverlayFailed {
+				t.Errorf("OverlayFailed %v with Doc %v", res.OverlayFailed, res.Doc != nil)
+			}
+		})
+	}
+}

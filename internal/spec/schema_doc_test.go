@@ -64,6 +64,7 @@ operations:
 		{"header and body", "version: 1\ndefaults: {key: {header: X, body: /k}}\n", false},
 		{"length out of range", "version: 1\ndefaults: {key: {maxLength: 300}}\n", false},
 		{"bad status class", "version: 1\ndefaults: {replay: {statuses: [6xx]}}\n", false},
+		{"empty statuses", "version: 1\ndefaults: {replay: {statuses: []}}\n", false},
 		{"required as string", "version: 1\ndefaults: {key: {required: \"no\"}}\n", false},
 	}
 	for _, tc := range cases {

@@ -65,7 +65,7 @@ func decodeMark(n *yaml.Node, base diag.Loc, d *diag.List) (bool, *layer) {
 		sd.object(n)
 		return true, sd.l
 	}
-	sd.errf(n, "", "wrong-type", "must be true or a settings object, not %s", describe(n))
+	sd.errf(n, "", "wrong-type", "must be true, false (not marked) or a settings object, not %s", describe(n))
 	return true, sd.l
 }
 
@@ -251,7 +251,8 @@ func (sd *settingsDecoder) fingerprint(n *yaml.Node, prefix string) {
 	})
 }
 
-// neverReplayed are the response headers docs/design.md section 5 forbids storing or replaying.
+// neverReplayed are the response headers never stored or replayed (docs/runtime.md, Replay;
+// docs/design.md section 5).
 var neverReplayed = []string{"Set-Cookie", "Authorization", "Date", "Connection", "Keep-Alive",
 	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
@@ -263,7 +264,7 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 			if hs, ok := sd.headers(v, path); ok {
 				for i, h := range hs {
 					if slices.Contains(neverReplayed, h) {
-						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/design.md section 5)", h)
+						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/runtime.md, Replay)", h)
 					}
 				}
 				l.replayHeaders, l.replayHeadersSet = hs, true
@@ -271,6 +272,12 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 		case "statuses":
 			if v.Kind != yaml.SequenceNode {
 				sd.errf(v, path, "wrong-type", "must be a list of status codes or classes, not %s", describe(v))
+				return
+			}
+			if len(v.Content) == 0 {
+				// The runtime reads an empty list as "not set" and would store the default
+				// statuses, while list and the contract would show none: refuse it.
+				sd.d.Errorf(sd.loc(v, path), "bad-value", "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]")
 				return
 			}
 			rules := []model.StatusRule{}
@@ -367,7 +374,11 @@ func (sd *settingsDecoder) enum(v *yaml.Node, path string, allowed ...string) (s
 		return "", false
 	}
 	if !slices.Contains(allowed, s) {
-		sd.errf(v, path, "bad-value", "%q is not one of %s", s, strings.Join(allowed, ", "))
+		if near := closest(s, allowed); near != "" {
+			sd.errf(v, path, "bad-value", "%q is not one of %s; did you mean %q?", s, strings.Join(allowed, ", "), near)
+		} else {
+			sd.errf(v, path, "bad-value", "%q is not one of %s", s, strings.Join(allowed, ", "))
+		}
 		return "", false
 	}
 	return s, true

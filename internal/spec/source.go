@@ -16,7 +16,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/speakeasy-api/openapi-overlay/pkg/overlay"
 	"go.yaml.in/yaml/v4"
 	overlayyaml "gopkg.in/yaml.v3"
 
@@ -55,19 +54,20 @@ func looksLikeSwagger2(data []byte) bool {
 }
 
 // readDocument reads, overlays and resolves the root document. It returns nil after adding at
-// least one located error when the document cannot be used at all.
-func readDocument(ctx context.Context, path string, overlays []string, d *diag.List) (out *loaded) {
+// least one located error when the document cannot be used at all; overlayFailed says that an
+// overlay was the reason.
+func readDocument(ctx context.Context, path string, overlays []string, d *diag.List) (out *loaded, overlayFailed bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		d.Errorf(diag.Loc{File: path}, "read-failed", "cannot read the spec: %v", err)
-		return nil
+		return nil, false
 	}
 	data = bytes.TrimPrefix(data, bom)
 	l := &loaded{root: path}
 	var tree *yaml.Node // the overlaid document, when there are overlays
 	if len(overlays) > 0 {
-		if tree = applyOverlays(path, data, overlays, d); tree == nil {
-			return nil
+		if tree, overlayFailed = applyOverlays(path, data, overlays, d); tree == nil {
+			return nil, overlayFailed
 		}
 	}
 
@@ -97,7 +97,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		if tree != nil {
 			if data, err = yaml.Marshal(tree); err != nil {
 				d.Errorf(diag.Loc{File: path}, "overlay-failed", "cannot serialise the overlaid document: %v", err)
-				return nil
+				return nil, true
 			}
 		}
 		var doc2 openapi2.T
@@ -113,7 +113,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 			if err != nil {
 				repairs := diagnoseBroken(path, err.Error(), d)
 				if len(repairs) == 0 || len(overlays) > 0 {
-					return nil
+					return nil, false
 				}
 				// As for 3.x documents below: set the bad $refs aside and convert again.
 				loader = newLoader()
@@ -129,11 +129,11 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 				}
 				if err != nil {
 					stillRefused(path, data, err, d)
-					return nil
+					return nil, false
 				}
 			}
 			l.doc = doc // converted documents carry no positions: lc stays nil
-			return l
+			return l, false
 		}
 	}
 	l.lc = newLocator(path)
@@ -141,14 +141,14 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	if err != nil {
 		repairs := diagnoseBroken(path, err.Error(), d)
 		if len(repairs) == 0 || len(overlays) > 0 {
-			return nil
+			return nil, false
 		}
 		// Every bad $ref is reported. With each replaced by a neutral object (an empty schema,
 		// an ignored parameter), the document is read again so that the operations it still
 		// describes are listed and checked in the same run; the run fails all the same.
 		if doc, top, err = loadRepaired(newLoader(), path, data, location, repairs); err != nil {
 			stillRefused(path, data, err, d)
-			return nil
+			return nil, false
 		}
 	}
 	tree = top
@@ -157,7 +157,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		// with nothing marked and no error.
 		d.Errorf(diag.Loc{File: path, Line: 1, Column: 1}, "not-openapi",
 			"this is not an OpenAPI document: it has no top-level openapi field (3.0.x, 3.1.x) nor swagger: \"2.0\"")
-		return nil
+		return nil, false
 	}
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
@@ -168,7 +168,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		l.lc = nil // kin-openapi's own path: no positions
 	}
 	l.doc = doc
-	return l
+	return l, false
 }
 
 // oneLine joins the lines of a library's message (errors.Join puts one error per line) with
@@ -227,47 +227,6 @@ func localReader(rootDir string) openapi3.ReadFromURIFunc {
 	}
 }
 
-// applyOverlays applies each OpenAPI Overlay 1.0 file in order to the root document and returns
-// the overlaid tree, or nil after reporting why it could not. Nodes of the original document
-// keep their lines, so diagnostics still point into the spec as written; nodes an overlay added
-// carry no line (their pointer still names them).
-func applyOverlays(path string, data []byte, overlays []string, d *diag.List) *yaml.Node {
-	var root overlayyaml.Node
-	if err := overlayyaml.Unmarshal(data, &root); err != nil {
-		d.Add(yamlDiag(path, err))
-		return nil
-	}
-	original := map[*overlayyaml.Node]bool{}
-	var mark func(n *overlayyaml.Node)
-	mark = func(n *overlayyaml.Node) {
-		original[n] = true
-		for _, c := range n.Content {
-			mark(c)
-		}
-	}
-	mark(&root)
-	for _, op := range overlays {
-		ov, err := overlay.Parse(op)
-		if err != nil {
-			d.Add(yamlDiag(op, err))
-			return nil
-		}
-		if err := ov.Validate(); err != nil {
-			d.Errorf(diag.Loc{File: op}, "overlay-invalid", "invalid overlay: %s", oneLine(err.Error()))
-			return nil
-		}
-		err, warnings := ov.ApplyToStrict(&root)
-		for _, w := range warnings {
-			d.Warnf(diag.Loc{File: op}, "overlay-warning", "%s", oneLine(w))
-		}
-		if err != nil {
-			d.Errorf(diag.Loc{File: op}, "overlay-failed", "%s", oneLine(err.Error()))
-			return nil
-		}
-	}
-	return fromOverlayTree(&root, original, map[*overlayyaml.Node]*yaml.Node{})
-}
-
 // fromOverlayTree copies the overlay library's YAML tree into the YAML library kin-openapi
 // decodes from.
 func fromOverlayTree(n *overlayyaml.Node, original map[*overlayyaml.Node]bool, seen map[*overlayyaml.Node]*yaml.Node) *yaml.Node {
@@ -303,9 +262,12 @@ func fromOverlayTree(n *overlayyaml.Node, original map[*overlayyaml.Node]bool, s
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// yamlDiag turns a YAML or JSON syntax error into a located diagnostic.
+// yamlDiag turns a YAML or JSON syntax error into a located diagnostic (see syntaxDiag).
 func yamlDiag(file string, err error) diag.Diagnostic {
 	msg := err.Error()
+	if dg, ok := syntaxDiag(file, msg); ok {
+		return dg
+	}
 	loc := diag.Loc{File: file}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		loc.Line, _ = strconv.Atoi(m[1])
