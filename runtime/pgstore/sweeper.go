@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Sweeper deletes expired idempotency records . Expired records
+// Sweeper deletes expired idempotency records of the plain table. Expired records
 // already count as absent, so sweeping only reclaims space; it deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
 // by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
@@ -32,6 +32,18 @@ type Sweeper struct {
 	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
 }
+
+// sqlSweep deletes up to $1 expired rows, oldest first, skipping rows other sweepers hold.
+const sqlSweep = `DELETE FROM idempotency_records r
+USING (SELECT key_id FROM idempotency_records
+       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
+WHERE r.key_id = d.key_id AND r.expires_at <= now()`
+
+// sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
+const sqlSweepPortable = `DELETE FROM idempotency_records r
+USING (SELECT key_id FROM idempotency_records
+       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) d
+WHERE r.key_id = d.key_id AND r.expires_at <= now()`
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends.

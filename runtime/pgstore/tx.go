@@ -61,7 +61,19 @@ type tx struct {
 	rechecked bool
 	// releaseOnAbort: a lease-mode completion, whose running record Abort deletes.
 	releaseOnAbort bool
-	cancel         context.CancelCauseFunc
+	// slot: the transaction holds one of the store's handler slots (Options.ReservedConns),
+	// given back with the connection.
+	slot   bool
+	cancel context.CancelCauseFunc
+}
+
+// end gives the connection and the handler slot back.
+func (t *tx) end() {
+	t.conn.Release()
+	if t.slot {
+		t.slot = false
+		t.s.freeSlot()
+	}
 }
 
 func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
@@ -117,7 +129,7 @@ func (t *tx) settle(ctx context.Context, send bool) (open bool, err error) {
 // Commit stores resp and commits, in one round trip (the record statement and COMMIT
 // pipelined), even if the client has gone away meanwhile.
 func (t *tx) Commit(ctx context.Context, resp store.Response) error {
-	defer t.conn.Release()
+	defer t.end()
 	open, err := t.settle(ctx, true)
 	if err != nil {
 		t.s.rollback(t.conn)
@@ -155,7 +167,7 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 
 // Abort rolls back and releases the claim; see store.Tx.
 func (t *tx) Abort(ctx context.Context) error {
-	defer t.conn.Release()
+	defer t.end()
 	open, err := t.settle(ctx, false)
 	t.s.rollback(t.conn)
 	if err != nil {
@@ -180,7 +192,7 @@ func (t *tx) Abort(ctx context.Context) error {
 // completedMeanwhile reads the key's record after our transaction was rolled back; it returns
 // the *store.CompletedError of a live record, or nil.
 func (t *tx) completedMeanwhile(ctx context.Context) error {
-	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.ID)
+	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.d)
 	if err != nil || r == nil || !r.live {
 		return nil
 	}
@@ -201,16 +213,17 @@ func (t *tx) commitOnly(ctx context.Context) error {
 
 // insertAndCommit inserts the completed record and commits: one round trip.
 func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
-	if err := t.s.prepare(ctx, t.conn.Conn(), sqlInsertCompleted, "COMMIT"); err != nil {
+	q := t.s.q.insertCompleted
+	if err := t.s.prepare(ctx, t.conn.Conn(), q, "COMMIT"); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
-	b.Queue(sqlInsertCompleted, t.sp.ID.Scope, t.sp.ID.Key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
+	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
-		if isUniqueViolation(err) {
+		if isStop(err) {
 			return store.ErrLost
 		}
 		return fmt.Errorf("store response: %w", err)
@@ -219,14 +232,15 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 
 // completeAndCommit completes the running record under our token and commits: one round trip.
 func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
-	if err := t.s.prepare(ctx, t.conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
+	q := t.s.q.completeOrStop
+	if err := t.s.prepare(ctx, t.conn.Conn(), q, "COMMIT"); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlCompleteOrStop, append([]any{t.sp.ID.Scope, t.sp.ID.Key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
-		if isStop(err) {
+		if isStop(err) || isMoved(err) {
 			return store.ErrLost
 		}
 		return fmt.Errorf("store response: %w", err)
