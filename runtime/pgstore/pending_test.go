@@ -76,7 +76,9 @@ func TestClaimDelaySendsTheClaimAlone(t *testing.T) {
 // starts long work; the other request then claims the key with its first statement and holds
 // it; the duplicate's timer claim fails.
 func TestLostClaimCancelsTheHandler(t *testing.T) {
-	e := newEnv(t, withDelay(300*time.Millisecond))
+	// The other request must claim the key before the duplicate's timer sends its claim: the
+	// delay leaves it time on a loaded machine.
+	e := newEnv(t, withDelay(2*time.Second))
 	waiting, holding, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	causes := make(chan error, 1)
 	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
@@ -102,7 +104,11 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	<-waiting
 	first := make(chan int)
 	go func() { first <- serve(h, req("t1", key1, body100)).Code }()
-	<-holding
+	select {
+	case <-holding:
+	case code := <-first:
+		t.Fatalf("the other request did not get the key: %d", code)
+	}
 	select {
 	case cause := <-causes:
 		if !errors.Is(cause, runtime.ErrClaimLost) || !errors.Is(cause, store.ErrBusy) {

@@ -87,6 +87,10 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
+	// readUsed and readProbeUsed are read and readProbe that also return the scope's count of
+	// records completed in the current interval and the interval's time left (Limits.Records):
+	// $3 (readProbeUsed: $4) is the interval in seconds. readUsed always returns one row.
+	readUsed, readProbeUsed string
 	// reserve inserts a running lease-mode record unless the key has a live one, and returns the
 	// record as of the statement's snapshot. Plain: ON CONFLICT DO NOTHING takes no row lock and,
 	// when the conflicting row is committed, assigns no transaction id: a replay writes nothing.
@@ -162,6 +166,11 @@ func newStatements(partitioned bool) *statements {
 	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` +
 		strings.ReplaceAll(live, "expires_at", "r.expires_at")
+
+	q.readUsed = withRecordsUsed(`SELECT `+recordCols+`
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`+
+		strings.ReplaceAll(live, "expires_at", "r.expires_at"), "$3")
+	q.readProbeUsed = withRecordsUsed(q.readProbe, "$4")
 
 	if partitioned {
 		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`

@@ -67,6 +67,9 @@ type Options struct {
 	// Ignored on servers older than 14, and on platforms without POLLRDHUP (PostgreSQL checks
 	// the connection on Linux only).
 	ClientCheckInterval time.Duration
+	// Limits are the per-scope limits: stored body bytes (on by default) and completed records
+	// per interval (off by default).
+	Limits Limits
 }
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
@@ -76,6 +79,7 @@ type Store struct {
 	opts     Options
 	strategy ClaimStrategy
 	q        *statements
+	lim      limits
 	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
 	// statements of batches that may fail on purpose are prepared by name (see prepare).
 	prepared bool
@@ -101,7 +105,7 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 			opts.ConflictTimeout = 50 * time.Millisecond
 		}
 	}
-	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, q: newStatements(opts.Partitioned)}
+	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, q: newStatements(opts.Partitioned), lim: newLimits(opts.Limits)}
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
 	}
@@ -224,14 +228,30 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 	for range maxClaimAttempts {
 		var raw rawRecord
 		var token *int64
+		var used, left int64
 		var err error
 		targets := append([]any{&token}, raw.targets()...)
-		if s.q.partitioned {
+		if s.q.partitioned || s.lim.records > 0 {
+			// One pipeline: the scope's record count (Limits.Records), the partitioned layout's
+			// lock, the claim.
 			b := &pgx.Batch{}
-			b.Queue(s.q.reserveLock, d.lock)
-			b.Queue(s.q.reserve, claimArgs(&c, d, nil)...)
+			if s.lim.records > 0 {
+				b.Queue(sqlRecordsUsed, d.scope, s.lim.recordsEach)
+			}
+			args := claimArgs(&c, d, int64(1))
+			if s.q.partitioned {
+				b.Queue(s.q.reserveLock, d.lock)
+				args = claimArgs(&c, d, nil)
+			}
+			b.Queue(s.q.reserve, args...)
 			br := s.pool.SendBatch(ctx, b)
-			if _, err = br.Exec(); err == nil {
+			if s.lim.records > 0 {
+				err = br.QueryRow().Scan(&used, &left)
+			}
+			if err == nil && s.q.partitioned {
+				_, err = br.Exec()
+			}
+			if err == nil {
 				err = br.QueryRow().Scan(targets...)
 			}
 			if cerr := br.Close(); err == nil {
@@ -244,6 +264,11 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 			return store.Reservation{}, fmt.Errorf("reserve: %w", err)
 		}
 		if token != nil {
+			if err := s.lim.overLimit(used, left); err != nil {
+				// Claimed, but the scope is over its records cap: give the key back.
+				_ = s.Release(ctx, c.ID, *token)
+				return store.Reservation{}, err
+			}
 			return store.Reservation{Token: *token}, nil
 		}
 		r := raw.row()
@@ -262,6 +287,9 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		}
 		if s.q.partitioned {
 			continue // expired records are never reused there (and never read)
+		}
+		if err := s.lim.overLimit(used, left); err != nil {
+			return store.Reservation{}, err
 		}
 		var next int64
 		switch err := s.pool.QueryRow(ctx, s.q.takeExpired, claimArgs(&c, d, nil)...).Scan(&next); {
@@ -309,6 +337,9 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 // nothing else (lease mode without a CompleteFunc transaction).
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
 	d := digest(id)
+	if err := s.chargeBody(ctx, s.pool, d, &resp); err != nil {
+		return err
+	}
 	ct, err := s.pool.Exec(ctx, s.q.complete, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...)
 	if isMoved(err) {
 		return store.ErrLost
@@ -318,6 +349,13 @@ func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp sto
 	}
 	if ct.RowsAffected() == 0 {
 		return store.ErrLost
+	}
+	if s.lim.records > 0 {
+		b := &pgx.Batch{}
+		s.queueCountRecord(b, d)
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("count the record: %w", err)
+		}
 	}
 	return nil
 }

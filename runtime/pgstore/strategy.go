@@ -68,7 +68,15 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire: %w", err)
 	}
-	r, busy, err := s.readProbe(ctx, conn.Conn(), sp.d)
+	var (
+		r    *row
+		busy bool
+	)
+	if s.lim.records > 0 {
+		r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, true)
+	} else {
+		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d)
+	}
 	switch {
 	case err != nil:
 		conn.Release()
@@ -107,12 +115,18 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 		// try-lock, so does a duplicate of a key whose claim is held.
 		var r *row
 		var err error
-		if sp.lock == lockTry {
+		switch {
+		case s.lim.records > 0:
+			var busy bool
+			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, sp.lock == lockTry); err == nil && busy {
+				return attempt{}, store.ErrBusy
+			}
+		case sp.lock == lockTry:
 			var busy bool
 			if r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d); err == nil && busy {
 				return attempt{}, store.ErrBusy
 			}
-		} else {
+		default:
 			r, err = s.read(ctx, conn.Conn(), sp.d)
 		}
 		if err != nil || r != nil {
@@ -138,6 +152,13 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
 	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
 		a, err := s.claimRow(ctx, conn, sp, token, false)
+		if err == nil && a.claimed != 0 {
+			// A new key under a records cap: the scope's count, in the claim's transaction (one
+			// more round trip, only with Limits.Records).
+			if err := s.checkRecords(ctx, conn.Conn(), sp.d); err != nil {
+				return attempt{}, err // the caller discards conn, which rolls the claim back
+			}
+		}
 		if err == nil && a.claimed != 0 && !*held {
 			if !s.trySlot() {
 				// Claimed, but every connection a handler may hold is taken: give the claim

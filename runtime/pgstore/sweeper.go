@@ -75,6 +75,10 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 			s.Observer.Swept(n)
 		}
 		if n < int64(batch) {
+			// The counters of the per-scope limits whose intervals have ended.
+			if _, err := s.Pool.Exec(ctx, sqlSweepUsage); err != nil {
+				return total, fmt.Errorf("sweep usage counters: %w", err)
+			}
 			return total, nil
 		}
 		select {

@@ -141,6 +141,14 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 		t.s.rollback(t.conn)
 		return store.ErrTxFailed
 	}
+	if t.kind != commitPlain {
+		// A large body counts against the scope's stored bytes, in this transaction (one round
+		// trip, only for bodies above Limits.BodyCountedAbove).
+		if err := t.s.chargeBody(ctx, t.conn.Conn(), t.sp.d, &resp); err != nil {
+			t.s.rollback(t.conn)
+			return err
+		}
+	}
 	switch {
 	case t.kind == commitPlain && !open:
 		return nil // nothing was sent: nothing to commit
@@ -214,13 +222,14 @@ func (t *tx) commitOnly(ctx context.Context) error {
 // insertAndCommit inserts the completed record and commits: one round trip.
 func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	q := t.s.q.insertCompleted
-	if err := t.s.prepare(ctx, t.conn.Conn(), q, "COMMIT"); err != nil {
+	if err := t.s.prepare(ctx, t.conn.Conn(), t.s.commitStatements(q)...); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
 		if isStop(err) {
@@ -233,11 +242,12 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 // completeAndCommit completes the running record under our token and commits: one round trip.
 func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	q := t.s.q.completeOrStop
-	if err := t.s.prepare(ctx, t.conn.Conn(), q, "COMMIT"); err != nil {
+	if err := t.s.prepare(ctx, t.conn.Conn(), t.s.commitStatements(q)...); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
 		if isStop(err) || isMoved(err) {
@@ -247,8 +257,8 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	})
 }
 
-// sendCommit sends b, a record statement then COMMIT, and reads both answers; recordErr maps the
-// record statement's error.
+// sendCommit sends b, a record statement, the statements that go with it, then COMMIT, and reads
+// every answer; recordErr maps the record statement's error.
 func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
@@ -258,6 +268,17 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error)
 			return recordErr(err) // the server refused it: COMMIT never ran
 		}
 		return commitError(err)
+	}
+	// Between the record and COMMIT: the scope's record count (Limits.Records).
+	for range b.Len() - 2 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("count the record: %w", err)
+			}
+			return commitError(err)
+		}
 	}
 	ct, err := br.Exec()
 	if cerr := br.Close(); err == nil {

@@ -47,16 +47,17 @@ CREATE TABLE IF NOT EXISTS idempotency_records (
 CREATE INDEX IF NOT EXISTS idempotency_records_key_id_idx
     ON idempotency_records (key_id);
 
--- Counters of the per-scope limits (pgstore.Options.Limits): records created per interval and
--- response body bytes stored per window, by scope. A counter is spread over a few slots so that
+-- Counters of the per-scope limits (pgstore.Options.Limits): records completed per interval and
+-- large response bodies' bytes stored per window, by scope. A counter is spread over a few slots so that
 -- concurrent requests of one scope do not queue on one row lock until their commit.
 CREATE TABLE IF NOT EXISTS idempotency_scope_usage (
     scope_id            bigint      NOT NULL,
     -- 1: records created, 2: response body bytes stored.
     kind                smallint    NOT NULL,
-    -- The interval's start, in seconds since the Unix epoch by the database clock.
-    bucket              bigint      NOT NULL,
+    -- The end of the interval counted, in seconds since the Unix epoch by the database clock;
+    -- the sweeper deletes the rows of intervals that have ended.
+    ends_at             bigint      NOT NULL,
     slot                smallint    NOT NULL,
     amount              bigint      NOT NULL,
-    PRIMARY KEY (scope_id, kind, bucket, slot)
+    PRIMARY KEY (scope_id, kind, ends_at, slot)
 );
