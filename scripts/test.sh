@@ -25,6 +25,9 @@ go vet ./...
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./...
 
+echo "== the PostgreSQL store's suite again, on the table partitioned by expiry"
+IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./runtime/pgstore/
+
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi

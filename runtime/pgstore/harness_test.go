@@ -150,6 +150,15 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 	if tweak != nil {
 		tweak(&s)
 	}
+	if partitioned() {
+		if s.store.NoAdvisoryLocks {
+			t.Skip("the partitioned layout needs advisory locks (IDEMGEN_PG_LAYOUT=partitioned)")
+		}
+		if _, ok := s.store.Claim.(pgstore.ClaimPipelined); ok {
+			t.Skip("ClaimPipelined claims as ClaimReadFirst on the partitioned layout (IDEMGEN_PG_LAYOUT=partitioned)")
+		}
+		s.store.Partitioned = true
+	}
 	pcfg.MaxConns = s.maxConns
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -157,7 +166,7 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := pgstore.Migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS payments (
@@ -178,6 +187,21 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 		t.Fatal(err)
 	}
 	return &env{t: t, pool: pool, st: st, rt: rt, rtt: rtt, obs: obs, url: url, gates: map[string]*gate{}}
+}
+
+// envLayout names the environment variable that runs this package's tests on the layout
+// partitioned by expiry: IDEMGEN_PG_LAYOUT=partitioned (scripts/test.sh runs the suite on both).
+const envLayout = "IDEMGEN_PG_LAYOUT"
+
+// partitioned reports whether the tests run on the layout partitioned by expiry.
+func partitioned() bool { return os.Getenv(envLayout) == "partitioned" }
+
+// migrate creates the schema of the layout under test.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if partitioned() {
+		return pgstore.MigratePartitioned(ctx, pool)
+	}
+	return pgstore.Migrate(ctx, pool)
 }
 
 func bearerScope(r *http.Request) (string, error) {

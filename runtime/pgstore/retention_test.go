@@ -162,7 +162,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- pgstore.Migrate(context.Background(), e.pool)
+			errs <- migrate(context.Background(), e.pool)
 		}()
 	}
 	wg.Wait()
@@ -173,6 +173,9 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	ms, err := migrations.Up()
+	if partitioned() {
+		ms, err = migrations.UpPartitioned()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +198,7 @@ func TestMigrateFreshConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- pgstore.Migrate(context.Background(), pool)
+			errs <- migrate(context.Background(), pool)
 		}()
 	}
 	wg.Wait()
