@@ -232,11 +232,18 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
-		if isStop(err) {
+		if isStop(err) || isUniqueViolation(err) {
 			return store.ErrLost
 		}
 		return fmt.Errorf("store response: %w", err)
 	})
+}
+
+// isUniqueViolation reports SQLSTATE 23505: a record that a claim without the advisory lock
+// inserted and committed while our INSERT waited for it (Options.NoAdvisoryLocks).
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // completeAndCommit completes the running record under our token and commits: one round trip.

@@ -107,6 +107,7 @@ type sample struct {
 	dbCPUUS  float64 // PostgreSQL CPU microseconds per request (every server process)
 	cliCPUUS float64 // this load generator's CPU microseconds per request
 	rt       float64 // database round trips per request
+	walB     float64 // WAL bytes per request (everything the server wrote meanwhile)
 	statuses map[string]int64
 }
 
@@ -191,6 +192,7 @@ func prime(ctx context.Context, c *http.Client, base string, v variant, run stri
 // generator CPU per request and database round trips per request.
 func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmaster, conc int, d time.Duration, v variant, run string) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
+	wal0 := walPosition(ctx, c, base)
 	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
 	var (
 		s        sample
@@ -226,7 +228,9 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 		cliCPU = cli1 - cli0
 	}
 	rt := roundTrips(ctx, c, base)
+	wal1 := walPosition(ctx, c, base)
 	if requests > 0 {
+		s.walB = float64(wal1-wal0) / float64(requests)
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(requests)
 		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(requests)
 		s.cliCPUUS = float64(cliCPU.Microseconds()) / float64(requests)
@@ -247,6 +251,19 @@ func roundTrips(ctx context.Context, c *http.Client, base string) int64 {
 	b, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(b, &v)
 	return v.RoundTrips
+}
+
+// walPosition reads the server's WAL position in bytes; 0 when it cannot.
+func walPosition(ctx context.Context, c *http.Client, base string) int64 {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/_bench/wal", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // postmasterPID asks the server for its PostgreSQL postmaster's process id; 0 (no database CPU
@@ -350,7 +367,7 @@ func (t *target) String() string {
 	if t.atMost {
 		op = "≤"
 	}
-	s := fmt.Sprintf("%s %.1f", op, t.bound)
+	s := op + " " + strconv.FormatFloat(t.bound, 'f', -1, 64)
 	if len(t.at) > 0 {
 		var l []string
 		for _, c := range t.at {
@@ -374,12 +391,12 @@ func (t *target) verdict(c int, x float64) string {
 
 func printTable(w io.Writer, selected []variant, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
 	fmt.Fprintf(w, "### HTTP end to end (%d rounds × %s per variant and concurrency; medians over rounds)\n\n", rounds, d)
-	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | WAL B/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, v := range selected {
 		for _, c := range levels {
 			ss := results[v.name][c]
-			var rps, p50, p99, cpu, db, cli, rt []float64
+			var rps, p50, p99, cpu, db, cli, rt, wal []float64
 			for _, s := range ss {
 				rps = append(rps, s.rps)
 				p50 = append(p50, float64(s.p50.Microseconds())/1000)
@@ -388,8 +405,9 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 				db = append(db, s.dbCPUUS)
 				cli = append(cli, s.cliCPUUS)
 				rt = append(rt, s.rt)
+				wal = append(wal, s.walB)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt), statusString(ss[len(ss)-1].statuses))
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt), median(wal), statusString(ss[len(ss)-1].statuses))
 		}
 	}
 	ratio := func(num, den string, c int, f func(sample) float64) (float64, bool) {
@@ -406,6 +424,7 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 	cpu := func(s sample) float64 { return s.cpuUS }
 	db := func(s sample) float64 { return s.dbCPUUS }
 	both := func(s sample) float64 { return s.cpuUS + s.dbCPUUS }
+	walB := func(s sample) float64 { return s.walB }
 	fmt.Fprintf(w, "\n### Ratios (median of per-round ratios; ✓/✗ against the issue's target)\n\n")
 	fmt.Fprintln(w, "| ratio | target | "+joinLevels(levels)+" |")
 	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---:|", len(levels)))
@@ -420,6 +439,9 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"replay / plain transaction (req/s)", &target{bound: 1.3}, vReplay, vPlain, rps},
 		{"replay / hand-written replay (req/s)", &target{bound: 1.3}, vReplay, vHandReplay, rps},
 		{"atomic new key / plain transaction (server CPU per request)", &target{bound: 2, atMost: true}, vAtomicNew, vPlain, cpu},
+		{"issue 19: same handler code, new key / plain (req/s)", &target{bound: 0.75, at: []int{32}}, vStmtNew, vPlain, rps},
+		{"issue 19: same handler code, new key / plain (server + PostgreSQL CPU per request)", &target{bound: 1.3, atMost: true, at: []int{32}}, vStmtNew, vPlain, both},
+		{"issue 19: same handler code, new key / plain (WAL bytes per request)", &target{bound: 2, atMost: true, at: []int{32}}, vStmtNew, vPlain, walB},
 		{"atomic new key / plain transaction (PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, db},
 		{"atomic new key / plain transaction (server + PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, both},
 		{"replay / hand-written replay (server CPU per request)", nil, vReplay, vHandReplay, cpu},

@@ -11,6 +11,7 @@
 //	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
+//	/_bench/wal          GET: the server's current WAL position in bytes (for WAL per request)
 //	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
 //
 // It connects with DATABASE_URL, migrates, and listens on -addr until killed.
@@ -118,6 +119,14 @@ func run(addr string, conns int32) error {
 			return
 		}
 		fmt.Fprint(w, ppid)
+	})
+	mux.HandleFunc("GET /_bench/wal", func(w http.ResponseWriter, r *http.Request) {
+		var lsn int64
+		if err := pool.QueryRow(r.Context(), "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").Scan(&lsn); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, lsn)
 	})
 	mux.HandleFunc("POST /_bench/roundtrips", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
