@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test bench bench-short fuzz demo clean
+.PHONY: help build generate test bench bench-short bench-scale fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,6 +25,10 @@ bench: ## run the full benchmark harness and rewrite bench/README.md tables
 
 bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
 	./scripts/with-postgres.sh ./bench/run.sh -short
+
+bench-scale: ## the store at 10 million records, both layouts (not CI: about an hour); writes bench/out/scale.md
+	mkdir -p bench/out
+	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

@@ -33,4 +33,9 @@ log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
+echo "== scale benchmark, short mode (20,000 records, both layouts; checks it runs)"
+log=$(mktemp)
+if ! go run ./bench/cmd/benchscale -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
 echo "all checks passed"
