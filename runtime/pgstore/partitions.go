@@ -159,7 +159,7 @@ func (p *PartitionSweeper) create(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_partition"); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+name+" (LIKE idempotency_records)")
+			_, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+name+" (LIKE idempotency_records INCLUDING COMPRESSION)")
 			if err == nil {
 				_, err = tx.Exec(ctx, "ALTER TABLE idempotency_records ATTACH PARTITION "+name+
 					" FOR VALUES FROM ('"+start.UTC().Format(time.RFC3339)+"') TO ('"+start.Add(w).UTC().Format(time.RFC3339)+"')")

@@ -271,7 +271,11 @@ func TestGooseMigrationsMatch(t *testing.T) {
 		if string(up) != m.SQL {
 			t.Errorf("%s: the embedded SQL differs from the file", m.Name)
 		}
-		want := "-- +goose Up\n" + string(up) + "\n-- +goose Down\n" + string(down)
+		// goose splits statements on semicolons: a DO block goes between StatementBegin and
+		// StatementEnd.
+		gooseUp := strings.ReplaceAll(string(up), "\nDO $$\n", "\n-- +goose StatementBegin\nDO $$\n")
+		gooseUp = strings.ReplaceAll(gooseUp, "\n$$;\n", "\n$$;\n-- +goose StatementEnd\n")
+		want := "-- +goose Up\n" + gooseUp + "\n-- +goose Down\n" + string(down)
 		if string(goose) != want {
 			t.Errorf("migrations/goose/%s.sql differs from the up and down files; regenerate it", base)
 		}
