@@ -35,15 +35,15 @@ type Sweeper struct {
 
 // sqlSweep deletes up to $1 expired rows, oldest first, skipping rows other sweepers hold.
 const sqlSweep = `DELETE FROM idempotency_records r
-USING (SELECT key_id FROM idempotency_records
+USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.key_id = d.key_id AND r.expires_at <= now()`
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.expires_at <= now()`
 
 // sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
 const sqlSweepPortable = `DELETE FROM idempotency_records r
-USING (SELECT key_id FROM idempotency_records
+USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) d
-WHERE r.key_id = d.key_id AND r.expires_at <= now()`
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.expires_at <= now()`
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends.
