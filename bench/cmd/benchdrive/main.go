@@ -81,6 +81,8 @@ const (
 	vStmtReplay   = "A/B ClaimWithStatement, replay"
 	vReadFirstRep = "A/B ClaimReadFirst, replay"
 	vPipeReplay   = "A/B ClaimPipelined, replay"
+	vPartNew      = "A/B partitioned table, new key"
+	vPartReplay   = "A/B partitioned table, replay"
 )
 
 var variants = []variant{
@@ -98,6 +100,8 @@ var variants = []variant{
 	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false},
 	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false},
 	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false},
+	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true},
+	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false},
 }
 
 type sample struct {
@@ -442,6 +446,11 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"issue 19: same handler code, new key / plain (req/s)", &target{bound: 0.75, at: []int{32}}, vStmtNew, vPlain, rps},
 		{"issue 19: same handler code, new key / plain (server + PostgreSQL CPU per request)", &target{bound: 1.3, atMost: true, at: []int{32}}, vStmtNew, vPlain, both},
 		{"issue 19: same handler code, new key / plain (WAL bytes per request)", &target{bound: 2, atMost: true, at: []int{32}}, vStmtNew, vPlain, walB},
+		{"issue 19, partitioned table: new key / plain (req/s)", &target{bound: 0.75, at: []int{32}}, vPartNew, vPlain, rps},
+		{"issue 19, partitioned table: new key / plain (server + PostgreSQL CPU per request)", &target{bound: 1.3, atMost: true, at: []int{32}}, vPartNew, vPlain, both},
+		{"issue 19, partitioned table: new key / plain (WAL bytes per request)", &target{bound: 2, atMost: true, at: []int{32}}, vPartNew, vPlain, walB},
+		{"partitioned / plain table, replay (req/s)", nil, vPartReplay, vStmtReplay, rps},
+		{"partitioned / plain table, replay (server + PostgreSQL CPU per request)", nil, vPartReplay, vStmtReplay, both},
 		{"atomic new key / plain transaction (PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, db},
 		{"atomic new key / plain transaction (server + PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, both},
 		{"replay / hand-written replay (server CPU per request)", nil, vReplay, vHandReplay, cpu},

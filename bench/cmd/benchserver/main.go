@@ -9,6 +9,9 @@
 //	/ab/{withstatement,readfirst,pipelined}/v1/payments
 //	                     POST: createPayment through the generated code on a runtime with
 //	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
+//	/ab/partitioned/v1/payments
+//	                     POST: the same with ClaimWithStatement on the table partitioned by expiry,
+//	                     in the database named after DATABASE_URL's with "_partitioned" appended
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
 //	/_bench/wal          GET: the server's current WAL position in bytes (for WAL per request)
@@ -105,6 +108,18 @@ func run(addr string, conns int32) error {
 		}
 		mux.Handle("/ab/"+ab.name+"/", http.StripPrefix("/ab/"+ab.name, h))
 	}
+	// The same A/B handler on the table partitioned by expiry, in a database of its own (the two
+	// layouts cannot share one).
+	ppool, err := partitionedPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer ppool.Close()
+	hp, err := baseline.WithStore(ppool, pgstore.Options{Partitioned: true})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/ab/partitioned/", http.StripPrefix("/ab/partitioned", hp))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /_bench/postmaster", func(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +149,40 @@ func run(addr string, conns int32) error {
 	})
 	log.Printf("benchserver: listening on %s", addr)
 	return http.ListenAndServe(addr, mux)
+}
+
+// partitionedPool connects to the database named after cfg's with "_partitioned" appended,
+// created if missing, with the partitioned layout and the conformance schema (its payments
+// table), on the same tracer and pool size.
+func partitionedPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	name := cfg.ConnConfig.Database + "_partitioned"
+	admin, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err == nil && !exists {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	}
+	admin.Close(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("partitioned database: %w", err)
+	}
+	pcfg := cfg.Copy()
+	pcfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pgstore.MigratePartitioned(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := conformance.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // parentOf returns the parent process id of pid from /proc/PID/stat (field 4). A backend's
