@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,7 +74,8 @@ type Options struct {
 }
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
-// besides the pool, its options, and the count of connections its transactions hold.
+// besides the pool, its options, the count of connections its transactions hold, and whether
+// the server takes client_connection_check_interval.
 type Store struct {
 	pool     *pgxpool.Pool
 	opts     Options
@@ -87,8 +89,9 @@ type Store struct {
 	// (Options.ReservedConns); nil: no limit.
 	slots chan struct{}
 	// checkInterval is ClientCheckInterval as set_config takes it, in milliseconds; "" when
-	// not set.
+	// not set. checkable is whether the server takes it: 0 not known yet, 1 yes, 2 no.
 	checkInterval string
+	checkable     atomic.Int32
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
@@ -192,16 +195,38 @@ func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn,
 	return s.acquireTx(ctx)
 }
 
-// checks reports whether conn's server has client_connection_check_interval (PostgreSQL 14 and
-// later) and the store sets it.
+// checks reports whether the store sets client_connection_check_interval and the server takes
+// it: PostgreSQL 14 and later, on a platform that reports closed sockets (not Windows, where
+// setting it is an error). The first call asks the server on conn, which must be idle; the
+// answer holds for the Store's life.
 func (s *Store) checks(conn *pgx.Conn) bool {
 	if s.checkInterval == "" {
+		return false
+	}
+	switch s.checkable.Load() {
+	case 1:
+		return true
+	case 2:
 		return false
 	}
 	v := conn.PgConn().ParameterStatus("server_version")
 	major, _, _ := strings.Cut(v, ".")
 	n, err := strconv.Atoi(major)
-	return err == nil && n >= 14 && !strings.Contains(v, "YB")
+	ok := err == nil && n >= 14 && !strings.Contains(v, "YB")
+	if ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := conn.QueryRow(ctx, `SELECT version() !~* '(windows|visual c\+\+|mingw)'`).Scan(&ok)
+		if err != nil {
+			return false // ask again next time
+		}
+	}
+	if ok {
+		s.checkable.Store(1)
+	} else {
+		s.checkable.Store(2)
+	}
+	return ok
 }
 
 // Pool returns the store's pool.
