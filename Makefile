@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test bench bench-short bench-scale fuzz demo clean
+.PHONY: help build generate test faults bench bench-short bench-scale fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -12,19 +12,23 @@ build: ## build bin/idemgen
 
 generate: ## regenerate every generated file, then fail if committed output changed
 	$(GO) generate ./...
+	for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
 	$(GO) test ./generator -run TestGolden -update
 	@if [ -n "$$(git status --porcelain -- golden examples internal)" ]; then \
 		git status --short -- golden examples internal >&2; \
 		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
-test: ## run every test against a throwaway PostgreSQL (the README's test command)
-	./scripts/with-postgres.sh ./scripts/test.sh
+test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3-master cluster): the README's test command
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./scripts/test.sh
+
+faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
+	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/faults
 
 bench: ## run the full benchmark harness and rewrite bench/README.md tables
-	./scripts/with-postgres.sh ./bench/run.sh
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh
 
 bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
-	./scripts/with-postgres.sh ./bench/run.sh -short
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh -short
 
 bench-scale: ## the store at 10 million records, both layouts (not CI: about an hour); writes bench/out/scale.md
 	mkdir -p bench/out

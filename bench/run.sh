@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh [-short]
+# bench/run.sh [-short] [-only REGEXP]
 #
 # Runs the whole benchmark harness against the PostgreSQL in DATABASE_URL (make bench starts a
-# throwaway one) and writes the results to bench/out/:
+# throwaway one) and, when IDEMGEN_TEST_REDIS_ADDR names a standalone Redis (make bench starts
+# one with scripts/with-redis.sh), the Redis store's variants too; writes the results to
+# bench/out/:
 #   http.md       HTTP end to end: idemgen's paths and the baselines, interleaved over rounds,
 #                 ratios, round trips, CPU per request, the same-key storm (bench/cmd/benchdrive)
 #   canonical.md  canonical form + fingerprint against generic baselines (the typed path in
@@ -14,10 +16,24 @@
 # "results:end" markers with summary.md. -short is the smoke mode CI runs: every part of the HTTP
 # harness runs briefly (the storm still checks one execution and no 5xx), so the harness cannot
 # rot; its figures mean nothing, and the slow spec benchmarks are skipped.
+# -only REGEXP measures only the HTTP variants whose names match (benchdrive -only; the ratio rows
+# need both of their variants), in the full mode's rounds, and stops there: no storm, no other
+# part (the storm only when REGEXP names it), bench/README.md untouched. For example, the middleware against the generated handler:
+#   scripts/with-postgres.sh bench/run.sh -only 'middleware|A/B ClaimWithStatement'
+# and the Redis section of bench/README.md:
+#   scripts/with-postgres.sh scripts/with-redis.sh bench/run.sh -only 'bare|^idemgen (replay|lease|atomic, new key)|Redis|storm'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=
-[ "${1:-}" = "-short" ] && short=1
+only=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -short) short=1 ;;
+    -only) only="${2:?-only needs a regexp}"; shift ;;
+    *) echo "usage: bench/run.sh [-short] [-only REGEXP]" >&2; exit 2 ;;
+  esac
+  shift
+done
 : "${DATABASE_URL:?run under scripts/with-postgres.sh (make bench)}"
 started=$(date +%s)
 out=bench/out
@@ -27,7 +43,7 @@ go build -o "$out/benchdrive" ./bench/cmd/benchdrive
 go build -o "$out/benchsum" ./bench/cmd/benchsum
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-"$out/benchserver" -addr "127.0.0.1:$port" -conns 64 >"$out/benchserver.log" 2>&1 &
+"$out/benchserver" -addr "127.0.0.1:$port" -conns 64 -redis "${IDEMGEN_TEST_REDIS_ADDR:-}" >"$out/benchserver.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -58,11 +74,17 @@ fi
 echo "== HTTP end to end" >&2
 if [ -n "$short" ]; then
   "${drive[@]}" -short | tee "$out/http.md"
+elif [ -n "$only" ]; then
+  "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -storm 200 -only "$only" | tee "$out/http.md"
 else
   "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -storm 200 | tee "$out/http.md"
 fi
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
+if [ -n "$only" ]; then
+  echo "bench: done in $(( $(date +%s) - started ))s; $out/http.md (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  exit 0
+fi
 
 echo "== canonical form and fingerprint" >&2
 if [ -n "$short" ]; then
@@ -80,7 +102,7 @@ fi
 
 elapsed=$(( $(date +%s) - started ))
 {
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r); $(go version | cut -d' ' -f3); PostgreSQL $(psql "$DATABASE_URL" -Atc 'SHOW server_version' 2>/dev/null || echo '?') on loopback (synchronous_commit $(psql "$DATABASE_URL" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?'), fsync $(psql "$DATABASE_URL" -Atc 'SHOW fsync' 2>/dev/null || echo '?')). Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Run: $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s for the whole harness."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r); $(go version | cut -d' ' -f3); PostgreSQL $(psql "$DATABASE_URL" -Atc 'SHOW server_version' 2>/dev/null || echo '?') on loopback (synchronous_commit $(psql "$DATABASE_URL" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?'), fsync $(psql "$DATABASE_URL" -Atc 'SHOW fsync' 2>/dev/null || echo '?')); Redis $(redis-server --version 2>/dev/null | awk '{print $3}' | cut -d= -f2) on loopback (${IDEMGEN_TEST_REDIS_ADDR:+appendonly yes, appendfsync everysec}$([ -n "${IDEMGEN_TEST_REDIS_ADDR:-}" ] || echo 'not started: no Redis variants')). Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Run: $(date -u +%Y-%m-%dT%H:%MZ), $elapsed s for the whole harness."
   echo
   cat "$out/http.md"
   echo

@@ -23,6 +23,9 @@ type contractView struct {
 	MinRetention   string
 	MixedRetention bool
 	BodyLimit      string
+	// Async lists the operations that declare a 202 Accepted response (long-running
+	// operations), for the contract's section on them.
+	Async []string
 }
 
 type contractOp struct {
@@ -93,6 +96,9 @@ func Contract(doc *model.Document) ([]byte, error) {
 			v.MixedRetention = true
 		}
 		limits[s.BodyLimit] = true
+		if slices.Contains(op.Responses, "202") {
+			v.Async = append(v.Async, op.ID)
+		}
 		v.Ops = append(v.Ops, o)
 	}
 	v.MinRetention = fmtDuration(minRet)

@@ -153,17 +153,16 @@ func (g *gen) canonFor(t *tinfo, n *trie, o *opPlan) string {
 	return c.name
 }
 
-// emitCanonical writes the struct canonicalizers the operations' decoders use (planned while
-// the decoders were emitted).
+// emitCanonical writes the struct canonicalizers the decode functions use.
 func (g *gen) emitCanonical(f *jen.File) {
 	// Emitting a canonicalizer may plan more (nested structs): drain the list.
 	for i := 0; i < len(g.canonList); i++ {
-		c := g.canonList[i]
-		g.emitStructCanon(f, c)
+		g.emitStructCanon(f, g.canonList[i])
 	}
 }
 
-// emitStructCanon writes appendCanonical<T>(b, v) for one struct under one exclusion set.
+// emitStructCanon writes appendCanonical<T>(b, v) for one struct under one exclusion set: one
+// canonical.ObjectWriter call per member, in RFC 8785 order.
 func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 	t := c.t
 	type member struct {
@@ -189,159 +188,186 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 	}
 	comment(f, "%s appends the canonical form (RFC 8785) of v to b: %s.", c.name, members)
 	f.Func().Id(c.name).Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Id(t.name)).Index().Byte().BlockFunc(func(grp *jen.Group) {
-		grp.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{'))
-		if len(ms) == 0 && t.extra == "" {
-			grp.Return(jen.Append(jen.Id("b"), jen.LitRune('}')))
-			return
-		}
-		grp.Id("start").Op(":=").Len(jen.Id("b"))
+		var extra jen.Code = jen.Nil()
 		switch {
 		case t.addl != nil:
-			// Typed undeclared members: canonicalized and sorted here, then merged like the
-			// generic ones. Excluded keys (fingerprint.exclude through the map) are skipped.
-			g.emitAddlMembers(grp, t, c)
+			extra = g.addlMembers(t, c)
 		case t.extra != "":
-			grp.Id("x").Op(":=").Id("v").Dot(t.extra)
+			extra = jen.Id("v").Dot(t.extra)
 		}
-		static := false // a member that is always written precedes: commas are static
+		grp.List(jen.Id("o"), jen.Id("b")).Op(":=").Qual(pkgCanonical, "WriteObject").Call(jen.Id("b"), extra)
 		for _, m := range ms {
-			fl := m.fl
-			if t.extra != "" {
-				grp.List(jen.Id("b"), jen.Id("x")).Op("=").Id("x").Dot("AppendBefore").Call(jen.Id("b"), jen.Id("start"), jen.Lit(fl.p.Name))
-			}
-			quoted := string(canonical.AppendString(nil, fl.p.Name)) + ":"
-			name := func(grp *jen.Group) {
-				if static {
-					grp.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(","+quoted).Op("..."))
-				} else {
-					grp.Id("b").Op("=").Qual(pkgCanonical, "Comma").Call(jen.Id("b"), jen.Id("start"))
-					grp.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(quoted).Op("..."))
-				}
-			}
-			always := fl.p.Required && !fl.bodyKey
-			val := jen.Id("v").Dot(fl.name)
-			switch {
-			case fl.ptr && always:
-				// Required but nullable: null is written as null.
-				grp.If(val.Clone().Op("==").Nil()).BlockFunc(func(b *jen.Group) {
-					name(b)
-					b.Id("b").Op("=").Qual(pkgCanonical, "AppendNull").Call(jen.Id("b"))
-				}).Else().BlockFunc(func(b *jen.Group) {
-					name(b)
-					g.appendVal(b, fl.t, jen.Op("*").Add(val.Clone()), m.excl, 0, c.op)
-				})
-			case fl.ptr && fl.t.kind == kStruct:
-				grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(b *jen.Group) {
-					name(b)
-					b.Id("b").Op("=").Id(g.canonFor(fl.t, m.excl, c.op)).Call(jen.Id("b"), val.Clone())
-				})
-			case fl.ptr:
-				grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(b *jen.Group) {
-					name(b)
-					g.appendVal(b, fl.t, jen.Op("*").Add(val.Clone()), m.excl, 0, c.op)
-				})
-			case !fl.t.pointerable() && always:
-				grp.If(val.Clone().Op("==").Nil()).BlockFunc(func(b *jen.Group) {
-					name(b)
-					b.Id("b").Op("=").Qual(pkgCanonical, "AppendNull").Call(jen.Id("b"))
-				}).Else().BlockFunc(func(b *jen.Group) {
-					name(b)
-					g.appendVal(b, fl.t, val.Clone(), m.excl, 0, c.op)
-				})
-			case !fl.t.pointerable():
-				grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(b *jen.Group) {
-					name(b)
-					g.appendVal(b, fl.t, val.Clone(), m.excl, 0, c.op)
-				})
-			default:
-				name(grp)
-				g.appendVal(grp, fl.t, val.Clone(), m.excl, 0, c.op)
-			}
-			if always {
-				static = true
-			}
+			g.canonMember(grp, m.fl, m.excl, c.op)
 		}
-		if t.extra != "" {
-			grp.Id("b").Op("=").Id("x").Dot("AppendAll").Call(jen.Id("b"), jen.Id("start"))
-		}
-		grp.Return(jen.Append(jen.Id("b"), jen.LitRune('}')))
+		grp.Return(jen.Id("o").Dot("End").Call(jen.Id("b")))
 	})
 	f.Line()
 }
 
-// appendVal emits `b = ...` statements appending the canonical form of val (an addressable
-// expression of t's type, not a pointer) under exclusions n.
-func (g *gen) appendVal(grp *jen.Group, t *tinfo, val *jen.Statement, n *trie, depth int, o *opPlan) {
-	b := jen.Id("b")
-	set := func(c jen.Code) { grp.Id("b").Op("=").Add(c) }
+// memberName is a member's name in canonical form with quotes and colon, as ObjectWriter takes
+// it: a raw string literal when that reads plainly.
+func memberName(name string) jen.Code {
+	q := string(canonical.AppendString(nil, name)) + ":"
+	for _, r := range q {
+		if r < 0x20 || r == '`' || r >= 0x7f {
+			return jen.Lit(q)
+		}
+	}
+	return jen.Op("`" + q + "`")
+}
+
+// canonMember writes one member of a struct canonicalizer. Absent members (nil) are left out, so
+// absent and null fingerprint alike, as the handler sees them; a required member that is nil
+// (nullable) is written as null.
+func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
+	name := memberName(fl.p.Name)
+	val := jen.Id("v").Dot(fl.name)
+	b := func() *jen.Statement { return jen.Id("b") }
+	// set writes b = the call of the writer's method m; opt that of canonical.<fn>(&o, b, ...).
+	set := func(g *jen.Group, m string, args ...jen.Code) {
+		g.Add(b()).Op("=").Id("o").Dot(m).Call(append([]jen.Code{b(), name}, args...)...)
+	}
+	opt := func(fn string, args ...jen.Code) {
+		grp.Add(b()).Op("=").Qual(pkgCanonical, fn).Call(append([]jen.Code{jen.Op("&").Id("o"), b(), name}, args...)...)
+	}
+	always := fl.p.Required && !fl.bodyKey
+	// write writes the member whose value (not a pointer) is x.
+	write := func(grp *jen.Group, x *jen.Statement) {
+		switch fl.t.kind {
+		case kString:
+			set(grp, "String", x)
+		case kEnum:
+			set(grp, "String", jen.String().Call(x))
+		case kInt64:
+			set(grp, "Int", x)
+		case kInt32:
+			set(grp, "Int", jen.Int64().Call(x))
+		case kFloat:
+			set(grp, "Float", x)
+		case kBool:
+			set(grp, "Bool", x)
+		default:
+			grp.Add(b()).Op("=").Add(g.appendExpr(fl.t, x, jen.Id("o").Dot("Key").Call(b(), name), n, 0, o))
+		}
+	}
+	nullOr := func(x *jen.Statement) {
+		grp.If(val.Clone().Op("==").Nil()).BlockFunc(func(g *jen.Group) { set(g, "Null") }).Else().BlockFunc(func(g *jen.Group) { write(g, x) })
+	}
+	switch {
+	case fl.ptr && always:
+		nullOr(jen.Op("*").Add(val.Clone()))
+	case fl.ptr && fl.t.kind == kStruct:
+		opt("OptObject", val, jen.Id(g.canonFor(fl.t, n, o)))
+	case fl.ptr:
+		opt(map[tkind]string{kString: "OptString", kEnum: "OptString", kInt64: "OptInt", kInt32: "OptInt", kFloat: "OptFloat", kBool: "OptBool"}[fl.t.kind], val)
+	case !fl.t.pointerable() && always:
+		nullOr(val.Clone())
+	case fl.t.kind == kRaw:
+		if n != nil {
+			g.unsupportedExclusion(o, "a oneOf/anyOf or schema-less value")
+		}
+		opt("OptRaw", val)
+	case fl.t.kind == kSlice && !allExcluded(n):
+		if fl.t.elem.kind == kStruct {
+			opt("OptObjects", val, jen.Id(g.canonFor(fl.t.elem, elemExclusion(g, n, o), o)))
+		} else {
+			opt("OptArray", val, g.valueFunc(fl.t.elem, elemExclusion(g, n, o), 1, o))
+		}
+	case fl.t.kind == kMap && !allExcluded(n):
+		opt("OptMap", append([]jen.Code{val, g.valueFunc(fl.t.elem, n.starOf(), 1, o)}, g.mapExclusions(n, o)...)...)
+	case !fl.t.pointerable():
+		grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(g *jen.Group) { write(g, val.Clone()) })
+	default:
+		write(grp, val)
+	}
+}
+
+// allExcluded: every element or value of an array or map is excluded (fingerprint.exclude /x/*).
+func allExcluded(n *trie) bool { return n != nil && n.star != nil && n.star.leaf }
+
+func (n *trie) starOf() *trie {
+	if n == nil {
+		return nil
+	}
+	return n.star
+}
+
+// elemExclusion is what is excluded below each element of an array (only "*" can name them).
+func elemExclusion(g *gen, n *trie, o *opPlan) *trie {
+	if n == nil {
+		return nil
+	}
+	if len(n.kids) > 0 {
+		g.unsupportedExclusion(o, "an array element by index")
+	}
+	return n.star
+}
+
+// mapExclusions are the map keys that fingerprint.exclude names (a whole value each).
+func (g *gen) mapExclusions(n *trie, o *opPlan) []jen.Code {
+	if n == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(n.kids))
+	for k := range n.kids {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []jen.Code
+	for _, k := range keys {
+		if !n.kids[k].leaf {
+			g.unsupportedExclusion(o, "a member below one map key (use * for every value)")
+		}
+		out = append(out, jen.Lit(k))
+	}
+	return out
+}
+
+// appendExpr is the expression that appends the canonical form of val (an addressable expression
+// of t's type, not a pointer) to b under exclusions n.
+func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, depth int, o *opPlan) jen.Code {
 	switch t.kind {
 	case kString:
-		set(jen.Qual(pkgCanonical, "AppendString").Call(b, val))
+		return jen.Qual(pkgCanonical, "AppendString").Call(b, val)
 	case kEnum:
-		set(jen.Qual(pkgCanonical, "AppendString").Call(b, jen.String().Call(val)))
+		return jen.Qual(pkgCanonical, "AppendString").Call(b, jen.String().Call(val))
 	case kInt64:
-		set(jen.Qual(pkgCanonical, "AppendInt").Call(b, val))
+		return jen.Qual(pkgCanonical, "AppendInt").Call(b, val)
 	case kInt32:
-		set(jen.Qual(pkgCanonical, "AppendInt").Call(b, jen.Int64().Call(val)))
+		return jen.Qual(pkgCanonical, "AppendInt").Call(b, jen.Int64().Call(val))
 	case kFloat:
-		set(jen.Qual(pkgCanonical, "AppendFloat").Call(b, val))
+		return jen.Qual(pkgCanonical, "AppendFloat").Call(b, val)
 	case kBool:
-		set(jen.Qual(pkgCanonical, "AppendBool").Call(b, val))
+		return jen.Qual(pkgCanonical, "AppendBool").Call(b, val)
 	case kRaw:
 		if n != nil {
 			g.unsupportedExclusion(o, "a oneOf/anyOf or schema-less value")
 		}
-		set(jen.Append(b, val.Op("...")))
+		return jen.Append(b, val.Op("..."))
 	case kStruct:
-		set(jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val)))
+		return jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val))
 	case kSlice:
-		var elem *trie
-		if n != nil {
-			if len(n.kids) > 0 {
-				g.unsupportedExclusion(o, "an array element by index")
-			}
-			elem = n.star
-		}
+		elem := elemExclusion(g, n, o)
 		if elem != nil && elem.leaf {
 			// Every element is excluded: the array fingerprints as [].
-			set(jen.Append(b, jen.Lit("[]").Op("...")))
-			return
+			return jen.Append(b, jen.Lit("[]").Op("..."))
 		}
-		i := fmt.Sprintf("i%d", depth)
-		set(jen.Append(b, jen.LitRune('[')))
-		grp.For(jen.Id(i).Op(":=").Range().Add(val)).BlockFunc(func(lb *jen.Group) {
-			lb.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(',')))
-			g.appendVal(lb, t.elem, val.Clone().Index(jen.Id(i)), elem, depth+1, o)
-		})
-		set(jen.Append(b, jen.LitRune(']')))
+		if t.elem.kind == kStruct {
+			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Id(g.canonFor(t.elem, elem, o)))
+		}
+		return jen.Qual(pkgCanonical, "AppendArray").Call(b, val, g.valueFunc(t.elem, elem, depth+1, o))
 	case kMap:
-		var exclude []jen.Code
-		var elem *trie
-		if n != nil {
-			keys := make([]string, 0, len(n.kids))
-			for k := range n.kids {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if !n.kids[k].leaf {
-					g.unsupportedExclusion(o, "a member below one map key (use * for every value)")
-				}
-				exclude = append(exclude, jen.Lit(k))
-			}
-			elem = n.star
+		if allExcluded(n) {
+			return jen.Append(b, jen.Lit("{}").Op("..."))
 		}
-		if elem != nil && elem.leaf {
-			set(jen.Append(b, jen.Lit("{}").Op("...")))
-			return
-		}
-		args := []jen.Code{b, val, g.valueFunc(t.elem, elem, depth+1, o)}
-		set(jen.Qual(pkgCanonical, "AppendMap").Call(append(args, exclude...)...))
+		args := []jen.Code{b, val, g.valueFunc(t.elem, n.starOf(), depth+1, o)}
+		return jen.Qual(pkgCanonical, "AppendMap").Call(append(args, g.mapExclusions(n, o)...)...)
 	}
+	return nil
 }
 
-// valueFunc is a func([]byte, V) []byte appending one map value: a canonical helper for plain
-// scalars, else a closure.
+// valueFunc is a func([]byte, V) []byte appending one array element or map value: a canonical
+// helper for plain scalars, else a closure.
 func (g *gen) valueFunc(t *tinfo, n *trie, depth int, o *opPlan) jen.Code {
 	if n == nil {
 		switch t.kind {
@@ -353,13 +379,17 @@ func (g *gen) valueFunc(t *tinfo, n *trie, depth int, o *opPlan) jen.Code {
 			return jen.Qual(pkgCanonical, "AppendFloat")
 		case kBool:
 			return jen.Qual(pkgCanonical, "AppendBool")
+		case kEnum:
+			return jen.Qual(pkgCanonical, "AppendStringOf").Types(jen.Id(t.name))
+		case kInt32:
+			return jen.Qual(pkgCanonical, "AppendIntOf").Types(jen.Int32())
+		case kRaw:
+			return jen.Qual(pkgCanonical, "AppendRaw").Types(t.code())
 		}
 	}
 	e := fmt.Sprintf("e%d", depth)
-	return jen.Func().Params(jen.Id("b").Index().Byte(), jen.Id(e).Add(t.code())).Index().Byte().BlockFunc(func(grp *jen.Group) {
-		g.appendVal(grp, t, jen.Id(e), n, depth, o)
-		grp.Return(jen.Id("b"))
-	})
+	return jen.Func().Params(jen.Id("b").Index().Byte(), jen.Id(e).Add(t.code())).Index().Byte().Block(
+		jen.Return(g.appendExpr(t, jen.Id(e), jen.Id("b"), n, depth, o)))
 }
 
 func (g *gen) unsupportedExclusion(o *opPlan, what string) {
@@ -367,14 +397,14 @@ func (g *gen) unsupportedExclusion(o *opPlan, what string) {
 		"operation %s: fingerprint.exclude reaches into %s, which idemgen cannot exclude statically", o.op.ID, what)
 }
 
-// emitAddlMembers builds x, the sorted canonical.Members of a struct's typed
-// additionalProperties map, leaving out keys the exclusions name.
-func (g *gen) emitAddlMembers(grp *jen.Group, t *tinfo, c *canonFunc) {
+// addlMembers is the expression of the sorted canonical.Members of a struct's typed
+// additionalProperties map, leaving out keys the exclusions name (nil when every value is).
+func (g *gen) addlMembers(t *tinfo, c *canonFunc) jen.Code {
 	declared := map[string]bool{}
 	for _, f := range t.fields {
 		declared[f.p.Name] = true
 	}
-	var skip []string
+	var skip []jen.Code
 	var elem *trie
 	if c.excl != nil {
 		keys := make([]string, 0, len(c.excl.kids))
@@ -389,30 +419,13 @@ func (g *gen) emitAddlMembers(grp *jen.Group, t *tinfo, c *canonFunc) {
 			if !c.excl.kids[k].leaf {
 				g.unsupportedExclusion(c.op, "a member below one map key (use * for every value)")
 			}
-			skip = append(skip, k)
+			skip = append(skip, jen.Lit(k))
 		}
 		elem = c.excl.star
 	}
-	grp.Var().Id("x").Qual(pkgCanonical, "Members")
-	grp.For(jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Range().Id("v").Dot(t.extra)).BlockFunc(func(lb *jen.Group) {
-		if len(skip) > 0 {
-			var cases []jen.Code
-			for _, k := range skip {
-				cases = append(cases, jen.Lit(k))
-			}
-			lb.Switch(jen.Id("k")).Block(jen.Case(cases...).Block(jen.Continue()))
-		}
-		if elem != nil && elem.leaf {
-			lb.Continue()
-			return
-		}
-		lb.Id("b").Op(":=").Index().Byte().Parens(jen.Nil())
-		g.appendVal(lb, t.addl, jen.Id("e"), elem, 1, c.op)
-		lb.Id("x").Op("=").Append(jen.Id("x"), jen.Qual(pkgCanonical, "Member").Values(jen.Dict{
-			jen.Id("Name"):  jen.Id("k"),
-			jen.Id("Value"): jen.Id("b"),
-		}))
-	})
-	grp.Qual("slices", "SortFunc").Call(jen.Id("x"), jen.Func().Params(jen.List(jen.Id("p"), jen.Id("q")).Qual(pkgCanonical, "Member")).Int().Block(
-		jen.Return(jen.Qual(pkgCanonical, "Compare").Call(jen.Id("p").Dot("Name"), jen.Id("q").Dot("Name")))))
+	if elem != nil && elem.leaf {
+		return jen.Nil()
+	}
+	args := []jen.Code{jen.Id("v").Dot(t.extra), g.valueFunc(t.addl, elem, 1, c.op)}
+	return jen.Qual(pkgCanonical, "MapMembers").Call(append(args, skip...)...)
 }

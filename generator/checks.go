@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -13,25 +12,19 @@ import (
 )
 
 // checks returns the statements that test val (a Go expression of t's type, not a pointer)
-// against the schema constraints of docs/design.md section 4: enum, minimum/maximum (exclusive too),
-// minLength/maxLength in code points, minItems/maxItems. fail turns a reason into the statement
-// that reports it.
-func checks(t *tinfo, val jen.Code, fail func(reason string) jen.Code) (out []jen.Code) {
+// against the schema constraints of docs/design.md section 4: minimum/maximum (exclusive too),
+// minLength/maxLength in code points, pattern, minItems/maxItems, and the enums of other than
+// strings (a string enum is checked as it is read: readExpr). r is the reader of the value (a
+// canonical.Decoder, gen.Params or gen.Form), whose methods do the common checks and whose
+// Invalid reports the rest.
+func checks(t *tinfo, val jen.Code, r jen.Code) (out []jen.Code) {
 	s := t.s
 	if s == nil {
 		return nil
 	}
+	fail := func(reason string) jen.Code { return jen.Add(r).Dot("Invalid").Call(jen.Lit(reason)) }
+	call := func(method string, args ...jen.Code) jen.Code { return jen.Add(r).Dot(method).Call(args...) }
 	switch t.kind {
-	case kEnum:
-		var cases []jen.Code
-		for _, c := range t.consts {
-			cases = append(cases, jen.Id(c))
-		}
-		out = append(out, jen.Switch(val).Block(
-			jen.Case(cases...),
-			jen.Default().Add(fail("must be one of "+quoteList(s.Enum))),
-		))
-		return out
 	case kBool:
 		return boolEnum(s.EnumJSON, val, fail)
 	case kRaw:
@@ -44,65 +37,64 @@ func checks(t *tinfo, val jen.Code, fail func(reason string) jen.Code) (out []je
 			out = append(out, c)
 		}
 		if s.Minimum != nil {
-			op, word := "<", "at least"
+			m := "Min"
 			if s.ExclusiveMin {
-				op, word = "<=", "greater than"
+				m = "ExclusiveMin"
 			}
-			lhs, rhs := bound(t, val, *s.Minimum)
-			out = append(out, jen.If(lhs.Op(op).Add(rhs)).Block(
-				fail(fmt.Sprintf("must be %s %s", word, fmtNum(*s.Minimum)))))
+			out = append(out, boundCall(t, val, *s.Minimum, m, call))
 		}
 		if s.Maximum != nil {
-			op, word := ">", "at most"
+			m := "Max"
 			if s.ExclusiveMax {
-				op, word = ">=", "less than"
+				m = "ExclusiveMax"
 			}
-			lhs, rhs := bound(t, val, *s.Maximum)
-			out = append(out, jen.If(lhs.Op(op).Add(rhs)).Block(
-				fail(fmt.Sprintf("must be %s %s", word, fmtNum(*s.Maximum)))))
+			out = append(out, boundCall(t, val, *s.Maximum, m, call))
 		}
 	case kString:
-		if t.pattern != "" {
-			defer func() {
-				out = append(out, jen.If(jen.Op("!").Id(t.pattern).Dot("MatchString").Call(val)).Block(
-					fail("must match the pattern "+strconv.Quote(s.Pattern))))
-			}()
+		if s.MinLength != nil || s.MaxLength != nil {
+			out = append(out, call("Length", val, optLit(s.MinLength), optLit(s.MaxLength)))
 		}
-		if s.MinLength == nil && s.MaxLength == nil {
-			return nil
-		}
-		n := jen.Qual("unicode/utf8", "RuneCountInString").Call(val)
-		switch {
-		case s.MinLength != nil && s.MaxLength != nil && *s.MinLength == *s.MaxLength:
-			out = append(out, jen.If(n.Clone().Op("!=").Lit(int(*s.MinLength))).Block(
-				fail(fmt.Sprintf("length must be %d", *s.MinLength))))
-		default:
-			if s.MinLength != nil && *s.MinLength > 0 {
-				out = append(out, jen.If(n.Clone().Op("<").Lit(int(*s.MinLength))).Block(
-					fail(fmt.Sprintf("length must be at least %d", *s.MinLength))))
-			}
-			if s.MaxLength != nil {
-				out = append(out, jen.If(n.Clone().Op(">").Lit(int(*s.MaxLength))).Block(
-					fail(fmt.Sprintf("length must be at most %d", *s.MaxLength))))
-			}
+		if s.Pattern != "" {
+			// JSON Schema patterns are not anchored; the reader's Matcher compiles each once.
+			out = append(out, call("Pattern", val, jen.Lit(s.Pattern)))
 		}
 	case kSlice:
-		if s.MinItems != nil && *s.MinItems > 0 {
-			out = append(out, jen.If(jen.Len(val).Op("<").Lit(int(*s.MinItems))).Block(
-				fail(fmt.Sprintf("must have at least %d items", *s.MinItems))))
-		}
-		if s.MaxItems != nil {
-			out = append(out, jen.If(jen.Len(val).Op(">").Lit(int(*s.MaxItems))).Block(
-				fail(fmt.Sprintf("must have at most %d items", *s.MaxItems))))
+		if (s.MinItems != nil && *s.MinItems > 0) || s.MaxItems != nil {
+			out = append(out, call("Items", jen.Len(val), optLit(s.MinItems), optLit(s.MaxItems)))
 		}
 	}
 	return out
 }
 
-// bound returns both sides of a comparison with a numeric bound. Integer values compare with
-// an integer literal when the bound is a whole number inside the value's range, so the check
-// stays exact (no float64 round trip above 2^53); otherwise (a fractional or out-of-range bound)
-// they compare in float64, which is exact for integers that close to such a bound.
+// optLit is a bound for Length and Items: the value, or -1 when the schema has none.
+func optLit(p *int64) jen.Code {
+	if p == nil {
+		return jen.Lit(-1)
+	}
+	return jen.Lit(int(*p))
+}
+
+// boundCall checks val against a numeric bound with the reader method m (Min, ExclusiveMin, Max,
+// ExclusiveMax). Integer values compare as int64 with an integer bound when the bound is a whole
+// number inside the value's range, so the check stays exact (no float64 round trip above 2^53);
+// otherwise (a fractional or out-of-range bound) they compare in float64 (the Float methods),
+// which is exact for integers that close to such a bound.
+func boundCall(t *tinfo, val jen.Code, f float64, m string, call func(string, ...jen.Code) jen.Code) jen.Code {
+	lhs, rhs := bound(t, val, f)
+	switch {
+	case t.kind == kFloat:
+		return call(m+"Float", lhs, rhs)
+	case rhs == nil:
+		return call(m+"Float", jen.Float64().Call(val), jen.Lit(f))
+	case t.kind == kInt32:
+		return call(m, jen.Int64().Call(val), rhs)
+	}
+	return call(m, lhs, rhs)
+}
+
+// bound returns both sides of a comparison with a numeric bound: the value and the bound as an
+// integer literal when the bound is a whole number inside an integer value's range; rhs is nil
+// when an integer must compare in float64.
 func bound(t *tinfo, val jen.Code, f float64) (*jen.Statement, jen.Code) {
 	lim := float64(1 << 62)
 	if t.kind == kInt32 {
@@ -114,7 +106,7 @@ func bound(t *tinfo, val jen.Code, f float64) (*jen.Statement, jen.Code) {
 	case f == math.Trunc(f) && math.Abs(f) < lim:
 		return jen.Add(val), jen.Lit(int(f))
 	default:
-		return jen.Float64().Call(val), jen.Lit(f)
+		return jen.Float64().Call(val), nil
 	}
 }
 
@@ -240,12 +232,4 @@ func rawChecks(s *model.Schema, val jen.Code, fail func(string) jen.Code) []jen.
 
 func fmtNum(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func quoteList(vs []string) string {
-	q := make([]string, len(vs))
-	for i, v := range vs {
-		q[i] = strconv.Quote(v)
-	}
-	return strings.Join(q, ", ")
 }

@@ -2,48 +2,35 @@ package generator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// The JSON decoders are straight-line code over canonical.Decoder, a strict tokenizer with a
-// sticky first error (duplicate members, bad UTF-8, surrogates, number range, depth): each
-// struct gets one function that switches on the member name, marks it seen once, decodes its
-// value with the schema's checks, and keeps undeclared members (canonical form) for the
-// fingerprint unless the object is closed. Required members are checked after the object, so
-// the error names the object.
+// Each operation gets one decode function, decode<Op>(in *gen.Input) (<Op>Request, error): it
+// decodes the body strictly with the schema's checks (a JSON struct through the shared struct
+// decoders, a form inline), adds the body to the fingerprint, reports a body-carried key, then
+// reads the parameters. The runtime has framed the request line before (gen.Input.Begin) and
+// sums the fingerprint after. JSON is read by canonical.Decoder, a strict tokenizer with a sticky
+// first error (duplicate members, bad UTF-8, surrogates, number range, depth), so the generated
+// code reads straight on: each struct gets one function that switches on the member name, marks
+// it read once, decodes its value and its checks, and keeps undeclared members (canonical form)
+// for the fingerprint unless the object is closed. Required members are checked after the
+// object, so the error names the object.
 
 func dec() *jen.Statement { return jen.Id("d") }
 
-// emitDecoders writes the per-operation entry points, the struct decoders, the parameter
-// parsers and the form decoders.
+// emitDecoders writes the per-operation decode functions and the struct decoders.
 func (g *gen) emitDecoders(f *jen.File) {
 	for _, o := range g.ops {
-		g.emitDecodeRequest(f, o)
-		for _, c := range o.contents {
-			switch c.c.Kind {
-			case model.ContentJSON:
-				g.emitJSONEntry(f, o, c)
-			case model.ContentForm:
-				g.emitFormDecoder(f, o, c)
-			}
-		}
-		g.emitParamParser(f, o)
+		g.emitDecodeOp(f, o)
 	}
 	for _, t := range g.named {
 		if t.kind == kStruct && !t.form {
 			g.emitStructDecoder(f, t)
 		}
-	}
-	if len(g.patterns) > 0 {
-		f.Comment("Schema patterns (JSON Schema \"pattern\", unanchored), compiled once.")
-		f.Var().DefsFunc(func(d *jen.Group) {
-			for _, t := range g.patterns {
-				d.Id(t.pattern).Op("=").Qual("regexp", "MustCompile").Call(jen.Lit(t.s.Pattern))
-			}
-		})
 	}
 	if g.needSegMatch {
 		emitMatchSegment(f)
@@ -55,18 +42,159 @@ func (g *gen) emitDecoders(f *jen.File) {
 	}
 }
 
-// emitJSONEntry writes decode<Op>JSON(data) (Body, error).
-func (g *gen) emitJSONEntry(f *jen.File, o *opPlan, c *contentPlan) {
-	comment(f, "%s decodes a %s request body of operation %s strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).", c.decode, c.c.MediaType, o.op.ID)
-	f.Func().Id(c.decode).Params(jen.Id("data").Index().Byte()).Params(jen.Id(o.body), jen.Error()).BlockFunc(func(grp *jen.Group) {
-		grp.Var().Id("dv").Qual(pkgCanonical, "Decoder")
-		grp.Id("d").Op(":=").Op("&").Id("dv").Comment("stays on the stack: nothing keeps it")
-		grp.Id("d").Dot("Reset").Call(jen.Id("data"))
-		grp.Var().Id("v").Id(o.body)
-		g.decodeInto(grp, o.bodyT, false, jen.Id("v"), 0)
-		grp.Return(jen.Id("v"), jen.Id("d").Dot("Finish").Call())
+// emitDecodeOp writes decode<Op>(in).
+func (g *gen) emitDecodeOp(f *jen.File, o *opPlan) {
+	var what []string
+	if o.op.Body != nil {
+		what = append(what, "its body (strictly, with the schema's checks), which it adds to the fingerprint")
+	}
+	if len(o.pparams) > 0 {
+		what = append(what, "its parameters")
+	}
+	if len(what) == 0 {
+		what = append(what, "it has neither a body nor parameters")
+	}
+	comment(f, "%s decodes a request to %s: %s. Errors are 400 body-invalid.", o.decode, o.op.ID, strings.Join(what, ", then "))
+	f.Func().Id(o.decode).Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(jen.Id("r").Id(o.request), jen.Id("_").Error()).BlockFunc(func(grp *jen.Group) {
+		if o.op.Body != nil {
+			g.emitBody(grp, o)
+		}
+		g.emitParams(grp, o)
+		grp.Return(jen.Id("r"), jen.Id("in").Dot("Err").Call())
 	})
 	f.Line()
+}
+
+// emitBody decodes and frames the body by media type (the runtime has already refused other
+// types with 415), then reports a body-carried key.
+func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
+	frameRaw := o.rawBody || o.op.Settings.Fingerprint.Body == model.BodyRaw
+	one := func(b *jen.Group, c *contentPlan) {
+		switch {
+		case o.rawBody:
+			b.Id("r").Dot("Body").Op("=").Id("in").Dot("Body")
+		case c.c.Kind == model.ContentForm:
+			g.emitFormBody(b, o)
+		case o.bodyT.kind == kStruct:
+			// in.Err reports the decoder's error; until then everything reads straight on.
+			b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("JSON").Call(), jen.Op("&").Id("r").Dot("Body"))
+		default:
+			b.Id("d").Op(":=").Id("in").Dot("JSON").Call()
+			g.decodeInto(b, o.bodyT, false, jen.Id("r").Dot("Body"), 0, dec())
+		}
+		switch {
+		case frameRaw:
+			b.Id("in").Dot("RawBody").Call()
+		case c.c.Kind == model.ContentForm:
+			var excl []jen.Code
+			for _, e := range formExclusions(o.op) {
+				excl = append(excl, jen.Lit(e))
+			}
+			b.Id("in").Dot("FormBody").Call(excl...)
+		default:
+			b.Id("in").Dot("JSONBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), opExclusions(o.op), 0, o))
+		}
+	}
+	sw := func(b *jen.Group) {
+		if len(o.contents) == 1 || o.rawBody {
+			one(b, o.contents[0])
+			return
+		}
+		// Switch on the declared entry that admitted the request (the runtime matches media
+		// ranges such as application/*), and never run the handler on an undecoded body.
+		b.Switch(jen.Id("in").Dot("Declared")).BlockFunc(func(s *jen.Group) {
+			for _, c := range o.contents {
+				s.Case(jen.Lit(c.c.MediaType)).BlockFunc(func(cb *jen.Group) { one(cb, c) })
+			}
+			s.Default().Block(jen.Return(jen.Id("r"), jen.Id("in").Dot("NoDecoder").Call()))
+		})
+	}
+	if !o.op.Body.Required && !o.rawBody {
+		// An optional body may be absent: the handler then gets the zero value, and the
+		// fingerprint an empty raw body.
+		grp.If(jen.Len(jen.Id("in").Dot("Body")).Op("==").Lit(0)).Block(
+			jen.Id("in").Dot("RawBody").Call(),
+		).Else().BlockFunc(sw)
+	} else {
+		sw(grp)
+	}
+	g.emitBodyKey(grp, o)
+}
+
+// emitBodyKey reports the decoded body member that carries the key; every pointer on the way
+// must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
+func (g *gen) emitBodyKey(grp *jen.Group, o *opPlan) {
+	if o.op.Settings.Key.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
+		return
+	}
+	var cond *jen.Statement
+	expr := jen.Id("r").Dot("Body")
+	for _, fl := range o.keyPath {
+		expr = expr.Clone().Dot(fl.name)
+		if fl.ptr {
+			c := expr.Clone().Op("!=").Nil()
+			if cond == nil {
+				cond = c
+			} else {
+				cond = cond.Op("&&").Add(c)
+			}
+		}
+	}
+	grp.If(cond).Block(jen.Id("in").Dot("SetBodyKey").Call(jen.Op("*").Add(expr), jen.True()))
+}
+
+// fieldBits numbers the fields of a struct for its seen bits: required fields first, in schema
+// order, so that one Required call names them all; then the others.
+func fieldBits(t *tinfo) (bits []int, required []string) {
+	bits = make([]int, len(t.fields))
+	n := 0
+	for pass := 0; pass < 2; pass++ {
+		for i, fl := range t.fields {
+			if req := fl.p.Required && !fl.bodyKey; req == (pass == 0) {
+				bits[i] = n
+				n++
+				if req {
+					required = append(required, fl.p.Name)
+				}
+			}
+		}
+	}
+	return bits, required
+}
+
+// seenDecl declares the seen bits of n fields; seenRef is the address of bit's word and the bit
+// within it.
+func seenDecl(grp *jen.Group, n int) {
+	switch {
+	case n == 0:
+	case n <= 64:
+		grp.Var().Id("seen").Uint64().Comment("one bit per declared member")
+	default:
+		grp.Var().Id("seen").Index(jen.Lit((n + 63) / 64)).Uint64().Comment("one bit per declared member")
+	}
+}
+
+func seenRef(n, bit int) []jen.Code {
+	if n <= 64 {
+		return []jen.Code{jen.Op("&").Id("seen"), jen.Lit(bit)}
+	}
+	return []jen.Code{jen.Op("&").Id("seen").Index(jen.Lit(bit / 64)), jen.Lit(bit % 64)}
+}
+
+// requiredCalls checks the required fields (bits 0..len-1) with recv.Required, one call per
+// word of seen bits.
+func requiredCalls(grp *jen.Group, recv jen.Code, n int, required []string) {
+	for w := 0; w*64 < len(required); w++ {
+		names := required[w*64 : min(len(required), w*64+64)]
+		args := []jen.Code{jen.Id("seen")}
+		if n > 64 {
+			args[0] = jen.Id("seen").Index(jen.Lit(w))
+		}
+		for _, name := range names {
+			args = append(args, jen.Lit(name))
+		}
+		grp.Add(recv).Dot("Required").Call(args...)
+	}
 }
 
 // emitStructDecoder writes decode<T>(d, v) for one struct type.
@@ -75,180 +203,185 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 		jen.Id("d").Op("*").Qual(pkgCanonical, "Decoder"),
 		jen.Id("v").Op("*").Id(t.name),
 	).BlockFunc(func(grp *jen.Group) {
-		grp.If(jen.Op("!").Add(dec()).Dot("BeginObject").Call()).Block(jen.Return())
+		bits, required := fieldBits(t)
 		n := len(t.fields)
-		seen := func(i int) jen.Code {
-			if n <= 64 {
-				return jen.Op("&").Id("seen")
-			}
-			return jen.Op("&").Id("seen").Index(jen.Lit(i / 64))
+		seenDecl(grp, n)
+		var other jen.Code
+		switch {
+		case t.addl != nil:
+			other = jen.BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
+		case t.extra != "":
+			other = dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
+		default:
+			other = dec().Dot("Reject").Call()
 		}
-		if n > 0 {
-			if n <= 64 {
-				grp.Var().Id("seen").Uint64().Comment("one bit per declared member")
-			} else {
-				grp.Var().Id("seen").Index(jen.Lit((n + 63) / 64)).Uint64().Comment("one bit per declared member")
+		// Errors are sticky: when BeginObject fails, NextMember is false at once.
+		grp.For(dec().Dot("BeginObject").Call(), dec().Dot("NextMember").Call(), jen.Empty()).BlockFunc(func(loop *jen.Group) {
+			if n == 0 {
+				loop.Add(other)
+				return
 			}
-		}
-		grp.For(dec().Dot("NextMember").Call()).Block(
-			jen.Switch(jen.String().Parens(dec().Dot("Name").Call())).BlockFunc(func(sw *jen.Group) {
+			loop.Switch(jen.String().Parens(dec().Dot("Name").Call())).BlockFunc(func(sw *jen.Group) {
 				for i, fl := range t.fields {
-					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) {
-						cg.If(jen.Op("!").Add(dec()).Dot("Once").Call(seen(i), jen.Lit(i%64))).Block(jen.Return())
-						g.decodeField(cg, fl)
-					})
+					first := dec().Dot("Field").Call(seenRef(n, bits[i])...)
+					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { g.decodeField(cg, fl, first) })
 				}
 				if t.addl != nil {
-					sw.Default().BlockFunc(func(b *jen.Group) {
-						m := jen.Id("v").Dot(t.extra)
-						// Key shares the decoder's copy of the document: no allocation per key.
-						b.Id("k").Op(":=").Add(dec()).Dot("Key").Call()
-						b.If(jen.List(jen.Id("_"), jen.Id("dup")).Op(":=").Add(m.Clone()).Index(jen.Id("k")), jen.Id("dup")).Block(
-							dec().Dot("Duplicate").Call())
-						b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
-						b.Var().Id("e").Add(t.addl.code())
-						g.decodeInto(b, t.addl, t.addl.s != nil && t.addl.s.Nullable && t.addl.kind != kRaw, jen.Id("e"), 1)
-						b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Id("e")
-					})
-				} else if t.extra != "" {
-					sw.Default().Add(dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra)))
+					sw.Default().BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
 				} else {
-					sw.Default().Add(dec().Dot("Reject").Call())
-				}
-			}),
-		)
-		grp.Add(dec().Dot("EndObject").Call())
-		var req []int
-		for i, fl := range t.fields {
-			if fl.p.Required && !fl.bodyKey {
-				req = append(req, i)
-			}
-		}
-		if len(req) > 0 {
-			grp.Switch().BlockFunc(func(sw *jen.Group) {
-				for _, i := range req {
-					var bits jen.Code
-					if n <= 64 {
-						bits = jen.Id("seen")
-					} else {
-						bits = jen.Id("seen").Index(jen.Lit(i / 64))
-					}
-					sw.Case(jen.Add(bits).Op("&").Parens(jen.Lit(1).Op("<<").Lit(i % 64)).Op("==").Lit(0)).Block(
-						dec().Dot("Missing").Call(jen.Lit(t.fields[i].p.Name)))
+					sw.Default().Add(other)
 				}
 			})
-		}
+		})
+		grp.Add(dec().Dot("EndObject").Call())
+		requiredCalls(grp, dec(), n, required)
 	})
 	f.Line()
 }
 
-// decodeField decodes one member into v.<field>.
-func (g *gen) decodeField(grp *jen.Group, fl *field) {
+// decodeAddl decodes an undeclared member into the typed additionalProperties map, allocated on
+// the first one.
+func (g *gen) decodeAddl(b *jen.Group, t *tinfo) {
+	m := jen.Id("v").Dot(t.extra)
+	b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
+	g.decodeEntry(b, t.addl, m, 1)
+}
+
+// decodeField decodes one member into v.<field>; first reads its value (d.Field(&seen, bit), which
+// marks the member read).
+func (g *gen) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 	dst := jen.Id("v").Dot(fl.name)
-	nullable := fl.p.Schema.Nullable
-	if fl.ptr {
-		// Pointer fields: decode into a local, then take its address; null leaves nil.
-		body := func(b *jen.Group) {
-			b.Var().Id("x").Add(fl.t.code())
-			g.decodeInto(b, fl.t, false, jen.Id("x"), 1)
-			b.Add(dst.Clone()).Op("=").Op("&").Id("x")
-		}
-		if nullable {
-			grp.If(jen.Op("!").Add(dec()).Dot("Null").Call()).BlockFunc(body)
-		} else {
-			body(grp)
-		}
+	if !fl.ptr {
+		g.decodeInto(grp, fl.t, fl.p.Schema.Nullable, dst, 1, first)
 		return
 	}
-	g.decodeInto(grp, fl.t, nullable, dst, 1)
+	// Pointer fields: absent and null both leave nil.
+	body := func(b *jen.Group, first *jen.Statement) {
+		if fl.t.kind == kStruct {
+			b.Add(dst.Clone()).Op("=").New(jen.Id(fl.t.name))
+			b.Id(fl.t.decodeFn).Call(first, dst.Clone())
+			return
+		}
+		b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(fl.t, first))
+		for _, c := range checks(fl.t, jen.Op("*").Add(dst.Clone()), dec()) {
+			b.Add(c)
+		}
+	}
+	if fl.p.Schema.Nullable {
+		grp.If(jen.Op("!").Add(first).Dot("Null").Call()).BlockFunc(func(b *jen.Group) { body(b, dec()) })
+		return
+	}
+	body(grp, first)
+}
+
+// readExpr is the expression that reads a scalar of t through r (a canonical.Decoder, or a
+// gen.Params or gen.Form for text values); enums are read and checked at once.
+func readExpr(t *tinfo, reader *jen.Statement) jen.Code {
+	r := func() *jen.Statement { return jen.Add(reader) }
+	switch t.kind {
+	case kString:
+		return r().Dot("Str").Call()
+	case kEnum:
+		var vals []jen.Code
+		for _, v := range t.s.Enum {
+			vals = append(vals, jen.Lit(v))
+		}
+		return jen.Id(t.name).Call(r().Dot("Enum").Call(vals...))
+	case kInt64:
+		return r().Dot("Int64").Call()
+	case kInt32:
+		return r().Dot("Int32").Call()
+	case kFloat:
+		return r().Dot("Float64").Call()
+	case kBool:
+		return r().Dot("Bool").Call()
+	}
+	return r().Dot("Raw").Call()
+}
+
+// scalar kinds are read by one expression.
+func scalar(t *tinfo) bool {
+	switch t.kind {
+	case kStruct, kSlice, kMap:
+		return false
+	}
+	return true
 }
 
 // decodeInto emits statements that decode the next JSON value into dst (an addressable Go
-// expression of t's type). depth keeps loop variables unique in nested arrays and maps.
-func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Statement, depth int) {
-	fail := func(reason string) jen.Code { return dec().Dot("Invalid").Call(jen.Lit(reason)) }
+// expression of t's type); first is the decoder for the first read (d, or d.Field(...) for a
+// struct member), depth keeps loop variables unique in nested arrays and maps.
+func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Statement, depth int, first *jen.Statement) {
 	if nullable && t.kind != kRaw {
 		// A null slice, map or (non-pointer) value is left at its zero value.
-		grp.If(jen.Op("!").Add(dec()).Dot("Null").Call()).BlockFunc(func(b *jen.Group) {
-			g.decodeInto(b, t, false, dst, depth)
+		grp.If(jen.Op("!").Add(first).Dot("Null").Call()).BlockFunc(func(b *jen.Group) {
+			g.decodeInto(b, t, false, dst, depth, dec())
 		})
 		return
 	}
 	switch t.kind {
 	case kStruct:
-		grp.Id(t.decodeFn).Call(dec(), jen.Op("&").Add(dst))
-	case kString:
-		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Str").Call()
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kEnum:
-		grp.Add(dst.Clone()).Op("=").Id(t.name).Call(dec().Dot("Str").Call())
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kInt64:
-		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Int64").Call()
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kInt32:
-		// format int32: the decoder reads int64 exactly, then the range is checked.
-		grp.Block(
-			jen.Id("n").Op(":=").Add(dec()).Dot("Int64").Call(),
-			jen.If(jen.Id("n").Op("<").Qual("math", "MinInt32").Op("||").Id("n").Op(">").Qual("math", "MaxInt32")).Block(
-				fail("outside the int32 range")),
-			jen.Add(dst.Clone()).Op("=").Int32().Call(jen.Id("n")),
-		)
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kFloat:
-		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Float64").Call()
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kBool:
-		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Bool").Call()
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
-	case kRaw:
-		grp.Add(dst.Clone()).Op("=").Add(dec()).Dot("Raw").Call()
-		for _, c := range checks(t, dst, fail) {
-			grp.Add(c)
-		}
+		grp.Id(t.decodeFn).Call(first, jen.Op("&").Add(dst))
 	case kSlice:
-		e := fmt.Sprintf("e%d", depth)
-		grp.If(dec().Dot("BeginArray").Call()).BlockFunc(func(b *jen.Group) {
-			// Present but empty is [] (not nil), so the fingerprint tells it from absent.
-			b.Add(dst.Clone()).Op("=").Add(t.code()).Values()
-			b.For(dec().Dot("NextElement").Call()).BlockFunc(func(lb *jen.Group) {
-				lb.Var().Id(e).Add(t.elem.code())
-				g.decodeInto(lb, t.elem, t.elem.s != nil && t.elem.s.Nullable, jen.Id(e), depth+1)
+		// Present but empty is [] (not nil), so the fingerprint tells it from absent.
+		grp.Add(dst.Clone()).Op("=").Add(t.code()).Values()
+		grp.For(first.Clone().Dot("BeginArray").Call(), dec().Dot("NextElement").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
+			el := t.elem
+			elNull := el.s != nil && el.s.Nullable
+			switch {
+			case el.kind == kStruct && !elNull:
+				lb.Id(el.decodeFn).Call(dec(), jen.Qual(pkgCanonical, "Grow").Call(jen.Op("&").Add(dst.Clone())))
+			case scalar(el) && !elNull:
+				appendItem(lb, el, dec(), dec(), dst)
+			default:
+				e := fmt.Sprintf("e%d", depth)
+				lb.Var().Id(e).Add(el.code())
+				g.decodeInto(lb, el, elNull, jen.Id(e), depth+1, dec())
 				lb.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id(e))
-			})
-			b.Add(dec().Dot("EndArray").Call())
-			for _, c := range checks(t, dst, fail) {
-				b.Add(c)
 			}
 		})
+		grp.Add(dec().Dot("EndArray").Call())
+		for _, c := range checks(t, dst, dec()) {
+			grp.Add(c)
+		}
 	case kMap:
-		e := fmt.Sprintf("e%d", depth)
-		grp.If(dec().Dot("BeginObject").Call()).BlockFunc(func(b *jen.Group) {
-			b.Add(dst.Clone()).Op("=").Add(t.code()).Values()
-			b.For(dec().Dot("NextMember").Call()).BlockFunc(func(lb *jen.Group) {
-				// Key shares the decoder's copy of the document: no allocation per key.
-				lb.Id("k" + e).Op(":=").Add(dec()).Dot("Key").Call()
-				lb.If(jen.List(jen.Id("_"), jen.Id("dup")).Op(":=").Add(dst.Clone()).Index(jen.Id("k"+e)), jen.Id("dup")).Block(
-					// The error is sticky: every later decoder call is a no-op.
-					dec().Dot("Duplicate").Call(),
-				)
-				lb.Var().Id(e).Add(t.elem.code())
-				g.decodeInto(lb, t.elem, t.elem.s != nil && t.elem.s.Nullable && t.elem.kind != kRaw, jen.Id(e), depth+1)
-				lb.Add(dst.Clone()).Index(jen.Id("k" + e)).Op("=").Id(e)
-			})
-			b.Add(dec().Dot("EndObject").Call())
+		grp.Add(dst.Clone()).Op("=").Add(t.code()).Values()
+		grp.For(first.Clone().Dot("BeginObject").Call(), dec().Dot("NextMember").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
+			g.decodeEntry(lb, t.elem, dst, depth)
 		})
+		grp.Add(dec().Dot("EndObject").Call())
+	default:
+		grp.Add(dst.Clone()).Op("=").Add(readExpr(t, first))
+		for _, c := range checks(t, dst, dec()) {
+			grp.Add(c)
+		}
 	}
+}
+
+// decodeEntry decodes the current member of an object into the (allocated) map m, refusing a
+// key that is already there.
+func (g *gen) decodeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
+	elNull := el.s != nil && el.s.Nullable && el.kind != kRaw
+	// MapKey is called before the value is read: the key is the member's name.
+	key := jen.Qual(pkgCanonical, "MapKey").Call(dec(), m.Clone())
+	cs := checks(el, jen.Id(fmt.Sprintf("e%d", depth)), dec())
+	switch {
+	case scalar(el) && !elNull && len(cs) == 0:
+		b.Add(m.Clone()).Index(key).Op("=").Add(readExpr(el, dec()))
+		return
+	case scalar(el) && !elNull:
+		k, e := fmt.Sprintf("k%d", depth), fmt.Sprintf("e%d", depth)
+		b.Id(k).Op(":=").Add(key)
+		b.Id(e).Op(":=").Add(readExpr(el, dec()))
+		for _, c := range cs {
+			b.Add(c)
+		}
+		b.Add(m.Clone()).Index(jen.Id(k)).Op("=").Id(e)
+		return
+	}
+	k, e := fmt.Sprintf("k%d", depth), fmt.Sprintf("e%d", depth)
+	b.Id(k).Op(":=").Add(key)
+	b.Var().Id(e).Add(el.code())
+	g.decodeInto(b, el, elNull, jen.Id(e), depth+1, dec())
+	b.Add(m.Clone()).Index(jen.Id(k)).Op("=").Id(e)
 }

@@ -29,37 +29,33 @@ func renderAll(cs []jen.Code) string {
 func ptrF(f float64) *float64 { return &f }
 func ptrI(i int64) *int64     { return &i }
 
-func fail(reason string) jen.Code { return jen.Id("fail").Call(jen.Lit(reason)) }
-
 func TestChecksFragments(t *testing.T) {
 	tests := []struct {
 		name string
 		t    *tinfo
 		want string
 	}{
-		{"int64 minimum stays integer", &tinfo{kind: kInt64, s: &model.Schema{Minimum: ptrF(1)}},
-			"if v < 1 {\n\tfail(\"must be at least 1\")\n}"},
-		{"exclusive maximum", &tinfo{kind: kInt64, s: &model.Schema{Maximum: ptrF(100), ExclusiveMax: true}},
-			"if v >= 100 {\n\tfail(\"must be less than 100\")\n}"},
+		{"int64 minimum stays integer", &tinfo{kind: kInt64, s: &model.Schema{Minimum: ptrF(1)}}, "d.Min(v, 1)"},
+		{"exclusive maximum", &tinfo{kind: kInt64, s: &model.Schema{Maximum: ptrF(100), ExclusiveMax: true}}, "d.ExclusiveMax(v, 100)"},
+		{"int32 widens exactly", &tinfo{kind: kInt32, s: &model.Schema{Minimum: ptrF(-5)}}, "d.Min(int64(v), -5)"},
 		{"fractional bound on an integer compares in float64", &tinfo{kind: kInt64, s: &model.Schema{Minimum: ptrF(0.5)}},
-			"if float64(v) < 0.5 {\n\tfail(\"must be at least 0.5\")\n}"},
+			"d.MinFloat(float64(v), 0.5)"},
 		{"int32 bound outside int32 compares in float64", &tinfo{kind: kInt32, s: &model.Schema{Maximum: ptrF(1e10)}},
-			"if float64(v) > 1e+10 {\n\tfail(\"must be at most 1e+10\")\n}"},
-		{"number", &tinfo{kind: kFloat, s: &model.Schema{Minimum: ptrF(0), ExclusiveMin: true}},
-			"if v <= 0.0 {\n\tfail(\"must be greater than 0\")\n}"},
-		{"exact length in code points", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(3), MaxLength: ptrI(3)}},
-			"if utf8.RuneCountInString(v) != 3 {\n\tfail(\"length must be 3\")\n}"},
-		{"length range", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(1), MaxLength: ptrI(9)}},
-			"if utf8.RuneCountInString(v) < 1 {\n\tfail(\"length must be at least 1\")\n}\nif utf8.RuneCountInString(v) > 9 {\n\tfail(\"length must be at most 9\")\n}"},
-		{"enum", &tinfo{kind: kEnum, name: "Cur", consts: []string{"CurEUR", "CurUSD"}, s: &model.Schema{Enum: []string{"EUR", "USD"}}},
-			"switch v {\ncase CurEUR, CurUSD:\ndefault:\n\tfail(\"must be one of \\\"EUR\\\", \\\"USD\\\"\")\n}"},
-		{"items", &tinfo{kind: kSlice, s: &model.Schema{MaxItems: ptrI(10)}},
-			"if len(v) > 10 {\n\tfail(\"must have at most 10 items\")\n}"},
+			"d.MaxFloat(float64(v), 1e+10)"},
+		{"number", &tinfo{kind: kFloat, s: &model.Schema{Minimum: ptrF(0), ExclusiveMin: true}}, "d.ExclusiveMinFloat(v, 0.0)"},
+		{"exact length in code points", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(3), MaxLength: ptrI(3)}}, "d.Length(v, 3, 3)"},
+		{"length range", &tinfo{kind: kString, s: &model.Schema{MinLength: ptrI(1), MaxLength: ptrI(9)}}, "d.Length(v, 1, 9)"},
+		{"no minimum length", &tinfo{kind: kString, s: &model.Schema{MaxLength: ptrI(0)}}, "d.Length(v, -1, 0)"},
+		{"length then pattern", &tinfo{kind: kString, s: &model.Schema{MaxLength: ptrI(9), Pattern: `^\d+$`}},
+			"d.Length(v, -1, 9)\nd.Pattern(v, \"^\\\\d+$\")"},
+		{"items", &tinfo{kind: kSlice, s: &model.Schema{MaxItems: ptrI(10)}}, "d.Items(len(v), -1, 10)"},
+		{"boolean enum", &tinfo{kind: kBool, s: &model.Schema{EnumJSON: []string{"true"}}}, "if !v {\n\td.Invalid(\"must be true\")\n}"},
+		{"a string enum is checked as it is read", &tinfo{kind: kEnum, s: &model.Schema{Enum: []string{"a"}}}, ""},
 		{"no constraints", &tinfo{kind: kString, s: &model.Schema{}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := renderAll(checks(tt.t, jen.Id("v"), fail))
+			got := renderAll(checks(tt.t, jen.Id("v"), jen.Id("d")))
 			if got != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
 			}
@@ -79,18 +75,17 @@ func TestAppendValFragments(t *testing.T) {
 		n    *trie
 		want string
 	}{
-		{"string", &tinfo{kind: kString}, nil, "b = canonical.AppendString(b, v.X)"},
-		{"int32 widens exactly", &tinfo{kind: kInt32}, nil, "b = canonical.AppendInt(b, int64(v.X))"},
-		{"raw is already canonical", &tinfo{kind: kRaw}, nil, "b = append(b, v.X...)"},
-		{"map leaves out excluded keys", strMap, ex, "b = canonical.AppendMap(b, v.X, canonical.AppendString, \"trace_id\")"},
-		{"map of every value excluded", strMap, &trie{star: &trie{leaf: true}}, "b = append(b, \"{}\"...)"},
+		{"string", &tinfo{kind: kString}, nil, "canonical.AppendString(b, v.X)"},
+		{"int32 widens exactly", &tinfo{kind: kInt32}, nil, "canonical.AppendInt(b, int64(v.X))"},
+		{"raw is already canonical", &tinfo{kind: kRaw}, nil, "append(b, v.X...)"},
+		{"map leaves out excluded keys", strMap, ex, "canonical.AppendMap(b, v.X, canonical.AppendString, \"trace_id\")"},
+		{"map of every value excluded", strMap, &trie{star: &trie{leaf: true}}, "append(b, \"{}\"...)"},
+		{"array of enums", &tinfo{kind: kSlice, elem: &tinfo{kind: kEnum, name: "Color"}}, nil, "canonical.AppendArray(b, v.X, canonical.AppendStringOf[Color])"},
+		{"array of int32", &tinfo{kind: kSlice, elem: &tinfo{kind: kInt32}}, nil, "canonical.AppendArray(b, v.X, canonical.AppendIntOf[int32])"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			grp := jen.BlockFunc(func(grp *jen.Group) {
-				g.appendVal(grp, tt.t, jen.Id("v").Dot("X"), tt.n, 0, o)
-			})
-			got := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(render1(grp), "{"), "}"))
+			got := render1(g.appendExpr(tt.t, jen.Id("v").Dot("X"), jen.Id("b"), tt.n, 0, o))
 			if got != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
 			}
@@ -100,7 +95,7 @@ func TestAppendValFragments(t *testing.T) {
 		t.Fatal(g.diags.Err())
 	}
 	// An exclusion into a oneOf value cannot be resolved statically: a located error.
-	render1(jen.BlockFunc(func(grp *jen.Group) { g.appendVal(grp, &tinfo{kind: kRaw}, jen.Id("v"), ex, 0, o) }))
+	render1(g.appendExpr(&tinfo{kind: kRaw}, jen.Id("v"), jen.Id("b"), ex, 0, o))
 	if err := g.diags.Err(); err == nil || !strings.Contains(err.Error(), "unsupported-exclusion") {
 		t.Errorf("exclusion into a raw value: err = %v", err)
 	}
@@ -176,5 +171,32 @@ func TestServeMuxChecks(t *testing.T) {
 	}
 	if conflicts("POST /accounts/{id}", "POST /accounts/new") {
 		t.Error("a more specific literal is not a conflict")
+	}
+}
+
+// TestManyMembers: a struct with more than 64 members keeps its seen bits in words, numbers the
+// required members first, and checks them word by word.
+func TestManyMembers(t *testing.T) {
+	g := newGen(&model.Document{}, Options{Package: "x"})
+	s := &model.Schema{Type: model.TypeObject, ClosedObject: true}
+	for i := 0; i < 70; i++ {
+		s.Properties = append(s.Properties, &model.Property{Name: fmt.Sprintf("m%d", i), GoName: fmt.Sprintf("M%d", i),
+			Required: i == 3 || i == 69, Schema: &model.Schema{Type: model.TypeString}})
+	}
+	ti := g.typeOf(s, "Big")
+	f := jen.NewFile("x")
+	g.emitStructDecoder(f, ti)
+	src := fmt.Sprintf("%#v", f)
+	for _, want := range []string{
+		"var seen [2]uint64",
+		`case "m3":` + "\n\t\t\tv.M3 = d.Field(&seen[0], 0).Str()",   // required: bit 0
+		`case "m69":` + "\n\t\t\tv.M69 = d.Field(&seen[0], 1).Str()", // required: bit 1
+		`case "m0":` + "\n\t\t\tv.M0 = canonical.Ptr(d.Field(&seen[0], 2).Str())",
+		`case "m68":` + "\n\t\t\tv.M68 = canonical.Ptr(d.Field(&seen[1], 5).Str())",
+		`d.Required(seen[0], "m3", "m69")`,
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("missing %q in\n%s", want, src)
+		}
 	}
 }

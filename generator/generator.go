@@ -1,10 +1,16 @@
-// Package generator turns a validated model (internal/model) into the Go code of docs/design.md section 3:
-// typed request types, strict schema-checking decoders, schema-directed canonicalizers,
-// fingerprint functions, typed handler wrappers and an operation table with Register. Generate is
-// pure (model in, file contents out); Write and Check put the result on disk or compare with it.
+// Package generator turns a validated model (internal/model) into the Go code of docs/design.md
+// section 3. Generate is pure (model in, file contents out); Write and Check put the result on
+// disk or compare with it.
 //
-// The generated code uses only the runtime contract of runtime/api.go and the canonical-form
-// helpers of runtime/canonical; see docs/architecture.md for its shape.
+// Per marked operation the generated code has: the request types (<Op>Params, <Op>Body,
+// <Op>Request) and the business function type <Op>Func; one decode function,
+// decode<Op>(in *gen.Input) (<Op>Request, error), which reads the parameters and the body
+// strictly with the schema's checks, adds the canonical body to the fingerprint and reports a
+// body-carried key; operation<Op>(), its runtime.Operation; and <Op>Handler, its http.Handler.
+// Struct decoders and canonicalizers are shared by the operations that use a schema (one
+// canonicalizer per distinct fingerprint.exclude set). The code leans on runtime/gen and on the
+// helpers of runtime/canonical, so that a schema member costs two or three lines to decode and
+// one to canonicalize, and it holds no package-level state; docs/architecture.md shows it.
 package generator
 
 import (
@@ -53,7 +59,7 @@ type Options struct {
 	Docs bool
 	SQL  bool
 	// Target chooses what is generated around the decoders: TargetHandlers (the default) adds
-	// the typed handler types, New<Op>Handler constructors, Handlers and Register;
+	// the typed handler types, <Op>Handler constructors, Handlers and Register;
 	// TargetMiddleware leaves them out, for a server that keeps its own handlers and serves the
 	// marked operations through runtime.Middleware with Routes().
 	Target Target
@@ -169,7 +175,6 @@ type gen struct {
 	canonList []*canonFunc
 	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
 	needSeg   bool     // some path needs the segment matcher helper
-	patterns  []*tinfo // string types with a pattern, in first-use order (their regexps)
 	routes    []*route // ServeMux registrations, overlapping operations grouped
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
@@ -181,7 +186,7 @@ func newGen(doc *model.Document, opts Options) *gen {
 	return &gen{
 		doc:       doc,
 		opts:      opts,
-		names:     newNamer("Operations", "Register", "Handlers", "OperationTable"),
+		names:     newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
 		types:     map[*model.Schema]*tinfo{},
 		cyclic:    map[*model.Schema]bool{},
 		keyProps:  map[*model.Property]bool{},

@@ -23,7 +23,8 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
 	f.Line()
 	for _, o := range g.ops {
-		comment(f, "%s returns the resolved idempotency settings of %s", o.operation, o.op.ID+".")
+		comment(f, "%s returns the resolved idempotency settings of %s; fields left out take the runtime's defaults.", o.operation, o.op.ID)
+		noinline(f)
 		f.Func().Id(o.operation).Params().Op("*").Qual(pkgRuntime, "Operation").Block(
 			jen.Return(jen.Op("&").Add(g.operationValue(o))),
 		)
@@ -48,7 +49,7 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Func().Id("Routes").Params().Index().Qual(pkgRuntime, "Route").Block(
 		jen.Return(jen.Index().Qual(pkgRuntime, "Route").ValuesFunc(func(grp *jen.Group) {
 			for _, o := range g.ops {
-				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decodeReq))
+				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decode))
 			}
 			grp.Line()
 		})),
@@ -144,17 +145,9 @@ func sizeLit(n int64) jen.Code {
 }
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
-// runtime.Operation's declaration.
+// runtime.Operation's declaration; a setting equal to the runtime's default is left out.
 func (g *gen) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
-	mode := jen.Qual(pkgRuntime, "ModeAtomic")
-	if s.Mode == model.ModeLease {
-		mode = jen.Qual(pkgRuntime, "ModeLease")
-	}
-	scope := jen.Qual(pkgRuntime, "ScopeTenant")
-	if s.Scope == model.ScopeOperation {
-		scope = jen.Qual(pkgRuntime, "ScopeOperation")
-	}
 	var key []kv
 	switch s.Key.Carrier {
 	case model.CarrierBody:
@@ -164,7 +157,15 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	default:
 		key = append(key, kv{"Header", jen.Lit(s.Key.Header)})
 	}
-	key = append(key, kv{"Required", jen.Lit(s.Key.Required)}, kv{"MinLength", jen.Lit(s.Key.MinLength)}, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
+	if s.Key.Required {
+		key = append(key, kv{"Required", jen.True()})
+	}
+	if s.Key.MinLength != runtimeDefaultKeyMin {
+		key = append(key, kv{"MinLength", jen.Lit(s.Key.MinLength)})
+	}
+	if s.Key.MaxLength != runtimeDefaultKeyMax {
+		key = append(key, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
+	}
 	if s.Key.Pattern != "" {
 		// The runtime anchors it: the whole key must match.
 		key = append(key, kv{"Pattern", jen.Lit(s.Key.Pattern)})
@@ -176,22 +177,34 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 		}
 		key = append(key, kv{"FirstSent", jen.Lit(firstSent)})
 	}
+	// Fields at the runtime's default are left out: a zero value means the default.
 	fields := []kv{
 		{"ID", jen.Lit(o.op.ID)},
 		{"Method", jen.Lit(o.op.Method)},
 		{"Path", jen.Lit(o.op.Path)},
-		{"Mode", mode},
-		{"Scope", scope},
-		{"Key", literal(jen.Qual(pkgRuntime, "KeyRule"), key)},
-		{"Retention", durationLit(s.Retention)},
 	}
-	if s.Lease > 0 {
+	if s.Mode == model.ModeLease {
+		fields = append(fields, kv{"Mode", jen.Qual(pkgRuntime, "ModeLease")})
+	}
+	if s.Scope == model.ScopeOperation {
+		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopeOperation")})
+	}
+	fields = append(fields, kv{"Key", inline(jen.Qual(pkgRuntime, "KeyRule"), key)})
+	if s.Retention != runtimeDefaultRetention {
+		fields = append(fields, kv{"Retention", durationLit(s.Retention)})
+	}
+	if s.Mode == model.ModeLease && s.Lease != runtimeDefaultLease {
 		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
 	}
 	if s.Wait > 0 {
 		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
 	}
-	fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)}, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
+	if s.BodyLimit != runtimeDefaultLimit {
+		fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)})
+	}
+	if s.ResponseLimit != runtimeDefaultLimit {
+		fields = append(fields, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
+	}
 	if o.op.Body != nil {
 		var mts []string
 		for _, c := range o.op.Body.Contents {
@@ -249,6 +262,17 @@ func (g *gen) operationValue(o *opPlan) jen.Code {
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
+
+// The runtime's defaults (runtime.DefaultKeyMinLength, ...), which generated settings leave out
+// (a zero field takes them). TestRuntimeDefaults keeps the copies equal; the generator does not
+// import the runtime.
+const (
+	runtimeDefaultKeyMin    = 16
+	runtimeDefaultKeyMax    = 255
+	runtimeDefaultRetention = 24 * time.Hour
+	runtimeDefaultLease     = 30 * time.Second
+	runtimeDefaultLimit     = 1 << 20
+)
 
 func stringsLit(ss []string) jen.Code {
 	return jen.Index().String().ValuesFunc(func(grp *jen.Group) {

@@ -16,10 +16,11 @@ type opPlan struct {
 	// (bodyAlias) of a named schema's type, a non-struct type or []byte.
 	name, params, body, fn string
 	bodyAlias              bool
-	// request is the decoded request type (Params and Body).
-	request string
-	// Unexported names: the operation's constructor, its decoder, its parameter parser.
-	operation, decodeReq, parseParams string
+	// request is the decoded request type ({Params, Body}), handler the exported constructor of
+	// the operation's http.Handler.
+	request, handler string
+	// Unexported names: the decode function and the function returning the runtime.Operation.
+	decode, operation string
 	// bodyT is the typed request body; nil when the operation has no body or every media type
 	// is raw (the handler then gets []byte).
 	bodyT    *tinfo
@@ -38,8 +39,6 @@ type opPlan struct {
 // contentPlan is one request media type.
 type contentPlan struct {
 	c *model.Content
-	// decode is the function turning the body bytes into the typed body ("" for raw).
-	decode string
 }
 
 // paramPlan is one field of the params struct.
@@ -121,14 +120,14 @@ func (g *gen) planOperation(op *model.Operation) (plan *opPlan) {
 	}()
 	name := g.names.take(op.GoName)
 	o := &opPlan{
-		op:          op,
-		name:        name,
-		params:      g.names.take(name + "Params"),
-		fn:          g.names.take(name + "Func"),
-		request:     g.names.take(name + "Request"),
-		operation:   g.names.take("operation" + name),
-		decodeReq:   g.names.take("decode" + name),
-		parseParams: g.names.take("parse" + name + "Params"),
+		op:        op,
+		name:      name,
+		params:    g.names.take(name + "Params"),
+		fn:        g.names.take(name + "Func"),
+		request:   g.names.take(name + "Request"),
+		handler:   g.names.take(name + "Handler"),
+		decode:    g.names.take("decode" + name),
+		operation: g.names.take("operation" + name),
 	}
 	if op.Body != nil {
 		g.planBody(o)
@@ -227,8 +226,6 @@ func (g *gen) planBody(o *opPlan) {
 	for _, c := range o.op.Body.Contents {
 		cp := &contentPlan{c: c}
 		switch c.Kind {
-		case model.ContentJSON:
-			cp.decode = g.names.take("decode" + o.name + "JSON")
 		case model.ContentForm:
 			if o.bodyT.kind != kStruct {
 				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
@@ -245,7 +242,6 @@ func (g *gen) planBody(o *opPlan) {
 					return
 				}
 			}
-			cp.decode = g.names.take("decode" + o.name + "Form")
 		}
 		o.contents = append(o.contents, cp)
 	}

@@ -193,8 +193,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 			o := r.members[0]
 			grp.If(jen.Id("h").Dot(o.name).Op("!=").Nil()).Block(
 				jen.Id("pattern").Op("=").Lit(r.pattern()),
-				jen.Id("mux").Dot("Handle").Call(jen.Id("pattern"),
-					jen.Id("New"+o.name+"Handler").Call(jen.Id("rt"), jen.Id("h").Dot(o.name))),
+				jen.Id("mux").Dot("Handle").Call(jen.Id("pattern"), jen.Id(o.handler).Call(jen.Id("rt"), jen.Id("h").Dot(o.name))),
 			)
 			continue
 		}
@@ -215,7 +214,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 		grp.If(any).BlockFunc(func(b *jen.Group) {
 			b.Id("pattern").Op("=").Lit(r.pattern())
 			for _, o := range r.members {
-				b.Id("h"+o.name).Op(":=").Id("New"+o.name+"Handler").Call(jen.Id("rt"), jen.Id("h").Dot(o.name))
+				b.Id("h"+o.name).Op(":=").Id(o.handler).Call(jen.Id("rt"), jen.Id("h").Dot(o.name))
 			}
 			b.Id("mux").Dot("Handle").Call(jen.Id("pattern"), jen.Qual("net/http", "HandlerFunc").Call(
 				jen.Func().Params(jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request")).BlockFunc(func(fb *jen.Group) {

@@ -40,8 +40,6 @@ type tinfo struct {
 	// additionalProperties: its undeclared members are decoded, checked and kept in the map
 	// field named extra instead of as canonical JSON.
 	addl *tinfo
-	// pattern is the name of the package-level *regexp.Regexp of a kString schema's pattern.
-	pattern string
 	// consts are the enum constant names, parallel to s.Enum.
 	consts []string
 	// decodeFn is the name of the struct's JSON decode function (structs only); canonicalizer
@@ -192,12 +190,6 @@ func (g *gen) typeOf(s *model.Schema, hint string) *tinfo {
 			g.named = append(g.named, t)
 		} else {
 			t.kind = kString
-			if s.Pattern != "" {
-				// Compiled once, at package initialisation (the loader checked that RE2
-				// accepts it); a JSON Schema pattern is unanchored, as MatchString is.
-				t.pattern = g.names.take("pattern" + hint)
-				g.patterns = append(g.patterns, t)
-			}
 		}
 	case model.TypeInteger:
 		t.kind = kInt64
@@ -296,11 +288,11 @@ func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 		}
 		switch {
 		case t.addl != nil:
-			grp.Comment("Members the schema does not declare (additionalProperties), checked against its schema; they are part of the fingerprint.")
-			grp.Id(t.extra).Map(jen.String()).Add(t.addl.code()).Tag(map[string]string{"json": "-"})
+			grp.Id(t.extra).Map(jen.String()).Add(t.addl.code()).Tag(map[string]string{"json": "-"}).
+				Comment("undeclared members (additionalProperties, checked): fingerprinted")
 		case t.extra != "":
-			grp.Comment("Members the schema does not declare, in canonical form; they are part of the fingerprint.")
-			grp.Id(t.extra).Qual(pkgCanonical, "Members").Tag(map[string]string{"json": "-"})
+			grp.Id(t.extra).Qual(pkgCanonical, "Members").Tag(map[string]string{"json": "-"}).
+				Comment("undeclared members, in canonical form: fingerprinted")
 		}
 	})
 	f.Line()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -38,6 +39,7 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	case rec != nil:
 		return x.answerRecord(rec)
 	}
+	start := time.Now()
 	if x.confirm {
 		if err := x.storeCall(ctx, spanClaim, 0, tx.Confirm); err != nil {
 			_ = tx.Abort(context.WithoutCancel(ctx))
@@ -45,7 +47,9 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 		}
 	}
 	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
-	return completeTx(context.WithoutCancel(ctx), x, tx, h)
+	res := completeTx(context.WithoutCancel(ctx), x, tx, h)
+	x.executed(res, start)
+	return res
 }
 
 // runUnguarded runs fn for a request whose optional key is absent (key.required false): no

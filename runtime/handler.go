@@ -27,33 +27,62 @@ type Router interface {
 // *canonical.Error), a 500 otherwise. idemgen generates one per operation.
 type DecodeFunc[T any] func(in *gen.Input) (T, error)
 
-// AtomicHandler returns the http.Handler of an atomic-mode operation: it reads and checks the
-// request with decode, runs the state machine, and runs fn (with the decoded request) in the
-// transaction that holds the claim and stores fn's final response. DB is the handle type of the
-// Runtime's store (pgstore.DBTX for PostgreSQL); a store that cannot run fn's writes in its
-// transactions makes every request a 500 and CheckStore reports it. Generated code calls it
-// once per operation.
-func AtomicHandler[T, DB any](rt *Runtime, op *Operation, decode DecodeFunc[T], fn func(ctx context.Context, db DB, req *T) (Response, error)) http.Handler {
+// AtomicFunc is an atomic-mode handler bound to its decoded request: it writes through db, the
+// transaction that also stores its final response.
+type AtomicFunc[DB any] func(ctx context.Context, db DB) (Response, error)
+
+// LeaseFunc is a lease-mode handler bound to its decoded request: its call phase runs outside
+// any transaction with the claim's Lease; the CompleteFunc it returns writes through the
+// transaction that completes the record under the fencing token.
+type LeaseFunc[DB any] func(ctx context.Context, lease *Lease) (CompleteFunc[DB], error)
+
+// AtomicHandler returns the http.Handler of an atomic-mode operation. For each request, decode
+// reads and checks it (and completes its fingerprint) and returns the handler bound to it; the
+// runtime then runs the state machine and, for a new key, the handler in the transaction that
+// holds the claim and stores its final response. DB is the handle type of the Runtime's store
+// (pgstore.DBTX for PostgreSQL); a store that cannot run the handler's writes in its
+// transactions makes every request a 500, which CheckStore reports up front. Generated code
+// calls it once per operation.
+func AtomicHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input) (AtomicFunc[DB], error)) http.Handler {
 	st, err := transactional[DB](rt, op)
-	return handlerFunc(rt, op, decode, func(ctx context.Context, x *exchange, req *T) result {
-		if err != nil {
-			return result{outcome: OutcomeInternal, err: err, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
-		}
-		return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) { return fn(ctx, db, req) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve(w, r, rt, op, func(in *gen.Input) (runner, error) {
+			fn, derr := decode(in)
+			if derr != nil {
+				return nil, derr
+			}
+			return func(ctx context.Context, x *exchange) result {
+				if err != nil {
+					return misconfigured(err)
+				}
+				return runAtomic(ctx, x, st, fn)
+			}, nil
+		})
 	})
 }
 
-// LeaseHandler returns the http.Handler of a lease-mode operation: fn's call phase runs outside
-// any transaction with the claim's Lease, and the CompleteFunc it returns runs in the
-// transaction that completes the record under the fencing token. See AtomicHandler.
-func LeaseHandler[T, DB any](rt *Runtime, op *Operation, decode DecodeFunc[T], fn func(ctx context.Context, lease *Lease, req *T) (CompleteFunc[DB], error)) http.Handler {
+// LeaseHandler returns the http.Handler of a lease-mode operation; see AtomicHandler.
+func LeaseHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input) (LeaseFunc[DB], error)) http.Handler {
 	st, err := transactional[DB](rt, op)
-	return handlerFunc(rt, op, decode, func(ctx context.Context, x *exchange, req *T) result {
-		if err != nil {
-			return result{outcome: OutcomeInternal, err: err, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
-		}
-		return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) { return fn(ctx, l, req) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve(w, r, rt, op, func(in *gen.Input) (runner, error) {
+			fn, derr := decode(in)
+			if derr != nil {
+				return nil, derr
+			}
+			return func(ctx context.Context, x *exchange) result {
+				if err != nil {
+					return misconfigured(err)
+				}
+				return runLease(ctx, x, st, fn)
+			}, nil
+		})
 	})
+}
+
+// misconfigured answers a request to an operation its Runtime cannot serve (CheckStore).
+func misconfigured(err error) result {
+	return result{outcome: OutcomeInternal, err: err, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
 }
 
 // CheckStore reports whether rt's store can serve op with handlers writing through DB: nil, or
@@ -74,12 +103,6 @@ func transactional[DB any](rt *Runtime, op *Operation) (store.Transactional[DB],
 			op.ID, op.Mode, any(&db), rt.cfg.Store)
 	}
 	return st, nil
-}
-
-func handlerFunc[T any](rt *Runtime, op *Operation, decode DecodeFunc[T], run func(context.Context, *exchange, *T) result) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serve(w, r, rt, op, decode, run)
-	})
 }
 
 // Fingerprint decodes r with decode and returns its fingerprint as the runtime computes it for
@@ -113,4 +136,29 @@ func Fingerprint[T any](op *Operation, decode DecodeFunc[T], r *http.Request) (T
 		return zero, canonical.Fingerprint{}, err
 	}
 	return v, in.Sum(), nil
+}
+
+// BindAtomic joins a decoder and a handler that takes the decoded request into the decode
+// function AtomicHandler takes, for handlers written by hand:
+//
+//	runtime.AtomicHandler(rt, op, runtime.BindAtomic(decodeOrder, placeOrder))
+func BindAtomic[T, DB any](decode DecodeFunc[T], fn func(ctx context.Context, db DB, req *T) (Response, error)) func(*gen.Input) (AtomicFunc[DB], error) {
+	return func(in *gen.Input) (AtomicFunc[DB], error) {
+		req, err := decode(in)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, db DB) (Response, error) { return fn(ctx, db, &req) }, nil
+	}
+}
+
+// BindLease is BindAtomic for LeaseHandler.
+func BindLease[T, DB any](decode DecodeFunc[T], fn func(ctx context.Context, lease *Lease, req *T) (CompleteFunc[DB], error)) func(*gen.Input) (LeaseFunc[DB], error) {
+	return func(in *gen.Input) (LeaseFunc[DB], error) {
+		req, err := decode(in)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) { return fn(ctx, l, &req) }, nil
+	}
 }

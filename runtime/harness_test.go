@@ -140,16 +140,16 @@ func leaseOp() *Operation {
 
 // atomicHandler is generated code plus a business handler that writes one payment.
 func (e *memEnv) atomicHandler(op *Operation) http.Handler {
-	return AtomicHandler(e.rt, op, decodePay, func(ctx context.Context, db *memstore.DB, req *payReq) (Response, error) {
+	return AtomicHandler(e.rt, op, BindAtomic(decodePay, func(ctx context.Context, db *memstore.DB, req *payReq) (Response, error) {
 		id := e.pay(db, req)
 		return e.answer(ctx, req, id)
-	})
+	}))
 }
 
 // leaseHandler charges the provider in the call phase (X-Hold waits after the charge; X-Fail
 // "error" and "panic" fail the call phase), then writes one payment in the completion.
 func (e *memEnv) leaseHandler(op *Operation) http.Handler {
-	return LeaseHandler(e.rt, op, decodePay, func(ctx context.Context, l *Lease, req *payReq) (CompleteFunc[*memstore.DB], error) {
+	return LeaseHandler(e.rt, op, BindLease(decodePay, func(ctx context.Context, l *Lease, req *payReq) (CompleteFunc[*memstore.DB], error) {
 		e.charge(l.ProviderKey("charge"))
 		e.hold(req)
 		switch req.Header.Get("X-Fail") {
@@ -165,7 +165,7 @@ func (e *memEnv) leaseHandler(op *Operation) http.Handler {
 			r.Header.Del("X-Hold")
 			return e.answer(ctx, &r, id)
 		}, nil
-	})
+	}))
 }
 
 func (e *memEnv) pay(db *memstore.DB, req *payReq) int64 {

@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +37,8 @@ type exchange struct {
 	op        *Operation
 	r         *http.Request
 	scope     string
+	scoped    bool   // the scope is known (the ScopeFunc accepted the request, or SingleTenant)
+	tenant    string // the ScopeFunc's tenant; scope adds the operation's ScopeHeaders to it
 	body      []byte
 	mediaType string // the request's own, lower case, no parameters ("" without a body)
 	declared  string // the Operation.MediaTypes entry that admitted it
@@ -46,6 +47,9 @@ type exchange struct {
 	requestID string // ProfileStripe: this request's Request-Id
 	// confirm: the handler must not start before the claim is held (Middleware).
 	confirm bool
+	// calledOut: a lease-mode call phase has run, so its external effect may have happened
+	// and no store failure may be answered as "not processed".
+	calledOut bool
 }
 
 // id is the record the request's key names.
@@ -76,8 +80,13 @@ type result struct {
 // answered reports whether r ends the request (the zero result lets it go on).
 func (r *result) answered() bool { return r.outcome != "" }
 
-// serve runs one request through the layer; decode and run are the operation's.
-func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (T, error), run func(context.Context, *exchange, *T) result) {
+// runner runs the state machine of an operation's mode for one decoded request.
+type runner func(ctx context.Context, x *exchange) result
+
+// serve runs one request through the layer; decode is the operation's, returning the machine
+// bound to the decoded request. Nothing here is generic over the request type: a large API
+// compiles it once.
+func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, op *Operation, decode func(*gen.Input) (runner, error)) {
 	x := &exchange{rt: rt, op: op, r: r}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
@@ -89,11 +98,12 @@ func serve[T any](w http.ResponseWriter, r *http.Request, rt *Runtime, op *Opera
 	defer span.End()
 	res := x.admit(w)
 	if !res.answered() {
-		var v T
-		v, res = prepare(x, decode)
+		var run runner
+		run, res = prepare(x, decode)
 		if !res.answered() {
 			span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
-			res = run(ctx, x, &v)
+			// The handler's context carries the request's log attributes (LogAttrs, LogHandler).
+			res = run(context.WithValue(ctx, logIdentityKey{}, x.logAttrs()), x)
 		}
 	}
 	span.SetAttributes(attrOutcome.String(string(res.outcome)))
@@ -117,14 +127,12 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 		}
 		x.scope = s
 	}
-	for _, h := range op.ScopeHeaders {
-		// Length-prefixed, so no tenant and value pair can spell another.
-		v := r.Header.Get(h)
-		x.scope += "\x00" + strconv.Itoa(len(v)) + ":" + v
-	}
+	x.tenant = x.scope
+	x.scope = op.RequestScope(x.scope, r.Header)
 	if op.Profile == ProfileStripe {
 		x.requestID = newRequestID()
 	}
+	x.scoped = true
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
 		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
@@ -197,15 +205,19 @@ func refused(status int, name, detail string) result {
 
 // prepare runs the operation's decoder, which checks parameters and body and completes the
 // fingerprint, then reads and validates the key.
-func prepare[T any](x *exchange, decode func(*gen.Input) (T, error)) (T, result) {
+func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, result) {
 	op := x.op
-	in := &gen.Input{}
+	in := x.rt.inputs.Get().(*gen.Input)
+	defer func() {
+		in.Reset(nil, nil, "", "", nil, nil) // nothing of this request stays in the pool
+		x.rt.inputs.Put(in)
+	}()
 	in.Reset(x.r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
 	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-	v, err := decode(in)
+	run, err := decode(in)
 	if err != nil {
 		in.Release()
-		return v, x.rt.decodeFailed(err)
+		return nil, x.rt.decodeFailed(err)
 	}
 	x.fp = in.Sum()
 	k := rawKey{}
@@ -214,9 +226,9 @@ func prepare[T any](x *exchange, decode func(*gen.Input) (T, error)) (T, result)
 			k = rawKey{value: vals[0], present: true, lines: len(vals)}
 		}
 	} else {
-		k.value, k.present, _ = in.BodyKey()
+		k.value, k.present = in.BodyKey()
 	}
-	return v, x.resolveKey(k)
+	return run, x.resolveKey(k)
 }
 
 // pointerError is a decoder's refusal that names where in the request it is: *gen.BodyError,
@@ -254,7 +266,7 @@ func (x *exchange) resolveKey(k rawKey) result {
 		}
 		return result{}
 	}
-	v, err := checkKey(k, rule, x.rt.matcher.Match)
+	v, err := checkKey(k, rule, x.rt.matcher.MatchWhole)
 	if err != nil {
 		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".")}
 	}
@@ -478,7 +490,8 @@ func newRequestID() string {
 }
 
 // logResult writes the log line an outcome deserves, with the request's context (so a
-// trace-aware handler can add its ids), the operation and a hash of the key, never the key.
+// trace-aware handler can add its ids), the operation, and digests of the tenant and the key
+// (logAttrs), never the tenant or the key.
 func (rt *Runtime) logResult(x *exchange, res *result) {
 	var (
 		level slog.Level
@@ -505,10 +518,7 @@ func (rt *Runtime) logResult(x *exchange, res *result) {
 	if !rt.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("operation", x.op.ID), slog.String("mode", x.op.Mode.String())}
-	if x.key != "" {
-		attrs = append(attrs, slog.String("key_hash", keyHash(x.scope, x.key)))
-	}
+	attrs := x.logAttrs()
 	if res.err != nil {
 		attrs = append(attrs, slog.Any("error", res.err))
 	}
@@ -559,19 +569,19 @@ func (x *exchange) inFlight(left time.Duration) result {
 // page anyone.
 func (x *exchange) storeFailed(err error) result {
 	var done *store.CompletedError
-	switch classify(x.op.Mode, err) {
-	case faultBusy:
+	switch f := classify(x.op.Mode, err); {
+	case f == faultBusy:
 		return x.inFlight(0)
-	case faultCompleted:
+	case f == faultCompleted:
 		errors.As(err, &done)
 		return x.answerRecord(&done.Record)
-	case faultLeaseLost:
+	case f == faultLeaseLost:
 		p := newProblem(http.StatusConflict, ProblemInFlight, "This attempt's lease was taken over by a retry; retry to get its result.")
 		p.RetryAfter = x.rt.cfg.ConflictRetryAfter
 		return result{outcome: OutcomeLeaseLost, problem: p}
-	case faultHandler:
+	case f == faultHandler:
 		return x.handlerFailed(err, nil)
-	case faultLimited:
+	case f == faultLimited:
 		var lim *store.LimitError
 		p := newProblem(http.StatusTooManyRequests, ProblemRateLimited,
 			"This tenant has created too many new idempotency keys in the current interval; the request was not processed. Retry after the Retry-After delay.")
@@ -580,9 +590,9 @@ func (x *exchange) storeFailed(err error) result {
 			p.RetryAfter = lim.RetryAfter
 		}
 		return result{outcome: OutcomeLimited, problem: p}
-	case faultUnknown:
+	case f == faultUnknown, x.calledOut:
 		p := newProblem(http.StatusServiceUnavailable, ProblemStoreUnavailable,
-			"The idempotency store failed while committing; the outcome is unknown. Retry with the same key: the retry replays the result if it was committed, or runs the request if not.")
+			"The idempotency store failed after the request began to run; the outcome is unknown. Retry with the same key: the retry replays the result if it was stored, or completes the request once if not.")
 		p.RetryAfter = x.rt.cfg.StoreRetryAfter
 		return result{outcome: OutcomeStoreError, err: err, problem: p}
 	}

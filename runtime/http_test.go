@@ -33,13 +33,13 @@ func probe(t *testing.T, op *Operation, body string, header ...string) probeResu
 	}
 	var res probeResult
 	stop := &gen.BodyError{At: "/probe", Reason: "probe stops here"}
-	h := AtomicHandler(rt, op, func(in *gen.Input) (struct{}, error) {
+	h := AtomicHandler(rt, op, BindAtomic(func(in *gen.Input) (struct{}, error) {
 		res.admitted, res.mediaType, res.declared = true, in.MediaType, in.Declared
 		return struct{}{}, stop
 	}, func(context.Context, *memstore.DB, *struct{}) (Response, error) {
 		t.Fatal("the handler ran after its decoder refused the request")
 		return Response{}, nil
-	})
+	}))
 	r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(body))
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Add(header[i], header[i+1])
@@ -176,8 +176,8 @@ func TestDecodeErrors(t *testing.T) {
 		{errors.Join(errors.New("context"), &gen.BodyError{At: "/query/limit", Reason: "not a number"}), 400, "/query/limit", OutcomeBodyInvalid},
 		{errors.New("database exploded"), 500, "", OutcomeInternal},
 	} {
-		h := AtomicHandler(e.rt, payOp(), func(*gen.Input) (payReq, error) { return payReq{}, c.err },
-			func(context.Context, *memstore.DB, *payReq) (Response, error) { ran++; return Response{}, nil })
+		h := AtomicHandler(e.rt, payOp(), BindAtomic(func(*gen.Input) (payReq, error) { return payReq{}, c.err },
+			func(context.Context, *memstore.DB, *payReq) (Response, error) { ran++; return Response{}, nil }))
 		before := e.obs.get(c.outcome)
 		w := serveReq(h, req("t1", key1, body100))
 		p := problemOf(t, w)
@@ -286,10 +286,10 @@ func TestBodyCarriedKey(t *testing.T) {
 		return v, err
 	}
 	runs := 0
-	h := AtomicHandler(e.rt, op, decode, func(ctx context.Context, db *memstore.DB, r *payReq) (Response, error) {
+	h := AtomicHandler(e.rt, op, BindAtomic(decode, func(ctx context.Context, db *memstore.DB, r *payReq) (Response, error) {
 		runs++
 		return Response{Status: 201, Body: []byte("ok")}, nil
-	})
+	}))
 	w := serveReq(h, req("t1", key1, body100)) // a header key does not count
 	if w.Code != 400 || problemType(t, w) != ProblemKeyMissing || !strings.Contains(w.Body.String(), "/idempotency_key") {
 		t.Errorf("absent: %d %s", w.Code, w.Body)

@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // keyError is why a present key is refused (400 key-invalid).
@@ -24,7 +26,7 @@ type rawKey struct {
 // starts with '"' must be exactly one such sf-string, without parameters. A key is visible
 // ASCII 0x21-0x7E except ',' (so that it fits one header field and one list member), its
 // length is within [MinLength, MaxLength] (defaults 16 and 255), and the whole key matches
-// Pattern when one is set; match runs a pattern search.
+// Pattern when one is set; match reports whether all of the key matches a pattern.
 func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (string, error) {
 	if k.lines > 1 {
 		return "", keyError("the key header appears more than once")
@@ -53,8 +55,8 @@ func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (stri
 	if len(v) < lo || len(v) > hi {
 		return "", keyError(fmt.Sprintf("the key has %d characters; it must have %d to %d", len(v), lo, hi))
 	}
-	if rule.Pattern != "" && !match("^(?:"+rule.Pattern+")$", v) {
-		return "", keyError("the key does not match the pattern " + rule.Pattern)
+	if rule.Pattern != "" && !match(rule.Pattern, v) {
+		return "", keyError("the key does not match the pattern " + gen.Anchored(rule.Pattern))
 	}
 	return v, nil
 }

@@ -38,8 +38,18 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	if res.answered() {
 		return res
 	}
+	start := time.Now()
+	res = ownLease(ctx, x, st, fn, &claim, token)
+	x.executed(res, start)
+	return res
+}
+
+// ownLease runs a lease-mode request that holds the claim of its key under token: the call
+// phase, then the completion or the release.
+func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error), claim *store.Claim, token int64) result {
 	lease := &Lease{st: st, id: claim.ID, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
 	complete, failure := callLease(ctx, x, fn, lease)
+	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the
 	// external effect has happened).
@@ -47,13 +57,13 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	if failure != nil {
 		if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return st.Release(ctx, claim.ID, token) }); err != nil {
 			// The lease ends on its own; the retry then takes it over.
-			x.rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", slog.String("operation", x.op.ID), slog.Any("error", err))
+			x.rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", append(x.logAttrs(), slog.Any("error", err))...)
 		}
 		return x.handlerFailed(failure.err, failure.stack)
 	}
 	var tx store.Tx[DB]
 	err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) (err error) {
-		tx, err = st.BeginCompletion(ctx, claim, token)
+		tx, err = st.BeginCompletion(ctx, *claim, token)
 		return err
 	})
 	if err != nil {
@@ -82,8 +92,7 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 			})
 			if err == nil {
 				x.rt.obs.Outcome(x.op.ID, ModeLease, OutcomeTakeover)
-				x.rt.log.LogAttrs(ctx, slog.LevelInfo, "lease taken over", slog.String("operation", x.op.ID),
-					slog.String("key_hash", keyHash(x.scope, x.key)), slog.Int64("token", r.Token))
+				x.rt.log.LogAttrs(ctx, slog.LevelInfo, "lease taken over", append(x.logAttrs(), slog.Int64("token", r.Token))...)
 			}
 		}
 		switch {
@@ -114,6 +123,7 @@ func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transa
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	complete, failure := callLease(ctx, x, fn, &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret})
+	x.calledOut = true
 	if failure != nil {
 		return x.handlerFailed(failure.err, failure.stack)
 	}

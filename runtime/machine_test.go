@@ -350,15 +350,15 @@ func TestMachineHandlerFailure(t *testing.T) {
 // A handler status outside 100-999 is a handler failure, not a response.
 func TestMachineHandlerBadStatus(t *testing.T) {
 	e := newMemEnv(t, nil)
-	h := AtomicHandler(e.rt, payOp(), decodePay, func(context.Context, *memstore.DB, *payReq) (Response, error) {
+	h := AtomicHandler(e.rt, payOp(), BindAtomic(decodePay, func(context.Context, *memstore.DB, *payReq) (Response, error) {
 		return Response{Status: 1000}, nil
-	})
+	}))
 	if w := serveReq(h, req("t1", key1, body100)); w.Code != 500 || problemType(t, w) != ProblemInternal {
 		t.Errorf("%d %s, want 500", w.Code, w.Body)
 	}
-	zero := AtomicHandler(e.rt, payOp(), decodePay, func(context.Context, *memstore.DB, *payReq) (Response, error) {
+	zero := AtomicHandler(e.rt, payOp(), BindAtomic(decodePay, func(context.Context, *memstore.DB, *payReq) (Response, error) {
 		return Response{Body: []byte("zero")}, nil
-	})
+	}))
 	if w := serveReq(zero, req("t1", key1+"-zero", body100)); w.Code != 200 {
 		t.Errorf("zero status: %d, want 200", w.Code)
 	}
@@ -516,7 +516,7 @@ func TestMachineUnguarded(t *testing.T) {
 	lop.Key.Required = false
 	var keys []string
 	var mu sync.Mutex
-	lh := LeaseHandler(e.rt, lop, decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
+	lh := LeaseHandler(e.rt, lop, BindLease(decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
 		mu.Lock()
 		keys = append(keys, l.ProviderKey("charge"))
 		mu.Unlock()
@@ -527,7 +527,7 @@ func TestMachineUnguarded(t *testing.T) {
 			e.pay(db, r)
 			return Response{Status: 201}, nil
 		}, nil
-	})
+	}))
 	for range 2 {
 		if w := serveReq(lh, req("t1", "", body100)); w.Code != 201 {
 			t.Fatalf("lease unguarded: %d %s", w.Code, w.Body)
@@ -650,14 +650,14 @@ func TestMachineLeaseExtend(t *testing.T) {
 	e := newMemEnv(t, nil)
 	op := leaseOp()
 	extendErr := make(chan error, 2)
-	h := LeaseHandler(e.rt, op, decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
+	h := LeaseHandler(e.rt, op, BindLease(decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
 		if r.Header.Get("X-Hold") != "" {
 			extendErr <- l.Extend(ctx, 5*time.Second)
 			e.hold(r)
 			extendErr <- l.Extend(ctx, 5*time.Second)
 		}
 		return func(ctx context.Context, db *memstore.DB) (Response, error) { return Response{Status: 201}, nil }, nil
-	})
+	}))
 	done := make(chan int)
 	go func() { done <- serveReq(h, req("t1", key1, body100, "X-Hold", "call")).Code }()
 	g := e.gate("call")
@@ -757,14 +757,14 @@ type otherDB struct{}
 func TestMisconfiguredStore(t *testing.T) {
 	e := newMemEnv(t, nil)
 	ran := false
-	atomicH := AtomicHandler(e.rt, payOp(), decodePay, func(context.Context, *otherDB, *payReq) (Response, error) {
+	atomicH := AtomicHandler(e.rt, payOp(), BindAtomic(decodePay, func(context.Context, *otherDB, *payReq) (Response, error) {
 		ran = true
 		return Response{Status: 201}, nil
-	})
-	leaseH := LeaseHandler(e.rt, leaseOp(), decodePay, func(context.Context, *Lease, *payReq) (CompleteFunc[*otherDB], error) {
+	}))
+	leaseH := LeaseHandler(e.rt, leaseOp(), BindLease(decodePay, func(context.Context, *Lease, *payReq) (CompleteFunc[*otherDB], error) {
 		ran = true
 		return nil, nil
-	})
+	}))
 	for name, h := range map[string]http.Handler{"atomic": atomicH, "lease": leaseH} {
 		w := serveReq(h, req("t1", key1, body100))
 		if w.Code != 500 || problemType(t, w) != ProblemInternal {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,12 @@ type MiddlewareOptions struct {
 	// operation, and otherwise matches method and path against the operations' path
 	// templates, a literal segment before a parameter.
 	Match func(r *http.Request) (operationID string, ok bool)
+	// Prefix is the path the server's routes are mounted under (http.StripPrefix, a router's
+	// sub-router mount, an API gateway's base path), when the middleware sits in front of that
+	// mount and sees the full path: it is removed before the path is matched against the
+	// operations' templates. A route pattern that ends with an operation's template (chi's
+	// pattern of a mounted sub-router) is matched without it.
+	Prefix string
 }
 
 // Middleware returns a net/http middleware that makes the marked operations of an existing
@@ -67,23 +74,34 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			route := table.find(r, opts.Match)
+			route := table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
-			decode := func(in *gen.Input) (struct{}, error) { return struct{}{}, route.Decode(in) }
-			serve(w, r, rt, route.Operation, decode, func(ctx context.Context, x *exchange, _ *struct{}) result {
-				x.confirm = true
-				if x.op.Mode == ModeLease {
-					return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
-						resp, err := record(next, r, x.body, context.WithValue(ctx, leaseKey{}, l))
-						return func(context.Context, DB) (Response, error) { return resp, err }, nil
-					})
+			serve(w, r, rt, route.Operation, func(in *gen.Input) (runner, error) {
+				if err := route.Decode(in); err != nil {
+					return nil, err
 				}
-				return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
-					return record(next, r, x.body, context.WithValue(ctx, txKey{}, db))
-				})
+				return func(ctx context.Context, x *exchange) result {
+					x.confirm = true
+					if x.op.Mode == ModeLease {
+						return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
+							c := &completion[DB]{}
+							ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
+							resp, err := record(next, r, x.body, ctx)
+							return func(ctx context.Context, db DB) (Response, error) {
+								if err != nil {
+									return resp, err
+								}
+								return resp, c.run(ctx, db)
+							}, nil
+						})
+					}
+					return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
+						return record(next, r, x.body, context.WithValue(ctx, txKey{}, db))
+					})
+				}, nil
 			})
 		})
 	}, nil
@@ -91,6 +109,36 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 
 type txKey struct{}
 type leaseKey struct{}
+type completionKey struct{}
+
+// completion holds the writes a lease-mode handler served by the Middleware registered with
+// OnComplete.
+type completion[DB any] struct {
+	writes []func(ctx context.Context, db DB) error
+}
+
+func (c *completion[DB]) run(ctx context.Context, db DB) error {
+	for _, w := range c.writes {
+		if err := w(ctx, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OnComplete registers write, to run in the transaction that completes the record of a
+// lease-mode request served by Middleware (DB is the store's handle type, pgstore.DBTX for
+// PostgreSQL). A handler calls the provider in its body and defers its own rows to write: they
+// commit with the stored response when the response is final, and roll back with the release
+// of the key otherwise, as a generated lease handler's CompleteFunc does. It returns false
+// outside such a request (write is then not registered).
+func OnComplete[DB any](ctx context.Context, write func(ctx context.Context, db DB) error) bool {
+	c, ok := ctx.Value(completionKey{}).(*completion[DB])
+	if ok {
+		c.writes = append(c.writes, write)
+	}
+	return ok
+}
 
 // TxFrom returns the transaction an atomic-mode request served by Middleware writes through
 // (DB is the store's handle type, pgstore.DBTX for PostgreSQL); false outside such a request.
@@ -178,24 +226,40 @@ func newRouteTable(routes []Route) (*routeTable, error) {
 	return t, nil
 }
 
-func (t *routeTable) find(r *http.Request, match func(*http.Request) (string, bool)) *Route {
-	if match != nil {
-		id, ok := match(r)
+func (t *routeTable) find(r *http.Request, opts MiddlewareOptions) *Route {
+	if opts.Match != nil {
+		id, ok := opts.Match(r)
 		if !ok {
 			return nil
 		}
 		return t.byID[id]
 	}
 	if p := r.Pattern; p != "" {
-		// http.ServeMux sets "POST /v1/payments/{id}"; chi sets the path alone.
-		if !strings.Contains(p, " ") {
-			p = r.Method + " " + p
+		// http.ServeMux sets "POST /v1/payments/{id}"; chi sets the path alone, and for a
+		// mounted sub-router the whole joined pattern, which ends with the template.
+		method, path, ok := strings.Cut(p, " ")
+		if !ok {
+			method, path = r.Method, p
 		}
-		if route := t.byPattern[p]; route != nil {
+		if route := t.byPattern[method+" "+path]; route != nil {
 			return route
 		}
+		segs := splitPath(path)
+		for _, c := range t.byMethod[method] {
+			if len(segs) > len(c.segs) && slices.Equal(segs[len(segs)-len(c.segs):], c.segs) {
+				return c.route
+			}
+		}
 	}
-	path := splitPath(r.URL.EscapedPath())
+	escaped := r.URL.EscapedPath()
+	if opts.Prefix != "" {
+		rest, ok := strings.CutPrefix(escaped, strings.TrimSuffix(opts.Prefix, "/"))
+		if !ok {
+			return nil
+		}
+		escaped = rest
+	}
+	path := splitPath(escaped)
 	for _, c := range t.byMethod[r.Method] {
 		if templateMatches(c.segs, path) {
 			return c.route

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -152,4 +153,81 @@ func TestMiddlewareConfiguration(t *testing.T) {
 func httptestRequest(method, target string) *http.Request {
 	r, _ := http.NewRequest(method, target, nil)
 	return r
+}
+
+// Mounted under a prefix, the middleware still finds the operation: by Prefix for the path, by
+// the end of a router's pattern (chi's pattern of a mounted sub-router); without either, a
+// request to an unknown path passes through.
+func TestMiddlewareUnderAPrefix(t *testing.T) {
+	e := newMemEnv(t, nil)
+	ran := 0
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := TxFrom[*memstore.DB](r.Context()); ok {
+			ran++
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	withPrefix, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{Prefix: "/api/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req("t1", key1, body100)
+	r.URL.Path = "/api/v1/payments"
+	if w := serveReq(withPrefix(next), r); w.Code != 201 || ran != 1 {
+		t.Errorf("prefix: %d, guarded runs %d", w.Code, ran)
+	}
+	r = req("t1", key1, body100)
+	r.URL.Path = "/elsewhere/v1/payments"
+	if w := serveReq(withPrefix(next), r); w.Code != 201 || ran != 1 {
+		t.Errorf("outside the prefix: %d, guarded runs %d (want it left alone)", w.Code, ran)
+	}
+	plain, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = req("t1", "k-test-0003-dddddddddddd", body100)
+	r.URL.Path = "/api/v1/payments"
+	r.Pattern = "/api/v1/payments" // what chi sets for a route of a sub-router mounted at /api
+	if w := serveReq(plain(next), r); w.Code != 201 || ran != 2 {
+		t.Errorf("sub-router pattern: %d, guarded runs %d", w.Code, ran)
+	}
+}
+
+// A lease-mode handler behind the middleware defers its rows with OnComplete: they commit with
+// the stored response when it is final and roll back when it is not.
+func TestMiddlewareLeaseOnComplete(t *testing.T) {
+	e := newMemEnv(t, nil)
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(leaseOp(), decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := LeaseFrom(r.Context())
+		if l == nil {
+			t.Error("no lease in the handler's context")
+			return
+		}
+		e.charge(l.ProviderKey("charge"))
+		OnComplete(r.Context(), func(ctx context.Context, db *memstore.DB) error {
+			e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
+			return nil
+		})
+		if r.Header.Get("X-Fail") != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	if w := serveReq(h, req("t1", "k-test-0004-eeeeeeeeeeee", body100, "X-Fail", "503")); w.Code != 503 {
+		t.Fatalf("failing attempt: %d", w.Code)
+	}
+	if e.payments("t1") != 0 {
+		t.Fatalf("a non-final answer kept its deferred rows")
+	}
+	if w := serveReq(h, req("t1", "k-test-0004-eeeeeeeeeeee", body100)); w.Code != 201 || e.payments("t1") != 1 || e.charges() != 1 {
+		t.Fatalf("retry: %d, payments %d, charges %d", w.Code, e.payments("t1"), e.charges())
+	}
+	if OnComplete(context.Background(), func(context.Context, *memstore.DB) error { return nil }) {
+		t.Error("OnComplete outside a request reported success")
+	}
 }

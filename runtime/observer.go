@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"time"
-)
+import "time"
 
 // Outcome is how the runtime ended one request to a marked operation. Its string is the metrics
 // label value.
@@ -47,12 +43,24 @@ func (NopObserver) Outcome(string, Mode, Outcome)            {}
 func (NopObserver) ClaimLatency(string, Mode, time.Duration) {}
 func (NopObserver) Swept(int64)                              {}
 
-// keyHash is what logs show instead of a key: 12 hex digits of SHA-256 over scope and key, enough
-// to correlate log lines, useless to replay a request.
-func keyHash(scope, key string) string {
-	h := sha256.New()
-	h.Write([]byte(scope))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil)[:6])
+// ExecutionObserver is an optional extension of Observer (runtime/prometheus implements it):
+// Execution reports how long a request that held its key's claim kept it, from the claim to
+// the stored response or the release, and how the request ended (executed, released,
+// lease_lost, store_error, internal). This is the first owner's execution time: while it runs,
+// duplicates of the request get 409. Requests that never held the claim (replays, 409s, 422s,
+// requests without a key) are not reported.
+type ExecutionObserver interface {
+	Execution(op string, mode Mode, o Outcome, d time.Duration)
+}
+
+// executed reports, to an ExecutionObserver, a request that held its claim since start.
+func (x *exchange) executed(res result, start time.Time) {
+	if x.rt.exec == nil {
+		return
+	}
+	switch res.outcome {
+	case OutcomeConflict, OutcomeReplayed, OutcomeMismatch, OutcomeCanceled:
+		return // the claim was lost to a concurrent request (or never made): not an owner
+	}
+	x.rt.exec.Execution(x.op.ID, x.op.Mode, res.outcome, time.Since(start))
 }

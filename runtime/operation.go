@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -198,4 +199,19 @@ func (op *Operation) storedKey(key string) string {
 		return op.ID + " " + key
 	}
 	return key
+}
+
+// RequestScope returns the scope that a request of tenant with headers h is stored under for
+// op: the tenant, followed by the value of each of op.ScopeHeaders (an absent header is the
+// empty value), each as the byte 0x1F (unit separator), its length in decimal, ':' and the
+// value, so that no tenant and values can spell another. Without ScopeHeaders it is the tenant
+// itself. (The separator is not a zero byte: PostgreSQL text cannot hold one, so such scopes
+// failed every request on pgstore with 503.)
+func (op *Operation) RequestScope(tenant string, h http.Header) string {
+	scope := tenant
+	for _, name := range op.ScopeHeaders {
+		v := h.Get(name)
+		scope += "\x1f" + strconv.Itoa(len(v)) + ":" + v
+	}
+	return scope
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -59,7 +60,8 @@ type Config struct {
 	// Logger receives structured logs, with each request's context; keys appear as a short
 	// hash, never raw. Default slog.Default().
 	Logger *slog.Logger
-	// Observer receives outcomes, claim latencies and sweep counts; default none.
+	// Observer receives outcomes, claim latencies and sweep counts; default none. One that also
+	// implements ExecutionObserver receives the first owner's execution times.
 	Observer Observer
 	// TracerProvider makes the OpenTelemetry spans of each request: "idempotency" around the
 	// runtime's work, with children for the lookup, the claim, the handler and the completion;
@@ -87,10 +89,14 @@ type Runtime struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	exec     ExecutionObserver // obs, when it implements it
 	problems ProblemWriter
 	tracer   trace.Tracer
 	// matcher compiles key and schema patterns once per Runtime.
 	matcher gen.Matcher
+	// inputs keeps decoding inputs (*gen.Input) between requests: an Input holds a decoder and
+	// buffers that each request would otherwise allocate again.
+	inputs sync.Pool
 }
 
 // New checks cfg and returns a Runtime. It fails when Store is nil, when neither Scope nor
@@ -125,8 +131,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, problems: cfg.ProblemWriter,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
+	exec, _ := cfg.Observer.(ExecutionObserver)
+	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}
+	rt.inputs.New = func() any { return new(gen.Input) }
+	return rt, nil
 }
 
 // ErrClaimLost is the cause (context.Cause) of a handler context that the store canceled because

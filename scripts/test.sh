@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. Expects a PostgreSQL server in
-# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one).
+# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one) and Redis, standalone in
+# IDEMGEN_TEST_REDIS_ADDR and a 3-master cluster in IDEMGEN_TEST_REDIS_CLUSTER
+# (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
+# them fails rather than skips when it is missing. Installs, from Debian's packages and only when
+# they are missing, Chromium (the admin page's browser test) and promtool (the alert rules'
+# tests); with them present those tests may not skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# apt_install PKG...: installs Debian packages as root, or through sudo.
+apt_install() {
+  local run=()
+  [ "$(id -u)" = 0 ] || run=(sudo)
+  "${run[@]}" apt-get update -qq >&2
+  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
@@ -10,8 +23,14 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi) are modules of their own, with
+# a replace of github.com/idemgen/idemgen to this checkout, so the main module does not depend on
+# their frameworks; ./... does not reach them, and each step below runs in each of them too.
+example_modules=$(for m in examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+
 echo "== generated code is up to date (go generate, then no diff)"
 go generate ./...
+for d in $example_modules; do (cd "$d" && go generate ./...); done
 if git rev-parse --git-dir >/dev/null 2>&1; then
   if ! git diff --exit-code --stat -- examples internal golden; then
     echo "committed generated code differs from what idemgen generates now: run 'make generate' and commit" >&2
@@ -19,11 +38,50 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
   fi
 fi
 
+echo "== example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
+for d in $example_modules; do
+  if ! (cd "$d" && go mod tidy -diff); then
+    echo "$d/go.mod or go.sum is not tidy: run (cd $d && go mod tidy) and commit" >&2
+    exit 1
+  fi
+done
+
 echo "== go vet"
 go vet ./...
+for d in $example_modules; do (cd "$d" && go vet ./...); done
 
-echo "== go test (unit, golden + compile check, runtime on PostgreSQL, cases, examples)"
-IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./...
+echo "== tools: Chromium (admin page test), promtool (alert rules)"
+missing=()
+command -v "${IDEMGEN_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} from Debian's packages"
+  apt_install "${missing[@]}"
+fi
+export IDEMGEN_REQUIRE_BROWSER=1 IDEMGEN_REQUIRE_PROMTOOL=1
+
+echo "== alert rules (promtool check rules, promtool test rules)"
+promtool check rules docs/monitoring/alerts.yaml
+promtool test rules docs/monitoring/alerts_test.yaml
+
+echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
+IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/faults$')
+
+echo "== fault-injection suite, short mode (internal/faults; make faults runs the long mode)"
+# Alone, after the rest: its scenarios measure timings. Its figures are printed; on failure, all of it.
+log=$(mktemp)
+if ! IDEMGEN_REQUIRE_DB=1 go test -short -count=1 -v -timeout 10m ./internal/faults >"$log" 2>&1; then
+  cat "$log"; rm -f "$log"; exit 1
+fi
+awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && /^          /{print; next} {p=0}' "$log"
+grep -E '^(ok|---)' "$log" || true
+rm -f "$log"
+
+echo "== example modules: go test (their services run the cases on PostgreSQL)"
+for d in $example_modules; do
+  echo "-- $d"
+  (cd "$d" && IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 10m ./...)
+done
 
 echo "== the PostgreSQL store's suite again, on the table partitioned by expiry"
 IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./runtime/pgstore/

@@ -5,6 +5,7 @@ const (
 	exitOK    = 0 // success
 	exitSpec  = 1 // spec, config, overlay or annotation errors (or --check found stale output)
 	exitUsage = 2 // wrong flags or arguments
+	exitStore = 3 // records: the idempotency store could not be read
 )
 
 // exitError carries an exit code from a command to main. Its message, when not empty, has not

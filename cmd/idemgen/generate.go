@@ -29,7 +29,7 @@ func newGenerateCmd() *cobra.Command {
 		Long: `Generate Go code for every operation marked x-idempotent (or by --config, --overlay,
 --infer) into DIR: typed request and parameter types, strict schema-checking decoders that
 also finish each request's fingerprint, the operation table (Operations, Routes), and, with
-the default --target handlers, one handler constructor per operation (New<Op>Handler) and
+the default --target handlers, one handler constructor per operation (<Op>Handler) and
 Register(router, runtime, Handlers): you write only the business function of each operation
 (a field of Handlers; a nil field is not mounted). --target middleware leaves the handler
 types out: an existing server keeps its handlers and puts runtime.Middleware in front of them
@@ -110,7 +110,7 @@ or, with idemgen installed on PATH:
 	fl.BoolVar(&check, "check", false, "write nothing; exit 1 when DIR differs from what would be generated")
 	fl.BoolVar(&docs, "docs", false, "also write idemgen_contract.md, the client-facing Markdown contract")
 	fl.BoolVar(&sql, "sql", false, "also write idemgen_schema.sql, the idempotency store schema")
-	fl.StringVar(&target, "target", string(generator.TargetHandlers), "`handlers`: typed handlers, New<Op>Handler and Register; middleware: only the operation table, decoders and Routes(), for runtime.Middleware in front of a server's own handlers")
+	fl.StringVar(&target, "target", string(generator.TargetHandlers), "`handlers`: typed handlers, <Op>Handler and Register; middleware: only the operation table, decoders and Routes(), for runtime.Middleware in front of a server's own handlers")
 	return cmd
 }
 

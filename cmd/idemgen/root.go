@@ -18,6 +18,8 @@ Start here:
   idemgen list vendor.json --infer      treat declared Idempotency-Key headers (and
                                         similar) as marks, for a vendor spec as is
   idemgen generate openapi.yaml -o DIR  write the Go code
+  idemgen records get --tenant T --key K --dsn URL
+                                        find a request's record in a running service
 
 A minimal mark, on an operation:
   post:
@@ -25,7 +27,8 @@ A minimal mark, on an operation:
     x-idempotent: true                  # key in the Idempotency-Key header, all defaults
 
 Exit codes: 0 success, 1 errors in the spec, config or overlays (or warnings under
-check --strict), 2 wrong flags, arguments or a missing file.
+check --strict), 2 wrong flags, arguments or a missing file, 3 the idempotency store
+could not be read (records).
 
 Reference: docs/cli.md.`
 
@@ -42,7 +45,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
-	root.AddCommand(newListCmd(), newCheckCmd(), newVersionCmd())
+	root.AddCommand(newListCmd(), newCheckCmd(), newVersionCmd(), newRecordsCmd())
 	addGeneratorCommands(root)
 	return root
 }

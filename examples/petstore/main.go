@@ -1,12 +1,14 @@
 // Command petstore is the idemgen example: the Swagger Petstore's pet and store operations,
-// with adding a pet and placing an order made safe to retry by code idemgen generates from
-// petstore.yaml (package api). It is built the way a user builds a service: a spec with
-// `x-idempotent` on its creating operations, a go:generate line, handlers that write through the
-// transaction they are given, and a main that connects to PostgreSQL, migrates and serves.
+// with adding a pet, placing an order and starting an adoption (a long-running operation that
+// answers 202 with a status resource, run by the worker in worker.go) made safe to retry by
+// code idemgen generates from petstore.yaml (package api). It is built the way a user builds a
+// service: a spec with `x-idempotent` on its creating operations, a go:generate line, handlers
+// that write through the transaction they are given, and a main that connects to PostgreSQL,
+// migrates and serves.
 //
 // Usage:
 //
-//	DATABASE_URL=postgres://... petstore [-addr 127.0.0.1:8080] [-order-delay 0s]
+//	DATABASE_URL=postgres://... petstore [-addr 127.0.0.1:8080] [-order-delay 0s] [-adoption-step 2s]
 //
 // Clients identify themselves with the spec's `api_key` header; it is the idempotency scope, so
 // two clients never share keys.
@@ -35,6 +37,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	orderDelay := flag.Duration("order-delay", 0, "make placeOrder take this long before it writes (to watch a concurrent retry get 409)")
+	adoptionStep := flag.Duration("adoption-step", 2*time.Second, "how long each of an adoption's three checks takes in the worker")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "petstore: unexpected arguments %q\n", flag.Args())
@@ -42,7 +45,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, options{orderDelay: *orderDelay}); err != nil {
+	if err := run(ctx, *addr, options{orderDelay: *orderDelay, adoptionStep: *adoptionStep}); err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
 		os.Exit(1)
 	}
@@ -72,6 +75,8 @@ func run(ctx context.Context, addr string, opts options) error {
 	}
 	// Expired idempotency records already count as absent; the sweeper reclaims their space.
 	go (&pgstore.Sweeper{Pool: pool}).Run(ctx)
+	// The worker runs the adoptions that adoptPet enqueues (a long-running operation).
+	go newWorker(pool, opts).run(ctx)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

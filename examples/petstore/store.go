@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,6 +37,30 @@ CREATE TABLE IF NOT EXISTS orders (
 	complete   boolean NOT NULL DEFAULT false,
 	created_at timestamptz NOT NULL DEFAULT now()
 );
+-- Adoptions, the long-running operation: the status resource reads this table.
+CREATE TABLE IF NOT EXISTS adoptions (
+	id           bigserial PRIMARY KEY,
+	owner        text NOT NULL,
+	pet_id       bigint NOT NULL REFERENCES pets (id),
+	adopter      text NOT NULL,
+	home         text,
+	status       text NOT NULL CHECK (status IN ('queued', 'running', 'approved')),
+	progress     integer NOT NULL,
+	step         text NOT NULL,
+	created_at   timestamptz NOT NULL DEFAULT now(),
+	completed_at timestamptz
+);
+-- The outbox: one job per adoption, written in the transaction that creates the adoption (and
+-- stores adoptPet's idempotency record); workers claim jobs with a lease.
+CREATE TABLE IF NOT EXISTS adoption_jobs (
+	id           bigserial PRIMARY KEY,
+	adoption_id  bigint NOT NULL UNIQUE REFERENCES adoptions (id),
+	attempts     integer NOT NULL DEFAULT 0,
+	locked_until timestamptz,
+	done_at      timestamptz,
+	created_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS adoption_jobs_pending_idx ON adoption_jobs (id) WHERE done_at IS NULL;
 `
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
@@ -50,6 +75,21 @@ type options struct {
 	// orderDelay makes placeOrder wait before it writes, so that a concurrent retry of the same
 	// order can be seen getting 409 (the demo and the tests use it).
 	orderDelay time.Duration
+	// adoptionStep is how long each check of an adoption takes in the worker; jobPoll how often
+	// an idle worker looks at the outbox. Zero: 2s and 500ms.
+	adoptionStep, jobPoll time.Duration
+}
+
+// newWorker returns the adoption worker for pool.
+func newWorker(pool *pgxpool.Pool, opts options) *worker {
+	w := &worker{pool: pool, step: opts.adoptionStep, poll: opts.jobPoll, lease: time.Minute, log: slog.Default()}
+	if w.step <= 0 {
+		w.step = 2 * time.Second
+	}
+	if w.poll <= 0 {
+		w.poll = 500 * time.Millisecond
+	}
+	return w
 }
 
 // apiKeyScope is the idempotency scope: the spec's api_key header names the client, so two
@@ -71,12 +111,13 @@ func newServer(pool *pgxpool.Pool, opts options) (http.Handler, error) {
 	}
 	s := &store{pool: pool, opts: opts}
 	mux := http.NewServeMux()
-	if err := api.Register(mux, rt, api.Handlers{AddPet: s.addPet, PlaceOrder: s.placeOrder}); err != nil {
+	if err := api.Register(mux, rt, api.Handlers{AddPet: s.addPet, PlaceOrder: s.placeOrder, AdoptPet: s.adoptPet}); err != nil {
 		return nil, err
 	}
 	mux.HandleFunc("GET /pet/{petId}", s.getPet)
 	mux.HandleFunc("GET /store/order/{orderId}", s.getOrder)
-	return mux, nil
+	mux.HandleFunc("GET /adoptions/{adoptionId}", s.getAdoption)
+	return withClient(mux), nil
 }
 
 // store holds the business handlers. The idempotent ones write only through the transaction

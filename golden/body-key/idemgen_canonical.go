@@ -7,51 +7,25 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCreatePayoutBodyForCreatePayout appends the canonical form (RFC 8785) of v to b:
 // members data.
 func appendCanonicalCreatePayoutBodyForCreatePayout(b []byte, v *CreatePayoutBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "data")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"data\":"...)
-	b = appendCanonicalCreatePayoutBodyDataForCreatePayout(b, &v.Data)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = appendCanonicalCreatePayoutBodyDataForCreatePayout(o.Key(b, `"data":`), &v.Data)
+	return o.End(b)
 }
 
 // appendCanonicalCreatePayoutBodyDataForCreatePayout appends the canonical form (RFC 8785) of v to
 // b: members attributes, type.
 func appendCanonicalCreatePayoutBodyDataForCreatePayout(b []byte, v *CreatePayoutBodyData) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "attributes")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"attributes\":"...)
-	b = appendCanonicalCreatePayoutBodyDataAttributesForCreatePayout(b, &v.Attributes)
-	b, x = x.AppendBefore(b, start, "type")
-	if v.Type != nil {
-		b = append(b, ",\"type\":"...)
-		b = canonical.AppendString(b, *v.Type)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = appendCanonicalCreatePayoutBodyDataAttributesForCreatePayout(o.Key(b, `"attributes":`), &v.Attributes)
+	b = canonical.OptString(&o, b, `"type":`, v.Type)
+	return o.End(b)
 }
 
 // appendCanonicalCreatePayoutBodyDataAttributesForCreatePayout appends the canonical form (RFC
 // 8785) of v to b: members amount, currency.
 func appendCanonicalCreatePayoutBodyDataAttributesForCreatePayout(b []byte, v *CreatePayoutBodyDataAttributes) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "currency")
-	if v.Currency != nil {
-		b = append(b, ",\"currency\":"...)
-		b = canonical.AppendString(b, *v.Currency)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"currency":`, v.Currency)
+	return o.End(b)
 }

@@ -5,131 +5,63 @@ package bodykey
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreatePayout reads a request to createPayout: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreatePayout(in *gen.Input) (v CreatePayoutRequest, err error) {
-	if v.Body, err = decodeCreatePayoutJSON(in.Body); err != nil {
-		return
+// decodeCreatePayout decodes a request to createPayout: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayout(in *gen.Input) (r CreatePayoutRequest, _ error) {
+	decodeCreatePayoutBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &r.Body))
+	if r.Body.Data.Attributes.IdempotencyKey != nil {
+		in.SetBodyKey(*r.Body.Data.Attributes.IdempotencyKey, true)
 	}
-	if v.Params, err = parseCreatePayoutParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &v.Body))
-	if v.Body.Data.Attributes.IdempotencyKey != nil {
-		in.SetBodyKey(*v.Body.Data.Attributes.IdempotencyKey, true)
-	} else {
-		in.SetBodyKey("", false)
-	}
-	return
-}
-
-// decodeCreatePayoutJSON decodes a application/vnd.api+json request body of operation createPayout
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePayoutJSON(data []byte) (CreatePayoutBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePayoutBody
-	decodeCreatePayoutBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePayoutParams reads the path, query and header parameters of createPayout.
-func parseCreatePayoutParams(r *http.Request) (CreatePayoutParams, error) {
-	var p CreatePayoutParams
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeCreatePayoutBody(d *canonical.Decoder, v *CreatePayoutBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "data":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			decodeCreatePayoutBodyData(d, &v.Data)
+			decodeCreatePayoutBodyData(d.Field(&seen, 0), &v.Data)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("data")
-	}
+	d.Required(seen, "data")
 }
 
 func decodeCreatePayoutBodyData(d *canonical.Decoder, v *CreatePayoutBodyData) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "type":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Type = &x
+			v.Type = canonical.Ptr(d.Field(&seen, 1).Str())
 		case "attributes":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			decodeCreatePayoutBodyDataAttributes(d, &v.Attributes)
+			decodeCreatePayoutBodyDataAttributes(d.Field(&seen, 0), &v.Attributes)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("attributes")
-	}
+	d.Required(seen, "attributes")
 }
 
 func decodeCreatePayoutBodyDataAttributes(d *canonical.Decoder, v *CreatePayoutBodyDataAttributes) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "idempotencyKey":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.IdempotencyKey = &x
+			v.IdempotencyKey = canonical.Ptr(d.Field(&seen, 1).Str())
 		case "amount":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "currency":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Currency = &x
+			v.Currency = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

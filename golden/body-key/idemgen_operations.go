@@ -8,32 +8,23 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayout returns the resolved idempotency settings of createPayout.
+// operationCreatePayout returns the resolved idempotency settings of createPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayout",
-		Method: "POST",
-		Path:   "/payouts",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/data/attributes/idempotencyKey",
-			Required:    true,
-			MinLength:   16,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/vnd.api+json"},
+		ID:         "createPayout",
+		Method:     "POST",
+		Path:       "/payouts",
+		Key:        runtime.KeyRule{BodyPointer: "/data/attributes/idempotencyKey", Required: true},
+		MediaTypes: []string{"application/vnd.api+json"},
 	}
 }
 
@@ -87,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayout != nil {
 		pattern = "POST /payouts"
-		mux.Handle(pattern, NewCreatePayoutHandler(rt, h.CreatePayout))
+		mux.Handle(pattern, CreatePayoutHandler(rt, h.CreatePayout))
 	}
 	return nil
 }

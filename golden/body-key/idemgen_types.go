@@ -12,9 +12,8 @@ import (
 // CreatePayoutBody is a request type (inline schema at
 // /paths/~1payouts/post/requestBody/content/application~1vnd.api+json/schema).
 type CreatePayoutBody struct {
-	Data CreatePayoutBodyData `json:"data"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Data  CreatePayoutBodyData `json:"data"`
+	Extra canonical.Members    `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreatePayoutBodyData is a request type (inline schema at
@@ -22,27 +21,22 @@ type CreatePayoutBody struct {
 type CreatePayoutBodyData struct {
 	Type       *string                        `json:"type,omitempty"`
 	Attributes CreatePayoutBodyDataAttributes `json:"attributes"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra      canonical.Members              `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreatePayoutBodyDataAttributes is a request type (inline schema at
 // /paths/~1payouts/post/requestBody/content/application~1vnd.api+json/schema/properties/data/properties/attributes).
 type CreatePayoutBodyDataAttributes struct {
-	IdempotencyKey *string `json:"idempotencyKey,omitempty"` // idempotency key: not part of the fingerprint
-	Amount         int64   `json:"amount"`
-	Currency       *string `json:"currency,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	IdempotencyKey *string           `json:"idempotencyKey,omitempty"` // idempotency key: not part of the fingerprint
+	Amount         int64             `json:"amount"`
+	Currency       *string           `json:"currency,omitempty"`
+	Extra          canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreatePayoutParams holds the parameters of operation createPayout (POST /payouts).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in body member
-// /data/attributes/idempotencyKey.
+// CreatePayoutParams holds the parameters of operation createPayout.
 type CreatePayoutParams struct{}
 
-// CreatePayoutRequest is a decoded request to createPayout.
+// CreatePayoutRequest is a decoded request to operation createPayout.
 type CreatePayoutRequest struct {
 	Params CreatePayoutParams
 	Body   CreatePayoutBody

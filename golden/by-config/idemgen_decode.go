@@ -5,87 +5,36 @@ package byconfig
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreatePayout reads a request to createPayout: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreatePayout(in *gen.Input) (v CreatePayoutRequest, err error) {
-	if v.Body, err = decodeCreatePayoutJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePayoutParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &v.Body))
-	return
+// decodeCreatePayout decodes a request to createPayout: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayout(in *gen.Input) (r CreatePayoutRequest, _ error) {
+	decodeCreatePayoutBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePayoutBodyForCreatePayout(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// decodeCreatePayoutJSON decodes a application/json request body of operation createPayout strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePayoutJSON(data []byte) (CreatePayoutBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePayoutBody
-	decodeCreatePayoutBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePayoutParams reads the path, query and header parameters of createPayout.
-func parseCreatePayoutParams(r *http.Request) (CreatePayoutParams, error) {
-	var p CreatePayoutParams
-	return p, nil
-}
-
-// decodeCancelPayout reads a request to cancelPayout: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCancelPayout(in *gen.Input) (v CancelPayoutRequest, err error) {
-	in.Request.SetPathValue("id", in.PathValue("id"))
-	if v.Params, err = parseCancelPayoutParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseCancelPayoutParams reads the path, query and header parameters of cancelPayout.
-func parseCancelPayoutParams(r *http.Request) (CancelPayoutParams, error) {
-	var p CancelPayoutParams
-	{
-		s := r.PathValue("id")
-		p.ID = s
-	}
-	return p, nil
+// decodeCancelPayout decodes a request to cancelPayout: its parameters. Errors are 400
+// body-invalid.
+func decodeCancelPayout(in *gen.Input) (r CancelPayoutRequest, _ error) {
+	p := in.Params()
+	r.Params.ID = p.Path("id").Str()
+	return r, in.Err()
 }
 
 func decodeCreatePayoutBody(d *canonical.Decoder, v *CreatePayoutBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "note":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Note = &x
+			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

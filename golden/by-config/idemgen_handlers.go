@@ -5,31 +5,35 @@ package byconfig
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreatePayoutHandler returns the http.Handler of operation createPayout (POST /payouts).
+// CreatePayoutHandler returns the http.Handler of POST /payouts (createPayout): fn runs at most
+// once per idempotency key. Register mounts it at "POST /payouts"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 168h; key in header X-Request-Id; fingerprint
-// excludes /note. It serves the operation through the idempotency runtime: the decoder, the
-// fingerprint and the state machine run before fn. Register mounts it; mount it yourself on another
-// router at the pattern "POST /payouts".
-func NewCreatePayoutHandler(rt *runtime.Runtime, fn CreatePayoutFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayout(), decodeCreatePayout, func(ctx context.Context, db pgstore.DBTX, in *CreatePayoutRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePayoutHandler(rt *runtime.Runtime, fn CreatePayoutFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayout(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayout(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCancelPayoutHandler returns the http.Handler of operation cancelPayout (POST
-// /payouts/{id}/cancel).
+// CancelPayoutHandler returns the http.Handler of POST /payouts/{id}/cancel (cancelPayout): fn runs
+// at most once per idempotency key. Register mounts it at "POST /payouts/{id}/cancel"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 1h; key in header X-Request-Id. It serves the
-// operation through the idempotency runtime: the decoder, the fingerprint and the state machine run
-// before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /payouts/{id}/cancel".
-func NewCancelPayoutHandler(rt *runtime.Runtime, fn CancelPayoutFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCancelPayout(), decodeCancelPayout, func(ctx context.Context, db pgstore.DBTX, in *CancelPayoutRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CancelPayoutHandler(rt *runtime.Runtime, fn CancelPayoutFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCancelPayout(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCancelPayout(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }

@@ -15,47 +15,33 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayout returns the resolved idempotency settings of createPayout.
+// operationCreatePayout returns the resolved idempotency settings of createPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayout",
-		Method: "POST",
-		Path:   "/payouts",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 10,
-			MaxLength: 40,
-		},
-		Retention:     168 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/note"},
+		ID:         "createPayout",
+		Method:     "POST",
+		Path:       "/payouts",
+		Key:        runtime.KeyRule{Header: "X-Request-Id", Required: true, MinLength: 10, MaxLength: 40},
+		Retention:  168 * time.Hour,
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/note"},
 	}
 }
 
-// operationCancelPayout returns the resolved idempotency settings of cancelPayout.
+// operationCancelPayout returns the resolved idempotency settings of cancelPayout; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCancelPayout() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "cancelPayout",
-		Method: "POST",
-		Path:   "/payouts/{id}/cancel",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Request-Id",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     1 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		ID:        "cancelPayout",
+		Method:    "POST",
+		Path:      "/payouts/{id}/cancel",
+		Key:       runtime.KeyRule{Header: "X-Request-Id", Required: true},
+		Retention: 1 * time.Hour,
 	}
 }
 
@@ -112,11 +98,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayout != nil {
 		pattern = "POST /payouts"
-		mux.Handle(pattern, NewCreatePayoutHandler(rt, h.CreatePayout))
+		mux.Handle(pattern, CreatePayoutHandler(rt, h.CreatePayout))
 	}
 	if h.CancelPayout != nil {
 		pattern = "POST /payouts/{id}/cancel"
-		mux.Handle(pattern, NewCancelPayoutHandler(rt, h.CancelPayout))
+		mux.Handle(pattern, CancelPayoutHandler(rt, h.CancelPayout))
 	}
 	return nil
 }

@@ -12,21 +12,16 @@ import (
 // CreatePayoutBody is a request type (inline schema at
 // /paths/~1payouts/post/requestBody/content/application~1json/schema).
 type CreatePayoutBody struct {
-	Amount int64   `json:"amount"`
-	Note   *string `json:"note,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount int64             `json:"amount"`
+	Note   *string           `json:"note,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreatePayoutParams holds the parameters of operation createPayout (POST /payouts).
-//
-// Idempotency: mode atomic, scope tenant, retention 168h; key in header X-Request-Id; fingerprint
-// excludes /note.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePayoutParams holds the parameters of operation createPayout; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CreatePayoutParams struct{}
 
-// CreatePayoutRequest is a decoded request to createPayout.
+// CreatePayoutRequest is a decoded request to operation createPayout.
 type CreatePayoutRequest struct {
 	Params CreatePayoutParams
 	Body   CreatePayoutBody
@@ -41,16 +36,13 @@ type CreatePayoutRequest struct {
 // a non-final status rolls them back.
 type CreatePayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
 
-// CancelPayoutParams holds the parameters of operation cancelPayout (POST /payouts/{id}/cancel).
-//
-// Idempotency: mode atomic, scope tenant, retention 1h; key in header X-Request-Id.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CancelPayoutParams holds the parameters of operation cancelPayout; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CancelPayoutParams struct {
 	ID string // path parameter id
 }
 
-// CancelPayoutRequest is a decoded request to cancelPayout.
+// CancelPayoutRequest is a decoded request to operation cancelPayout.
 type CancelPayoutRequest struct {
 	Params CancelPayoutParams
 }

@@ -7,58 +7,24 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCreatePaymentParams appends the canonical form (RFC 8785) of v to b: members
 // amount.
 func appendCanonicalCreatePaymentParams(b []byte, v *CreatePaymentParams) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	if v.Amount != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"amount\":"...)
-		b = canonical.AppendInt(b, *v.Amount)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"amount":`, v.Amount)
+	return o.End(b)
 }
 
 // appendCanonicalHandlers2 appends the canonical form (RFC 8785) of v to b: members kind.
 func appendCanonicalHandlers2(b []byte, v *Handlers2) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "kind")
-	if v.Kind != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"kind\":"...)
-		b = canonical.AppendString(b, string(*v.Kind))
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"kind":`, v.Kind)
+	return o.End(b)
 }
 
 // appendCanonicalCreatePayment3Body appends the canonical form (RFC 8785) of v to b: members Extra,
 // userId, user_id.
 func appendCanonicalCreatePayment3Body(b []byte, v *CreatePayment3Body) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra2
-	b, x = x.AppendBefore(b, start, "Extra")
-	if v.Extra != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"Extra\":"...)
-		b = canonical.AppendString(b, *v.Extra)
-	}
-	b, x = x.AppendBefore(b, start, "userId")
-	if v.UserID2 != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"userId\":"...)
-		b = canonical.AppendString(b, *v.UserID2)
-	}
-	b, x = x.AppendBefore(b, start, "user_id")
-	if v.UserID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"user_id\":"...)
-		b = canonical.AppendString(b, *v.UserID)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra2)
+	b = canonical.OptString(&o, b, `"Extra":`, v.Extra)
+	b = canonical.OptString(&o, b, `"userId":`, v.UserID2)
+	b = canonical.OptString(&o, b, `"user_id":`, v.UserID)
+	return o.End(b)
 }

@@ -5,116 +5,38 @@ package collisions
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreatePayment reads a request to create-payment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
-	if v.Body, err = decodeCreatePaymentJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePaymentParams(in.BodyStart(), &v.Body))
-	return
+// decodeCreatePayment decodes a request to create-payment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+	decodeCreatePaymentParams(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePaymentParams(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// decodeCreatePaymentJSON decodes a application/json request body of operation create-payment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePaymentJSON(data []byte) (CreatePaymentBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePaymentBody
-	decodeCreatePaymentParams(d, &v)
-	return v, d.Finish()
+// decodeCreatePayment2 decodes a request to createPayment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayment2(in *gen.Input) (r CreatePayment2Request, _ error) {
+	decodeHandlers2(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalHandlers2(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// parseCreatePaymentParams reads the path, query and header parameters of create-payment.
-func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams2, error) {
-	var p CreatePaymentParams2
-	return p, nil
-}
-
-// decodeCreatePayment2 reads a request to createPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment2(in *gen.Input) (v CreatePayment2Request, err error) {
-	if v.Body, err = decodeCreatePayment2JSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePayment2Params(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalHandlers2(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreatePayment2JSON decodes a application/json request body of operation createPayment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePayment2JSON(data []byte) (CreatePayment2Body, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePayment2Body
-	decodeHandlers2(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePayment2Params reads the path, query and header parameters of createPayment.
-func parseCreatePayment2Params(r *http.Request) (CreatePayment2Params, error) {
-	var p CreatePayment2Params
-	return p, nil
-}
-
-// decodeCreatePayment3 reads a request to create_payment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment3(in *gen.Input) (v CreatePayment3Request, err error) {
-	if v.Body, err = decodeCreatePayment3JSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePayment3Params(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePayment3Body(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreatePayment3JSON decodes a application/json request body of operation create_payment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePayment3JSON(data []byte) (CreatePayment3Body, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePayment3Body
-	decodeCreatePayment3Body(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePayment3Params reads the path, query and header parameters of create_payment.
-func parseCreatePayment3Params(r *http.Request) (CreatePayment3Params, error) {
-	var p CreatePayment3Params
-	return p, nil
+// decodeCreatePayment3 decodes a request to create_payment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayment3(in *gen.Input) (r CreatePayment3Request, _ error) {
+	decodeCreatePayment3Body(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePayment3Body(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
 func decodeCreatePaymentParams(d *canonical.Decoder, v *CreatePaymentParams) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.Amount = &x
+			v.Amount = canonical.Ptr(d.Field(&seen, 0).Int64())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -123,24 +45,11 @@ func decodeCreatePaymentParams(d *canonical.Decoder, v *CreatePaymentParams) {
 }
 
 func decodeHandlers2(d *canonical.Decoder, v *Handlers2) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "kind":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x Handlers2Kind
-			x = Handlers2Kind(d.Str())
-			switch x {
-			case Handlers2KindA, Handlers2KindA2, Handlers2KindA3:
-			default:
-				d.Invalid("must be one of \"a\", \"A\", \"a!\"")
-			}
-			v.Kind = &x
+			v.Kind = canonical.Ptr(Handlers2Kind(d.Field(&seen, 0).Enum("a", "A", "a!")))
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -149,33 +58,15 @@ func decodeHandlers2(d *canonical.Decoder, v *Handlers2) {
 }
 
 func decodeCreatePayment3Body(d *canonical.Decoder, v *CreatePayment3Body) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "user_id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.UserID = &x
+			v.UserID = canonical.Ptr(d.Field(&seen, 0).Str())
 		case "userId":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.UserID2 = &x
+			v.UserID2 = canonical.Ptr(d.Field(&seen, 1).Str())
 		case "Extra":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Extra = &x
+			v.Extra = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
 			d.Unknown(&v.Extra2)
 		}

@@ -5,39 +5,49 @@ package collisions
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreatePaymentHandler returns the http.Handler of operation create-payment (POST /a).
+// CreatePaymentHandler returns the http.Handler of POST /a (create-payment): fn runs at most once
+// per idempotency key. Register mounts it at "POST /a"; mount it yourself on another router the
+// same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /a".
-func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreatePayment2Handler returns the http.Handler of operation createPayment (POST /b).
+// CreatePayment2Handler returns the http.Handler of POST /b (createPayment): fn runs at most once
+// per idempotency key. Register mounts it at "POST /b"; mount it yourself on another router the
+// same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /b".
-func NewCreatePayment2Handler(rt *runtime.Runtime, fn CreatePayment2Func) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment2(), decodeCreatePayment2, func(ctx context.Context, db pgstore.DBTX, in *CreatePayment2Request) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePayment2Handler(rt *runtime.Runtime, fn CreatePayment2Func) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment2(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment2(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreatePayment3Handler returns the http.Handler of operation create_payment (POST /c).
+// CreatePayment3Handler returns the http.Handler of POST /c (create_payment): fn runs at most once
+// per idempotency key. Register mounts it at "POST /c"; mount it yourself on another router the
+// same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST /c".
-func NewCreatePayment3Handler(rt *runtime.Runtime, fn CreatePayment3Func) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment3(), decodeCreatePayment3, func(ctx context.Context, db pgstore.DBTX, in *CreatePayment3Request) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePayment3Handler(rt *runtime.Runtime, fn CreatePayment3Func) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment3(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment3(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

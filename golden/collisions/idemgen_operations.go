@@ -8,76 +8,51 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of create-payment.
+// operationCreatePayment returns the resolved idempotency settings of create-payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "create-payment",
-		Method: "POST",
-		Path:   "/a",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "create-payment",
+		Method:     "POST",
+		Path:       "/a",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationCreatePayment2 returns the resolved idempotency settings of createPayment.
+// operationCreatePayment2 returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment2() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/b",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/b",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationCreatePayment3 returns the resolved idempotency settings of create_payment.
+// operationCreatePayment3 returns the resolved idempotency settings of create_payment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment3() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "create_payment",
-		Method: "POST",
-		Path:   "/c",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "create_payment",
+		Method:     "POST",
+		Path:       "/c",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -137,15 +112,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /a"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePayment2 != nil {
 		pattern = "POST /b"
-		mux.Handle(pattern, NewCreatePayment2Handler(rt, h.CreatePayment2))
+		mux.Handle(pattern, CreatePayment2Handler(rt, h.CreatePayment2))
 	}
 	if h.CreatePayment3 != nil {
 		pattern = "POST /c"
-		mux.Handle(pattern, NewCreatePayment3Handler(rt, h.CreatePayment3))
+		mux.Handle(pattern, CreatePayment3Handler(rt, h.CreatePayment3))
 	}
 	return nil
 }

@@ -11,16 +11,14 @@ import (
 
 // CreatePaymentParams is a request type (schema CreatePaymentParams).
 type CreatePaymentParams struct {
-	Amount *int64 `json:"amount,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount *int64            `json:"amount,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Handlers2 is a request type (schema Handlers).
 type Handlers2 struct {
-	Kind *Handlers2Kind `json:"kind,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Kind  *Handlers2Kind    `json:"kind,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Handlers2Kind is a string enum (inline schema at /components/schemas/Handlers/properties/kind).
@@ -35,24 +33,20 @@ const (
 // CreatePayment3Body is a request type (inline schema at
 // /paths/~1c/post/requestBody/content/application~1json/schema).
 type CreatePayment3Body struct {
-	UserID  *string `json:"user_id,omitempty"`
-	UserID2 *string `json:"userId,omitempty"`
-	Extra   *string `json:"Extra,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra2 canonical.Members `json:"-"`
+	UserID  *string           `json:"user_id,omitempty"`
+	UserID2 *string           `json:"userId,omitempty"`
+	Extra   *string           `json:"Extra,omitempty"`
+	Extra2  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreatePaymentParams2 holds the parameters of operation create-payment (POST /a).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentParams2 holds the parameters of operation create-payment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePaymentParams2 struct{}
 
 // CreatePaymentBody is the request body of operation create-payment.
 type CreatePaymentBody = CreatePaymentParams
 
-// CreatePaymentRequest is a decoded request to create-payment.
+// CreatePaymentRequest is a decoded request to operation create-payment.
 type CreatePaymentRequest struct {
 	Params CreatePaymentParams2
 	Body   CreatePaymentBody
@@ -66,17 +60,14 @@ type CreatePaymentRequest struct {
 // a non-final status rolls them back.
 type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams2, body CreatePaymentBody) (runtime.Response, error)
 
-// CreatePayment2Params holds the parameters of operation createPayment (POST /b).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePayment2Params holds the parameters of operation createPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePayment2Params struct{}
 
 // CreatePayment2Body is the request body of operation createPayment.
 type CreatePayment2Body = Handlers2
 
-// CreatePayment2Request is a decoded request to createPayment.
+// CreatePayment2Request is a decoded request to operation createPayment.
 type CreatePayment2Request struct {
 	Params CreatePayment2Params
 	Body   CreatePayment2Body
@@ -90,14 +81,11 @@ type CreatePayment2Request struct {
 // a non-final status rolls them back.
 type CreatePayment2Func func(ctx context.Context, tx pgstore.DBTX, p CreatePayment2Params, body CreatePayment2Body) (runtime.Response, error)
 
-// CreatePayment3Params holds the parameters of operation create_payment (POST /c).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePayment3Params holds the parameters of operation create_payment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePayment3Params struct{}
 
-// CreatePayment3Request is a decoded request to create_payment.
+// CreatePayment3Request is a decoded request to operation create_payment.
 type CreatePayment3Request struct {
 	Params CreatePayment3Params
 	Body   CreatePayment3Body

@@ -2,12 +2,10 @@ package conformance
 
 // The shared request-sequence cases about request identity, replayed at the fingerprint layer
 // on the generated code (issue 3, "done when"): no database, no HTTP server; each request is
-// routed by the generated operation table, decoded by the generated decoder and fingerprinted
-// by the generated fingerprint function, as the generated handlers do before they call the
-// runtime. internal/conformance runs every case end to end against PostgreSQL.
+// routed by the generated operations' patterns, decoded and fingerprinted by the generated decode
+// function, as the generated handlers do before they call the runtime. internal/conformance runs every case end to end against PostgreSQL.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"mime"
@@ -19,23 +17,25 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
+	"github.com/idemgen/idemgen/internal/fptest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
-// fingerprinter decodes a request and fingerprints it the way the runtime does for one
-// operation; errors are the decoder's (400 body-invalid).
-type fingerprinter func(r *http.Request) (canonical.Fingerprint, error)
+// fingerprinter decodes and fingerprints a request the way the generated handler of one
+// operation does; errors are the decoder's (400 body-invalid).
+type fingerprinter func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error)
 
-// typed is the runtime's fingerprint of one operation's generated decoder.
-func typed[T any](op *runtime.Operation, decode runtime.DecodeFunc[T]) fingerprinter {
-	return func(r *http.Request) (canonical.Fingerprint, error) {
-		_, fp, err := runtime.Fingerprint(op, decode, r)
+// typed runs one operation's generated decode function.
+func typed[R any](op *runtime.Operation, decode func(*gen.Input) (R, error)) fingerprinter {
+	return func(r *http.Request, mediaType string, body []byte) (canonical.Fingerprint, error) {
+		_, fp, err := fptest.Decode(op, decode, r, mediaType, body)
 		return fp, err
 	}
 }
 
-// operations pairs every entry of the generated operation table with its generated decoder.
+// operations pairs every operation with its generated decode function.
 var operations = []struct {
 	op *runtime.Operation
 	fp fingerprinter
@@ -49,21 +49,18 @@ var operations = []struct {
 }
 
 // fingerprintRequest routes method and path through a ServeMux holding the operation table's
-// patterns, then decodes and fingerprints body as that operation's handler does.
+// patterns (so path parameters reach the request as they do in the generated handlers), then
+// decodes and fingerprints body as that operation's handler does.
 func fingerprintRequest(method, path, mediaType string, body []byte) (canonical.Fingerprint, error) {
 	var fp canonical.Fingerprint
 	err := fmt.Errorf("no operation for %s %s", method, path)
 	mux := http.NewServeMux()
 	for _, o := range operations {
 		mux.HandleFunc(o.op.Method+" "+o.op.Path, func(_ http.ResponseWriter, r *http.Request) {
-			fp, err = o.fp(r)
+			fp, err = o.fp(r, mediaType, body)
 		})
 	}
-	r := httptest.NewRequest(method, path, bytes.NewReader(body))
-	if mediaType != "" {
-		r.Header.Set("Content-Type", mediaType)
-	}
-	mux.ServeHTTP(httptest.NewRecorder(), r)
+	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, nil))
 	return fp, err
 }
 

@@ -7,156 +7,70 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCreateOrderBodyForCreateOrder appends the canonical form (RFC 8785) of v to b:
 // members lines, metadata, payer.
 func appendCanonicalCreateOrderBodyForCreateOrder(b []byte, v *CreateOrderBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "lines")
+	o, b := canonical.WriteObject(b, v.Extra)
 	if v.Lines == nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"lines\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"lines":`)
 	} else {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"lines\":"...)
-		b = append(b, '[')
-		for i0 := range v.Lines {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = appendCanonicalCreateOrderBodyLinesItem(b, &v.Lines[i0])
-		}
-		b = append(b, ']')
+		b = canonical.AppendObjects(o.Key(b, `"lines":`), v.Lines, appendCanonicalCreateOrderBodyLinesItem)
 	}
-	b, x = x.AppendBefore(b, start, "metadata")
-	if v.Metadata != nil {
-		b = append(b, ",\"metadata\":"...)
-		b = canonical.AppendMap(b, v.Metadata, canonical.AppendString, "trace_id")
-	}
-	b, x = x.AppendBefore(b, start, "payer")
-	b = append(b, ",\"payer\":"...)
-	b = appendCanonicalCreateOrderBodyPayer(b, &v.Payer)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString, "trace_id")
+	b = appendCanonicalCreateOrderBodyPayer(o.Key(b, `"payer":`), &v.Payer)
+	return o.End(b)
 }
 
 // appendCanonicalPaymentRequestForCreatePayment appends the canonical form (RFC 8785) of v to b:
 // members amount, currency, description, metadata, to.
 func appendCanonicalPaymentRequestForCreatePayment(b []byte, v *PaymentRequest) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "currency")
-	b = append(b, ",\"currency\":"...)
-	b = canonical.AppendString(b, v.Currency)
-	b, x = x.AppendBefore(b, start, "description")
-	if v.Description != nil {
-		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, *v.Description)
-	}
-	b, x = x.AppendBefore(b, start, "metadata")
-	if v.Metadata != nil {
-		b = append(b, ",\"metadata\":"...)
-		b = canonical.AppendMap(b, v.Metadata, canonical.AppendString)
-	}
-	b, x = x.AppendBefore(b, start, "to")
-	b = append(b, ",\"to\":"...)
-	b = canonical.AppendString(b, v.To)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = o.String(b, `"currency":`, v.Currency)
+	b = canonical.OptString(&o, b, `"description":`, v.Description)
+	b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString)
+	b = o.String(b, `"to":`, v.To)
+	return o.End(b)
 }
 
 // appendCanonicalCreateRefundBody appends the canonical form (RFC 8785) of v to b: members amount,
 // reason.
 func appendCanonicalCreateRefundBody(b []byte, v *CreateRefundBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "reason")
-	if v.Reason != nil {
-		b = append(b, ",\"reason\":"...)
-		b = canonical.AppendString(b, *v.Reason)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"reason":`, v.Reason)
+	return o.End(b)
 }
 
 // appendCanonicalCreateProviderChargeBody appends the canonical form (RFC 8785) of v to b: members
 // amount.
 func appendCanonicalCreateProviderChargeBody(b []byte, v *CreateProviderChargeBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	return o.End(b)
 }
 
 // appendCanonicalCreateTransferBodyForCreateTransfer appends the canonical form (RFC 8785) of v to
 // b: members amount, destination.
 func appendCanonicalCreateTransferBodyForCreateTransfer(b []byte, v *CreateTransferBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "destination")
-	b = append(b, ",\"destination\":"...)
-	b = canonical.AppendString(b, v.Destination)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = o.String(b, `"destination":`, v.Destination)
+	return o.End(b)
 }
 
 // appendCanonicalCreateOrderBodyLinesItem appends the canonical form (RFC 8785) of v to b: members
 // qty, sku, unit_price.
 func appendCanonicalCreateOrderBodyLinesItem(b []byte, v *CreateOrderBodyLinesItem) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "qty")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"qty\":"...)
-	b = canonical.AppendInt(b, v.Qty)
-	b, x = x.AppendBefore(b, start, "sku")
-	b = append(b, ",\"sku\":"...)
-	b = canonical.AppendString(b, v.Sku)
-	b, x = x.AppendBefore(b, start, "unit_price")
-	if v.UnitPrice != nil {
-		b = append(b, ",\"unit_price\":"...)
-		b = canonical.AppendFloat(b, *v.UnitPrice)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"qty":`, v.Qty)
+	b = o.String(b, `"sku":`, v.Sku)
+	b = canonical.OptFloat(&o, b, `"unit_price":`, v.UnitPrice)
+	return o.End(b)
 }
 
 // appendCanonicalCreateOrderBodyPayer appends the canonical form (RFC 8785) of v to b: members
 // country, name.
 func appendCanonicalCreateOrderBodyPayer(b []byte, v *CreateOrderBodyPayer) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "country")
-	if v.Country != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"country\":"...)
-		b = canonical.AppendString(b, *v.Country)
-	}
-	b, x = x.AppendBefore(b, start, "name")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"name\":"...)
-	b = canonical.AppendString(b, v.Name)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"country":`, v.Country)
+	b = o.String(b, `"name":`, v.Name)
+	return o.End(b)
 }

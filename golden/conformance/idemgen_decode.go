@@ -5,587 +5,227 @@ package conformance
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"strconv"
-	"unicode/utf8"
 )
 
-// decodeCreateCharge reads a request to createCharge: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateCharge(in *gen.Input) (v CreateChargeRequest, err error) {
-	if v.Body, err = decodeCreateChargeForm(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateChargeParams(in.Request); err != nil {
-		return
-	}
-	_ = in.FormBody()
-	return
-}
-
-// decodeCreateChargeForm decodes an application/x-www-form-urlencoded body of createCharge; errors
-// are *canonical.Error (400 body-invalid).
-func decodeCreateChargeForm(data []byte) (CreateChargeBody, error) {
-	var v CreateChargeBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [3]bool
-	for _, fl := range fields {
-		switch fl.Name {
+// decodeCreateCharge decodes a request to createCharge: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateCharge(in *gen.Input) (r CreateChargeRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	f := in.Form()
+	for f.Next() {
+		switch f.Name() {
 		case "amount":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/amount",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[0] = true
-			n, err := strconv.ParseInt(fl.Value, 10, 64)
-			if err != nil {
-				return v, &canonical.Error{
-					Pointer: "/amount",
-					Reason:  "must be an integer (int64)",
-				}
-			}
-			v.Amount = n
-			continue
+			v.Amount = f.Once(&seen, 0).Int64()
 		case "currency":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/currency",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			v.Currency = fl.Value
-			continue
+			v.Currency = f.Once(&seen, 1).Str()
 		case "description":
-			if seen[2] {
-				return v, &canonical.Error{
-					Pointer: "/description",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[2] = true
-			var x string
-			x = fl.Value
-			v.Description = &x
-			continue
+			v.Description = canonical.Ptr(f.Once(&seen, 2).Str())
 		}
 	}
-	if !seen[0] {
-		return v, &canonical.Error{
-			Pointer: "/amount",
-			Reason:  "missing required field",
-		}
+	f.Required(seen, "amount", "currency")
+	in.FormBody()
+	return r, in.Err()
+}
+
+// decodeCreateOrder decodes a request to createOrder: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateOrder(in *gen.Input) (r CreateOrderRequest, _ error) {
+	decodeCreateOrderBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreateOrderBodyForCreateOrder(in.BodyStart(), &r.Body))
+	return r, in.Err()
+}
+
+// decodeCreatePayment decodes a request to createPayment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+	decodePaymentRequest(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &r.Body))
+	return r, in.Err()
+}
+
+// decodeCreateRefund decodes a request to createRefund: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeCreateRefund(in *gen.Input) (r CreateRefundRequest, _ error) {
+	decodeCreateRefundBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreateRefundBody(in.BodyStart(), &r.Body))
+	p := in.Params()
+	r.Params.PaymentID = p.Path("payment_id").Str()
+	return r, in.Err()
+}
+
+// decodeCreateProviderCharge decodes a request to createProviderCharge: its body (strictly, with
+// the schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateProviderCharge(in *gen.Input) (r CreateProviderChargeRequest, _ error) {
+	decodeCreateProviderChargeBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreateProviderChargeBody(in.BodyStart(), &r.Body))
+	return r, in.Err()
+}
+
+// decodeCreateTransfer decodes a request to createTransfer: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateTransfer(in *gen.Input) (r CreateTransferRequest, _ error) {
+	decodeCreateTransferBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreateTransferBodyForCreateTransfer(in.BodyStart(), &r.Body))
+	if r.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*r.Body.IdempotencyKey, true)
 	}
-	if !seen[1] {
-		return v, &canonical.Error{
-			Pointer: "/currency",
-			Reason:  "missing required field",
-		}
-	}
-	return v, nil
-}
-
-// parseCreateChargeParams reads the path, query and header parameters of createCharge.
-func parseCreateChargeParams(r *http.Request) (CreateChargeParams, error) {
-	var p CreateChargeParams
-	return p, nil
-}
-
-// decodeCreateOrder reads a request to createOrder: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateOrder(in *gen.Input) (v CreateOrderRequest, err error) {
-	if v.Body, err = decodeCreateOrderJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateOrderParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreateOrderBodyForCreateOrder(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreateOrderJSON decodes a application/json request body of operation createOrder strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateOrderJSON(data []byte) (CreateOrderBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateOrderBody
-	decodeCreateOrderBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateOrderParams reads the path, query and header parameters of createOrder.
-func parseCreateOrderParams(r *http.Request) (CreateOrderParams, error) {
-	var p CreateOrderParams
-	return p, nil
-}
-
-// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
-	if v.Body, err = decodeCreatePaymentJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreatePaymentJSON decodes a application/json request body of operation createPayment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePaymentJSON(data []byte) (CreatePaymentBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePaymentBody
-	decodePaymentRequest(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePaymentParams reads the path, query and header parameters of createPayment.
-func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
-	var p CreatePaymentParams
-	return p, nil
-}
-
-// decodeCreateRefund reads a request to createRefund: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateRefund(in *gen.Input) (v CreateRefundRequest, err error) {
-	if v.Body, err = decodeCreateRefundJSON(in.Body); err != nil {
-		return
-	}
-	in.Request.SetPathValue("payment_id", in.PathValue("payment_id"))
-	if v.Params, err = parseCreateRefundParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreateRefundBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreateRefundJSON decodes a application/json request body of operation createRefund strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateRefundJSON(data []byte) (CreateRefundBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateRefundBody
-	decodeCreateRefundBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateRefundParams reads the path, query and header parameters of createRefund.
-func parseCreateRefundParams(r *http.Request) (CreateRefundParams, error) {
-	var p CreateRefundParams
-	{
-		s := r.PathValue("payment_id")
-		p.PaymentID = s
-	}
-	return p, nil
-}
-
-// decodeCreateProviderCharge reads a request to createProviderCharge: the body and the parameters,
-// checked against the schema (errors name the offending value: 400 body-invalid), then the
-// canonical body for the fingerprint.
-func decodeCreateProviderCharge(in *gen.Input) (v CreateProviderChargeRequest, err error) {
-	if v.Body, err = decodeCreateProviderChargeJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateProviderChargeParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreateProviderChargeBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreateProviderChargeJSON decodes a application/json request body of operation
-// createProviderCharge strictly and checks the schema's constraints; errors are *canonical.Error
-// (400 body-invalid).
-func decodeCreateProviderChargeJSON(data []byte) (CreateProviderChargeBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateProviderChargeBody
-	decodeCreateProviderChargeBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateProviderChargeParams reads the path, query and header parameters of
-// createProviderCharge.
-func parseCreateProviderChargeParams(r *http.Request) (CreateProviderChargeParams, error) {
-	var p CreateProviderChargeParams
-	return p, nil
-}
-
-// decodeCreateTransfer reads a request to createTransfer: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreateTransfer(in *gen.Input) (v CreateTransferRequest, err error) {
-	if v.Body, err = decodeCreateTransferJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateTransferParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreateTransferBodyForCreateTransfer(in.BodyStart(), &v.Body))
-	if v.Body.IdempotencyKey != nil {
-		in.SetBodyKey(*v.Body.IdempotencyKey, true)
-	} else {
-		in.SetBodyKey("", false)
-	}
-	return
-}
-
-// decodeCreateTransferJSON decodes a application/json request body of operation createTransfer
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateTransferJSON(data []byte) (CreateTransferBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateTransferBody
-	decodeCreateTransferBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateTransferParams reads the path, query and header parameters of createTransfer.
-func parseCreateTransferParams(r *http.Request) (CreateTransferParams, error) {
-	var p CreateTransferParams
-	return p, nil
+	return r, in.Err()
 }
 
 func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
-			if v.Amount < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Amount = d.Field(&seen, 0).Int64()
+			d.Min(v.Amount, 1)
 		case "currency":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Currency = d.Str()
-			if utf8.RuneCountInString(v.Currency) != 3 {
-				d.Invalid("length must be 3")
-			}
+			v.Currency = d.Field(&seen, 1).Str()
+			d.Length(v.Currency, 3, 3)
 		case "to":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			v.To = d.Str()
+			v.To = d.Field(&seen, 2).Str()
 		case "description":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Description = &x
+			v.Description = canonical.Ptr(d.Field(&seen, 3).Str())
 		case "metadata":
-			if !d.Once(&seen, 4) {
-				return
+			v.Metadata = map[string]string{}
+			for d.Field(&seen, 4).BeginObject(); d.NextMember(); {
+				v.Metadata[canonical.MapKey(d, v.Metadata)] = d.Str()
 			}
-			if d.BeginObject() {
-				v.Metadata = map[string]string{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Metadata[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 string
-					e1 = d.Str()
-					v.Metadata[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "client_timestamp":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.ClientTimestamp = &x
+			v.ClientTimestamp = canonical.Ptr(d.Field(&seen, 5).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	case seen&(1<<1) == 0:
-		d.Missing("currency")
-	case seen&(1<<2) == 0:
-		d.Missing("to")
-	}
+	d.Required(seen, "amount", "currency", "to")
 }
 
 func decodeCreateChargeBody(d *canonical.Decoder, v *CreateChargeBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "currency":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Currency = d.Str()
+			v.Currency = d.Field(&seen, 1).Str()
 		case "description":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Description = &x
+			v.Description = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	case seen&(1<<1) == 0:
-		d.Missing("currency")
-	}
+	d.Required(seen, "amount", "currency")
 }
 
 func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "payer":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			decodeCreateOrderBodyPayer(d, &v.Payer)
+			decodeCreateOrderBodyPayer(d.Field(&seen, 0), &v.Payer)
 		case "lines":
-			if !d.Once(&seen, 1) {
-				return
+			v.Lines = []CreateOrderBodyLinesItem{}
+			for d.Field(&seen, 1).BeginArray(); d.NextElement(); {
+				decodeCreateOrderBodyLinesItem(d, canonical.Grow(&v.Lines))
 			}
-			if d.BeginArray() {
-				v.Lines = []CreateOrderBodyLinesItem{}
-				for d.NextElement() {
-					var e1 CreateOrderBodyLinesItem
-					decodeCreateOrderBodyLinesItem(d, &e1)
-					v.Lines = append(v.Lines, e1)
-				}
-				d.EndArray()
-			}
+			d.EndArray()
 		case "metadata":
-			if !d.Once(&seen, 2) {
-				return
+			v.Metadata = map[string]string{}
+			for d.Field(&seen, 2).BeginObject(); d.NextMember(); {
+				v.Metadata[canonical.MapKey(d, v.Metadata)] = d.Str()
 			}
-			if d.BeginObject() {
-				v.Metadata = map[string]string{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Metadata[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 string
-					e1 = d.Str()
-					v.Metadata[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("payer")
-	case seen&(1<<1) == 0:
-		d.Missing("lines")
-	}
+	d.Required(seen, "payer", "lines")
 }
 
 func decodeCreateOrderBodyPayer(d *canonical.Decoder, v *CreateOrderBodyPayer) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "name":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Name = d.Str()
+			v.Name = d.Field(&seen, 0).Str()
 		case "country":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Country = &x
+			v.Country = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("name")
-	}
+	d.Required(seen, "name")
 }
 
 func decodeCreateOrderBodyLinesItem(d *canonical.Decoder, v *CreateOrderBodyLinesItem) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "sku":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Sku = d.Str()
+			v.Sku = d.Field(&seen, 0).Str()
 		case "qty":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Qty = d.Int64()
+			v.Qty = d.Field(&seen, 1).Int64()
 		case "unit_price":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x float64
-			x = d.Float64()
-			v.UnitPrice = &x
+			v.UnitPrice = canonical.Ptr(d.Field(&seen, 2).Float64())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("sku")
-	case seen&(1<<1) == 0:
-		d.Missing("qty")
-	}
+	d.Required(seen, "sku", "qty")
 }
 
 func decodeCreateRefundBody(d *canonical.Decoder, v *CreateRefundBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
-			if v.Amount < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Amount = d.Field(&seen, 0).Int64()
+			d.Min(v.Amount, 1)
 		case "reason":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Reason = &x
+			v.Reason = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }
 
 func decodeCreateProviderChargeBody(d *canonical.Decoder, v *CreateProviderChargeBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }
 
 func decodeCreateTransferBody(d *canonical.Decoder, v *CreateTransferBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "idempotency_key":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.IdempotencyKey = &x
+			v.IdempotencyKey = canonical.Ptr(d.Field(&seen, 2).Str())
 		case "amount":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "destination":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			v.Destination = d.Str()
+			v.Destination = d.Field(&seen, 1).Str()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("amount")
-	case seen&(1<<2) == 0:
-		d.Missing("destination")
-	}
+	d.Required(seen, "amount", "destination")
 }

@@ -5,81 +5,91 @@ package conformance
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreateChargeHandler returns the http.Handler of operation createCharge (POST /v1/charges).
+// CreateChargeHandler returns the http.Handler of POST /v1/charges (createCharge): fn runs at most
+// once per idempotency key. Register mounts it at "POST /v1/charges"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/charges".
-func NewCreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCharge(), decodeCreateCharge, func(ctx context.Context, db pgstore.DBTX, in *CreateChargeRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCharge(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateCharge(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateOrderHandler returns the http.Handler of operation createOrder (POST /v1/orders).
+// CreateOrderHandler returns the http.Handler of POST /v1/orders (createOrder): fn runs at most
+// once per idempotency key. Register mounts it at "POST /v1/orders"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /metadata/trace_id. It serves the operation through the idempotency runtime: the
-// decoder, the fingerprint and the state machine run before fn. Register mounts it; mount it
-// yourself on another router at the pattern "POST /v1/orders".
-func NewCreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateOrder(), decodeCreateOrder, func(ctx context.Context, db pgstore.DBTX, in *CreateOrderRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateOrder(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /v1/payments).
+// CreatePaymentHandler returns the http.Handler of POST /v1/payments (createPayment): fn runs at
+// most once per idempotency key. Register mounts it at "POST /v1/payments"; mount it yourself on
+// another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /client_timestamp. It serves the operation through the idempotency runtime: the decoder,
-// the fingerprint and the state machine run before fn. Register mounts it; mount it yourself on
-// another router at the pattern "POST /v1/payments".
-func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateRefundHandler returns the http.Handler of operation createRefund (POST
-// /v1/payments/{payment_id}/refunds).
+// CreateRefundHandler returns the http.Handler of POST /v1/payments/{payment_id}/refunds
+// (createRefund): fn runs at most once per idempotency key. Register mounts it at "POST
+// /v1/payments/{payment_id}/refunds"; mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/payments/{payment_id}/refunds".
-func NewCreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateRefund(), decodeCreateRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateRefundRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRefund(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateRefund(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateProviderChargeHandler returns the http.Handler of operation createProviderCharge (POST
-// /v1/provider-charges).
+// CreateProviderChargeHandler returns the http.Handler of POST /v1/provider-charges
+// (createProviderCharge): fn runs at most once per idempotency key. Register mounts it at "POST
+// /v1/provider-charges"; mount it yourself on another router the same way.
 //
-// Idempotency: mode lease, scope tenant, retention 24h, lease 1s; key in header Idempotency-Key. It
-// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
-// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
-// "POST /v1/provider-charges".
-func NewCreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFunc) http.Handler {
-	return runtime.LeaseHandler(rt, operationCreateProviderCharge(), decodeCreateProviderCharge, func(ctx context.Context, lease *runtime.Lease, in *CreateProviderChargeRequest) (runtime.CompleteFunc[pgstore.DBTX], error) {
-		return fn(ctx, lease, in.Params, in.Body)
+//go:noinline
+func CreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFunc) http.Handler {
+	return runtime.LeaseHandler(rt, operationCreateProviderCharge(), func(in *gen.Input) (runtime.LeaseFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateProviderCharge(in)
+		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[pgstore.DBTX], error) {
+			return fn(ctx, lease, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateTransferHandler returns the http.Handler of operation createTransfer (POST
-// /v1/transfers).
+// CreateTransferHandler returns the http.Handler of POST /v1/transfers (createTransfer): fn runs at
+// most once per idempotency key. Register mounts it at "POST /v1/transfers"; mount it yourself on
+// another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key. It
-// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
-// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
-// "POST /v1/transfers".
-func NewCreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTransfer(), decodeCreateTransfer, func(ctx context.Context, db pgstore.DBTX, in *CreateTransferRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateTransfer(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

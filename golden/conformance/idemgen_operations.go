@@ -15,137 +15,91 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCharge returns the resolved idempotency settings of createCharge.
+// operationCreateCharge returns the resolved idempotency settings of createCharge; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createCharge",
-		Method: "POST",
-		Path:   "/v1/charges",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "createCharge",
+		Method:     "POST",
+		Path:       "/v1/charges",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
-// operationCreateOrder returns the resolved idempotency settings of createOrder.
+// operationCreateOrder returns the resolved idempotency settings of createOrder; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateOrder() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createOrder",
-		Method: "POST",
-		Path:   "/v1/orders",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/metadata/trace_id"},
+		ID:         "createOrder",
+		Method:     "POST",
+		Path:       "/v1/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/metadata/trace_id"},
 	}
 }
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/v1/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/client_timestamp"},
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/v1/payments",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/client_timestamp"},
 	}
 }
 
-// operationCreateRefund returns the resolved idempotency settings of createRefund.
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createRefund",
-		Method: "POST",
-		Path:   "/v1/payments/{payment_id}/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createRefund",
+		Method:     "POST",
+		Path:       "/v1/payments/{payment_id}/refunds",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge.
+// operationCreateProviderCharge returns the resolved idempotency settings of createProviderCharge;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateProviderCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createProviderCharge",
-		Method: "POST",
-		Path:   "/v1/provider-charges",
-		Mode:   runtime.ModeLease,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         1 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createProviderCharge",
+		Method:     "POST",
+		Path:       "/v1/provider-charges",
+		Mode:       runtime.ModeLease,
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Lease:      1 * time.Second,
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationCreateTransfer returns the resolved idempotency settings of createTransfer.
+// operationCreateTransfer returns the resolved idempotency settings of createTransfer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateTransfer() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createTransfer",
-		Method: "POST",
-		Path:   "/v1/transfers",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/idempotency_key",
-			Required:    true,
-			MinLength:   8,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createTransfer",
+		Method:     "POST",
+		Path:       "/v1/transfers",
+		Key:        runtime.KeyRule{BodyPointer: "/idempotency_key", Required: true, MinLength: 8},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -214,27 +168,27 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCharge != nil {
 		pattern = "POST /v1/charges"
-		mux.Handle(pattern, NewCreateChargeHandler(rt, h.CreateCharge))
+		mux.Handle(pattern, CreateChargeHandler(rt, h.CreateCharge))
 	}
 	if h.CreateOrder != nil {
 		pattern = "POST /v1/orders"
-		mux.Handle(pattern, NewCreateOrderHandler(rt, h.CreateOrder))
+		mux.Handle(pattern, CreateOrderHandler(rt, h.CreateOrder))
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /v1/payments"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /v1/payments/{payment_id}/refunds"
-		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
+		mux.Handle(pattern, CreateRefundHandler(rt, h.CreateRefund))
 	}
 	if h.CreateProviderCharge != nil {
 		pattern = "POST /v1/provider-charges"
-		mux.Handle(pattern, NewCreateProviderChargeHandler(rt, h.CreateProviderCharge))
+		mux.Handle(pattern, CreateProviderChargeHandler(rt, h.CreateProviderCharge))
 	}
 	if h.CreateTransfer != nil {
 		pattern = "POST /v1/transfers"
-		mux.Handle(pattern, NewCreateTransferHandler(rt, h.CreateTransfer))
+		mux.Handle(pattern, CreateTransferHandler(rt, h.CreateTransfer))
 	}
 	return nil
 }

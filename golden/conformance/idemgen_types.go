@@ -17,18 +17,16 @@ type PaymentRequest struct {
 	Description     *string           `json:"description,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	ClientTimestamp *string           `json:"client_timestamp,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra           canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateChargeBody is a request type (inline schema at
 // /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateChargeBody struct {
-	Amount      int64   `json:"amount"`
-	Currency    string  `json:"currency"`
-	Description *string `json:"description,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount      int64             `json:"amount"`
+	Currency    string            `json:"currency"`
+	Description *string           `json:"description,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateOrderBody is a request type (inline schema at
@@ -37,64 +35,55 @@ type CreateOrderBody struct {
 	Payer    CreateOrderBodyPayer       `json:"payer"`
 	Lines    []CreateOrderBodyLinesItem `json:"lines"`
 	Metadata map[string]string          `json:"metadata,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra    canonical.Members          `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateOrderBodyPayer is a request type (inline schema at
 // /paths/~1v1~1orders/post/requestBody/content/application~1json/schema/properties/payer).
 type CreateOrderBodyPayer struct {
-	Name    string  `json:"name"`
-	Country *string `json:"country,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Name    string            `json:"name"`
+	Country *string           `json:"country,omitempty"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateOrderBodyLinesItem is a request type (inline schema at
 // /paths/~1v1~1orders/post/requestBody/content/application~1json/schema/properties/lines/items).
 type CreateOrderBodyLinesItem struct {
-	Sku       string   `json:"sku"`
-	Qty       int64    `json:"qty"`
-	UnitPrice *float64 `json:"unit_price,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Sku       string            `json:"sku"`
+	Qty       int64             `json:"qty"`
+	UnitPrice *float64          `json:"unit_price,omitempty"`
+	Extra     canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateRefundBody is a request type (inline schema at
 // /paths/~1v1~1payments~1{payment_id}~1refunds/post/requestBody/content/application~1json/schema).
 type CreateRefundBody struct {
-	Amount int64   `json:"amount"`
-	Reason *string `json:"reason,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount int64             `json:"amount"`
+	Reason *string           `json:"reason,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateProviderChargeBody is a request type (inline schema at
 // /paths/~1v1~1provider-charges/post/requestBody/content/application~1json/schema).
 type CreateProviderChargeBody struct {
-	Amount int64 `json:"amount"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount int64             `json:"amount"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateTransferBody is a request type (inline schema at
 // /paths/~1v1~1transfers/post/requestBody/content/application~1json/schema).
 type CreateTransferBody struct {
-	IdempotencyKey *string `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
-	Amount         int64   `json:"amount"`
-	Destination    string  `json:"destination"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	IdempotencyKey *string           `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
+	Amount         int64             `json:"amount"`
+	Destination    string            `json:"destination"`
+	Extra          canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreateChargeParams holds the parameters of operation createCharge (POST /v1/charges).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateChargeParams holds the parameters of operation createCharge; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CreateChargeParams struct{}
 
-// CreateChargeRequest is a decoded request to createCharge.
+// CreateChargeRequest is a decoded request to operation createCharge.
 type CreateChargeRequest struct {
 	Params CreateChargeParams
 	Body   CreateChargeBody
@@ -108,15 +97,11 @@ type CreateChargeRequest struct {
 // a non-final status rolls them back.
 type CreateChargeFunc func(ctx context.Context, tx pgstore.DBTX, p CreateChargeParams, body CreateChargeBody) (runtime.Response, error)
 
-// CreateOrderParams holds the parameters of operation createOrder (POST /v1/orders).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /metadata/trace_id.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateOrderParams holds the parameters of operation createOrder; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CreateOrderParams struct{}
 
-// CreateOrderRequest is a decoded request to createOrder.
+// CreateOrderRequest is a decoded request to operation createOrder.
 type CreateOrderRequest struct {
 	Params CreateOrderParams
 	Body   CreateOrderBody
@@ -131,18 +116,14 @@ type CreateOrderRequest struct {
 // a non-final status rolls them back.
 type CreateOrderFunc func(ctx context.Context, tx pgstore.DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
 
-// CreatePaymentParams holds the parameters of operation createPayment (POST /v1/payments).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /client_timestamp.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
 // CreatePaymentBody is the request body of operation createPayment.
 type CreatePaymentBody = PaymentRequest
 
-// CreatePaymentRequest is a decoded request to createPayment.
+// CreatePaymentRequest is a decoded request to operation createPayment.
 type CreatePaymentRequest struct {
 	Params CreatePaymentParams
 	Body   CreatePaymentBody
@@ -157,17 +138,13 @@ type CreatePaymentRequest struct {
 // a non-final status rolls them back.
 type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
 
-// CreateRefundParams holds the parameters of operation createRefund (POST
-// /v1/payments/{payment_id}/refunds).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateRefundParams holds the parameters of operation createRefund; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CreateRefundParams struct {
 	PaymentID string // path parameter payment_id
 }
 
-// CreateRefundRequest is a decoded request to createRefund.
+// CreateRefundRequest is a decoded request to operation createRefund.
 type CreateRefundRequest struct {
 	Params CreateRefundParams
 	Body   CreateRefundBody
@@ -182,15 +159,11 @@ type CreateRefundRequest struct {
 // a non-final status rolls them back.
 type CreateRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
 
-// CreateProviderChargeParams holds the parameters of operation createProviderCharge (POST
-// /v1/provider-charges).
-//
-// Idempotency: mode lease, scope tenant, retention 24h, lease 1s; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateProviderChargeParams holds the parameters of operation createProviderCharge; the
+// idempotency key header is not here: the runtime reads and validates it.
 type CreateProviderChargeParams struct{}
 
-// CreateProviderChargeRequest is a decoded request to createProviderCharge.
+// CreateProviderChargeRequest is a decoded request to operation createProviderCharge.
 type CreateProviderChargeRequest struct {
 	Params CreateProviderChargeParams
 	Body   CreateProviderChargeBody
@@ -206,12 +179,10 @@ type CreateProviderChargeRequest struct {
 // idempotency record.
 type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateProviderChargeParams, body CreateProviderChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error)
 
-// CreateTransferParams holds the parameters of operation createTransfer (POST /v1/transfers).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
+// CreateTransferParams holds the parameters of operation createTransfer.
 type CreateTransferParams struct{}
 
-// CreateTransferRequest is a decoded request to createTransfer.
+// CreateTransferRequest is a decoded request to operation createTransfer.
 type CreateTransferRequest struct {
 	Params CreateTransferParams
 	Body   CreateTransferBody

@@ -6,19 +6,8 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalNote appends the canonical form (RFC 8785) of v to b: members pinned, text.
 func appendCanonicalNote(b []byte, v *Note) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "pinned")
-	if v.Pinned != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"pinned\":"...)
-		b = canonical.AppendBool(b, *v.Pinned)
-	}
-	b, x = x.AppendBefore(b, start, "text")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"text\":"...)
-	b = canonical.AppendString(b, v.Text)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptBool(&o, b, `"pinned":`, v.Pinned)
+	b = o.String(b, `"text":`, v.Text)
+	return o.End(b)
 }

@@ -5,364 +5,115 @@ package form
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"strconv"
-	"unicode/utf8"
 )
 
-// decodeCreateCustomer reads a request to createCustomer: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreateCustomer(in *gen.Input) (v CreateCustomerRequest, err error) {
-	if v.Body, err = decodeCreateCustomerForm(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateCustomerParams(in.Request); err != nil {
-		return
-	}
-	_ = in.FormBody("client_ip", "idempotency_key")
-	if v.Body.IdempotencyKey != nil {
-		in.SetBodyKey(*v.Body.IdempotencyKey, true)
-	} else {
-		in.SetBodyKey("", false)
-	}
-	return
-}
-
-// decodeCreateCustomerForm decodes an application/x-www-form-urlencoded body of createCustomer;
-// errors are *canonical.Error (400 body-invalid).
-func decodeCreateCustomerForm(data []byte) (CreateCustomerBody, error) {
-	var v CreateCustomerBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [6]bool
-	for _, fl := range fields {
-		switch fl.Name {
+// decodeCreateCustomer decodes a request to createCustomer: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateCustomer(in *gen.Input) (r CreateCustomerRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	f := in.Form()
+	for f.Next() {
+		switch f.Name() {
 		case "idempotency_key":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/idempotency_key",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[0] = true
-			var x string
-			x = fl.Value
-			v.IdempotencyKey = &x
-			continue
+			v.IdempotencyKey = canonical.Ptr(f.Once(&seen, 1).Str())
 		case "email":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/email",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			v.Email = fl.Value
-			if utf8.RuneCountInString(v.Email) > 512 {
-				return v, &canonical.Error{
-					Pointer: "/email",
-					Reason:  "length must be at most 512",
-				}
-			}
-			continue
+			v.Email = f.Once(&seen, 0).Str()
+			f.Length(v.Email, -1, 512)
 		case "balance":
-			if seen[2] {
-				return v, &canonical.Error{
-					Pointer: "/balance",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[2] = true
-			var x int64
-			n, err := strconv.ParseInt(fl.Value, 10, 64)
-			if err != nil {
-				return v, &canonical.Error{
-					Pointer: "/balance",
-					Reason:  "must be an integer (int64)",
-				}
-			}
-			x = n
-			v.Balance = &x
-			continue
+			v.Balance = canonical.Ptr(f.Once(&seen, 2).Int64())
 		case "metadata[order]":
-			if seen[3] {
-				return v, &canonical.Error{
-					Pointer: "/metadata[order]",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[3] = true
-			var x string
-			x = fl.Value
-			v.MetadataOrder = &x
-			continue
+			v.MetadataOrder = canonical.Ptr(f.Once(&seen, 3).Str())
 		case "tax_exempt":
-			if seen[4] {
-				return v, &canonical.Error{
-					Pointer: "/tax_exempt",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[4] = true
-			var x CreateCustomerBodyTaxExempt
-			x = CreateCustomerBodyTaxExempt(fl.Value)
-			switch x {
-			case CreateCustomerBodyTaxExemptNone, CreateCustomerBodyTaxExemptExempt, CreateCustomerBodyTaxExemptReverse:
-			default:
-				return v, &canonical.Error{
-					Pointer: "/tax_exempt",
-					Reason:  "must be one of \"none\", \"exempt\", \"reverse\"",
-				}
-			}
-			v.TaxExempt = &x
-			continue
+			v.TaxExempt = canonical.Ptr(CreateCustomerBodyTaxExempt(f.Once(&seen, 4).Enum("none", "exempt", "reverse")))
 		case "client_ip":
-			if seen[5] {
-				return v, &canonical.Error{
-					Pointer: "/client_ip",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[5] = true
-			var x string
-			x = fl.Value
-			v.ClientIP = &x
-			continue
+			v.ClientIP = canonical.Ptr(f.Once(&seen, 5).Str())
 		}
 	}
-	if !seen[1] {
-		return v, &canonical.Error{
-			Pointer: "/email",
-			Reason:  "missing required field",
-		}
+	f.Required(seen, "email")
+	in.FormBody("client_ip", "idempotency_key")
+	if r.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*r.Body.IdempotencyKey, true)
 	}
-	return v, nil
+	return r, in.Err()
 }
 
-// parseCreateCustomerParams reads the path, query and header parameters of createCustomer.
-func parseCreateCustomerParams(r *http.Request) (CreateCustomerParams, error) {
-	var p CreateCustomerParams
-	return p, nil
-}
-
-// decodeUploadFile reads a request to uploadFile: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeUploadFile(in *gen.Input) (v UploadFileRequest, err error) {
-	v.Body = in.Body
-	if v.Params, err = parseUploadFileParams(in.Request); err != nil {
-		return
-	}
+// decodeUploadFile decodes a request to uploadFile: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeUploadFile(in *gen.Input) (r UploadFileRequest, _ error) {
+	r.Body = in.Body
 	in.RawBody()
-	return
+	return r, in.Err()
 }
 
-// parseUploadFileParams reads the path, query and header parameters of uploadFile.
-func parseUploadFileParams(r *http.Request) (UploadFileParams, error) {
-	var p UploadFileParams
-	return p, nil
-}
-
-// decodeCreateNote reads a request to createNote: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateNote(in *gen.Input) (v CreateNoteRequest, err error) {
-	if len(in.Body) > 0 {
-		switch in.Declared {
-		case "application/json":
-			if v.Body, err = decodeCreateNoteJSON(in.Body); err != nil {
-				return
-			}
-		case "application/x-www-form-urlencoded":
-			if v.Body, err = decodeCreateNoteForm(in.Body); err != nil {
-				return
-			}
-		default:
-			return v, &gen.BodyError{Reason: "no decoder for media type " + in.MediaType}
-		}
-	}
-	if v.Params, err = parseCreateNoteParams(in.Request); err != nil {
-		return
-	}
+// decodeCreateNote decodes a request to createNote: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateNote(in *gen.Input) (r CreateNoteRequest, _ error) {
 	if len(in.Body) == 0 {
-		in.RawBody() // absent
+		in.RawBody()
 	} else {
 		switch in.Declared {
 		case "application/json":
-			in.JSONBody(appendCanonicalNote(in.BodyStart(), &v.Body))
+			decodeNote(in.JSON(), &r.Body)
+			in.JSONBody(appendCanonicalNote(in.BodyStart(), &r.Body))
 		case "application/x-www-form-urlencoded":
-			_ = in.FormBody()
-		}
-	}
-	return
-}
-
-// decodeCreateNoteJSON decodes a application/json request body of operation createNote strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateNoteJSON(data []byte) (CreateNoteBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateNoteBody
-	decodeNote(d, &v)
-	return v, d.Finish()
-}
-
-// decodeCreateNoteForm decodes an application/x-www-form-urlencoded body of createNote; errors are
-// *canonical.Error (400 body-invalid).
-func decodeCreateNoteForm(data []byte) (CreateNoteBody, error) {
-	var v CreateNoteBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [2]bool
-	for _, fl := range fields {
-		switch fl.Name {
-		case "text":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/text",
-					Reason:  "field given more than once",
+			v := &r.Body
+			var seen uint64 // one bit per declared member
+			f := in.Form()
+			for f.Next() {
+				switch f.Name() {
+				case "text":
+					v.Text = f.Once(&seen, 0).Str()
+				case "pinned":
+					v.Pinned = canonical.Ptr(f.Once(&seen, 1).Bool())
 				}
 			}
-			seen[0] = true
-			v.Text = fl.Value
-			continue
-		case "pinned":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/pinned",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			var x bool
-			switch fl.Value {
-			case "true":
-				x = true
-			case "false":
-				x = false
-			default:
-				return v, &canonical.Error{
-					Pointer: "/pinned",
-					Reason:  "must be true or false",
-				}
-			}
-			v.Pinned = &x
-			continue
+			f.Required(seen, "text")
+			in.FormBody()
+		default:
+			return r, in.NoDecoder()
 		}
 	}
-	if !seen[0] {
-		return v, &canonical.Error{
-			Pointer: "/text",
-			Reason:  "missing required field",
-		}
-	}
-	return v, nil
-}
-
-// parseCreateNoteParams reads the path, query and header parameters of createNote.
-func parseCreateNoteParams(r *http.Request) (CreateNoteParams, error) {
-	var p CreateNoteParams
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeNote(d *canonical.Decoder, v *Note) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "text":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Text = d.Str()
+			v.Text = d.Field(&seen, 0).Str()
 		case "pinned":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x bool
-			x = d.Bool()
-			v.Pinned = &x
+			v.Pinned = canonical.Ptr(d.Field(&seen, 1).Bool())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("text")
-	}
+	d.Required(seen, "text")
 }
 
 func decodeCreateCustomerBody(d *canonical.Decoder, v *CreateCustomerBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "idempotency_key":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.IdempotencyKey = &x
+			v.IdempotencyKey = canonical.Ptr(d.Field(&seen, 1).Str())
 		case "email":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Email = d.Str()
-			if utf8.RuneCountInString(v.Email) > 512 {
-				d.Invalid("length must be at most 512")
-			}
+			v.Email = d.Field(&seen, 0).Str()
+			d.Length(v.Email, -1, 512)
 		case "balance":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.Balance = &x
+			v.Balance = canonical.Ptr(d.Field(&seen, 2).Int64())
 		case "metadata[order]":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.MetadataOrder = &x
+			v.MetadataOrder = canonical.Ptr(d.Field(&seen, 3).Str())
 		case "tax_exempt":
-			if !d.Once(&seen, 4) {
-				return
-			}
-			var x CreateCustomerBodyTaxExempt
-			x = CreateCustomerBodyTaxExempt(d.Str())
-			switch x {
-			case CreateCustomerBodyTaxExemptNone, CreateCustomerBodyTaxExemptExempt, CreateCustomerBodyTaxExemptReverse:
-			default:
-				d.Invalid("must be one of \"none\", \"exempt\", \"reverse\"")
-			}
-			v.TaxExempt = &x
+			v.TaxExempt = canonical.Ptr(CreateCustomerBodyTaxExempt(d.Field(&seen, 4).Enum("none", "exempt", "reverse")))
 		case "client_ip":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.ClientIP = &x
+			v.ClientIP = canonical.Ptr(d.Field(&seen, 5).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("email")
-	}
+	d.Required(seen, "email")
 }

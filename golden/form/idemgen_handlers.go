@@ -5,44 +5,49 @@ package form
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreateCustomerHandler returns the http.Handler of operation createCustomer (POST
-// /v1/customers).
+// CreateCustomerHandler returns the http.Handler of POST /v1/customers (createCustomer): fn runs at
+// most once per idempotency key. Register mounts it at "POST /v1/customers"; mount it yourself on
+// another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
-// (optional: without it the request runs unguarded); fingerprint excludes client_ip. It serves the
-// operation through the idempotency runtime: the decoder, the fingerprint and the state machine run
-// before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/customers".
-func NewCreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCustomer(), decodeCreateCustomer, func(ctx context.Context, db pgstore.DBTX, in *CreateCustomerRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCustomer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateCustomer(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewUploadFileHandler returns the http.Handler of operation uploadFile (POST /v1/files).
+// UploadFileHandler returns the http.Handler of POST /v1/files (uploadFile): fn runs at most once
+// per idempotency key. Register mounts it at "POST /v1/files"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; body
-// fingerprinted as raw bytes. It serves the operation through the idempotency runtime: the decoder,
-// the fingerprint and the state machine run before fn. Register mounts it; mount it yourself on
-// another router at the pattern "POST /v1/files".
-func NewUploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUploadFile(), decodeUploadFile, func(ctx context.Context, db pgstore.DBTX, in *UploadFileRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func UploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUploadFile(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeUploadFile(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateNoteHandler returns the http.Handler of operation createNote (POST /v1/notes).
+// CreateNoteHandler returns the http.Handler of POST /v1/notes (createNote): fn runs at most once
+// per idempotency key. Register mounts it at "POST /v1/notes"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/notes".
-func NewCreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateNote(), decodeCreateNote, func(ctx context.Context, db pgstore.DBTX, in *CreateNoteRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateNote(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateNote(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

@@ -8,78 +8,53 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCustomer returns the resolved idempotency settings of createCustomer.
+// operationCreateCustomer returns the resolved idempotency settings of createCustomer; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateCustomer() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createCustomer",
-		Method: "POST",
-		Path:   "/v1/customers",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "idempotency_key",
-			Required:    false,
-			MinLength:   16,
-			MaxLength:   255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		Exclude:       []string{"client_ip"},
+		ID:         "createCustomer",
+		Method:     "POST",
+		Path:       "/v1/customers",
+		Key:        runtime.KeyRule{BodyPointer: "idempotency_key"},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+		Exclude:    []string{"client_ip"},
 	}
 }
 
-// operationUploadFile returns the resolved idempotency settings of uploadFile.
+// operationUploadFile returns the resolved idempotency settings of uploadFile; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationUploadFile() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "uploadFile",
-		Method: "POST",
-		Path:   "/v1/files",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/octet-stream"},
-		RawBody:       true,
+		ID:         "uploadFile",
+		Method:     "POST",
+		Path:       "/v1/files",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/octet-stream"},
+		RawBody:    true,
 	}
 }
 
-// operationCreateNote returns the resolved idempotency settings of createNote.
+// operationCreateNote returns the resolved idempotency settings of createNote; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreateNote() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createNote",
-		Method: "POST",
-		Path:   "/v1/notes",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json", "application/x-www-form-urlencoded"},
+		ID:         "createNote",
+		Method:     "POST",
+		Path:       "/v1/notes",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json", "application/x-www-form-urlencoded"},
 	}
 }
 
@@ -139,15 +114,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCustomer != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, NewCreateCustomerHandler(rt, h.CreateCustomer))
+		mux.Handle(pattern, CreateCustomerHandler(rt, h.CreateCustomer))
 	}
 	if h.UploadFile != nil {
 		pattern = "POST /v1/files"
-		mux.Handle(pattern, NewUploadFileHandler(rt, h.UploadFile))
+		mux.Handle(pattern, UploadFileHandler(rt, h.UploadFile))
 	}
 	if h.CreateNote != nil {
 		pattern = "POST /v1/notes"
-		mux.Handle(pattern, NewCreateNoteHandler(rt, h.CreateNote))
+		mux.Handle(pattern, CreateNoteHandler(rt, h.CreateNote))
 	}
 	return nil
 }

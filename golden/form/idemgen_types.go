@@ -11,10 +11,9 @@ import (
 
 // Note is a request type (schema Note).
 type Note struct {
-	Text   string `json:"text"`
-	Pinned *bool  `json:"pinned,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Text   string            `json:"text"`
+	Pinned *bool             `json:"pinned,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateCustomerBody is a request type (inline schema at
@@ -26,8 +25,7 @@ type CreateCustomerBody struct {
 	MetadataOrder  *string                      `json:"metadata[order],omitempty"`
 	TaxExempt      *CreateCustomerBodyTaxExempt `json:"tax_exempt,omitempty"`
 	ClientIP       *string                      `json:"client_ip,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra          canonical.Members            `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateCustomerBodyTaxExempt is a string enum (inline schema at
@@ -40,13 +38,10 @@ const (
 	CreateCustomerBodyTaxExemptReverse CreateCustomerBodyTaxExempt = "reverse"
 )
 
-// CreateCustomerParams holds the parameters of operation createCustomer (POST /v1/customers).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
-// (optional: without it the request runs unguarded); fingerprint excludes client_ip.
+// CreateCustomerParams holds the parameters of operation createCustomer.
 type CreateCustomerParams struct{}
 
-// CreateCustomerRequest is a decoded request to createCustomer.
+// CreateCustomerRequest is a decoded request to operation createCustomer.
 type CreateCustomerRequest struct {
 	Params CreateCustomerParams
 	Body   CreateCustomerBody
@@ -61,18 +56,14 @@ type CreateCustomerRequest struct {
 // a non-final status rolls them back.
 type CreateCustomerFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCustomerParams, body CreateCustomerBody) (runtime.Response, error)
 
-// UploadFileParams holds the parameters of operation uploadFile (POST /v1/files).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; body
-// fingerprinted as raw bytes.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// UploadFileParams holds the parameters of operation uploadFile; the idempotency key header is not
+// here: the runtime reads and validates it.
 type UploadFileParams struct{}
 
 // UploadFileBody is the exact request body of operation uploadFile.
 type UploadFileBody = []byte
 
-// UploadFileRequest is a decoded request to uploadFile.
+// UploadFileRequest is a decoded request to operation uploadFile.
 type UploadFileRequest struct {
 	Params UploadFileParams
 	Body   UploadFileBody
@@ -87,17 +78,14 @@ type UploadFileRequest struct {
 // a non-final status rolls them back.
 type UploadFileFunc func(ctx context.Context, tx pgstore.DBTX, p UploadFileParams, body UploadFileBody) (runtime.Response, error)
 
-// CreateNoteParams holds the parameters of operation createNote (POST /v1/notes).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateNoteParams holds the parameters of operation createNote; the idempotency key header is not
+// here: the runtime reads and validates it.
 type CreateNoteParams struct{}
 
 // CreateNoteBody is the request body of operation createNote.
 type CreateNoteBody = Note
 
-// CreateNoteRequest is a decoded request to createNote.
+// CreateNoteRequest is a decoded request to operation createNote.
 type CreateNoteRequest struct {
 	Params CreateNoteParams
 	Body   CreateNoteBody

@@ -7,13 +7,7 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCreateRefundBodyForCreateRefund appends the canonical form (RFC 8785) of v to b:
 // members amount.
 func appendCanonicalCreateRefundBodyForCreateRefund(b []byte, v *CreateRefundBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	return o.End(b)
 }

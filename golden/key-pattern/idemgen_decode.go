@@ -5,90 +5,38 @@ package keypattern
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
-	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
-		return
-	}
-	return
+// decodeCreatePayment decodes a request to createPayment: it has neither a body nor parameters.
+// Errors are 400 body-invalid.
+func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+	return r, in.Err()
 }
 
-// parseCreatePaymentParams reads the path, query and header parameters of createPayment.
-func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
-	var p CreatePaymentParams
-	return p, nil
-}
-
-// decodeCreateRefund reads a request to createRefund: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateRefund(in *gen.Input) (v CreateRefundRequest, err error) {
-	if v.Body, err = decodeCreateRefundJSON(in.Body); err != nil {
-		return
+// decodeCreateRefund decodes a request to createRefund: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateRefund(in *gen.Input) (r CreateRefundRequest, _ error) {
+	decodeCreateRefundBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreateRefundBodyForCreateRefund(in.BodyStart(), &r.Body))
+	if r.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*r.Body.IdempotencyKey, true)
 	}
-	if v.Params, err = parseCreateRefundParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreateRefundBodyForCreateRefund(in.BodyStart(), &v.Body))
-	if v.Body.IdempotencyKey != nil {
-		in.SetBodyKey(*v.Body.IdempotencyKey, true)
-	} else {
-		in.SetBodyKey("", false)
-	}
-	return
-}
-
-// decodeCreateRefundJSON decodes a application/json request body of operation createRefund strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateRefundJSON(data []byte) (CreateRefundBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateRefundBody
-	decodeCreateRefundBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateRefundParams reads the path, query and header parameters of createRefund.
-func parseCreateRefundParams(r *http.Request) (CreateRefundParams, error) {
-	var p CreateRefundParams
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeCreateRefundBody(d *canonical.Decoder, v *CreateRefundBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "idempotency_key":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.IdempotencyKey = &x
+			v.IdempotencyKey = canonical.Ptr(d.Field(&seen, 1).Str())
 		case "amount":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Amount = d.Int64()
-			if v.Amount < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Amount = d.Field(&seen, 0).Int64()
+			d.Min(v.Amount, 1)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

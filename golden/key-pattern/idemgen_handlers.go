@@ -5,30 +5,35 @@ package keypattern
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /payments).
+// CreatePaymentHandler returns the http.Handler of POST /payments (createPayment): fn runs at most
+// once per idempotency key. Register mounts it at "POST /payments"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /payments".
-func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewCreateRefundHandler returns the http.Handler of operation createRefund (POST /refunds).
+// CreateRefundHandler returns the http.Handler of POST /refunds (createRefund): fn runs at most
+// once per idempotency key. Register mounts it at "POST /refunds"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key. It
-// serves the operation through the idempotency runtime: the decoder, the fingerprint and the state
-// machine run before fn. Register mounts it; mount it yourself on another router at the pattern
-// "POST /refunds".
-func NewCreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateRefund(), decodeCreateRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateRefundRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRefund(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateRefund(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

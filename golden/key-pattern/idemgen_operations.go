@@ -8,55 +8,36 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 64,
-			Pattern:   "^\\S+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true, MaxLength: 64, Pattern: "^\\S+$"},
 	}
 }
 
-// operationCreateRefund returns the resolved idempotency settings of createRefund.
+// operationCreateRefund returns the resolved idempotency settings of createRefund; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCreateRefund() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createRefund",
-		Method: "POST",
-		Path:   "/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			BodyPointer: "/idempotency_key",
-			Required:    true,
-			MinLength:   16,
-			MaxLength:   255,
-			Pattern:     "^[A-Za-z0-9_-]+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createRefund",
+		Method:     "POST",
+		Path:       "/refunds",
+		Key:        runtime.KeyRule{BodyPointer: "/idempotency_key", Required: true, Pattern: "^[A-Za-z0-9_-]+$"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -113,11 +94,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePayment != nil {
 		pattern = "POST /payments"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreateRefund != nil {
 		pattern = "POST /refunds"
-		mux.Handle(pattern, NewCreateRefundHandler(rt, h.CreateRefund))
+		mux.Handle(pattern, CreateRefundHandler(rt, h.CreateRefund))
 	}
 	return nil
 }

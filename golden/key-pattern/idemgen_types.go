@@ -12,20 +12,16 @@ import (
 // CreateRefundBody is a request type (inline schema at
 // /paths/~1refunds/post/requestBody/content/application~1json/schema).
 type CreateRefundBody struct {
-	IdempotencyKey *string `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
-	Amount         int64   `json:"amount"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	IdempotencyKey *string           `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
+	Amount         int64             `json:"amount"`
+	Extra          canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreatePaymentParams holds the parameters of operation createPayment (POST /payments).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
-// CreatePaymentRequest is a decoded request to createPayment.
+// CreatePaymentRequest is a decoded request to operation createPayment.
 type CreatePaymentRequest struct {
 	Params CreatePaymentParams
 }
@@ -38,12 +34,10 @@ type CreatePaymentRequest struct {
 // a non-final status rolls them back.
 type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
 
-// CreateRefundParams holds the parameters of operation createRefund (POST /refunds).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in body member /idempotency_key.
+// CreateRefundParams holds the parameters of operation createRefund.
 type CreateRefundParams struct{}
 
-// CreateRefundRequest is a decoded request to createRefund.
+// CreateRefundRequest is a decoded request to operation createRefund.
 type CreateRefundRequest struct {
 	Params CreateRefundParams
 	Body   CreateRefundBody

@@ -7,18 +7,8 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCaptureChargeBody appends the canonical form (RFC 8785) of v to b: members amount,
 // statement_descriptor.
 func appendCanonicalCaptureChargeBody(b []byte, v *CaptureChargeBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "statement_descriptor")
-	if v.StatementDescriptor != nil {
-		b = append(b, ",\"statement_descriptor\":"...)
-		b = canonical.AppendString(b, *v.StatementDescriptor)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"statement_descriptor":`, v.StatementDescriptor)
+	return o.End(b)
 }

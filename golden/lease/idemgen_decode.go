@@ -5,78 +5,32 @@ package lease
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"unicode/utf8"
 )
 
-// decodeCaptureCharge reads a request to captureCharge: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCaptureCharge(in *gen.Input) (v CaptureChargeRequest, err error) {
-	if v.Body, err = decodeCaptureChargeJSON(in.Body); err != nil {
-		return
-	}
-	in.Request.SetPathValue("chargeId", in.PathValue("chargeId"))
-	if v.Params, err = parseCaptureChargeParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCaptureChargeBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCaptureChargeJSON decodes a application/json request body of operation captureCharge
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCaptureChargeJSON(data []byte) (CaptureChargeBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CaptureChargeBody
-	decodeCaptureChargeBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCaptureChargeParams reads the path, query and header parameters of captureCharge.
-func parseCaptureChargeParams(r *http.Request) (CaptureChargeParams, error) {
-	var p CaptureChargeParams
-	{
-		s := r.PathValue("chargeId")
-		p.ChargeID = s
-	}
-	return p, nil
+// decodeCaptureCharge decodes a request to captureCharge: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeCaptureCharge(in *gen.Input) (r CaptureChargeRequest, _ error) {
+	decodeCaptureChargeBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCaptureChargeBody(in.BodyStart(), &r.Body))
+	p := in.Params()
+	r.Params.ChargeID = p.Path("chargeId").Str()
+	return r, in.Err()
 }
 
 func decodeCaptureChargeBody(d *canonical.Decoder, v *CaptureChargeBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
-			if v.Amount < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Amount = d.Field(&seen, 0).Int64()
+			d.Min(v.Amount, 1)
 		case "statement_descriptor":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			if utf8.RuneCountInString(x) > 22 {
-				d.Invalid("length must be at most 22")
-			}
-			v.StatementDescriptor = &x
+			v.StatementDescriptor = canonical.Ptr(d.Field(&seen, 1).Str())
+			d.Length(*v.StatementDescriptor, -1, 22)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

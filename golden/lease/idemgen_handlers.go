@@ -5,19 +5,21 @@ package lease
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCaptureChargeHandler returns the http.Handler of operation captureCharge (POST
-// /charges/{chargeId}/capture): Capture an authorised charge at the provider.
+// CaptureChargeHandler returns the http.Handler of POST /charges/{chargeId}/capture
+// (captureCharge): fn runs at most once per idempotency key. Register mounts it at "POST
+// /charges/{chargeId}/capture"; mount it yourself on another router the same way.
 //
-// Idempotency: mode lease, scope operation, retention 72h, lease 45s; key in header
-// Idempotency-Key. It serves the operation through the idempotency runtime: the decoder, the
-// fingerprint and the state machine run before fn. Register mounts it; mount it yourself on another
-// router at the pattern "POST /charges/{chargeId}/capture".
-func NewCaptureChargeHandler(rt *runtime.Runtime, fn CaptureChargeFunc) http.Handler {
-	return runtime.LeaseHandler(rt, operationCaptureCharge(), decodeCaptureCharge, func(ctx context.Context, lease *runtime.Lease, in *CaptureChargeRequest) (runtime.CompleteFunc[pgstore.DBTX], error) {
-		return fn(ctx, lease, in.Params, in.Body)
+//go:noinline
+func CaptureChargeHandler(rt *runtime.Runtime, fn CaptureChargeFunc) http.Handler {
+	return runtime.LeaseHandler(rt, operationCaptureCharge(), func(in *gen.Input) (runtime.LeaseFunc[pgstore.DBTX], error) {
+		r, err := decodeCaptureCharge(in)
+		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[pgstore.DBTX], error) {
+			return fn(ctx, lease, r.Params, r.Body)
+		}, err
 	})
 }

@@ -15,21 +15,18 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCaptureCharge returns the resolved idempotency settings of captureCharge.
+// operationCaptureCharge returns the resolved idempotency settings of captureCharge; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCaptureCharge() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "captureCharge",
-		Method: "POST",
-		Path:   "/charges/{chargeId}/capture",
-		Mode:   runtime.ModeLease,
-		Scope:  runtime.ScopeOperation,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 20,
-			MaxLength: 255,
-			Pattern:   "^[a-z0-9-]+$",
-		},
+		ID:            "captureCharge",
+		Method:        "POST",
+		Path:          "/charges/{chargeId}/capture",
+		Mode:          runtime.ModeLease,
+		Scope:         runtime.ScopeOperation,
+		Key:           runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 20, Pattern: "^[a-z0-9-]+$"},
 		Retention:     72 * time.Hour,
 		Lease:         45 * time.Second,
 		Wait:          2 * time.Second,
@@ -91,7 +88,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CaptureCharge != nil {
 		pattern = "POST /charges/{chargeId}/capture"
-		mux.Handle(pattern, NewCaptureChargeHandler(rt, h.CaptureCharge))
+		mux.Handle(pattern, CaptureChargeHandler(rt, h.CaptureCharge))
 	}
 	return nil
 }

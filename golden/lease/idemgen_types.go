@@ -12,24 +12,18 @@ import (
 // CaptureChargeBody is a request type (inline schema at
 // /paths/~1charges~1{chargeId}~1capture/post/requestBody/content/application~1json/schema).
 type CaptureChargeBody struct {
-	Amount              int64   `json:"amount"`
-	StatementDescriptor *string `json:"statement_descriptor,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount              int64             `json:"amount"`
+	StatementDescriptor *string           `json:"statement_descriptor,omitempty"`
+	Extra               canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CaptureChargeParams holds the parameters of operation captureCharge (POST
-// /charges/{chargeId}/capture): Capture an authorised charge at the provider.
-//
-// Idempotency: mode lease, scope operation, retention 72h, lease 45s; key in header
-// Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CaptureChargeParams holds the parameters of operation captureCharge; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CaptureChargeParams struct {
 	ChargeID string // path parameter chargeId
 }
 
-// CaptureChargeRequest is a decoded request to captureCharge.
+// CaptureChargeRequest is a decoded request to operation captureCharge.
 type CaptureChargeRequest struct {
 	Params CaptureChargeParams
 	Body   CaptureChargeBody

@@ -8,83 +8,20 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // amount, code, confirmed, counterparty, extra, labels, memo, priority, rate, ratio, ref,
 // reference, tag.
 func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra2
-	b, x = x.AppendBefore(b, start, "account")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"account\":"...)
-	b = canonical.AppendString(b, v.Account)
-	b, x = x.AppendBefore(b, start, "amount")
-	b = append(b, ",\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "code")
-	if v.Code != nil {
-		b = append(b, ",\"code\":"...)
-		b = append(b, v.Code...)
-	}
-	b, x = x.AppendBefore(b, start, "confirmed")
-	if v.Confirmed != nil {
-		b = append(b, ",\"confirmed\":"...)
-		b = canonical.AppendBool(b, *v.Confirmed)
-	}
-	b, x = x.AppendBefore(b, start, "counterparty")
-	if v.Counterparty != nil {
-		b = append(b, ",\"counterparty\":"...)
-		b = append(b, v.Counterparty...)
-	}
-	b, x = x.AppendBefore(b, start, "extra")
-	if v.Extra != nil {
-		b = append(b, ",\"extra\":"...)
-		b = append(b, v.Extra...)
-	}
-	b, x = x.AppendBefore(b, start, "labels")
-	if v.Labels != nil {
-		b = append(b, ",\"labels\":"...)
-		b = append(b, '[')
-		for i0 := range v.Labels {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = canonical.AppendString(b, v.Labels[i0])
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "memo")
-	if v.Memo != nil {
-		b = append(b, ",\"memo\":"...)
-		b = canonical.AppendString(b, *v.Memo)
-	}
-	b, x = x.AppendBefore(b, start, "priority")
-	if v.Priority != nil {
-		b = append(b, ",\"priority\":"...)
-		b = canonical.AppendInt(b, *v.Priority)
-	}
-	b, x = x.AppendBefore(b, start, "rate")
-	if v.Rate != nil {
-		b = append(b, ",\"rate\":"...)
-		b = canonical.AppendFloat(b, *v.Rate)
-	}
-	b, x = x.AppendBefore(b, start, "ratio")
-	if v.Ratio != nil {
-		b = append(b, ",\"ratio\":"...)
-		b = canonical.AppendFloat(b, *v.Ratio)
-	}
-	b, x = x.AppendBefore(b, start, "ref")
-	if v.Ref != nil {
-		b = append(b, ",\"ref\":"...)
-		b = append(b, v.Ref...)
-	}
-	b, x = x.AppendBefore(b, start, "reference")
-	if v.Reference != nil {
-		b = append(b, ",\"reference\":"...)
-		b = canonical.AppendString(b, *v.Reference)
-	}
-	b, x = x.AppendBefore(b, start, "tag")
-	if v.Tag != nil {
-		b = append(b, ",\"tag\":"...)
-		b = append(b, v.Tag...)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra2)
+	b = o.String(b, `"account":`, v.Account)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptRaw(&o, b, `"code":`, v.Code)
+	b = canonical.OptBool(&o, b, `"confirmed":`, v.Confirmed)
+	b = canonical.OptRaw(&o, b, `"counterparty":`, v.Counterparty)
+	b = canonical.OptRaw(&o, b, `"extra":`, v.Extra)
+	b = canonical.OptArray(&o, b, `"labels":`, v.Labels, canonical.AppendString)
+	b = canonical.OptString(&o, b, `"memo":`, v.Memo)
+	b = canonical.OptInt(&o, b, `"priority":`, v.Priority)
+	b = canonical.OptFloat(&o, b, `"rate":`, v.Rate)
+	b = canonical.OptFloat(&o, b, `"ratio":`, v.Ratio)
+	b = canonical.OptRaw(&o, b, `"ref":`, v.Ref)
+	b = canonical.OptString(&o, b, `"reference":`, v.Reference)
+	b = canonical.OptRaw(&o, b, `"tag":`, v.Tag)
+	return o.End(b)
 }

@@ -6,213 +6,103 @@ import (
 	"bytes"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"regexp"
 )
 
-// decodePostEntry reads a request to postEntry: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePostEntry(in *gen.Input) (v PostEntryRequest, err error) {
-	if v.Body, err = decodePostEntryJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parsePostEntryParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalPostEntryBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodePostEntryJSON decodes a application/json request body of operation postEntry strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodePostEntryJSON(data []byte) (PostEntryBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PostEntryBody
-	decodePostEntryBody(d, &v)
-	return v, d.Finish()
-}
-
-// parsePostEntryParams reads the path, query and header parameters of postEntry.
-func parsePostEntryParams(r *http.Request) (PostEntryParams, error) {
-	var p PostEntryParams
-	return p, nil
+// decodePostEntry decodes a request to postEntry: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePostEntry(in *gen.Input) (r PostEntryRequest, _ error) {
+	decodePostEntryBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalPostEntryBody(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
 func decodePostEntryBody(d *canonical.Decoder, v *PostEntryBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "account":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Account = d.Str()
+			v.Account = d.Field(&seen, 1).Str()
 		case "memo":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			if !d.Null() {
-				var x string
-				x = d.Str()
-				v.Memo = &x
+			if !d.Field(&seen, 2).Null() {
+				v.Memo = canonical.Ptr(d.Str())
 			}
 		case "rate":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			if !d.Null() {
-				var x float64
-				x = d.Float64()
-				v.Rate = &x
+			if !d.Field(&seen, 3).Null() {
+				v.Rate = canonical.Ptr(d.Float64())
 			}
 		case "counterparty":
-			if !d.Once(&seen, 4) {
-				return
-			}
-			v.Counterparty = d.Raw()
+			v.Counterparty = d.Field(&seen, 4).Raw()
 		case "labels":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			if !d.Null() {
-				if d.BeginArray() {
-					v.Labels = []string{}
-					for d.NextElement() {
-						var e1 string
-						e1 = d.Str()
-						v.Labels = append(v.Labels, e1)
-					}
-					d.EndArray()
+			if !d.Field(&seen, 5).Null() {
+				v.Labels = []string{}
+				for d.BeginArray(); d.NextElement(); {
+					v.Labels = append(v.Labels, d.Str())
 				}
+				d.EndArray()
 			}
 		case "extra":
-			if !d.Once(&seen, 6) {
-				return
-			}
-			v.Extra = d.Raw()
+			v.Extra = d.Field(&seen, 6).Raw()
 		case "priority":
-			if !d.Once(&seen, 7) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			switch x {
+			v.Priority = canonical.Ptr(d.Field(&seen, 7).Int64())
+			switch *v.Priority {
 			case 1, 2:
 			default:
 				d.Invalid("must be one of 1, 2")
 			}
-			v.Priority = &x
 		case "ratio":
-			if !d.Once(&seen, 8) {
-				return
-			}
-			var x float64
-			x = d.Float64()
-			switch x {
+			v.Ratio = canonical.Ptr(d.Field(&seen, 8).Float64())
+			switch *v.Ratio {
 			case 0.5, 1.0:
 			default:
 				d.Invalid("must be one of 0.5, 1")
 			}
-			v.Ratio = &x
 		case "confirmed":
-			if !d.Once(&seen, 9) {
-				return
-			}
-			var x bool
-			x = d.Bool()
-			if !x {
+			v.Confirmed = canonical.Ptr(d.Field(&seen, 9).Bool())
+			if !*v.Confirmed {
 				d.Invalid("must be true")
 			}
-			v.Confirmed = &x
 		case "code":
-			if !d.Once(&seen, 10) {
-				return
-			}
-			v.Code = d.Raw()
+			v.Code = d.Field(&seen, 10).Raw()
 			switch string(v.Code) {
 			case "1", "\"one\"", "null":
 			default:
 				d.Invalid("must be one of 1, \"one\", null")
 			}
 		case "ref":
-			if !d.Once(&seen, 11) {
-				return
-			}
-			v.Ref = d.Raw()
+			v.Ref = d.Field(&seen, 11).Raw()
 			if len(v.Ref) > 0 && !((v.Ref[0] == '"') || ((v.Ref[0] == '-' || (v.Ref[0] >= '0' && v.Ref[0] <= '9')) && !bytes.ContainsAny(v.Ref, ".") && !bytes.Contains(v.Ref, []byte("e-")))) {
 				d.Invalid("must be of type string or integer")
 			}
 		case "tag":
-			if !d.Once(&seen, 12) {
-				return
-			}
-			v.Tag = d.Raw()
+			v.Tag = d.Field(&seen, 12).Raw()
 			if len(v.Tag) > 0 && !((v.Tag[0] == '"') || ((v.Tag[0] == '-' || (v.Tag[0] >= '0' && v.Tag[0] <= '9')) && !bytes.ContainsAny(v.Tag, ".") && !bytes.Contains(v.Tag, []byte("e-"))) || (v.Tag[0] == 'n')) {
 				d.Invalid("must be of type string or integer or null")
 			}
 		case "reference":
-			if !d.Once(&seen, 13) {
-				return
-			}
-			var x string
-			x = d.Str()
-			if !patternPostEntryBodyReference.MatchString(x) {
-				d.Invalid("must match the pattern \"^[A-Z]{3}-\\\\d+$\"")
-			}
-			v.Reference = &x
+			v.Reference = canonical.Ptr(d.Field(&seen, 13).Str())
+			d.Pattern(*v.Reference, "^[A-Z]{3}-\\d+$")
 		case "context":
-			if !d.Once(&seen, 14) {
-				return
-			}
-			var x PostEntryBodyContext
-			decodePostEntryBodyContext(d, &x)
-			v.Context = &x
+			v.Context = new(PostEntryBodyContext)
+			decodePostEntryBodyContext(d.Field(&seen, 14), v.Context)
 		default:
 			d.Unknown(&v.Extra2)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	case seen&(1<<1) == 0:
-		d.Missing("account")
-	}
+	d.Required(seen, "amount", "account")
 }
 
 func decodePostEntryBodyContext(d *canonical.Decoder, v *PostEntryBodyContext) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "trace":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Trace = &x
+			v.Trace = canonical.Ptr(d.Field(&seen, 0).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
 }
-
-// Schema patterns (JSON Schema "pattern", unanchored), compiled once.
-var (
-	patternPostEntryBodyReference = regexp.MustCompile("^[A-Z]{3}-\\d+$")
-)

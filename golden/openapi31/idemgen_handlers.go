@@ -5,18 +5,21 @@ package openapi31
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewPostEntryHandler returns the http.Handler of operation postEntry (POST /v2/entries).
+// PostEntryHandler returns the http.Handler of POST /v2/entries (postEntry): fn runs at most once
+// per idempotency key. Register mounts it at "POST /v2/entries"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header X-Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v2/entries".
-func NewPostEntryHandler(rt *runtime.Runtime, fn PostEntryFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostEntry(), decodePostEntry, func(ctx context.Context, db pgstore.DBTX, in *PostEntryRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PostEntryHandler(rt *runtime.Runtime, fn PostEntryFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostEntry(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePostEntry(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

@@ -8,33 +8,23 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationPostEntry returns the resolved idempotency settings of postEntry.
+// operationPostEntry returns the resolved idempotency settings of postEntry; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPostEntry() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "postEntry",
-		Method: "POST",
-		Path:   "/v2/entries",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "X-Idempotency-Key",
-			Required:  true,
-			MinLength: 8,
-			MaxLength: 64,
-			Pattern:   "^[A-Za-z0-9_-]+$",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "postEntry",
+		Method:     "POST",
+		Path:       "/v2/entries",
+		Key:        runtime.KeyRule{Header: "X-Idempotency-Key", Required: true, MinLength: 8, MaxLength: 64, Pattern: "^[A-Za-z0-9_-]+$"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -88,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.PostEntry != nil {
 		pattern = "POST /v2/entries"
-		mux.Handle(pattern, NewPostEntryHandler(rt, h.PostEntry))
+		mux.Handle(pattern, PostEntryHandler(rt, h.PostEntry))
 	}
 	return nil
 }

@@ -28,26 +28,21 @@ type PostEntryBody struct {
 	Tag          json.RawMessage       `json:"tag,omitempty"`
 	Reference    *string               `json:"reference,omitempty"`
 	Context      *PostEntryBodyContext `json:"context,omitempty"` // x-idempotency-ignore: not part of the fingerprint
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra2 canonical.Members `json:"-"`
+	Extra2       canonical.Members     `json:"-"`                 // undeclared members, in canonical form: fingerprinted
 }
 
 // PostEntryBodyContext is a request type (inline schema at
 // /paths/~1v2~1entries/post/requestBody/content/application~1json/schema/properties/context).
 type PostEntryBodyContext struct {
-	Trace *string `json:"trace,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Trace *string           `json:"trace,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// PostEntryParams holds the parameters of operation postEntry (POST /v2/entries).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header X-Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PostEntryParams holds the parameters of operation postEntry; the idempotency key header is not
+// here: the runtime reads and validates it.
 type PostEntryParams struct{}
 
-// PostEntryRequest is a decoded request to postEntry.
+// PostEntryRequest is a decoded request to operation postEntry.
 type PostEntryRequest struct {
 	Params PostEntryParams
 	Body   PostEntryBody

@@ -2,102 +2,36 @@
 
 package overlappingroutes
 
-import (
-	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-)
+import "github.com/idemgen/idemgen/runtime/gen"
 
-// decodeCloseAccount reads a request to closeAccount: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCloseAccount(in *gen.Input) (v CloseAccountRequest, err error) {
-	in.Request.SetPathValue("id", in.PathValue("id"))
-	if v.Params, err = parseCloseAccountParams(in.Request); err != nil {
-		return
-	}
-	return
+// decodeCloseAccount decodes a request to closeAccount: its parameters. Errors are 400
+// body-invalid.
+func decodeCloseAccount(in *gen.Input) (r CloseAccountRequest, _ error) {
+	p := in.Params()
+	r.Params.ID = p.Path("id").Str()
+	return r, in.Err()
 }
 
-// parseCloseAccountParams reads the path, query and header parameters of closeAccount.
-func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
-	var p CloseAccountParams
-	{
-		s := r.PathValue("id")
-		p.ID = s
-	}
-	return p, nil
+// decodeAcmeThing decodes a request to acmeThing: its parameters. Errors are 400 body-invalid.
+func decodeAcmeThing(in *gen.Input) (r AcmeThingRequest, _ error) {
+	p := in.Params()
+	r.Params.Kind = p.Path("kind").Str()
+	r.Params.Name = p.Path("name").Str()
+	return r, in.Err()
 }
 
-// decodeAcmeThing reads a request to acmeThing: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeAcmeThing(in *gen.Input) (v AcmeThingRequest, err error) {
-	in.Request.SetPathValue("kind", in.PathValue("kind"))
-	in.Request.SetPathValue("name", in.PathValue("name"))
-	if v.Params, err = parseAcmeThingParams(in.Request); err != nil {
-		return
-	}
-	return
+// decodeCloseTenantAccounts decodes a request to closeTenantAccounts: its parameters. Errors are
+// 400 body-invalid.
+func decodeCloseTenantAccounts(in *gen.Input) (r CloseTenantAccountsRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	return r, in.Err()
 }
 
-// parseAcmeThingParams reads the path, query and header parameters of acmeThing.
-func parseAcmeThingParams(r *http.Request) (AcmeThingParams, error) {
-	var p AcmeThingParams
-	{
-		s := r.PathValue("kind")
-		p.Kind = s
-	}
-	{
-		s := r.PathValue("name")
-		p.Name = s
-	}
-	return p, nil
-}
-
-// decodeCloseTenantAccounts reads a request to closeTenantAccounts: the body and the parameters,
-// checked against the schema (errors name the offending value: 400 body-invalid), then the
-// canonical body for the fingerprint.
-func decodeCloseTenantAccounts(in *gen.Input) (v CloseTenantAccountsRequest, err error) {
-	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
-	if v.Params, err = parseCloseTenantAccountsParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseCloseTenantAccountsParams reads the path, query and header parameters of
-// closeTenantAccounts.
-func parseCloseTenantAccountsParams(r *http.Request) (CloseTenantAccountsParams, error) {
-	var p CloseTenantAccountsParams
-	{
-		s := r.PathValue("tenant")
-		p.Tenant = s
-	}
-	return p, nil
-}
-
-// decodeExportCSV reads a request to exportCSV: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeExportCSV(in *gen.Input) (v ExportCSVRequest, err error) {
-	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
-	in.Request.SetPathValue("file", in.PathValue("file"))
-	if v.Params, err = parseExportCSVParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseExportCSVParams reads the path, query and header parameters of exportCSV.
-func parseExportCSVParams(r *http.Request) (ExportCSVParams, error) {
-	var p ExportCSVParams
-	{
-		s := r.PathValue("tenant")
-		p.Tenant = s
-	}
-	{
-		s := r.PathValue("file")
-		p.File = s
-	}
-	return p, nil
+// decodeExportCSV decodes a request to exportCSV: its parameters. Errors are 400 body-invalid.
+func decodeExportCSV(in *gen.Input) (r ExportCSVRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	r.Params.File = p.Path("file").Str()
+	return r, in.Err()
 }

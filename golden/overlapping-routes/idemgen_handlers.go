@@ -5,57 +5,63 @@ package overlappingroutes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCloseAccountHandler returns the http.Handler of operation closeAccount (POST
-// /accounts/{id}/close).
+// CloseAccountHandler returns the http.Handler of POST /accounts/{id}/close (closeAccount): fn runs
+// at most once per idempotency key. Register mounts it at "POST /accounts/{id}/close"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /accounts/{id}/close".
-func NewCloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseAccount(), decodeCloseAccount, func(ctx context.Context, db pgstore.DBTX, in *CloseAccountRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCloseAccount(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewAcmeThingHandler returns the http.Handler of operation acmeThing (POST /acme/{kind}/{name}).
+// AcmeThingHandler returns the http.Handler of POST /acme/{kind}/{name} (acmeThing): fn runs at
+// most once per idempotency key. Register mounts it at "POST /acme/{kind}/{name}"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /acme/{kind}/{name}".
-func NewAcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationAcmeThing(), decodeAcmeThing, func(ctx context.Context, db pgstore.DBTX, in *AcmeThingRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func AcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAcmeThing(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeAcmeThing(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewCloseTenantAccountsHandler returns the http.Handler of operation closeTenantAccounts (POST
-// /{tenant}/accounts/close).
+// CloseTenantAccountsHandler returns the http.Handler of POST /{tenant}/accounts/close
+// (closeTenantAccounts): fn runs at most once per idempotency key. Register mounts it at "POST
+// /{tenant}/accounts/close"; mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /{tenant}/accounts/close".
-func NewCloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseTenantAccounts(), decodeCloseTenantAccounts, func(ctx context.Context, db pgstore.DBTX, in *CloseTenantAccountsRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseTenantAccounts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCloseTenantAccounts(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewExportCSVHandler returns the http.Handler of operation exportCSV (POST
-// /{tenant}/exports/{file}.csv).
+// ExportCSVHandler returns the http.Handler of POST /{tenant}/exports/{file}.csv (exportCSV): fn
+// runs at most once per idempotency key. Register mounts it at "POST /{tenant}/exports/{seg2}";
+// mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /{tenant}/exports/{seg2}".
-func NewExportCSVHandler(rt *runtime.Runtime, fn ExportCSVFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationExportCSV(), decodeExportCSV, func(ctx context.Context, db pgstore.DBTX, in *ExportCSVRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func ExportCSVHandler(rt *runtime.Runtime, fn ExportCSVFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationExportCSV(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeExportCSV(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }

@@ -9,94 +9,61 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCloseAccount returns the resolved idempotency settings of closeAccount.
+// operationCloseAccount returns the resolved idempotency settings of closeAccount; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCloseAccount() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/close",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationAcmeThing returns the resolved idempotency settings of acmeThing.
+// operationAcmeThing returns the resolved idempotency settings of acmeThing; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationAcmeThing() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "acmeThing",
 		Method: "POST",
 		Path:   "/acme/{kind}/{name}",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationCloseTenantAccounts returns the resolved idempotency settings of closeTenantAccounts.
+// operationCloseTenantAccounts returns the resolved idempotency settings of closeTenantAccounts;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCloseTenantAccounts() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "closeTenantAccounts",
 		Method: "POST",
 		Path:   "/{tenant}/accounts/close",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationExportCSV returns the resolved idempotency settings of exportCSV.
+// operationExportCSV returns the resolved idempotency settings of exportCSV; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationExportCSV() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "exportCSV",
 		Method: "POST",
 		Path:   "/{tenant}/exports/{file}.csv",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
@@ -160,9 +127,9 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	// One route for closeAccount, closeTenantAccounts, acmeThing: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{idemgenSeg2}"
-		hCloseAccount := NewCloseAccountHandler(rt, h.CloseAccount)
-		hCloseTenantAccounts := NewCloseTenantAccountsHandler(rt, h.CloseTenantAccounts)
-		hAcmeThing := NewAcmeThingHandler(rt, h.AcmeThing)
+		hCloseAccount := CloseAccountHandler(rt, h.CloseAccount)
+		hCloseTenantAccounts := CloseTenantAccountsHandler(rt, h.CloseTenantAccounts)
+		hAcmeThing := AcmeThingHandler(rt, h.AcmeThing)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts" && r.PathValue("idemgenSeg2") == "close":
@@ -182,7 +149,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}
 	if h.ExportCSV != nil {
 		pattern = "POST /{tenant}/exports/{seg2}"
-		mux.Handle(pattern, NewExportCSVHandler(rt, h.ExportCSV))
+		mux.Handle(pattern, ExportCSVHandler(rt, h.ExportCSV))
 	}
 	return nil
 }

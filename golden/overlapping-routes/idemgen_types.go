@@ -8,16 +8,13 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// CloseAccountParams holds the parameters of operation closeAccount (POST /accounts/{id}/close).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CloseAccountParams holds the parameters of operation closeAccount; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CloseAccountParams struct {
 	ID string // path parameter id
 }
 
-// CloseAccountRequest is a decoded request to closeAccount.
+// CloseAccountRequest is a decoded request to operation closeAccount.
 type CloseAccountRequest struct {
 	Params CloseAccountParams
 }
@@ -30,17 +27,14 @@ type CloseAccountRequest struct {
 // a non-final status rolls them back.
 type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
 
-// AcmeThingParams holds the parameters of operation acmeThing (POST /acme/{kind}/{name}).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// AcmeThingParams holds the parameters of operation acmeThing; the idempotency key header is not
+// here: the runtime reads and validates it.
 type AcmeThingParams struct {
 	Kind string // path parameter kind
 	Name string // path parameter name
 }
 
-// AcmeThingRequest is a decoded request to acmeThing.
+// AcmeThingRequest is a decoded request to operation acmeThing.
 type AcmeThingRequest struct {
 	Params AcmeThingParams
 }
@@ -53,17 +47,13 @@ type AcmeThingRequest struct {
 // a non-final status rolls them back.
 type AcmeThingFunc func(ctx context.Context, tx pgstore.DBTX, p AcmeThingParams) (runtime.Response, error)
 
-// CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts (POST
-// /{tenant}/accounts/close).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts; the idempotency
+// key header is not here: the runtime reads and validates it.
 type CloseTenantAccountsParams struct {
 	Tenant string // path parameter tenant
 }
 
-// CloseTenantAccountsRequest is a decoded request to closeTenantAccounts.
+// CloseTenantAccountsRequest is a decoded request to operation closeTenantAccounts.
 type CloseTenantAccountsRequest struct {
 	Params CloseTenantAccountsParams
 }
@@ -77,17 +67,14 @@ type CloseTenantAccountsRequest struct {
 // a non-final status rolls them back.
 type CloseTenantAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p CloseTenantAccountsParams) (runtime.Response, error)
 
-// ExportCSVParams holds the parameters of operation exportCSV (POST /{tenant}/exports/{file}.csv).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// ExportCSVParams holds the parameters of operation exportCSV; the idempotency key header is not
+// here: the runtime reads and validates it.
 type ExportCSVParams struct {
 	Tenant string // path parameter tenant
 	File   string // path parameter file
 }
 
-// ExportCSVRequest is a decoded request to exportCSV.
+// ExportCSVRequest is a decoded request to operation exportCSV.
 type ExportCSVRequest struct {
 	Params ExportCSVParams
 }

@@ -5,36 +5,35 @@ package petstore
 
 import (
 	"errors"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/internal/fptest"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
-// fingerprint is the fingerprint the runtime computes for a createPet request with body and the
-// X-Store-Id header store.
-func fingerprint(t *testing.T, body, store string) canonical.Fingerprint {
-	t.Helper()
-	r := httptest.NewRequest("POST", "/pets", strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("X-Store-Id", store)
-	_, fp, err := runtime.Fingerprint(operationCreatePet(), decodeCreatePet, r)
-	if err != nil {
-		t.Fatal(err)
+const order = `{"petId":1,"quantity":1}`
+
+// createPet decodes a createPet request with the X-Store-Id header store through the generated
+// decode function, and returns it with its fingerprint.
+func createPet(body, store string) (CreatePetRequest, canonical.Fingerprint, error) {
+	r := httptest.NewRequest("POST", "/pets", nil)
+	if store != "" {
+		r.Header.Set("X-Store-Id", store)
 	}
-	return fp
+	return fptest.Decode(operationCreatePet(), decodeCreatePet, r, "application/json", []byte(body))
 }
 
 func TestPlaceOrderParams(t *testing.T) {
 	r := httptest.NewRequest("POST", "/stores/42/orders?include=pet,store&limit=7&ids=3%7C5", nil)
 	r.SetPathValue("storeId", "42")
-	p, err := parsePlaceOrderParams(r)
+	req, _, err := fptest.Decode(operationPlaceOrder(), decodePlaceOrder, r, "application/json", []byte(order))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := req.Params
 	if p.StoreID != 42 || len(p.Include) != 2 || p.Include[1] != PlaceOrderParamsIncludeItemStore || p.Limit == nil || *p.Limit != 7 ||
 		len(p.Ids) != 2 || p.Ids[1] != 5 {
 		t.Fatalf("params = %+v", p)
@@ -53,7 +52,7 @@ func TestPlaceOrderParams(t *testing.T) {
 		r := httptest.NewRequest("POST", "/stores/"+tt.store+"/orders?"+tt.query, nil)
 		r.SetPathValue("storeId", tt.store)
 		var be *gen.BodyError
-		_, err := parsePlaceOrderParams(r)
+		_, _, err := fptest.Decode(operationPlaceOrder(), decodePlaceOrder, r, "application/json", []byte(order))
 		if !errors.As(err, &be) || be.Pointer() != tt.at || !strings.HasPrefix(err.Error(), tt.detail) {
 			t.Errorf("%s ?%s: err = %v, want *gen.BodyError at %s starting %q", tt.store, tt.query, err, tt.at, tt.detail)
 		}
@@ -62,7 +61,7 @@ func TestPlaceOrderParams(t *testing.T) {
 
 func TestCreatePetChecks(t *testing.T) {
 	ok := `{"name":"Rex","species":"dog","age":3,"weight_kg":12.5,"owner":{"email":"a@b","phone":null}}`
-	if _, err := decodeCreatePetJSON([]byte(ok)); err != nil {
+	if _, _, err := createPet(ok, "s1"); err != nil {
 		t.Fatalf("valid pet: %v", err)
 	}
 	for _, body := range []string{
@@ -76,7 +75,7 @@ func TestCreatePetChecks(t *testing.T) {
 		`{"name":"Rex","species":"dog","tags":[{}]}`,                 // required in array items
 		`{"name":"Rex","species":"dog","attributes":{"a":"1"}}`,      // map value type
 	} {
-		if _, err := decodeCreatePetJSON([]byte(body)); err == nil {
+		if _, _, err := createPet(body, "s1"); err == nil {
 			t.Errorf("%s: accepted", body)
 		}
 	}
@@ -84,7 +83,11 @@ func TestCreatePetChecks(t *testing.T) {
 
 func TestCreatePetFingerprint(t *testing.T) {
 	fp := func(body, store string) canonical.Fingerprint {
-		return fingerprint(t, body, store)
+		_, fp, err := createPet(body, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
 	}
 	a := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"x"}]}`, "s1")
 	if b := fp(`{"name":"Rex","species":"dog","tags":[{"label":"a","note":"y"}]}`, "s1"); a != b {
@@ -100,19 +103,26 @@ func TestCreatePetFingerprint(t *testing.T) {
 
 func TestTypedAdditionalProperties(t *testing.T) {
 	base := `{"name":"Rex","species":"dog","preferences":`
-	v, err := decodeCreatePetJSON([]byte(base + `{"food":"fish","walks":2,"naps":5}}`))
+	req, _, err := createPet(base+`{"food":"fish","walks":2,"naps":5}}`, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := req.Body
 	if v.Preferences == nil || v.Preferences.AdditionalProperties["naps"] != 5 {
 		t.Fatalf("preferences = %+v", v.Preferences)
 	}
 	for _, bad := range []string{`{"food":"fish","walks":-1}}`, `{"food":"fish","walks":"2"}}`, `{"food":"fish","walks":1,"walks":2}}`} {
-		if _, err := decodeCreatePetJSON([]byte(base + bad)); err == nil {
+		if _, _, err := createPet(base+bad, "s1"); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	fp := func(body string) canonical.Fingerprint { return fingerprint(t, body, "s1") }
+	fp := func(body string) canonical.Fingerprint {
+		_, fp, err := createPet(body, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
 	got := string(appendCanonicalPreferences(nil, v.Preferences))
 	if want := `{"food":"fish","naps":5,"walks":2}`; got != want {
 		t.Errorf("canonical form %s, want %s", got, want)

@@ -2,153 +2,55 @@
 
 package petstore
 
-import (
-	"github.com/idemgen/idemgen/runtime/canonical"
-	"slices"
-)
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalNewPetForCreatePet appends the canonical form (RFC 8785) of v to b: members age,
 // attributes, name, owner, preferences, species, tags, vaccinated, weight_kg.
 func appendCanonicalNewPetForCreatePet(b []byte, v *NewPet) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "age")
-	if v.Age != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"age\":"...)
-		b = canonical.AppendInt(b, int64(*v.Age))
-	}
-	b, x = x.AppendBefore(b, start, "attributes")
-	if v.Attributes != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"attributes\":"...)
-		b = canonical.AppendMap(b, v.Attributes, canonical.AppendInt)
-	}
-	b, x = x.AppendBefore(b, start, "name")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"name\":"...)
-	b = canonical.AppendString(b, v.Name)
-	b, x = x.AppendBefore(b, start, "owner")
-	if v.Owner != nil {
-		b = append(b, ",\"owner\":"...)
-		b = appendCanonicalOwner(b, v.Owner)
-	}
-	b, x = x.AppendBefore(b, start, "preferences")
-	if v.Preferences != nil {
-		b = append(b, ",\"preferences\":"...)
-		b = appendCanonicalPreferences(b, v.Preferences)
-	}
-	b, x = x.AppendBefore(b, start, "species")
-	b = append(b, ",\"species\":"...)
-	b = canonical.AppendString(b, string(v.Species))
-	b, x = x.AppendBefore(b, start, "tags")
-	if v.Tags != nil {
-		b = append(b, ",\"tags\":"...)
-		b = append(b, '[')
-		for i0 := range v.Tags {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = appendCanonicalNewPetTagsItemForCreatePet(b, &v.Tags[i0])
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "vaccinated")
-	if v.Vaccinated != nil {
-		b = append(b, ",\"vaccinated\":"...)
-		b = canonical.AppendBool(b, *v.Vaccinated)
-	}
-	b, x = x.AppendBefore(b, start, "weight_kg")
-	if v.WeightKg != nil {
-		b = append(b, ",\"weight_kg\":"...)
-		b = canonical.AppendFloat(b, *v.WeightKg)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"age":`, v.Age)
+	b = canonical.OptMap(&o, b, `"attributes":`, v.Attributes, canonical.AppendInt)
+	b = o.String(b, `"name":`, v.Name)
+	b = canonical.OptObject(&o, b, `"owner":`, v.Owner, appendCanonicalOwner)
+	b = canonical.OptObject(&o, b, `"preferences":`, v.Preferences, appendCanonicalPreferences)
+	b = o.String(b, `"species":`, string(v.Species))
+	b = canonical.OptObjects(&o, b, `"tags":`, v.Tags, appendCanonicalNewPetTagsItemForCreatePet)
+	b = canonical.OptBool(&o, b, `"vaccinated":`, v.Vaccinated)
+	b = canonical.OptFloat(&o, b, `"weight_kg":`, v.WeightKg)
+	return o.End(b)
 }
 
 // appendCanonicalOrder appends the canonical form (RFC 8785) of v to b: members complete, petId,
 // quantity, shipDate, status.
 func appendCanonicalOrder(b []byte, v *Order) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "complete")
-	if v.Complete != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"complete\":"...)
-		b = canonical.AppendBool(b, *v.Complete)
-	}
-	b, x = x.AppendBefore(b, start, "petId")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"petId\":"...)
-	b = canonical.AppendInt(b, v.PetID)
-	b, x = x.AppendBefore(b, start, "quantity")
-	b = append(b, ",\"quantity\":"...)
-	b = canonical.AppendInt(b, int64(v.Quantity))
-	b, x = x.AppendBefore(b, start, "shipDate")
-	if v.ShipDate != nil {
-		b = append(b, ",\"shipDate\":"...)
-		b = canonical.AppendString(b, *v.ShipDate)
-	}
-	b, x = x.AppendBefore(b, start, "status")
-	if v.Status != nil {
-		b = append(b, ",\"status\":"...)
-		b = canonical.AppendString(b, string(*v.Status))
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptBool(&o, b, `"complete":`, v.Complete)
+	b = o.Int(b, `"petId":`, v.PetID)
+	b = o.Int(b, `"quantity":`, int64(v.Quantity))
+	b = canonical.OptString(&o, b, `"shipDate":`, v.ShipDate)
+	b = canonical.OptString(&o, b, `"status":`, v.Status)
+	return o.End(b)
 }
 
 // appendCanonicalOwner appends the canonical form (RFC 8785) of v to b: members email, phone.
 func appendCanonicalOwner(b []byte, v *Owner) []byte {
-	b = append(b, '{')
-	start := len(b)
-	b = canonical.Comma(b, start)
-	b = append(b, "\"email\":"...)
-	b = canonical.AppendString(b, v.Email)
-	if v.Phone != nil {
-		b = append(b, ",\"phone\":"...)
-		b = canonical.AppendString(b, *v.Phone)
-	}
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, nil)
+	b = o.String(b, `"email":`, v.Email)
+	b = canonical.OptString(&o, b, `"phone":`, v.Phone)
+	return o.End(b)
 }
 
 // appendCanonicalPreferences appends the canonical form (RFC 8785) of v to b: members food.
 func appendCanonicalPreferences(b []byte, v *Preferences) []byte {
-	b = append(b, '{')
-	start := len(b)
-	var x canonical.Members
-	for k, e := range v.AdditionalProperties {
-		b := []byte(nil)
-		b = canonical.AppendInt(b, e)
-		x = append(x, canonical.Member{
-			Name:  k,
-			Value: b,
-		})
-	}
-	slices.SortFunc(x, func(p, q canonical.Member) int {
-		return canonical.Compare(p.Name, q.Name)
-	})
-	b, x = x.AppendBefore(b, start, "food")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"food\":"...)
-	b = canonical.AppendString(b, v.Food)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, canonical.MapMembers(v.AdditionalProperties, canonical.AppendInt))
+	b = o.String(b, `"food":`, v.Food)
+	return o.End(b)
 }
 
 // appendCanonicalNewPetTagsItemForCreatePet appends the canonical form (RFC 8785) of v to b:
 // members label.
 func appendCanonicalNewPetTagsItemForCreatePet(b []byte, v *NewPetTagsItem) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "label")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"label\":"...)
-	b = canonical.AppendString(b, v.Label)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"label":`, v.Label)
+	return o.End(b)
 }

@@ -5,497 +5,161 @@ package petstore
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"math"
-	"net/http"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 )
 
-// decodeCreatePet reads a request to createPet: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreatePet(in *gen.Input) (v CreatePetRequest, err error) {
-	if v.Body, err = decodeCreatePetJSON(in.Body); err != nil {
-		return
+// decodeCreatePet decodes a request to createPet: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeCreatePet(in *gen.Input) (r CreatePetRequest, _ error) {
+	decodeNewPet(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalNewPetForCreatePet(in.BodyStart(), &r.Body))
+	p := in.Params()
+	if p.Query("dry_run", false).Present() {
+		r.Params.DryRun = canonical.Ptr(p.Bool())
 	}
-	if v.Params, err = parseCreatePetParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalNewPetForCreatePet(in.BodyStart(), &v.Body))
-	return
+	r.Params.XStoreID = p.Header("X-Store-Id", true).Str()
+	p.Length(r.Params.XStoreID, 1, -1)
+	return r, in.Err()
 }
 
-// decodeCreatePetJSON decodes a application/json request body of operation createPet strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePetJSON(data []byte) (CreatePetBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePetBody
-	decodeNewPet(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePetParams reads the path, query and header parameters of createPet.
-func parseCreatePetParams(r *http.Request) (CreatePetParams, error) {
-	var p CreatePetParams
-	q := r.URL.Query()
-	{
-		vs := q["dry_run"]
-		if len(vs) > 0 {
-			if len(vs) > 1 {
-				return p, &gen.BodyError{
-					At:     "/query/dry_run",
-					Reason: "query parameter \"dry_run\": given more than once",
-				}
-			}
-			var x bool
-			switch vs[0] {
-			case "true":
-				x = true
-			case "false":
-				x = false
-			default:
-				return p, &gen.BodyError{
-					At:     "/query/dry_run",
-					Reason: "query parameter \"dry_run\": must be true or false",
-				}
-			}
-			p.DryRun = &x
-		}
+// decodePlaceOrder decodes a request to placeOrder: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodePlaceOrder(in *gen.Input) (r PlaceOrderRequest, _ error) {
+	decodeOrder(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &r.Body))
+	p := in.Params()
+	r.Params.StoreID = p.Path("storeId").Int64()
+	p.Min(r.Params.StoreID, 1)
+	for p.QueryList("ids", "|", false); p.Next(); {
+		r.Params.Ids = append(r.Params.Ids, p.Int64())
 	}
-	{
-		vs := r.Header.Values("X-Store-Id")
-		if len(vs) == 0 {
-			return p, &gen.BodyError{
-				At:     "/header/X-Store-Id",
-				Reason: "header parameter \"X-Store-Id\": missing",
-			}
-		}
-		if len(vs) > 1 {
-			return p, &gen.BodyError{
-				At:     "/header/X-Store-Id",
-				Reason: "header parameter \"X-Store-Id\": given more than once",
-			}
-		}
-		p.XStoreID = vs[0]
-		if utf8.RuneCountInString(p.XStoreID) < 1 {
-			return p, &gen.BodyError{
-				At:     "/header/X-Store-Id",
-				Reason: "header parameter \"X-Store-Id\": length must be at least 1",
-			}
-		}
+	for p.QueryList("include", ",", false); p.Next(); {
+		r.Params.Include = append(r.Params.Include, PlaceOrderParamsIncludeItem(p.Enum("pet", "store")))
 	}
-	return p, nil
-}
-
-// decodePlaceOrder reads a request to placeOrder: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePlaceOrder(in *gen.Input) (v PlaceOrderRequest, err error) {
-	if v.Body, err = decodePlaceOrderJSON(in.Body); err != nil {
-		return
+	if p.Query("limit", false).Present() {
+		r.Params.Limit = canonical.Ptr(p.Int32())
+		p.Max(int64(*r.Params.Limit), 100)
 	}
-	in.Request.SetPathValue("storeId", in.PathValue("storeId"))
-	if v.Params, err = parsePlaceOrderParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodePlaceOrderJSON decodes a application/json request body of operation placeOrder strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodePlaceOrderJSON(data []byte) (PlaceOrderBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PlaceOrderBody
-	decodeOrder(d, &v)
-	return v, d.Finish()
-}
-
-// parsePlaceOrderParams reads the path, query and header parameters of placeOrder.
-func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
-	var p PlaceOrderParams
-	q := r.URL.Query()
-	{
-		s := r.PathValue("storeId")
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return p, &gen.BodyError{
-				At:     "/path/storeId",
-				Reason: "path parameter \"storeId\": must be an integer (int64)",
-			}
-		}
-		p.StoreID = n
-		if p.StoreID < 1 {
-			return p, &gen.BodyError{
-				At:     "/path/storeId",
-				Reason: "path parameter \"storeId\": must be at least 1",
-			}
-		}
-	}
-	{
-		vs := q["ids"]
-		if len(vs) > 0 {
-			var items []string
-			for _, v := range vs {
-				for _, it := range strings.Split(v, "|") {
-					items = append(items, strings.TrimSpace(it))
-				}
-			}
-			for _, it := range items {
-				var e int64
-				n, err := strconv.ParseInt(it, 10, 64)
-				if err != nil {
-					return p, &gen.BodyError{
-						At:     "/query/ids",
-						Reason: "query parameter \"ids\": must be an integer (int64)",
-					}
-				}
-				e = n
-				p.Ids = append(p.Ids, e)
-			}
-		}
-	}
-	{
-		vs := q["include"]
-		if len(vs) > 0 {
-			var items []string
-			for _, v := range vs {
-				for _, it := range strings.Split(v, ",") {
-					items = append(items, strings.TrimSpace(it))
-				}
-			}
-			for _, it := range items {
-				var e PlaceOrderParamsIncludeItem
-				e = PlaceOrderParamsIncludeItem(it)
-				switch e {
-				case PlaceOrderParamsIncludeItemPet, PlaceOrderParamsIncludeItemStore:
-				default:
-					return p, &gen.BodyError{
-						At:     "/query/include",
-						Reason: "query parameter \"include\": must be one of \"pet\", \"store\"",
-					}
-				}
-				p.Include = append(p.Include, e)
-			}
-		}
-	}
-	{
-		vs := q["limit"]
-		if len(vs) > 0 {
-			if len(vs) > 1 {
-				return p, &gen.BodyError{
-					At:     "/query/limit",
-					Reason: "query parameter \"limit\": given more than once",
-				}
-			}
-			var x int32
-			n, err := strconv.ParseInt(vs[0], 10, 32)
-			if err != nil {
-				return p, &gen.BodyError{
-					At:     "/query/limit",
-					Reason: "query parameter \"limit\": must be an integer (int32)",
-				}
-			}
-			x = int32(n)
-			if x > 100 {
-				return p, &gen.BodyError{
-					At:     "/query/limit",
-					Reason: "query parameter \"limit\": must be at most 100",
-				}
-			}
-			p.Limit = &x
-		}
-	}
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeNewPet(d *canonical.Decoder, v *NewPet) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "name":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Name = d.Str()
-			if utf8.RuneCountInString(v.Name) < 1 {
-				d.Invalid("length must be at least 1")
-			}
-			if utf8.RuneCountInString(v.Name) > 64 {
-				d.Invalid("length must be at most 64")
-			}
+			v.Name = d.Field(&seen, 0).Str()
+			d.Length(v.Name, 1, 64)
 		case "species":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Species = Species(d.Str())
-			switch v.Species {
-			case SpeciesDog, SpeciesCat, SpeciesBird, SpeciesGuineaPig:
-			default:
-				d.Invalid("must be one of \"dog\", \"cat\", \"bird\", \"guinea-pig\"")
-			}
+			v.Species = Species(d.Field(&seen, 1).Enum("dog", "cat", "bird", "guinea-pig"))
 		case "age":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x int32
-			{
-				n := d.Int64()
-				if n < math.MinInt32 || n > math.MaxInt32 {
-					d.Invalid("outside the int32 range")
-				}
-				x = int32(n)
-			}
-			if x < 0 {
-				d.Invalid("must be at least 0")
-			}
-			if x > 200 {
-				d.Invalid("must be at most 200")
-			}
-			v.Age = &x
+			v.Age = canonical.Ptr(d.Field(&seen, 2).Int32())
+			d.Min(int64(*v.Age), 0)
+			d.Max(int64(*v.Age), 200)
 		case "weight_kg":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			var x float64
-			x = d.Float64()
-			if x <= 0.0 {
-				d.Invalid("must be greater than 0")
-			}
-			v.WeightKg = &x
+			v.WeightKg = canonical.Ptr(d.Field(&seen, 3).Float64())
+			d.ExclusiveMinFloat(*v.WeightKg, 0.0)
 		case "vaccinated":
-			if !d.Once(&seen, 4) {
-				return
-			}
-			var x bool
-			x = d.Bool()
-			v.Vaccinated = &x
+			v.Vaccinated = canonical.Ptr(d.Field(&seen, 4).Bool())
 		case "tags":
-			if !d.Once(&seen, 5) {
-				return
+			v.Tags = []NewPetTagsItem{}
+			for d.Field(&seen, 5).BeginArray(); d.NextElement(); {
+				decodeNewPetTagsItem(d, canonical.Grow(&v.Tags))
 			}
-			if d.BeginArray() {
-				v.Tags = []NewPetTagsItem{}
-				for d.NextElement() {
-					var e1 NewPetTagsItem
-					decodeNewPetTagsItem(d, &e1)
-					v.Tags = append(v.Tags, e1)
-				}
-				d.EndArray()
-				if len(v.Tags) > 10 {
-					d.Invalid("must have at most 10 items")
-				}
-			}
+			d.EndArray()
+			d.Items(len(v.Tags), -1, 10)
 		case "owner":
-			if !d.Once(&seen, 6) {
-				return
-			}
-			var x Owner
-			decodeOwner(d, &x)
-			v.Owner = &x
+			v.Owner = new(Owner)
+			decodeOwner(d.Field(&seen, 6), v.Owner)
 		case "attributes":
-			if !d.Once(&seen, 7) {
-				return
+			v.Attributes = map[string]int64{}
+			for d.Field(&seen, 7).BeginObject(); d.NextMember(); {
+				v.Attributes[canonical.MapKey(d, v.Attributes)] = d.Int64()
 			}
-			if d.BeginObject() {
-				v.Attributes = map[string]int64{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Attributes[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 int64
-					e1 = d.Int64()
-					v.Attributes[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "preferences":
-			if !d.Once(&seen, 8) {
-				return
-			}
-			var x Preferences
-			decodePreferences(d, &x)
-			v.Preferences = &x
+			v.Preferences = new(Preferences)
+			decodePreferences(d.Field(&seen, 8), v.Preferences)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("name")
-	case seen&(1<<1) == 0:
-		d.Missing("species")
-	}
+	d.Required(seen, "name", "species")
 }
 
 func decodeNewPetTagsItem(d *canonical.Decoder, v *NewPetTagsItem) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "label":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Label = d.Str()
+			v.Label = d.Field(&seen, 0).Str()
 		case "note":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Note = &x
+			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("label")
-	}
+	d.Required(seen, "label")
 }
 
 func decodeOwner(d *canonical.Decoder, v *Owner) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "email":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Email = d.Str()
+			v.Email = d.Field(&seen, 0).Str()
 		case "phone":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			if !d.Null() {
-				var x string
-				x = d.Str()
-				v.Phone = &x
+			if !d.Field(&seen, 1).Null() {
+				v.Phone = canonical.Ptr(d.Str())
 			}
 		default:
 			d.Reject()
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("email")
-	}
+	d.Required(seen, "email")
 }
 
 func decodePreferences(d *canonical.Decoder, v *Preferences) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "food":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Food = d.Str()
+			v.Food = d.Field(&seen, 0).Str()
 		default:
-			k := d.Key()
-			if _, dup := v.AdditionalProperties[k]; dup {
-				d.Duplicate()
-			}
 			if v.AdditionalProperties == nil {
 				v.AdditionalProperties = map[string]int64{}
 			}
-			var e int64
-			e = d.Int64()
-			if e < 0 {
-				d.Invalid("must be at least 0")
-			}
-			v.AdditionalProperties[k] = e
+			k1 := canonical.MapKey(d, v.AdditionalProperties)
+			e1 := d.Int64()
+			d.Min(e1, 0)
+			v.AdditionalProperties[k1] = e1
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("food")
-	}
+	d.Required(seen, "food")
 }
 
 func decodeOrder(d *canonical.Decoder, v *Order) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "petId":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.PetID = d.Int64()
+			v.PetID = d.Field(&seen, 0).Int64()
 		case "quantity":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			{
-				n := d.Int64()
-				if n < math.MinInt32 || n > math.MaxInt32 {
-					d.Invalid("outside the int32 range")
-				}
-				v.Quantity = int32(n)
-			}
-			if v.Quantity < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Quantity = d.Field(&seen, 1).Int32()
+			d.Min(int64(v.Quantity), 1)
 		case "status":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x OrderStatus
-			x = OrderStatus(d.Str())
-			switch x {
-			case OrderStatusPlaced, OrderStatusApproved, OrderStatusDelivered:
-			default:
-				d.Invalid("must be one of \"placed\", \"approved\", \"delivered\"")
-			}
-			v.Status = &x
+			v.Status = canonical.Ptr(OrderStatus(d.Field(&seen, 2).Enum("placed", "approved", "delivered")))
 		case "shipDate":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.ShipDate = &x
+			v.ShipDate = canonical.Ptr(d.Field(&seen, 3).Str())
 		case "complete":
-			if !d.Once(&seen, 4) {
-				return
-			}
-			var x bool
-			x = d.Bool()
-			v.Complete = &x
+			v.Complete = canonical.Ptr(d.Field(&seen, 4).Bool())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("petId")
-	case seen&(1<<1) == 0:
-		d.Missing("quantity")
-	}
+	d.Required(seen, "petId", "quantity")
 }

@@ -5,31 +5,35 @@ package petstore
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreatePetHandler returns the http.Handler of operation createPet (POST /pets): Create a pet.
+// CreatePetHandler returns the http.Handler of POST /pets (createPet): fn runs at most once per
+// idempotency key. Register mounts it at "POST /pets"; mount it yourself on another router the same
+// way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key (optional:
-// without it the request runs unguarded); fingerprint excludes /tags/*/note. It serves the
-// operation through the idempotency runtime: the decoder, the fingerprint and the state machine run
-// before fn. Register mounts it; mount it yourself on another router at the pattern "POST /pets".
-func NewCreatePetHandler(rt *runtime.Runtime, fn CreatePetFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePet(), decodeCreatePet, func(ctx context.Context, db pgstore.DBTX, in *CreatePetRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePetHandler(rt *runtime.Runtime, fn CreatePetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePet(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPlaceOrderHandler returns the http.Handler of operation placeOrder (POST
-// /stores/{storeId}/orders).
+// PlaceOrderHandler returns the http.Handler of POST /stores/{storeId}/orders (placeOrder): fn runs
+// at most once per idempotency key. Register mounts it at "POST /stores/{storeId}/orders"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 48h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /stores/{storeId}/orders".
-func NewPlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPlaceOrder(), decodePlaceOrder, func(ctx context.Context, db pgstore.DBTX, in *PlaceOrderRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePlaceOrder(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

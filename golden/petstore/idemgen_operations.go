@@ -15,24 +15,16 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePet returns the resolved idempotency settings of createPet.
+// operationCreatePet returns the resolved idempotency settings of createPet; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreatePet() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPet",
-		Method: "POST",
-		Path:   "/pets",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:          24 * time.Hour,
-		Lease:              30 * time.Second,
-		BodyLimit:          1 << 20,
-		ResponseLimit:      1 << 20,
+		ID:                 "createPet",
+		Method:             "POST",
+		Path:               "/pets",
+		Key:                runtime.KeyRule{Header: "Idempotency-Key"},
 		MediaTypes:         []string{"application/json"},
 		Query:              []string{"dry_run"},
 		FingerprintHeaders: []string{"X-Store-Id"},
@@ -40,26 +32,19 @@ func operationCreatePet() *runtime.Operation {
 	}
 }
 
-// operationPlaceOrder returns the resolved idempotency settings of placeOrder.
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "placeOrder",
-		Method: "POST",
-		Path:   "/stores/{storeId}/orders",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     48 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Query:         []string{"ids", "include", "limit"},
+		ID:         "placeOrder",
+		Method:     "POST",
+		Path:       "/stores/{storeId}/orders",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  48 * time.Hour,
+		MediaTypes: []string{"application/json"},
+		Query:      []string{"ids", "include", "limit"},
 	}
 }
 
@@ -116,11 +101,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreatePet != nil {
 		pattern = "POST /pets"
-		mux.Handle(pattern, NewCreatePetHandler(rt, h.CreatePet))
+		mux.Handle(pattern, CreatePetHandler(rt, h.CreatePet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /stores/{storeId}/orders"
-		mux.Handle(pattern, NewPlaceOrderHandler(rt, h.PlaceOrder))
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }

@@ -11,17 +11,16 @@ import (
 
 // NewPet is a request type (schema NewPet).
 type NewPet struct {
-	Name        string           `json:"name"`
-	Species     Species          `json:"species"`
-	Age         *int32           `json:"age,omitempty"`
-	WeightKg    *float64         `json:"weight_kg,omitempty"`
-	Vaccinated  *bool            `json:"vaccinated,omitempty"`
-	Tags        []NewPetTagsItem `json:"tags,omitempty"`
-	Owner       *Owner           `json:"owner,omitempty"`
-	Attributes  map[string]int64 `json:"attributes,omitempty"`
-	Preferences *Preferences     `json:"preferences,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Name        string            `json:"name"`
+	Species     Species           `json:"species"`
+	Age         *int32            `json:"age,omitempty"`
+	WeightKg    *float64          `json:"weight_kg,omitempty"`
+	Vaccinated  *bool             `json:"vaccinated,omitempty"`
+	Tags        []NewPetTagsItem  `json:"tags,omitempty"`
+	Owner       *Owner            `json:"owner,omitempty"`
+	Attributes  map[string]int64  `json:"attributes,omitempty"`
+	Preferences *Preferences      `json:"preferences,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Species is a string enum (schema Species).
@@ -37,10 +36,9 @@ const (
 // NewPetTagsItem is a request type (inline schema at
 // /components/schemas/NewPet/properties/tags/items).
 type NewPetTagsItem struct {
-	Label string  `json:"label"`
-	Note  *string `json:"note,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Label string            `json:"label"`
+	Note  *string           `json:"note,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Owner is a request type (schema Owner).
@@ -51,20 +49,18 @@ type Owner struct {
 
 // Preferences is a request type (schema Preferences).
 type Preferences struct {
-	Food string `json:"food"`
-	// Members the schema does not declare (additionalProperties), checked against its schema; they are part of the fingerprint.
-	AdditionalProperties map[string]int64 `json:"-"`
+	Food                 string           `json:"food"`
+	AdditionalProperties map[string]int64 `json:"-"` // undeclared members (additionalProperties, checked): fingerprinted
 }
 
 // Order is a request type (schema Order).
 type Order struct {
-	PetID    int64        `json:"petId"`
-	Quantity int32        `json:"quantity"`
-	Status   *OrderStatus `json:"status,omitempty"`
-	ShipDate *string      `json:"shipDate,omitempty"`
-	Complete *bool        `json:"complete,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	PetID    int64             `json:"petId"`
+	Quantity int32             `json:"quantity"`
+	Status   *OrderStatus      `json:"status,omitempty"`
+	ShipDate *string           `json:"shipDate,omitempty"`
+	Complete *bool             `json:"complete,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // OrderStatus is a string enum (inline schema at /components/schemas/Order/properties/status).
@@ -85,12 +81,8 @@ const (
 	PlaceOrderParamsIncludeItemStore PlaceOrderParamsIncludeItem = "store"
 )
 
-// CreatePetParams holds the parameters of operation createPet (POST /pets): Create a pet.
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key (optional:
-// without it the request runs unguarded); fingerprint excludes /tags/*/note.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePetParams holds the parameters of operation createPet; the idempotency key header is not
+// here: the runtime reads and validates it.
 type CreatePetParams struct {
 	DryRun   *bool  // query parameter dry_run
 	XStoreID string // header parameter X-Store-Id
@@ -99,7 +91,7 @@ type CreatePetParams struct {
 // CreatePetBody is the request body of operation createPet.
 type CreatePetBody = NewPet
 
-// CreatePetRequest is a decoded request to createPet.
+// CreatePetRequest is a decoded request to operation createPet.
 type CreatePetRequest struct {
 	Params CreatePetParams
 	Body   CreatePetBody
@@ -114,11 +106,8 @@ type CreatePetRequest struct {
 // a non-final status rolls them back.
 type CreatePetFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePetParams, body CreatePetBody) (runtime.Response, error)
 
-// PlaceOrderParams holds the parameters of operation placeOrder (POST /stores/{storeId}/orders).
-//
-// Idempotency: mode atomic, scope tenant, retention 48h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PlaceOrderParams holds the parameters of operation placeOrder; the idempotency key header is not
+// here: the runtime reads and validates it.
 type PlaceOrderParams struct {
 	StoreID int64                         // path parameter storeId
 	Ids     []int64                       // query parameter ids
@@ -129,7 +118,7 @@ type PlaceOrderParams struct {
 // PlaceOrderBody is the request body of operation placeOrder.
 type PlaceOrderBody = Order
 
-// PlaceOrderRequest is a decoded request to placeOrder.
+// PlaceOrderRequest is a decoded request to operation placeOrder.
 type PlaceOrderRequest struct {
 	Params PlaceOrderParams
 	Body   PlaceOrderBody

@@ -6,16 +6,8 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalSendMessageBody appends the canonical form (RFC 8785) of v to b: members text, to.
 func appendCanonicalSendMessageBody(b []byte, v *SendMessageBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "text")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"text\":"...)
-	b = canonical.AppendString(b, v.Text)
-	b, x = x.AppendBefore(b, start, "to")
-	b = append(b, ",\"to\":"...)
-	b = canonical.AppendString(b, v.To)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"text":`, v.Text)
+	b = o.String(b, `"to":`, v.To)
+	return o.End(b)
 }

@@ -5,80 +5,32 @@ package repeatable
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeSendMessage reads a request to sendMessage: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeSendMessage(in *gen.Input) (v SendMessageRequest, err error) {
-	if v.Body, err = decodeSendMessageJSON(in.Body); err != nil {
-		return
+// decodeSendMessage decodes a request to sendMessage: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeSendMessage(in *gen.Input) (r SendMessageRequest, _ error) {
+	decodeSendMessageBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalSendMessageBody(in.BodyStart(), &r.Body))
+	p := in.Params()
+	if p.Header("Repeatability-First-Sent", false).Present() {
+		r.Params.RepeatabilityFirstSent = canonical.Ptr(p.Str())
 	}
-	if v.Params, err = parseSendMessageParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalSendMessageBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeSendMessageJSON decodes a application/json request body of operation sendMessage strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeSendMessageJSON(data []byte) (SendMessageBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v SendMessageBody
-	decodeSendMessageBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseSendMessageParams reads the path, query and header parameters of sendMessage.
-func parseSendMessageParams(r *http.Request) (SendMessageParams, error) {
-	var p SendMessageParams
-	{
-		vs := r.Header.Values("Repeatability-First-Sent")
-		if len(vs) > 0 {
-			if len(vs) > 1 {
-				return p, &gen.BodyError{
-					At:     "/header/Repeatability-First-Sent",
-					Reason: "header parameter \"Repeatability-First-Sent\": given more than once",
-				}
-			}
-			var x string
-			x = vs[0]
-			p.RepeatabilityFirstSent = &x
-		}
-	}
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeSendMessageBody(d *canonical.Decoder, v *SendMessageBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "to":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.To = d.Str()
+			v.To = d.Field(&seen, 0).Str()
 		case "text":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Text = d.Str()
+			v.Text = d.Field(&seen, 1).Str()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("to")
-	case seen&(1<<1) == 0:
-		d.Missing("text")
-	}
+	d.Required(seen, "to", "text")
 }

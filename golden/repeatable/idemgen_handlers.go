@@ -5,18 +5,21 @@ package repeatable
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewSendMessageHandler returns the http.Handler of operation sendMessage (POST /messages).
+// SendMessageHandler returns the http.Handler of POST /messages (sendMessage): fn runs at most once
+// per idempotency key. Register mounts it at "POST /messages"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Repeatability-Request-ID
-// (optional: without it the request runs unguarded). It serves the operation through the
-// idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register
-// mounts it; mount it yourself on another router at the pattern "POST /messages".
-func NewSendMessageHandler(rt *runtime.Runtime, fn SendMessageFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationSendMessage(), decodeSendMessage, func(ctx context.Context, db pgstore.DBTX, in *SendMessageRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func SendMessageHandler(rt *runtime.Runtime, fn SendMessageFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationSendMessage(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeSendMessage(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

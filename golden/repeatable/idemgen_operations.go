@@ -8,33 +8,23 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationSendMessage returns the resolved idempotency settings of sendMessage.
+// operationSendMessage returns the resolved idempotency settings of sendMessage; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationSendMessage() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "sendMessage",
-		Method: "POST",
-		Path:   "/messages",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Repeatability-Request-ID",
-			Required:  false,
-			MinLength: 1,
-			MaxLength: 255,
-			FirstSent: "Repeatability-First-Sent",
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "sendMessage",
+		Method:     "POST",
+		Path:       "/messages",
+		Key:        runtime.KeyRule{Header: "Repeatability-Request-ID", MinLength: 1, FirstSent: "Repeatability-First-Sent"},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -88,7 +78,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.SendMessage != nil {
 		pattern = "POST /messages"
-		mux.Handle(pattern, NewSendMessageHandler(rt, h.SendMessage))
+		mux.Handle(pattern, SendMessageHandler(rt, h.SendMessage))
 	}
 	return nil
 }

@@ -12,23 +12,18 @@ import (
 // SendMessageBody is a request type (inline schema at
 // /paths/~1messages/post/requestBody/content/application~1json/schema).
 type SendMessageBody struct {
-	To   string `json:"to"`
-	Text string `json:"text"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	To    string            `json:"to"`
+	Text  string            `json:"text"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// SendMessageParams holds the parameters of operation sendMessage (POST /messages).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Repeatability-Request-ID
-// (optional: without it the request runs unguarded).
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// SendMessageParams holds the parameters of operation sendMessage; the idempotency key header is
+// not here: the runtime reads and validates it.
 type SendMessageParams struct {
 	RepeatabilityFirstSent *string // header parameter Repeatability-First-Sent
 }
 
-// SendMessageRequest is a decoded request to sendMessage.
+// SendMessageRequest is a decoded request to operation sendMessage.
 type SendMessageRequest struct {
 	Params SendMessageParams
 	Body   SendMessageBody

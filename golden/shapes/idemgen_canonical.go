@@ -9,235 +9,82 @@ import (
 
 // appendCanonicalItem appends the canonical form (RFC 8785) of v to b: members qty, sku.
 func appendCanonicalItem(b []byte, v *Item) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "qty")
-	if v.Qty != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"qty\":"...)
-		b = canonical.AppendInt(b, *v.Qty)
-	}
-	b, x = x.AppendBefore(b, start, "sku")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"sku\":"...)
-	b = canonical.AppendString(b, v.Sku)
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"qty":`, v.Qty)
+	b = o.String(b, `"sku":`, v.Sku)
+	return o.End(b)
 }
 
 // appendCanonicalKitchenSinkBodyForKitchenSink appends the canonical form (RFC 8785) of v to b:
 // members anything, byName, closedEmpty, colors, freeForm, grid, id, level, mapOfLists, matrix,
 // maybe, nestedMaps, nullableList, nullableObject, tags.
 func appendCanonicalKitchenSinkBodyForKitchenSink(b []byte, v *KitchenSinkBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "anything")
-	if v.Anything != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"anything\":"...)
-		b = canonical.AppendMap(b, v.Anything, func(b []byte, e1 json.RawMessage) []byte {
-			b = append(b, e1...)
-			return b
-		})
-	}
-	b, x = x.AppendBefore(b, start, "byName")
-	if v.ByName != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"byName\":"...)
-		b = canonical.AppendMap(b, v.ByName, func(b []byte, e1 KitchenSinkBodyByNameValue) []byte {
-			b = appendCanonicalKitchenSinkBodyByNameValueForKitchenSink(b, &e1)
-			return b
-		})
-	}
-	b, x = x.AppendBefore(b, start, "closedEmpty")
-	if v.ClosedEmpty != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"closedEmpty\":"...)
-		b = appendCanonicalKitchenSinkBodyClosedEmpty(b, v.ClosedEmpty)
-	}
-	b, x = x.AppendBefore(b, start, "colors")
-	if v.Colors != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"colors\":"...)
-		b = append(b, '[')
-		for i0 := range v.Colors {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = canonical.AppendString(b, string(v.Colors[i0]))
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "freeForm")
-	if v.FreeForm != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"freeForm\":"...)
-		b = canonical.AppendMap(b, v.FreeForm, func(b []byte, e1 json.RawMessage) []byte {
-			b = append(b, e1...)
-			return b
-		})
-	}
-	b, x = x.AppendBefore(b, start, "grid")
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptMap(&o, b, `"anything":`, v.Anything, canonical.AppendRaw[json.RawMessage])
+	b = canonical.OptMap(&o, b, `"byName":`, v.ByName, func(b []byte, e1 KitchenSinkBodyByNameValue) []byte {
+		return appendCanonicalKitchenSinkBodyByNameValueForKitchenSink(b, &e1)
+	})
+	b = canonical.OptObject(&o, b, `"closedEmpty":`, v.ClosedEmpty, appendCanonicalKitchenSinkBodyClosedEmpty)
+	b = canonical.OptArray(&o, b, `"colors":`, v.Colors, canonical.AppendStringOf[KitchenSinkBodyColorsItem])
+	b = canonical.OptMap(&o, b, `"freeForm":`, v.FreeForm, canonical.AppendRaw[json.RawMessage])
 	if v.Grid == nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"grid\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"grid":`)
 	} else {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"grid\":"...)
-		b = append(b, '[')
-		for i0 := range v.Grid {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			for i1 := range v.Grid[i0] {
-				if i1 > 0 {
-					b = append(b, ',')
-				}
-				b = appendCanonicalKitchenSinkBodyGridItemItemForKitchenSink(b, &v.Grid[i0][i1])
-			}
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "id")
-	b = append(b, ",\"id\":"...)
-	b = canonical.AppendString(b, v.ID)
-	b, x = x.AppendBefore(b, start, "level")
-	if v.Level != nil {
-		b = append(b, ",\"level\":"...)
-		b = canonical.AppendString(b, string(*v.Level))
-	}
-	b, x = x.AppendBefore(b, start, "mapOfLists")
-	if v.MapOfLists != nil {
-		b = append(b, ",\"mapOfLists\":"...)
-		b = canonical.AppendMap(b, v.MapOfLists, func(b []byte, e1 []KitchenSinkBodyMapOfListsValueItem) []byte {
-			b = append(b, '[')
-			for i1 := range e1 {
-				if i1 > 0 {
-					b = append(b, ',')
-				}
-				b = canonical.AppendString(b, string(e1[i1]))
-			}
-			b = append(b, ']')
-			return b
+		b = canonical.AppendArray(o.Key(b, `"grid":`), v.Grid, func(b []byte, e1 []KitchenSinkBodyGridItemItem) []byte {
+			return canonical.AppendObjects(b, e1, appendCanonicalKitchenSinkBodyGridItemItemForKitchenSink)
 		})
 	}
-	b, x = x.AppendBefore(b, start, "matrix")
-	if v.Matrix != nil {
-		b = append(b, ",\"matrix\":"...)
-		b = append(b, '[')
-		for i0 := range v.Matrix {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			for i1 := range v.Matrix[i0] {
-				if i1 > 0 {
-					b = append(b, ',')
-				}
-				b = canonical.AppendFloat(b, v.Matrix[i0][i1])
-			}
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "maybe")
+	b = o.String(b, `"id":`, v.ID)
+	b = canonical.OptString(&o, b, `"level":`, v.Level)
+	b = canonical.OptMap(&o, b, `"mapOfLists":`, v.MapOfLists, func(b []byte, e1 []KitchenSinkBodyMapOfListsValueItem) []byte {
+		return canonical.AppendArray(b, e1, canonical.AppendStringOf[KitchenSinkBodyMapOfListsValueItem])
+	})
+	b = canonical.OptArray(&o, b, `"matrix":`, v.Matrix, func(b []byte, e1 []float64) []byte {
+		return canonical.AppendArray(b, e1, canonical.AppendFloat)
+	})
 	if v.Maybe == nil {
-		b = append(b, ",\"maybe\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"maybe":`)
 	} else {
-		b = append(b, ",\"maybe\":"...)
-		b = canonical.AppendInt(b, *v.Maybe)
+		b = o.Int(b, `"maybe":`, *v.Maybe)
 	}
-	b, x = x.AppendBefore(b, start, "nestedMaps")
-	if v.NestedMaps != nil {
-		b = append(b, ",\"nestedMaps\":"...)
-		b = canonical.AppendMap(b, v.NestedMaps, func(b []byte, e1 map[string]bool) []byte {
-			b = canonical.AppendMap(b, e1, canonical.AppendBool)
-			return b
-		})
-	}
-	b, x = x.AppendBefore(b, start, "nullableList")
-	if v.NullableList != nil {
-		b = append(b, ",\"nullableList\":"...)
-		b = append(b, '[')
-		for i0 := range v.NullableList {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = canonical.AppendInt(b, v.NullableList[i0])
-		}
-		b = append(b, ']')
-	}
-	b, x = x.AppendBefore(b, start, "nullableObject")
-	if v.NullableObject != nil {
-		b = append(b, ",\"nullableObject\":"...)
-		b = appendCanonicalKitchenSinkBodyNullableObject(b, v.NullableObject)
-	}
-	b, x = x.AppendBefore(b, start, "tags")
+	b = canonical.OptMap(&o, b, `"nestedMaps":`, v.NestedMaps, func(b []byte, e1 map[string]bool) []byte {
+		return canonical.AppendMap(b, e1, canonical.AppendBool)
+	})
+	b = canonical.OptArray(&o, b, `"nullableList":`, v.NullableList, canonical.AppendInt)
+	b = canonical.OptObject(&o, b, `"nullableObject":`, v.NullableObject, appendCanonicalKitchenSinkBodyNullableObject)
 	if v.Tags != nil {
-		b = append(b, ",\"tags\":"...)
-		b = append(b, "{}"...)
+		b = append(o.Key(b, `"tags":`), "{}"...)
 	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	return o.End(b)
 }
 
 // appendCanonicalKitchenSinkBodyByNameValueForKitchenSink appends the canonical form (RFC 8785) of
 // v to b: members count.
 func appendCanonicalKitchenSinkBodyByNameValueForKitchenSink(b []byte, v *KitchenSinkBodyByNameValue) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "count")
-	if v.Count != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"count\":"...)
-		b = canonical.AppendInt(b, *v.Count)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"count":`, v.Count)
+	return o.End(b)
 }
 
 // appendCanonicalKitchenSinkBodyClosedEmpty appends the canonical form (RFC 8785) of v to b: no
 // declared members.
 func appendCanonicalKitchenSinkBodyClosedEmpty(b []byte, v *KitchenSinkBodyClosedEmpty) []byte {
-	b = append(b, '{')
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, nil)
+	return o.End(b)
 }
 
 // appendCanonicalKitchenSinkBodyGridItemItemForKitchenSink appends the canonical form (RFC 8785) of
 // v to b: members v.
 func appendCanonicalKitchenSinkBodyGridItemItemForKitchenSink(b []byte, v *KitchenSinkBodyGridItemItem) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "v")
-	if v.V != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"v\":"...)
-		b = canonical.AppendInt(b, int64(*v.V))
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"v":`, v.V)
+	return o.End(b)
 }
 
 // appendCanonicalKitchenSinkBodyNullableObject appends the canonical form (RFC 8785) of v to b:
 // members a.
 func appendCanonicalKitchenSinkBodyNullableObject(b []byte, v *KitchenSinkBodyNullableObject) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "a")
-	if v.A != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"a\":"...)
-		b = canonical.AppendString(b, *v.A)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptString(&o, b, `"a":`, v.A)
+	return o.End(b)
 }

@@ -6,549 +6,220 @@ import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"math"
-	"net/http"
-	"unicode/utf8"
 )
 
-// decodeBatch reads a request to batch: the body and the parameters, checked against the schema
-// (errors name the offending value: 400 body-invalid), then the canonical body for the fingerprint.
-func decodeBatch(in *gen.Input) (v BatchRequest, err error) {
-	if v.Body, err = decodeBatchJSON(in.Body); err != nil {
-		return
+// decodeBatch decodes a request to batch: its body (strictly, with the schema's checks), which it
+// adds to the fingerprint. Errors are 400 body-invalid.
+func decodeBatch(in *gen.Input) (r BatchRequest, _ error) {
+	d := in.JSON()
+	r.Body = []Item{}
+	for d.BeginArray(); d.NextElement(); {
+		decodeItem(d, canonical.Grow(&r.Body))
 	}
-	if v.Params, err = parseBatchParams(in.Request); err != nil {
-		return
-	}
-	b := in.BodyStart()
-	b = append(b, '[')
-	for i0 := range v.Body {
-		if i0 > 0 {
-			b = append(b, ',')
-		}
-		b = appendCanonicalItem(b, &v.Body[i0])
-	}
-	b = append(b, ']')
-	in.JSONBody(b)
-	return
+	d.EndArray()
+	d.Items(len(r.Body), -1, 100)
+	in.JSONBody(canonical.AppendObjects(in.BodyStart(), r.Body, appendCanonicalItem))
+	return r, in.Err()
 }
 
-// decodeBatchJSON decodes a application/json request body of operation batch strictly and checks
-// the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeBatchJSON(data []byte) (BatchBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v BatchBody
-	if d.BeginArray() {
-		v = []Item{}
-		for d.NextElement() {
-			var e0 Item
-			decodeItem(d, &e0)
-			v = append(v, e0)
-		}
-		d.EndArray()
-		if len(v) > 100 {
-			d.Invalid("must have at most 100 items")
-		}
-	}
-	return v, d.Finish()
+// decodePatchChoice decodes a request to patchChoice: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePatchChoice(in *gen.Input) (r PatchChoiceRequest, _ error) {
+	d := in.JSON()
+	r.Body = d.Raw()
+	in.JSONBody(append(in.BodyStart(), r.Body...))
+	return r, in.Err()
 }
 
-// parseBatchParams reads the path, query and header parameters of batch.
-func parseBatchParams(r *http.Request) (BatchParams, error) {
-	var p BatchParams
-	return p, nil
+// decodePostFree decodes a request to postFree: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePostFree(in *gen.Input) (r PostFreeRequest, _ error) {
+	d := in.JSON()
+	r.Body = d.Raw()
+	in.JSONBody(append(in.BodyStart(), r.Body...))
+	return r, in.Err()
 }
 
-// decodePatchChoice reads a request to patchChoice: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePatchChoice(in *gen.Input) (v PatchChoiceRequest, err error) {
-	if v.Body, err = decodePatchChoiceJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parsePatchChoiceParams(in.Request); err != nil {
-		return
-	}
-	b := in.BodyStart()
-	b = append(b, v.Body...)
-	in.JSONBody(b)
-	return
+// decodeKitchenSink decodes a request to kitchenSink: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeKitchenSink(in *gen.Input) (r KitchenSinkRequest, _ error) {
+	decodeKitchenSinkBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalKitchenSinkBodyForKitchenSink(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// decodePatchChoiceJSON decodes a application/merge-patch+json request body of operation
-// patchChoice strictly and checks the schema's constraints; errors are *canonical.Error (400
-// body-invalid).
-func decodePatchChoiceJSON(data []byte) (PatchChoiceBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PatchChoiceBody
-	v = d.Raw()
-	return v, d.Finish()
-}
-
-// parsePatchChoiceParams reads the path, query and header parameters of patchChoice.
-func parsePatchChoiceParams(r *http.Request) (PatchChoiceParams, error) {
-	var p PatchChoiceParams
-	return p, nil
-}
-
-// decodePostFree reads a request to postFree: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePostFree(in *gen.Input) (v PostFreeRequest, err error) {
-	if v.Body, err = decodePostFreeJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parsePostFreeParams(in.Request); err != nil {
-		return
-	}
-	b := in.BodyStart()
-	b = append(b, v.Body...)
-	in.JSONBody(b)
-	return
-}
-
-// decodePostFreeJSON decodes a application/json request body of operation postFree strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodePostFreeJSON(data []byte) (PostFreeBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PostFreeBody
-	v = d.Raw()
-	return v, d.Finish()
-}
-
-// parsePostFreeParams reads the path, query and header parameters of postFree.
-func parsePostFreeParams(r *http.Request) (PostFreeParams, error) {
-	var p PostFreeParams
-	return p, nil
-}
-
-// decodeKitchenSink reads a request to kitchenSink: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeKitchenSink(in *gen.Input) (v KitchenSinkRequest, err error) {
-	if v.Body, err = decodeKitchenSinkJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseKitchenSinkParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalKitchenSinkBodyForKitchenSink(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeKitchenSinkJSON decodes a application/json request body of operation kitchenSink strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeKitchenSinkJSON(data []byte) (KitchenSinkBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v KitchenSinkBody
-	decodeKitchenSinkBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseKitchenSinkParams reads the path, query and header parameters of kitchenSink.
-func parseKitchenSinkParams(r *http.Request) (KitchenSinkParams, error) {
-	var p KitchenSinkParams
-	return p, nil
-}
-
-// decodePutSettings reads a request to putSettings: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePutSettings(in *gen.Input) (v PutSettingsRequest, err error) {
-	if len(in.Body) > 0 {
-		if v.Body, err = decodePutSettingsJSON(in.Body); err != nil {
-			return
-		}
-	}
-	if v.Params, err = parsePutSettingsParams(in.Request); err != nil {
-		return
-	}
+// decodePutSettings decodes a request to putSettings: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePutSettings(in *gen.Input) (r PutSettingsRequest, _ error) {
 	if len(in.Body) == 0 {
-		in.RawBody() // absent
+		in.RawBody()
 	} else {
-		b := in.BodyStart()
-		b = canonical.AppendMap(b, v.Body, canonical.AppendInt)
-		in.JSONBody(b)
-	}
-	return
-}
-
-// decodePutSettingsJSON decodes a application/json request body of operation putSettings strictly
-// and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodePutSettingsJSON(data []byte) (PutSettingsBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PutSettingsBody
-	if d.BeginObject() {
-		v = map[string]int64{}
-		for d.NextMember() {
-			ke0 := d.Key()
-			if _, dup := v[ke0]; dup {
-				d.Duplicate()
-			}
-			var e0 int64
-			e0 = d.Int64()
-			if e0 > 10 {
-				d.Invalid("must be at most 10")
-			}
-			v[ke0] = e0
+		d := in.JSON()
+		r.Body = map[string]int64{}
+		for d.BeginObject(); d.NextMember(); {
+			k0 := canonical.MapKey(d, r.Body)
+			e0 := d.Int64()
+			d.Max(e0, 10)
+			r.Body[k0] = e0
 		}
 		d.EndObject()
+		in.JSONBody(canonical.AppendMap(in.BodyStart(), r.Body, canonical.AppendInt))
 	}
-	return v, d.Finish()
-}
-
-// parsePutSettingsParams reads the path, query and header parameters of putSettings.
-func parsePutSettingsParams(r *http.Request) (PutSettingsParams, error) {
-	var p PutSettingsParams
-	return p, nil
+	return r, in.Err()
 }
 
 func decodeItem(d *canonical.Decoder, v *Item) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "sku":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Sku = d.Str()
-			if utf8.RuneCountInString(v.Sku) < 1 {
-				d.Invalid("length must be at least 1")
-			}
+			v.Sku = d.Field(&seen, 0).Str()
+			d.Length(v.Sku, 1, -1)
 		case "qty":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			if x < 1 {
-				d.Invalid("must be at least 1")
-			}
-			v.Qty = &x
+			v.Qty = canonical.Ptr(d.Field(&seen, 1).Int64())
+			d.Min(*v.Qty, 1)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("sku")
-	}
+	d.Required(seen, "sku")
 }
 
 func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.ID = d.Str()
+			v.ID = d.Field(&seen, 0).Str()
 		case "maybe":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			if !d.Null() {
-				var x int64
-				x = d.Int64()
-				v.Maybe = &x
+			if !d.Field(&seen, 1).Null() {
+				v.Maybe = canonical.Ptr(d.Int64())
 			}
 		case "matrix":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			if d.BeginArray() {
-				v.Matrix = [][]float64{}
-				for d.NextElement() {
-					var e1 []float64
-					if d.BeginArray() {
-						e1 = []float64{}
-						for d.NextElement() {
-							var e2 float64
-							e2 = d.Float64()
-							e1 = append(e1, e2)
-						}
-						d.EndArray()
-					}
-					v.Matrix = append(v.Matrix, e1)
+			v.Matrix = [][]float64{}
+			for d.Field(&seen, 3).BeginArray(); d.NextElement(); {
+				var e1 []float64
+				e1 = []float64{}
+				for d.BeginArray(); d.NextElement(); {
+					e1 = append(e1, d.Float64())
 				}
 				d.EndArray()
+				v.Matrix = append(v.Matrix, e1)
 			}
+			d.EndArray()
 		case "grid":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			if d.BeginArray() {
-				v.Grid = [][]KitchenSinkBodyGridItemItem{}
-				for d.NextElement() {
-					var e1 []KitchenSinkBodyGridItemItem
-					if d.BeginArray() {
-						e1 = []KitchenSinkBodyGridItemItem{}
-						for d.NextElement() {
-							var e2 KitchenSinkBodyGridItemItem
-							decodeKitchenSinkBodyGridItemItem(d, &e2)
-							e1 = append(e1, e2)
-						}
-						d.EndArray()
-					}
-					v.Grid = append(v.Grid, e1)
+			v.Grid = [][]KitchenSinkBodyGridItemItem{}
+			for d.Field(&seen, 2).BeginArray(); d.NextElement(); {
+				var e1 []KitchenSinkBodyGridItemItem
+				e1 = []KitchenSinkBodyGridItemItem{}
+				for d.BeginArray(); d.NextElement(); {
+					decodeKitchenSinkBodyGridItemItem(d, canonical.Grow(&e1))
 				}
 				d.EndArray()
+				v.Grid = append(v.Grid, e1)
 			}
+			d.EndArray()
 		case "byName":
-			if !d.Once(&seen, 4) {
-				return
+			v.ByName = map[string]KitchenSinkBodyByNameValue{}
+			for d.Field(&seen, 4).BeginObject(); d.NextMember(); {
+				k1 := canonical.MapKey(d, v.ByName)
+				var e1 KitchenSinkBodyByNameValue
+				decodeKitchenSinkBodyByNameValue(d, &e1)
+				v.ByName[k1] = e1
 			}
-			if d.BeginObject() {
-				v.ByName = map[string]KitchenSinkBodyByNameValue{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.ByName[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 KitchenSinkBodyByNameValue
-					decodeKitchenSinkBodyByNameValue(d, &e1)
-					v.ByName[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "nestedMaps":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			if d.BeginObject() {
-				v.NestedMaps = map[string]map[string]bool{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.NestedMaps[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 map[string]bool
-					if d.BeginObject() {
-						e1 = map[string]bool{}
-						for d.NextMember() {
-							ke2 := d.Key()
-							if _, dup := e1[ke2]; dup {
-								d.Duplicate()
-							}
-							var e2 bool
-							e2 = d.Bool()
-							e1[ke2] = e2
-						}
-						d.EndObject()
-					}
-					v.NestedMaps[ke1] = e1
+			v.NestedMaps = map[string]map[string]bool{}
+			for d.Field(&seen, 5).BeginObject(); d.NextMember(); {
+				k1 := canonical.MapKey(d, v.NestedMaps)
+				var e1 map[string]bool
+				e1 = map[string]bool{}
+				for d.BeginObject(); d.NextMember(); {
+					e1[canonical.MapKey(d, e1)] = d.Bool()
 				}
 				d.EndObject()
+				v.NestedMaps[k1] = e1
 			}
+			d.EndObject()
 		case "mapOfLists":
-			if !d.Once(&seen, 6) {
-				return
-			}
-			if d.BeginObject() {
-				v.MapOfLists = map[string][]KitchenSinkBodyMapOfListsValueItem{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.MapOfLists[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 []KitchenSinkBodyMapOfListsValueItem
-					if d.BeginArray() {
-						e1 = []KitchenSinkBodyMapOfListsValueItem{}
-						for d.NextElement() {
-							var e2 KitchenSinkBodyMapOfListsValueItem
-							e2 = KitchenSinkBodyMapOfListsValueItem(d.Str())
-							switch e2 {
-							case KitchenSinkBodyMapOfListsValueItemX, KitchenSinkBodyMapOfListsValueItemY:
-							default:
-								d.Invalid("must be one of \"x\", \"y\"")
-							}
-							e1 = append(e1, e2)
-						}
-						d.EndArray()
-					}
-					v.MapOfLists[ke1] = e1
-				}
-				d.EndObject()
-			}
-		case "colors":
-			if !d.Once(&seen, 7) {
-				return
-			}
-			if d.BeginArray() {
-				v.Colors = []KitchenSinkBodyColorsItem{}
-				for d.NextElement() {
-					var e1 KitchenSinkBodyColorsItem
-					e1 = KitchenSinkBodyColorsItem(d.Str())
-					switch e1 {
-					case KitchenSinkBodyColorsItemRed, KitchenSinkBodyColorsItemGreen:
-					default:
-						d.Invalid("must be one of \"red\", \"green\"")
-					}
-					v.Colors = append(v.Colors, e1)
+			v.MapOfLists = map[string][]KitchenSinkBodyMapOfListsValueItem{}
+			for d.Field(&seen, 6).BeginObject(); d.NextMember(); {
+				k1 := canonical.MapKey(d, v.MapOfLists)
+				var e1 []KitchenSinkBodyMapOfListsValueItem
+				e1 = []KitchenSinkBodyMapOfListsValueItem{}
+				for d.BeginArray(); d.NextElement(); {
+					e1 = append(e1, KitchenSinkBodyMapOfListsValueItem(d.Enum("x", "y")))
 				}
 				d.EndArray()
-				if len(v.Colors) < 1 {
-					d.Invalid("must have at least 1 items")
-				}
+				v.MapOfLists[k1] = e1
 			}
+			d.EndObject()
+		case "colors":
+			v.Colors = []KitchenSinkBodyColorsItem{}
+			for d.Field(&seen, 7).BeginArray(); d.NextElement(); {
+				v.Colors = append(v.Colors, KitchenSinkBodyColorsItem(d.Enum("red", "green")))
+			}
+			d.EndArray()
+			d.Items(len(v.Colors), 1, -1)
 		case "nullableList":
-			if !d.Once(&seen, 8) {
-				return
-			}
-			if !d.Null() {
-				if d.BeginArray() {
-					v.NullableList = []int64{}
-					for d.NextElement() {
-						var e1 int64
-						if !d.Null() {
-							e1 = d.Int64()
-						}
-						v.NullableList = append(v.NullableList, e1)
+			if !d.Field(&seen, 8).Null() {
+				v.NullableList = []int64{}
+				for d.BeginArray(); d.NextElement(); {
+					var e1 int64
+					if !d.Null() {
+						e1 = d.Int64()
 					}
-					d.EndArray()
+					v.NullableList = append(v.NullableList, e1)
 				}
+				d.EndArray()
 			}
 		case "nullableObject":
-			if !d.Once(&seen, 9) {
-				return
-			}
-			if !d.Null() {
-				var x KitchenSinkBodyNullableObject
-				decodeKitchenSinkBodyNullableObject(d, &x)
-				v.NullableObject = &x
+			if !d.Field(&seen, 9).Null() {
+				v.NullableObject = new(KitchenSinkBodyNullableObject)
+				decodeKitchenSinkBodyNullableObject(d, v.NullableObject)
 			}
 		case "closedEmpty":
-			if !d.Once(&seen, 10) {
-				return
-			}
-			var x KitchenSinkBodyClosedEmpty
-			decodeKitchenSinkBodyClosedEmpty(d, &x)
-			v.ClosedEmpty = &x
+			v.ClosedEmpty = new(KitchenSinkBodyClosedEmpty)
+			decodeKitchenSinkBodyClosedEmpty(d.Field(&seen, 10), v.ClosedEmpty)
 		case "freeForm":
-			if !d.Once(&seen, 11) {
-				return
+			v.FreeForm = map[string]json.RawMessage{}
+			for d.Field(&seen, 11).BeginObject(); d.NextMember(); {
+				v.FreeForm[canonical.MapKey(d, v.FreeForm)] = d.Raw()
 			}
-			if d.BeginObject() {
-				v.FreeForm = map[string]json.RawMessage{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.FreeForm[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 json.RawMessage
-					e1 = d.Raw()
-					v.FreeForm[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "anything":
-			if !d.Once(&seen, 12) {
-				return
+			v.Anything = map[string]json.RawMessage{}
+			for d.Field(&seen, 12).BeginObject(); d.NextMember(); {
+				v.Anything[canonical.MapKey(d, v.Anything)] = d.Raw()
 			}
-			if d.BeginObject() {
-				v.Anything = map[string]json.RawMessage{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Anything[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 json.RawMessage
-					e1 = d.Raw()
-					v.Anything[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "tags":
-			if !d.Once(&seen, 13) {
-				return
+			v.Tags = map[string]string{}
+			for d.Field(&seen, 13).BeginObject(); d.NextMember(); {
+				v.Tags[canonical.MapKey(d, v.Tags)] = d.Str()
 			}
-			if d.BeginObject() {
-				v.Tags = map[string]string{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Tags[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 string
-					e1 = d.Str()
-					v.Tags[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		case "level":
-			if !d.Once(&seen, 14) {
-				return
-			}
-			if !d.Null() {
-				var x KitchenSinkBodyLevel
-				x = KitchenSinkBodyLevel(d.Str())
-				switch x {
-				case KitchenSinkBodyLevelLow, KitchenSinkBodyLevelHigh:
-				default:
-					d.Invalid("must be one of \"low\", \"high\"")
-				}
-				v.Level = &x
+			if !d.Field(&seen, 14).Null() {
+				v.Level = canonical.Ptr(KitchenSinkBodyLevel(d.Enum("low", "high")))
 			}
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("id")
-	case seen&(1<<1) == 0:
-		d.Missing("maybe")
-	case seen&(1<<3) == 0:
-		d.Missing("grid")
-	}
+	d.Required(seen, "id", "maybe", "grid")
 }
 
 func decodeKitchenSinkBodyGridItemItem(d *canonical.Decoder, v *KitchenSinkBodyGridItemItem) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "v":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int32
-			{
-				n := d.Int64()
-				if n < math.MinInt32 || n > math.MaxInt32 {
-					d.Invalid("outside the int32 range")
-				}
-				x = int32(n)
-			}
-			v.V = &x
+			v.V = canonical.Ptr(d.Field(&seen, 0).Int32())
 		case "note":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Note = &x
+			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -557,26 +228,13 @@ func decodeKitchenSinkBodyGridItemItem(d *canonical.Decoder, v *KitchenSinkBodyG
 }
 
 func decodeKitchenSinkBodyByNameValue(d *canonical.Decoder, v *KitchenSinkBodyByNameValue) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "count":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.Count = &x
+			v.Count = canonical.Ptr(d.Field(&seen, 0).Int64())
 		case "stamp":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Stamp = &x
+			v.Stamp = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -585,19 +243,11 @@ func decodeKitchenSinkBodyByNameValue(d *canonical.Decoder, v *KitchenSinkBodyBy
 }
 
 func decodeKitchenSinkBodyNullableObject(d *canonical.Decoder, v *KitchenSinkBodyNullableObject) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "a":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.A = &x
+			v.A = canonical.Ptr(d.Field(&seen, 0).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -606,14 +256,8 @@ func decodeKitchenSinkBodyNullableObject(d *canonical.Decoder, v *KitchenSinkBod
 }
 
 func decodeKitchenSinkBodyClosedEmpty(d *canonical.Decoder, v *KitchenSinkBodyClosedEmpty) {
-	if !d.BeginObject() {
-		return
-	}
-	for d.NextMember() {
-		switch string(d.Name()) {
-		default:
-			d.Reject()
-		}
+	for d.BeginObject(); d.NextMember(); {
+		d.Reject()
 	}
 	d.EndObject()
 }

@@ -5,66 +5,77 @@ package shapes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewBatchHandler returns the http.Handler of operation batch (POST /batch).
+// BatchHandler returns the http.Handler of POST /batch (batch): fn runs at most once per
+// idempotency key. Register mounts it at "POST /batch"; mount it yourself on another router the
+// same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /batch".
-func NewBatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationBatch(), decodeBatch, func(ctx context.Context, db pgstore.DBTX, in *BatchRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func BatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationBatch(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeBatch(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPatchChoiceHandler returns the http.Handler of operation patchChoice (PATCH /choice).
+// PatchChoiceHandler returns the http.Handler of PATCH /choice (patchChoice): fn runs at most once
+// per idempotency key. Register mounts it at "PATCH /choice"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "PATCH
-// /choice".
-func NewPatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPatchChoice(), decodePatchChoice, func(ctx context.Context, db pgstore.DBTX, in *PatchChoiceRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPatchChoice(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePatchChoice(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPostFreeHandler returns the http.Handler of operation postFree (POST /free).
+// PostFreeHandler returns the http.Handler of POST /free (postFree): fn runs at most once per
+// idempotency key. Register mounts it at "POST /free"; mount it yourself on another router the same
+// way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /free".
-func NewPostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostFree(), decodePostFree, func(ctx context.Context, db pgstore.DBTX, in *PostFreeRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostFree(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePostFree(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewKitchenSinkHandler returns the http.Handler of operation kitchenSink (POST /kitchen).
+// KitchenSinkHandler returns the http.Handler of POST /kitchen (kitchenSink): fn runs at most once
+// per idempotency key. Register mounts it at "POST /kitchen"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /grid/*/*/note, /byName/*/stamp, /tags/*. It serves the operation through the
-// idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register
-// mounts it; mount it yourself on another router at the pattern "POST /kitchen".
-func NewKitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationKitchenSink(), decodeKitchenSink, func(ctx context.Context, db pgstore.DBTX, in *KitchenSinkRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func KitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationKitchenSink(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeKitchenSink(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPutSettingsHandler returns the http.Handler of operation putSettings (PUT /settings).
+// PutSettingsHandler returns the http.Handler of PUT /settings (putSettings): fn runs at most once
+// per idempotency key. Register mounts it at "PUT /settings"; mount it yourself on another router
+// the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "PUT
-// /settings".
-func NewPutSettingsHandler(rt *runtime.Runtime, fn PutSettingsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPutSettings(), decodePutSettings, func(ctx context.Context, db pgstore.DBTX, in *PutSettingsRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PutSettingsHandler(rt *runtime.Runtime, fn PutSettingsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPutSettings(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePutSettings(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

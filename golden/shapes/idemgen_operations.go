@@ -8,121 +8,80 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationBatch returns the resolved idempotency settings of batch.
+// operationBatch returns the resolved idempotency settings of batch; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationBatch() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "batch",
-		Method: "POST",
-		Path:   "/batch",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "batch",
+		Method:     "POST",
+		Path:       "/batch",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationPatchChoice returns the resolved idempotency settings of patchChoice.
+// operationPatchChoice returns the resolved idempotency settings of patchChoice; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPatchChoice() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "patchChoice",
-		Method: "PATCH",
-		Path:   "/choice",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/merge-patch+json"},
+		ID:         "patchChoice",
+		Method:     "PATCH",
+		Path:       "/choice",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/merge-patch+json"},
 	}
 }
 
-// operationPostFree returns the resolved idempotency settings of postFree.
+// operationPostFree returns the resolved idempotency settings of postFree; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationPostFree() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "postFree",
-		Method: "POST",
-		Path:   "/free",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "postFree",
+		Method:     "POST",
+		Path:       "/free",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationKitchenSink returns the resolved idempotency settings of kitchenSink.
+// operationKitchenSink returns the resolved idempotency settings of kitchenSink; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationKitchenSink() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "kitchenSink",
-		Method: "POST",
-		Path:   "/kitchen",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
-		Exclude:       []string{"/grid/*/*/note", "/byName/*/stamp", "/tags/*"},
+		ID:         "kitchenSink",
+		Method:     "POST",
+		Path:       "/kitchen",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+		Exclude:    []string{"/grid/*/*/note", "/byName/*/stamp", "/tags/*"},
 	}
 }
 
-// operationPutSettings returns the resolved idempotency settings of putSettings.
+// operationPutSettings returns the resolved idempotency settings of putSettings; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPutSettings() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "putSettings",
-		Method: "PUT",
-		Path:   "/settings",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "putSettings",
+		Method:     "PUT",
+		Path:       "/settings",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -188,23 +147,23 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.Batch != nil {
 		pattern = "POST /batch"
-		mux.Handle(pattern, NewBatchHandler(rt, h.Batch))
+		mux.Handle(pattern, BatchHandler(rt, h.Batch))
 	}
 	if h.PatchChoice != nil {
 		pattern = "PATCH /choice"
-		mux.Handle(pattern, NewPatchChoiceHandler(rt, h.PatchChoice))
+		mux.Handle(pattern, PatchChoiceHandler(rt, h.PatchChoice))
 	}
 	if h.PostFree != nil {
 		pattern = "POST /free"
-		mux.Handle(pattern, NewPostFreeHandler(rt, h.PostFree))
+		mux.Handle(pattern, PostFreeHandler(rt, h.PostFree))
 	}
 	if h.KitchenSink != nil {
 		pattern = "POST /kitchen"
-		mux.Handle(pattern, NewKitchenSinkHandler(rt, h.KitchenSink))
+		mux.Handle(pattern, KitchenSinkHandler(rt, h.KitchenSink))
 	}
 	if h.PutSettings != nil {
 		pattern = "PUT /settings"
-		mux.Handle(pattern, NewPutSettingsHandler(rt, h.PutSettings))
+		mux.Handle(pattern, PutSettingsHandler(rt, h.PutSettings))
 	}
 	return nil
 }

@@ -12,10 +12,9 @@ import (
 
 // Item is a request type (schema Item).
 type Item struct {
-	Sku string `json:"sku"`
-	Qty *int64 `json:"qty,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Sku   string            `json:"sku"`
+	Qty   *int64            `json:"qty,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBody is a request type (inline schema at
@@ -36,26 +35,23 @@ type KitchenSinkBody struct {
 	Anything       map[string]json.RawMessage                      `json:"anything,omitempty"`
 	Tags           map[string]string                               `json:"tags,omitempty"`
 	Level          *KitchenSinkBodyLevel                           `json:"level,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra          canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBodyGridItemItem is a request type (inline schema at
 // /paths/~1kitchen/post/requestBody/content/application~1json/schema/properties/grid/items/items).
 type KitchenSinkBodyGridItemItem struct {
-	V    *int32  `json:"v,omitempty"`
-	Note *string `json:"note,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	V     *int32            `json:"v,omitempty"`
+	Note  *string           `json:"note,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBodyByNameValue is a request type (inline schema at
 // /paths/~1kitchen/post/requestBody/content/application~1json/schema/properties/byName/additionalProperties).
 type KitchenSinkBodyByNameValue struct {
-	Count *int64  `json:"count,omitempty"`
-	Stamp *string `json:"stamp,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Count *int64            `json:"count,omitempty"`
+	Stamp *string           `json:"stamp,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBodyMapOfListsValueItem is a string enum (inline schema at
@@ -79,9 +75,8 @@ const (
 // KitchenSinkBodyNullableObject is a request type (inline schema at
 // /paths/~1kitchen/post/requestBody/content/application~1json/schema/properties/nullableObject).
 type KitchenSinkBodyNullableObject struct {
-	A *string `json:"a,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	A     *string           `json:"a,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBodyClosedEmpty is a request type (inline schema at
@@ -97,17 +92,14 @@ const (
 	KitchenSinkBodyLevelHigh KitchenSinkBodyLevel = "high"
 )
 
-// BatchParams holds the parameters of operation batch (POST /batch).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// BatchParams holds the parameters of operation batch; the idempotency key header is not here: the
+// runtime reads and validates it.
 type BatchParams struct{}
 
 // BatchBody is the request body of operation batch.
 type BatchBody = []Item
 
-// BatchRequest is a decoded request to batch.
+// BatchRequest is a decoded request to operation batch.
 type BatchRequest struct {
 	Params BatchParams
 	Body   BatchBody
@@ -121,17 +113,14 @@ type BatchRequest struct {
 // a non-final status rolls them back.
 type BatchFunc func(ctx context.Context, tx pgstore.DBTX, p BatchParams, body BatchBody) (runtime.Response, error)
 
-// PatchChoiceParams holds the parameters of operation patchChoice (PATCH /choice).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PatchChoiceParams holds the parameters of operation patchChoice; the idempotency key header is
+// not here: the runtime reads and validates it.
 type PatchChoiceParams struct{}
 
 // PatchChoiceBody is the request body of operation patchChoice.
 type PatchChoiceBody = json.RawMessage
 
-// PatchChoiceRequest is a decoded request to patchChoice.
+// PatchChoiceRequest is a decoded request to operation patchChoice.
 type PatchChoiceRequest struct {
 	Params PatchChoiceParams
 	Body   PatchChoiceBody
@@ -145,17 +134,14 @@ type PatchChoiceRequest struct {
 // a non-final status rolls them back.
 type PatchChoiceFunc func(ctx context.Context, tx pgstore.DBTX, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
 
-// PostFreeParams holds the parameters of operation postFree (POST /free).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PostFreeParams holds the parameters of operation postFree; the idempotency key header is not
+// here: the runtime reads and validates it.
 type PostFreeParams struct{}
 
 // PostFreeBody is the request body of operation postFree.
 type PostFreeBody = json.RawMessage
 
-// PostFreeRequest is a decoded request to postFree.
+// PostFreeRequest is a decoded request to operation postFree.
 type PostFreeRequest struct {
 	Params PostFreeParams
 	Body   PostFreeBody
@@ -169,15 +155,11 @@ type PostFreeRequest struct {
 // a non-final status rolls them back.
 type PostFreeFunc func(ctx context.Context, tx pgstore.DBTX, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
 
-// KitchenSinkParams holds the parameters of operation kitchenSink (POST /kitchen).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key; fingerprint
-// excludes /grid/*/*/note, /byName/*/stamp, /tags/*.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// KitchenSinkParams holds the parameters of operation kitchenSink; the idempotency key header is
+// not here: the runtime reads and validates it.
 type KitchenSinkParams struct{}
 
-// KitchenSinkRequest is a decoded request to kitchenSink.
+// KitchenSinkRequest is a decoded request to operation kitchenSink.
 type KitchenSinkRequest struct {
 	Params KitchenSinkParams
 	Body   KitchenSinkBody
@@ -192,17 +174,14 @@ type KitchenSinkRequest struct {
 // a non-final status rolls them back.
 type KitchenSinkFunc func(ctx context.Context, tx pgstore.DBTX, p KitchenSinkParams, body KitchenSinkBody) (runtime.Response, error)
 
-// PutSettingsParams holds the parameters of operation putSettings (PUT /settings).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PutSettingsParams holds the parameters of operation putSettings; the idempotency key header is
+// not here: the runtime reads and validates it.
 type PutSettingsParams struct{}
 
 // PutSettingsBody is the request body of operation putSettings.
 type PutSettingsBody = map[string]int64
 
-// PutSettingsRequest is a decoded request to putSettings.
+// PutSettingsRequest is a decoded request to operation putSettings.
 type PutSettingsRequest struct {
 	Params PutSettingsParams
 	Body   PutSettingsBody

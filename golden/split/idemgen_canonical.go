@@ -7,104 +7,44 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalInvoice appends the canonical form (RFC 8785) of v to b: members customer, lines,
 // parent.
 func appendCanonicalInvoice(b []byte, v *Invoice) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "customer")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"customer\":"...)
-	b = canonical.AppendString(b, v.Customer)
-	b, x = x.AppendBefore(b, start, "lines")
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"customer":`, v.Customer)
 	if v.Lines == nil {
-		b = append(b, ",\"lines\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"lines":`)
 	} else {
-		b = append(b, ",\"lines\":"...)
-		b = append(b, '[')
-		for i0 := range v.Lines {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = appendCanonicalLine(b, &v.Lines[i0])
-		}
-		b = append(b, ']')
+		b = canonical.AppendObjects(o.Key(b, `"lines":`), v.Lines, appendCanonicalLine)
 	}
-	b, x = x.AppendBefore(b, start, "parent")
-	if v.Parent != nil {
-		b = append(b, ",\"parent\":"...)
-		b = appendCanonicalInvoice2(b, v.Parent)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	b = canonical.OptObject(&o, b, `"parent":`, v.Parent, appendCanonicalInvoice2)
+	return o.End(b)
 }
 
 // appendCanonicalLine appends the canonical form (RFC 8785) of v to b: members amount, description.
 func appendCanonicalLine(b []byte, v *Line) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "description")
-	if v.Description != nil {
-		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, *v.Description)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"description":`, v.Description)
+	return o.End(b)
 }
 
 // appendCanonicalInvoice2 appends the canonical form (RFC 8785) of v to b: members customer, lines,
 // parent.
 func appendCanonicalInvoice2(b []byte, v *Invoice2) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "customer")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"customer\":"...)
-	b = canonical.AppendString(b, v.Customer)
-	b, x = x.AppendBefore(b, start, "lines")
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"customer":`, v.Customer)
 	if v.Lines == nil {
-		b = append(b, ",\"lines\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"lines":`)
 	} else {
-		b = append(b, ",\"lines\":"...)
-		b = append(b, '[')
-		for i0 := range v.Lines {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = appendCanonicalLine2(b, &v.Lines[i0])
-		}
-		b = append(b, ']')
+		b = canonical.AppendObjects(o.Key(b, `"lines":`), v.Lines, appendCanonicalLine2)
 	}
-	b, x = x.AppendBefore(b, start, "parent")
-	if v.Parent != nil {
-		b = append(b, ",\"parent\":"...)
-		b = appendCanonicalInvoice2(b, v.Parent)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	b = canonical.OptObject(&o, b, `"parent":`, v.Parent, appendCanonicalInvoice2)
+	return o.End(b)
 }
 
 // appendCanonicalLine2 appends the canonical form (RFC 8785) of v to b: members amount,
 // description.
 func appendCanonicalLine2(b []byte, v *Line2) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "description")
-	if v.Description != nil {
-		b = append(b, ",\"description\":"...)
-		b = canonical.AppendString(b, *v.Description)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = canonical.OptString(&o, b, `"description":`, v.Description)
+	return o.End(b)
 }

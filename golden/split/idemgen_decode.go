@@ -5,186 +5,90 @@ package split
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreateInvoice reads a request to createInvoice: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreateInvoice(in *gen.Input) (v CreateInvoiceRequest, err error) {
-	if v.Body, err = decodeCreateInvoiceJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreateInvoiceParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalInvoice(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreateInvoiceJSON decodes a application/json request body of operation createInvoice
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreateInvoiceJSON(data []byte) (CreateInvoiceBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreateInvoiceBody
-	decodeInvoice(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreateInvoiceParams reads the path, query and header parameters of createInvoice.
-func parseCreateInvoiceParams(r *http.Request) (CreateInvoiceParams, error) {
-	var p CreateInvoiceParams
-	return p, nil
+// decodeCreateInvoice decodes a request to createInvoice: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateInvoice(in *gen.Input) (r CreateInvoiceRequest, _ error) {
+	decodeInvoice(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalInvoice(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
 func decodeInvoice(d *canonical.Decoder, v *Invoice) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "customer":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Customer = d.Str()
+			v.Customer = d.Field(&seen, 0).Str()
 		case "lines":
-			if !d.Once(&seen, 1) {
-				return
+			v.Lines = []Line{}
+			for d.Field(&seen, 1).BeginArray(); d.NextElement(); {
+				decodeLine(d, canonical.Grow(&v.Lines))
 			}
-			if d.BeginArray() {
-				v.Lines = []Line{}
-				for d.NextElement() {
-					var e1 Line
-					decodeLine(d, &e1)
-					v.Lines = append(v.Lines, e1)
-				}
-				d.EndArray()
-			}
+			d.EndArray()
 		case "parent":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x Invoice2
-			decodeInvoice2(d, &x)
-			v.Parent = &x
+			v.Parent = new(Invoice2)
+			decodeInvoice2(d.Field(&seen, 2), v.Parent)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("customer")
-	case seen&(1<<1) == 0:
-		d.Missing("lines")
-	}
+	d.Required(seen, "customer", "lines")
 }
 
 func decodeLine(d *canonical.Decoder, v *Line) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "description":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Description = &x
+			v.Description = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }
 
 func decodeInvoice2(d *canonical.Decoder, v *Invoice2) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "customer":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Customer = d.Str()
+			v.Customer = d.Field(&seen, 0).Str()
 		case "lines":
-			if !d.Once(&seen, 1) {
-				return
+			v.Lines = []Line2{}
+			for d.Field(&seen, 1).BeginArray(); d.NextElement(); {
+				decodeLine2(d, canonical.Grow(&v.Lines))
 			}
-			if d.BeginArray() {
-				v.Lines = []Line2{}
-				for d.NextElement() {
-					var e1 Line2
-					decodeLine2(d, &e1)
-					v.Lines = append(v.Lines, e1)
-				}
-				d.EndArray()
-			}
+			d.EndArray()
 		case "parent":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x Invoice2
-			decodeInvoice2(d, &x)
-			v.Parent = &x
+			v.Parent = new(Invoice2)
+			decodeInvoice2(d.Field(&seen, 2), v.Parent)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("customer")
-	case seen&(1<<1) == 0:
-		d.Missing("lines")
-	}
+	d.Required(seen, "customer", "lines")
 }
 
 func decodeLine2(d *canonical.Decoder, v *Line2) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		case "description":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Description = &x
+			v.Description = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

@@ -5,18 +5,21 @@ package split
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreateInvoiceHandler returns the http.Handler of operation createInvoice (POST /v1/invoices).
+// CreateInvoiceHandler returns the http.Handler of POST /v1/invoices (createInvoice): fn runs at
+// most once per idempotency key. Register mounts it at "POST /v1/invoices"; mount it yourself on
+// another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 12h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/invoices".
-func NewCreateInvoiceHandler(rt *runtime.Runtime, fn CreateInvoiceFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateInvoice(), decodeCreateInvoice, func(ctx context.Context, db pgstore.DBTX, in *CreateInvoiceRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateInvoiceHandler(rt *runtime.Runtime, fn CreateInvoiceFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateInvoice(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateInvoice(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

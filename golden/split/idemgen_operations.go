@@ -15,25 +15,18 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateInvoice returns the resolved idempotency settings of createInvoice.
+// operationCreateInvoice returns the resolved idempotency settings of createInvoice; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateInvoice() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createInvoice",
-		Method: "POST",
-		Path:   "/v1/invoices",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     12 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createInvoice",
+		Method:     "POST",
+		Path:       "/v1/invoices",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  12 * time.Hour,
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -87,7 +80,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateInvoice != nil {
 		pattern = "POST /v1/invoices"
-		mux.Handle(pattern, NewCreateInvoiceHandler(rt, h.CreateInvoice))
+		mux.Handle(pattern, CreateInvoiceHandler(rt, h.CreateInvoice))
 	}
 	return nil
 }

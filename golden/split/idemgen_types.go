@@ -11,49 +11,42 @@ import (
 
 // Invoice is a request type (schema Invoice).
 type Invoice struct {
-	Customer string    `json:"customer"`
-	Lines    []Line    `json:"lines"`
-	Parent   *Invoice2 `json:"parent,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Customer string            `json:"customer"`
+	Lines    []Line            `json:"lines"`
+	Parent   *Invoice2         `json:"parent,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Line is a request type (schema Line).
 type Line struct {
-	Amount      int64   `json:"amount"`
-	Description *string `json:"description,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount      int64             `json:"amount"`
+	Description *string           `json:"description,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Invoice2 is a request type (schema Invoice).
 type Invoice2 struct {
-	Customer string    `json:"customer"`
-	Lines    []Line2   `json:"lines"`
-	Parent   *Invoice2 `json:"parent,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Customer string            `json:"customer"`
+	Lines    []Line2           `json:"lines"`
+	Parent   *Invoice2         `json:"parent,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Line2 is a request type (schema Line).
 type Line2 struct {
-	Amount      int64   `json:"amount"`
-	Description *string `json:"description,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount      int64             `json:"amount"`
+	Description *string           `json:"description,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreateInvoiceParams holds the parameters of operation createInvoice (POST /v1/invoices).
-//
-// Idempotency: mode atomic, scope tenant, retention 12h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateInvoiceParams holds the parameters of operation createInvoice; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreateInvoiceParams struct{}
 
 // CreateInvoiceBody is the request body of operation createInvoice.
 type CreateInvoiceBody = Invoice
 
-// CreateInvoiceRequest is a decoded request to createInvoice.
+// CreateInvoiceRequest is a decoded request to operation createInvoice.
 type CreateInvoiceRequest struct {
 	Params CreateInvoiceParams
 	Body   CreateInvoiceBody

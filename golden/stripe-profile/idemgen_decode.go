@@ -5,178 +5,59 @@ package stripeprofile
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"strconv"
-	"unicode/utf8"
 )
 
-// decodePostCustomers reads a request to PostCustomers: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodePostCustomers(in *gen.Input) (v PostCustomersRequest, err error) {
-	if len(in.Body) > 0 {
-		if v.Body, err = decodePostCustomersForm(in.Body); err != nil {
-			return
-		}
-	}
-	if v.Params, err = parsePostCustomersParams(in.Request); err != nil {
-		return
-	}
+// decodePostCustomers decodes a request to PostCustomers: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePostCustomers(in *gen.Input) (r PostCustomersRequest, _ error) {
 	if len(in.Body) == 0 {
-		in.RawBody() // absent
+		in.RawBody()
 	} else {
-		_ = in.FormBody()
-	}
-	return
-}
-
-// decodePostCustomersForm decodes an application/x-www-form-urlencoded body of PostCustomers;
-// errors are *canonical.Error (400 body-invalid).
-func decodePostCustomersForm(data []byte) (PostCustomersBody, error) {
-	var v PostCustomersBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [2]bool
-	for _, fl := range fields {
-		switch fl.Name {
-		case "email":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/email",
-					Reason:  "field given more than once",
-				}
+		v := &r.Body
+		var seen uint64 // one bit per declared member
+		f := in.Form()
+		for f.Next() {
+			switch f.Name() {
+			case "email":
+				v.Email = canonical.Ptr(f.Once(&seen, 0).Str())
+				f.Length(*v.Email, -1, 512)
+			case "name":
+				v.Name = canonical.Ptr(f.Once(&seen, 1).Str())
 			}
-			seen[0] = true
-			var x string
-			x = fl.Value
-			if utf8.RuneCountInString(x) > 512 {
-				return v, &canonical.Error{
-					Pointer: "/email",
-					Reason:  "length must be at most 512",
-				}
-			}
-			v.Email = &x
-			continue
-		case "name":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/name",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			var x string
-			x = fl.Value
-			v.Name = &x
-			continue
 		}
+		in.FormBody()
 	}
-	return v, nil
+	return r, in.Err()
 }
 
-// parsePostCustomersParams reads the path, query and header parameters of PostCustomers.
-func parsePostCustomersParams(r *http.Request) (PostCustomersParams, error) {
-	var p PostCustomersParams
-	return p, nil
-}
-
-// decodePostRefunds reads a request to PostRefunds: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePostRefunds(in *gen.Input) (v PostRefundsRequest, err error) {
-	if v.Body, err = decodePostRefundsForm(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parsePostRefundsParams(in.Request); err != nil {
-		return
-	}
-	_ = in.FormBody()
-	return
-}
-
-// decodePostRefundsForm decodes an application/x-www-form-urlencoded body of PostRefunds; errors
-// are *canonical.Error (400 body-invalid).
-func decodePostRefundsForm(data []byte) (PostRefundsBody, error) {
-	var v PostRefundsBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [2]bool
-	for _, fl := range fields {
-		switch fl.Name {
+// decodePostRefunds decodes a request to PostRefunds: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePostRefunds(in *gen.Input) (r PostRefundsRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	f := in.Form()
+	for f.Next() {
+		switch f.Name() {
 		case "charge":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/charge",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[0] = true
-			v.Charge = fl.Value
-			continue
+			v.Charge = f.Once(&seen, 0).Str()
 		case "amount":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/amount",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			var x int64
-			n, err := strconv.ParseInt(fl.Value, 10, 64)
-			if err != nil {
-				return v, &canonical.Error{
-					Pointer: "/amount",
-					Reason:  "must be an integer (int64)",
-				}
-			}
-			x = n
-			v.Amount = &x
-			continue
+			v.Amount = canonical.Ptr(f.Once(&seen, 1).Int64())
 		}
 	}
-	if !seen[0] {
-		return v, &canonical.Error{
-			Pointer: "/charge",
-			Reason:  "missing required field",
-		}
-	}
-	return v, nil
-}
-
-// parsePostRefundsParams reads the path, query and header parameters of PostRefunds.
-func parsePostRefundsParams(r *http.Request) (PostRefundsParams, error) {
-	var p PostRefundsParams
-	return p, nil
+	f.Required(seen, "charge")
+	in.FormBody()
+	return r, in.Err()
 }
 
 func decodePostCustomersBody(d *canonical.Decoder, v *PostCustomersBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "email":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x string
-			x = d.Str()
-			if utf8.RuneCountInString(x) > 512 {
-				d.Invalid("length must be at most 512")
-			}
-			v.Email = &x
+			v.Email = canonical.Ptr(d.Field(&seen, 0).Str())
+			d.Length(*v.Email, -1, 512)
 		case "name":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Name = &x
+			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -185,31 +66,17 @@ func decodePostCustomersBody(d *canonical.Decoder, v *PostCustomersBody) {
 }
 
 func decodePostRefundsBody(d *canonical.Decoder, v *PostRefundsBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "charge":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Charge = d.Str()
+			v.Charge = d.Field(&seen, 0).Str()
 		case "amount":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.Amount = &x
+			v.Amount = canonical.Ptr(d.Field(&seen, 1).Int64())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("charge")
-	}
+	d.Required(seen, "charge")
 }

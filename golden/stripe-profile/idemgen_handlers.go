@@ -5,30 +5,35 @@ package stripeprofile
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewPostCustomersHandler returns the http.Handler of operation PostCustomers (POST /v1/customers).
+// PostCustomersHandler returns the http.Handler of POST /v1/customers (PostCustomers): fn runs at
+// most once per idempotency key. Register mounts it at "POST /v1/customers"; mount it yourself on
+// another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/customers".
-func NewPostCustomersHandler(rt *runtime.Runtime, fn PostCustomersFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostCustomers(), decodePostCustomers, func(ctx context.Context, db pgstore.DBTX, in *PostCustomersRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PostCustomersHandler(rt *runtime.Runtime, fn PostCustomersFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostCustomers(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePostCustomers(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPostRefundsHandler returns the http.Handler of operation PostRefunds (POST /v1/refunds).
+// PostRefundsHandler returns the http.Handler of POST /v1/refunds (PostRefunds): fn runs at most
+// once per idempotency key. Register mounts it at "POST /v1/refunds"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /v1/refunds".
-func NewPostRefundsHandler(rt *runtime.Runtime, fn PostRefundsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostRefunds(), decodePostRefunds, func(ctx context.Context, db pgstore.DBTX, in *PostRefundsRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func PostRefundsHandler(rt *runtime.Runtime, fn PostRefundsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPostRefunds(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePostRefunds(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

@@ -15,53 +15,37 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationPostCustomers returns the resolved idempotency settings of PostCustomers.
+// operationPostCustomers returns the resolved idempotency settings of PostCustomers; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationPostCustomers() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "PostCustomers",
-		Method: "POST",
-		Path:   "/v1/customers",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 1,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		Wait:          5 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		ScopeHeaders:  []string{"Stripe-Account"},
-		Profile:       runtime.ProfileStripe,
+		ID:           "PostCustomers",
+		Method:       "POST",
+		Path:         "/v1/customers",
+		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 1},
+		Wait:         5 * time.Second,
+		MediaTypes:   []string{"application/x-www-form-urlencoded"},
+		ScopeHeaders: []string{"Stripe-Account"},
+		Profile:      runtime.ProfileStripe,
 	}
 }
 
-// operationPostRefunds returns the resolved idempotency settings of PostRefunds.
+// operationPostRefunds returns the resolved idempotency settings of PostRefunds; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationPostRefunds() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "PostRefunds",
-		Method: "POST",
-		Path:   "/v1/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 8,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		Wait:          2 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
-		ScopeHeaders:  []string{"Stripe-Account"},
-		Profile:       runtime.ProfileStripe,
+		ID:           "PostRefunds",
+		Method:       "POST",
+		Path:         "/v1/refunds",
+		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 8},
+		Wait:         2 * time.Second,
+		MediaTypes:   []string{"application/x-www-form-urlencoded"},
+		ScopeHeaders: []string{"Stripe-Account"},
+		Profile:      runtime.ProfileStripe,
 	}
 }
 
@@ -118,11 +102,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.PostCustomers != nil {
 		pattern = "POST /v1/customers"
-		mux.Handle(pattern, NewPostCustomersHandler(rt, h.PostCustomers))
+		mux.Handle(pattern, PostCustomersHandler(rt, h.PostCustomers))
 	}
 	if h.PostRefunds != nil {
 		pattern = "POST /v1/refunds"
-		mux.Handle(pattern, NewPostRefundsHandler(rt, h.PostRefunds))
+		mux.Handle(pattern, PostRefundsHandler(rt, h.PostRefunds))
 	}
 	return nil
 }

@@ -12,29 +12,24 @@ import (
 // PostCustomersBody is a request type (inline schema at
 // /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostCustomersBody struct {
-	Email *string `json:"email,omitempty"`
-	Name  *string `json:"name,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Email *string           `json:"email,omitempty"`
+	Name  *string           `json:"name,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostRefundsBody is a request type (inline schema at
 // /paths/~1v1~1refunds/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostRefundsBody struct {
-	Charge string `json:"charge"`
-	Amount *int64 `json:"amount,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Charge string            `json:"charge"`
+	Amount *int64            `json:"amount,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// PostCustomersParams holds the parameters of operation PostCustomers (POST /v1/customers).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PostCustomersParams holds the parameters of operation PostCustomers; the idempotency key header
+// is not here: the runtime reads and validates it.
 type PostCustomersParams struct{}
 
-// PostCustomersRequest is a decoded request to PostCustomers.
+// PostCustomersRequest is a decoded request to operation PostCustomers.
 type PostCustomersRequest struct {
 	Params PostCustomersParams
 	Body   PostCustomersBody
@@ -48,14 +43,11 @@ type PostCustomersRequest struct {
 // a non-final status rolls them back.
 type PostCustomersFunc func(ctx context.Context, tx pgstore.DBTX, p PostCustomersParams, body PostCustomersBody) (runtime.Response, error)
 
-// PostRefundsParams holds the parameters of operation PostRefunds (POST /v1/refunds).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// PostRefundsParams holds the parameters of operation PostRefunds; the idempotency key header is
+// not here: the runtime reads and validates it.
 type PostRefundsParams struct{}
 
-// PostRefundsRequest is a decoded request to PostRefunds.
+// PostRefundsRequest is a decoded request to operation PostRefunds.
 type PostRefundsRequest struct {
 	Params PostRefundsParams
 	Body   PostRefundsBody

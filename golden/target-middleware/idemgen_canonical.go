@@ -7,36 +7,16 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalCreatePaymentBody appends the canonical form (RFC 8785) of v to b: members amount,
 // currency, metadata.
 func appendCanonicalCreatePaymentBody(b []byte, v *CreatePaymentBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"amount\":"...)
-	b = canonical.AppendInt(b, v.Amount)
-	b, x = x.AppendBefore(b, start, "currency")
-	b = append(b, ",\"currency\":"...)
-	b = canonical.AppendString(b, v.Currency)
-	b, x = x.AppendBefore(b, start, "metadata")
-	if v.Metadata != nil {
-		b = append(b, ",\"metadata\":"...)
-		b = canonical.AppendMap(b, v.Metadata, canonical.AppendString)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.Int(b, `"amount":`, v.Amount)
+	b = o.String(b, `"currency":`, v.Currency)
+	b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString)
+	return o.End(b)
 }
 
 // appendCanonicalRefundPaymentBody appends the canonical form (RFC 8785) of v to b: members amount.
 func appendCanonicalRefundPaymentBody(b []byte, v *RefundPaymentBody) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "amount")
-	if v.Amount != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"amount\":"...)
-		b = canonical.AppendInt(b, *v.Amount)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"amount":`, v.Amount)
+	return o.End(b)
 }

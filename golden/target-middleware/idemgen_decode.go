@@ -5,153 +5,61 @@ package targetmiddleware
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"unicode/utf8"
 )
 
-// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
-	if v.Body, err = decodeCreatePaymentJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePaymentBody(in.BodyStart(), &v.Body))
-	return
+// decodeCreatePayment decodes a request to createPayment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+	decodeCreatePaymentBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePaymentBody(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// decodeCreatePaymentJSON decodes a application/json request body of operation createPayment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeCreatePaymentJSON(data []byte) (CreatePaymentBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePaymentBody
-	decodeCreatePaymentBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePaymentParams reads the path, query and header parameters of createPayment.
-func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
-	var p CreatePaymentParams
-	return p, nil
-}
-
-// decodeRefundPayment reads a request to refundPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeRefundPayment(in *gen.Input) (v RefundPaymentRequest, err error) {
-	if len(in.Body) > 0 {
-		if v.Body, err = decodeRefundPaymentJSON(in.Body); err != nil {
-			return
-		}
-	}
-	in.Request.SetPathValue("id", in.PathValue("id"))
-	if v.Params, err = parseRefundPaymentParams(in.Request); err != nil {
-		return
-	}
+// decodeRefundPayment decodes a request to refundPayment: its body (strictly, with the schema's
+// checks), which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeRefundPayment(in *gen.Input) (r RefundPaymentRequest, _ error) {
 	if len(in.Body) == 0 {
-		in.RawBody() // absent
+		in.RawBody()
 	} else {
-		in.JSONBody(appendCanonicalRefundPaymentBody(in.BodyStart(), &v.Body))
+		decodeRefundPaymentBody(in.JSON(), &r.Body)
+		in.JSONBody(appendCanonicalRefundPaymentBody(in.BodyStart(), &r.Body))
 	}
-	return
-}
-
-// decodeRefundPaymentJSON decodes a application/json request body of operation refundPayment
-// strictly and checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeRefundPaymentJSON(data []byte) (RefundPaymentBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v RefundPaymentBody
-	decodeRefundPaymentBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseRefundPaymentParams reads the path, query and header parameters of refundPayment.
-func parseRefundPaymentParams(r *http.Request) (RefundPaymentParams, error) {
-	var p RefundPaymentParams
-	{
-		s := r.PathValue("id")
-		p.ID = s
-	}
-	return p, nil
+	p := in.Params()
+	r.Params.ID = p.Path("id").Str()
+	return r, in.Err()
 }
 
 func decodeCreatePaymentBody(d *canonical.Decoder, v *CreatePaymentBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
-			if v.Amount < 1 {
-				d.Invalid("must be at least 1")
-			}
+			v.Amount = d.Field(&seen, 0).Int64()
+			d.Min(v.Amount, 1)
 		case "currency":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Currency = d.Str()
-			if utf8.RuneCountInString(v.Currency) != 3 {
-				d.Invalid("length must be 3")
-			}
+			v.Currency = d.Field(&seen, 1).Str()
+			d.Length(v.Currency, 3, 3)
 		case "metadata":
-			if !d.Once(&seen, 2) {
-				return
+			v.Metadata = map[string]string{}
+			for d.Field(&seen, 2).BeginObject(); d.NextMember(); {
+				v.Metadata[canonical.MapKey(d, v.Metadata)] = d.Str()
 			}
-			if d.BeginObject() {
-				v.Metadata = map[string]string{}
-				for d.NextMember() {
-					ke1 := d.Key()
-					if _, dup := v.Metadata[ke1]; dup {
-						d.Duplicate()
-					}
-					var e1 string
-					e1 = d.Str()
-					v.Metadata[ke1] = e1
-				}
-				d.EndObject()
-			}
+			d.EndObject()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	case seen&(1<<1) == 0:
-		d.Missing("currency")
-	}
+	d.Required(seen, "amount", "currency")
 }
 
 func decodeRefundPaymentBody(d *canonical.Decoder, v *RefundPaymentBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			if x < 1 {
-				d.Invalid("must be at least 1")
-			}
-			v.Amount = &x
+			v.Amount = canonical.Ptr(d.Field(&seen, 0).Int64())
+			d.Min(*v.Amount, 1)
 		default:
 			d.Unknown(&v.Extra)
 		}

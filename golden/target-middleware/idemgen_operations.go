@@ -12,47 +12,32 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPayment",
-		Method: "POST",
-		Path:   "/v1/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createPayment",
+		Method:     "POST",
+		Path:       "/v1/payments",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationRefundPayment returns the resolved idempotency settings of refundPayment.
+// operationRefundPayment returns the resolved idempotency settings of refundPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationRefundPayment() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "refundPayment",
-		Method: "POST",
-		Path:   "/v1/payments/{id}/refunds",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     72 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "refundPayment",
+		Method:     "POST",
+		Path:       "/v1/payments/{id}/refunds",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Retention:  72 * time.Hour,
+		MediaTypes: []string{"application/json"},
 	}
 }
 

@@ -10,42 +10,33 @@ type CreatePaymentBody struct {
 	Amount   int64             `json:"amount"`
 	Currency string            `json:"currency"`
 	Metadata map[string]string `json:"metadata,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // RefundPaymentBody is a request type (inline schema at
 // /paths/~1v1~1payments~1{id}~1refunds/post/requestBody/content/application~1json/schema).
 type RefundPaymentBody struct {
-	Amount *int64 `json:"amount,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount *int64            `json:"amount,omitempty"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreatePaymentParams holds the parameters of operation createPayment (POST /v1/payments).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
-// CreatePaymentRequest is a decoded request to createPayment.
+// CreatePaymentRequest is a decoded request to operation createPayment.
 type CreatePaymentRequest struct {
 	Params CreatePaymentParams
 	Body   CreatePaymentBody
 }
 
-// RefundPaymentParams holds the parameters of operation refundPayment (POST
-// /v1/payments/{id}/refunds).
-//
-// Idempotency: mode atomic, scope tenant, retention 72h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// RefundPaymentParams holds the parameters of operation refundPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type RefundPaymentParams struct {
 	ID string // path parameter id
 }
 
-// RefundPaymentRequest is a decoded request to refundPayment.
+// RefundPaymentRequest is a decoded request to operation refundPayment.
 type RefundPaymentRequest struct {
 	Params RefundPaymentParams
 	Body   RefundPaymentBody

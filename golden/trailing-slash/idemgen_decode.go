@@ -5,134 +5,54 @@ package trailingslash
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
-// decodeCreateRoot reads a request to createRoot: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateRoot(in *gen.Input) (v CreateRootRequest, err error) {
-	if v.Params, err = parseCreateRootParams(in.Request); err != nil {
-		return
-	}
-	return
+// decodeCreateRoot decodes a request to createRoot: it has neither a body nor parameters. Errors
+// are 400 body-invalid.
+func decodeCreateRoot(in *gen.Input) (r CreateRootRequest, _ error) {
+	return r, in.Err()
 }
 
-// parseCreateRootParams reads the path, query and header parameters of createRoot.
-func parseCreateRootParams(r *http.Request) (CreateRootParams, error) {
-	var p CreateRootParams
-	return p, nil
+// decodeCloseAccount decodes a request to closeAccount: its parameters. Errors are 400
+// body-invalid.
+func decodeCloseAccount(in *gen.Input) (r CloseAccountRequest, _ error) {
+	p := in.Params()
+	r.Params.ID = p.Path("id").Str()
+	return r, in.Err()
 }
 
-// decodeCloseAccount reads a request to closeAccount: the body and the parameters, checked against
-// the schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCloseAccount(in *gen.Input) (v CloseAccountRequest, err error) {
-	in.Request.SetPathValue("id", in.PathValue("id"))
-	if v.Params, err = parseCloseAccountParams(in.Request); err != nil {
-		return
-	}
-	return
+// decodeCreatePayment decodes a request to createPayment: it has neither a body nor parameters.
+// Errors are 400 body-invalid.
+func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+	return r, in.Err()
 }
 
-// parseCloseAccountParams reads the path, query and header parameters of closeAccount.
-func parseCloseAccountParams(r *http.Request) (CloseAccountParams, error) {
-	var p CloseAccountParams
-	{
-		s := r.PathValue("id")
-		p.ID = s
-	}
-	return p, nil
+// decodeCreatePaymentSlash decodes a request to createPaymentSlash: its body (strictly, with the
+// schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePaymentSlash(in *gen.Input) (r CreatePaymentSlashRequest, _ error) {
+	decodeCreatePaymentSlashBody(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalCreatePaymentSlashBody(in.BodyStart(), &r.Body))
+	return r, in.Err()
 }
 
-// decodeCreatePayment reads a request to createPayment: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeCreatePayment(in *gen.Input) (v CreatePaymentRequest, err error) {
-	if v.Params, err = parseCreatePaymentParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseCreatePaymentParams reads the path, query and header parameters of createPayment.
-func parseCreatePaymentParams(r *http.Request) (CreatePaymentParams, error) {
-	var p CreatePaymentParams
-	return p, nil
-}
-
-// decodeCreatePaymentSlash reads a request to createPaymentSlash: the body and the parameters,
-// checked against the schema (errors name the offending value: 400 body-invalid), then the
-// canonical body for the fingerprint.
-func decodeCreatePaymentSlash(in *gen.Input) (v CreatePaymentSlashRequest, err error) {
-	if v.Body, err = decodeCreatePaymentSlashJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parseCreatePaymentSlashParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalCreatePaymentSlashBody(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeCreatePaymentSlashJSON decodes a application/json request body of operation
-// createPaymentSlash strictly and checks the schema's constraints; errors are *canonical.Error (400
-// body-invalid).
-func decodeCreatePaymentSlashJSON(data []byte) (CreatePaymentSlashBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v CreatePaymentSlashBody
-	decodeCreatePaymentSlashBody(d, &v)
-	return v, d.Finish()
-}
-
-// parseCreatePaymentSlashParams reads the path, query and header parameters of createPaymentSlash.
-func parseCreatePaymentSlashParams(r *http.Request) (CreatePaymentSlashParams, error) {
-	var p CreatePaymentSlashParams
-	return p, nil
-}
-
-// decodeCreateTenantRefund reads a request to createTenantRefund: the body and the parameters,
-// checked against the schema (errors name the offending value: 400 body-invalid), then the
-// canonical body for the fingerprint.
-func decodeCreateTenantRefund(in *gen.Input) (v CreateTenantRefundRequest, err error) {
-	in.Request.SetPathValue("tenant", in.PathValue("tenant"))
-	if v.Params, err = parseCreateTenantRefundParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseCreateTenantRefundParams reads the path, query and header parameters of createTenantRefund.
-func parseCreateTenantRefundParams(r *http.Request) (CreateTenantRefundParams, error) {
-	var p CreateTenantRefundParams
-	{
-		s := r.PathValue("tenant")
-		p.Tenant = s
-	}
-	return p, nil
+// decodeCreateTenantRefund decodes a request to createTenantRefund: its parameters. Errors are 400
+// body-invalid.
+func decodeCreateTenantRefund(in *gen.Input) (r CreateTenantRefundRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	return r, in.Err()
 }
 
 func decodeCreatePaymentSlashBody(d *canonical.Decoder, v *CreatePaymentSlashBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "amount":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.Amount = d.Int64()
+			v.Amount = d.Field(&seen, 0).Int64()
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("amount")
-	}
+	d.Required(seen, "amount")
 }

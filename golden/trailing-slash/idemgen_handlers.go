@@ -5,68 +5,77 @@ package trailingslash
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreateRootHandler returns the http.Handler of operation createRoot (POST /).
+// CreateRootHandler returns the http.Handler of POST / (createRoot): fn runs at most once per
+// idempotency key. Register mounts it at "POST /{$}"; mount it yourself on another router the same
+// way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /{$}".
-func NewCreateRootHandler(rt *runtime.Runtime, fn CreateRootFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateRoot(), decodeCreateRoot, func(ctx context.Context, db pgstore.DBTX, in *CreateRootRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CreateRootHandler(rt *runtime.Runtime, fn CreateRootFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateRoot(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateRoot(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewCloseAccountHandler returns the http.Handler of operation closeAccount (POST /accounts/{id}/).
+// CloseAccountHandler returns the http.Handler of POST /accounts/{id}/ (closeAccount): fn runs at
+// most once per idempotency key. Register mounts it at "POST /accounts/{id}/{$}"; mount it yourself
+// on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /accounts/{id}/{$}".
-func NewCloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseAccount(), decodeCloseAccount, func(ctx context.Context, db pgstore.DBTX, in *CloseAccountRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCloseAccount(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewCreatePaymentHandler returns the http.Handler of operation createPayment (POST /payments).
+// CreatePaymentHandler returns the http.Handler of POST /payments (createPayment): fn runs at most
+// once per idempotency key. Register mounts it at "POST /payments"; mount it yourself on another
+// router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /payments".
-func NewCreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), decodeCreatePayment, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePayment(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }
 
-// NewCreatePaymentSlashHandler returns the http.Handler of operation createPaymentSlash (POST
-// /payments/).
+// CreatePaymentSlashHandler returns the http.Handler of POST /payments/ (createPaymentSlash): fn
+// runs at most once per idempotency key. Register mounts it at "POST /payments/{$}"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /payments/{$}".
-func NewCreatePaymentSlashHandler(rt *runtime.Runtime, fn CreatePaymentSlashFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePaymentSlash(), decodeCreatePaymentSlash, func(ctx context.Context, db pgstore.DBTX, in *CreatePaymentSlashRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreatePaymentSlashHandler(rt *runtime.Runtime, fn CreatePaymentSlashFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePaymentSlash(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePaymentSlash(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewCreateTenantRefundHandler returns the http.Handler of operation createTenantRefund (POST
-// /{tenant}/refunds/).
+// CreateTenantRefundHandler returns the http.Handler of POST /{tenant}/refunds/
+// (createTenantRefund): fn runs at most once per idempotency key. Register mounts it at "POST
+// /{tenant}/refunds/{$}"; mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /{tenant}/refunds/{$}".
-func NewCreateTenantRefundHandler(rt *runtime.Runtime, fn CreateTenantRefundFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTenantRefund(), decodeCreateTenantRefund, func(ctx context.Context, db pgstore.DBTX, in *CreateTenantRefundRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func CreateTenantRefundHandler(rt *runtime.Runtime, fn CreateTenantRefundFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateTenantRefund(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateTenantRefund(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }

@@ -9,116 +9,75 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateRoot returns the resolved idempotency settings of createRoot.
+// operationCreateRoot returns the resolved idempotency settings of createRoot; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreateRoot() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "createRoot",
 		Method: "POST",
 		Path:   "/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationCloseAccount returns the resolved idempotency settings of closeAccount.
+// operationCloseAccount returns the resolved idempotency settings of closeAccount; fields left out
+// take the runtime's defaults.
+//
+//go:noinline
 func operationCloseAccount() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "closeAccount",
 		Method: "POST",
 		Path:   "/accounts/{id}/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationCreatePayment returns the resolved idempotency settings of createPayment.
+// operationCreatePayment returns the resolved idempotency settings of createPayment; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePayment() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "createPayment",
 		Method: "POST",
 		Path:   "/payments",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
-// operationCreatePaymentSlash returns the resolved idempotency settings of createPaymentSlash.
+// operationCreatePaymentSlash returns the resolved idempotency settings of createPaymentSlash;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCreatePaymentSlash() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "createPaymentSlash",
-		Method: "POST",
-		Path:   "/payments/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "createPaymentSlash",
+		Method:     "POST",
+		Path:       "/payments/",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationCreateTenantRefund returns the resolved idempotency settings of createTenantRefund.
+// operationCreateTenantRefund returns the resolved idempotency settings of createTenantRefund;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
 func operationCreateTenantRefund() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "createTenantRefund",
 		Method: "POST",
 		Path:   "/{tenant}/refunds/",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
@@ -184,13 +143,13 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateRoot != nil {
 		pattern = "POST /{$}"
-		mux.Handle(pattern, NewCreateRootHandler(rt, h.CreateRoot))
+		mux.Handle(pattern, CreateRootHandler(rt, h.CreateRoot))
 	}
 	// One route for closeAccount, createTenantRefund: ServeMux cannot hold their patterns together.
 	if h.CloseAccount != nil || h.CreateTenantRefund != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{$}"
-		hCloseAccount := NewCloseAccountHandler(rt, h.CloseAccount)
-		hCreateTenantRefund := NewCreateTenantRefundHandler(rt, h.CreateTenantRefund)
+		hCloseAccount := CloseAccountHandler(rt, h.CloseAccount)
+		hCreateTenantRefund := CreateTenantRefundHandler(rt, h.CreateTenantRefund)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts":
@@ -206,11 +165,11 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}
 	if h.CreatePayment != nil {
 		pattern = "POST /payments"
-		mux.Handle(pattern, NewCreatePaymentHandler(rt, h.CreatePayment))
+		mux.Handle(pattern, CreatePaymentHandler(rt, h.CreatePayment))
 	}
 	if h.CreatePaymentSlash != nil {
 		pattern = "POST /payments/{$}"
-		mux.Handle(pattern, NewCreatePaymentSlashHandler(rt, h.CreatePaymentSlash))
+		mux.Handle(pattern, CreatePaymentSlashHandler(rt, h.CreatePaymentSlash))
 	}
 	return nil
 }

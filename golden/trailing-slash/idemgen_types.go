@@ -12,19 +12,15 @@ import (
 // CreatePaymentSlashBody is a request type (inline schema at
 // /paths/~1payments~1/post/requestBody/content/application~1json/schema).
 type CreatePaymentSlashBody struct {
-	Amount int64 `json:"amount"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Amount int64             `json:"amount"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
-// CreateRootParams holds the parameters of operation createRoot (POST /).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateRootParams holds the parameters of operation createRoot; the idempotency key header is not
+// here: the runtime reads and validates it.
 type CreateRootParams struct{}
 
-// CreateRootRequest is a decoded request to createRoot.
+// CreateRootRequest is a decoded request to operation createRoot.
 type CreateRootRequest struct {
 	Params CreateRootParams
 }
@@ -37,16 +33,13 @@ type CreateRootRequest struct {
 // a non-final status rolls them back.
 type CreateRootFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRootParams) (runtime.Response, error)
 
-// CloseAccountParams holds the parameters of operation closeAccount (POST /accounts/{id}/).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CloseAccountParams holds the parameters of operation closeAccount; the idempotency key header is
+// not here: the runtime reads and validates it.
 type CloseAccountParams struct {
 	ID string // path parameter id
 }
 
-// CloseAccountRequest is a decoded request to closeAccount.
+// CloseAccountRequest is a decoded request to operation closeAccount.
 type CloseAccountRequest struct {
 	Params CloseAccountParams
 }
@@ -59,14 +52,11 @@ type CloseAccountRequest struct {
 // a non-final status rolls them back.
 type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
 
-// CreatePaymentParams holds the parameters of operation createPayment (POST /payments).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
+// is not here: the runtime reads and validates it.
 type CreatePaymentParams struct{}
 
-// CreatePaymentRequest is a decoded request to createPayment.
+// CreatePaymentRequest is a decoded request to operation createPayment.
 type CreatePaymentRequest struct {
 	Params CreatePaymentParams
 }
@@ -79,14 +69,11 @@ type CreatePaymentRequest struct {
 // a non-final status rolls them back.
 type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
 
-// CreatePaymentSlashParams holds the parameters of operation createPaymentSlash (POST /payments/).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreatePaymentSlashParams holds the parameters of operation createPaymentSlash; the idempotency
+// key header is not here: the runtime reads and validates it.
 type CreatePaymentSlashParams struct{}
 
-// CreatePaymentSlashRequest is a decoded request to createPaymentSlash.
+// CreatePaymentSlashRequest is a decoded request to operation createPaymentSlash.
 type CreatePaymentSlashRequest struct {
 	Params CreatePaymentSlashParams
 	Body   CreatePaymentSlashBody
@@ -101,17 +88,13 @@ type CreatePaymentSlashRequest struct {
 // a non-final status rolls them back.
 type CreatePaymentSlashFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentSlashParams, body CreatePaymentSlashBody) (runtime.Response, error)
 
-// CreateTenantRefundParams holds the parameters of operation createTenantRefund (POST
-// /{tenant}/refunds/).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateTenantRefundParams holds the parameters of operation createTenantRefund; the idempotency
+// key header is not here: the runtime reads and validates it.
 type CreateTenantRefundParams struct {
 	Tenant string // path parameter tenant
 }
 
-// CreateTenantRefundRequest is a decoded request to createTenantRefund.
+// CreateTenantRefundRequest is a decoded request to operation createTenantRefund.
 type CreateTenantRefundRequest struct {
 	Params CreateTenantRefundParams
 }

@@ -5,262 +5,85 @@ package twilio
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
-	"unicode/utf8"
 )
 
-// decodeCreateCall reads a request to CreateCall: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeCreateCall(in *gen.Input) (v CreateCallRequest, err error) {
-	if v.Body, err = decodeCreateCallForm(in.Body); err != nil {
-		return
-	}
-	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
-	if v.Params, err = parseCreateCallParams(in.Request); err != nil {
-		return
-	}
-	_ = in.FormBody()
-	return
-}
-
-// decodeCreateCallForm decodes an application/x-www-form-urlencoded body of CreateCall; errors are
-// *canonical.Error (400 body-invalid).
-func decodeCreateCallForm(data []byte) (CreateCallBody, error) {
-	var v CreateCallBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [3]bool
-	for _, fl := range fields {
-		switch fl.Name {
+// decodeCreateCall decodes a request to CreateCall: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeCreateCall(in *gen.Input) (r CreateCallRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	f := in.Form()
+	for f.Next() {
+		switch f.Name() {
 		case "To":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/To",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[0] = true
-			v.To = fl.Value
-			continue
+			v.To = f.Once(&seen, 0).Str()
 		case "From":
-			if seen[1] {
-				return v, &canonical.Error{
-					Pointer: "/From",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[1] = true
-			v.From = fl.Value
-			continue
+			v.From = f.Once(&seen, 1).Str()
 		case "Url":
-			if seen[2] {
-				return v, &canonical.Error{
-					Pointer: "/Url",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[2] = true
-			var x string
-			x = fl.Value
-			v.URL = &x
-			continue
+			v.URL = canonical.Ptr(f.Once(&seen, 2).Str())
 		}
 	}
-	if !seen[0] {
-		return v, &canonical.Error{
-			Pointer: "/To",
-			Reason:  "missing required field",
-		}
-	}
-	if !seen[1] {
-		return v, &canonical.Error{
-			Pointer: "/From",
-			Reason:  "missing required field",
-		}
-	}
-	return v, nil
+	f.Required(seen, "To", "From")
+	in.FormBody()
+	p := in.Params()
+	r.Params.AccountSid = p.Path("AccountSid").Str()
+	p.Length(r.Params.AccountSid, 34, 34)
+	return r, in.Err()
 }
 
-// parseCreateCallParams reads the path, query and header parameters of CreateCall.
-func parseCreateCallParams(r *http.Request) (CreateCallParams, error) {
-	var p CreateCallParams
-	{
-		s := r.PathValue("AccountSid")
-		p.AccountSid = s
-		if utf8.RuneCountInString(p.AccountSid) != 34 {
-			return p, &gen.BodyError{
-				At:     "/path/AccountSid",
-				Reason: "path parameter \"AccountSid\": length must be 34",
-			}
-		}
-	}
-	return p, nil
-}
-
-// decodeUpdateCall reads a request to UpdateCall: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodeUpdateCall(in *gen.Input) (v UpdateCallRequest, err error) {
-	if v.Body, err = decodeUpdateCallForm(in.Body); err != nil {
-		return
-	}
-	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
-	in.Request.SetPathValue("Sid", in.PathValue("Sid"))
-	if v.Params, err = parseUpdateCallParams(in.Request); err != nil {
-		return
-	}
-	_ = in.FormBody()
-	return
-}
-
-// decodeUpdateCallForm decodes an application/x-www-form-urlencoded body of UpdateCall; errors are
-// *canonical.Error (400 body-invalid).
-func decodeUpdateCallForm(data []byte) (UpdateCallBody, error) {
-	var v UpdateCallBody
-	fields, err := canonical.ParseForm(data)
-	if err != nil {
-		return v, err
-	}
-	var seen [1]bool
-	for _, fl := range fields {
-		switch fl.Name {
+// decodeUpdateCall decodes a request to UpdateCall: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeUpdateCall(in *gen.Input) (r UpdateCallRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	f := in.Form()
+	for f.Next() {
+		switch f.Name() {
 		case "Status":
-			if seen[0] {
-				return v, &canonical.Error{
-					Pointer: "/Status",
-					Reason:  "field given more than once",
-				}
-			}
-			seen[0] = true
-			var x UpdateCallBodyStatus
-			x = UpdateCallBodyStatus(fl.Value)
-			switch x {
-			case UpdateCallBodyStatusCanceled, UpdateCallBodyStatusCompleted:
-			default:
-				return v, &canonical.Error{
-					Pointer: "/Status",
-					Reason:  "must be one of \"canceled\", \"completed\"",
-				}
-			}
-			v.Status = &x
-			continue
+			v.Status = canonical.Ptr(UpdateCallBodyStatus(f.Once(&seen, 0).Enum("canceled", "completed")))
 		}
 	}
-	return v, nil
+	in.FormBody()
+	p := in.Params()
+	r.Params.AccountSid = p.Path("AccountSid").Str()
+	r.Params.Sid = p.Path("Sid").Str()
+	return r, in.Err()
 }
 
-// parseUpdateCallParams reads the path, query and header parameters of UpdateCall.
-func parseUpdateCallParams(r *http.Request) (UpdateCallParams, error) {
-	var p UpdateCallParams
-	{
-		s := r.PathValue("AccountSid")
-		p.AccountSid = s
-	}
-	{
-		s := r.PathValue("Sid")
-		p.Sid = s
-	}
-	return p, nil
-}
-
-// decodeUpdateRecording reads a request to UpdateRecording: the body and the parameters, checked
-// against the schema (errors name the offending value: 400 body-invalid), then the canonical body
-// for the fingerprint.
-func decodeUpdateRecording(in *gen.Input) (v UpdateRecordingRequest, err error) {
-	in.Request.SetPathValue("AccountSid", in.PathValue("AccountSid"))
-	in.Request.SetPathValue("Sid", in.PathValue("Sid"))
-	in.Request.SetPathValue("Format", in.PathValue("Format"))
-	if v.Params, err = parseUpdateRecordingParams(in.Request); err != nil {
-		return
-	}
-	return
-}
-
-// parseUpdateRecordingParams reads the path, query and header parameters of UpdateRecording.
-func parseUpdateRecordingParams(r *http.Request) (UpdateRecordingParams, error) {
-	var p UpdateRecordingParams
-	{
-		s := r.PathValue("AccountSid")
-		p.AccountSid = s
-	}
-	{
-		s := r.PathValue("Sid")
-		p.Sid = s
-	}
-	{
-		s := r.PathValue("Format")
-		p.Format = UpdateRecordingParamsFormat(s)
-		switch p.Format {
-		case UpdateRecordingParamsFormatJson, UpdateRecordingParamsFormatMp3:
-		default:
-			return p, &gen.BodyError{
-				At:     "/path/Format",
-				Reason: "path parameter \"Format\": must be one of \"json\", \"mp3\"",
-			}
-		}
-	}
-	return p, nil
+// decodeUpdateRecording decodes a request to UpdateRecording: its parameters. Errors are 400
+// body-invalid.
+func decodeUpdateRecording(in *gen.Input) (r UpdateRecordingRequest, _ error) {
+	p := in.Params()
+	r.Params.AccountSid = p.Path("AccountSid").Str()
+	r.Params.Sid = p.Path("Sid").Str()
+	r.Params.Format = UpdateRecordingParamsFormat(p.Path("Format").Enum("json", "mp3"))
+	return r, in.Err()
 }
 
 func decodeCreateCallBody(d *canonical.Decoder, v *CreateCallBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "To":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			v.To = d.Str()
+			v.To = d.Field(&seen, 0).Str()
 		case "From":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.From = d.Str()
+			v.From = d.Field(&seen, 1).Str()
 		case "Url":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.URL = &x
+			v.URL = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<0) == 0:
-		d.Missing("To")
-	case seen&(1<<1) == 0:
-		d.Missing("From")
-	}
+	d.Required(seen, "To", "From")
 }
 
 func decodeUpdateCallBody(d *canonical.Decoder, v *UpdateCallBody) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "Status":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x UpdateCallBodyStatus
-			x = UpdateCallBodyStatus(d.Str())
-			switch x {
-			case UpdateCallBodyStatusCanceled, UpdateCallBodyStatusCompleted:
-			default:
-				d.Invalid("must be one of \"canceled\", \"completed\"")
-			}
-			v.Status = &x
+			v.Status = canonical.Ptr(UpdateCallBodyStatus(d.Field(&seen, 0).Enum("canceled", "completed")))
 		default:
 			d.Unknown(&v.Extra)
 		}

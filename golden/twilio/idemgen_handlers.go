@@ -5,46 +5,52 @@ package twilio
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewCreateCallHandler returns the http.Handler of operation CreateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls.json).
+// CreateCallHandler returns the http.Handler of POST /2010-04-01/Accounts/{AccountSid}/Calls.json
+// (CreateCall): fn runs at most once per idempotency key. Register mounts it at "POST
+// /2010-04-01/Accounts/{AccountSid}/Calls.json"; mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token
-// (optional: without it the request runs unguarded). It serves the operation through the
-// idempotency runtime: the decoder, the fingerprint and the state machine run before fn. Register
-// mounts it; mount it yourself on another router at the pattern "POST
-// /2010-04-01/Accounts/{AccountSid}/Calls.json".
-func NewCreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCall(), decodeCreateCall, func(ctx context.Context, db pgstore.DBTX, in *CreateCallRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func CreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateCall(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreateCall(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewUpdateCallHandler returns the http.Handler of operation UpdateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
+// UpdateCallHandler returns the http.Handler of POST
+// /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json (UpdateCall): fn runs at most once per
+// idempotency key. Register mounts it at "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}";
+// mount it yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token.
-// It serves the operation through the idempotency runtime: the decoder, the fingerprint and the
-// state machine run before fn. Register mounts it; mount it yourself on another router at the
-// pattern "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}".
-func NewUpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUpdateCall(), decodeUpdateCall, func(ctx context.Context, db pgstore.DBTX, in *UpdateCallRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func UpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUpdateCall(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeUpdateCall(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewUpdateRecordingHandler returns the http.Handler of operation UpdateRecording (POST
-// /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
+// UpdateRecordingHandler returns the http.Handler of POST
+// /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format} (UpdateRecording): fn runs at most
+// once per idempotency key. Register mounts it at "POST
+// /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}"; mount it yourself on another router the
+// same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}".
-func NewUpdateRecordingHandler(rt *runtime.Runtime, fn UpdateRecordingFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUpdateRecording(), decodeUpdateRecording, func(ctx context.Context, db pgstore.DBTX, in *UpdateRecordingRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params)
+//go:noinline
+func UpdateRecordingHandler(rt *runtime.Runtime, fn UpdateRecordingFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationUpdateRecording(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeUpdateRecording(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
 	})
 }

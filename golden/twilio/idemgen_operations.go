@@ -8,75 +8,50 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationCreateCall returns the resolved idempotency settings of CreateCall.
+// operationCreateCall returns the resolved idempotency settings of CreateCall; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationCreateCall() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "CreateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls.json",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  false,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "CreateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token"},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
-// operationUpdateCall returns the resolved idempotency settings of UpdateCall.
+// operationUpdateCall returns the resolved idempotency settings of UpdateCall; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationUpdateCall() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "UpdateCall",
-		Method: "POST",
-		Path:   "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "I-Twilio-Idempotency-Token",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/x-www-form-urlencoded"},
+		ID:         "UpdateCall",
+		Method:     "POST",
+		Path:       "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
+		Key:        runtime.KeyRule{Header: "I-Twilio-Idempotency-Token", Required: true},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
 	}
 }
 
-// operationUpdateRecording returns the resolved idempotency settings of UpdateRecording.
+// operationUpdateRecording returns the resolved idempotency settings of UpdateRecording; fields
+// left out take the runtime's defaults.
+//
+//go:noinline
 func operationUpdateRecording() *runtime.Operation {
 	return &runtime.Operation{
 		ID:     "UpdateRecording",
 		Method: "POST",
 		Path:   "/2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
 	}
 }
 
@@ -136,15 +111,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.CreateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls.json"
-		mux.Handle(pattern, NewCreateCallHandler(rt, h.CreateCall))
+		mux.Handle(pattern, CreateCallHandler(rt, h.CreateCall))
 	}
 	if h.UpdateCall != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Calls/{seg4}"
-		mux.Handle(pattern, NewUpdateCallHandler(rt, h.UpdateCall))
+		mux.Handle(pattern, UpdateCallHandler(rt, h.UpdateCall))
 	}
 	if h.UpdateRecording != nil {
 		pattern = "POST /2010-04-01/Accounts/{AccountSid}/Recordings/{seg4}"
-		mux.Handle(pattern, NewUpdateRecordingHandler(rt, h.UpdateRecording))
+		mux.Handle(pattern, UpdateRecordingHandler(rt, h.UpdateRecording))
 	}
 	return nil
 }

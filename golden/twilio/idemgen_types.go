@@ -12,19 +12,17 @@ import (
 // CreateCallBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCallBody struct {
-	To   string  `json:"To"`
-	From string  `json:"From"`
-	URL  *string `json:"Url,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	To    string            `json:"To"`
+	From  string            `json:"From"`
+	URL   *string           `json:"Url,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // UpdateCallBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls~1{Sid}.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type UpdateCallBody struct {
 	Status *UpdateCallBodyStatus `json:"Status,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	Extra  canonical.Members     `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // UpdateCallBodyStatus is a string enum (inline schema at
@@ -45,18 +43,13 @@ const (
 	UpdateRecordingParamsFormatMp3  UpdateRecordingParamsFormat = "mp3"
 )
 
-// CreateCallParams holds the parameters of operation CreateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls.json).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token
-// (optional: without it the request runs unguarded).
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// CreateCallParams holds the parameters of operation CreateCall; the idempotency key header is not
+// here: the runtime reads and validates it.
 type CreateCallParams struct {
 	AccountSid string // path parameter AccountSid
 }
 
-// CreateCallRequest is a decoded request to CreateCall.
+// CreateCallRequest is a decoded request to operation CreateCall.
 type CreateCallRequest struct {
 	Params CreateCallParams
 	Body   CreateCallBody
@@ -72,18 +65,14 @@ type CreateCallRequest struct {
 // a non-final status rolls them back.
 type CreateCallFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
 
-// UpdateCallParams holds the parameters of operation UpdateCall (POST
-// /2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header I-Twilio-Idempotency-Token.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// UpdateCallParams holds the parameters of operation UpdateCall; the idempotency key header is not
+// here: the runtime reads and validates it.
 type UpdateCallParams struct {
 	AccountSid string // path parameter AccountSid
 	Sid        string // path parameter Sid
 }
 
-// UpdateCallRequest is a decoded request to UpdateCall.
+// UpdateCallRequest is a decoded request to operation UpdateCall.
 type UpdateCallRequest struct {
 	Params UpdateCallParams
 	Body   UpdateCallBody
@@ -98,19 +87,15 @@ type UpdateCallRequest struct {
 // a non-final status rolls them back.
 type UpdateCallFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
 
-// UpdateRecordingParams holds the parameters of operation UpdateRecording (POST
-// /2010-04-01/Accounts/{AccountSid}/Recordings/{Sid}.{Format}).
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// UpdateRecordingParams holds the parameters of operation UpdateRecording; the idempotency key
+// header is not here: the runtime reads and validates it.
 type UpdateRecordingParams struct {
 	AccountSid string                      // path parameter AccountSid
 	Sid        string                      // path parameter Sid
 	Format     UpdateRecordingParamsFormat // path parameter Format
 }
 
-// UpdateRecordingRequest is a decoded request to UpdateRecording.
+// UpdateRecordingRequest is a decoded request to operation UpdateRecording.
 type UpdateRecordingRequest struct {
 	Params UpdateRecordingParams
 }

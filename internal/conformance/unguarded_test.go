@@ -13,6 +13,9 @@ import (
 	"github.com/idemgen/idemgen/internal/pgtest"
 )
 
+// minPoolSize is conformancetest.MinPoolSize (this package's tests cannot import it).
+const minPoolSize = 40
+
 // TestCasesCatchAnUnguardedService runs cases against the same business handler mounted
 // without idemgen (decode, run in a transaction, answer): the cases must fail, each for the
 // reason it exists. A case that passed here would not be testing idempotency at all.

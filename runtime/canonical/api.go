@@ -43,12 +43,13 @@
 //
 // # Generated shape
 //
-// For each marked operation the generator emits a typed decoder, a canonicalizer and a
-// fingerprint function. Member names are matched with a switch, sorted (UTF-16 order) and
-// escaped at generation time, so the canonicalizer is straight-line code. For the schema
+// For each marked operation the generator emits one decode function (on runtime/gen's Input,
+// which frames the request line into the fingerprint), shared struct decoders and struct
+// canonicalizers. Member names are matched with a switch, sorted (UTF-16 order) and escaped at
+// generation time, so the canonicalizer is straight-line code. For the schema
 //
 //	PaymentRequest: {type: object, required: [amount, currency, to], properties: {
-//	  amount: {type: integer, format: int64, minimum: 1}, currency: {type: string},
+//	  amount: {type: integer, format: int64, minimum: 1}, currency: {type: string, minLength: 3, maxLength: 3},
 //	  to: {type: string}, description: {type: string},
 //	  metadata: {type: object, additionalProperties: {type: string}},
 //	  client_timestamp: {type: string}}}   # fingerprint.exclude: [/client_timestamp]
@@ -65,131 +66,58 @@
 //		Extra           canonical.Members // undeclared members, kept for the fingerprint
 //	}
 //
-//	func decodeCreatePaymentJSON(data []byte) (PaymentRequest, error) {
-//		var d canonical.Decoder // zero value ready; stays on the stack
-//		d.Reset(data)
-//		var v PaymentRequest
-//		decodePaymentRequest(&d, &v)
-//		return v, d.Finish() // trailing bytes; first error as *canonical.Error
+//	func decodeCreatePayment(in *gen.Input) (r CreatePaymentRequest, _ error) {
+//		decodePaymentRequest(in.JSON(), &r.Body) // errors are sticky: in.Err reports the first
+//		in.JSONBody(appendCanonicalPaymentRequestForCreatePayment(in.BodyStart(), &r.Body))
+//		return r, in.Err()
 //	}
 //
 //	func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
-//		if !d.BeginObject() {
-//			return
-//		}
-//		var seen uint64 // one bit per declared property; use [n]uint64 above 64 properties
-//		for d.NextMember() {
+//		var seen uint64 // one bit per declared member, required members first
+//		for d.BeginObject(); d.NextMember(); { // BeginObject's error stops NextMember
 //			switch string(d.Name()) { // no allocation
 //			case "amount":
-//				if !d.Once(&seen, 0) {
-//					return
-//				}
-//				v.Amount = d.Int64()
-//				if v.Amount < 1 {
-//					d.Invalid("minimum is 1") // names /amount
-//				}
+//				v.Amount = d.Field(&seen, 0).Int64() // Field: a second "amount" is a duplicate
+//				d.Min(v.Amount, 1)                   // names /amount
 //			case "currency":
-//				if !d.Once(&seen, 1) {
-//					return
-//				}
-//				v.Currency = d.Str()
-//				if n := utf8.RuneCountInString(v.Currency); n != 3 {
-//					d.Invalid("length must be 3")
-//				}
+//				v.Currency = d.Field(&seen, 1).Str()
+//				d.Length(v.Currency, 3, 3) // code points
 //			case "to":
-//				if !d.Once(&seen, 2) {
-//					return
-//				}
-//				v.To = d.Str()
+//				v.To = d.Field(&seen, 2).Str()
 //			case "description":
-//				if !d.Once(&seen, 3) {
-//					return
-//				}
-//				s := d.Str()
-//				v.Description = &s
+//				v.Description = canonical.Ptr(d.Field(&seen, 3).Str())
 //			case "metadata":
-//				if !d.Once(&seen, 4) {
-//					return
-//				}
-//				if !d.BeginObject() { // a map: keys checked for duplicates
-//					return
-//				}
 //				v.Metadata = map[string]string{}
-//				for d.NextMember() {
-//					k := d.Key()
-//					if _, dup := v.Metadata[k]; dup {
-//						d.Duplicate()
-//						return
-//					}
-//					v.Metadata[k] = d.Str()
+//				for d.Field(&seen, 4).BeginObject(); d.NextMember(); {
+//					v.Metadata[canonical.MapKey(d, v.Metadata)] = d.Str() // duplicate keys refused
 //				}
 //				d.EndObject()
 //			case "client_timestamp":
-//				if !d.Once(&seen, 5) {
-//					return
-//				}
-//				s := d.Str()
-//				v.ClientTimestamp = &s
+//				v.ClientTimestamp = canonical.Ptr(d.Field(&seen, 5).Str())
 //			default:
 //				d.Unknown(&v.Extra) // or d.Reject() for additionalProperties: false
 //			}
 //		}
 //		d.EndObject()
-//		if seen&0b111 != 0b111 { // required, checked after EndObject: names the object
-//			switch {
-//			case seen&1 == 0:
-//				d.Missing("amount")
-//			case seen&2 == 0:
-//				d.Missing("currency")
-//			default:
-//				d.Missing("to")
-//			}
-//		}
+//		d.Required(seen, "amount", "currency", "to") // after EndObject: names the object
 //	}
 //
 //	// Sorted names: amount currency description metadata to (client_timestamp excluded).
-//	func appendCanonicalPaymentRequest(b []byte, v *PaymentRequest) []byte {
-//		b = append(b, '{')
-//		start := len(b)
-//		x := v.Extra
-//		b, x = x.AppendBefore(b, start, "amount")
-//		b = canonical.Comma(b, start)
-//		b = append(b, `"amount":`...)
-//		b = canonical.AppendInt(b, v.Amount)
-//		b, x = x.AppendBefore(b, start, "currency")
-//		b = append(b, `,"currency":`...) // a required member precedes: the comma is static
-//		b = canonical.AppendString(b, v.Currency)
-//		b, x = x.AppendBefore(b, start, "description")
-//		if v.Description != nil {
-//			b = append(b, `,"description":`...)
-//			b = canonical.AppendString(b, *v.Description)
-//		}
-//		b, x = x.AppendBefore(b, start, "metadata")
-//		if v.Metadata != nil {
-//			b = append(b, `,"metadata":`...)
-//			b = canonical.AppendMap(b, v.Metadata, canonical.AppendString) // excluded keys follow
-//		}
-//		b, x = x.AppendBefore(b, start, "to")
-//		b = append(b, `,"to":`...)
-//		b = canonical.AppendString(b, v.To)
-//		b = x.AppendAll(b, start)
-//		return append(b, '}')
+//	func appendCanonicalPaymentRequestForCreatePayment(b []byte, v *PaymentRequest) []byte {
+//		o, b := canonical.WriteObject(b, v.Extra) // merges the undeclared members in order
+//		b = o.Int(b, `"amount":`, v.Amount)
+//		b = o.String(b, `"currency":`, v.Currency)
+//		b = canonical.OptString(&o, b, `"description":`, v.Description)
+//		b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString)
+//		b = o.String(b, `"to":`, v.To)
+//		return o.End(b)
 //	}
 //
-//	func fingerprintCreatePayment(x *runtime.Exchange, p *CreatePaymentParams, v *PaymentRequest) canonical.Fingerprint {
-//		var f canonical.Framer
-//		f.Begin("createPayment", "POST", "/v1/payments")
-//		// f.PathParam("payment_id", p.PaymentID) for each path parameter, in template order
-//		// f.Query(name, values) for each declared query parameter, sorted by name
-//		f.MediaType(x.MediaType())
-//		// f.Header(name, x.Request().Header.Values(name)) for each fingerprint.headers entry
-//		f.BodyEnd(appendCanonicalPaymentRequest(f.BodyStart(), v))
-//		return f.Sum()
-//	}
-//
-// Arrays use [Decoder.BeginArray], [Decoder.NextElement] and [Decoder.EndArray] (or
-// [DecodeArray] and [AppendArray]). Nullable values test [Decoder.Null] first, or use
-// [Nullable] with [DecodeNullable] and [AppendNullable] ([AppendOrNull] for pointers).
+// Arrays use [Decoder.BeginArray], [Decoder.NextElement] and [Decoder.EndArray] (with [Grow]
+// for struct elements, decoded in place), and [AppendArray] or [AppendObjects]. Nullable values
+// test [Decoder.Null] first, or use [Nullable] with [DecodeNullable] and [AppendNullable]
+// ([AppendOrNull] for pointers). Schema patterns go through the [Matcher] the Decoder's owner
+// sets.
 // oneOf/anyOf subtrees and schema-less values use [Decoder.Raw], which stores the value's
 // canonical form (so the handler sees exactly what is fingerprinted); exclusions inside them
 // use [NewExclusion] with [AppendCanonicalExcluding]. Exclusions on declared members, map keys

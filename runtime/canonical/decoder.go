@@ -33,6 +33,8 @@ type Decoder struct {
 	names []byte
 	tmp   []byte // sortMembers
 	skip  []byte // Skip's discarded output
+	// matcher matches schema patterns (Pattern); kept across Reset.
+	matcher Matcher
 }
 
 type frame struct {

@@ -146,10 +146,16 @@ func (f *Framer) RawBody(body []byte) {
 // Begin again.
 func (f *Framer) Sum() Fingerprint {
 	fp := Fingerprint{Version: Version, Sum: sha256.Sum256(f.b)}
+	f.Release()
+	return fp
+}
+
+// Release gives the buffer back without computing a fingerprint (a request refused after Begin);
+// the Framer may then Begin again. Releasing a Framer that holds no buffer does nothing.
+func (f *Framer) Release() {
 	if f.p != nil && cap(f.b) <= maxPooled {
 		*f.p = f.b[:0]
 		framePool.Put(f.p)
 	}
 	f.p, f.b = nil, nil
-	return fp
 }

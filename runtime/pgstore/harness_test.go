@@ -288,25 +288,25 @@ const insertPay = "INSERT INTO payments (scope, amount) VALUES ($1, $2)"
 
 // atomicHandler is generated code plus a business handler that writes one payments row.
 func (e *env) atomicHandler(op *runtime.Operation) http.Handler {
-	return runtime.AtomicHandler(e.rt, op, decodePay, func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+	return runtime.AtomicHandler(e.rt, op, runtime.BindAtomic(decodePay, func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
 		var id int64
 		if err := db.QueryRow(ctx, insertPay+" RETURNING id", r.Tenant, r.Amount).Scan(&id); err != nil {
 			return runtime.Response{}, err
 		}
 		return e.answer(ctx, r, id)
-	})
+	}))
 }
 
 // handlerWith serves op with fn as the business handler (the decoded request gives it the
 // knobs).
 func (e *env) handlerWith(op *runtime.Operation, fn func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error)) http.Handler {
-	return runtime.AtomicHandler(e.rt, op, decodePay, fn)
+	return runtime.AtomicHandler(e.rt, op, runtime.BindAtomic(decodePay, fn))
 }
 
 // leaseHandler calls the provider in the call phase (then X-Hold, X-Delay, and X-Fail error or
 // panic), then writes one payments row in the completion.
 func (e *env) leaseHandler(op *runtime.Operation, p *provider) http.Handler {
-	return runtime.LeaseHandler(e.rt, op, decodePay, func(ctx context.Context, l *runtime.Lease, r *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
+	return runtime.LeaseHandler(e.rt, op, runtime.BindLease(decodePay, func(ctx context.Context, l *runtime.Lease, r *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
 		p.charge(l.ProviderKey("charge"))
 		if r.Header.Get("X-Extend") != "" {
 			if err := l.Extend(ctx, 2*time.Second); err != nil {
@@ -332,7 +332,7 @@ func (e *env) leaseHandler(op *runtime.Operation, p *provider) http.Handler {
 			}
 			return e.answer(ctx, &done, id)
 		}, nil
-	})
+	}))
 }
 
 // pause is where a handler waits when the request asks it to: it signals the crash test's

@@ -183,7 +183,7 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	switch {
 	case isStop(err) || isLockTimeout(err):
 		return nil, true, p.lost(store.ErrBusy)
-	case errors.As(err, &pre) && conn.IsClosed():
+	case errors.As(err, &pre) && conn.IsClosed() && !sessionLost(err):
 		return nil, true, p.lost(fmt.Errorf("%w: %w: %w", store.ErrTxFailed, errStatementNotSent, err))
 	case !conn.IsClosed() && conn.PgConn().TxStatus() == 'I':
 		// Nothing ran: pgx could not prepare the handler's statement (extended protocol), or

@@ -237,9 +237,9 @@ func TestSchemaSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{t: t, pool: pool, st: st, rt: rt, gates: map[string]*gate{}}
-	h := runtime.LeaseHandler(rt, leaseOp(), decodePay, func(context.Context, *runtime.Lease, *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
+	h := runtime.LeaseHandler(rt, leaseOp(), runtime.BindLease(decodePay, func(context.Context, *runtime.Lease, *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
 		return func(context.Context, pgstore.DBTX) (runtime.Response, error) { return created("ok"), nil }, nil
-	})
+	}))
 	for i := range 2 {
 		if w := serve(h, req("", key1, body100)); w.Code != 201 || (i == 1) != (w.Header().Get(runtime.HeaderReplayed) == "true") {
 			t.Fatalf("request %d on the SchemaSQL schema: %d %s", i, w.Code, w.Body)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -22,24 +23,44 @@ import (
 // index cannot cover the key alone, so every claim holds the key's advisory lock and inserts a
 // record only if no live one exists.
 
-// recordCols reads a record together with the two clock decisions made by the database: whether
-// it is still live (expires_at in the future) and how long its lease has left.
+// recordCols reads a record together with the three clock decisions made by the database:
+// whether it is still live, how long its lease has left and, for a completed record, how long
+// it stays live. A completed record lives until expires_at; a running one (response_status 0)
+// lives until it is completed or released: its owner may still complete it, or the same request
+// take it over, however long the call takes, so no other request may see the key as new (only
+// the sweeper removes a running record, long after its lease ended: Sweeper.AbandonAfter). now()
+// is the start of the statement's transaction, which comes after the caller sent it: a cache
+// that counts the remaining retention from before its call never keeps the record longer than
+// the database does.
 const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.response_status, r.fencing_token,
-	r.expires_at > now() AS live,
+	(r.response_status = 0 OR r.expires_at > now()) AS live,
 	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint) AS lease_left_us,
-	r.response_headers, r.response_body, r.body_omitted`
+	r.response_headers, r.response_body, r.body_omitted,
+	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
 
 // recordInsertCols are the columns every record INSERT names, in this order.
 const recordInsertCols = `(scope_id, key_id, created_at, expires_at, locked_until, fencing_token,
 	 fingerprint, fingerprint_version, response_status, body_omitted, operation, response_headers, response_body)`
 
 // runningValues are recordInsertCols of a running claim: claimArgs' $1..$8. The claim holds the
-// key for its lease and its record expires a retention after the lease ends (Extend and
-// TakeOver keep that gap), so no other request can see the key as new while the owner can still
-// complete it.
+// key for its lease. A running record's expires_at is a retention after its lease ends (Extend
+// and TakeOver keep that gap); it orders the sweeper's work, but a running record never counts
+// as expired.
 const runningValues = `$1, $2, now(),
 	now() + ($7::bigint + $8::bigint) * interval '1 microsecond',
 	now() + $8::bigint * interval '1 microsecond', $6, $4, $5, 0, false, $3, '\x', '\x'`
+
+// runningValuesPartitioned is runningValues for the partitioned layout, where retention drops a
+// record's whole partition once its expires_at has passed, running or not: a running record
+// expires at least partitionedAbandon after its lease ends, as long as Sweeper.AbandonAfter's
+// default keeps an abandoned claim on the plain table.
+const runningValuesPartitioned = `$1, $2, now(),
+	now() + (GREATEST($7::bigint, 86400000000) + $8::bigint) * interval '1 microsecond',
+	now() + $8::bigint * interval '1 microsecond', $6, $4, $5, 0, false, $3, '\x', '\x'`
+
+// partitionedAbandon is the least time between a running record's lease end and its expiry on
+// the partitioned layout (runningValuesPartitioned).
+const partitionedAbandon = 24 * time.Hour
 
 // claimLock is how an atomic-mode claim learns that a concurrent claim of the same key is still
 // running. Atomic claims are uncommitted while their handler runs, so the row itself is
@@ -116,8 +137,8 @@ type statements struct {
 	// the key already had a record, the failure ends the pipeline's implicit transaction, so
 	// BEGIN never runs and the replay needs no ROLLBACK round trip.
 	claimedOrStop string
-	// takeExpired (plain) reuses the row of an expired record for a new claim (the key counts
-	// as absent once expires_at has passed). The token grows, so it stays monotonic per key. $6
+	// takeExpired (plain) reuses the row of an expired completed record for a new claim (the
+	// key counts as absent once expires_at has passed; a running record never expires). The token grows, so it stays monotonic per key. $6
 	// is the new token for atomic claims, or NULL to take fencing_token + 1 (lease mode).
 	takeExpired string
 	// takeExpiredAtomic is takeExpired under the claim lock of each kind; it returns whether the
@@ -157,28 +178,26 @@ func newStatements(partitioned bool) *statements {
 	// whose rows have all expired are pruned, and an expired record never counts.
 	live := ""
 	if partitioned {
-		live = " AND expires_at > now()"
+		live = " AND (response_status = 0 OR expires_at > now())"
 	}
 	where := "WHERE key_id = $2 AND scope_id = $1" + live
-	q.read = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` +
-		strings.ReplaceAll(live, "expires_at", "r.expires_at")
+	rlive := strings.NewReplacer("expires_at", "r.expires_at", "response_status", "r.response_status").Replace(live)
+	q.read = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive
 	q.readProbe = `SELECT ` + recordCols + `,
 	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` +
-		strings.ReplaceAll(live, "expires_at", "r.expires_at")
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
 
 	q.readUsed = withRecordsUsed(`SELECT `+recordCols+`
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`+
-		strings.ReplaceAll(live, "expires_at", "r.expires_at"), "$3")
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`+rlive, "$3")
 	q.readProbeUsed = withRecordsUsed(q.readProbe, "$4")
 
 	if partitioned {
 		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`
 		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r
-	WHERE r.key_id = $2 AND r.scope_id = $1 AND r.expires_at > now()),
+	WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
-	SELECT ` + strings.Replace(runningValues, "$6", `COALESCE($6::bigint, (SELECT COALESCE(max(fencing_token), 0) + 1
+	SELECT ` + strings.Replace(runningValuesPartitioned, "$6", `COALESCE($6::bigint, (SELECT COALESCE(max(fencing_token), 0) + 1
 		FROM idempotency_records WHERE key_id = $2 AND scope_id = $1))`, 1) + `
 	WHERE current_setting('idemgen.claim_lock', true) = 'true' AND NOT EXISTS (SELECT 1 FROM cur)
 	RETURNING fencing_token
@@ -224,7 +243,7 @@ FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	locked_until = now() + $8::bigint * interval '1 microsecond',
 	response_headers = '\x', response_body = '\x', body_omitted = false, created_at = now(),
 	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
-WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now()
+WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0
 RETURNING fencing_token`
 		for _, l := range []claimLock{lockTry, lockWait, lockNone} {
 			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr() + ` AS ok),

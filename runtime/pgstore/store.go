@@ -511,11 +511,12 @@ type rawRecord struct {
 	headers     []byte
 	body        []byte
 	bodyOmitted *bool
+	retentionUS *int64
 }
 
 func (r *rawRecord) targets() []any {
 	return []any{&r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
-		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted}
+		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS}
 }
 
 // row converts the scanned columns; nil when there was no row. A status of 0 is a running
@@ -547,6 +548,9 @@ func (r *rawRecord) row() *row {
 		}
 	} else if r.leaseLeftUS != nil {
 		out.rec.LeaseLeft = time.Duration(*r.leaseLeftUS) * time.Microsecond
+	}
+	if r.retentionUS != nil && *r.retentionUS > 0 {
+		out.rec.RetentionLeft = time.Duration(*r.retentionUS) * time.Microsecond
 	}
 	return out
 }

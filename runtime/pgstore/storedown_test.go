@@ -123,14 +123,14 @@ func TestStoreStoppedMidTest(t *testing.T) {
 
 	// While the server is down: 503 with Retry-After, and the handler never runs.
 	var ran atomic.Int64
-	probe := runtime.AtomicHandler(e.rt, payOp(), decodePay, func(context.Context, pgstore.DBTX, *payReq) (runtime.Response, error) {
+	probe := runtime.AtomicHandler(e.rt, payOp(), runtime.BindAtomic(decodePay, func(context.Context, pgstore.DBTX, *payReq) (runtime.Response, error) {
 		ran.Add(1)
 		return runtime.Response{Status: 201}, nil
-	})
-	leaseProbe := runtime.LeaseHandler(e.rt, leaseOp(), decodePay, func(context.Context, *runtime.Lease, *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
+	}))
+	leaseProbe := runtime.LeaseHandler(e.rt, leaseOp(), runtime.BindLease(decodePay, func(context.Context, *runtime.Lease, *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
 		ran.Add(1)
 		return nil, nil
-	})
+	}))
 	for _, key := range []string{"k-while-down-000001", key1} {
 		for name, h := range map[string]*responseSummary{
 			"atomic": summarize(t, serve(probe, req("t1", key, body100))),

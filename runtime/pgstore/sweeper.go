@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Sweeper deletes expired idempotency records of the plain table. Expired records
-// already count as absent, so sweeping only reclaims space; it deletes in small batches in
+// Sweeper deletes expired idempotency records of the plain table: completed records past their retention (they
+// already count as absent, so sweeping only reclaims space), and running lease-mode records
+// abandoned long ago (AbandonAfter). It deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
 // by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
 // each batch skips rows another sweeper has locked (FOR UPDATE SKIP LOCKED) instead of queueing.
@@ -24,33 +27,68 @@ type Sweeper struct {
 	Pause time.Duration
 	// Interval separates sweeps in Run; default 1 minute.
 	Interval time.Duration
+	// AbandonAfter is how long after its lease ended a running record is kept for its owner's
+	// completion or a retry's takeover before it is deleted; default 24h. Until then the key
+	// stays refused to any other request (422), however long the call takes.
+	AbandonAfter time.Duration
 	// Portable replaces FOR UPDATE SKIP LOCKED with a plain bounded DELETE, for engines that lack
 	// it in subqueries; concurrent sweepers then may wait on each other's rows.
 	Portable bool
 	// Observer receives the rows deleted per batch; Logger, sweep failures. Defaults: none and
-	// slog.Default().
+	// slog.Default(). An Observer that also implements store.SweepObserver (runtime/prometheus
+	// does) receives a store.SweepReport after every sweep: the sweep's outcome, the running
+	// claims whose lease has ended (by operation) and the sweeper's lag, read through indexes
+	// after the sweep.
 	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
 }
 
-// sqlSweep deletes up to $1 expired rows, oldest first, skipping rows other sweepers hold.
+// sweepable is the rows the sweeper may delete: completed records past their expiry, and running
+// records whose lease ended more than $2 (µs, Sweeper.AbandonAfter) ago, abandoned by an owner
+// that never completed and a client that never retried.
+const sweepable = `expires_at <= now() AND (response_status <> 0 OR locked_until <= now() - $2::bigint * interval '1 microsecond')`
+
+// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold.
 const sqlSweep = `DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.expires_at <= now()`
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
 
 // sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
 const sqlSweepPortable = `DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
-       WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) d
-WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.expires_at <= now()`
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
-// how many rows it deleted. It stops at the first error (wrapped) or when ctx ends.
+// how many rows it deleted. It stops at the first error (wrapped) or when ctx ends. Then, when
+// the Observer is a store.SweepObserver, it samples the backlog and reports the sweep.
 func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	if s.Pool == nil {
 		return 0, errors.New("sweeper: Pool is nil")
 	}
+	so, report := s.Observer.(store.SweepObserver)
+	if !report {
+		return s.sweep(ctx)
+	}
+	start := time.Now()
+	n, err := s.sweep(ctx)
+	r := store.SweepReport{Deleted: n, Err: err}
+	if ctx.Err() == nil {
+		stale, lag, serr := sampleBacklog(ctx, s.Pool)
+		if serr == nil {
+			r.Sampled, r.StaleRunning, r.Lag = true, stale, lag
+		} else if r.Err == nil {
+			r.Err = serr
+		}
+	}
+	r.Duration = time.Since(start)
+	so.SweepDone(r)
+	return n, err
+}
+
+// sweep is the deleting part of SweepOnce.
+func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 	batch := s.BatchSize
 	if batch <= 0 {
 		batch = 500
@@ -59,13 +97,17 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	if pause <= 0 {
 		pause = 50 * time.Millisecond
 	}
+	abandon := s.AbandonAfter
+	if abandon <= 0 {
+		abandon = 24 * time.Hour
+	}
 	q := sqlSweep
 	if s.Portable {
 		q = sqlSweepPortable
 	}
 	var total int64
 	for {
-		ct, err := s.Pool.Exec(ctx, q, batch)
+		ct, err := s.Pool.Exec(ctx, q, batch, abandon.Microseconds())
 		if err != nil {
 			return total, fmt.Errorf("sweep: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -173,19 +175,26 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 	return err
 }
 
-// Abort rolls back and releases the claim; see store.Tx.
+// Abort rolls back and releases the claim; see store.Tx. A connection that is gone (the
+// server terminated the session, the network broke) is the store's failure, not the
+// handler's: its transaction was rolled back by the server.
 func (t *tx) Abort(ctx context.Context) error {
 	defer t.end()
 	open, err := t.settle(ctx, false)
+	wasClosed := t.conn.Conn().IsClosed()
 	t.s.rollback(t.conn)
 	if err != nil {
 		return err
 	}
+	if wasClosed {
+		err = errSessionEnded
+	}
 	if t.releaseOnAbort {
-		if err := t.s.Release(ctx, t.sp.ID, t.token); err != nil {
-			// The lease ends on its own; the retry then takes over.
-			return nil
-		}
+		// A failed release leaves the lease to end on its own; the retry then takes over.
+		_ = t.s.Release(ctx, t.sp.ID, t.token)
+	}
+	if err != nil {
+		return err
 	}
 	if open && t.sp != nil && !t.rechecked {
 		// A handler error may come from the race the claim did not re-read for: a business row
@@ -288,27 +297,51 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error)
 		}
 	}
 	ct, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return commitError(err)
-	}
-	if ct.String() != "COMMIT" {
+	closeErr := br.Close()
+	switch {
+	case err == nil && ct.String() == "COMMIT":
+		// Acknowledged: it committed, whatever the connection does next (a session terminated
+		// right after its commit still answers COMMIT, then fails the pipeline's end).
+		return nil
+	case err == nil && closeErr == nil:
 		return fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())
+	case err == nil:
+		err = closeErr
 	}
-	return nil
+	return commitError(err)
 }
 
-// commitError classifies an error met while a COMMIT was on its way: a server error or one
-// raised before anything was sent means nothing committed; anything else (a broken connection,
-// a timeout while waiting for the answer) leaves the outcome unknown.
+// errSessionEnded is a transaction whose database session ended under it: the server rolled it
+// back.
+var errSessionEnded = errors.New("the database session of the transaction ended; it was rolled back")
+
+// commitError classifies an error met while a COMMIT was on its way: an error the server
+// answered (a failed deferred constraint, a serialization failure) or one raised before
+// anything was sent means nothing committed; a lost session (SQLSTATE class 08 or 57P, such as
+// a terminated backend), a broken connection or a timeout while waiting for the answer leaves
+// the outcome unknown.
 func commitError(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+	if pgconn.SafeToRetry(err) || (isServerError(err) && !sessionLost(err)) {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return fmt.Errorf("commit: %w: %w", store.ErrOutcomeUnknown, err)
+}
+
+// isServerError reports an error the server answered.
+func isServerError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
+
+// sessionLost reports an error that means the database session is gone: the server terminated
+// it (SQLSTATE class 57P: admin or crash shutdown), a connection exception (class 08), or a
+// connection that is closed or broken on our side.
+func sessionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08") || pe.Severity == "FATAL" || pe.Severity == "PANIC"
+	}
+	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) && isNetError(err)
 }
 
 // dbtx is the DBTX of a tx: statements go through its pending block while there is one.
@@ -364,3 +397,9 @@ func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
 func (b errBatch) QueryRow() pgx.Row                { return rowsRow{err: b.err} }
 func (b errBatch) Close() error                     { return b.err }
 func (b errBatch) Tx() pgx.Tx                       { return nil }
+
+// isNetError reports a network-level failure (a reset or closed connection).
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 func TestObserverRecords(t *testing.T) {
@@ -47,5 +49,42 @@ idemgen_swept_records_total 42
 	// Separate registries never collide (no global registration).
 	if _, err := New(prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The sweeper's report sets the backlog gauges; an operation that leaves the sample drops to 0
+// rather than keeping its last value; sweeps are counted by outcome.
+func TestObserverSweepReports(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Execution("createPayment", runtime.ModeAtomic, runtime.OutcomeExecuted, 40*time.Millisecond)
+	o.SweepDone(store.SweepReport{Sampled: true, Lag: 90 * time.Second, StaleRunning: map[string]int64{"charge": 3, "refund": 1}})
+	o.SweepDone(store.SweepReport{Sampled: true, Lag: 0, StaleRunning: map[string]int64{"charge": 2}})
+	o.SweepDone(store.SweepReport{Err: errors.New("connection refused")})
+
+	want := `
+# HELP idemgen_stale_running_records Running idempotency claims whose lease has ended (older than their lease), sampled after each sweep.
+# TYPE idemgen_stale_running_records gauge
+idemgen_stale_running_records{operation="charge"} 2
+idemgen_stale_running_records{operation="refund"} 0
+# HELP idemgen_sweeper_lag_seconds How long ago the oldest expired idempotency record still present expired, sampled after each sweep; 0 when the sweeper has caught up.
+# TYPE idemgen_sweeper_lag_seconds gauge
+idemgen_sweeper_lag_seconds 0
+# HELP idemgen_sweeps_total Sweeps of expired idempotency records, by outcome (ok, error).
+# TYPE idemgen_sweeps_total counter
+idemgen_sweeps_total{outcome="error"} 1
+idemgen_sweeps_total{outcome="ok"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "idemgen_stale_running_records", "idemgen_sweeper_lag_seconds", "idemgen_sweeps_total"); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(o.lastSuccess); v < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last success %v", v)
+	}
+	if n := testutil.CollectAndCount(o.executions); n != 1 {
+		t.Errorf("execution series = %d", n)
 	}
 }

@@ -57,20 +57,28 @@ type Response struct {
 	BodyOmitted bool
 }
 
-// Record is the live record of a key: expired records are never returned (a key whose record
-// expired is new again).
+// Record is the live record of a key: a completed record until its retention ends (then the key
+// is new again), a running one until it is completed or released (its owner may complete it,
+// or the same request take it over, however long the call takes).
 type Record struct {
 	// Operation is the operation ID of the request that claimed the key.
 	Operation string
 	// Fingerprint is that request's fingerprint, with the framing version it was computed under.
 	Fingerprint canonical.Fingerprint
 	State       State
-	// Token is the fencing token: 1 for the first lease-mode claim of a key, one more for each
-	// takeover. Atomic-mode records hold an opaque claim id.
+	// Token is the fencing token: positive, and larger for every later claim of the key (a
+	// takeover, or a new claim after the record expired). pgstore counts 1 for the first
+	// lease-mode claim of a key and one more for each takeover; runtime/redisstore uses the
+	// Redis server's clock in microseconds. Atomic-mode records hold an opaque claim id.
 	Token int64
 	// LeaseLeft is, for a running record, how long its lease still runs by the store's clock;
 	// zero or negative once it has ended.
 	LeaseLeft time.Duration
+	// RetentionLeft is, for a completed record, how long it still replays by the store's clock,
+	// counted from a moment inside the store call that returned it; zero for a running record
+	// (it lives until it is completed or released) and when the store does not say. A cache in
+	// front of the store (runtime/redisstore) uses it so that its copy never outlives the record.
+	RetentionLeft time.Duration
 	// Response is the stored final response of a completed record.
 	Response Response
 }

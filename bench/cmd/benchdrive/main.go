@@ -31,7 +31,18 @@ type variant struct {
 	path  string // server path
 	body  string
 	fresh bool
+	// hot, when positive, makes every request a replay of one of hot keys, in turn (the retry
+	// storm): all primed first.
+	hot int
+	// levels, when set, are the only concurrency levels the variant runs at (or the run's
+	// highest level when it has none of them).
+	levels []int
+	// redis: the variant needs the server's Redis (benchserver -redis); skipped without it.
+	redis bool
 }
+
+// stormKeys is how many hot keys a retry storm replays.
+const stormKeys = 4
 
 const paymentBody = `{"amount": 1500, "currency": "EUR", "to": "acc_123", "description": "benchmark"}`
 
@@ -47,6 +58,9 @@ func headers(tenant, key string) http.Header {
 func (v variant) builder(base, run string) load.Builder {
 	return func(n int64) load.Request {
 		key := "key-" + run + "-replayed-0000"
+		if v.hot > 0 {
+			key = fmt.Sprintf("key-%s-hot-%d", run, n%int64(v.hot))
+		}
 		if v.fresh {
 			// Clients send random keys (UUIDs, mostly), not a sequence: a bijective mix of n
 			// spreads them over the key index as theirs do.
@@ -81,27 +95,45 @@ const (
 	vStmtReplay   = "A/B ClaimWithStatement, replay"
 	vReadFirstRep = "A/B ClaimReadFirst, replay"
 	vPipeReplay   = "A/B ClaimPipelined, replay"
+	vMwNew        = "middleware (ClaimWithStatement), new key"
+	vMwReplay     = "middleware (ClaimWithStatement), replay"
+	vCacheReplay  = "idemgen replay via Redis cache"
+	vLocalReplay  = "idemgen replay via Redis cache + in-process tier"
+	vCacheNew     = "idemgen atomic, new key via Redis cache"
+	vRedisLease   = "idemgen lease, new key on Redis (paired with PostgreSQL)"
+	vStormPG      = "retry storm (4 hot keys) via PostgreSQL"
+	vStormCache   = "retry storm (4 hot keys) via Redis cache"
+	vStormLocal   = "retry storm (4 hot keys) via Redis cache + in-process tier"
 	vPartNew      = "A/B partitioned table, new key"
 	vPartReplay   = "A/B partitioned table, replay"
 )
 
 var variants = []variant{
-	{vBare, "/bench/bare", paymentBody, true},
-	{vPlain, "/bench/plain", paymentBody, true},
-	{vHandNew, "/bench/handwritten", paymentBody, true},
-	{vAtomicNew, "/v1/payments", paymentBody, true},
-	{vLeaseNew, "/v1/provider-charges", `{"amount": 800}`, true},
-	{vHandReplay, "/bench/handwritten", paymentBody, false},
-	{vReplay, "/v1/payments", paymentBody, false},
-	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false},
-	{vStmtNew, "/ab/withstatement/v1/payments", paymentBody, true},
-	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true},
-	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true},
-	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false},
-	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false},
-	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false},
-	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true},
-	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false},
+	{vBare, "/bench/bare", paymentBody, true, 0, nil, false},
+	{vPlain, "/bench/plain", paymentBody, true, 0, nil, false},
+	{vHandNew, "/bench/handwritten", paymentBody, true, 0, nil, false},
+	{vAtomicNew, "/v1/payments", paymentBody, true, 0, nil, false},
+	{vLeaseNew, "/v1/provider-charges", `{"amount": 800}`, true, 0, nil, false},
+	{vHandReplay, "/bench/handwritten", paymentBody, false, 0, nil, false},
+	{vReplay, "/v1/payments", paymentBody, false, 0, nil, false},
+	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false, 0, nil, false},
+	{vStmtNew, "/ab/withstatement/v1/payments", paymentBody, true, 0, nil, false},
+	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true, 0, nil, false},
+	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true, 0, nil, false},
+	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false, 0, nil, false},
+	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false, 0, nil, false},
+	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false, 0, nil, false},
+	{vMwNew, "/mw/v1/payments", paymentBody, true, 0, nil, false},
+	{vMwReplay, "/mw/v1/payments", paymentBody, false, 0, nil, false},
+	{vCacheReplay, "/redis/cache/v1/payments", paymentBody, false, 0, nil, true},
+	{vLocalReplay, "/redis/local/v1/payments", paymentBody, false, 0, nil, true},
+	{vCacheNew, "/redis/cache/v1/payments", paymentBody, true, 0, []int{8, 32}, true},
+	{vRedisLease, "/redis/lease/v1/provider-charges", `{"amount": 800}`, true, 0, nil, true},
+	{vStormPG, "/v1/payments", paymentBody, false, stormKeys, []int{32}, false},
+	{vStormCache, "/redis/cache/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
+	{vStormLocal, "/redis/local/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
+	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true, 0, nil, false},
+	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false, 0, nil, false},
 }
 
 type sample struct {
@@ -110,6 +142,7 @@ type sample struct {
 	cpuUS    float64 // benchserver CPU microseconds per request (user + system)
 	dbCPUUS  float64 // PostgreSQL CPU microseconds per request (every server process)
 	cliCPUUS float64 // this load generator's CPU microseconds per request
+	rdCPUUS  float64 // the Redis server's CPU microseconds per request
 	rt       float64 // database round trips per request
 	walB     float64 // WAL bytes per request (everything the server wrote meanwhile)
 	statuses map[string]int64
@@ -151,6 +184,18 @@ func main() {
 	ctx := context.Background()
 	client := load.NewClient(64)
 	postmaster := postmasterPID(ctx, client, *base)
+	if _, ok := redisCPU(ctx, client, *base); !ok {
+		var kept []variant
+		for _, v := range selected {
+			if !v.redis {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) < len(selected) {
+			fmt.Fprintln(os.Stderr, "benchdrive: the server has no Redis (benchserver -redis): the Redis variants are skipped")
+		}
+		selected = kept
+	}
 
 	// results[variant][concurrency] = samples over rounds. Within a round every variant runs at
 	// every level; the order of the variants rotates from round to round, so that no variant
@@ -160,6 +205,9 @@ func main() {
 		for _, c := range levels {
 			for i := range selected {
 				v := selected[(i+r)%len(selected)]
+				if !v.runsAt(c, levels) {
+					continue
+				}
 				run := fmt.Sprintf("r%dc%d-%d", r, c, time.Now().UnixNano())
 				if !v.fresh {
 					prime(ctx, client, *base, v, run)
@@ -181,14 +229,29 @@ func main() {
 	}
 }
 
-// prime makes the record the replay and mismatch variants hit: the first request with the key,
-// always with the payment body.
+// runsAt reports whether v runs at concurrency c in a run of levels.
+func (v variant) runsAt(c int, levels []int) bool {
+	if len(v.levels) == 0 || slices.Contains(v.levels, c) {
+		return true
+	}
+	for _, l := range v.levels {
+		if slices.Contains(levels, l) {
+			return false
+		}
+	}
+	return c == slices.Max(levels)
+}
+
+// prime makes the records the replay, mismatch and storm variants hit: the first request with
+// each key, always with the payment body.
 func prime(ctx context.Context, c *http.Client, base string, v variant, run string) {
 	pv := v
 	pv.body = paymentBody
-	labels, _, err := load.Once(ctx, c, 1, pv.builder(base, run)(0))
-	if err != nil || len(labels) != 1 || (labels[0] != "201" && labels[0] != "replayed") {
-		fatalf("priming %s: %v %v", v.name, labels, err)
+	for n := range max(v.hot, 1) {
+		labels, _, err := load.Once(ctx, c, 1, pv.builder(base, run)(int64(n)))
+		if err != nil || len(labels) != 1 || (labels[0] != "201" && labels[0] != "replayed") {
+			fatalf("priming %s: %v %v", v.name, labels, err)
+		}
 	}
 }
 
@@ -198,6 +261,7 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 	_ = roundTrips(ctx, c, base) // reset
 	wal0 := walPosition(ctx, c, base)
 	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
+	rd0, _ := redisCPU(ctx, c, base)
 	var (
 		s        sample
 		requests int64
@@ -228,6 +292,7 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 		}
 	}
 	cpu1, db1, cli1 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
+	rd1, _ := redisCPU(ctx, c, base)
 	if wrk == "" {
 		cliCPU = cli1 - cli0
 	}
@@ -238,6 +303,7 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(requests)
 		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(requests)
 		s.cliCPUUS = float64(cliCPU.Microseconds()) / float64(requests)
+		s.rdCPUUS = (rd1 - rd0) * 1e6 / float64(requests)
 		s.rt = float64(rt) / float64(requests)
 	}
 	return s, nil
@@ -268,6 +334,22 @@ func walPosition(ctx context.Context, c *http.Client, base string) int64 {
 	b, _ := io.ReadAll(resp.Body)
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return n
+}
+
+// redisCPU asks the server for its Redis server's CPU seconds so far; false when it has none.
+func redisCPU(ctx context.Context, c *http.Client, base string) (float64, bool) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/_bench/redis", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	return x, err == nil
 }
 
 // postmasterPID asks the server for its PostgreSQL postmaster's process id; 0 (no database CPU
@@ -371,7 +453,7 @@ func (t *target) String() string {
 	if t.atMost {
 		op = "≤"
 	}
-	s := op + " " + strconv.FormatFloat(t.bound, 'f', -1, 64)
+	s := fmt.Sprintf("%s %g", op, t.bound)
 	if len(t.at) > 0 {
 		var l []string
 		for _, c := range t.at {
@@ -395,13 +477,17 @@ func (t *target) verdict(c int, x float64) string {
 
 func printTable(w io.Writer, selected []variant, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
 	fmt.Fprintf(w, "### HTTP end to end (%d rounds × %s per variant and concurrency; medians over rounds)\n\n", rounds, d)
-	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | client CPU µs/req | DB round trips/req | WAL B/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | Redis CPU µs/req | client CPU µs/req | DB round trips/req | WAL B/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, v := range selected {
 		for _, c := range levels {
 			ss := results[v.name][c]
-			var rps, p50, p99, cpu, db, cli, rt, wal []float64
+			if len(ss) == 0 {
+				continue
+			}
+			var rps, p50, p99, cpu, db, rd, cli, rt, wal []float64
 			for _, s := range ss {
+				rd = append(rd, s.rdCPUUS)
 				rps = append(rps, s.rps)
 				p50 = append(p50, float64(s.p50.Microseconds())/1000)
 				p99 = append(p99, float64(s.p99.Microseconds())/1000)
@@ -411,7 +497,7 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 				rt = append(rt, s.rt)
 				wal = append(wal, s.walB)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(cli), median(rt), median(wal), statusString(ss[len(ss)-1].statuses))
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(rd), median(cli), median(rt), median(wal), statusString(ss[len(ss)-1].statuses))
 		}
 	}
 	ratio := func(num, den string, c int, f func(sample) float64) (float64, bool) {
@@ -429,6 +515,7 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 	db := func(s sample) float64 { return s.dbCPUUS }
 	both := func(s sample) float64 { return s.cpuUS + s.dbCPUUS }
 	walB := func(s sample) float64 { return s.walB }
+	all := func(s sample) float64 { return s.cpuUS + s.dbCPUUS + s.rdCPUUS }
 	fmt.Fprintf(w, "\n### Ratios (median of per-round ratios; ✓/✗ against the issue's target)\n\n")
 	fmt.Fprintln(w, "| ratio | target | "+joinLevels(levels)+" |")
 	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---:|", len(levels)))
@@ -468,6 +555,22 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"A/B replay: WithStatement / ReadFirst (server + PostgreSQL CPU per request)", nil, vStmtReplay, vReadFirstRep, both},
 		{"A/B replay: WithStatement / Pipelined (req/s)", nil, vStmtReplay, vPipeReplay, rps},
 		{"A/B replay: WithStatement / Pipelined (server + PostgreSQL CPU per request)", nil, vStmtReplay, vPipeReplay, both},
+		{"middleware / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vMwNew, vStmtNew, rps},
+		{"middleware / generated handler, replay (req/s)", &target{bound: 0.95, at: []int{8, 32}}, vMwReplay, vStmtReplay, rps},
+		{"middleware / generated handler, new key (server + PostgreSQL CPU per request)", nil, vMwNew, vStmtNew, both},
+		{"middleware / generated handler, replay (server + PostgreSQL CPU per request)", nil, vMwReplay, vStmtReplay, both},
+		{"replay via Redis cache / replay via PostgreSQL (req/s)", &target{bound: 1.5}, vCacheReplay, vReplay, rps},
+		{"replay via Redis cache + in-process tier / replay via PostgreSQL (req/s)", nil, vLocalReplay, vReplay, rps},
+		{"replay via Redis cache + in-process tier / bare handler (req/s)", &target{bound: 0.5}, vLocalReplay, vBare, rps},
+		{"replay via Redis cache / replay via PostgreSQL (server + PostgreSQL + Redis CPU per request)", nil, vCacheReplay, vReplay, all},
+		{"replay via Redis cache + in-process tier / replay via PostgreSQL (server + PostgreSQL + Redis CPU per request)", nil, vLocalReplay, vReplay, all},
+		{"retry storm: Redis cache / PostgreSQL (req/s)", &target{bound: 1.5}, vStormCache, vStormPG, rps},
+		{"retry storm: Redis cache + in-process tier / PostgreSQL (req/s)", nil, vStormLocal, vStormPG, rps},
+		{"retry storm: Redis cache + in-process tier / bare handler (req/s)", &target{bound: 0.5}, vStormLocal, vBare, rps},
+		{"atomic new key: via Redis cache / PostgreSQL alone (req/s)", nil, vCacheNew, vAtomicNew, rps},
+		{"lease new key: Redis paired with PostgreSQL / PostgreSQL (req/s)", nil, vRedisLease, vLeaseNew, rps},
+		{"lease new key: Redis paired with PostgreSQL / PostgreSQL (server + PostgreSQL + Redis CPU per request)", nil, vRedisLease, vLeaseNew, all},
+		{"lease new key: Redis paired with PostgreSQL / PostgreSQL (PostgreSQL CPU per request)", nil, vRedisLease, vLeaseNew, db},
 	}
 	for _, row := range rows {
 		var cells []string

@@ -24,10 +24,11 @@ import (
 // idempotency key per request for the fresh variants), counts responses by status ("replayed"
 // for Idempotent-Replayed: true) and prints one result line that wrkResult parses.
 const wrkScript = `
-local path, body, tenant, prefix, fresh = %q, %q, %q, %q, %t
+local path, body, tenant, prefix, fresh, hot = %q, %q, %q, %q, %t, %d
 local headers = {["Authorization"] = "Bearer " .. tenant, ["Content-Type"] = "application/json",
                  ["Idempotency-Key"] = prefix .. "-replayed-0000"}
 local fixed = nil -- built on first use: wrk adds the Host header only once the script has loaded
+local hots = {}   -- the storm's requests, one per hot key, built on first use
 local n = 0
 counts = {}
 threads = {}
@@ -37,6 +38,15 @@ function setup(thread)
 end
 
 function request()
+  if hot > 0 then
+    n = n + 1
+    local i = n %% hot
+    if not hots[i] then
+      headers["Idempotency-Key"] = prefix .. "-hot-" .. i
+      hots[i] = wrk.format("POST", path, headers, body)
+    end
+    return hots[i]
+  end
   if not fresh then
     fixed = fixed or wrk.format("POST", path, headers, body)
     return fixed
@@ -89,7 +99,7 @@ func runWrk(ctx context.Context, wrk, base string, v variant, run string, conc i
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "variant.lua")
-	lua := fmt.Sprintf(wrkScript, v.path, v.body, "bench-"+run, "key-"+run, v.fresh)
+	lua := fmt.Sprintf(wrkScript, v.path, v.body, "bench-"+run, "key-"+run, v.fresh, v.hot)
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		return wrkOutcome{}, err
 	}

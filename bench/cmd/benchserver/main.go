@@ -12,12 +12,21 @@
 //	/ab/partitioned/v1/payments
 //	                     POST: the same with ClaimWithStatement on the table partitioned by expiry,
 //	                     in the database named after DATABASE_URL's with "_partitioned" appended
+//	/mw/v1/payments      POST: createPayment through runtime.Middleware in front of a net/http handler
+//	                     with the same business code (baseline.Middleware), on ClaimWithStatement
+//	/redis/cache/v1/...  with -redis: the conformance service with the Redis replay cache in
+//	                     front of PostgreSQL (runtime/redisstore.Cache, no in-process tier)
+//	/redis/local/v1/...  the same with the in-process tier (64 MiB)
+//	/redis/lease/v1/...  the same service on the Redis lease store paired with PostgreSQL
+//	                     (runtime/redisstore.Pair)
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
 //	/_bench/wal          GET: the server's current WAL position in bytes (for WAL per request)
+//	/_bench/redis        GET: the Redis server's CPU seconds so far (INFO cpu); 404 without -redis
 //	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
 //
-// It connects with DATABASE_URL, migrates, and listens on -addr until killed.
+// It connects with DATABASE_URL (and, with -redis host:port, to a standalone Redis), migrates,
+// and listens on -addr until killed.
 package main
 
 import (
@@ -35,17 +44,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
 
 	"github.com/idemgen/idemgen/bench/internal/baseline"
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/redisstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	conns := flag.Int("conns", 64, "database pool size")
+	redisAddr := flag.String("redis", "", "host:port of a standalone Redis for the /redis/ variants; empty: none")
+	flushDelay := flag.Duration("redis-flush-delay", 0, "rueidis ClientOption.MaxFlushDelay")
+	noPipelining := flag.Bool("redis-no-pipelining", false, "rueidis ClientOption.DisableAutoPipelining")
 	flag.Parse()
-	if err := run(*addr, int32(*conns)); err != nil {
+	opt := rueidis.ClientOption{InitAddress: []string{*redisAddr}, DisableCache: true, MaxFlushDelay: *flushDelay, DisableAutoPipelining: *noPipelining}
+	if *redisAddr == "" {
+		opt.InitAddress = nil
+	}
+	if err := run(*addr, int32(*conns), opt); err != nil {
 		log.Fatalf("benchserver: %v", err)
 	}
 }
@@ -66,7 +85,7 @@ func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func run(addr string, conns int32) error {
+func run(addr string, conns int32, redisOpt rueidis.ClientOption) error {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
@@ -120,6 +139,16 @@ func run(addr string, conns int32) error {
 		return err
 	}
 	mux.Handle("/ab/partitioned/", http.StripPrefix("/ab/partitioned", hp))
+	mw, err := baseline.Middleware(pool)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/mw/", http.StripPrefix("/mw", mw))
+	if len(redisOpt.InitAddress) > 0 {
+		if err := mountRedis(mux, pool, redisOpt); err != nil {
+			return err
+		}
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /_bench/postmaster", func(w http.ResponseWriter, r *http.Request) {
@@ -195,4 +224,48 @@ func parentOf(pid int) (int, error) {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	return strconv.Atoi(f[1])
+}
+
+// mountRedis mounts the Redis variants of the conformance service and /_bench/redis.
+func mountRedis(mux *http.ServeMux, pool *pgxpool.Pool, opt rueidis.ClientOption) error {
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	leases, err := redisstore.New(rdb, redisstore.Options{Prefix: "bench:lease:"})
+	if err != nil {
+		return err
+	}
+	pg := pgstore.New(pool, pgstore.Options{})
+	for _, v := range []struct {
+		name  string
+		store store.Transactional[pgstore.DBTX]
+	}{
+		{"cache", redisstore.NewCache[pgstore.DBTX](pg, rdb, redisstore.CacheOptions{Prefix: "bench:cache:"})},
+		{"local", redisstore.NewCache[pgstore.DBTX](pg, rdb, redisstore.CacheOptions{Prefix: "bench:local:", LocalBytes: 64 << 20})},
+		{"lease", redisstore.Pair[pgstore.DBTX](leases, pg)},
+	} {
+		h, err := conformance.NewHandlerWith(pool, conformance.Options{Store: v.store})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/redis/"+v.name+"/", http.StripPrefix("/redis/"+v.name, h))
+	}
+	mux.HandleFunc("GET /_bench/redis", func(w http.ResponseWriter, r *http.Request) {
+		info, err := rdb.Do(r.Context(), rdb.B().Info().Section("cpu").Build()).ToString()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		var total float64
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+				x, _ := strconv.ParseFloat(v, 64)
+				total += x
+			}
+		}
+		fmt.Fprint(w, total)
+	})
+	return nil
 }

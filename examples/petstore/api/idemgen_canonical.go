@@ -7,145 +7,54 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // appendCanonicalPet appends the canonical form (RFC 8785) of v to b: members category, id, name,
 // photoUrls, status, tags.
 func appendCanonicalPet(b []byte, v *Pet) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "category")
-	if v.Category != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"category\":"...)
-		b = appendCanonicalCategory(b, v.Category)
-	}
-	b, x = x.AppendBefore(b, start, "id")
-	if v.ID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, *v.ID)
-	}
-	b, x = x.AppendBefore(b, start, "name")
-	b = canonical.Comma(b, start)
-	b = append(b, "\"name\":"...)
-	b = canonical.AppendString(b, v.Name)
-	b, x = x.AppendBefore(b, start, "photoUrls")
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptObject(&o, b, `"category":`, v.Category, appendCanonicalCategory)
+	b = canonical.OptInt(&o, b, `"id":`, v.ID)
+	b = o.String(b, `"name":`, v.Name)
 	if v.PhotoUrls == nil {
-		b = append(b, ",\"photoUrls\":"...)
-		b = canonical.AppendNull(b)
+		b = o.Null(b, `"photoUrls":`)
 	} else {
-		b = append(b, ",\"photoUrls\":"...)
-		b = append(b, '[')
-		for i0 := range v.PhotoUrls {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = canonical.AppendString(b, v.PhotoUrls[i0])
-		}
-		b = append(b, ']')
+		b = canonical.AppendArray(o.Key(b, `"photoUrls":`), v.PhotoUrls, canonical.AppendString)
 	}
-	b, x = x.AppendBefore(b, start, "status")
-	if v.Status != nil {
-		b = append(b, ",\"status\":"...)
-		b = canonical.AppendString(b, string(*v.Status))
-	}
-	b, x = x.AppendBefore(b, start, "tags")
-	if v.Tags != nil {
-		b = append(b, ",\"tags\":"...)
-		b = append(b, '[')
-		for i0 := range v.Tags {
-			if i0 > 0 {
-				b = append(b, ',')
-			}
-			b = appendCanonicalTag(b, &v.Tags[i0])
-		}
-		b = append(b, ']')
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	b = canonical.OptString(&o, b, `"status":`, v.Status)
+	b = canonical.OptObjects(&o, b, `"tags":`, v.Tags, appendCanonicalTag)
+	return o.End(b)
+}
+
+// appendCanonicalAdoptionRequest appends the canonical form (RFC 8785) of v to b: members adopter,
+// home.
+func appendCanonicalAdoptionRequest(b []byte, v *AdoptionRequest) []byte {
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = o.String(b, `"adopter":`, v.Adopter)
+	b = canonical.OptString(&o, b, `"home":`, v.Home)
+	return o.End(b)
 }
 
 // appendCanonicalOrder appends the canonical form (RFC 8785) of v to b: members complete, id,
 // petId, quantity, shipDate, status.
 func appendCanonicalOrder(b []byte, v *Order) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "complete")
-	if v.Complete != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"complete\":"...)
-		b = canonical.AppendBool(b, *v.Complete)
-	}
-	b, x = x.AppendBefore(b, start, "id")
-	if v.ID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, *v.ID)
-	}
-	b, x = x.AppendBefore(b, start, "petId")
-	if v.PetID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"petId\":"...)
-		b = canonical.AppendInt(b, *v.PetID)
-	}
-	b, x = x.AppendBefore(b, start, "quantity")
-	if v.Quantity != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"quantity\":"...)
-		b = canonical.AppendInt(b, int64(*v.Quantity))
-	}
-	b, x = x.AppendBefore(b, start, "shipDate")
-	if v.ShipDate != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"shipDate\":"...)
-		b = canonical.AppendString(b, *v.ShipDate)
-	}
-	b, x = x.AppendBefore(b, start, "status")
-	if v.Status != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"status\":"...)
-		b = canonical.AppendString(b, string(*v.Status))
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptBool(&o, b, `"complete":`, v.Complete)
+	b = canonical.OptInt(&o, b, `"id":`, v.ID)
+	b = canonical.OptInt(&o, b, `"petId":`, v.PetID)
+	b = canonical.OptInt(&o, b, `"quantity":`, v.Quantity)
+	b = canonical.OptString(&o, b, `"shipDate":`, v.ShipDate)
+	b = canonical.OptString(&o, b, `"status":`, v.Status)
+	return o.End(b)
 }
 
 // appendCanonicalCategory appends the canonical form (RFC 8785) of v to b: members id, name.
 func appendCanonicalCategory(b []byte, v *Category) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "id")
-	if v.ID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, *v.ID)
-	}
-	b, x = x.AppendBefore(b, start, "name")
-	if v.Name != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"name\":"...)
-		b = canonical.AppendString(b, *v.Name)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"id":`, v.ID)
+	b = canonical.OptString(&o, b, `"name":`, v.Name)
+	return o.End(b)
 }
 
 // appendCanonicalTag appends the canonical form (RFC 8785) of v to b: members id, name.
 func appendCanonicalTag(b []byte, v *Tag) []byte {
-	b = append(b, '{')
-	start := len(b)
-	x := v.Extra
-	b, x = x.AppendBefore(b, start, "id")
-	if v.ID != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"id\":"...)
-		b = canonical.AppendInt(b, *v.ID)
-	}
-	b, x = x.AppendBefore(b, start, "name")
-	if v.Name != nil {
-		b = canonical.Comma(b, start)
-		b = append(b, "\"name\":"...)
-		b = canonical.AppendString(b, *v.Name)
-	}
-	b = x.AppendAll(b, start)
-	return append(b, '}')
+	o, b := canonical.WriteObject(b, v.Extra)
+	b = canonical.OptInt(&o, b, `"id":`, v.ID)
+	b = canonical.OptString(&o, b, `"name":`, v.Name)
+	return o.End(b)
 }

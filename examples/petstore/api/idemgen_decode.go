@@ -5,92 +5,59 @@ package api
 import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"math"
-	"net/http"
 )
 
-// decodeAddPet reads a request to addPet: the body and the parameters, checked against the schema
-// (errors name the offending value: 400 body-invalid), then the canonical body for the fingerprint.
-func decodeAddPet(in *gen.Input) (v AddPetRequest, err error) {
-	if v.Body, err = decodeAddPetJSON(in.Body); err != nil {
-		return
+// decodeAddPet decodes a request to addPet: its body (strictly, with the schema's checks), which it
+// adds to the fingerprint. Errors are 400 body-invalid.
+func decodeAddPet(in *gen.Input) (r AddPetRequest, _ error) {
+	decodePet(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalPet(in.BodyStart(), &r.Body))
+	return r, in.Err()
+}
+
+// decodeAdoptPet decodes a request to adoptPet: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint, then its parameters. Errors are 400 body-invalid.
+func decodeAdoptPet(in *gen.Input) (r AdoptPetRequest, _ error) {
+	decodeAdoptionRequest(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalAdoptionRequest(in.BodyStart(), &r.Body))
+	p := in.Params()
+	r.Params.PetID = p.Path("petId").Int64()
+	return r, in.Err()
+}
+
+// decodePlaceOrder decodes a request to placeOrder: its body (strictly, with the schema's checks),
+// which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodePlaceOrder(in *gen.Input) (r PlaceOrderRequest, _ error) {
+	decodeOrder(in.JSON(), &r.Body)
+	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &r.Body))
+	return r, in.Err()
+}
+
+func decodeAdoptionRequest(d *canonical.Decoder, v *AdoptionRequest) {
+	var seen uint64 // one bit per declared member
+	for d.BeginObject(); d.NextMember(); {
+		switch string(d.Name()) {
+		case "adopter":
+			v.Adopter = d.Field(&seen, 0).Str()
+			d.Length(v.Adopter, 1, 200)
+		case "home":
+			v.Home = canonical.Ptr(AdoptionRequestHome(d.Field(&seen, 1).Enum("house", "apartment", "farm")))
+		default:
+			d.Unknown(&v.Extra)
+		}
 	}
-	if v.Params, err = parseAddPetParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalPet(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodeAddPetJSON decodes a application/json request body of operation addPet strictly and checks
-// the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodeAddPetJSON(data []byte) (AddPetBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v AddPetBody
-	decodePet(d, &v)
-	return v, d.Finish()
-}
-
-// parseAddPetParams reads the path, query and header parameters of addPet.
-func parseAddPetParams(r *http.Request) (AddPetParams, error) {
-	var p AddPetParams
-	return p, nil
-}
-
-// decodePlaceOrder reads a request to placeOrder: the body and the parameters, checked against the
-// schema (errors name the offending value: 400 body-invalid), then the canonical body for the
-// fingerprint.
-func decodePlaceOrder(in *gen.Input) (v PlaceOrderRequest, err error) {
-	if v.Body, err = decodePlaceOrderJSON(in.Body); err != nil {
-		return
-	}
-	if v.Params, err = parsePlaceOrderParams(in.Request); err != nil {
-		return
-	}
-	in.JSONBody(appendCanonicalOrder(in.BodyStart(), &v.Body))
-	return
-}
-
-// decodePlaceOrderJSON decodes a application/json request body of operation placeOrder strictly and
-// checks the schema's constraints; errors are *canonical.Error (400 body-invalid).
-func decodePlaceOrderJSON(data []byte) (PlaceOrderBody, error) {
-	var dv canonical.Decoder
-	d := &dv // stays on the stack: nothing keeps it
-	d.Reset(data)
-	var v PlaceOrderBody
-	decodeOrder(d, &v)
-	return v, d.Finish()
-}
-
-// parsePlaceOrderParams reads the path, query and header parameters of placeOrder.
-func parsePlaceOrderParams(r *http.Request) (PlaceOrderParams, error) {
-	var p PlaceOrderParams
-	return p, nil
+	d.EndObject()
+	d.Required(seen, "adopter")
 }
 
 func decodeCategory(d *canonical.Decoder, v *Category) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.ID = &x
+			v.ID = canonical.Ptr(d.Field(&seen, 0).Int64())
 		case "name":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Name = &x
+			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -99,65 +66,21 @@ func decodeCategory(d *canonical.Decoder, v *Category) {
 }
 
 func decodeOrder(d *canonical.Decoder, v *Order) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.ID = &x
+			v.ID = canonical.Ptr(d.Field(&seen, 0).Int64())
 		case "petId":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.PetID = &x
+			v.PetID = canonical.Ptr(d.Field(&seen, 1).Int64())
 		case "quantity":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x int32
-			{
-				n := d.Int64()
-				if n < math.MinInt32 || n > math.MaxInt32 {
-					d.Invalid("outside the int32 range")
-				}
-				x = int32(n)
-			}
-			v.Quantity = &x
+			v.Quantity = canonical.Ptr(d.Field(&seen, 2).Int32())
 		case "shipDate":
-			if !d.Once(&seen, 3) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.ShipDate = &x
+			v.ShipDate = canonical.Ptr(d.Field(&seen, 3).Str())
 		case "status":
-			if !d.Once(&seen, 4) {
-				return
-			}
-			var x OrderStatus
-			x = OrderStatus(d.Str())
-			switch x {
-			case OrderStatusPlaced, OrderStatusApproved, OrderStatusDelivered:
-			default:
-				d.Invalid("must be one of \"placed\", \"approved\", \"delivered\"")
-			}
-			v.Status = &x
+			v.Status = canonical.Ptr(OrderStatus(d.Field(&seen, 4).Enum("placed", "approved", "delivered")))
 		case "complete":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			var x bool
-			x = d.Bool()
-			v.Complete = &x
+			v.Complete = canonical.Ptr(d.Field(&seen, 5).Bool())
 		default:
 			d.Unknown(&v.Extra)
 		}
@@ -166,103 +89,46 @@ func decodeOrder(d *canonical.Decoder, v *Order) {
 }
 
 func decodePet(d *canonical.Decoder, v *Pet) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.ID = &x
+			v.ID = canonical.Ptr(d.Field(&seen, 2).Int64())
 		case "name":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			v.Name = d.Str()
+			v.Name = d.Field(&seen, 0).Str()
 		case "category":
-			if !d.Once(&seen, 2) {
-				return
-			}
-			var x Category
-			decodeCategory(d, &x)
-			v.Category = &x
+			v.Category = new(Category)
+			decodeCategory(d.Field(&seen, 3), v.Category)
 		case "photoUrls":
-			if !d.Once(&seen, 3) {
-				return
+			v.PhotoUrls = []string{}
+			for d.Field(&seen, 1).BeginArray(); d.NextElement(); {
+				v.PhotoUrls = append(v.PhotoUrls, d.Str())
 			}
-			if d.BeginArray() {
-				v.PhotoUrls = []string{}
-				for d.NextElement() {
-					var e1 string
-					e1 = d.Str()
-					v.PhotoUrls = append(v.PhotoUrls, e1)
-				}
-				d.EndArray()
-			}
+			d.EndArray()
 		case "tags":
-			if !d.Once(&seen, 4) {
-				return
+			v.Tags = []Tag{}
+			for d.Field(&seen, 4).BeginArray(); d.NextElement(); {
+				decodeTag(d, canonical.Grow(&v.Tags))
 			}
-			if d.BeginArray() {
-				v.Tags = []Tag{}
-				for d.NextElement() {
-					var e1 Tag
-					decodeTag(d, &e1)
-					v.Tags = append(v.Tags, e1)
-				}
-				d.EndArray()
-			}
+			d.EndArray()
 		case "status":
-			if !d.Once(&seen, 5) {
-				return
-			}
-			var x PetStatus
-			x = PetStatus(d.Str())
-			switch x {
-			case PetStatusAvailable, PetStatusPending, PetStatusSold:
-			default:
-				d.Invalid("must be one of \"available\", \"pending\", \"sold\"")
-			}
-			v.Status = &x
+			v.Status = canonical.Ptr(PetStatus(d.Field(&seen, 5).Enum("available", "pending", "sold")))
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
-	switch {
-	case seen&(1<<1) == 0:
-		d.Missing("name")
-	case seen&(1<<3) == 0:
-		d.Missing("photoUrls")
-	}
+	d.Required(seen, "name", "photoUrls")
 }
 
 func decodeTag(d *canonical.Decoder, v *Tag) {
-	if !d.BeginObject() {
-		return
-	}
 	var seen uint64 // one bit per declared member
-	for d.NextMember() {
+	for d.BeginObject(); d.NextMember(); {
 		switch string(d.Name()) {
 		case "id":
-			if !d.Once(&seen, 0) {
-				return
-			}
-			var x int64
-			x = d.Int64()
-			v.ID = &x
+			v.ID = canonical.Ptr(d.Field(&seen, 0).Int64())
 		case "name":
-			if !d.Once(&seen, 1) {
-				return
-			}
-			var x string
-			x = d.Str()
-			v.Name = &x
+			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
 			d.Unknown(&v.Extra)
 		}

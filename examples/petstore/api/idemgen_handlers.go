@@ -5,32 +5,49 @@ package api
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
-// NewAddPetHandler returns the http.Handler of operation addPet (POST /pet): Add a new pet to the
-// store..
+// AddPetHandler returns the http.Handler of POST /pet (addPet): fn runs at most once per
+// idempotency key. Register mounts it at "POST /pet"; mount it yourself on another router the same
+// way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /pet".
-func NewAddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationAddPet(), decodeAddPet, func(ctx context.Context, db pgstore.DBTX, in *AddPetRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func AddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAddPet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeAddPet(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }
 
-// NewPlaceOrderHandler returns the http.Handler of operation placeOrder (POST /store/order): Place
-// an order for a pet..
+// AdoptPetHandler returns the http.Handler of POST /pet/{petId}/adoptions (adoptPet): fn runs at
+// most once per idempotency key. Register mounts it at "POST /pet/{petId}/adoptions"; mount it
+// yourself on another router the same way.
 //
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key. It serves
-// the operation through the idempotency runtime: the decoder, the fingerprint and the state machine
-// run before fn. Register mounts it; mount it yourself on another router at the pattern "POST
-// /store/order".
-func NewPlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPlaceOrder(), decodePlaceOrder, func(ctx context.Context, db pgstore.DBTX, in *PlaceOrderRequest) (runtime.Response, error) {
-		return fn(ctx, db, in.Params, in.Body)
+//go:noinline
+func AdoptPetHandler(rt *runtime.Runtime, fn AdoptPetFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationAdoptPet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeAdoptPet(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
+	})
+}
+
+// PlaceOrderHandler returns the http.Handler of POST /store/order (placeOrder): fn runs at most
+// once per idempotency key. Register mounts it at "POST /store/order"; mount it yourself on another
+// router the same way.
+//
+//go:noinline
+func PlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodePlaceOrder(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
 	})
 }

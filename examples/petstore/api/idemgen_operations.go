@@ -8,54 +8,51 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-1]
 
-// operationAddPet returns the resolved idempotency settings of addPet.
+// operationAddPet returns the resolved idempotency settings of addPet; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
 func operationAddPet() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "addPet",
-		Method: "POST",
-		Path:   "/pet",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "addPet",
+		Method:     "POST",
+		Path:       "/pet",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
-// operationPlaceOrder returns the resolved idempotency settings of placeOrder.
+// operationAdoptPet returns the resolved idempotency settings of adoptPet; fields left out take the
+// runtime's defaults.
+//
+//go:noinline
+func operationAdoptPet() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "adoptPet",
+		Method:     "POST",
+		Path:       "/pet/{petId}/adoptions",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
+	}
+}
+
+// operationPlaceOrder returns the resolved idempotency settings of placeOrder; fields left out take
+// the runtime's defaults.
+//
+//go:noinline
 func operationPlaceOrder() *runtime.Operation {
 	return &runtime.Operation{
-		ID:     "placeOrder",
-		Method: "POST",
-		Path:   "/store/order",
-		Mode:   runtime.ModeAtomic,
-		Scope:  runtime.ScopeTenant,
-		Key: runtime.KeyRule{
-			Header:    "Idempotency-Key",
-			Required:  true,
-			MinLength: 16,
-			MaxLength: 255,
-		},
-		Retention:     24 * time.Hour,
-		Lease:         30 * time.Second,
-		BodyLimit:     1 << 20,
-		ResponseLimit: 1 << 20,
-		MediaTypes:    []string{"application/json"},
+		ID:         "placeOrder",
+		Method:     "POST",
+		Path:       "/store/order",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"application/json"},
 	}
 }
 
@@ -65,6 +62,7 @@ func operationPlaceOrder() *runtime.Operation {
 func Operations() []*runtime.Operation {
 	return []*runtime.Operation{
 		operationAddPet(),
+		operationAdoptPet(),
 		operationPlaceOrder(),
 	}
 }
@@ -75,6 +73,7 @@ func Operations() []*runtime.Operation {
 func Routes() []runtime.Route {
 	return []runtime.Route{
 		runtime.NewRoute(operationAddPet(), decodeAddPet),
+		runtime.NewRoute(operationAdoptPet(), decodeAdoptPet),
 		runtime.NewRoute(operationPlaceOrder(), decodePlaceOrder),
 	}
 }
@@ -84,6 +83,7 @@ func Routes() []runtime.Route {
 // subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	AddPet     AddPetFunc
+	AdoptPet   AdoptPetFunc
 	PlaceOrder PlaceOrderFunc
 }
 
@@ -112,11 +112,15 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	}()
 	if h.AddPet != nil {
 		pattern = "POST /pet"
-		mux.Handle(pattern, NewAddPetHandler(rt, h.AddPet))
+		mux.Handle(pattern, AddPetHandler(rt, h.AddPet))
+	}
+	if h.AdoptPet != nil {
+		pattern = "POST /pet/{petId}/adoptions"
+		mux.Handle(pattern, AdoptPetHandler(rt, h.AdoptPet))
 	}
 	if h.PlaceOrder != nil {
 		pattern = "POST /store/order"
-		mux.Handle(pattern, NewPlaceOrderHandler(rt, h.PlaceOrder))
+		mux.Handle(pattern, PlaceOrderHandler(rt, h.PlaceOrder))
 	}
 	return nil
 }

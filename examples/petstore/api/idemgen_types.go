@@ -9,24 +9,39 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// AdoptionRequest is a request type (schema AdoptionRequest).
+type AdoptionRequest struct {
+	Adopter string               `json:"adopter"`
+	Home    *AdoptionRequestHome `json:"home,omitempty"`
+	Extra   canonical.Members    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// AdoptionRequestHome is a string enum (inline schema at
+// /components/schemas/AdoptionRequest/properties/home).
+type AdoptionRequestHome string
+
+const (
+	AdoptionRequestHomeHouse     AdoptionRequestHome = "house"
+	AdoptionRequestHomeApartment AdoptionRequestHome = "apartment"
+	AdoptionRequestHomeFarm      AdoptionRequestHome = "farm"
+)
+
 // Category is a request type (schema Category).
 type Category struct {
-	ID   *int64  `json:"id,omitempty"`
-	Name *string `json:"name,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	ID    *int64            `json:"id,omitempty"`
+	Name  *string           `json:"name,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Order is a request type (schema Order).
 type Order struct {
-	ID       *int64       `json:"id,omitempty"`
-	PetID    *int64       `json:"petId,omitempty"`
-	Quantity *int32       `json:"quantity,omitempty"`
-	ShipDate *string      `json:"shipDate,omitempty"`
-	Status   *OrderStatus `json:"status,omitempty"`
-	Complete *bool        `json:"complete,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	ID       *int64            `json:"id,omitempty"`
+	PetID    *int64            `json:"petId,omitempty"`
+	Quantity *int32            `json:"quantity,omitempty"`
+	ShipDate *string           `json:"shipDate,omitempty"`
+	Status   *OrderStatus      `json:"status,omitempty"`
+	Complete *bool             `json:"complete,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // OrderStatus is a string enum (inline schema at /components/schemas/Order/properties/status).
@@ -40,22 +55,20 @@ const (
 
 // Pet is a request type (schema Pet).
 type Pet struct {
-	ID        *int64     `json:"id,omitempty"`
-	Name      string     `json:"name"`
-	Category  *Category  `json:"category,omitempty"`
-	PhotoUrls []string   `json:"photoUrls"`
-	Tags      []Tag      `json:"tags,omitempty"`
-	Status    *PetStatus `json:"status,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	ID        *int64            `json:"id,omitempty"`
+	Name      string            `json:"name"`
+	Category  *Category         `json:"category,omitempty"`
+	PhotoUrls []string          `json:"photoUrls"`
+	Tags      []Tag             `json:"tags,omitempty"`
+	Status    *PetStatus        `json:"status,omitempty"`
+	Extra     canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // Tag is a request type (schema Tag).
 type Tag struct {
-	ID   *int64  `json:"id,omitempty"`
-	Name *string `json:"name,omitempty"`
-	// Members the schema does not declare, in canonical form; they are part of the fingerprint.
-	Extra canonical.Members `json:"-"`
+	ID    *int64            `json:"id,omitempty"`
+	Name  *string           `json:"name,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PetStatus is a string enum (inline schema at /components/schemas/Pet/properties/status).
@@ -67,17 +80,14 @@ const (
 	PetStatusSold      PetStatus = "sold"
 )
 
-// AddPetParams holds the parameters of operation addPet (POST /pet): Add a new pet to the store..
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
-//
-// The idempotency key header is not here: the runtime reads and validates it.
+// AddPetParams holds the parameters of operation addPet; the idempotency key header is not here:
+// the runtime reads and validates it.
 type AddPetParams struct{}
 
 // AddPetBody is the request body of operation addPet.
 type AddPetBody = Pet
 
-// AddPetRequest is a decoded request to addPet.
+// AddPetRequest is a decoded request to operation addPet.
 type AddPetRequest struct {
 	Params AddPetParams
 	Body   AddPetBody
@@ -91,18 +101,38 @@ type AddPetRequest struct {
 // a non-final status rolls them back.
 type AddPetFunc func(ctx context.Context, tx pgstore.DBTX, p AddPetParams, body AddPetBody) (runtime.Response, error)
 
-// PlaceOrderParams holds the parameters of operation placeOrder (POST /store/order): Place an order
-// for a pet..
+// AdoptPetParams holds the parameters of operation adoptPet; the idempotency key header is not
+// here: the runtime reads and validates it.
+type AdoptPetParams struct {
+	PetID int64 // path parameter petId
+}
+
+// AdoptPetBody is the request body of operation adoptPet.
+type AdoptPetBody = AdoptionRequest
+
+// AdoptPetRequest is a decoded request to operation adoptPet.
+type AdoptPetRequest struct {
+	Params AdoptPetParams
+	Body   AdoptPetBody
+}
+
+// AdoptPetFunc is the business function of operation adoptPet (POST /pet/{petId}/adoptions): Start
+// the adoption of a pet (a long-running operation)..
 //
 // Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
 //
-// The idempotency key header is not here: the runtime reads and validates it.
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type AdoptPetFunc func(ctx context.Context, tx pgstore.DBTX, p AdoptPetParams, body AdoptPetBody) (runtime.Response, error)
+
+// PlaceOrderParams holds the parameters of operation placeOrder; the idempotency key header is not
+// here: the runtime reads and validates it.
 type PlaceOrderParams struct{}
 
 // PlaceOrderBody is the request body of operation placeOrder.
 type PlaceOrderBody = Order
 
-// PlaceOrderRequest is a decoded request to placeOrder.
+// PlaceOrderRequest is a decoded request to operation placeOrder.
 type PlaceOrderRequest struct {
 	Params PlaceOrderParams
 	Body   PlaceOrderBody

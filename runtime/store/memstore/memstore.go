@@ -47,10 +47,11 @@ func (s *Store) Value(key string) (string, bool) {
 	return v, ok
 }
 
-// live returns the key's live record entry (mu held).
+// live returns the key's live record entry (mu held): a completed record until it expires, a
+// running one until it is completed or released.
 func (s *Store) live(id store.ID) *entry {
 	e := s.records[id]
-	if e == nil || !s.now().Before(e.expires) {
+	if e == nil || (e.rec.State == store.Completed && !s.now().Before(e.expires)) {
 		return nil
 	}
 	return e
@@ -58,8 +59,11 @@ func (s *Store) live(id store.ID) *entry {
 
 func (s *Store) view(e *entry) store.Record {
 	r := e.rec
+	now := s.now()
 	if r.State == store.Running {
-		r.LeaseLeft = e.lockedUntil.Sub(s.now())
+		r.LeaseLeft = e.lockedUntil.Sub(now)
+	} else {
+		r.RetentionLeft = e.expires.Sub(now)
 	}
 	return r
 }

@@ -98,6 +98,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			string(rec.Response.Header) == "" || string(rec.Response.Body) != string(want.Body) || rec.Response.BodyOmitted {
 			t.Errorf("completed record: %+v", rec)
 		}
+		checkRetentionLeft(t, rec, long)
 		if err := s.Complete(ctx, c.ID, r.Token, want, long); !errors.Is(err, store.ErrLost) {
 			t.Errorf("second Complete: %v, want ErrLost", err)
 		}
@@ -179,28 +180,23 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("another request claimed a key whose lease still runs: %+v, %v", got, err)
 		}
 	})
-	t.Run("RunningRecordExpiresARetentionAfterItsLease", func(t *testing.T) {
-		// Retention shorter than the call: the lease ends at 100ms, the retention is 150ms. At
-		// 180ms (after the retention, before lease + retention) another request must still see
-		// the key as taken, so it cannot run with another body.
+	t.Run("RunningRecordNeverExpires", func(t *testing.T) {
+		// Retention and lease far shorter than the call: the running record must stay the
+		// key's record, so another body never runs under it (422), while the owner can still
+		// complete it and the same request can take it over.
 		s := newStore(t)
-		c := claim("k1", "a", 100*time.Millisecond, short)
+		c := claim("k1", "a", 50*time.Millisecond, 50*time.Millisecond)
 		r := mustReserve(t, s, c)
-		time.Sleep(180 * time.Millisecond)
+		time.Sleep(3 * short)
 		rec, found, err := s.Get(ctx, c.ID)
-		if err != nil || !found || rec.Token != r.Token {
-			t.Fatalf("running record after its retention, before lease + retention: found %v, %v", found, err)
+		if err != nil || !found || rec.Token != r.Token || rec.State != store.Running || rec.LeaseLeft > 0 {
+			t.Fatalf("running record long after lease + retention: %+v, found %v, %v", rec, found, err)
 		}
 		if got, err := s.Reserve(ctx, claim("k1", "b", long, long)); err != nil || got.Claimed() {
-			t.Fatalf("another request claimed a key whose lease ended less than a retention ago: %+v, %v", got, err)
+			t.Fatalf("another request claimed a running key: %+v, %v", got, err)
 		}
-		// Extending keeps the gap: the record lives a retention past the new lease end.
-		if err := s.Extend(ctx, c.ID, r.Token, 200*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(250 * time.Millisecond)
-		if _, found, _ := s.Get(ctx, c.ID); !found {
-			t.Fatal("an extended running record expired before its new lease end + retention")
+		if err := s.Complete(ctx, c.ID, r.Token, response("late"), long); err != nil {
+			t.Fatalf("the owner could not complete its running record: %v", err)
 		}
 	})
 	t.Run("ExpiredIsAbsent", func(t *testing.T) {
@@ -269,6 +265,7 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 		if rec.State != store.Completed || string(rec.Response.Body) != `{"id":1}` || rec.Fingerprint != c.Fingerprint {
 			t.Errorf("record after Commit: %+v", rec)
 		}
+		checkRetentionLeft(t, rec, long)
 		tx2, got, err := s.BeginAtomic(ctx, atomicClaim("k1", "a", long))
 		if err != nil || tx2 != nil || got == nil || got.State != store.Completed {
 			t.Fatalf("BeginAtomic of a completed key: tx %v, record %+v, %v", tx2, got, err)
@@ -418,6 +415,15 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 			t.Fatalf("Commit of a plain transaction: %v", err)
 		}
 	})
+}
+
+// checkRetentionLeft checks what a store says of a completed record's remaining retention:
+// nothing (zero), or a positive duration no longer than the retention it was completed with.
+func checkRetentionLeft(t *testing.T, rec store.Record, retention time.Duration) {
+	t.Helper()
+	if rec.RetentionLeft < 0 || rec.RetentionLeft > retention {
+		t.Errorf("RetentionLeft = %v, want 0 (unknown) or within (0, %v]", rec.RetentionLeft, retention)
+	}
 }
 
 func mustReserve(t *testing.T, s store.Store, c store.Claim) store.Reservation {

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// The records commands read the PostgreSQL idempotency store for support staff: the same data
+// as runtime.Lookup and the admin page (runtime/admin), as JSON. They never write.
+
+// recordsFlags are the flags every records command shares.
+type recordsFlags struct {
+	dsn     string
+	timeout time.Duration
+}
+
+func (f *recordsFlags) register(cmd *cobra.Command) {
+	fl := cmd.PersistentFlags()
+	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL connection `URL` of the service's database (default $IDEMGEN_DSN, then $DATABASE_URL)")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this `DURATION` (connecting and reading)")
+}
+
+// open connects to the store; the caller closes the pool.
+func (f *recordsFlags) open(ctx context.Context) (*pgstore.Store, *pgxpool.Pool, error) {
+	dsn := f.dsn
+	for _, env := range []string{"IDEMGEN_DSN", "DATABASE_URL"} {
+		if dsn == "" {
+			dsn = os.Getenv(env)
+		}
+	}
+	if dsn == "" {
+		return nil, nil, &exitError{code: exitUsage, err: errorf("records needs --dsn (or $IDEMGEN_DSN or $DATABASE_URL)")}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message may quote the DSN, password included: say only what is wrong.
+		return nil, nil, &exitError{code: exitUsage, err: errorf("--dsn is not a PostgreSQL connection string or URL")}
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}
+	}
+	return pgstore.New(pool, pgstore.Options{}), pool, nil
+}
+
+func newRecordsCmd() *cobra.Command {
+	var rf recordsFlags
+	cmd := &cobra.Command{
+		Use:   "records",
+		Short: "Read the idempotency records of a running service (get one by tenant and key; stats)",
+		Long: `Read the PostgreSQL idempotency store of a running service, as support staff need it,
+and print JSON. Nothing is written.
+
+  idemgen records get   the records a tenant's key names: state, operation, fingerprint
+                        version, stored status and headers, Location, created, completed and
+                        expiry times, the lease and until when it runs, and the tenant_hash
+                        and key_hash that the service's log lines carry
+  idemgen records stats counts by state and operation, the oldest running claim, stale
+                        claims, bytes stored, expired records not yet swept (reads every row)
+
+Connect with --dsn (a URL or key=value string; prefer $IDEMGEN_DSN, which does not show in the
+process list). Exit codes: 0 success (also when no record is found: "found" is false),
+2 wrong flags, 3 the store could not be read.`,
+		Args: cobra.NoArgs,
+	}
+	rf.register(cmd)
+	cmd.AddCommand(newRecordsGetCmd(&rf), newRecordsStatsCmd(&rf))
+	return cmd
+}
+
+func newRecordsGetCmd(rf *recordsFlags) *cobra.Command {
+	var tenant, key, operation string
+	var scopeHeaders []string
+	var body bool
+	cmd := &cobra.Command{
+		Use:   "get --tenant TENANT --key KEY",
+		Short: "Print the records of a tenant's idempotency key as JSON",
+		Long: `Print the records that an idempotency key names in a tenant, as JSON:
+
+  {"tenant": ..., "key": ..., "found": true, "records": [{"operation": ..., "state": ...}]}
+
+A key is searched tenant-wide (the default scope). For an operation declared
+` + "`scope: operation`" + ` pass --operation: its per-operation record is searched too, and only
+records of that operation are printed. An operation whose scope includes request headers
+(Operation.ScopeHeaders, such as Stripe-Account) stores its records under the tenant and
+those headers' values: pass each with --scope-header, in the order the operation declares them.
+The stored body is printed only with --body (base64 in "body", and as text in "body_text" when
+it is UTF-8). docs/cli.md shows the output.`,
+		Example: `  IDEMGEN_DSN=postgres://support@db/payments idemgen records get --tenant acme --key 6f1c2a9e-0002
+  idemgen records get --dsn "$DSN" --tenant acme --key k-123 --operation captureCharge --body`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tenant == "" || key == "" {
+				return &exitError{code: exitUsage, err: errorf("records get needs --tenant and --key")}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
+			defer cancel()
+			st, pool, err := rf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			opts := runtime.LookupOptions{Operation: operation, Body: body}
+			if len(scopeHeaders) > 0 {
+				// The operation as far as the command knows it: its scope headers in the given
+				// order; with --operation, its key may be stored per operation or tenant-wide.
+				op := &runtime.Operation{ID: operation, Scope: runtime.ScopeTenant}
+				if operation != "" {
+					op.Scope = runtime.ScopeOperation
+				}
+				opts.ScopeHeaders = http.Header{}
+				for _, sh := range scopeHeaders {
+					name, value, ok := strings.Cut(sh, ":")
+					if !ok || strings.TrimSpace(name) == "" {
+						return &exitError{code: exitUsage, err: errorf("--scope-header %q: want NAME: VALUE", sh)}
+					}
+					name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+					op.ScopeHeaders = append(op.ScopeHeaders, name)
+					opts.ScopeHeaders.Set(name, strings.TrimSpace(value))
+				}
+				opts.Operations = []*runtime.Operation{op}
+			}
+			recs, err := runtime.Lookup(ctx, st, tenant, key, opts)
+			switch {
+			case errors.Is(err, runtime.ErrLookupInvalid):
+				return &exitError{code: exitUsage, err: err}
+			case err != nil:
+				return &exitError{code: exitStore, err: err}
+			}
+			return writeJSON(cmd, struct {
+				Tenant  string               `json:"tenant"`
+				Key     string               `json:"key"`
+				Found   bool                 `json:"found"`
+				Records []runtime.RecordInfo `json:"records"`
+			}{tenant, key, len(recs) > 0, recs})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&tenant, "tenant", "", "the `TENANT` (the scope the service's ScopeFunc returns)")
+	fl.StringVar(&key, "key", "", "the idempotency `KEY` as the client sent it")
+	fl.StringVar(&operation, "operation", "", "only records of this `OPERATION` ID, including its per-operation key")
+	fl.StringArrayVar(&scopeHeaders, "scope-header", nil, "`NAME: VALUE` of a header that is part of the operation's scope (Stripe-Account: acct_1); repeat in the declared order")
+	fl.BoolVar(&body, "body", false, "print the stored response body too")
+	return cmd
+}
+
+func newRecordsStatsCmd(rf *recordsFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Print counts by state and operation, the oldest running claim, bytes stored and expired records not yet swept, as JSON",
+		Long: `Print a summary of the idempotency store as JSON: running, completed and stale running
+(lease ended) records, the oldest running claim, expired records not yet swept and the oldest
+of them, bytes of stored responses and of the table with its indexes, and the same counts per
+operation. It reads every row: run it against a replica when the table is large.`,
+		Example: `  idemgen records stats --dsn "$DSN"`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
+			defer cancel()
+			st, pool, err := rf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			s, err := runtime.Stats(ctx, st)
+			if err != nil {
+				return &exitError{code: exitStore, err: err}
+			}
+			return writeJSON(cmd, s)
+		},
+	}
+}
+
+func writeJSON(cmd *cobra.Command, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// `idemgen records` against a real PostgreSQL: a support person with a tenant and a key finds
+// the record, and the stats count what the store holds.
+func TestRecordsCommands(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.New(pool, pgstore.Options{})
+	claim := func(key, op string) store.Claim {
+		return store.Claim{ID: store.ID{Scope: "acme", Key: key}, Operation: op, Retention: time.Hour, Lease: time.Minute,
+			Fingerprint: canonical.Fingerprint{Version: canonical.Version, Sum: sha256.Sum256([]byte(key))}}
+	}
+	c := claim("k-cli-0000000000000001", "createPayment")
+	r, err := st.Reserve(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Complete(ctx, c.ID, r.Token, store.Response{Status: 201, Header: []byte(`{"Location":["/v1/payments/9"]}`), Body: []byte(`{"id":9}`)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Reserve(ctx, claim("captureCharge k-cli-0000000000000001", "captureCharge")); err != nil {
+		t.Fatal(err)
+	}
+	// A record under a scope header (Stripe-Account), as the runtime stores it.
+	refundOp := &runtime.Operation{ID: "createRefund", ScopeHeaders: []string{"Stripe-Account"}}
+	rc := claim("k-cli-refund-000000001", "createRefund")
+	rc.ID.Scope = refundOp.RequestScope("acme", http.Header{"Stripe-Account": {"acct_7"}})
+	if _, err := st.Reserve(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := idemgen(t, "records", "get", "--dsn", dsn, "--tenant", "acme", "--key", "k-cli-0000000000000001")
+	if code != exitOK {
+		t.Fatalf("get: exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Found   bool
+		Records []runtime.RecordInfo
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	_, kh := runtime.LogDigests("acme", "k-cli-0000000000000001")
+	if !got.Found || len(got.Records) != 1 || got.Records[0].State != "completed" || got.Records[0].Location != "/v1/payments/9" ||
+		got.Records[0].Body != nil || got.Records[0].KeyHash != kh || strings.Contains(out, `"body"`) {
+		t.Errorf("get: %s", out)
+	}
+
+	t.Setenv("IDEMGEN_DSN", dsn)
+	code, out, errOut = idemgen(t, "records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--operation", "captureCharge", "--body")
+	got.Records = nil
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Records) != 1 || got.Records[0].State != "running" ||
+		!got.Records[0].PerOperation || !got.Records[0].LeaseRunning {
+		t.Errorf("get --operation: exit %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = idemgen(t, "records", "get", "--tenant", "acme", "--key", "k-cli-refund-000000001", "--scope-header", "stripe-account: acct_7")
+	got.Records = nil
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Records) != 1 ||
+		got.Records[0].Operation != "createRefund" || got.Records[0].ScopeHeaders["Stripe-Account"] != "acct_7" {
+		t.Errorf("get --scope-header: exit %d %s %s", code, out, errOut)
+	}
+	code, out, _ = idemgen(t, "records", "get", "--tenant", "other", "--key", "k-cli-0000000000000001")
+	if code != exitOK || !strings.Contains(out, `"found": false`) || !strings.Contains(out, `"records": []`) {
+		t.Errorf("another tenant: exit %d %s", code, out)
+	}
+
+	code, out, errOut = idemgen(t, "records", "stats")
+	var s store.Stats
+	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 2 || s.Completed != 1 || len(s.Operations) != 3 ||
+		s.OldestRunning == nil || s.StorageBytes == 0 {
+		t.Errorf("stats: exit %d %s %s", code, out, errOut)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"records", "get", "--tenant", "acme"}, exitUsage},
+		{[]string{"records", "get", "--tenant", "acme", "--key", "two words"}, exitUsage},
+		{[]string{"records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--scope-header", "no colon"}, exitUsage},
+		{[]string{"records", "stats", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, exitStore},
+		{[]string{"records", "stats", "--dsn", "::not a dsn::"}, exitUsage},
+	} {
+		if code, _, errOut := idemgen(t, tc.args...); code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, errOut)
+		}
+	}
+}

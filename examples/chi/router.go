@@ -1,0 +1,48 @@
+// Package chiexample serves idemgen's generated handlers on a chi v5 router, as a team that
+// routes with chi mounts them among its own routes: all of them through the generated Register
+// (chi's Handle takes the same "POST /v1/payments" patterns as http.ServeMux), or one at a time
+// through the exported New<Op>Handler constructors, in sub-routers and with chi's own path
+// patterns. The generated package is the conformance service's (golden/conformance), and so
+// are the business functions (internal/conformance); middleware_test.go shows
+// runtime.Middleware on chi in front of handlers of the team's own.
+package chiexample
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// NewRouter returns the conformance API on a chi router: createRefund mounted by hand in a
+// sub-router of /v1/payments/{payment_id}, next to the unmarked GET, and the other marked
+// operations through Register. The pool's idempotency table (pgstore.Migrate) and business
+// tables (conformance.Migrate) must exist.
+func NewRouter(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	h := conformance.Handlers(pool, provider)
+
+	r := chi.NewRouter()
+	r.Use(conformance.WithKnobs)
+	r.Route("/v1/payments/{payment_id}", func(r chi.Router) {
+		r.Get("/", conformance.GetPayment(pool, provider))
+		// One operation by hand: its constructor is an http.Handler like any other. The
+		// runtime finds payment_id by the operation's path template, whatever the router.
+		r.Method(http.MethodPost, "/refunds", api.CreateRefundHandler(rt, h.CreateRefund))
+	})
+	h.CreateRefund = nil // mounted above; Register skips a nil field
+	if err := api.Register(r, rt, h); err != nil {
+		return nil, err
+	}
+	r.Get("/_effects", conformance.Effects(pool, provider))
+	return r, nil
+}

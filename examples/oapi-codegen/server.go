@@ -1,0 +1,40 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/examples/oapi-codegen/api"
+	"github.com/idemgen/idemgen/examples/oapi-codegen/idem"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// NewHandler returns the payments API: the oapi-codegen strict server on a ServeMux, with
+// idemgen's middleware in front of every operation (it serves the ones the spec marks with
+// x-idempotent and lets the others through), plus GET /_effects for the cases. The pool's
+// idempotency table (pgstore.Migrate) and business tables (conformance.Migrate) must exist.
+func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	strict := api.NewStrictHandler(&Service{pool: pool, provider: provider}, []api.StrictMiddlewareFunc{testKnobs})
+
+	// idemgen: the runtime over PostgreSQL, and its middleware over the generated operation
+	// table (package idem, `idemgen generate --target middleware`).
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	idempotency, err := runtime.Middleware[pgstore.DBTX](rt, idem.Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	// The std-http server's per-operation middlewares run after the ServeMux has routed the
+	// request, so the middleware finds the operation by its pattern ("POST /v1/payments").
+	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, Middlewares: []api.MiddlewareFunc{idempotency}})
+	mux.Handle("GET /_effects", conformance.Effects(pool, provider))
+	return conformance.WithKnobs(mux), nil
+}

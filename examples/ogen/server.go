@@ -1,0 +1,48 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/examples/ogen/api"
+	"github.com/idemgen/idemgen/examples/ogen/idem"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// NewHandler returns the payments API: the ogen server wrapped in idemgen's middleware (it
+// serves the operations the spec marks with x-idempotent and lets the others through), plus GET
+// /_effects for the cases. The pool's idempotency table (pgstore.Migrate) and business tables
+// (conformance.Migrate) must exist.
+func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	srv, err := api.NewServer(&Service{pool: pool, provider: provider}, api.WithMiddleware(testKnobs), api.WithErrorHandler(writeError))
+	if err != nil {
+		return nil, err
+	}
+
+	// idemgen: the runtime over PostgreSQL, and its middleware over the generated operation
+	// table (package idem, `idemgen generate --target middleware`). ogen's router does not set
+	// Request.Pattern, and its middlewares cannot replay stored bytes, so the middleware wraps
+	// the whole server and asks ogen's router which operation a request is for.
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	idempotency, err := runtime.Middleware[pgstore.DBTX](rt, idem.Routes(), runtime.MiddlewareOptions{
+		Match: func(r *http.Request) (string, bool) {
+			route, ok := srv.FindPath(r.Method, r.URL)
+			return route.OperationID(), ok
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/", idempotency(srv))
+	mux.Handle("GET /_effects", conformance.Effects(pool, provider))
+	return conformance.WithKnobs(mux), nil
+}

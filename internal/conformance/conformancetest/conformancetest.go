@@ -1,0 +1,139 @@
+// Package conformancetest runs the request-sequence cases against a service that implements the
+// conformance API (testdata/specs/conformance.yaml): idemgen's own conformance service and the
+// example services of examples/ (oapi-codegen, ogen, chi), each on a fresh database of the test
+// server (internal/pgtest).
+package conformancetest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/internal/cases"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// EnvCases names a folder of extra cases (same format) that Run runs too; a relative path is
+// taken from the repository root, where `make test` runs.
+const EnvCases = "IDEMGEN_CASES"
+
+// MinPoolSize is the least connection pool a service gets. A parallel step needs about one
+// connection per copy (in atomic mode every copy that is still executing holds one), so the
+// pool is at least twice the largest parallel step of the cases loaded, leaving room for the
+// requests of the next step while the last copies release theirs.
+const MinPoolSize = 40
+
+// Service builds the service under test over pool, whose idempotency store (pgstore.Migrate)
+// and business tables (conformance.Migrate) exist, with the fake provider; the runtime logs to
+// log.
+type Service func(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error)
+
+// Run runs every request-sequence case against the service svc builds on a real PostgreSQL:
+// the shared cases (testdata/cases under root, the repository root relative to the test's
+// directory), the conformance service's own (labelled "service/"), and the cases in
+// $IDEMGEN_CASES. Each case is a subtest named after its file; then all of them run again, last
+// first, on the database the first pass filled.
+//
+// skip names the cases that cannot apply to this service (by subtest name, "018-form-body" or
+// "service/905-refund-of-unknown-payment") with the reason, which the skipped subtest reports;
+// a name in skip that is no case fails the test, so a renamed case cannot be skipped silently.
+func Run(t *testing.T, root string, svc Service, skip map[string]string) {
+	dirs := []struct{ label, dir string }{
+		{"", filepath.Join(root, "testdata", "cases")},
+		{"service/", filepath.Join(root, "internal", "conformance", "testdata", "cases")},
+	}
+	if extra := os.Getenv(EnvCases); extra != "" {
+		if !filepath.IsAbs(extra) {
+			extra = filepath.Join(root, extra)
+		}
+		dirs = append(dirs, struct{ label, dir string }{EnvCases + "/", extra})
+	}
+	type labelled struct {
+		name string
+		c    *cases.Case
+	}
+	var all []labelled
+	poolSize := int32(MinPoolSize)
+	for _, d := range dirs {
+		list, err := cases.LoadDir(d.dir)
+		if err != nil {
+			t.Errorf("%s: %v", d.dir, err)
+			continue
+		}
+		for _, c := range list {
+			all = append(all, labelled{d.label + c.Name, c})
+			for _, s := range c.Steps {
+				poolSize = max(poolSize, int32(2*s.Parallel))
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, l := range all {
+		known[l.name] = true
+	}
+	for name := range skip {
+		if !known[name] {
+			t.Errorf("skip names %q, which is no case", name)
+		}
+	}
+
+	pool := pgtest.NewPool(t, poolSize)
+	ctx := context.Background()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := conformance.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc(pool, conformance.NewProvider(), Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	runner := &cases.Runner{BaseURL: srv.URL, Client: srv.Client()}
+
+	for _, l := range all {
+		t.Run(l.name, func(t *testing.T) {
+			if why, ok := skip[l.name]; ok {
+				t.Skip(why)
+			}
+			if err := runner.Run(ctx, l.c); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// Cases must not depend on their order or on an empty database: run them all again, last
+	// first, on the database the first pass filled (the runner gives every run fresh tenants).
+	t.Run("again-in-reverse-on-used-database", func(t *testing.T) {
+		for i := len(all) - 1; i >= 0; i-- {
+			if _, ok := skip[all[i].name]; ok {
+				continue
+			}
+			if err := runner.Run(ctx, all[i].c); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// Logger sends a runtime's logs to the test log, shown when a test fails or with -v.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,151 @@
+package canonical
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// point is a struct decoder written the way the generator writes them, with the helpers of
+// check.go: required members first in the seen bits.
+type point struct {
+	X, Y  int64
+	Label *string
+	Kind  string
+	Tags  []string
+	Attrs map[string]int64
+	Extra Members
+}
+
+func decodePoint(d *Decoder, v *point) {
+	var seen uint64
+	for d.BeginObject(); d.NextMember(); {
+		switch string(d.Name()) {
+		case "x":
+			v.X = d.Field(&seen, 0).Int64()
+			d.Min(v.X, 0)
+		case "y":
+			v.Y = int64(d.Field(&seen, 1).Int32())
+		case "label":
+			v.Label = Ptr(d.Field(&seen, 2).Str())
+			d.Length(*v.Label, 1, 3)
+			d.Pattern(*v.Label, "^[a-z]+$")
+		case "kind":
+			v.Kind = d.Field(&seen, 3).Enum("a", "b")
+		case "tags":
+			v.Tags = []string{}
+			for d.Field(&seen, 4).BeginArray(); d.NextElement(); {
+				v.Tags = append(v.Tags, d.Str())
+			}
+			d.EndArray()
+			d.Items(len(v.Tags), -1, 2)
+		case "attrs":
+			v.Attrs = map[string]int64{}
+			for d.Field(&seen, 5).BeginObject(); d.NextMember(); {
+				v.Attrs[MapKey(d, v.Attrs)] = d.Int64()
+			}
+			d.EndObject()
+		default:
+			d.Unknown(&v.Extra)
+		}
+	}
+	d.EndObject()
+	d.Required(seen, "x", "y")
+}
+
+type matchFunc func(pattern, s string) bool
+
+func (f matchFunc) Match(pattern, s string) bool { return f(pattern, s) }
+
+func TestDecoderChecks(t *testing.T) {
+	lower := matchFunc(func(pattern, s string) bool {
+		return pattern == "^[a-z]+$" && strings.ToLower(s) == s
+	})
+	decode := func(in string, m Matcher) (point, error) {
+		var d Decoder
+		d.SetMatcher(m)
+		d.Reset([]byte(in))
+		var v point
+		decodePoint(&d, &v)
+		return v, d.Finish()
+	}
+	v, err := decode(`{"y":-2,"x":1,"label":"ab","kind":"b","tags":["t"],"attrs":{"k":1},"z":null}`, lower)
+	if err != nil || v.X != 1 || v.Y != -2 || *v.Label != "ab" || v.Kind != "b" || v.Tags[0] != "t" || v.Attrs["k"] != 1 || len(v.Extra) != 1 {
+		t.Fatalf("%+v, %v", v, err)
+	}
+	for _, tt := range []struct {
+		in, pointer, reason string
+	}{
+		{`{"x":1,"x":2,"y":0}`, "/x", "duplicate member name"},
+		{`{"x":1}`, "", `missing required member "y"`},
+		{`{"y":1}`, "", `missing required member "x"`},
+		{`{"x":-1,"y":0}`, "/x", "must be at least 0"},
+		{`{"x":1,"y":2147483648}`, "/y", "outside the int32 range"},
+		{`{"x":1,"y":0,"label":""}`, "/label", "length must be at least 1"},
+		{`{"x":1,"y":0,"label":"abcd"}`, "/label", "length must be at most 3"},
+		{`{"x":1,"y":0,"label":"AB"}`, "/label", `must match the pattern "^[a-z]+$"`},
+		{`{"x":1,"y":0,"kind":"c"}`, "/kind", `must be one of "a", "b"`},
+		{`{"x":1,"y":0,"tags":["a","b","c"]}`, "/tags", "must have at most 2 items"},
+		{`{"x":1,"y":0,"attrs":{"k":1,"k":2}}`, "/attrs/k", "duplicate member name"},
+		{`{"x":1,"y":0,"kind":1}`, "/kind", "expected a string, found a number"},
+	} {
+		_, err := decode(tt.in, lower)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Pointer != tt.pointer || ce.Reason != tt.reason {
+			t.Errorf("%s: %v, want %q at %q", tt.in, err, tt.reason, tt.pointer)
+		}
+	}
+	// Without a Matcher a pattern check never passes: no value goes through unchecked.
+	if _, err := decode(`{"x":1,"y":0,"label":"ab"}`, nil); err == nil {
+		t.Error("pattern checked without a Matcher")
+	}
+}
+
+func TestBoundReasons(t *testing.T) {
+	for _, tt := range []struct {
+		check  func(d *Decoder)
+		reason string
+	}{
+		{func(d *Decoder) { d.Max(2, 1) }, "must be at most 1"},
+		{func(d *Decoder) { d.Max(2e6, 1e6) }, "must be at most 1e+06"},
+		{func(d *Decoder) { d.ExclusiveMin(0, 0) }, "must be greater than 0"},
+		{func(d *Decoder) { d.ExclusiveMax(5, 5) }, "must be less than 5"},
+		{func(d *Decoder) { d.MinFloat(0.1, 0.5) }, "must be at least 0.5"},
+		{func(d *Decoder) { d.MaxFloat(1, 0.5) }, "must be at most 0.5"},
+		{func(d *Decoder) { d.ExclusiveMinFloat(0.5, 0.5) }, "must be greater than 0.5"},
+		{func(d *Decoder) { d.ExclusiveMaxFloat(0.5, 0.5) }, "must be less than 0.5"},
+		{func(d *Decoder) { d.Length("abc", 2, 2) }, "length must be 2"},
+		{func(d *Decoder) { d.Length("a", -1, 0) }, "length must be at most 0"},
+		{func(d *Decoder) { d.Items(0, 1, -1) }, "must have at least 1 items"},
+	} {
+		var d Decoder
+		tt.check(&d)
+		var ce *Error
+		if err := d.Err(); !errors.As(err, &ce) || ce.Reason != tt.reason {
+			t.Errorf("got %v, want %q", err, tt.reason)
+		}
+	}
+	var d Decoder
+	d.Min(1, 1)
+	d.Max(1, 1)
+	d.Length("é", 1, 1)
+	d.Length("", 0, -1)
+	d.Items(2, 2, 2)
+	if err := d.Err(); err != nil {
+		t.Errorf("a value on its bounds refused: %v", err)
+	}
+}
+
+func TestGrowAndPtr(t *testing.T) {
+	var s []point
+	Grow(&s).X = 1
+	Grow(&s).X = 2
+	if len(s) != 2 || s[0].X != 1 || s[1].X != 2 {
+		t.Errorf("Grow: %+v", s)
+	}
+	p := Ptr(3)
+	*p = 4
+	if q := Ptr(3); *q != 3 || *p != 4 {
+		t.Error("Ptr shares its value")
+	}
+}

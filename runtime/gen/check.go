@@ -1,0 +1,200 @@
+package gen
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
+)
+
+// checker converts and checks the text value of a parameter or form field. Params and Form read
+// a value, which becomes the current one; conversions read it, and checks test a converted value
+// against the schema, reporting a failure at the current value's pointer. Reasons are worded as
+// canonical.Decoder's, so a constraint reads the same in a JSON body, a form body and a parameter.
+type checker struct {
+	m   *Matcher
+	err error
+	// cur is the current text value; where is "path", "query" or "header" for a parameter and ""
+	// for a form field; name is the parameter's name or the form field's name in the pointer;
+	// present is whether the selected parameter has a value.
+	cur     string
+	where   string
+	name    string
+	present bool
+}
+
+// Invalid records that the current value is refused for reason (a schema constraint the
+// generated code checks itself).
+func (c *checker) Invalid(reason string) {
+	if c.err != nil {
+		return
+	}
+	if c.where == "" {
+		c.err = &canonical.Error{Pointer: "/" + c.name, Reason: reason}
+		return
+	}
+	c.err = &BodyError{
+		At:     "/" + c.where + "/" + c.name,
+		Reason: c.where + " parameter " + strconv.Quote(c.name) + ": " + reason,
+	}
+}
+
+// Str returns the current value.
+//
+//go:noinline
+func (c *checker) Str() string { return c.cur }
+
+// Int64 returns the current value as a decimal int64.
+//
+//go:noinline
+func (c *checker) Int64() int64 {
+	n, err := strconv.ParseInt(c.cur, 10, 64)
+	if err != nil {
+		c.Invalid("must be an integer (int64)")
+	}
+	return n
+}
+
+// Int32 returns the current value as a decimal int32.
+//
+//go:noinline
+func (c *checker) Int32() int32 {
+	n, err := strconv.ParseInt(c.cur, 10, 32)
+	if err != nil {
+		c.Invalid("must be an integer (int32)")
+	}
+	return int32(n)
+}
+
+// Float64 returns the current value as a finite number.
+//
+//go:noinline
+func (c *checker) Float64() float64 {
+	n, err := strconv.ParseFloat(c.cur, 64)
+	if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
+		c.Invalid("must be a number")
+	}
+	return n
+}
+
+// Bool returns the current value as true or false.
+//
+//go:noinline
+func (c *checker) Bool() bool {
+	switch c.cur {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	c.Invalid("must be true or false")
+	return false
+}
+
+// Enum returns the current value, which must be one of values.
+//
+//go:noinline
+func (c *checker) Enum(values ...string) string {
+	for _, v := range values {
+		if v == c.cur {
+			return c.cur
+		}
+	}
+	c.Invalid(canonical.OneOf(values))
+	return c.cur
+}
+
+// Length checks the length of s in code points: exactly min when min == max, else at least min
+// and at most max; a negative bound is absent.
+//
+//go:noinline
+func (c *checker) Length(s string, min, max int) {
+	if c.err != nil || (min <= 0 && max < 0) {
+		return
+	}
+	if r := canonical.LengthReason(utf8.RuneCountInString(s), min, max); r != "" {
+		c.Invalid(r)
+	}
+}
+
+// Items checks the number of items of an array: at least min and at most max; a negative bound
+// is absent.
+//
+//go:noinline
+func (c *checker) Items(n, min, max int) {
+	if r := canonical.ItemsReason(n, min, max); r != "" {
+		c.Invalid(r)
+	}
+}
+
+// Min checks v >= min (minimum), Max v <= max (maximum), ExclusiveMin v > min and ExclusiveMax
+// v < max, comparing integers exactly.
+//
+//go:noinline
+func (c *checker) Min(v, min int64) {
+	if v < min {
+		c.Invalid("must be at least " + canonical.Bound(float64(min)))
+	}
+}
+
+//go:noinline
+func (c *checker) Max(v, max int64) {
+	if v > max {
+		c.Invalid("must be at most " + canonical.Bound(float64(max)))
+	}
+}
+
+//go:noinline
+func (c *checker) ExclusiveMin(v, min int64) {
+	if v <= min {
+		c.Invalid("must be greater than " + canonical.Bound(float64(min)))
+	}
+}
+
+//go:noinline
+func (c *checker) ExclusiveMax(v, max int64) {
+	if v >= max {
+		c.Invalid("must be less than " + canonical.Bound(float64(max)))
+	}
+}
+
+// MinFloat, MaxFloat, ExclusiveMinFloat and ExclusiveMaxFloat are Min, Max, ExclusiveMin and
+// ExclusiveMax for numbers, and for integers against a bound that is not a whole int64.
+//
+//go:noinline
+func (c *checker) MinFloat(v, min float64) {
+	if v < min {
+		c.Invalid("must be at least " + canonical.Bound(min))
+	}
+}
+
+//go:noinline
+func (c *checker) MaxFloat(v, max float64) {
+	if v > max {
+		c.Invalid("must be at most " + canonical.Bound(max))
+	}
+}
+
+//go:noinline
+func (c *checker) ExclusiveMinFloat(v, min float64) {
+	if v <= min {
+		c.Invalid("must be greater than " + canonical.Bound(min))
+	}
+}
+
+//go:noinline
+func (c *checker) ExclusiveMaxFloat(v, max float64) {
+	if v >= max {
+		c.Invalid("must be less than " + canonical.Bound(max))
+	}
+}
+
+// Pattern checks that s contains a match of the schema pattern.
+//
+//go:noinline
+func (c *checker) Pattern(s, pattern string) {
+	if c.err == nil && !c.m.Match(pattern, s) {
+		c.Invalid("must match the pattern " + strconv.Quote(pattern))
+	}
+}

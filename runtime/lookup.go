@@ -1,0 +1,286 @@
+package runtime
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// ErrNoInspector is returned by Lookup and Stats when the store cannot be inspected (it does not
+// implement store.Inspector; runtime/pgstore does).
+var ErrNoInspector = errors.New("runtime: the store does not implement store.Inspector")
+
+// ErrLookupInvalid is wrapped by the errors of a lookup that cannot name a record: an empty or
+// malformed key, an empty operation.
+var ErrLookupInvalid = errors.New("runtime: invalid lookup")
+
+// LookupOptions narrows a Lookup and says what it returns.
+type LookupOptions struct {
+	// Operation, when set, limits the lookup to the records of that operation ID: the key's
+	// per-operation record (operations declared `scope: operation`) and a tenant-wide record
+	// that this operation claimed.
+	Operation string
+	// Operations are the operations the service serves (the generated Operations()); a lookup
+	// without Operation also looks for the key's per-operation record of each of them that is
+	// declared `scope: operation`. Without them only tenant-wide records (the default scope) and
+	// Operation's per-operation record are found.
+	Operations []*Operation
+	// Body asks for the stored response body; without it RecordInfo.Body is nil and only its
+	// size is read.
+	Body bool
+	// ScopeHeaders are the values of scope headers (Operation.ScopeHeaders, such as Stripe's
+	// Stripe-Account) as the request carried them. An operation that declares scope headers
+	// stores its records under the tenant and those values (Operation.RequestScope): they are
+	// found only for the operations in Operations that declare them, with these values.
+	ScopeHeaders http.Header
+}
+
+// RecordInfo is one idempotency record as support staff see it. Its JSON form is the admin API's
+// (runtime/admin) and `idemgen records get`'s. Times are the store's clock, in UTC.
+type RecordInfo struct {
+	// Tenant is the tenant (the ScopeFunc's); ScopeHeaders the values of the operation's scope
+	// headers that are part of the record's scope, if it declares any; Key the key as the
+	// client sent it; PerOperation reports a key of an operation declared `scope: operation`
+	// (stored as "<operation> <key>").
+	Tenant       string            `json:"tenant"`
+	ScopeHeaders map[string]string `json:"scope_headers,omitempty"`
+	Key          string            `json:"key"`
+	PerOperation bool              `json:"per_operation,omitempty"`
+	// Operation is the operation ID whose request claimed the key.
+	Operation string `json:"operation"`
+	// State is "completed", "running" (a lease-mode claim whose handler has not finished) or
+	// "expired" (past ExpiresAt: the key counts as new; the row waits for the sweeper).
+	State string `json:"state"`
+	// FingerprintVersion is the framing version of Fingerprint, the request's SHA-256
+	// fingerprint in hex (runtime.Fingerprint recomputes it for a request).
+	FingerprintVersion int    `json:"fingerprint_version"`
+	Fingerprint        string `json:"fingerprint"`
+	// FencingToken is the lease-mode fencing token (1, then one more per takeover), or the
+	// claim id of an atomic-mode record.
+	FencingToken int64 `json:"fencing_token"`
+	// Status, Headers and Location are the stored final response (completed records); Headers
+	// is the allow-listed set that replays repeat.
+	Status   int                 `json:"status,omitempty"`
+	Headers  map[string][]string `json:"headers,omitempty"`
+	Location string              `json:"location,omitempty"`
+	// BodyBytes is the stored body's length; BodyOmitted reports a body over the stored
+	// response limit (delivered once, replayed empty). Body is the stored body itself, only
+	// when asked for (base64 in JSON); BodyText is the same when it is valid UTF-8.
+	BodyBytes   int64  `json:"body_bytes"`
+	BodyOmitted bool   `json:"body_omitted,omitempty"`
+	Body        []byte `json:"body,omitempty"`
+	BodyText    string `json:"body_text,omitempty"`
+	// CreatedAt is the claim; CompletedAt the stored response (nil while running); ExpiresAt
+	// the end of replays.
+	CreatedAt   time.Time  `json:"created_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	// LeaseUntil is a running claim's lease end; LeaseRunning reports that it has not passed
+	// yet (a retry gets 409); once it has, a retry with the same request takes over.
+	LeaseUntil   *time.Time `json:"lease_until,omitempty"`
+	LeaseRunning bool       `json:"lease_running"`
+	// ReadAt is the store's clock when the record was read.
+	ReadAt time.Time `json:"read_at"`
+	// TenantHash and KeyHash are what the runtime's log lines carry for this request
+	// (tenant_hash, key_hash: see LogDigests).
+	TenantHash string `json:"tenant_hash"`
+	KeyHash    string `json:"key_hash"`
+}
+
+// Lookup finds the records that the idempotency key key names in tenant, reading through st's
+// store.Inspector: the tenant-wide record of the key, and the per-operation records and the
+// records of operations with scope headers that opts allows (see LookupOptions). key is the key as the client sent it; an RFC 8941 quoted
+// form ("abc") is the key abc, as for requests. Records are returned tenant-wide first, then by
+// operation; expired records that the sweeper has not deleted yet are included (State
+// "expired"). When nothing is found the slice is empty and the error nil. Errors: ErrNoInspector,
+// ErrLookupInvalid (an empty or malformed key), or the store's error (wrapped).
+func Lookup(ctx context.Context, st store.Store, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
+	in, ok := st.(store.Inspector)
+	if !ok {
+		return nil, ErrNoInspector
+	}
+	k, err := normalizeLookupKey(key)
+	if err != nil {
+		return nil, err
+	}
+	// The stored keys to read, grouped by the scope they are stored under.
+	type group struct {
+		scope   string
+		headers map[string]string
+		keys    []string
+	}
+	var groups []*group
+	add := func(scope string, headers map[string]string, sk string) {
+		var g *group
+		for _, have := range groups {
+			if have.scope == scope {
+				g = have
+			}
+		}
+		if g == nil {
+			g = &group{scope: scope, headers: headers}
+			groups = append(groups, g)
+		}
+		if !slices.Contains(g.keys, sk) {
+			g.keys = append(g.keys, sk)
+		}
+	}
+	perOp := func(id string) string { return (&Operation{ID: id, Scope: ScopeOperation}).storedKey(k) }
+	add(tenant, nil, k)
+	known := false
+	for _, op := range opts.Operations {
+		if op == nil || (opts.Operation != "" && op.ID != opts.Operation) {
+			continue
+		}
+		known = known || op.ID == opts.Operation
+		scope, headers := tenant, map[string]string(nil)
+		if len(op.ScopeHeaders) > 0 {
+			scope = op.RequestScope(tenant, opts.ScopeHeaders)
+			headers = map[string]string{}
+			for _, h := range op.ScopeHeaders {
+				headers[http.CanonicalHeaderKey(h)] = opts.ScopeHeaders.Get(h)
+			}
+		}
+		add(scope, headers, k)
+		if op.Scope == ScopeOperation {
+			add(scope, headers, perOp(op.ID))
+		}
+	}
+	if opts.Operation != "" && !known {
+		// An operation the caller did not describe: its key may be stored either way.
+		add(tenant, nil, perOp(opts.Operation))
+	}
+	var out []RecordInfo
+	for _, g := range groups {
+		snaps, err := in.Inspect(ctx, g.scope, g.keys, opts.Body)
+		if err != nil {
+			return nil, fmt.Errorf("lookup: %w", err)
+		}
+		for i := range snaps {
+			if opts.Operation != "" && snaps[i].Operation != opts.Operation {
+				continue
+			}
+			out = append(out, recordInfo(&snaps[i], tenant, g.headers, k))
+		}
+	}
+	if out == nil {
+		out = []RecordInfo{}
+	}
+	return out, nil
+}
+
+// LookupOperation finds the record of key for one operation in tenant: Lookup with
+// LookupOptions.Operation set, and the stored body when body is true. found is false when there
+// is none. Errors are Lookup's, and ErrLookupInvalid for an empty operation.
+func LookupOperation(ctx context.Context, st store.Store, tenant, operation, key string, body bool) (rec RecordInfo, found bool, err error) {
+	if operation == "" {
+		return RecordInfo{}, false, fmt.Errorf("%w: the operation is empty", ErrLookupInvalid)
+	}
+	recs, err := Lookup(ctx, st, tenant, key, LookupOptions{Operation: operation, Body: body})
+	if err != nil || len(recs) == 0 {
+		return RecordInfo{}, false, err
+	}
+	return recs[0], true, nil
+}
+
+// Lookup is the package function Lookup on rt's store (Config.Store), with its errors.
+func (rt *Runtime) Lookup(ctx context.Context, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
+	return Lookup(ctx, rt.cfg.Store, tenant, key, opts)
+}
+
+// Stats summarises st's records (store.Inspector.Stats: counts by state and operation, the
+// oldest running claim, bytes stored, expired records not yet swept). It may read every record.
+// Errors: ErrNoInspector, or the store's error (wrapped).
+func Stats(ctx context.Context, st store.Store) (store.Stats, error) {
+	in, ok := st.(store.Inspector)
+	if !ok {
+		return store.Stats{}, ErrNoInspector
+	}
+	s, err := in.Stats(ctx)
+	if err != nil {
+		return s, fmt.Errorf("stats: %w", err)
+	}
+	return s, nil
+}
+
+// normalizeLookupKey turns a key as support staff paste it into the stored form: surrounding
+// whitespace dropped, an RFC 8941 quoted string unquoted.
+func normalizeLookupKey(key string) (string, error) {
+	k := strings.TrimSpace(key)
+	if k == "" {
+		return "", fmt.Errorf("%w: the key is empty", ErrLookupInvalid)
+	}
+	if k[0] == '"' {
+		u, err := unquoteSFString(k)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrLookupInvalid, err)
+		}
+		k = u
+	}
+	if strings.ContainsAny(k, " ,") {
+		return "", fmt.Errorf("%w: a key never contains a space or a comma", ErrLookupInvalid)
+	}
+	return k, nil
+}
+
+func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]string, key string) RecordInfo {
+	r := RecordInfo{
+		Tenant:             tenant,
+		ScopeHeaders:       scopeHeaders,
+		Key:                key,
+		PerOperation:       sn.ID.Key != key,
+		Operation:          sn.Operation,
+		FingerprintVersion: int(sn.Fingerprint.Version),
+		Fingerprint:        hex.EncodeToString(sn.Fingerprint.Sum[:]),
+		FencingToken:       sn.Token,
+		BodyBytes:          sn.BodySize,
+		BodyOmitted:        sn.Response.BodyOmitted,
+		Body:               sn.Response.Body,
+		CreatedAt:          sn.CreatedAt.UTC(),
+		ExpiresAt:          sn.ExpiresAt.UTC(),
+		ReadAt:             sn.ReadAt.UTC(),
+	}
+	r.TenantHash, r.KeyHash = tenantDigest(tenant), keyHash(sn.ID.Scope, key)
+	switch {
+	case !sn.Live:
+		r.State = "expired"
+	case sn.State == store.Running:
+		r.State = "running"
+	default:
+		r.State = "completed"
+	}
+	if sn.State == store.Completed {
+		r.Status = sn.Response.Status
+		t := sn.CompletedAt.UTC()
+		if !sn.CompletedAt.IsZero() {
+			r.CompletedAt = &t
+		}
+	}
+	if len(sn.Response.Header) > 0 {
+		var h map[string][]string
+		if json.Unmarshal(sn.Response.Header, &h) == nil {
+			r.Headers = h
+			if l := h["Location"]; len(l) > 0 {
+				r.Location = l[0]
+			}
+		}
+	}
+	if !sn.LockedUntil.IsZero() && sn.State == store.Running {
+		t := sn.LockedUntil.UTC()
+		r.LeaseUntil = &t
+		r.LeaseRunning = sn.LeaseLeft > 0
+	}
+	if r.Body != nil && utf8.Valid(r.Body) {
+		r.BodyText = string(r.Body)
+	}
+	return r
+}

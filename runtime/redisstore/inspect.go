@@ -1,0 +1,333 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// Support tools (runtime.Lookup, the admin page, `idemgen records`) read records through
+// store.Inspector. The lease store implements it on Redis; the paired store reads Redis first
+// and its database for the rest; the cache is its database's (it holds only copies).
+
+var (
+	_ store.Inspector = (*Store)(nil)
+	_ store.Inspector = (*Paired[struct{}])(nil)
+	_ store.Inspector = (*Cache[struct{}])(nil)
+)
+
+// errNoInspector: the database store behind a cache or a paired store cannot be inspected.
+var errNoInspector = errors.New("redisstore: the database store does not implement store.Inspector")
+
+// scriptInspect returns what Inspect needs of one record: {o, f, s, t, l, rs, rh, ro, ca, da,
+// pttl ms, server clock µs, body length, body ("" unless ARGV[1] is "1")}, or an empty array.
+var scriptInspect = rueidis.NewLuaScriptReadOnly(prelude + `
+local v = redis.call('HMGET', KEYS[1], 'o', 'f', 's', 't', 'l', 'rs', 'rh', 'ro', 'ca', 'da')
+if not v[3] then return {} end
+local body = ''
+if ARGV[1] == '1' then body = redis.call('HGET', KEYS[1], 'rb') or '' end
+return {v[1], v[2], v[3], v[4], v[5] or '', v[6] or '', v[7] or '', v[8] or '', v[9] or '', v[10] or '',
+  redis.call('PTTL', KEYS[1]), fmt(now_us()), redis.call('HSTRLEN', KEYS[1], 'rb'), body}
+`)
+
+// Inspect reads the records of keys in scope (stored keys), one script per key, in the order of
+// keys, leaving out keys without a record. Redis deletes a record when it expires, so every
+// snapshot is Live; ExpiresAt is when Redis will delete it (for a running record: its lease's
+// end plus Options.AbandonAfter). Errors are Redis's, wrapped.
+func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
+	flag := "0"
+	if withBody {
+		flag = "1"
+	}
+	var out []store.Snapshot
+	for _, k := range keys {
+		id := store.ID{Scope: scope, Key: k}
+		a, err := scriptInspect.Exec(ctx, s.c, s.key(id), []string{flag}).ToArray()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: inspect: %w", err)
+		}
+		if len(a) == 0 {
+			continue
+		}
+		snap, err := parseSnapshot(id, a, withBody)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: inspect: %w", err)
+		}
+		out = append(out, snap)
+	}
+	return out, nil
+}
+
+func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.Snapshot, error) {
+	snap := store.Snapshot{ID: id, Live: true}
+	if len(a) != 14 {
+		return snap, errFormat
+	}
+	var f [14]string
+	for i := range a {
+		if i == 10 || i == 12 {
+			continue // integers
+		}
+		var err error
+		if f[i], err = a[i].ToString(); err != nil {
+			return snap, errFormat
+		}
+	}
+	pttl, err1 := a[10].AsInt64()
+	size, err2 := a[12].AsInt64()
+	now, err3 := strconv.ParseInt(f[11], 10, 64)
+	fp, err4 := parseFingerprint(f[1])
+	tok, err5 := strconv.ParseInt(f[3], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return snap, errFormat
+	}
+	at := func(us string) time.Time {
+		n, err := strconv.ParseInt(us, 10, 64)
+		if err != nil || us == "" {
+			return time.Time{}
+		}
+		return time.UnixMicro(n)
+	}
+	snap.Operation, snap.Fingerprint, snap.Token = f[0], fp, tok
+	snap.ReadAt = time.UnixMicro(now)
+	snap.CreatedAt, snap.CompletedAt = at(f[8]), at(f[9])
+	if pttl > 0 {
+		snap.ExpiresAt = snap.ReadAt.Add(time.Duration(pttl) * time.Millisecond)
+	}
+	snap.BodySize = size
+	switch f[2] {
+	case "r":
+		snap.State = store.Running
+		snap.LockedUntil = at(f[4])
+		if !snap.LockedUntil.IsZero() {
+			snap.LeaseLeft = snap.LockedUntil.Sub(snap.ReadAt)
+		}
+	case "c":
+		snap.State = store.Completed
+		snap.Response.Status, _ = strconv.Atoi(f[5])
+		if f[6] != "" {
+			snap.Response.Header = []byte(f[6])
+		}
+		snap.Response.BodyOmitted = f[7] == "1"
+		if withBody && !snap.Response.BodyOmitted {
+			snap.Response.Body = []byte(f[13])
+		}
+	default:
+		return snap, errFormat
+	}
+	return snap, nil
+}
+
+// Stats summarises every record of the store: it SCANs every node for the store's prefix and
+// reads each record's state, lease and sizes. It is for support tools, never the request path.
+// Expired counts nothing (Redis deletes expired records); StorageBytes is 0 (unknown). Errors
+// are Redis's, wrapped.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{Operations: []store.OperationStats{}}
+	byOp := map[string]*store.OperationStats{}
+	for _, node := range s.c.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(s.prefix)+"*").Count(500).Build()).AsScanEntry()
+			if err != nil {
+				return st, fmt.Errorf("redisstore: stats: %w", err)
+			}
+			if err := s.count(ctx, node, e.Elements, &st, byOp); err != nil {
+				return st, err
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	if st.ReadAt.IsZero() {
+		st.ReadAt = time.Now()
+		if t, err := s.c.Do(ctx, s.c.B().Time().Build()).AsIntSlice(); err == nil && len(t) == 2 {
+			st.ReadAt = time.UnixMicro(t[0]*1_000_000 + t[1])
+		}
+	}
+	for _, o := range byOp {
+		st.Operations = append(st.Operations, *o)
+	}
+	slices.SortFunc(st.Operations, func(a, b store.OperationStats) int { return strings.Compare(a.Operation, b.Operation) })
+	return st, nil
+}
+
+// count adds the records named keys (on node) to st and byOp.
+func (s *Store) count(ctx context.Context, node rueidis.Client, keys []string, st *store.Stats, byOp map[string]*store.OperationStats) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, 0, 2*len(keys)+1)
+	for _, k := range keys {
+		cmds = append(cmds, node.B().Hmget().Key(k).Field("o", "s", "l", "ca", "rh").Build(), node.B().Hstrlen().Key(k).Field("rb").Build())
+	}
+	cmds = append(cmds, node.B().Time().Build())
+	res := node.DoMulti(ctx, cmds...)
+	t, err := res[len(res)-1].AsIntSlice()
+	if err != nil || len(t) != 2 {
+		return fmt.Errorf("redisstore: stats: TIME: %v", err)
+	}
+	now := time.UnixMicro(t[0]*1_000_000 + t[1])
+	st.ReadAt = now
+	for i := range keys {
+		v, err := res[2*i].ToArray()
+		if err != nil || len(v) != 5 || v[1].IsNil() {
+			continue // gone meanwhile
+		}
+		op, _ := v[0].ToString()
+		state, _ := v[1].ToString()
+		o := byOp[op]
+		if o == nil {
+			o = &store.OperationStats{Operation: op}
+			byOp[op] = o
+		}
+		body, _ := res[2*i+1].AsInt64()
+		hdr, _ := v[4].ToString()
+		o.ResponseBytes += body + int64(len(hdr))
+		st.ResponseBytes += body + int64(len(hdr))
+		if state != "r" {
+			o.Completed++
+			st.Completed++
+			continue
+		}
+		o.Running++
+		st.Running++
+		if l, err := v[2].AsInt64(); err == nil && time.UnixMicro(l).Before(now) {
+			o.Stale++
+			st.Stale++
+		}
+		if ca, err := v[3].AsInt64(); err == nil {
+			c := time.UnixMicro(ca)
+			if o.OldestRunning == nil || c.Before(*o.OldestRunning) {
+				o.OldestRunning = &c
+			}
+			if st.OldestRunning == nil || c.Before(*st.OldestRunning) {
+				st.OldestRunning = &c
+			}
+		}
+	}
+	return nil
+}
+
+// globEscape escapes the glob characters of SCAN's MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Inspect reads each key's record in Redis, and in the database for the keys Redis has no record
+// of (atomic-mode records, and lease records Redis lost). Errors are Redis's or the database's.
+func (p *Paired[DB]) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
+	snaps, err := p.r.Inspect(ctx, scope, keys, withBody)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]bool{}
+	for _, sn := range snaps {
+		found[sn.ID.Key] = true
+	}
+	var rest []string
+	for _, k := range keys {
+		if !found[k] {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) > 0 {
+		in, ok := p.db.(store.Inspector)
+		if !ok {
+			return nil, errNoInspector
+		}
+		more, err := in.Inspect(ctx, scope, rest, withBody)
+		if err != nil {
+			return nil, err
+		}
+		snaps = append(snaps, more...)
+	}
+	// In the order of keys.
+	pos := map[string]int{}
+	for i, k := range keys {
+		if _, dup := pos[k]; !dup {
+			pos[k] = i
+		}
+	}
+	slices.SortStableFunc(snaps, func(a, b store.Snapshot) int { return pos[a.ID.Key] - pos[b.ID.Key] })
+	return snaps, nil
+}
+
+// Stats is the database's summary (every completed record is there) plus the running lease
+// records, which only Redis holds.
+func (p *Paired[DB]) Stats(ctx context.Context) (store.Stats, error) {
+	in, ok := p.db.(store.Inspector)
+	if !ok {
+		return store.Stats{}, errNoInspector
+	}
+	st, err := in.Stats(ctx)
+	if err != nil {
+		return st, err
+	}
+	rs, err := p.r.Stats(ctx)
+	if err != nil {
+		return st, err
+	}
+	byOp := map[string]int{}
+	for i, o := range st.Operations {
+		byOp[o.Operation] = i
+	}
+	for _, o := range rs.Operations {
+		if o.Running == 0 {
+			continue
+		}
+		i, ok := byOp[o.Operation]
+		if !ok {
+			st.Operations = append(st.Operations, store.OperationStats{Operation: o.Operation})
+			i = len(st.Operations) - 1
+			byOp[o.Operation] = i
+		}
+		d := &st.Operations[i]
+		d.Running += o.Running
+		d.Stale += o.Stale
+		if o.OldestRunning != nil && (d.OldestRunning == nil || o.OldestRunning.Before(*d.OldestRunning)) {
+			d.OldestRunning = o.OldestRunning
+		}
+	}
+	slices.SortFunc(st.Operations, func(a, b store.OperationStats) int { return strings.Compare(a.Operation, b.Operation) })
+	st.Running += rs.Running
+	st.Stale += rs.Stale
+	if rs.OldestRunning != nil && (st.OldestRunning == nil || rs.OldestRunning.Before(*st.OldestRunning)) {
+		st.OldestRunning = rs.OldestRunning
+	}
+	return st, nil
+}
+
+// Inspect is the database's (the cache holds only copies of its completed records).
+func (c *Cache[DB]) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
+	in, ok := c.inner.(store.Inspector)
+	if !ok {
+		return nil, errNoInspector
+	}
+	return in.Inspect(ctx, scope, keys, withBody)
+}
+
+// Stats is the database's.
+func (c *Cache[DB]) Stats(ctx context.Context) (store.Stats, error) {
+	in, ok := c.inner.(store.Inspector)
+	if !ok {
+		return store.Stats{}, errNoInspector
+	}
+	return in.Stats(ctx)
+}

@@ -1,0 +1,278 @@
+// Package redisstore puts idempotency records in Redis (standalone, or Redis Cluster), through
+// the rueidis client, in two roles:
+//
+//   - Store, a lease-mode store of its own: Reserve, TakeOver, Extend, Complete and Release are
+//     Lua scripts on the record's one key, comparing and swapping the fencing token; leases and
+//     expiry follow the Redis server's clock (TIME, PEXPIRE); retention is the key's TTL, so
+//     nothing needs sweeping. It implements store.Store. Pair joins it with a database store
+//     (pgstore) so that generated lease-mode handlers, whose completion writes rows through a
+//     database transaction, can run on it: see Paired.
+//   - Cache, a replay cache in front of a database store (pgstore) for atomic and lease mode:
+//     completed records are served from Redis (and, optionally, from a bounded in-process tier)
+//     without a database round trip. It implements store.Transactional by delegation and never
+//     answers differently from the database: on any Redis failure or slowness the database
+//     answers.
+//
+// Every key is hash-tagged ({len:scope:key}), and every script touches that one key, so every
+// call runs on one Redis Cluster node. docs/redis.md describes durability (AOF settings, what a
+// failover can lose, what each risks for money) and when to choose which store.
+//
+//	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+//	pg := pgstore.New(pool, pgstore.Options{})
+//	cache := redisstore.NewCache[pgstore.DBTX](pg, rdb, redisstore.CacheOptions{LocalBytes: 64 << 20})
+//	rt, err := runtime.New(runtime.Config{Store: cache, Scope: tenantOf})
+//
+//	leases, err := redisstore.New(rdb, redisstore.Options{})
+//	rt, err := runtime.New(runtime.Config{Store: redisstore.Pair[pgstore.DBTX](leases, pg), Scope: tenantOf})
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Prefix starts the name of every key the store writes; default "idemgen:lease:". It must
+	// not contain '{' or '}' (the record's hash tag follows it).
+	Prefix string
+	// AbandonAfter is how long after its lease ended a running record is kept for its owner's
+	// completion or a retry's takeover before Redis deletes it (the key's TTL does what
+	// pgstore's Sweeper.AbandonAfter does); default 24h. Until then the key stays refused to
+	// any other request (422), however long the call takes.
+	AbandonAfter time.Duration
+}
+
+// Store is the lease-mode store on Redis: one hash per record under a hash-tagged key, changed
+// only by Lua scripts that compare and swap the fencing token by the server's clock. It holds
+// no state besides the client and its options and is safe for concurrent use.
+//
+// Fencing tokens are the Redis server's clock in microseconds at the claim (a takeover takes
+// the larger of the old token + 1 and the clock), so they grow across claims of a key even after
+// its record expired and vanished.
+//
+// Its durability is the Redis deployment's: a claim acknowledged by a master that crashes before
+// its AOF or its replica has it is lost, and the key can then be claimed again. docs/redis.md
+// says what each setting risks; Pair with a database store makes that loss harmless for the
+// records' completions.
+type Store struct {
+	c       rueidis.Client
+	prefix  string
+	abandon string // Options.AbandonAfter in µs
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns the lease store on client (a standalone, sentinel or cluster client of rueidis).
+// It fails when opts.Prefix contains a brace.
+func New(client rueidis.Client, opts Options) (*Store, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "idemgen:lease:"
+	}
+	if err := checkPrefix(opts.Prefix); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	if opts.AbandonAfter <= 0 {
+		opts.AbandonAfter = 24 * time.Hour
+	}
+	return &Store{c: client, prefix: opts.Prefix, abandon: micros(opts.AbandonAfter)}, nil
+}
+
+func (s *Store) key(id store.ID) []string { return []string{keyName(s.prefix, id)} }
+
+// Get returns the key's live record; found is false when there is none (completed records
+// vanish when their retention ends). Errors are Redis's or the network's, wrapped.
+func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error) {
+	m, err := scriptGet.Exec(ctx, s.c, s.key(id), nil).ToMessage()
+	if err != nil {
+		return store.Record{}, false, fmt.Errorf("redisstore: get: %w", err)
+	}
+	rec, found, err := parseRecord(&m)
+	if err != nil {
+		return store.Record{}, false, fmt.Errorf("redisstore: get: %w", err)
+	}
+	return rec, found, nil
+}
+
+// Reserve claims c.ID with a lease of c.Lease and a new fencing token, or returns the key's live
+// record. A running record stays until it is completed (then it replays for c.Retention after
+// completion) or released, or until Options.AbandonAfter after its lease ended.
+func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
+	m, err := scriptReserve.Exec(ctx, s.c, s.key(c.ID), []string{
+		c.Operation, fingerprintBytes(c.Fingerprint), micros(c.Lease), s.abandon,
+	}).ToMessage()
+	if err != nil {
+		return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
+	}
+	if m.IsString() {
+		tok, err := parseToken(&m)
+		if err != nil {
+			return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
+		}
+		return store.Reservation{Token: tok}, nil
+	}
+	rec, found, err := parseRecord(&m)
+	if err == nil && !found {
+		err = errFormat
+	}
+	if err != nil {
+		return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
+	}
+	return store.Reservation{Record: rec}, nil
+}
+
+// TakeOver moves the running record whose lease has ended from token old to a new token with a
+// lease of c.Lease, and returns the new token; store.ErrLost when the record is not running under
+// old with an ended lease.
+func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
+	m, err := scriptTakeOver.Exec(ctx, s.c, s.key(c.ID), []string{strconv.FormatInt(old, 10), micros(c.Lease), s.abandon}).ToMessage()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, store.ErrLost
+	case err != nil:
+		return 0, fmt.Errorf("redisstore: take over: %w", err)
+	}
+	tok, err := parseToken(&m)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: take over: %w", err)
+	}
+	return tok, nil
+}
+
+// Extend moves the end of the lease held under token to d after the server's now (and keeps the
+// key at least that long); store.ErrLost when token no longer holds the record.
+func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Duration) error {
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "0", s.abandon)
+}
+
+// extendAtLeast is Extend that never moves the lease end earlier (a completion's guard must not
+// undo a heartbeat's longer lease).
+func (s *Store) extendAtLeast(ctx context.Context, id store.ID, token int64, d time.Duration) error {
+	return s.cas(ctx, "extend", scriptExtend, id, strconv.FormatInt(token, 10), micros(d), "1", s.abandon)
+}
+
+// Complete stores resp in the record held under token and makes it completed, replaying for
+// retention from the server's now; store.ErrLost when token no longer holds the record.
+func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
+	return s.complete(ctx, id, token, nil, &resp, retention)
+}
+
+// complete is Complete; with rec set, the record becomes rec (its operation and fingerprint
+// too), for the paired store's repairs.
+func (s *Store) complete(ctx context.Context, id store.ID, token int64, rec *store.Record, resp *store.Response, retention time.Duration) error {
+	op, fp := "", ""
+	if rec != nil {
+		op, fp, resp = rec.Operation, fingerprintBytes(rec.Fingerprint), &rec.Response
+	}
+	omitted, body := "0", string(resp.Body)
+	if resp.BodyOmitted {
+		omitted, body = "1", ""
+	}
+	return s.cas(ctx, "complete", scriptComplete, id, strconv.FormatInt(token, 10), op, fp,
+		strconv.Itoa(resp.Status), string(resp.Header), body, omitted, micros(retention))
+}
+
+// Release deletes the record held under token, so the key is new again; a record no longer held
+// under token is left alone (nil).
+func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
+	if err := scriptRelease.Exec(ctx, s.c, s.key(id), []string{strconv.FormatInt(token, 10)}).Error(); err != nil {
+		return fmt.Errorf("redisstore: release: %w", err)
+	}
+	return nil
+}
+
+// cas runs a compare-and-swap script that answers 1 (done) or 0 (the token does not hold).
+func (s *Store) cas(ctx context.Context, what string, script *rueidis.Lua, id store.ID, args ...string) error {
+	n, err := script.Exec(ctx, s.c, s.key(id), args).AsInt64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisstore: %s: %w", what, err)
+	case n == 0:
+		return store.ErrLost
+	}
+	return nil
+}
+
+// parseToken reads a fencing token sent as a decimal string.
+func parseToken(m *rueidis.RedisMessage) (int64, error) {
+	s, err := m.ToString()
+	if err != nil {
+		return 0, err
+	}
+	tok, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || tok <= 0 {
+		return 0, errFormat
+	}
+	return tok, nil
+}
+
+// parseRecord reads the reply of prelude's record(): found is false for an empty array.
+func parseRecord(m *rueidis.RedisMessage) (rec store.Record, found bool, err error) {
+	a, err := m.ToArray()
+	if err != nil {
+		return rec, false, err
+	}
+	if len(a) == 0 {
+		return rec, false, nil
+	}
+	if len(a) != 10 {
+		return rec, false, errFormat
+	}
+	var f [10]string
+	for i := range a {
+		if i == 5 {
+			continue // PTTL is an integer
+		}
+		if f[i], err = a[i].ToString(); err != nil {
+			return rec, false, errFormat
+		}
+	}
+	rec.Operation = f[0]
+	if rec.Fingerprint, err = parseFingerprint(f[1]); err != nil {
+		return rec, false, errFormat
+	}
+	if rec.Token, err = strconv.ParseInt(f[3], 10, 64); err != nil {
+		return rec, false, errFormat
+	}
+	left, err1 := strconv.ParseInt(f[4], 10, 64)
+	pttl, err2 := a[5].AsInt64()
+	if err1 != nil || err2 != nil {
+		return rec, false, errFormat
+	}
+	switch f[2] {
+	case "r":
+		rec.State = store.Running
+		rec.LeaseLeft = time.Duration(left) * time.Microsecond
+	case "c":
+		rec.State = store.Completed
+		if pttl > 0 {
+			rec.RetentionLeft = time.Duration(pttl) * time.Millisecond
+		}
+		status, err := strconv.Atoi(f[6])
+		if err != nil {
+			return rec, false, errFormat
+		}
+		rec.Response.Status = status
+		if f[7] != "" {
+			rec.Response.Header = []byte(f[7])
+		}
+		if f[9] == "1" {
+			rec.Response.BodyOmitted = true
+		} else {
+			rec.Response.Body = []byte(f[8])
+		}
+	default:
+		return rec, false, errFormat
+	}
+	return rec, true, nil
+}
