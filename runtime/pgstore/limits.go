@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,13 +125,12 @@ func withRecordsUsed(read, n string) string {
 	(SELECT COALESCE(sum(u.amount), 0) FROM idempotency_scope_usage u
 		WHERE u.scope_id = $1 AND u.kind = 1 AND u.ends_at = ` + intervalEnd(n) + `) AS records_used,
 	CAST((` + intervalEnd(n) + ` - EXTRACT(EPOCH FROM now())) * 1000000 AS bigint) AS interval_left_us`
-	for i := 0; i+len(from) <= len(read); i++ {
-		if read[i:i+len(from)] == from {
-			return read[:i] + cols + read[i:]
-		}
+	i := strings.Index(read, from)
+	if i < 0 {
+		// read and readProbe always have their FROM on a line of its own (newStatements).
+		panic("pgstore: read statement without a FROM line")
 	}
-	// read and readProbe always have their FROM on a line of its own (newStatements).
-	panic("pgstore: read statement without a FROM line")
+	return read[:i] + cols + read[i:]
 }
 
 // overLimit returns the LimitError of a scope whose count used has reached the records cap.
