@@ -430,13 +430,21 @@ func newKeys(st *pgstore.Store, label string) op {
 	}
 }
 
-// replays reads a random filled record per call.
+// replays reads a random filled record per call. Past the first thousand it picks records that
+// expire at least two hours after the fill (g mod 86400 ≥ 7200): those are still live however
+// long the fill took.
 func replays(st *pgstore.Store, cfg config, upto int64) op {
 	return func(ctx context.Context, _ int, _ int64) error {
 		g := 1 + rand.Int64N(upto)
-		_, rec, err := st.BeginAtomic(ctx, claimOf(scopeOf(cfg, g), keyOf(g)))
+		for upto > 86400 && g%86400 < 7200 {
+			g = 1 + rand.Int64N(upto)
+		}
+		tx, rec, err := st.BeginAtomic(ctx, claimOf(scopeOf(cfg, g), keyOf(g)))
 		if err != nil {
 			return err
+		}
+		if tx != nil {
+			_ = tx.Abort(ctx)
 		}
 		if rec == nil {
 			return fmt.Errorf("record %d not found", g)
@@ -487,7 +495,10 @@ func measureUntil(ctx context.Context, cfg config, f op, stop <-chan struct{}) p
 				default:
 				}
 				t0 := time.Now()
-				if err := f(ctx, w, n); err != nil {
+				octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
+				err := f(octx, w, n)
+				ocancel()
+				if err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
