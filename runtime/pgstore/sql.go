@@ -345,20 +345,20 @@ type recordDigest struct {
 
 func digest(id store.ID) recordDigest {
 	var d recordDigest
-	h := sha256.New()
-	h.Write([]byte("idemgen/scope/v1\x00"))
-	h.Write([]byte(id.Scope))
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	// The framings are hashed from one buffer, on the stack for scopes and keys of usual sizes.
+	const scopeTag, recordTag = "idemgen/scope/v1\x00", "idemgen/record/v1\x00"
+	var stack [256]byte
+	buf := stack[:0]
+	if n := len(recordTag) + 8 + len(id.Scope) + len(id.Key); n > len(stack) {
+		buf = make([]byte, 0, n)
+	}
+	buf = append(append(buf, scopeTag...), id.Scope...)
+	sum := sha256.Sum256(buf)
 	d.scope = int64(binary.BigEndian.Uint64(sum[:8]))
-	h.Reset()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(id.Scope)))
-	h.Write([]byte("idemgen/record/v1\x00"))
-	h.Write(n[:])
-	h.Write([]byte(id.Scope))
-	h.Write([]byte(id.Key))
-	h.Sum(sum[:0])
+	buf = append(buf[:0], recordTag...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(id.Scope)))
+	buf = append(append(buf, id.Scope...), id.Key...)
+	sum = sha256.Sum256(buf)
 	copy(d.key.Bytes[:], sum[:16])
 	d.key.Valid = true
 	d.lock = int64(binary.BigEndian.Uint64(sum[16:24]))

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/store"
@@ -500,57 +501,56 @@ type row struct {
 }
 
 // rawRecord holds recordCols as scanned: every column may be NULL when a LEFT JOIN found no row.
+// The nullable columns scan into pgtype values rather than pointers, which pgx would allocate
+// one by one on every read.
 type rawRecord struct {
-	operation   *string
+	operation   pgtype.Text
 	fingerprint []byte
-	fpVersion   *int16
-	status      *int16
-	token       *int64
-	live        *bool
-	leaseLeftUS *int64
+	fpVersion   pgtype.Int2
+	status      pgtype.Int2
+	token       pgtype.Int8
+	live        pgtype.Bool
+	leaseLeftUS pgtype.Int8
 	headers     []byte
 	body        []byte
-	bodyOmitted *bool
-	retentionUS *int64
+	bodyOmitted pgtype.Bool
+	retentionUS pgtype.Int8
+	// buf backs targets' slice: the record's targets and those around them in a statement.
+	buf [16]any
 }
 
-func (r *rawRecord) targets() []any {
-	return []any{&r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
-		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS}
+// targets returns the scan targets of recordCols followed by extra.
+func (r *rawRecord) targets(extra ...any) []any {
+	t := append(r.buf[:0], &r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
+		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS)
+	return append(t, extra...)
 }
 
 // row converts the scanned columns; nil when there was no row. A status of 0 is a running
 // record.
 func (r *rawRecord) row() *row {
-	if r.operation == nil || r.status == nil {
+	if !r.operation.Valid || !r.status.Valid {
 		return nil
 	}
-	out := &row{rec: store.Record{Operation: *r.operation, State: store.Running}}
+	out := &row{rec: store.Record{Operation: r.operation.String, State: store.Running}, live: r.live.Bool}
 	copy(out.rec.Fingerprint.Sum[:], r.fingerprint)
-	if r.fpVersion != nil {
-		out.rec.Fingerprint.Version = uint16(*r.fpVersion)
-	}
-	if r.token != nil {
-		out.rec.Token = *r.token
-	}
-	if r.live != nil {
-		out.live = *r.live
-	}
-	if *r.status != 0 {
+	out.rec.Fingerprint.Version = uint16(r.fpVersion.Int16)
+	out.rec.Token = r.token.Int64
+	if r.status.Int16 != 0 {
 		out.rec.State = store.Completed
-		out.rec.Response.Status = int(*r.status)
+		out.rec.Response.Status = int(r.status.Int16)
 		if len(r.headers) > 0 {
 			out.rec.Response.Header = r.headers
 		}
 		out.rec.Response.Body = r.body
-		if r.bodyOmitted != nil && *r.bodyOmitted {
+		if r.bodyOmitted.Bool {
 			out.rec.Response.BodyOmitted, out.rec.Response.Body = true, nil
 		}
-	} else if r.leaseLeftUS != nil {
-		out.rec.LeaseLeft = time.Duration(*r.leaseLeftUS) * time.Microsecond
+	} else {
+		out.rec.LeaseLeft = time.Duration(r.leaseLeftUS.Int64) * time.Microsecond
 	}
-	if r.retentionUS != nil && *r.retentionUS > 0 {
-		out.rec.RetentionLeft = time.Duration(*r.retentionUS) * time.Microsecond
+	if r.retentionUS.Int64 > 0 {
+		out.rec.RetentionLeft = time.Duration(r.retentionUS.Int64) * time.Microsecond
 	}
 	return out
 }
@@ -578,7 +578,7 @@ func (s *Store) read(ctx context.Context, q querier, d recordDigest) (*row, erro
 // concurrent claim holds it (statements.readProbe).
 func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *row, busy bool, err error) {
 	var raw rawRecord
-	err = q.QueryRow(ctx, s.q.readProbe, d.scope, d.key, d.lock).Scan(append(raw.targets(), &busy)...)
+	err = q.QueryRow(ctx, s.q.readProbe, d.scope, d.key, d.lock).Scan(raw.targets(&busy)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
