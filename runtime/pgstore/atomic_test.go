@@ -238,8 +238,8 @@ func testAtomicBoundedWaitReplays(t *testing.T, tweak func(*setup)) {
 	g.wait(t)
 	dup := make(chan *responseSummary)
 	go func() { dup <- summarize(t, serve(h, req("t1", key1, body100))) }()
-	// Let the first finish only once the duplicate is waiting for it in the database.
-	eventually(t, "the duplicate to wait for the claim", func() bool { return e.waitingOnLock() })
+	// Let the first finish only once the duplicate is waiting for it.
+	eventually(t, "the duplicate to wait for the claim", func() bool { return e.st.WaitingForTest() == 1 })
 	g.open()
 	if s := <-dup; s.status != 201 || !s.replayed {
 		t.Fatalf("waiting duplicate: %+v", s)
@@ -247,17 +247,6 @@ func testAtomicBoundedWaitReplays(t *testing.T, tweak func(*setup)) {
 	if <-done != 201 || e.payments("t1") != 1 {
 		t.Fatal("first request")
 	}
-}
-
-// waitingOnLock reports whether a session waits for a lock (an advisory claim lock, or the
-// first claim's row on the portable path).
-func (e *env) waitingOnLock() bool {
-	var waiting bool
-	if err := e.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
-		e.t.Fatal(err)
-	}
-	return waiting
 }
 
 // shared/cases 009: a duplicate while the first runs gets 409 at once (no wait by default).

@@ -73,9 +73,6 @@ const (
 	// rows, so the claim's lock_timeout only bounds unrelated waits (relation extension under
 	// load, which a short lock_timeout alone would turn into false 409s for new keys).
 	lockTry claimLock = iota
-	// lockWait waits for the advisory lock under lock_timeout = Claim.Wait, so a duplicate
-	// replays if the first request commits in time.
-	lockWait
 	// lockNone is the portable path (Options.NoAdvisoryLocks): the INSERT waits on the
 	// conflicting row under lock_timeout = Options.ConflictTimeout.
 	lockNone
@@ -86,8 +83,6 @@ func (l claimLock) expr() string {
 	switch l {
 	case lockTry:
 		return "pg_try_advisory_xact_lock($9::bigint)"
-	case lockWait:
-		return "pg_advisory_xact_lock($9::bigint)::text IS NOT NULL"
 	default:
 		return "$9::bigint IS NOT NULL"
 	}
@@ -129,9 +124,9 @@ type statements struct {
 	// key's record first, takes the claim lock only when there is none, and inserts a running row
 	// only under the lock. It returns our token when we claimed, whether the lock was free
 	// (false: a concurrent claim holds the key), and the record. One per lock kind.
-	claimAtomic [3]string
+	claimAtomic [2]string
 	// lockOnly takes the claim lock of each kind ($1) and returns whether it is ours.
-	lockOnly [3]string
+	lockOnly [2]string
 	// claimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
 	// its claim token ($3). In the pipelined claim it stands between the claim and BEGIN: when
 	// the key already had a record, the failure ends the pipeline's implicit transaction, so
@@ -143,7 +138,7 @@ type statements struct {
 	takeExpired string
 	// takeExpiredAtomic is takeExpired under the claim lock of each kind; it returns whether the
 	// lock was free and the new token when the row was taken.
-	takeExpiredAtomic [3]string
+	takeExpiredAtomic [2]string
 	// takeOverLease moves an expired lease to a new owner with the next fencing token; the old
 	// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
 	takeOverLease string
@@ -215,7 +210,7 @@ SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`
 	}
 
-	for _, l := range []claimLock{lockTry, lockWait, lockNone} {
+	for _, l := range []claimLock{lockTry, lockNone} {
 		q.lockOnly[l] = "SELECT " + strings.ReplaceAll(l.expr(), "$9", "$1") + " AS ok"
 		if !partitioned {
 			q.claimAtomic[l] = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
@@ -245,7 +240,7 @@ FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
 WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0
 RETURNING fencing_token`
-		for _, l := range []claimLock{lockTry, lockWait, lockNone} {
+		for _, l := range []claimLock{lockTry, lockNone} {
 			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
 upd AS (` + strings.Replace(q.takeExpired, "WHERE key_id = $2", "WHERE (SELECT ok FROM lk) AND key_id = $2", 1) + `)
 SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`

@@ -72,11 +72,18 @@ type Options struct {
 	// Limits are the per-scope limits: stored body bytes (on by default) and completed records
 	// per interval (off by default).
 	Limits Limits
+	// WaitPoll is the longest interval between the probes of a duplicate that waits for a
+	// concurrent claim of its key (store.Claim.Wait, concurrency.wait). The waiter holds no
+	// connection between probes; a claim that ends in this Store wakes it at once, so the
+	// interval only delays noticing a claim that ended on another process (another replica).
+	// Intervals start at 4ms and double up to WaitPoll, with jitter. Default 100ms; at least 4ms.
+	WaitPoll time.Duration
 }
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
-// besides the pool, its options, the count of connections its transactions hold, and whether
-// the server takes client_connection_check_interval.
+// besides the pool, its options, the count of connections its transactions hold, whether the
+// server takes client_connection_check_interval, and the duplicates waiting for a claim of their
+// key to end (wait.go).
 type Store struct {
 	pool     *pgxpool.Pool
 	opts     Options
@@ -93,6 +100,10 @@ type Store struct {
 	// not set. checkable is whether the server takes it: 0 not known yet, 1 yes, 2 no.
 	checkInterval string
 	checkable     atomic.Int32
+	// waiting holds the duplicates waiting for a concurrent claim of their key; waitPoll is
+	// Options.WaitPoll with its default.
+	waiting  waiters
+	waitPoll time.Duration
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
@@ -110,6 +121,11 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 		}
 	}
 	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, q: newStatements(opts.Partitioned), lim: newLimits(opts.Limits)}
+	s.waitPoll = opts.WaitPoll
+	if s.waitPoll <= 0 {
+		s.waitPoll = defaultWaitPoll
+	}
+	s.waitPoll = max(s.waitPoll, waitPollMin)
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
 	}
@@ -396,10 +412,21 @@ func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
 }
 
 // BeginAtomic claims a key for an atomic-mode request with the store's claim strategy, or
-// returns its live record.
+// returns its live record. While a concurrent claim holds the key, it returns store.ErrBusy at
+// once, or, with c.Wait, waits up to c.Wait for that claim to end without holding a connection
+// (waitAtomic).
 func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX], *store.Record, error) {
 	sp := s.spec(c)
-	t, rec, err := s.strategy.beginAtomic(ctx, s, &sp)
+	var (
+		t   *tx
+		rec *store.Record
+		err error
+	)
+	if c.Wait > 0 {
+		t, rec, err = s.waitAtomic(ctx, &sp)
+	} else {
+		t, rec, err = s.strategy.beginAtomic(ctx, s, &sp)
+	}
 	if t == nil {
 		return nil, rec, err
 	}
@@ -452,7 +479,8 @@ func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
 }
 
 // claimSpec is one atomic-mode claim as the statements need it. It is built once per request
-// and never changes.
+// and never changes. A claim with a Wait uses the same lock as one without: the store waits
+// between claims, not inside one (waitAtomic).
 type claimSpec struct {
 	store.Claim
 	d           recordDigest
@@ -462,11 +490,8 @@ type claimSpec struct {
 
 func (s *Store) spec(c store.Claim) claimSpec {
 	sp := claimSpec{Claim: c, d: digest(c.ID), lock: lockTry, lockTimeout: s.opts.ConflictTimeout}
-	switch {
-	case s.opts.NoAdvisoryLocks:
-		sp.lock, sp.lockTimeout = lockNone, max(s.opts.ConflictTimeout, c.Wait)
-	case c.Wait > 0:
-		sp.lock, sp.lockTimeout = lockWait, c.Wait
+	if s.opts.NoAdvisoryLocks {
+		sp.lock = lockNone
 	}
 	return sp
 }

@@ -60,7 +60,7 @@ type ClaimReadFirst struct{}
 type ClaimPipelined struct{}
 
 func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
-	if sp.lock != lockTry {
+	if sp.lock != lockTry || sp.Wait > 0 {
 		// A claim that may wait should replay without running anything: claim first.
 		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
 	}
@@ -269,10 +269,9 @@ var errGone = errors.New("the expired record is gone")
 // is seen, and answered as a replay.
 func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (*row, error) {
 	lock := s.q.lockOnly[sp.lock]
-	// Only a waiting lock needs lock_timeout: the try-lock and the read never wait.
-	wait := sp.lock == lockWait
+	// The try-lock and the read never wait: no lock_timeout to set.
 	check := s.checks(conn.Conn())
-	if err := s.prepare(ctx, conn.Conn(), "BEGIN", sqlSetLockTimeout, lock, s.q.read, sqlResetLockTimeout, sqlSetCheckInterval); err != nil {
+	if err := s.prepare(ctx, conn.Conn(), "BEGIN", lock, s.q.read, sqlSetCheckInterval); err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
@@ -280,14 +279,8 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 	if check {
 		b.Queue(sqlSetCheckInterval, s.checkInterval)
 	}
-	if wait {
-		b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
-	}
 	b.Queue(lock, sp.d.lock)
 	b.Queue(s.q.read, sp.d.scope, sp.d.key)
-	if wait {
-		b.Queue(sqlResetLockTimeout)
-	}
 	br := conn.SendBatch(ctx, b)
 	var (
 		free bool
@@ -295,9 +288,6 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 	)
 	_, err := br.Exec()
 	if err == nil && check {
-		_, err = br.Exec()
-	}
-	if err == nil && wait {
 		_, err = br.Exec()
 	}
 	if err == nil {
@@ -308,9 +298,6 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
-	}
-	if err == nil && wait {
-		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

@@ -69,12 +69,16 @@ type tx struct {
 	cancel context.CancelCauseFunc
 }
 
-// end gives the connection and the handler slot back.
+// end gives the connection and the handler slot back, and wakes the duplicates of this
+// process that wait for the key's claim: the transaction has committed or rolled back by now.
 func (t *tx) end() {
 	t.conn.Release()
 	if t.slot {
 		t.slot = false
 		t.s.freeSlot()
+	}
+	if t.sp != nil {
+		t.s.waiting.signal(t.sp.d.key.Bytes)
 	}
 }
 
