@@ -47,7 +47,8 @@ type Options struct {
 	// ConflictTimeout is the atomic-mode claim's lock_timeout. With advisory locks it only
 	// bounds waits that are not another claim of the key (relation extension under load);
 	// default 1s. With NoAdvisoryLocks it is also how long a duplicate waits for a running claim
-	// before ErrBusy; default 50ms. A claim's own Wait, when longer, replaces it.
+	// before ErrBusy; default 50ms. A claim with a Wait (concurrency.wait) waits that long in
+	// each of its probes, holding a connection, and without one between them (WaitPoll).
 	ConflictTimeout time.Duration
 	// Partitioned says that the table has the layout partitioned by expiry
 	// (MigratePartitioned): expired records are never reused or deleted row by row, their
