@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test faults bench bench-short bench-ab fuzz demo clean
+.PHONY: help build generate test faults bench bench-short bench-ab bench-scale fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,10 @@ bench-short: ## the benchmark harness in short mode (checks it runs, not how fas
 
 bench-ab: ## A/B the benchmarks of the working tree against another revision built side by side (OLD=rev, default 1b4cdd7)
 	./scripts/with-postgres.sh ./bench/ab/run.sh $(OLD)
+
+bench-scale: ## the store at 10 million records, both layouts (not CI: about an hour); writes bench/out/scale.md
+	mkdir -p bench/out
+	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

@@ -81,6 +81,8 @@ const (
 	faultUnknown
 	// faultUnavailable: the store failed before anything was committed: 503.
 	faultUnavailable
+	// faultLimited: the store refused a new record under a per-scope limit: 429, nothing ran.
+	faultLimited
 )
 
 // classify maps an error returned by a store to the fault it means. An atomic-mode record that
@@ -99,6 +101,8 @@ func classify(mode Mode, err error) fault {
 		return faultHandler
 	case errors.Is(err, store.ErrOutcomeUnknown):
 		return faultUnknown
+	case errors.Is(err, store.ErrLimited):
+		return faultLimited
 	default:
 		return faultUnavailable
 	}

@@ -68,6 +68,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: x", store.ErrTxFailed), faultHandler, faultHandler},
 		{fmt.Errorf("commit: %w: eof", store.ErrOutcomeUnknown), faultUnknown, faultUnknown},
 		{errors.New("connection refused"), faultUnavailable, faultUnavailable},
+		{fmt.Errorf("claim: %w", &store.LimitError{RetryAfter: time.Second}), faultLimited, faultLimited},
 	}
 	for _, c := range cases {
 		if got := classify(ModeAtomic, c.err); got != c.atomic {

@@ -609,6 +609,15 @@ func (x *exchange) storeFailed(err error) result {
 		return result{outcome: OutcomeLeaseLost, problem: p}
 	case f == faultHandler:
 		return x.handlerFailed(err, nil)
+	case f == faultLimited:
+		var lim *store.LimitError
+		p := newProblem(http.StatusTooManyRequests, ProblemRateLimited,
+			"This tenant has created too many new idempotency keys in the current interval; the request was not processed. Retry after the Retry-After delay.")
+		p.RetryAfter = time.Second
+		if errors.As(err, &lim) && lim.RetryAfter > 0 {
+			p.RetryAfter = lim.RetryAfter
+		}
+		return result{outcome: OutcomeLimited, problem: p}
 	case f == faultUnknown, x.calledOut:
 		p := newProblem(http.StatusServiceUnavailable, ProblemStoreUnavailable,
 			"The idempotency store failed after the request began to run; the outcome is unknown. Retry with the same key: the retry replays the result if it was stored, or completes the request once if not.")

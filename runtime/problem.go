@@ -22,6 +22,7 @@ const (
 	ProblemBodyTooLarge         = "body-too-large"         // 413: the body is above Operation.BodyLimit
 	ProblemMediaTypeUnsupported = "media-type-unsupported" // 415: a Content-Type or Content-Encoding not declared
 	ProblemPayloadMismatch      = "payload-mismatch"       // 422: the key was used with another request
+	ProblemRateLimited          = "rate-limited"           // 429 + Retry-After: the tenant created too many records (store's per-scope limit)
 	ProblemInternal             = "internal"               // 500: the handler failed; the key is free again
 	ProblemStoreUnavailable     = "store-unavailable"      // 503 + Retry-After: the store failed (fail closed)
 )
@@ -88,6 +89,7 @@ var problemTitles = map[string]string{
 	ProblemInFlight:             "Request with this idempotency key is in flight",
 	ProblemKeyExpired:           "Idempotency key older than the retention",
 	ProblemPayloadMismatch:      "Idempotency key reused with a different request",
+	ProblemRateLimited:          "Too many new idempotency keys",
 	ProblemBodyInvalid:          "Request body invalid",
 	ProblemBodyTooLarge:         "Request body too large",
 	ProblemMediaTypeUnsupported: "Unsupported media type",
@@ -145,6 +147,9 @@ func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
 		e.Param = "Idempotency-Key"
 	case ProblemBodyInvalid:
 		e.Param = stripeParam(p.Pointer)
+	case ProblemRateLimited:
+		e.Code = "rate_limit"
+		w.Header().Set("Stripe-Should-Retry", "true")
 	case ProblemInternal, ProblemStoreUnavailable:
 		e.Type = "api_error"
 		if p.Name == ProblemStoreUnavailable {

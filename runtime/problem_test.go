@@ -26,6 +26,7 @@ func TestProblemWriters(t *testing.T) {
 		ProblemBodyTooLarge:         {413, 413, "invalid_request_error", "", ""},
 		ProblemMediaTypeUnsupported: {415, 415, "invalid_request_error", "", ""},
 		ProblemPayloadMismatch:      {422, 400, "idempotency_error", "", ""},
+		ProblemRateLimited:          {429, 429, "invalid_request_error", "rate_limit", "2"},
 		ProblemInternal:             {500, 500, "api_error", "", ""},
 		ProblemStoreUnavailable:     {503, 503, "api_error", "", "1"},
 	}

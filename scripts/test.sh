@@ -83,9 +83,17 @@ for d in $example_modules; do
   (cd "$d" && IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 10m ./...)
 done
 
+echo "== the PostgreSQL store's suite again, on the table partitioned by expiry"
+IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m ./runtime/pgstore/
+
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
+echo "== scale benchmark, short mode (20,000 records, both layouts; checks it runs)"
+log=$(mktemp)
+if ! go run ./bench/cmd/benchscale -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
 echo "all checks passed"

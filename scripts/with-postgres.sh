@@ -7,7 +7,8 @@
 #
 # If the PostgreSQL server binaries are missing, they are installed from Debian's packages.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user.
-# Set IDEMGEN_PG_KEEP=1 to keep the folder (and its server log) for a post-mortem.
+# Set IDEMGEN_PG_KEEP=1 to keep the folder (and its server log) for a post-mortem. The log's path
+# is exported as IDEMGEN_PG_LOG.
 set -euo pipefail
 
 find_bindir() {
@@ -84,6 +85,8 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disabl
 export IDEMGEN_TEST_DATABASE_URL="$DATABASE_URL"
 export IDEMGEN_PG_BINDIR="$bindir"
 export IDEMGEN_PG_DATADIR="$dir/data"
+# The server's log (stderr of the postmaster): tests that check what PostgreSQL logs read it.
+export IDEMGEN_PG_LOG="$dir/server.log"
 echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
 set +e
 "$@"

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // Scenario 4: lease expiry races, with a sweeper running on both replicas.
@@ -46,7 +48,8 @@ func newLeaseRig(t *testing.T, lease, retention time.Duration) *leaseRig {
 // and now()); a missing row satisfies it when missing is set.
 func (r *leaseRig) recordIs(tenant, key, cond string, missing bool) bool {
 	var ok *bool
-	err := r.w.pool.QueryRow(context.Background(), `SELECT (SELECT `+cond+` FROM idempotency_records r WHERE scope = $1 AND key = $2)`, tenant, key).Scan(&ok)
+	scopeID, keyID := pgstore.Digest(store.ID{Scope: tenant, Key: key})
+	err := r.w.pool.QueryRow(context.Background(), `SELECT (SELECT `+cond+` FROM idempotency_records r WHERE scope_id = $1 AND key_id = $2)`, scopeID, keyID).Scan(&ok)
 	if err != nil {
 		r.w.t.Fatal(err)
 	}

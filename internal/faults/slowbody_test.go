@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // Scenario 5: slow bodies. More clients than the replica has pooled connections send their
@@ -69,9 +71,10 @@ func slowBodies(t *testing.T, mode string) {
 	acquired, total := a.poolStat()
 	var records, locks int
 	// Records other than the warm-up's, advisory locks in this database.
-	if err := w.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM idempotency_records WHERE key <> $1),
+	_, warmID := pgstore.Digest(store.ID{Scope: "tB", Key: w.key("slow-warm")})
+	if err := w.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM idempotency_records WHERE key_id <> $1),
 		(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, w.key("slow-warm")).Scan(&records, &locks); err != nil {
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, warmID).Scan(&records, &locks); err != nil {
 		t.Fatal(err)
 	}
 	// A normal request with the shared key, and one with a key of its own, while they trickle.

@@ -71,10 +71,10 @@ func BenchmarkClaimsWhileSweeping(b *testing.B) {
 			e := newEnvB(b, nil)
 			h := e.atomicHandler(payOp())
 			if _, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
-				(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at,
-				 expires_at, response_status, response_body)
-				SELECT 't' || (g % 100), 'expired-' || g, 'op', '\x00', 1, 'completed', 1, now(),
-				       now() - interval '1 second', 201, repeat('x', 200)::bytea
+				(scope_id, key_id, created_at, expires_at, locked_until, fencing_token, fingerprint,
+				 fingerprint_version, response_status, body_omitted, operation, response_headers, response_body)
+				SELECT g % 100, md5('expired-' || g)::uuid, now(), now() - interval '1 second', now(), 1, '\x00',
+				       1, 201, false, 'op', '\x', convert_to(repeat('x', 200), 'UTF8')
 				FROM generate_series(1, 100000) g`); err != nil {
 				b.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // The crash tests re-run this test binary as a child process (TestCrashChild with
@@ -42,8 +44,24 @@ func TestCrashChild(t *testing.T) {
 // crashHandler is the handler both processes use: atomic ("atomic/<strategy>"), or lease with
 // the provider's charges kept in the database.
 func (e *env) crashHandler(mode string) http.Handler {
-	if mode == "lease" {
+	switch mode {
+	case "lease":
 		return e.leaseHandler(leaseOp(), &provider{db: e.pool})
+	case "statement":
+		// The handler writes its row, then runs a statement that lasts a minute: the process is
+		// killed while PostgreSQL executes it.
+		return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+			if _, err := db.Exec(ctx, insertPay, r.Tenant, r.Amount); err != nil {
+				return runtime.Response{}, err
+			}
+			if r.Header.Get("X-Signal") != "" {
+				os.Stdout.WriteString("IN_HANDLER\n")
+			}
+			if _, err := db.Exec(ctx, "SELECT pg_sleep(60)"); err != nil {
+				return runtime.Response{}, err
+			}
+			return created(`{"slept":true}`), nil
+		})
 	}
 	return e.atomicHandler(payOp())
 }
@@ -152,5 +170,36 @@ func TestCrashLease(t *testing.T) {
 	p := &provider{db: e.pool}
 	if e.payments("t1") != 1 || p.count() != 1 {
 		t.Fatalf("payments %d, provider charges %d; want 1 and 1", e.payments("t1"), p.count())
+	}
+}
+
+// Issue 16, item 6: a process killed while PostgreSQL runs one of its handler's statements.
+// The backend notices the closed connection only when it next reads from it, so without
+// client_connection_check_interval the key stays claimed (409) until the orphaned statement
+// ends, here a minute. The store turns the check on for its transactions (PostgreSQL 14 and
+// later): the key must be free within a few seconds.
+func TestCrashDuringAStatement(t *testing.T) {
+	e := newEnv(t, nil)
+	crashChild(t, "statement", e.url)
+	killed := time.Now()
+	h := e.crashHandler("atomic")
+	var s *responseSummary
+	for time.Since(killed) < 15*time.Second {
+		s = summarize(t, serve(h, req("t1", key1, body100)))
+		if s.status != 409 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	freed := time.Since(killed)
+	if s.status != 201 || s.replayed {
+		t.Fatalf("retry %v after the crash: %+v", freed.Round(time.Millisecond), s)
+	}
+	t.Logf("the key was free %v after the kill", freed.Round(time.Millisecond))
+	if freed > 5*time.Second {
+		t.Errorf("the key stayed claimed %v after the kill, want a few seconds", freed)
+	}
+	if n := e.payments("t1"); n != 1 {
+		t.Fatalf("payments = %d, want 1 (the killed request's row rolled back)", n)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // The runtime on PostgreSQL: handlers built with runtime.AtomicHandler and LeaseHandler, as
@@ -108,6 +109,8 @@ type env struct {
 type setup struct {
 	cfg   runtime.Config
 	store pgstore.Options
+	// maxConns is the pool's size; default 60.
+	maxConns int32
 }
 
 func newEnv(t *testing.T, tweak func(*setup)) *env {
@@ -141,14 +144,29 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 		}
 		return &countingConn{Conn: c, writes: &rtt.writes}, nil
 	}
-	pcfg.MaxConns = 60
+	s := setup{cfg: runtime.Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, maxConns: 60}
+	if tweak != nil {
+		tweak(&s)
+	}
+	if partitioned() {
+		if s.store.NoAdvisoryLocks {
+			t.Skip("the partitioned layout needs advisory locks (IDEMGEN_PG_LAYOUT=partitioned)")
+		}
+		if _, ok := s.store.Claim.(pgstore.ClaimPipelined); ok {
+			t.Skip("ClaimPipelined claims as ClaimReadFirst on the partitioned layout (IDEMGEN_PG_LAYOUT=partitioned)")
+		}
+		s.store.Partitioned = true
+	}
+	pcfg.MaxConns = s.maxConns
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := pgstore.Migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS payments (
@@ -156,13 +174,11 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 		t.Fatal(err)
 	}
 	obs := &recordingObserver{}
-	s := setup{cfg: runtime.Config{
-		Scope:    bearerScope,
-		Observer: obs,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}}
-	if tweak != nil {
-		tweak(&s)
+	if s.cfg.Scope == nil && !s.cfg.SingleTenant {
+		s.cfg.Scope = bearerScope
+	}
+	if s.cfg.Observer == nil {
+		s.cfg.Observer = obs
 	}
 	st := pgstore.New(pool, s.store)
 	s.cfg.Store = st
@@ -171,6 +187,21 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 		t.Fatal(err)
 	}
 	return &env{t: t, pool: pool, st: st, rt: rt, rtt: rtt, obs: obs, url: url, gates: map[string]*gate{}}
+}
+
+// envLayout names the environment variable that runs this package's tests on the layout
+// partitioned by expiry: IDEMGEN_PG_LAYOUT=partitioned (scripts/test.sh runs the suite on both).
+const envLayout = "IDEMGEN_PG_LAYOUT"
+
+// partitioned reports whether the tests run on the layout partitioned by expiry.
+func partitioned() bool { return os.Getenv(envLayout) == "partitioned" }
+
+// migrate creates the schema of the layout under test.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if partitioned() {
+		return pgstore.MigratePartitioned(ctx, pool)
+	}
+	return pgstore.Migrate(ctx, pool)
 }
 
 func bearerScope(r *http.Request) (string, error) {
@@ -527,4 +558,41 @@ func (e *env) advisoryLockHeld() bool {
 		e.t.Fatal(err)
 	}
 	return held
+}
+
+// keyID is the primary key of the record of (scope, key).
+func keyID(scope, key string) [16]byte {
+	_, k := pgstore.Digest(store.ID{Scope: scope, Key: key})
+	return k
+}
+
+// testRecord is a record a test writes directly into the table.
+type testRecord struct {
+	scope, key, operation string
+	fingerprint           []byte
+	version               int16
+	// status 0 is a running record.
+	status int16
+	token  int64
+	body   string
+	// expiresIn is added to now() for expires_at (negative: already expired).
+	expiresIn time.Duration
+}
+
+// insertRecord writes r with the table's columns, as the store would.
+func (e *env) insertRecord(ctx context.Context, r testRecord) error {
+	scopeID, key := pgstore.Digest(store.ID{Scope: r.scope, Key: r.key})
+	if r.fingerprint == nil {
+		r.fingerprint = []byte{0}
+	}
+	if r.version == 0 {
+		r.version = 1
+	}
+	_, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
+		(scope_id, key_id, created_at, expires_at, locked_until, fencing_token, fingerprint, fingerprint_version,
+		 response_status, body_omitted, operation, response_headers, response_body)
+		VALUES ($1, $2, now(), now() + $3::bigint * interval '1 microsecond', now() + interval '1 hour', $4, $5, $6,
+		        $7, false, $8, '\x', convert_to($9, 'UTF8'))`,
+		scopeID, key, r.expiresIn.Microseconds(), r.token, r.fingerprint, r.version, r.status, r.operation, r.body)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -17,83 +18,98 @@ import (
 
 var _ store.Inspector = (*Store)(nil)
 
-// sqlInspect reads the rows of one scope for a list of stored keys ($2), with the body only when
-// $3 is true. Expired rows are returned too: support staff must see a record that stopped
-// replaying but is still there.
-const sqlInspect = `SELECT r.key, r.operation, r.fingerprint, r.fingerprint_version, r.state, r.fencing_token,
-	(r.state = 'running' OR r.expires_at > now()), r.created_at, r.completed_at, r.expires_at, r.locked_until,
-	COALESCE(CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), 0), now(),
-	r.response_status, r.response_headers, CASE WHEN $3::boolean THEN r.response_body END,
-	COALESCE(octet_length(r.response_body), 0), r.body_omitted
-FROM idempotency_records r WHERE r.scope = $1 AND r.key = ANY($2::text[])`
+// sqlInspect reads the rows of one scope ($1, its digest) for a list of key digests ($2), with
+// the body only when $3 is true. Expired rows are returned too: support staff must see a record
+// that stopped replaying but is still there. Records are stored under digests (Digest): the
+// caller maps key_id back to the keys it asked for.
+const sqlInspect = `SELECT r.key_id, r.operation, r.fingerprint, r.fingerprint_version, r.response_status, r.fencing_token,
+	(r.response_status = 0 OR r.expires_at > now()), r.created_at, r.expires_at, r.locked_until,
+	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), now(),
+	r.response_headers, CASE WHEN $3::boolean THEN r.response_body END,
+	octet_length(r.response_body), r.body_omitted
+FROM idempotency_records r WHERE r.scope_id = $1 AND r.key_id = ANY($2::uuid[])
+ORDER BY r.expires_at`
 
 // sqlStats summarises every row by operation. It reads the whole table (support and CLI only).
 const sqlStats = `SELECT operation,
-	count(*) FILTER (WHERE state = 'running'),
-	count(*) FILTER (WHERE state = 'completed'),
-	count(*) FILTER (WHERE state = 'running' AND locked_until <= now()),
-	min(created_at) FILTER (WHERE state = 'running'),
-	count(*) FILTER (WHERE state = 'completed' AND expires_at <= now()),
-	min(expires_at) FILTER (WHERE state = 'completed' AND expires_at <= now()),
-	COALESCE(sum(COALESCE(octet_length(response_body), 0) + COALESCE(octet_length(response_headers::text), 0)), 0)::bigint
+	count(*) FILTER (WHERE response_status = 0),
+	count(*) FILTER (WHERE response_status <> 0),
+	count(*) FILTER (WHERE response_status = 0 AND locked_until <= now()),
+	min(created_at) FILTER (WHERE response_status = 0),
+	count(*) FILTER (WHERE response_status <> 0 AND expires_at <= now()),
+	min(expires_at) FILTER (WHERE response_status <> 0 AND expires_at <= now()),
+	COALESCE(sum(octet_length(response_body) + octet_length(response_headers)), 0)::bigint
 FROM idempotency_records GROUP BY operation ORDER BY operation`
 
 // sqlStorageBytes is the table's size with its indexes and TOAST (PostgreSQL's own function;
-// engines without it report 0).
-const sqlStorageBytes = `SELECT now(), COALESCE(pg_total_relation_size(to_regclass('idempotency_records')), 0)`
+// engines without it report 0). On the partitioned layout it is the sum over the partitions.
+const sqlStorageBytes = `SELECT now(), COALESCE((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+	WHERE c.relkind = 'r' AND (c.oid = to_regclass('idempotency_records') OR c.oid IN
+		(SELECT inhrelid FROM pg_inherits WHERE inhparent = to_regclass('idempotency_records')))), 0)::bigint`
 
 // sqlStaleRunning counts running claims whose lease has ended, by operation, through the partial
 // index idempotency_records_running_idx (migration 0002).
 const sqlStaleRunning = `SELECT operation, count(*) FROM idempotency_records
-WHERE state = 'running' AND locked_until <= now() GROUP BY operation`
+WHERE response_status = 0 AND locked_until <= now() GROUP BY operation`
 
 // sqlSweepLag is how long ago the oldest expired row still present expired, in microseconds
 // (0 when there is none): the first entry of the expiry index.
 const sqlSweepLag = `SELECT COALESCE(CAST(EXTRACT(EPOCH FROM now() - min(expires_at)) * 1000000 AS bigint), 0)
-FROM idempotency_records WHERE expires_at <= now() AND state = 'completed'`
+FROM idempotency_records WHERE expires_at <= now() AND response_status <> 0`
 
 // Inspect implements store.Inspector: one SELECT by primary key for all of keys.
 func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlInspect, scope, keys, withBody)
+	scopeID, _ := Digest(store.ID{Scope: scope})
+	byDigest := make(map[[16]byte]string, len(keys))
+	ids := make([]pgtype.UUID, 0, len(keys))
+	for _, k := range keys {
+		_, kid := Digest(store.ID{Scope: scope, Key: k})
+		if _, dup := byDigest[kid]; !dup {
+			byDigest[kid] = k
+			ids = append(ids, pgtype.UUID{Bytes: kid, Valid: true})
+		}
+	}
+	rows, err := s.pool.Query(ctx, sqlInspect, scopeID, ids, withBody)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Snapshot, error) {
 		var (
 			sn          store.Snapshot
+			kid         [16]byte
 			fp          []byte
 			fpVersion   int16
-			state       string
-			completedAt *time.Time
-			lockedUntil *time.Time
+			status      int16
+			lockedUntil time.Time
 			leftUS      int64
-			status      *int16
 		)
 		sn.ID.Scope = scope
-		err := row.Scan(&sn.ID.Key, &sn.Operation, &fp, &fpVersion, &state, &sn.Token, &sn.Live,
-			&sn.CreatedAt, &completedAt, &sn.ExpiresAt, &lockedUntil, &leftUS, &sn.ReadAt,
-			&status, &sn.Response.Header, &sn.Response.Body, &sn.BodySize, &sn.Response.BodyOmitted)
+		err := row.Scan(&kid, &sn.Operation, &fp, &fpVersion, &status, &sn.Token, &sn.Live,
+			&sn.CreatedAt, &sn.ExpiresAt, &lockedUntil, &leftUS, &sn.ReadAt,
+			&sn.Response.Header, &sn.Response.Body, &sn.BodySize, &sn.Response.BodyOmitted)
 		if err != nil {
 			return sn, err
 		}
+		sn.ID.Key = byDigest[kid]
 		copy(sn.Fingerprint.Sum[:], fp)
 		sn.Fingerprint.Version = uint16(fpVersion)
-		sn.State = store.Running
-		if state == "completed" {
-			sn.State = store.Completed
-		}
-		if completedAt != nil {
-			sn.CompletedAt = *completedAt
-		}
-		if lockedUntil != nil {
-			sn.LockedUntil = *lockedUntil
+		if status == 0 {
+			// Running: locked_until is the lease's end.
+			sn.State = store.Running
+			sn.LockedUntil = lockedUntil
 			sn.LeaseLeft = time.Duration(leftUS) * time.Microsecond
-		}
-		if status != nil {
-			sn.Response.Status = int(*status)
+			sn.Response.Header, sn.Response.Body, sn.BodySize = nil, nil, 0
+		} else {
+			// Completed: locked_until is when it completed.
+			sn.State = store.Completed
+			sn.CompletedAt = lockedUntil
+			sn.Response.Status = int(status)
+			if len(sn.Response.Header) == 0 {
+				sn.Response.Header = nil
+			}
 		}
 		if !withBody {
 			sn.Response.Body = nil

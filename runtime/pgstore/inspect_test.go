@@ -37,7 +37,7 @@ func reserve(t *testing.T, st *pgstore.Store, c store.Claim) int64 {
 func TestInspect(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t)
-	st := pgstore.New(pool, pgstore.Options{})
+	st := pgstore.New(pool, pgstore.Options{Partitioned: partitioned()})
 
 	done := inspectClaim("t1", "k-done-000000000001", "createPayment", time.Minute)
 	tok := reserve(t, st, done)
@@ -56,10 +56,10 @@ func TestInspect(t *testing.T) {
 	}
 	other := inspectClaim("t2", "k-done-000000000001", "createPayment", time.Minute)
 	reserve(t, st, other)
-	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET locked_until = now() - interval '5 seconds' WHERE key = $1`, stale.ID.Key); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET locked_until = now() - interval '5 seconds' WHERE key_id = $1`, keyID(stale.ID.Scope, stale.ID.Key)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 hour' WHERE key = $1`, expired.ID.Key); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 hour' WHERE key_id = $1`, keyID(expired.ID.Scope, expired.ID.Key)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -133,7 +133,7 @@ func (s *sweepReports) SweepDone(r store.SweepReport) {
 func TestSweeperReportsBacklog(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t)
-	st := pgstore.New(pool, pgstore.Options{})
+	st := pgstore.New(pool, pgstore.Options{Partitioned: partitioned()})
 	for i, c := range []store.Claim{
 		inspectClaim("t1", "k-stale-a-000000001", "captureCharge", time.Minute),
 		inspectClaim("t2", "k-stale-b-000000001", "captureCharge", time.Minute),
@@ -149,10 +149,12 @@ func TestSweeperReportsBacklog(t *testing.T) {
 			}
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET locked_until = now() - interval '1 second' WHERE key LIKE 'k-stale-%'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET locked_until = now() - interval '1 second' WHERE key_id = ANY($1)`,
+		[][16]byte{keyID("t1", "k-stale-a-000000001"), keyID("t2", "k-stale-b-000000001"), keyID("t1", "k-stale-c-000000001")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 hour' WHERE key LIKE 'k-old-%'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 hour' WHERE key_id = ANY($1)`,
+		[][16]byte{keyID("t1", "k-old-1-0000000001"), keyID("t1", "k-old-2-0000000001")}); err != nil {
 		t.Fatal(err)
 	}
 	// Another transaction holds one expired row: the sweeper skips it (SKIP LOCKED), so it is
@@ -162,7 +164,7 @@ func TestSweeperReportsBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM idempotency_records WHERE key = 'k-old-1-0000000001' FOR UPDATE`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM idempotency_records WHERE key_id = $1 FOR UPDATE`, keyID("t1", "k-old-1-0000000001")); err != nil {
 		t.Fatal(err)
 	}
 	obs := &sweepReports{}

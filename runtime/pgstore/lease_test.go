@@ -180,7 +180,7 @@ func TestLeaseExtend(t *testing.T) {
 	eventually(t, "the original lease to end", func() bool {
 		var past bool
 		if err := e.pool.QueryRow(context.Background(), `SELECT now() > created_at + interval '600 milliseconds'
-			FROM idempotency_records WHERE key = $1`, key1).Scan(&past); err != nil {
+			FROM idempotency_records WHERE key_id = $1`, keyID("t1", key1)).Scan(&past); err != nil {
 			t.Fatal(err)
 		}
 		return past

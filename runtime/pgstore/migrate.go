@@ -25,8 +25,32 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	return migrate(ctx, pool, ms, false)
+}
+
+// MigratePartitioned is Migrate for the layout partitioned by expiry (Options.Partitioned;
+// PostgreSQL 14 or later), then creates the partitions of the coming days with the
+// PartitionSweeper's defaults (run a PartitionSweeper to keep them coming and to drop the old
+// ones). It fails if the table exists with the plain layout, and Migrate fails on a
+// partitioned one: the layouts do not convert into each other.
+func MigratePartitioned(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations.UpPartitioned()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := migrate(ctx, pool, ms, true); err != nil {
+		return err
+	}
+	if err := (&PartitionSweeper{Pool: pool}).create(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migrations.Migration, partitioned bool) error {
+	var err error
 	for attempt := 0; ; attempt++ {
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, ms) })
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, ms, partitioned) })
 		if err == nil || attempt >= 4 || !isConcurrentDDL(err) {
 			break
 		}
@@ -37,7 +61,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration) error {
+func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration, partitioned bool) error {
 	if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_lock"); err != nil {
 		return err
 	}
@@ -52,6 +76,17 @@ func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration) error 
 	name       text        NOT NULL,
 	applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("versions table: %w", err)
+	}
+	var kind *string
+	if err := tx.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = to_regclass('idempotency_records')").Scan(&kind); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	switch {
+	case kind == nil:
+	case partitioned && *kind != "p":
+		return errors.New("idempotency_records exists with the plain layout: use Migrate and Options{Partitioned: false}")
+	case !partitioned && *kind == "p":
+		return errors.New("idempotency_records is partitioned: use MigratePartitioned and Options{Partitioned: true}")
 	}
 	applied := map[int]bool{}
 	rows, err := tx.Query(ctx, "SELECT version FROM idemgen_schema_versions")

@@ -144,8 +144,13 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 		return nil, false, nil
 	}
 	b := &pgx.Batch{}
+	lock, lockArgs := sqlLockOrStop, []any(nil)
 	if p.claim != nil {
-		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", sqlLockOrStop); err != nil {
+		lockArgs = []any{p.claim.d.lock}
+		if p.s.checks(p.conn.Conn()) {
+			lock, lockArgs = sqlLockOrStopChecked, append(lockArgs, p.s.checkInterval)
+		}
+		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", lock); err != nil {
 			return nil, true, p.lost(err)
 		}
 		// The handler's statement is prepared by name too: when the lock fails (a duplicate),
@@ -159,7 +164,7 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	}
 	b.Queue("BEGIN")
 	if p.claim != nil {
-		b.Queue(sqlLockOrStop, p.claim.lockKey)
+		b.Queue(lock, lockArgs...)
 	}
 	b.Queue(sql, args...)
 	conn := p.conn.Conn()

@@ -388,8 +388,12 @@ func TestLostClaimSavepointFirst(t *testing.T) {
 	}
 	for name, form := range forms {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, nil)
+			// The duplicate reads while the key is free (a duplicate that reads while the key is
+			// held is answered 409 by the read), then waits before its first call until the
+			// other request holds the key; its claim goes out with that call (long Delay).
+			e := newEnv(t, withDelay(time.Minute))
 			firstErr := make(chan error, 1)
+			read, holding := make(chan struct{}), make(chan struct{})
 			h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
 				if r.Header.Get("X-Hold") != "" {
 					if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {
@@ -400,6 +404,8 @@ func TestLostClaimSavepointFirst(t *testing.T) {
 					}
 					return created(""), nil
 				}
+				close(read)
+				<-holding
 				err := form(ctx, db)
 				firstErr <- err
 				if err != nil {
@@ -407,12 +413,16 @@ func TestLostClaimSavepointFirst(t *testing.T) {
 				}
 				return created(""), nil
 			})
+			duplicate := make(chan int)
+			go func() { duplicate <- serve(h, req("t1", key1, body100)).Code }()
+			<-read
 			first := make(chan int)
 			go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "holder")).Code }()
 			g := e.gate("holder")
 			g.wait(t)
-			if w := serve(h, req("t1", key1, body100)); w.Code != 409 {
-				t.Errorf("duplicate: %d, want 409", w.Code)
+			close(holding)
+			if code := <-duplicate; code != 409 {
+				t.Errorf("duplicate: %d, want 409", code)
 			}
 			if err := <-firstErr; !errors.Is(err, store.ErrBusy) {
 				t.Errorf("first call: %v, want store.ErrBusy", err)

@@ -76,7 +76,9 @@ func TestClaimDelaySendsTheClaimAlone(t *testing.T) {
 // starts long work; the other request then claims the key with its first statement and holds
 // it; the duplicate's timer claim fails.
 func TestLostClaimCancelsTheHandler(t *testing.T) {
-	e := newEnv(t, withDelay(300*time.Millisecond))
+	// The other request must claim the key before the duplicate's timer sends its claim: the
+	// delay leaves it time on a loaded machine.
+	e := newEnv(t, withDelay(2*time.Second))
 	waiting, holding, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	causes := make(chan error, 1)
 	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
@@ -102,7 +104,11 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	<-waiting
 	first := make(chan int)
 	go func() { first <- serve(h, req("t1", key1, body100)).Code }()
-	<-holding
+	select {
+	case <-holding:
+	case code := <-first:
+		t.Fatalf("the other request did not get the key: %d", code)
+	}
 	select {
 	case cause := <-causes:
 		if !errors.Is(cause, runtime.ErrClaimLost) || !errors.Is(cause, store.ErrBusy) {
@@ -123,13 +129,20 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	}
 }
 
-// A duplicate whose handler goes straight to its statement meets the lock in that statement's
-// round trip: the statement never runs (the pipeline stops at the failed lock), 409.
+// A duplicate that read while the key was free, and whose statement comes after another request
+// claimed the key, meets the lock in that statement's round trip: the statement never runs (the
+// pipeline stops at the failed lock), 409. (A duplicate that reads while the key is held is
+// answered 409 by the read: TestServerLogHoldsNoKeysAndNo409Errors.)
 func TestLostClaimSkipsTheStatement(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, withDelay(time.Minute))
 	holding, release := make(chan struct{}), make(chan struct{})
+	read, go2 := make(chan struct{}), make(chan struct{})
 	stmtErr := make(chan error, 1)
 	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+		if r.Header.Get("X-Hold") == "" {
+			close(read)
+			<-go2
+		}
 		_, err := db.Exec(ctx, insertPay, "t1", 100)
 		if r.Header.Get("X-Hold") == "" {
 			stmtErr <- err
@@ -143,11 +156,15 @@ func TestLostClaimSkipsTheStatement(t *testing.T) {
 		}
 		return created(""), nil
 	})
+	duplicate := make(chan int)
+	go func() { duplicate <- serve(h, req("t1", key1, body100)).Code }()
+	<-read
 	first := make(chan int)
 	go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "1")).Code }()
 	<-holding
-	if w := serve(h, req("t1", key1, body100)); w.Code != 409 {
-		t.Errorf("duplicate: %d, want 409", w.Code)
+	close(go2)
+	if code := <-duplicate; code != 409 {
+		t.Errorf("duplicate: %d, want 409", code)
 	}
 	if err := <-stmtErr; !errors.Is(err, store.ErrBusy) {
 		t.Errorf("the duplicate's statement returned %v, want store.ErrBusy", err)
@@ -328,16 +345,13 @@ func TestCompletedBetweenReadAndLock(t *testing.T) {
 	var fp []byte
 	var version int16
 	if err := e.pool.QueryRow(context.Background(), `SELECT fingerprint, fingerprint_version FROM idempotency_records
-		WHERE key = 'k-fingerprint-source-01'`).Scan(&fp, &version); err != nil {
+		WHERE key_id = $1`, keyID("t1", "k-fingerprint-source-01")).Scan(&fp, &version); err != nil {
 		t.Fatal(err)
 	}
 	h := e.handlerWith(op, func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
 		// The other request commits its record now, before our first statement takes the lock.
-		if _, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
-			(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
-			 response_status, response_body, created_at, completed_at, expires_at)
-			VALUES ('t1', $1, $2, $3, $4, 'completed', 7, 201, '{"winner":true}', now(), now(), now() + interval '1 hour')`,
-			r.Header.Get("Idempotency-Key"), op.ID, fp, version); err != nil {
+		if err := e.insertRecord(ctx, testRecord{scope: "t1", key: r.Header.Get("Idempotency-Key"), operation: op.ID,
+			fingerprint: fp, version: version, status: 201, token: 7, body: `{"winner":true}`, expiresIn: time.Hour}); err != nil {
 			return runtime.Response{}, err
 		}
 		if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,13 +83,15 @@ func TestSweeper(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	// 230 expired rows and 20 live ones, written directly.
-	_, err := e.pool.Exec(ctx, `INSERT INTO idempotency_records
-		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at, expires_at)
-		SELECT 't1', 'key-' || g, 'op', '\x00', 1, 'completed', 1, now(),
-		       CASE WHEN g <= 230 THEN now() - interval '1 second' ELSE now() + interval '1 hour' END
-		FROM generate_series(1, 250) g`)
-	if err != nil {
-		t.Fatal(err)
+	for g := 1; g <= 250; g++ {
+		expires := time.Hour
+		if g <= 230 {
+			expires = -time.Second
+		}
+		if err := e.insertRecord(ctx, testRecord{scope: "t1", key: fmt.Sprintf("key-%d", g), operation: "op",
+			status: 201, token: 1, expiresIn: expires}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	obs := &recordingObserver{}
 	var wg sync.WaitGroup
@@ -116,7 +119,8 @@ func TestSweeper(t *testing.T) {
 	if n, err := portable.SweepOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("portable sweep: %d %v", n, err)
 	}
-	if _, err := e.pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE key = 'key-250'`); err != nil {
+	if _, err := e.pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE key_id = $1`,
+		keyID("t1", "key-250")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := portable.SweepOnce(ctx); err != nil || n != 1 {
@@ -132,9 +136,8 @@ func TestSweeperRun(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	expire := func(key string) {
-		if _, err := e.pool.Exec(context.Background(), `INSERT INTO idempotency_records
-			(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token, created_at, expires_at)
-			VALUES ('t1', $1, 'op', '\x00', 1, 'completed', 1, now(), now() - interval '1 second')`, key); err != nil {
+		if err := e.insertRecord(context.Background(), testRecord{scope: "t1", key: key, operation: "op",
+			status: 201, token: 1, expiresIn: -time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +162,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- pgstore.Migrate(context.Background(), e.pool)
+			errs <- migrate(context.Background(), e.pool)
 		}()
 	}
 	wg.Wait()
@@ -170,6 +173,9 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	ms, err := migrations.Up()
+	if partitioned() {
+		ms, err = migrations.UpPartitioned()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +198,7 @@ func TestMigrateFreshConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- pgstore.Migrate(context.Background(), pool)
+			errs <- migrate(context.Background(), pool)
 		}()
 	}
 	wg.Wait()
@@ -211,7 +217,7 @@ func TestMigrateFreshConcurrent(t *testing.T) {
 func TestSchemaSQL(t *testing.T) {
 	s := migrations.SchemaSQL()
 	for _, want := range []string{"-- 0001_idempotency_records.up.sql\n", "CREATE TABLE IF NOT EXISTS idempotency_records",
-		"PRIMARY KEY (scope, key)", "idempotency_records_expires_at_idx"} {
+		"PRIMARY KEY (key_id)", "idempotency_records_expires_at_idx"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("SchemaSQL lacks %q", want)
 		}
@@ -246,22 +252,30 @@ func TestSchemaSQL(t *testing.T) {
 
 // The goose copy of each migration must say exactly what the golang-migrate files say.
 func TestGooseMigrationsMatch(t *testing.T) {
-	ms, err := migrations.Up()
-	if err != nil || len(ms) == 0 {
-		t.Fatalf("migrations: %v (%d)", err, len(ms))
+	plain, err := migrations.Up()
+	if err != nil || len(plain) == 0 {
+		t.Fatalf("migrations: %v (%d)", err, len(plain))
 	}
-	for _, m := range ms {
+	partitioned, err := migrations.UpPartitioned()
+	if err != nil || len(partitioned) == 0 {
+		t.Fatalf("partitioned migrations: %v (%d)", err, len(partitioned))
+	}
+	for _, m := range append(plain, partitioned...) {
 		base := strings.TrimSuffix(m.Name, ".up.sql")
-		up, err1 := os.ReadFile(filepath.Join("migrations", base+".up.sql"))
-		down, err2 := os.ReadFile(filepath.Join("migrations", base+".down.sql"))
-		goose, err3 := os.ReadFile(filepath.Join("migrations", "goose", base+".sql"))
+		up, err1 := os.ReadFile(filepath.Join("migrations", filepath.FromSlash(base)+".up.sql"))
+		down, err2 := os.ReadFile(filepath.Join("migrations", filepath.FromSlash(base)+".down.sql"))
+		goose, err3 := os.ReadFile(filepath.Join("migrations", "goose", filepath.FromSlash(base)+".sql"))
 		if err := errors.Join(err1, err2, err3); err != nil {
 			t.Fatal(err)
 		}
 		if string(up) != m.SQL {
 			t.Errorf("%s: the embedded SQL differs from the file", m.Name)
 		}
-		want := "-- +goose Up\n" + string(up) + "\n-- +goose Down\n" + string(down)
+		// goose splits statements on semicolons: a DO block goes between StatementBegin and
+		// StatementEnd.
+		gooseUp := strings.ReplaceAll(string(up), "\nDO $$\n", "\n-- +goose StatementBegin\nDO $$\n")
+		gooseUp = strings.ReplaceAll(gooseUp, "\n$$;\n", "\n$$;\n-- +goose StatementEnd\n")
+		want := "-- +goose Up\n" + gooseUp + "\n-- +goose Down\n" + string(down)
 		if string(goose) != want {
 			t.Errorf("migrations/goose/%s.sql differs from the up and down files; regenerate it", base)
 		}

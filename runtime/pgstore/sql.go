@@ -4,54 +4,63 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// The store's SQL, all of it. Every statement names the full primary key (scope, key), so on a
-// distributed engine sharded by scope each one is routed to one shard; none keeps session state
-// beyond its own transaction (set_config(..., true) and SET LOCAL end with it). Durations travel
-// as integer microseconds and are added to the database clock: the application's clock is never
-// used.
+// The store's SQL, all of it. Records are stored under digests of their scope and key
+// (Digest): no statement carries a raw key or scope, so PostgreSQL can never print one. Every
+// statement names the record's full identity (scope_id and key_id), so on a distributed engine
+// sharded by scope_id each one is routed to one shard; none keeps session state beyond its own
+// transaction (set_config(..., true) and SET LOCAL end with it). Durations travel as integer
+// microseconds and are added to the database clock: the application's clock is never used.
+//
+// The statements come in two sets, one per table layout (Options.Partitioned): the plain table,
+// whose primary key makes every key unique, and the table partitioned by expiry, where a unique
+// index cannot cover the key alone, so every claim holds the key's advisory lock and inserts a
+// record only if no live one exists.
 
 // recordCols reads a record together with the three clock decisions made by the database:
 // whether it is still live, how long its lease has left and, for a completed record, how long
-// it stays live. A completed record lives until expires_at; a running one lives until it is
-// completed or released: its owner may still complete it, or the same request take it over,
-// however long the call takes, so no other request may see the key as new (only the sweeper
-// removes a running record, long after its lease ended: Sweeper.AbandonAfter). now() is the
-// start of the statement's transaction, which comes after the caller sent it: a cache that
-// counts the remaining retention from before its call never keeps the record longer than the
-// database does.
-const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.state, r.fencing_token,
-	(r.state = 'running' OR r.expires_at > now()) AS live,
-	COALESCE(CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), 0) AS lease_left_us,
-	r.response_status, r.response_headers, r.response_body, r.body_omitted,
-	CASE WHEN r.state = 'completed' THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
+// it stays live. A completed record lives until expires_at; a running one (response_status 0)
+// lives until it is completed or released: its owner may still complete it, or the same request
+// take it over, however long the call takes, so no other request may see the key as new (only
+// the sweeper removes a running record, long after its lease ended: Sweeper.AbandonAfter). now()
+// is the start of the statement's transaction, which comes after the caller sent it: a cache
+// that counts the remaining retention from before its call never keeps the record longer than
+// the database does.
+const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.response_status, r.fencing_token,
+	(r.response_status = 0 OR r.expires_at > now()) AS live,
+	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint) AS lease_left_us,
+	r.response_headers, r.response_body, r.body_omitted,
+	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
 
-// sqlRead is the replay read: one plain SELECT, no lock, no transaction id.
-const sqlRead = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2`
+// recordInsertCols are the columns every record INSERT names, in this order.
+const recordInsertCols = `(scope_id, key_id, created_at, expires_at, locked_until, fencing_token,
+	 fingerprint, fingerprint_version, response_status, body_omitted, operation, response_headers, response_body)`
 
-// A running record's expires_at is a retention after its lease ends (Extend and TakeOver keep
-// that gap); it orders the sweeper's work, but a running record never counts as expired.
+// runningValues are recordInsertCols of a running claim: claimArgs' $1..$8. The claim holds the
+// key for its lease. A running record's expires_at is a retention after its lease ends (Extend
+// and TakeOver keep that gap); it orders the sweeper's work, but a running record never counts
+// as expired.
+const runningValues = `$1, $2, now(),
+	now() + ($7::bigint + $8::bigint) * interval '1 microsecond',
+	now() + $8::bigint * interval '1 microsecond', $6, $4, $5, 0, false, $3, '\x', '\x'`
 
-// sqlReserve inserts a running lease-mode record unless (scope, key) exists, and returns the
-// existing record as of the statement's snapshot. ON CONFLICT DO NOTHING takes no row lock and,
-// when the conflicting row is committed, assigns no transaction id: a replay writes nothing.
-// When the conflicting row is not yet committed the statement waits for its transaction, and
-// the row that then appears is newer than the snapshot, so the result shows neither a claim nor
-// a record: callers re-read (READ COMMITTED). $6 fencing token, $7 retention (µs), $8 lease (µs,
-// 0 = no lease).
-const sqlReserve = `WITH ins AS (
-	INSERT INTO idempotency_records
-		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
-		 locked_until, created_at, expires_at)
-	VALUES ($1, $2, $3, $4, $5, 'running', $6,
-		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
-		now() + ($7::bigint + $8::bigint) * interval '1 microsecond')
-	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING fencing_token
-)
-SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.scope = $1 AND r.key = $2`
+// runningValuesPartitioned is runningValues for the partitioned layout, where retention drops a
+// record's whole partition once its expires_at has passed, running or not: a running record
+// expires at least partitionedAbandon after its lease ends, as long as Sweeper.AbandonAfter's
+// default keeps an abandoned claim on the plain table.
+const runningValuesPartitioned = `$1, $2, now(),
+	now() + (GREATEST($7::bigint, 86400000000) + $8::bigint) * interval '1 microsecond',
+	now() + $8::bigint * interval '1 microsecond', $6, $4, $5, 0, false, $3, '\x', '\x'`
+
+// partitionedAbandon is the least time between a running record's lease end and its expiry on
+// the partitioned layout (runningValuesPartitioned).
+const partitionedAbandon = 24 * time.Hour
 
 // claimLock is how an atomic-mode claim learns that a concurrent claim of the same key is still
 // running. Atomic claims are uncommitted while their handler runs, so the row itself is
@@ -64,9 +73,6 @@ const (
 	// rows, so the claim's lock_timeout only bounds unrelated waits (relation extension under
 	// load, which a short lock_timeout alone would turn into false 409s for new keys).
 	lockTry claimLock = iota
-	// lockWait waits for the advisory lock under lock_timeout = Claim.Wait, so a duplicate
-	// replays if the first request commits in time.
-	lockWait
 	// lockNone is the portable path (Options.NoAdvisoryLocks): the INSERT waits on the
 	// conflicting row under lock_timeout = Options.ConflictTimeout.
 	lockNone
@@ -77,140 +83,211 @@ func (l claimLock) expr() string {
 	switch l {
 	case lockTry:
 		return "pg_try_advisory_xact_lock($9::bigint)"
-	case lockWait:
-		return "pg_advisory_xact_lock($9::bigint)::text IS NOT NULL"
 	default:
 		return "$9::bigint IS NOT NULL"
 	}
 }
 
-// sqlClaimAtomic (ClaimPipelined, and claims without advisory locks) reads the key's record
-// first, takes the claim lock only when there is none, and inserts a running row only under the
-// lock. It returns our token when we claimed, whether the lock was free (false: a concurrent
-// claim holds the key), and the record. Built once per lock kind.
-var sqlClaimAtomic = [...]string{
-	lockTry:  buildClaimAtomic(lockTry),
-	lockWait: buildClaimAtomic(lockWait),
-	lockNone: buildClaimAtomic(lockNone),
+// statements is the SQL of one table layout, built once per Store.
+type statements struct {
+	partitioned bool
+	// read is the replay read: one plain SELECT, no lock, no transaction id. $1 scope_id,
+	// $2 key_id. The partitioned layout reads live records only (an expired one is never reused:
+	// its partition is dropped whole), which also skips the partitions that hold only expired
+	// rows.
+	read string
+	// readProbe is read for an atomic claim with a try-lock: when the key has no record, it also
+	// tries the claim lock ($3) and answers busy when a concurrent claim holds it. The lock is
+	// released when the statement's implicit transaction ends; a replay never calls it. So a
+	// duplicate that arrives while the first request holds the key is answered 409 by this one
+	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
+	// the server log for every 409).
+	readProbe string
+	// readUsed and readProbeUsed are read and readProbe that also return the scope's count of
+	// records completed in the current interval and the interval's time left (Limits.Records):
+	// $3 (readProbeUsed: $4) is the interval in seconds. readUsed always returns one row.
+	readUsed, readProbeUsed string
+	// reserve inserts a running lease-mode record unless the key has a live one, and returns the
+	// record as of the statement's snapshot. Plain: ON CONFLICT DO NOTHING takes no row lock and,
+	// when the conflicting row is committed, assigns no transaction id: a replay writes nothing.
+	// When the conflicting row is not yet committed the statement waits for its transaction, and
+	// the row that then appears is newer than the snapshot, so the result shows neither a claim
+	// nor a record: callers re-read (READ COMMITTED). Partitioned: it runs after reserveLock in
+	// the same implicit transaction and inserts only if that statement got the key's lock; the
+	// token continues the key's expired records' (fencing tokens stay monotonic per key).
+	reserve string
+	// reserveLock (partitioned) tries the key's advisory lock ($1) and notes the answer for
+	// reserve in a transaction-local setting: reserve must run under a snapshot taken after the
+	// lock, so that a claim that committed before we got the lock is seen.
+	reserveLock string
+	// claimAtomic (ClaimPipelined, and claims without advisory locks; plain layout) reads the
+	// key's record first, takes the claim lock only when there is none, and inserts a running row
+	// only under the lock. It returns our token when we claimed, whether the lock was free
+	// (false: a concurrent claim holds the key), and the record. One per lock kind.
+	claimAtomic [2]string
+	// lockOnly takes the claim lock of each kind ($1) and returns whether it is ours.
+	lockOnly [2]string
+	// claimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
+	// its claim token ($3). In the pipelined claim it stands between the claim and BEGIN: when
+	// the key already had a record, the failure ends the pipeline's implicit transaction, so
+	// BEGIN never runs and the replay needs no ROLLBACK round trip.
+	claimedOrStop string
+	// takeExpired (plain) reuses the row of an expired completed record for a new claim (the
+	// key counts as absent once expires_at has passed; a running record never expires). The token grows, so it stays monotonic per key. $6
+	// is the new token for atomic claims, or NULL to take fencing_token + 1 (lease mode).
+	takeExpired string
+	// takeExpiredAtomic is takeExpired under the claim lock of each kind; it returns whether the
+	// lock was free and the new token when the row was taken.
+	takeExpiredAtomic [2]string
+	// takeOverLease moves an expired lease to a new owner with the next fencing token; the old
+	// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
+	takeOverLease string
+	// extendLease is the heartbeat: it moves locked_until while the token is still ours.
+	extendLease string
+	// lockLease opens a lease-mode completion: it locks the running record under our token, so a
+	// takeover waits for this transaction and then finds the record completed.
+	lockLease string
+	// complete stores the final response under our token. Retention counts from completion.
+	// $4 status, $5 headers (JSON), $6 body, $7 body omitted, $8 retention (µs).
+	complete string
+	// completeOrStop wraps complete so that when it updates nothing the statement fails and the
+	// COMMIT pipelined behind it never runs: the handler's writes cannot commit without the
+	// record.
+	completeOrStop string
+	// insertCompleted stores the completed record of a claim that holds only the advisory lock.
+	// A record that exists anyway (a claim that did not take the advisory lock: another replica
+	// with NoAdvisoryLocks, or a lease-mode operation given the same key, or a completion that
+	// slipped in between our read and our lock) makes it insert nothing, and then fail on
+	// purpose (22P02, a sentence without any value), so the COMMIT pipelined behind it never
+	// runs. $6 claim id, $7 status, $8 headers (JSON), $9 body, $10 body omitted, $11 retention
+	// (µs).
+	insertCompleted string
+	// release frees the key after a failed lease-mode handler: the retry is a new request.
+	release string
 }
 
-func buildClaimAtomic(l claimLock) string {
-	return `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.scope = $1 AND r.key = $2),
+// newStatements builds the statements of a layout.
+func newStatements(partitioned bool) *statements {
+	q := &statements{partitioned: partitioned}
+	// live restricts a statement on the record to a live one (partitioned layout): partitions
+	// whose rows have all expired are pruned, and an expired record never counts.
+	live := ""
+	if partitioned {
+		live = " AND (response_status = 0 OR expires_at > now())"
+	}
+	where := "WHERE key_id = $2 AND scope_id = $1" + live
+	rlive := strings.NewReplacer("expires_at", "r.expires_at", "response_status", "r.response_status").Replace(live)
+	q.read = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive
+	q.readProbe = `SELECT ` + recordCols + `,
+	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+
+	q.readUsed = withRecordsUsed(`SELECT `+recordCols+`
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`+rlive, "$3")
+	q.readProbeUsed = withRecordsUsed(q.readProbe, "$4")
+
+	if partitioned {
+		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`
+		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r
+	WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
+ins AS (
+	INSERT INTO idempotency_records ` + recordInsertCols + `
+	SELECT ` + strings.Replace(runningValuesPartitioned, "$6", `COALESCE($6::bigint, (SELECT COALESCE(max(fencing_token), 0) + 1
+		FROM idempotency_records WHERE key_id = $2 AND scope_id = $1))`, 1) + `
+	WHERE current_setting('idemgen.claim_lock', true) = 'true' AND NOT EXISTS (SELECT 1 FROM cur)
+	RETURNING fencing_token
+)
+SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
+FROM (SELECT 1) AS one LEFT JOIN cur ON true`
+	} else {
+		q.reserve = `WITH ins AS (
+	INSERT INTO idempotency_records ` + recordInsertCols + `
+	VALUES (` + runningValues + `)
+	ON CONFLICT DO NOTHING
+	RETURNING fencing_token
+)
+SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`
+	}
+
+	for _, l := range []claimLock{lockTry, lockNone} {
+		q.lockOnly[l] = "SELECT " + strings.ReplaceAll(l.expr(), "$9", "$1") + " AS ok"
+		if !partitioned {
+			q.claimAtomic[l] = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
 lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) THEN true ELSE ` + l.expr() + ` END AS ok),
 ins AS (
-	INSERT INTO idempotency_records
-		(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
-		 locked_until, created_at, expires_at)
-	SELECT $1, $2, $3, $4, $5, 'running', $6,
-		CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END, now(),
-		now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
+	INSERT INTO idempotency_records ` + recordInsertCols + `
+	SELECT ` + runningValues + `
 	WHERE (SELECT ok FROM lk) AND NOT EXISTS (SELECT 1 FROM cur)
-	ON CONFLICT (scope, key) DO NOTHING
+	ON CONFLICT DO NOTHING
 	RETURNING fencing_token
 )
 SELECT (SELECT fencing_token FROM ins) AS claimed, (SELECT ok FROM lk) AS free, cur.*
 FROM (SELECT 1) AS one LEFT JOIN cur ON true`
-}
+		}
+	}
 
-// sqlLockOnly takes the claim lock of each kind ($1 is the lock key) and returns whether it is
-// ours. Built once per lock kind.
-var sqlLockOnly = [...]string{
-	lockTry:  "SELECT " + strings.ReplaceAll(lockTry.expr(), "$9", "$1") + " AS ok",
-	lockWait: "SELECT " + strings.ReplaceAll(lockWait.expr(), "$9", "$1") + " AS ok",
-	lockNone: "SELECT " + strings.ReplaceAll(lockNone.expr(), "$9", "$1") + " AS ok",
-}
-
-// sqlLockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
-// statement queued behind it in the same pipeline never runs for a duplicate
-// (ClaimWithStatement).
-const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN '1'
-	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
-
-// sqlClaimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
-// its claim token. In the pipelined claim it stands between the claim and BEGIN: when the key
-// already had a record, the failure ends the pipeline's implicit transaction, so BEGIN never
-// runs and the replay needs no ROLLBACK round trip.
-const sqlClaimedOrStop = `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM idempotency_records
-	WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running')
+	q.claimedOrStop = `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM idempotency_records
+	WHERE key_id = $2 AND scope_id = $1 AND fencing_token = $3 AND response_status = 0)
 	THEN '1' ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
 
-// sqlTakeExpired reuses the row of an expired record for a new claim (the key counts as absent
-// once expires_at has passed). The token grows, so it stays monotonic per key. $6 is the new
-// token for atomic claims, or NULL to take fencing_token + 1 (lease mode).
-const sqlTakeExpired = `UPDATE idempotency_records SET
-	operation = $3, fingerprint = $4, fingerprint_version = $5, state = 'running',
+	if !partitioned {
+		q.takeExpired = `UPDATE idempotency_records SET
+	operation = $3, fingerprint = $4, fingerprint_version = $5, response_status = 0,
 	fencing_token = COALESCE($6::bigint, fencing_token + 1),
-	locked_until = CASE WHEN $8::bigint > 0 THEN now() + $8::bigint * interval '1 microsecond' END,
-	response_status = NULL, response_headers = NULL, response_body = NULL, body_omitted = false,
-	created_at = now(), completed_at = NULL,
+	locked_until = now() + $8::bigint * interval '1 microsecond',
+	response_headers = '\x', response_body = '\x', body_omitted = false, created_at = now(),
 	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
-WHERE scope = $1 AND key = $2 AND expires_at <= now() AND state = 'completed'
+WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0
 RETURNING fencing_token`
-
-// sqlTakeExpiredAtomic is sqlTakeExpired under the claim lock of each kind; it returns whether
-// the lock was free and the new token when the row was taken.
-var sqlTakeExpiredAtomic = [...]string{
-	lockTry:  buildTakeExpiredAtomic(lockTry),
-	lockWait: buildTakeExpiredAtomic(lockWait),
-	lockNone: buildTakeExpiredAtomic(lockNone),
-}
-
-func buildTakeExpiredAtomic(l claimLock) string {
-	return `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
-upd AS (` + strings.Replace(sqlTakeExpired, "WHERE scope = $1", "WHERE (SELECT ok FROM lk) AND scope = $1", 1) + `)
+		for _, l := range []claimLock{lockTry, lockNone} {
+			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
+upd AS (` + strings.Replace(q.takeExpired, "WHERE key_id = $2", "WHERE (SELECT ok FROM lk) AND key_id = $2", 1) + `)
 SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
-}
+		}
+	}
 
-// sqlTakeOverLease moves an expired lease to a new owner with the next fencing token; the old
-// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
-const sqlTakeOverLease = `UPDATE idempotency_records SET
+	q.takeOverLease = `UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
 	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
-WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running' AND locked_until <= now()
+` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
 RETURNING fencing_token`
-
-// sqlExtendLease is the heartbeat: it moves locked_until while the token is still ours.
-const sqlExtendLease = `UPDATE idempotency_records SET
+	q.extendLease = `UPDATE idempotency_records SET
 	locked_until = now() + $4::bigint * interval '1 microsecond',
 	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
-WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
-
-// sqlLockLease opens a lease-mode completion: it locks the running record under our token, so a
-// takeover waits for this transaction and then finds the record completed.
-const sqlLockLease = `UPDATE idempotency_records SET locked_until = locked_until
-WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
-
-// sqlComplete stores the final response under our token. Retention counts from completion.
-// $4 status, $5 headers (JSON), $6 body, $7 body omitted, $8 retention (µs).
-const sqlComplete = `UPDATE idempotency_records SET
-	state = 'completed', response_status = $4, response_headers = $5, response_body = $6,
-	body_omitted = $7, locked_until = NULL, completed_at = statement_timestamp(),
+` + where + ` AND fencing_token = $3 AND response_status = 0`
+	q.lockLease = `UPDATE idempotency_records SET locked_until = locked_until
+` + where + ` AND fencing_token = $3 AND response_status = 0`
+	q.complete = `UPDATE idempotency_records SET
+	response_status = $4, response_headers = $5, response_body = $6, body_omitted = $7,
+	locked_until = statement_timestamp(),
 	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
-WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
-
-// sqlCompleteOrStop wraps sqlComplete so that when it updates nothing the statement fails and
-// the COMMIT pipelined behind it never runs: the handler's writes cannot commit without the
-// record.
-const sqlCompleteOrStop = `WITH done AS (` + sqlComplete + ` RETURNING 1)
+` + where + ` AND fencing_token = $3 AND response_status = 0`
+	q.completeOrStop = `WITH done AS (` + q.complete + ` RETURNING 1)
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	ELSE 'idemgen: the record is no longer owned by this request' END AS integer)`
 
-// sqlInsertCompleted stores the completed record of a claim that holds only the advisory lock.
-// A row that exists anyway (a claim that did not take the advisory lock: another replica with
-// NoAdvisoryLocks, or a lease-mode operation given the same key, or a completion that slipped
-// in between our read and our lock) fails the INSERT with unique_violation, so the COMMIT
-// pipelined behind it never runs. $6 claim id, $7 status, $8 headers (JSON), $9 body, $10 body
-// omitted, $11 retention (µs).
-const sqlInsertCompleted = `INSERT INTO idempotency_records
-	(scope, key, operation, fingerprint, fingerprint_version, state, fencing_token,
-	 response_status, response_headers, response_body, body_omitted, created_at, completed_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9, $10, now(), statement_timestamp(),
-	statement_timestamp() + $11::bigint * interval '1 microsecond')`
+	// NOT EXISTS, not ON CONFLICT: the claim holds the key's advisory lock since a statement
+	// before this one, so under READ COMMITTED this statement sees any record committed before
+	// the lock; ON CONFLICT would cost every new key a speculative insertion (a confirm WAL
+	// record, 48 bytes per key in bench/README.md's profile). A row that a claim without the lock
+	// has not committed yet (NoAdvisoryLocks) still meets the primary key and fails with
+	// unique_violation, whose DETAIL holds only the key's digest.
+	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
+	statement_timestamp(), $6, $4, $5, $7, $10, $3, $8, $9`
+	insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
+	SELECT ` + completedValues + `
+	WHERE NOT EXISTS (SELECT 1 FROM idempotency_records ` + where + `)
+	RETURNING 1`
+	q.insertCompleted = `WITH ins AS (` + insert + `)
+SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ins) THEN '1'
+	ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
 
-// sqlRelease frees the key after a failed lease-mode handler: the retry is a new request.
-const sqlRelease = `DELETE FROM idempotency_records
-WHERE scope = $1 AND key = $2 AND fencing_token = $3 AND state = 'running'`
+	q.release = `DELETE FROM idempotency_records
+` + where + ` AND fencing_token = $3 AND response_status = 0`
+	return q
+}
 
 // Statements around a claim that set and reset its lock wait. set_config(..., true) and SET
 // LOCAL end with the transaction: no session state outlives it.
@@ -219,32 +296,66 @@ const (
 	sqlResetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
 )
 
-// sweepable is the rows the sweeper may delete: completed records past their expiry, and running
-// records whose lease ended more than $2 (µs, Sweeper.AbandonAfter) ago, abandoned by an owner
-// that never completed and a client that never retried.
-const sweepable = `expires_at <= now() AND (state = 'completed' OR locked_until <= now() - $2::bigint * interval '1 microsecond')`
+// sqlLockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
+// statement queued behind it in the same pipeline never runs for a duplicate
+// (ClaimWithStatement). Since the read tries the lock first (statements.readProbe), it fails
+// only for a duplicate whose claim raced the first request's between their reads and their
+// first statements.
+const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN '1'
+	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
 
-// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold.
-const sqlSweep = `DELETE FROM idempotency_records r
-USING (SELECT scope, key FROM idempotency_records
-       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.` + sweepable
+// sqlLockOrStopChecked is sqlLockOrStop that also turns on client_connection_check_interval
+// ($2, milliseconds) for the transaction: a backend whose client died while one of the
+// handler's statements runs then notices within that interval, ends the statement and releases
+// the key, instead of holding it until the statement ends (PostgreSQL 14 and later).
+const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint)
+	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
+	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
 
-// sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
-const sqlSweepPortable = `DELETE FROM idempotency_records r
-USING (SELECT scope, key FROM idempotency_records
-       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
-WHERE r.scope = d.scope AND r.key = d.key AND r.` + sweepable
+// sqlSetCheckInterval turns on client_connection_check_interval ($1, milliseconds) for a
+// transaction that claims before its handler starts.
+const sqlSetCheckInterval = "SELECT set_config('client_connection_check_interval', $1, true)"
 
-// claimLockKey is the advisory lock key of (scope, key): 64 bits of SHA-256 over a framing that
-// no other use of advisory locks is likely to share.
-func claimLockKey(scope, key string) int64 {
-	h := sha256.New()
-	h.Write([]byte("idemgen/claim-lock/v1\x00"))
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(scope)))
-	h.Write(n[:])
-	h.Write([]byte(scope))
-	h.Write([]byte(key))
-	return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]))
+// Digest returns the two digests a record is stored under: scopeID, the first 64 bits of
+// SHA-256 over "idemgen/scope/v1", a zero byte and the scope (the column to distribute the
+// table by: records of one scope share it), and keyID, the first 128 bits of SHA-256 over
+// "idemgen/record/v1", a zero byte, the scope's length in bytes as a big-endian uint64, the
+// scope and the key (the primary key). docs/runtime.md has the same in SQL, for looking a record
+// up by hand. A collision of keyIDs needs about 2^64 records to become likely.
+func Digest(id store.ID) (scopeID int64, keyID [16]byte) {
+	d := digest(id)
+	return d.scope, d.key.Bytes
+}
+
+// recordDigest is what statements need of a store.ID: its digests and its claim lock key.
+type recordDigest struct {
+	scope int64
+	// key is the key's digest as the uuid column takes it in every query exec mode (in the
+	// simple protocol a [16]byte would travel as bytea text).
+	key pgtype.UUID
+	// lock is the advisory lock key of the record's claims: the next 64 bits of the key's
+	// SHA-256, independent of key.
+	lock int64
+}
+
+func digest(id store.ID) recordDigest {
+	var d recordDigest
+	// The framings are hashed from one buffer, on the stack for scopes and keys of usual sizes.
+	const scopeTag, recordTag = "idemgen/scope/v1\x00", "idemgen/record/v1\x00"
+	var stack [256]byte
+	buf := stack[:0]
+	if n := len(recordTag) + 8 + len(id.Scope) + len(id.Key); n > len(stack) {
+		buf = make([]byte, 0, n)
+	}
+	buf = append(append(buf, scopeTag...), id.Scope...)
+	sum := sha256.Sum256(buf)
+	d.scope = int64(binary.BigEndian.Uint64(sum[:8]))
+	buf = append(buf[:0], recordTag...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(id.Scope)))
+	buf = append(append(buf, id.Scope...), id.Key...)
+	sum = sha256.Sum256(buf)
+	copy(d.key.Bytes[:], sum[:16])
+	d.key.Valid = true
+	d.lock = int64(binary.BigEndian.Uint64(sum[16:24]))
+	return d
 }

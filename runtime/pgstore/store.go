@@ -20,10 +20,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/store"
@@ -38,44 +42,209 @@ type Options struct {
 	// claim detects a concurrent claim of the same key without waiting. Set it on engines
 	// without pg_try_advisory_xact_lock, or where advisory locks are not cluster-wide
 	// (docs/distributed.md); a duplicate then waits up to ConflictTimeout on the uncommitted row.
+	// The partitioned layout needs advisory locks: New panics when both are set.
 	NoAdvisoryLocks bool
 	// ConflictTimeout is the atomic-mode claim's lock_timeout. With advisory locks it only
 	// bounds waits that are not another claim of the key (relation extension under load);
 	// default 1s. With NoAdvisoryLocks it is also how long a duplicate waits for a running claim
-	// before ErrBusy; default 50ms. A claim's own Wait, when longer, replaces it.
+	// before ErrBusy; default 50ms. A claim with a Wait (concurrency.wait) waits that long in
+	// each of its probes, holding a connection, and without one between them (WaitPoll).
 	ConflictTimeout time.Duration
+	// Partitioned says that the table has the layout partitioned by expiry
+	// (MigratePartitioned): expired records are never reused or deleted row by row, their
+	// partitions are dropped whole by a PartitionSweeper. It must match the schema.
+	Partitioned bool
+	// ReservedConns is how many of the pool's connections are kept for lookups (replays, 409s,
+	// 422s, lease claims): transactions that a handler holds open (an atomic-mode claim, a
+	// lease-mode completion, a request without a key) may use the others only, and a new key
+	// that finds them all taken waits for one without holding a connection, within the
+	// request's store timeout. So slow handlers can fill their share of the pool, never the
+	// lookups'. Default: a tenth of the pool's MaxConns, at least 1 (none for a pool of 1);
+	// negative: no reservation.
+	ReservedConns int
+	// ClientCheckInterval is client_connection_check_interval (PostgreSQL 14 and later) for the
+	// transactions of atomic-mode claims: a backend whose client died (a SIGKILLed process)
+	// while one of its handler's statements runs notices within this interval, ends the
+	// statement and releases the key. Without it the key stays claimed (409) until that
+	// statement ends on its own. Default 1s; negative: not set (the server's setting applies).
+	// Ignored on servers older than 14, and on platforms without POLLRDHUP (PostgreSQL checks
+	// the connection on Linux only).
+	ClientCheckInterval time.Duration
+	// Limits are the per-scope limits: stored body bytes (on by default) and completed records
+	// per interval (off by default).
+	Limits Limits
+	// WaitPoll is the longest interval between the probes of a duplicate that waits for a
+	// concurrent claim of its key (store.Claim.Wait, concurrency.wait). The waiter holds no
+	// connection between probes; a claim that ends in this Store wakes it at once, so the
+	// interval only delays noticing a claim that ended on another process (another replica).
+	// Intervals start at 4ms and double up to WaitPoll, with jitter. Default 100ms; at least 4ms.
+	WaitPoll time.Duration
 }
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
-// besides the pool and its options.
+// besides the pool, its options, the count of connections its transactions hold, whether the
+// server takes client_connection_check_interval, and the duplicates waiting for a claim of their
+// key to end (wait.go).
 type Store struct {
 	pool     *pgxpool.Pool
 	opts     Options
 	strategy ClaimStrategy
+	q        *statements
+	lim      limits
 	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
 	// statements of batches that may fail on purpose are prepared by name (see prepare).
 	prepared bool
+	// slots holds a token for each connection a transaction may hold while its handler runs
+	// (Options.ReservedConns); nil: no limit.
+	slots chan struct{}
+	// checkInterval is ClientCheckInterval as set_config takes it, in milliseconds; "" when
+	// not set. checkable is whether the server takes it: 0 not known yet, 1 yes, 2 no.
+	checkInterval string
+	checkable     atomic.Int32
+	// waiting holds the duplicates waiting for a concurrent claim of their key; waitPoll is
+	// Options.WaitPoll with its default.
+	waiting  waiters
+	waitPoll time.Duration
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
 
-// New returns the store of the idempotency_records table on pool (see Migrate).
+// New returns the store of the idempotency_records table on pool (see Migrate and
+// MigratePartitioned). It panics when opts set both Partitioned and NoAdvisoryLocks.
 func New(pool *pgxpool.Pool, opts Options) *Store {
+	if opts.Partitioned && opts.NoAdvisoryLocks {
+		panic("pgstore: the partitioned layout needs advisory locks (Options.NoAdvisoryLocks)")
+	}
 	if opts.ConflictTimeout <= 0 {
 		opts.ConflictTimeout = time.Second
 		if opts.NoAdvisoryLocks {
 			opts.ConflictTimeout = 50 * time.Millisecond
 		}
 	}
-	s := &Store{pool: pool, opts: opts, strategy: opts.Claim}
+	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, q: newStatements(opts.Partitioned), lim: newLimits(opts.Limits)}
+	s.waitPoll = opts.WaitPoll
+	if s.waitPoll <= 0 {
+		s.waitPoll = defaultWaitPoll
+	}
+	s.waitPoll = max(s.waitPoll, waitPollMin)
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
+	}
+	if _, ok := s.strategy.(ClaimPipelined); ok && opts.Partitioned {
+		// The pipelined claim inserts its row in the statement that takes the lock, under a
+		// snapshot older than the lock: only a unique index makes that safe.
+		s.strategy = ClaimReadFirst{}
 	}
 	switch pool.Config().ConnConfig.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
 		s.prepared = true
 	}
+	maxConns := int(pool.Config().MaxConns)
+	reserved := opts.ReservedConns
+	if reserved == 0 && maxConns > 1 {
+		reserved = max(1, maxConns/10)
+	}
+	if reserved > 0 && reserved < maxConns {
+		s.slots = make(chan struct{}, maxConns-reserved)
+	}
+	switch {
+	case opts.ClientCheckInterval == 0:
+		s.checkInterval = "1000"
+	case opts.ClientCheckInterval > 0:
+		s.checkInterval = strconv.FormatInt(max(opts.ClientCheckInterval.Milliseconds(), 1), 10)
+	}
 	return s
+}
+
+// trySlot takes a handler slot if one is free.
+func (s *Store) trySlot() bool {
+	if s.slots == nil {
+		return true
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitSlot waits for a handler slot until ctx ends.
+func (s *Store) waitSlot(ctx context.Context) error {
+	if s.slots == nil {
+		return nil
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for a connection free for a transaction: %w", context.Cause(ctx))
+	}
+}
+
+// freeSlot returns a handler slot.
+func (s *Store) freeSlot() {
+	if s.slots != nil {
+		<-s.slots
+	}
+}
+
+// acquireTx acquires a connection for a transaction that a handler will hold: a handler slot
+// first, then the connection.
+func (s *Store) acquireTx(ctx context.Context) (*pgxpool.Conn, error) {
+	if err := s.waitSlot(ctx); err != nil {
+		return nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		s.freeSlot()
+		return nil, fmt.Errorf("acquire: %w", err)
+	}
+	return conn, nil
+}
+
+// slotFor makes conn, acquired for a lookup, a connection a handler may hold: it takes a free
+// handler slot, or else gives conn back, waits for a slot and acquires another connection.
+func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn, error) {
+	if s.trySlot() {
+		return conn, nil
+	}
+	conn.Release()
+	return s.acquireTx(ctx)
+}
+
+// checks reports whether the store sets client_connection_check_interval and the server takes
+// it: PostgreSQL 14 and later, on a platform that reports closed sockets (not Windows, where
+// setting it is an error). The first call asks the server on conn, which must be idle; the
+// answer holds for the Store's life.
+func (s *Store) checks(conn *pgx.Conn) bool {
+	if s.checkInterval == "" {
+		return false
+	}
+	switch s.checkable.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	v := conn.PgConn().ParameterStatus("server_version")
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	ok := err == nil && n >= 14 && !strings.Contains(v, "YB")
+	if ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := conn.QueryRow(ctx, `SELECT version() !~* '(windows|visual c\+\+|mingw)'`).Scan(&ok)
+		if err != nil {
+			return false // ask again next time
+		}
+	}
+	if ok {
+		s.checkable.Store(1)
+	} else {
+		s.checkable.Store(2)
+	}
+	return ok
 }
 
 // Pool returns the store's pool.
@@ -87,7 +256,7 @@ const maxClaimAttempts = 4
 
 // Get returns the key's live record: one plain SELECT, no lock, no transaction id.
 func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error) {
-	r, err := s.read(ctx, s.pool, id)
+	r, err := s.read(ctx, s.pool, digest(id))
 	if err != nil || r == nil || !r.live {
 		return store.Record{}, false, err
 	}
@@ -95,23 +264,61 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 }
 
 // Reserve claims a key for lease mode with autocommitted statements (one round trip for a new
-// key or a live record). A key whose record expired is claimed in its row with the next token.
+// key or a live record). A key whose record expired is claimed in its row with the next token
+// (plain layout), or in a new row with the next token (partitioned).
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
+	d := digest(c.ID)
 	for range maxClaimAttempts {
 		var raw rawRecord
 		var token *int64
-		err := s.pool.QueryRow(ctx, sqlReserve, claimArgs(&c, int64(1))...).
-			Scan(append([]any{&token}, raw.targets()...)...)
+		var used, left int64
+		var err error
+		targets := append([]any{&token}, raw.targets()...)
+		if s.q.partitioned || s.lim.records > 0 {
+			// One pipeline: the scope's record count (Limits.Records), the partitioned layout's
+			// lock, the claim.
+			b := &pgx.Batch{}
+			if s.lim.records > 0 {
+				b.Queue(sqlRecordsUsed, d.scope, s.lim.recordsEach)
+			}
+			args := claimArgs(&c, d, int64(1))
+			if s.q.partitioned {
+				b.Queue(s.q.reserveLock, d.lock)
+				args = claimArgs(&c, d, nil)
+			}
+			b.Queue(s.q.reserve, args...)
+			br := s.pool.SendBatch(ctx, b)
+			if s.lim.records > 0 {
+				err = br.QueryRow().Scan(&used, &left)
+			}
+			if err == nil && s.q.partitioned {
+				_, err = br.Exec()
+			}
+			if err == nil {
+				err = br.QueryRow().Scan(targets...)
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+		} else {
+			err = s.pool.QueryRow(ctx, s.q.reserve, claimArgs(&c, d, int64(1))...).Scan(targets...)
+		}
 		if err != nil {
 			return store.Reservation{}, fmt.Errorf("reserve: %w", err)
 		}
 		if token != nil {
+			if err := s.lim.overLimit(used, left); err != nil {
+				// Claimed, but the scope is over its records cap: give the key back.
+				_ = s.Release(ctx, c.ID, *token)
+				return store.Reservation{}, err
+			}
 			return store.Reservation{Token: *token}, nil
 		}
 		r := raw.row()
 		if r == nil {
-			// The conflicting row committed after our snapshot, or rolled back: look again.
-			if r, err = s.read(ctx, s.pool, c.ID); err != nil {
+			// The conflicting row committed after our snapshot, or rolled back, or (partitioned)
+			// a concurrent claim held the key's lock: look again.
+			if r, err = s.read(ctx, s.pool, d); err != nil {
 				return store.Reservation{}, err
 			}
 			if r == nil {
@@ -121,8 +328,14 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		if r.live {
 			return store.Reservation{Record: r.rec}, nil
 		}
+		if s.q.partitioned {
+			continue // expired records are never reused there (and never read)
+		}
+		if err := s.lim.overLimit(used, left); err != nil {
+			return store.Reservation{}, err
+		}
 		var next int64
-		switch err := s.pool.QueryRow(ctx, sqlTakeExpired, claimArgs(&c, nil)...).Scan(&next); {
+		switch err := s.pool.QueryRow(ctx, s.q.takeExpired, claimArgs(&c, d, nil)...).Scan(&next); {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue // someone else moved first
 		case err != nil:
@@ -135,10 +348,11 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 
 // TakeOver moves a running record whose lease ended from token old to the next token.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
+	d := digest(c.ID)
 	var next int64
-	err := s.pool.QueryRow(ctx, sqlTakeOverLease, c.ID.Scope, c.ID.Key, old, c.Lease.Microseconds()).Scan(&next)
+	err := s.pool.QueryRow(ctx, s.q.takeOverLease, d.scope, d.key, old, c.Lease.Microseconds()).Scan(&next)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, pgx.ErrNoRows), isMoved(err):
 		return 0, store.ErrLost
 	case err != nil:
 		return 0, fmt.Errorf("take over: %w", err)
@@ -148,7 +362,11 @@ func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, 
 
 // Extend moves the running record's lease end to d after the database's now().
 func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Duration) error {
-	ct, err := s.pool.Exec(ctx, sqlExtendLease, id.Scope, id.Key, token, d.Microseconds())
+	dg := digest(id)
+	ct, err := s.pool.Exec(ctx, s.q.extendLease, dg.scope, dg.key, token, d.Microseconds())
+	if isMoved(err) {
+		return store.ErrLost
+	}
 	if err != nil {
 		return fmt.Errorf("extend lease: %w", err)
 	}
@@ -161,29 +379,55 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 // Complete stores resp under token in an autocommitted statement, for completions that write
 // nothing else (lease mode without a CompleteFunc transaction).
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	ct, err := s.pool.Exec(ctx, sqlComplete, append([]any{id.Scope, id.Key, token}, responseArgs(&resp, retention)...)...)
+	d := digest(id)
+	if err := s.chargeBody(ctx, s.pool, d, &resp); err != nil {
+		return err
+	}
+	ct, err := s.pool.Exec(ctx, s.q.complete, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...)
+	if isMoved(err) {
+		return store.ErrLost
+	}
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
 	if ct.RowsAffected() == 0 {
 		return store.ErrLost
 	}
+	if s.lim.records > 0 {
+		b := &pgx.Batch{}
+		s.queueCountRecord(b, d)
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("count the record: %w", err)
+		}
+	}
 	return nil
 }
 
 // Release deletes the running record held under token.
 func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
-	if _, err := s.pool.Exec(ctx, sqlRelease, id.Scope, id.Key, token); err != nil {
+	d := digest(id)
+	if _, err := s.pool.Exec(ctx, s.q.release, d.scope, d.key, token); err != nil && !isMoved(err) {
 		return fmt.Errorf("release: %w", err)
 	}
 	return nil
 }
 
 // BeginAtomic claims a key for an atomic-mode request with the store's claim strategy, or
-// returns its live record.
+// returns its live record. While a concurrent claim holds the key, it returns store.ErrBusy at
+// once, or, with c.Wait, waits up to c.Wait for that claim to end without holding a connection
+// (waitAtomic).
 func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX], *store.Record, error) {
 	sp := s.spec(c)
-	t, rec, err := s.strategy.beginAtomic(ctx, s, &sp)
+	var (
+		t   *tx
+		rec *store.Record
+		err error
+	)
+	if c.Wait > 0 {
+		t, rec, err = s.waitAtomic(ctx, &sp)
+	} else {
+		t, rec, err = s.strategy.beginAtomic(ctx, s, &sp)
+	}
 	if t == nil {
 		return nil, rec, err
 	}
@@ -193,13 +437,14 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN
 // and the lock of the running record in one round trip.
 func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64) (store.Tx[DBTX], error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquireTx(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("acquire: %w", err)
+		return nil, err
 	}
+	sp := s.spec(c)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(sqlLockLease, c.ID.Scope, c.ID.Key, token)
+	b.Queue(s.q.lockLease, sp.d.scope, sp.d.key, token)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	var lock pgconn.CommandTag
@@ -209,67 +454,67 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil || lock.RowsAffected() == 0 {
 		s.discard(conn)
+		s.freeSlot()
+		if err == nil || isMoved(err) {
+			return nil, store.ErrLost
+		}
 		return nil, fmt.Errorf("lock lease record: %w", err)
 	}
-	if lock.RowsAffected() == 0 {
-		s.discard(conn)
-		return nil, store.ErrLost
-	}
-	sp := s.spec(c)
-	return newTx(s, conn, &sp, token, commitUpdate, nil), nil
+	t := newTx(s, conn, &sp, token, commitUpdate, nil)
+	t.slot = true
+	return t, nil
 }
 
 // BeginPlain opens a transaction with no record; its BEGIN travels with the handler's first
 // statement, so a handler that sends none costs no round trip.
 func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquireTx(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("acquire: %w", err)
+		return nil, err
 	}
-	return newTx(s, conn, nil, 0, commitPlain, &pendingBlock{s: s, conn: conn}), nil
+	t := newTx(s, conn, nil, 0, commitPlain, &pendingBlock{s: s, conn: conn})
+	t.slot = true
+	return t, nil
 }
 
 // claimSpec is one atomic-mode claim as the statements need it. It is built once per request
-// and never changes.
+// and never changes. A claim with a Wait uses the same lock as one without: the store waits
+// between claims, not inside one (waitAtomic).
 type claimSpec struct {
 	store.Claim
-	lockKey     int64
+	d           recordDigest
 	lock        claimLock
 	lockTimeout time.Duration
 }
 
 func (s *Store) spec(c store.Claim) claimSpec {
-	sp := claimSpec{Claim: c, lockKey: claimLockKey(c.ID.Scope, c.ID.Key), lock: lockTry, lockTimeout: s.opts.ConflictTimeout}
-	switch {
-	case s.opts.NoAdvisoryLocks:
-		sp.lock, sp.lockTimeout = lockNone, max(s.opts.ConflictTimeout, c.Wait)
-	case c.Wait > 0:
-		sp.lock, sp.lockTimeout = lockWait, c.Wait
+	sp := claimSpec{Claim: c, d: digest(c.ID), lock: lockTry, lockTimeout: s.opts.ConflictTimeout}
+	if s.opts.NoAdvisoryLocks {
+		sp.lock = lockNone
 	}
 	return sp
 }
 
 // claimArgs are the parameters $1..$8 of the claim statements; token is $6.
-func claimArgs(c *store.Claim, token any) []any {
-	return []any{c.ID.Scope, c.ID.Key, c.Operation, c.Fingerprint.Sum[:], int16(c.Fingerprint.Version), token,
+func claimArgs(c *store.Claim, d recordDigest, token any) []any {
+	return []any{d.scope, d.key, c.Operation, c.Fingerprint.Sum[:], int16(c.Fingerprint.Version), token,
 		c.Retention.Microseconds(), c.Lease.Microseconds()}
 }
 
 // atomicClaimArgs are claimArgs plus $9, the claim lock key.
 func atomicClaimArgs(sp *claimSpec, token int64) []any {
-	return append(claimArgs(&sp.Claim, token), sp.lockKey)
+	return append(claimArgs(&sp.Claim, sp.d, token), sp.d.lock)
 }
 
-// responseArgs are the stored response's parameters of sqlComplete ($4..$8).
+// responseArgs are the stored response's parameters of statements.complete ($4..$8).
 func responseArgs(r *store.Response, retention time.Duration) []any {
-	var headers any
-	if r.Header != nil {
-		headers = string(r.Header)
+	headers, body := r.Header, r.Body
+	if headers == nil {
+		headers = []byte{}
 	}
-	body := r.Body
-	if body == nil && !r.BodyOmitted {
+	if body == nil {
 		body = []byte{}
 	}
 	return []any{int16(r.Status), headers, body, r.BodyOmitted, retention.Microseconds()}
@@ -282,58 +527,56 @@ type row struct {
 }
 
 // rawRecord holds recordCols as scanned: every column may be NULL when a LEFT JOIN found no row.
+// The nullable columns scan into pgtype values rather than pointers, which pgx would allocate
+// one by one on every read.
 type rawRecord struct {
-	operation   *string
+	operation   pgtype.Text
 	fingerprint []byte
-	fpVersion   *int16
-	state       *string
-	token       *int64
-	live        *bool
-	leaseLeftUS *int64
-	status      *int16
+	fpVersion   pgtype.Int2
+	status      pgtype.Int2
+	token       pgtype.Int8
+	live        pgtype.Bool
+	leaseLeftUS pgtype.Int8
 	headers     []byte
 	body        []byte
-	bodyOmitted *bool
-	retentionUS *int64
+	bodyOmitted pgtype.Bool
+	retentionUS pgtype.Int8
+	// buf backs targets' slice: the record's targets and those around them in a statement.
+	buf [16]any
 }
 
-func (r *rawRecord) targets() []any {
-	return []any{&r.operation, &r.fingerprint, &r.fpVersion, &r.state, &r.token, &r.live,
-		&r.leaseLeftUS, &r.status, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS}
+// targets returns the scan targets of recordCols followed by extra.
+func (r *rawRecord) targets(extra ...any) []any {
+	t := append(r.buf[:0], &r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
+		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS)
+	return append(t, extra...)
 }
 
-// row converts the scanned columns; nil when there was no row.
+// row converts the scanned columns; nil when there was no row. A status of 0 is a running
+// record.
 func (r *rawRecord) row() *row {
-	if r.operation == nil || r.state == nil {
+	if !r.operation.Valid || !r.status.Valid {
 		return nil
 	}
-	out := &row{rec: store.Record{Operation: *r.operation, State: store.Running}}
-	if *r.state == "completed" {
-		out.rec.State = store.Completed
-	}
+	out := &row{rec: store.Record{Operation: r.operation.String, State: store.Running}, live: r.live.Bool}
 	copy(out.rec.Fingerprint.Sum[:], r.fingerprint)
-	if r.fpVersion != nil {
-		out.rec.Fingerprint.Version = uint16(*r.fpVersion)
+	out.rec.Fingerprint.Version = uint16(r.fpVersion.Int16)
+	out.rec.Token = r.token.Int64
+	if r.status.Int16 != 0 {
+		out.rec.State = store.Completed
+		out.rec.Response.Status = int(r.status.Int16)
+		if len(r.headers) > 0 {
+			out.rec.Response.Header = r.headers
+		}
+		out.rec.Response.Body = r.body
+		if r.bodyOmitted.Bool {
+			out.rec.Response.BodyOmitted, out.rec.Response.Body = true, nil
+		}
+	} else {
+		out.rec.LeaseLeft = time.Duration(r.leaseLeftUS.Int64) * time.Microsecond
 	}
-	if r.token != nil {
-		out.rec.Token = *r.token
-	}
-	if r.live != nil {
-		out.live = *r.live
-	}
-	if r.leaseLeftUS != nil {
-		out.rec.LeaseLeft = time.Duration(*r.leaseLeftUS) * time.Microsecond
-	}
-	if r.status != nil {
-		out.rec.Response.Status = int(*r.status)
-	}
-	out.rec.Response.Header = r.headers
-	out.rec.Response.Body = r.body
-	if r.bodyOmitted != nil {
-		out.rec.Response.BodyOmitted = *r.bodyOmitted
-	}
-	if r.retentionUS != nil && *r.retentionUS > 0 {
-		out.rec.RetentionLeft = time.Duration(*r.retentionUS) * time.Microsecond
+	if r.retentionUS.Int64 > 0 {
+		out.rec.RetentionLeft = time.Duration(r.retentionUS.Int64) * time.Microsecond
 	}
 	return out
 }
@@ -343,10 +586,11 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// read is the plain SELECT of one record; nil when there is no row (live or not).
-func (s *Store) read(ctx context.Context, q querier, id store.ID) (*row, error) {
+// read is the plain SELECT of one record; nil when there is no row (live or not; the
+// partitioned layout reads live records only).
+func (s *Store) read(ctx context.Context, q querier, d recordDigest) (*row, error) {
 	var raw rawRecord
-	err := q.QueryRow(ctx, sqlRead, id.Scope, id.Key).Scan(raw.targets()...)
+	err := q.QueryRow(ctx, s.q.read, d.scope, d.key).Scan(raw.targets()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -354,6 +598,17 @@ func (s *Store) read(ctx context.Context, q querier, id store.ID) (*row, error) 
 		return nil, fmt.Errorf("read record: %w", err)
 	}
 	return raw.row(), nil
+}
+
+// readProbe is read that, when the key has no record, also tries the claim lock: busy when a
+// concurrent claim holds it (statements.readProbe).
+func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *row, busy bool, err error) {
+	var raw rawRecord
+	err = q.QueryRow(ctx, s.q.readProbe, d.scope, d.key, d.lock).Scan(raw.targets(&busy)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("read record: %w", err)
+	}
+	return raw.row(), busy, nil
 }
 
 // rollback ends conn's transaction block, if any. Failure closes the connection, which makes the
@@ -418,10 +673,12 @@ func isStop(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "22P02"
 }
 
-// isUniqueViolation reports SQLSTATE 23505.
-func isUniqueViolation(err error) bool {
+// isMoved reports an UPDATE or DELETE that met a row a concurrent UPDATE moved to another
+// partition (partitioned layout: a lease's expiry moved): SQLSTATE 40001. The record changed
+// under us, so our compare-and-swap lost.
+func isMoved(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
+	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
 // randomToken returns a positive random int64 for atomic claim ids.

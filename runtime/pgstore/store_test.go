@@ -20,14 +20,16 @@ func newPool(t *testing.T) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := pgstore.Migrate(context.Background(), pool); err != nil {
+	if err := migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	return pool
 }
 
 func TestStoreSuite(t *testing.T) {
-	storetest.RunStoreTests(t, func(t *testing.T) store.Store { return pgstore.New(newPool(t), pgstore.Options{}) })
+	storetest.RunStoreTests(t, func(t *testing.T) store.Store {
+		return pgstore.New(newPool(t), pgstore.Options{Partitioned: partitioned()})
+	})
 }
 
 func TestTransactionalSuite(t *testing.T) {
@@ -38,11 +40,14 @@ func TestTransactionalSuite(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			storetest.RunTransactionalTests(t, func(t *testing.T) store.Transactional[pgstore.DBTX] {
-				return pgstore.New(newPool(t), pgstore.Options{Claim: strategy})
+				return pgstore.New(newPool(t), pgstore.Options{Claim: strategy, Partitioned: partitioned()})
 			})
 		})
 	}
 	t.Run("NoAdvisoryLocks", func(t *testing.T) {
+		if partitioned() {
+			t.Skip("the partitioned layout needs advisory locks")
+		}
 		storetest.RunTransactionalTests(t, func(t *testing.T) store.Transactional[pgstore.DBTX] {
 			return pgstore.New(newPool(t), pgstore.Options{NoAdvisoryLocks: true})
 		})

@@ -60,7 +60,7 @@ type ClaimReadFirst struct{}
 type ClaimPipelined struct{}
 
 func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
-	if sp.lock != lockTry {
+	if sp.lock != lockTry || sp.Wait > 0 {
 		// A claim that may wait should replay without running anything: claim first.
 		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
 	}
@@ -68,11 +68,22 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire: %w", err)
 	}
-	r, err := s.read(ctx, conn.Conn(), sp.ID)
+	var (
+		r    *row
+		busy bool
+	)
+	if s.lim.records > 0 {
+		r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, true)
+	} else {
+		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d)
+	}
 	switch {
 	case err != nil:
 		conn.Release()
 		return nil, nil, err
+	case busy:
+		conn.Release()
+		return nil, nil, store.ErrBusy
 	case r != nil && r.live:
 		conn.Release()
 		return nil, &r.rec, nil
@@ -80,22 +91,52 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 		conn.Release()
 		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
 	}
+	// A new key: the connection is held while the handler runs, so it needs a handler slot
+	// (Options.ReservedConns). If it waits for one on another connection, the read may be
+	// stale: the claim's lock and the record's INSERT at Commit catch what changed meanwhile.
+	if conn, err = s.slotFor(ctx, conn); err != nil {
+		return nil, nil, err
+	}
 	delay := c.Delay
 	if delay <= 0 {
 		delay = 10 * time.Millisecond
 	}
-	// A new key: the claim id is drawn only now (a replay needs none), and the record is
-	// inserted, completed, at Commit.
+	// The claim id is drawn only now (a replay needs none), and the record is inserted,
+	// completed, at Commit.
 	p := &pendingBlock{s: s, conn: conn, claim: sp, delay: delay}
-	return newTx(s, conn, sp, randomToken(), commitInsert, p), nil, nil
+	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
+	t.slot = true
+	return t, nil, nil
 }
 
 func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
-	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64) (attempt, error) {
-		// A replay, mismatch or running lease ends here, before anything else is built.
-		r, err := s.read(ctx, conn.Conn(), sp.ID)
+	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
+		// A replay, mismatch or running lease ends here, before anything else is built; with a
+		// try-lock, so does a duplicate of a key whose claim is held.
+		var r *row
+		var err error
+		switch {
+		case s.lim.records > 0:
+			var busy bool
+			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, sp.lock == lockTry); err == nil && busy {
+				return attempt{}, store.ErrBusy
+			}
+		case sp.lock == lockTry:
+			var busy bool
+			if r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d); err == nil && busy {
+				return attempt{}, store.ErrBusy
+			}
+		default:
+			r, err = s.read(ctx, conn.Conn(), sp.d)
+		}
 		if err != nil || r != nil {
 			return attempt{row: r}, err
+		}
+		if !*held {
+			if !s.trySlot() {
+				return attempt{needSlot: true}, nil
+			}
+			*held = true
 		}
 		if sp.lock == lockNone {
 			return s.claimRow(ctx, conn, sp, token, true)
@@ -109,33 +150,73 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 }
 
 func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
-	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64) (attempt, error) {
-		return s.claimRow(ctx, conn, sp, token, false)
+	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
+		a, err := s.claimRow(ctx, conn, sp, token, false)
+		if err == nil && a.claimed != 0 {
+			// A new key under a records cap: the scope's count, in the claim's transaction (one
+			// more round trip, only with Limits.Records).
+			if err := s.checkRecords(ctx, conn.Conn(), sp.d); err != nil {
+				return attempt{}, err // the caller discards conn, which rolls the claim back
+			}
+		}
+		if err == nil && a.claimed != 0 && !*held {
+			if !s.trySlot() {
+				// Claimed, but every connection a handler may hold is taken: give the claim
+				// back and wait for one.
+				s.rollback(conn)
+				return attempt{needSlot: true}, nil
+			}
+			*held = true
+		}
+		return a, err
 	})
 }
 
 // attempt is one claim attempt's result: claimed (the transaction block on the connection is
 // open and the key is ours, to be completed as claimed says), or the record it met (row), or
-// neither (the conflicting row committed after our snapshot, or rolled back).
+// neither (the conflicting row committed after our snapshot, or rolled back), or needSlot: the
+// key is new but no handler slot is free (Options.ReservedConns).
 type attempt struct {
 	claimed   commitKind
 	rechecked bool
 	row       *row
+	needSlot  bool
 }
 
 // claimBefore runs a claim that is complete before the handler starts: attempts of try on a
 // fresh connection each, until one claims or meets a live record. An expired record's row is
-// taken over under the claim lock.
-func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(context.Context, *pgxpool.Conn, int64) (attempt, error)) (*tx, *store.Record, error) {
-	for range maxClaimAttempts {
+// taken over under the claim lock. A handler slot is taken (held) once the key turns out to be
+// new; when none is free, the attempt gives its connection back and waits for one first.
+func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error)) (*tx, *store.Record, error) {
+	held := false
+	defer func() {
+		if held {
+			s.freeSlot()
+		}
+	}()
+	for attempts := 0; attempts < maxClaimAttempts; {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("acquire: %w", err)
 		}
 		token := randomToken()
-		a, err := try(ctx, conn, token)
+		a, err := try(ctx, conn, token, &held)
+		if err == nil && a.claimed == 0 && a.row != nil && !a.row.live && !held {
+			// Expired: the key is new again, in the same row, which needs a handler slot.
+			if held = s.trySlot(); !held {
+				a = attempt{needSlot: true}
+			}
+		}
+		if err == nil && a.needSlot {
+			s.discard(conn)
+			if err := s.waitSlot(ctx); err != nil {
+				return nil, nil, err
+			}
+			held = true
+			continue
+		}
+		attempts++
 		if err == nil && a.claimed == 0 && a.row != nil && !a.row.live {
-			// Expired: the key is new again, in the same row.
 			if err = s.takeExpired(ctx, conn, sp, token); err == nil {
 				a = attempt{claimed: commitUpdate, rechecked: true}
 			} else if errors.Is(err, errGone) {
@@ -152,14 +233,15 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(context
 			return nil, nil, err
 		case a.claimed != 0:
 			t := newTx(s, conn, sp, token, a.claimed, nil)
-			t.rechecked = a.rechecked
+			t.rechecked, t.slot = a.rechecked, held
+			held = false // the transaction gives it back
 			return t, nil, nil
 		case a.row != nil:
 			s.discard(conn)
 			return nil, &a.row.rec, nil
 		}
 		// Neither our claim nor a record: a fresh read decides.
-		r, err := s.read(ctx, conn.Conn(), sp.ID)
+		r, err := s.read(ctx, conn.Conn(), sp.d)
 		s.discard(conn)
 		if err != nil {
 			return nil, nil, err
@@ -186,29 +268,26 @@ var errGone = errors.New("the expired record is gone")
 // lock, so a claim that committed (and released the lock) between our first read and our lock
 // is seen, and answered as a replay.
 func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (*row, error) {
-	lock := sqlLockOnly[sp.lock]
-	// Only a waiting lock needs lock_timeout: the try-lock and the read never wait.
-	wait := sp.lock == lockWait
-	if err := s.prepare(ctx, conn.Conn(), "BEGIN", sqlSetLockTimeout, lock, sqlRead, sqlResetLockTimeout); err != nil {
+	lock := s.q.lockOnly[sp.lock]
+	// The try-lock and the read never wait: no lock_timeout to set.
+	check := s.checks(conn.Conn())
+	if err := s.prepare(ctx, conn.Conn(), "BEGIN", lock, s.q.read, sqlSetCheckInterval); err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	if wait {
-		b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	if check {
+		b.Queue(sqlSetCheckInterval, s.checkInterval)
 	}
-	b.Queue(lock, sp.lockKey)
-	b.Queue(sqlRead, sp.ID.Scope, sp.ID.Key)
-	if wait {
-		b.Queue(sqlResetLockTimeout)
-	}
+	b.Queue(lock, sp.d.lock)
+	b.Queue(s.q.read, sp.d.scope, sp.d.key)
 	br := conn.SendBatch(ctx, b)
 	var (
 		free bool
 		raw  rawRecord
 	)
 	_, err := br.Exec()
-	if err == nil && wait {
+	if err == nil && check {
 		_, err = br.Exec()
 	}
 	if err == nil {
@@ -219,9 +298,6 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
-	}
-	if err == nil && wait {
-		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -248,8 +324,8 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 // block that stays open), and the reset of lock_timeout for the handler. With explicitBegin:
 // the same inside an explicit BEGIN, without the stop.
 func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, token int64, explicitBegin bool) (attempt, error) {
-	claim := sqlClaimAtomic[sp.lock]
-	if err := s.prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, sqlClaimedOrStop, "BEGIN", sqlResetLockTimeout); err != nil {
+	claim := s.q.claimAtomic[sp.lock]
+	if err := s.prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, s.q.claimedOrStop, "BEGIN", sqlResetLockTimeout, sqlSetCheckInterval); err != nil {
 		return attempt{}, err
 	}
 	b := &pgx.Batch{}
@@ -259,10 +335,13 @@ func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec,
 	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
 	b.Queue(claim, atomicClaimArgs(sp, token)...)
 	if !explicitBegin {
-		b.Queue(sqlClaimedOrStop, sp.ID.Scope, sp.ID.Key, token)
+		b.Queue(s.q.claimedOrStop, sp.d.scope, sp.d.key, token)
 		b.Queue("BEGIN")
 	}
 	b.Queue(sqlResetLockTimeout)
+	if s.checks(conn.Conn()) {
+		b.Queue(sqlSetCheckInterval, s.checkInterval)
+	}
 	br := conn.SendBatch(ctx, b)
 	if explicitBegin {
 		if _, err := br.Exec(); err != nil {
@@ -312,8 +391,11 @@ func (s *Store) takeExpired(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
-	b.Queue(sqlTakeExpiredAtomic[sp.lock], atomicClaimArgs(sp, token)...)
+	b.Queue(s.q.takeExpiredAtomic[sp.lock], atomicClaimArgs(sp, token)...)
 	b.Queue(sqlResetLockTimeout)
+	if s.checks(conn.Conn()) {
+		b.Queue(sqlSetCheckInterval, s.checkInterval)
+	}
 	br := conn.SendBatch(ctx, b)
 	took := false
 	defer func() {

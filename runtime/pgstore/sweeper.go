@@ -12,7 +12,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Sweeper deletes expired idempotency records: completed records past their retention (they
+// Sweeper deletes expired idempotency records of the plain table: completed records past their retention (they
 // already count as absent, so sweeping only reclaims space), and running lease-mode records
 // abandoned long ago (AbandonAfter). It deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
@@ -42,6 +42,23 @@ type Sweeper struct {
 	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
 }
+
+// sweepable is the rows the sweeper may delete: completed records past their expiry, and running
+// records whose lease ended more than $2 (µs, Sweeper.AbandonAfter) ago, abandoned by an owner
+// that never completed and a client that never retried.
+const sweepable = `expires_at <= now() AND (response_status <> 0 OR locked_until <= now() - $2::bigint * interval '1 microsecond')`
+
+// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold.
+const sqlSweep = `DELETE FROM idempotency_records r
+USING (SELECT scope_id, key_id FROM idempotency_records
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
+
+// sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
+const sqlSweepPortable = `DELETE FROM idempotency_records r
+USING (SELECT scope_id, key_id FROM idempotency_records
+       WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends. Then, when
@@ -100,6 +117,10 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 			s.Observer.Swept(n)
 		}
 		if n < int64(batch) {
+			// The counters of the per-scope limits whose intervals have ended.
+			if _, err := s.Pool.Exec(ctx, sqlSweepUsage); err != nil {
+				return total, fmt.Errorf("sweep usage counters: %w", err)
+			}
 			return total, nil
 		}
 		select {

@@ -63,7 +63,23 @@ type tx struct {
 	rechecked bool
 	// releaseOnAbort: a lease-mode completion, whose running record Abort deletes.
 	releaseOnAbort bool
-	cancel         context.CancelCauseFunc
+	// slot: the transaction holds one of the store's handler slots (Options.ReservedConns),
+	// given back with the connection.
+	slot   bool
+	cancel context.CancelCauseFunc
+}
+
+// end gives the connection and the handler slot back, and wakes the duplicates of this
+// process that wait for the key's claim: the transaction has committed or rolled back by now.
+func (t *tx) end() {
+	t.conn.Release()
+	if t.slot {
+		t.slot = false
+		t.s.freeSlot()
+	}
+	if t.sp != nil {
+		t.s.waiting.signal(t.sp.d.key.Bytes)
+	}
 }
 
 func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
@@ -119,7 +135,7 @@ func (t *tx) settle(ctx context.Context, send bool) (open bool, err error) {
 // Commit stores resp and commits, in one round trip (the record statement and COMMIT
 // pipelined), even if the client has gone away meanwhile.
 func (t *tx) Commit(ctx context.Context, resp store.Response) error {
-	defer t.conn.Release()
+	defer t.end()
 	open, err := t.settle(ctx, true)
 	if err != nil {
 		t.s.rollback(t.conn)
@@ -130,6 +146,14 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 		// failed transaction, so its answer must not be stored or sent as a success.
 		t.s.rollback(t.conn)
 		return store.ErrTxFailed
+	}
+	if t.kind != commitPlain {
+		// A large body counts against the scope's stored bytes, in this transaction (one round
+		// trip, only for bodies above Limits.BodyCountedAbove).
+		if err := t.s.chargeBody(ctx, t.conn.Conn(), t.sp.d, &resp); err != nil {
+			t.s.rollback(t.conn)
+			return err
+		}
 	}
 	switch {
 	case t.kind == commitPlain && !open:
@@ -159,7 +183,7 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 // server terminated the session, the network broke) is the store's failure, not the
 // handler's: its transaction was rolled back by the server.
 func (t *tx) Abort(ctx context.Context) error {
-	defer t.conn.Release()
+	defer t.end()
 	open, err := t.settle(ctx, false)
 	wasClosed := t.conn.Conn().IsClosed()
 	t.s.rollback(t.conn)
@@ -189,7 +213,7 @@ func (t *tx) Abort(ctx context.Context) error {
 // completedMeanwhile reads the key's record after our transaction was rolled back; it returns
 // the *store.CompletedError of a live record, or nil.
 func (t *tx) completedMeanwhile(ctx context.Context) error {
-	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.ID)
+	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.d)
 	if err != nil || r == nil || !r.live {
 		return nil
 	}
@@ -210,40 +234,51 @@ func (t *tx) commitOnly(ctx context.Context) error {
 
 // insertAndCommit inserts the completed record and commits: one round trip.
 func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
-	if err := t.s.prepare(ctx, t.conn.Conn(), sqlInsertCompleted, "COMMIT"); err != nil {
+	q := t.s.q.insertCompleted
+	if err := t.s.prepare(ctx, t.conn.Conn(), t.s.commitStatements(q)...); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
-	b.Queue(sqlInsertCompleted, t.sp.ID.Scope, t.sp.ID.Key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
+	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
-		if isUniqueViolation(err) {
+		if isStop(err) || isUniqueViolation(err) {
 			return store.ErrLost
 		}
 		return fmt.Errorf("store response: %w", err)
 	})
+}
+
+// isUniqueViolation reports SQLSTATE 23505: a record that a claim without the advisory lock
+// inserted and committed while our INSERT waited for it (Options.NoAdvisoryLocks).
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // completeAndCommit completes the running record under our token and commits: one round trip.
 func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
-	if err := t.s.prepare(ctx, t.conn.Conn(), sqlCompleteOrStop, "COMMIT"); err != nil {
+	q := t.s.q.completeOrStop
+	if err := t.s.prepare(ctx, t.conn.Conn(), t.s.commitStatements(q)...); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlCompleteOrStop, append([]any{t.sp.ID.Scope, t.sp.ID.Key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
-		if isStop(err) {
+		if isStop(err) || isMoved(err) {
 			return store.ErrLost
 		}
 		return fmt.Errorf("store response: %w", err)
 	})
 }
 
-// sendCommit sends b, a record statement then COMMIT, and reads both answers; recordErr maps the
-// record statement's error.
+// sendCommit sends b, a record statement, the statements that go with it, then COMMIT, and reads
+// every answer; recordErr maps the record statement's error.
 func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
@@ -253,6 +288,17 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error)
 			return recordErr(err) // the server refused it: COMMIT never ran
 		}
 		return commitError(err)
+	}
+	// Between the record and COMMIT: the scope's record count (Limits.Records).
+	for range b.Len() - 2 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("count the record: %w", err)
+			}
+			return commitError(err)
+		}
 	}
 	ct, err := br.Exec()
 	closeErr := br.Close()

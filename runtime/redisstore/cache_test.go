@@ -364,12 +364,14 @@ func TestCacheConcurrentWinnerIsKept(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatal(err)
 	}
-	first.HandlerContext(ctx)
-	second, _, err := cache.BeginAtomic(ctx, c) // both read no record
+	// Both read no record. The first's claim timer is armed only then: the second's read tries
+	// the claim lock, and would find the first's claim (ErrBusy) if it had gone out already.
+	second, _, err := cache.BeginAtomic(ctx, c)
 	if err != nil || second == nil {
 		_ = first.Abort(ctx)
 		t.Fatal(err)
 	}
+	first.HandlerContext(ctx)
 	if err := first.Commit(ctx, created("first")); err != nil {
 		_ = second.Abort(ctx)
 		t.Fatal(err)

@@ -238,6 +238,17 @@ func TestPairedZombieCompletions(t *testing.T) {
 		}
 	}
 	got, err := p.Reserve(ctx, d)
+	if err == nil && !got.Claimed() && got.Record.State == store.Running {
+		// The taker's completion met the slow one's claim in the database (ErrBusy: the read
+		// tries the claim lock) before the slow one committed, so Redis still holds the taker's
+		// running claim. Its lease ends; the takeover that follows finds the database's record,
+		// copies it to Redis and answers ErrLost, as in TestPairedCompletedButRedisNotUpdated.
+		time.Sleep(got.Record.LeaseLeft + 50*time.Millisecond)
+		if _, err := p.TakeOver(ctx, d, got.Record.Token); !errors.Is(err, store.ErrLost) {
+			t.Fatalf("TakeOver after the taker's lease: %v, want ErrLost (the database has the record)", err)
+		}
+		got, err = p.Reserve(ctx, d)
+	}
 	if err != nil || got.Claimed() || string(got.Record.Response.Body) != "slow" {
 		t.Fatalf("Reserve after both: %+v, %v", got, err)
 	}

@@ -18,6 +18,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -194,6 +195,24 @@ var (
 	// because a claim it sent in the background failed. It wraps ErrBusy or the store's error.
 	ErrClaimLost = errors.New("store: the claim of the idempotency key failed; the handler's work is discarded")
 )
+
+// ErrLimited is what a LimitError is (errors.Is): the store refused a new record because the
+// scope is over one of its per-scope limits.
+var ErrLimited = errors.New("store: the scope is over a per-scope limit")
+
+// LimitError is a new key refused by a per-scope limit of the store (pgstore.Options.Limits):
+// nothing ran, and the client gets 429 with RetryAfter. It matches ErrLimited.
+type LimitError struct {
+	// RetryAfter is how long until the limit's interval ends, by the store's clock.
+	RetryAfter time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("store: the scope is over a per-scope limit until %v from now", e.RetryAfter)
+}
+
+// Unwrap returns ErrLimited.
+func (e *LimitError) Unwrap() error { return ErrLimited }
 
 // CompletedError is a claim that lost to a concurrent request which completed the key first:
 // the runtime answers from Record as if the request had arrived after it.

@@ -113,6 +113,8 @@ const (
 	vStormPG      = "retry storm (4 hot keys) via PostgreSQL"
 	vStormCache   = "retry storm (4 hot keys) via Redis cache"
 	vStormLocal   = "retry storm (4 hot keys) via Redis cache + in-process tier"
+	vPartNew      = "A/B partitioned table, new key"
+	vPartReplay   = "A/B partitioned table, replay"
 )
 
 var variants = []variant{
@@ -139,6 +141,8 @@ var variants = []variant{
 	{vStormPG, "/v1/payments", paymentBody, false, stormKeys, []int{32}, false},
 	{vStormCache, "/redis/cache/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
 	{vStormLocal, "/redis/local/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
+	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true, 0, nil, false},
+	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false, 0, nil, false},
 }
 
 type sample struct {
@@ -156,6 +160,7 @@ type sample struct {
 	// divided by fewer requests at low throughput: new keys at c=1 varied by up to ±45% per
 	// round in an A/A run on a loaded machine (medians within 7%). 0 when not served.
 	allocs, allocKB float64
+	walB            float64 // WAL bytes per request (everything the server wrote meanwhile)
 	statuses        map[string]int64
 }
 
@@ -286,6 +291,7 @@ func prime(ctx context.Context, c *http.Client, base string, v variant, run stri
 func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmaster, conc int, d time.Duration, v variant, run string) (sample, error) {
 	_ = roundTrips(ctx, c, base) // reset
 	m0, b0, memOK0 := mallocs(ctx, c, base)
+	wal0 := walPosition(ctx, c, base)
 	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
 	rd0, _ := redisCPU(ctx, c, base)
 	var (
@@ -328,7 +334,9 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 		s.allocs = float64(m1-m0) / float64(requests)
 		s.allocKB = float64(b1-b0) / 1024 / float64(requests)
 	}
+	wal1 := walPosition(ctx, c, base)
 	if requests > 0 {
+		s.walB = float64(wal1-wal0) / float64(requests)
 		s.cpuUS = float64((cpu1 - cpu0).Microseconds()) / float64(requests)
 		s.dbCPUUS = float64((db1 - db0).Microseconds()) / float64(requests)
 		s.cliCPUUS = float64(cliCPU.Microseconds()) / float64(requests)
@@ -377,6 +385,19 @@ func mallocs(ctx context.Context, c *http.Client, base string) (objects, bytes u
 		}
 	}
 	return objects, bytes, gotM && gotB
+}
+
+// walPosition reads the server's WAL position in bytes; 0 when it cannot.
+func walPosition(ctx context.Context, c *http.Client, base string) int64 {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/_bench/wal", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // redisCPU asks the server for its Redis server's CPU seconds so far; false when it has none.
@@ -520,15 +541,15 @@ func (t *target) verdict(c int, x float64) string {
 
 func printTable(w io.Writer, selected []variant, levels []int, results map[string]map[int][]sample, rounds int, d time.Duration) {
 	fmt.Fprintf(w, "### HTTP end to end (%d rounds × %s per variant and concurrency; medians over rounds)\n\n", rounds, d)
-	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | Redis CPU µs/req | client CPU µs/req | DB round trips/req | statuses (last round) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | conc | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | Redis CPU µs/req | client CPU µs/req | DB round trips/req | WAL B/req | statuses (last round) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, v := range selected {
 		for _, c := range levels {
 			ss := results[v.name][c]
 			if len(ss) == 0 {
 				continue
 			}
-			var rps, p50, p99, cpu, db, rd, cli, rt []float64
+			var rps, p50, p99, cpu, db, rd, cli, rt, wal []float64
 			for _, s := range ss {
 				rd = append(rd, s.rdCPUUS)
 				rps = append(rps, s.rps)
@@ -538,8 +559,9 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 				db = append(db, s.dbCPUUS)
 				cli = append(cli, s.cliCPUUS)
 				rt = append(rt, s.rt)
+				wal = append(wal, s.walB)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(rd), median(cli), median(rt), statusString(ss[len(ss)-1].statuses))
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %s |\n", v.name, c, median(rps), median(p50), median(p99), median(cpu), median(db), median(rd), median(cli), median(rt), median(wal), statusString(ss[len(ss)-1].statuses))
 		}
 	}
 	ratio := func(num, den string, c int, f func(sample) float64) (float64, bool) {
@@ -556,6 +578,7 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 	cpu := func(s sample) float64 { return s.cpuUS }
 	db := func(s sample) float64 { return s.dbCPUUS }
 	both := func(s sample) float64 { return s.cpuUS + s.dbCPUUS }
+	walB := func(s sample) float64 { return s.walB }
 	all := func(s sample) float64 { return s.cpuUS + s.dbCPUUS + s.rdCPUUS }
 	fmt.Fprintf(w, "\n### Ratios (median of per-round ratios; ✓/✗ against the issue's target)\n\n")
 	fmt.Fprintln(w, "| ratio | target | "+joinLevels(levels)+" |")
@@ -571,6 +594,14 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"replay / plain transaction (req/s)", &target{bound: 1.3}, vReplay, vPlain, rps},
 		{"replay / hand-written replay (req/s)", &target{bound: 1.3}, vReplay, vHandReplay, rps},
 		{"atomic new key / plain transaction (server CPU per request)", &target{bound: 2, atMost: true}, vAtomicNew, vPlain, cpu},
+		{"issue 19: same handler code, new key / plain (req/s)", &target{bound: 0.75, at: []int{32}}, vStmtNew, vPlain, rps},
+		{"issue 19: same handler code, new key / plain (server + PostgreSQL CPU per request)", &target{bound: 1.3, atMost: true, at: []int{32}}, vStmtNew, vPlain, both},
+		{"issue 19: same handler code, new key / plain (WAL bytes per request)", &target{bound: 2, atMost: true, at: []int{32}}, vStmtNew, vPlain, walB},
+		{"issue 19, partitioned table: new key / plain (req/s)", &target{bound: 0.75, at: []int{32}}, vPartNew, vPlain, rps},
+		{"issue 19, partitioned table: new key / plain (server + PostgreSQL CPU per request)", &target{bound: 1.3, atMost: true, at: []int{32}}, vPartNew, vPlain, both},
+		{"issue 19, partitioned table: new key / plain (WAL bytes per request)", &target{bound: 2, atMost: true, at: []int{32}}, vPartNew, vPlain, walB},
+		{"partitioned / plain table, replay (req/s)", nil, vPartReplay, vStmtReplay, rps},
+		{"partitioned / plain table, replay (server + PostgreSQL CPU per request)", nil, vPartReplay, vStmtReplay, both},
 		{"atomic new key / plain transaction (PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, db},
 		{"atomic new key / plain transaction (server + PostgreSQL CPU per request)", nil, vAtomicNew, vPlain, both},
 		{"replay / hand-written replay (server CPU per request)", nil, vReplay, vHandReplay, cpu},

@@ -9,6 +9,9 @@
 //	/ab/{withstatement,readfirst,pipelined}/v1/payments
 //	                     POST: createPayment through the generated code on a runtime with
 //	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
+//	/ab/partitioned/v1/payments
+//	                     POST: the same with ClaimWithStatement on the table partitioned by expiry,
+//	                     in the database named after DATABASE_URL's with "_partitioned" appended
 //	/mw/v1/payments      POST: createPayment through runtime.Middleware in front of a net/http handler
 //	                     with the same business code (baseline.Middleware), on ClaimWithStatement
 //	/redis/cache/v1/...  with -redis: the conformance service with the Redis replay cache in
@@ -18,6 +21,7 @@
 //	                     (runtime/redisstore.Pair)
 //	/_bench/roundtrips   POST: database round trips since the last call (and reset)
 //	/_bench/postmaster   GET: the PostgreSQL postmaster's process id (for the database's CPU)
+//	/_bench/wal          GET: the server's current WAL position in bytes (for WAL per request)
 //	/_bench/redis        GET: the Redis server's CPU seconds so far (INFO cpu); 404 without -redis
 //	/debug/pprof/        net/http/pprof, for profiling a run (go tool pprof URL/debug/pprof/profile)
 //
@@ -123,6 +127,18 @@ func run(addr string, conns int32, redisOpt rueidis.ClientOption) error {
 		}
 		mux.Handle("/ab/"+ab.name+"/", http.StripPrefix("/ab/"+ab.name, h))
 	}
+	// The same A/B handler on the table partitioned by expiry, in a database of its own (the two
+	// layouts cannot share one).
+	ppool, err := partitionedPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer ppool.Close()
+	hp, err := baseline.WithStore(ppool, pgstore.Options{Partitioned: true})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/ab/partitioned/", http.StripPrefix("/ab/partitioned", hp))
 	mw, err := baseline.Middleware(pool)
 	if err != nil {
 		return err
@@ -148,12 +164,54 @@ func run(addr string, conns int32, redisOpt rueidis.ClientOption) error {
 		}
 		fmt.Fprint(w, ppid)
 	})
+	mux.HandleFunc("GET /_bench/wal", func(w http.ResponseWriter, r *http.Request) {
+		var lsn int64
+		if err := pool.QueryRow(r.Context(), "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").Scan(&lsn); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, lsn)
+	})
 	mux.HandleFunc("POST /_bench/roundtrips", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int64{"RoundTrips": rt.n.Swap(0)})
 	})
 	log.Printf("benchserver: listening on %s", addr)
 	return http.ListenAndServe(addr, mux)
+}
+
+// partitionedPool connects to the database named after cfg's with "_partitioned" appended,
+// created if missing, with the partitioned layout and the conformance schema (its payments
+// table), on the same tracer and pool size.
+func partitionedPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	name := cfg.ConnConfig.Database + "_partitioned"
+	admin, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err == nil && !exists {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	}
+	admin.Close(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("partitioned database: %w", err)
+	}
+	pcfg := cfg.Copy()
+	pcfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pgstore.MigratePartitioned(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := conformance.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // parentOf returns the parent process id of pid from /proc/PID/stat (field 4). A backend's

@@ -17,7 +17,12 @@ import (
 // business insert as Plain. The harness mounts one per strategy (under a path prefix) so that
 // the claim strategies are compared on identical handler code in the same run.
 func Strategy(pool *pgxpool.Pool, s pgstore.ClaimStrategy) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: s}), Scope: func(r *http.Request) (string, error) {
+	return WithStore(pool, pgstore.Options{Claim: s})
+}
+
+// WithStore is Strategy with every store option (the partitioned layout's A/B variant).
+func WithStore(pool *pgxpool.Pool, opts pgstore.Options) (http.Handler, error) {
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, opts), Scope: func(r *http.Request) (string, error) {
 		t, ok := tenant(r)
 		if !ok {
 			return "", fmt.Errorf("no bearer tenant")

@@ -1,0 +1,5 @@
+package pgstore
+
+// WaitingForTest returns how many duplicates wait for a concurrent claim of their key in s
+// (store.Claim.Wait), for the tests of package pgstore_test.
+func (s *Store) WaitingForTest() int { return s.waiting.count() }
