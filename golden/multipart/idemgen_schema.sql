@@ -6,53 +6,83 @@
 -- PostgreSQL-compatible distributed engines sharded by the scope column (Citus, YugabyteDB).
 
 -- 0001_idempotency_records.up.sql
--- idemgen idempotency store, version 1.
--- One row per (scope, key). The scope (tenant) leads the primary key so the table can be
--- distributed by it (Citus distribution column, YugabyteDB hash key); see docs/distributed.md.
--- Every time in this table comes from the database clock (now()), never from an application.
--- scope and key compare byte for byte (COLLATE "C"): keys are opaque ASCII strings, and the
--- database's default collation would make every index lookup call the locale's strcoll.
+-- idemgen idempotency store, version 1 (the plain table; migrations/partitioned/ holds the
+-- layout partitioned by expiry).
+-- One row per (scope, key), stored under digests: PostgreSQL never sees a raw key or scope, so
+-- none can appear in its log (a constraint's DETAIL prints digests) and index rows have a fixed
+-- size whatever the scope's length. pgstore.Digest computes them; docs/runtime.md shows the same
+-- in SQL. Every time in this table comes from the database clock (now()), never from an
+-- application.
 CREATE TABLE IF NOT EXISTS idempotency_records (
-    -- The tenant the ScopeFunc returned.
-    scope               text        COLLATE "C" NOT NULL,
-    -- The idempotency key as the client sent it (RFC 8941 quotes removed). For operations with
-    -- `scope: operation` it is the operationId, one space, then the key: keys never contain a
-    -- space, so the two forms cannot collide.
-    key                 text        COLLATE "C" NOT NULL,
-    -- The operationId that claimed the key (a key reused on another operation is a 422).
-    operation           text        NOT NULL,
-    -- SHA-256 fingerprint of the request and the framing version that produced it.
-    fingerprint         bytea       NOT NULL,
-    fingerprint_version smallint    NOT NULL,
-    -- 'running' while a lease-mode handler works (atomic claims are never visible running);
-    -- 'completed' once a final response is stored.
-    state               text        NOT NULL CHECK (state IN ('running', 'completed')),
+    -- 64 bits of SHA-256 over the scope (the tenant the ScopeFunc returned): the column to
+    -- distribute the table by on Citus or YugabyteDB (docs/distributed.md).
+    scope_id            bigint      NOT NULL,
+    -- 128 bits of SHA-256 over the scope and the key (the key as the client sent it, RFC 8941
+    -- quotes removed; for `scope: operation`, the operationId, one space, then the key).
+    key_id              uuid        NOT NULL,
+    -- When the key was claimed (the claiming transaction's start).
+    created_at          timestamptz NOT NULL,
+    -- After this instant the record counts as absent, even while the row still exists.
+    expires_at          timestamptz NOT NULL,
+    -- Running (lease mode): until when the claim blocks other requests. Completed: when it
+    -- completed.
+    locked_until        timestamptz NOT NULL,
     -- Lease mode: 1 for the first claim, +1 per takeover; completion is a compare-and-swap on it.
     -- Atomic mode: a random claim id (never seen outside the claiming transaction).
     fencing_token       bigint      NOT NULL,
-    -- Lease mode: until when the running claim blocks other requests.
-    locked_until        timestamptz,
-    -- The stored response: status, allow-listed headers (JSON object of string arrays), body.
-    response_status     smallint,
-    response_headers    jsonb,
-    response_body       bytea,
-    -- The body was above the stored-response cap: it was delivered once and is not replayed.
-    body_omitted        boolean     NOT NULL DEFAULT false,
-    created_at          timestamptz NOT NULL,
-    completed_at        timestamptz,
-    -- After this instant the record counts as absent, even while the row still exists.
-    expires_at          timestamptz NOT NULL,
-    PRIMARY KEY (scope, key)
+    -- SHA-256 fingerprint of the request, and the version of the framing that produced it.
+    fingerprint         bytea       NOT NULL,
+    fingerprint_version smallint    NOT NULL,
+    -- The stored final response's status; 0 while the record is running (lease mode: atomic
+    -- claims are never visible before they complete).
+    response_status     smallint    NOT NULL,
+    -- The body was above the stored-response cap, or the scope's stored-bytes cap: it was
+    -- delivered once and is not replayed.
+    body_omitted        boolean     NOT NULL,
+    -- The operationId that claimed the key (a key reused on another operation is a 422).
+    operation           text        NOT NULL,
+    -- The stored response's allow-listed headers (a JSON object of string arrays, UTF-8; empty
+    -- while running) and its body.
+    response_headers    bytea       NOT NULL,
+    response_body       bytea       NOT NULL,
+    PRIMARY KEY (key_id)
 );
 
 -- The sweeper deletes expired rows in expires_at order through this index.
 CREATE INDEX IF NOT EXISTS idempotency_records_expires_at_idx
     ON idempotency_records (expires_at);
 
+-- PostgreSQL compresses stored bodies above about 2 KB itself (TOAST). lz4 (PostgreSQL 14 and
+-- later, when built with it) does so in less than half of pglz's time at about the same size
+-- (bench/README.md, "Compressing stored bodies"); where it is not available this does nothing.
+DO $$
+BEGIN
+    ALTER TABLE idempotency_records ALTER COLUMN response_body SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN
+    NULL;
+END
+$$;
+
+-- Counters of the per-scope limits (pgstore.Options.Limits): records completed per interval and
+-- large response bodies' bytes stored per window, by scope. A counter is spread over a few slots so that
+-- concurrent requests of one scope do not queue on one row lock until their commit.
+CREATE TABLE IF NOT EXISTS idempotency_scope_usage (
+    scope_id            bigint      NOT NULL,
+    -- 1: records created, 2: response body bytes stored.
+    kind                smallint    NOT NULL,
+    -- The end of the interval counted, in seconds since the Unix epoch by the database clock;
+    -- the sweeper deletes the rows of intervals that have ended.
+    ends_at             bigint      NOT NULL,
+    slot                smallint    NOT NULL,
+    amount              bigint      NOT NULL,
+    PRIMARY KEY (scope_id, kind, ends_at, slot)
+);
+
 -- 0002_running_leases.up.sql
 -- idemgen idempotency store, version 2.
--- Running lease-mode claims by the end of their lease. The sweeper counts the claims whose lease
--- has ended (stale running records, a monitoring gauge) through this index instead of reading
--- the whole table. Only running rows enter it (completed records never do), so it stays small.
+-- Running lease-mode claims (response_status 0) by the end of their lease. The sweeper counts
+-- the claims whose lease has ended (stale running records, a monitoring gauge) through this
+-- index instead of reading the whole table. Only running rows enter it (completed records never
+-- do), so it stays small.
 CREATE INDEX IF NOT EXISTS idempotency_records_running_idx
-    ON idempotency_records (locked_until) WHERE state = 'running';
+    ON idempotency_records (locked_until) WHERE response_status = 0;
