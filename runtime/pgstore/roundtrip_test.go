@@ -45,32 +45,31 @@ func TestRoundTripsAtomic(t *testing.T) {
 				t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
 			}
 
-			xidBefore := currentXid(t, e)
-			// Several replays in a row: a replay must not make the next one (or the next claim on
-			// the same connection) pay for re-preparing statements.
-			for i := range 3 {
+			extra := xidsAssigned(t, e, func() {
+				// Several replays in a row: a replay must not make the next one (or the next claim on
+				// the same connection) pay for re-preparing statements.
+				for i := range 3 {
+					n, writes, log = e.rtt.count(func() {
+						if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+							t.Fatalf("not a replay: %d", w.Code)
+						}
+					})
+					if n != 1 || writes != 1 {
+						t.Errorf("replay %d took %d round trips (%d socket writes), want 1: %q", i, n, writes, log)
+					}
+				}
+				// A mismatch is answered from the same read.
 				n, writes, log = e.rtt.count(func() {
-					if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
-						t.Fatalf("not a replay: %d", w.Code)
+					if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
+						t.Fatalf("not a mismatch: %d", w.Code)
 					}
 				})
 				if n != 1 || writes != 1 {
-					t.Errorf("replay %d took %d round trips (%d socket writes), want 1: %q", i, n, writes, log)
-				}
-			}
-			// A mismatch is answered from the same read.
-			n, writes, log = e.rtt.count(func() {
-				if w := serve(h, req("t1", key1, `{"amount":5}`)); w.Code != 422 {
-					t.Fatalf("not a mismatch: %d", w.Code)
+					t.Errorf("mismatch took %d round trips (%d socket writes), want 1: %q", n, writes, log)
 				}
 			})
-			if n != 1 || writes != 1 {
-				t.Errorf("mismatch took %d round trips (%d socket writes), want 1: %q", n, writes, log)
-			}
-			xidAfter := currentXid(t, e)
-			// pg_current_xact_id() assigns one id itself: anything more is the replays'.
-			if xidAfter != xidBefore+1 {
-				t.Errorf("the replays assigned %d transaction ids, want 0", xidAfter-xidBefore-1)
+			if extra != 0 {
+				t.Errorf("the replays assigned %d transaction ids, want 0", extra)
 			}
 			n, writes, log = e.rtt.count(func() { serve(h, req("t1", key1+"-next", body100)) })
 			if n != want || writes != want {
@@ -78,6 +77,28 @@ func TestRoundTripsAtomic(t *testing.T) {
 			}
 		})
 	}
+}
+
+// xidsAssigned returns how many transaction ids run assigns: the least over up to five tries,
+// because the counter is the whole server's and other packages' tests share the server in
+// make test; their transactions can only add to it, so a run that assigns none shows 0 in
+// some try while one that assigns ids never does.
+func xidsAssigned(t *testing.T, e *env, run func()) int64 {
+	t.Helper()
+	least := int64(-1)
+	for range 5 {
+		before := currentXid(t, e)
+		run()
+		// pg_current_xact_id() assigns one id itself: anything more is run's, or another session's.
+		got := currentXid(t, e) - before - 1
+		if least < 0 || got < least {
+			least = got
+		}
+		if least == 0 {
+			break
+		}
+	}
+	return least
 }
 
 func currentXid(t *testing.T, e *env) int64 {
@@ -106,17 +127,18 @@ func TestRoundTripsLease(t *testing.T) {
 	if want := int64(completionStatements + 3); n != want || writes != want {
 		t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
 	}
-	xidBefore := currentXid(t, e)
-	n, writes, log = e.rtt.count(func() {
-		if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
-			t.Fatalf("not a replay: %d", w.Code)
+	extra := xidsAssigned(t, e, func() {
+		n, writes, log = e.rtt.count(func() {
+			if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+				t.Fatalf("not a replay: %d", w.Code)
+			}
+		})
+		if n != 1 || writes != 1 {
+			t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
 		}
 	})
-	if n != 1 || writes != 1 {
-		t.Errorf("replay took %d round trips (%d socket writes), want 1: %q", n, writes, log)
-	}
-	if x := currentXid(t, e); x != xidBefore+1 {
-		t.Errorf("the replay assigned %d transaction ids, want 0", x-xidBefore-1)
+	if extra != 0 {
+		t.Errorf("the replay assigned %d transaction ids, want 0", extra)
 	}
 }
 
