@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -839,5 +840,50 @@ func TestWaitCost(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM payment_intents) + (SELECT count(*) FROM payouts)`).Scan(&n); err != nil || n != 4 {
 		t.Errorf("rows = %d (%v), want 4", n, err)
+	}
+}
+
+// TestReadmeSection checks that the README's "Stripe-compatible" section shows this example's
+// config (idemgen.yaml without its comment lines) and its go:generate command, so that what
+// the README shows is what this test runs.
+func TestReadmeSection(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Stripe-compatible\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Stripe-compatible" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	block := func(lang string) string {
+		_, rest, ok := strings.Cut(section, "```"+lang+"\n")
+		if !ok {
+			t.Fatalf("the section has no %s block", lang)
+		}
+		b, _, _ := strings.Cut(rest, "```")
+		return b
+	}
+	cfg, err := os.ReadFile("idemgen.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for line := range strings.Lines(string(cfg)) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			want.WriteString(line)
+		}
+	}
+	if got := block("yaml"); got != want.String() {
+		t.Errorf("README's config:\n%s\nidemgen.yaml without comments:\n%s", got, want.String())
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gen, _ := strings.Cut(string(src), "//go:generate ")
+	gen, _, _ = strings.Cut(gen, "\n")
+	if got := strings.TrimSpace(block("sh")); got != gen {
+		t.Errorf("README's command %q, main.go's go:generate %q", got, gen)
 	}
 }
