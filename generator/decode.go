@@ -11,7 +11,8 @@ import (
 
 // Each operation gets one decode function, decode<Op>(in *gen.Input) (<Op>Request, error): it
 // decodes the body strictly with the schema's checks (a JSON struct through the shared struct
-// decoders, a form inline), adds the body to the fingerprint, reports a body-carried key, then
+// decoders, a flat form inline, a form with bracketed fields through its own struct decoders:
+// form.go), adds the body to the fingerprint, reports a body-carried key, then
 // reads the parameters. The runtime has framed the request line before (gen.Input.Begin) and
 // sums the fingerprint after. JSON is read by canonical.Decoder, a strict tokenizer with a sticky
 // first error (duplicate members, bad UTF-8, surrogates, number range, depth), so the generated
@@ -28,7 +29,10 @@ func (g *gen) emitDecoders(f *jen.File) {
 		g.emitDecodeOp(f, o)
 	}
 	for _, t := range g.named {
-		if t.kind == kStruct && !t.form {
+		switch {
+		case t.kind == kStruct && t.form:
+			g.emitTreeDecoder(f, t)
+		case t.kind == kStruct:
 			g.emitStructDecoder(f, t)
 		}
 	}
@@ -70,6 +74,10 @@ func (g *gen) emitDecodeOp(f *jen.File, o *opPlan) {
 func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 	frameRaw := o.rawBody || o.op.Settings.Fingerprint.Body == model.BodyRaw
 	one := func(b *jen.Group, c *contentPlan) {
+		if c.c.Kind == model.ContentForm && o.tree {
+			g.emitTreeBody(b, o, frameRaw)
+			return
+		}
 		switch {
 		case o.rawBody:
 			b.Id("r").Dot("Body").Op("=").Id("in").Dot("Body")

@@ -166,16 +166,20 @@ type gen struct {
 	diags diag.List
 
 	types     map[*model.Schema]*tinfo
-	formTypes map[*model.Schema]*tinfo // structs of form-only bodies with nested members
-	keyProps  map[*model.Property]bool // members that carry a body key
-	named     []*tinfo                 // struct and enum types to declare, in first-use order
-	cyclic    map[*model.Schema]bool
-	ops       []*opPlan
-	canon     map[string]*canonFunc
-	canonList []*canonFunc
-	decoders  []*tinfo // struct types needing a JSON decode function, in first-use order
-	needSeg   bool     // some path needs the segment matcher helper
-	routes    []*route // ServeMux registrations, overlapping operations grouped
+	formTypes map[*model.Schema]*tinfo // types of bracketed form bodies (formType)
+	// formShapes are the structs of bracketed form bodies by the shape of their inline schema
+	// (formShape), so that identical inline objects share one type; shapes memoizes formShape.
+	formShapes map[string]*tinfo
+	shapes     map[*model.Schema]string
+	keyProps   map[*model.Property]bool // members that carry a body key
+	named      []*tinfo                 // struct and enum types to declare, in first-use order
+	cyclic     map[*model.Schema]bool
+	ops        []*opPlan
+	canon      map[string]*canonFunc
+	canonList  []*canonFunc
+	decoders   []*tinfo // struct types needing a JSON decode function, in first-use order
+	needSeg    bool     // some path needs the segment matcher helper
+	routes     []*route // ServeMux registrations, overlapping operations grouped
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
 	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
@@ -184,14 +188,16 @@ type gen struct {
 
 func newGen(doc *model.Document, opts Options) *gen {
 	return &gen{
-		doc:       doc,
-		opts:      opts,
-		names:     newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
-		types:     map[*model.Schema]*tinfo{},
-		cyclic:    map[*model.Schema]bool{},
-		keyProps:  map[*model.Property]bool{},
-		canon:     map[string]*canonFunc{},
-		formTypes: map[*model.Schema]*tinfo{},
+		doc:        doc,
+		opts:       opts,
+		names:      newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
+		types:      map[*model.Schema]*tinfo{},
+		cyclic:     map[*model.Schema]bool{},
+		keyProps:   map[*model.Property]bool{},
+		canon:      map[string]*canonFunc{},
+		formTypes:  map[*model.Schema]*tinfo{},
+		formShapes: map[string]*tinfo{},
+		shapes:     map[*model.Schema]string{},
 	}
 }
 

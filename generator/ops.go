@@ -23,8 +23,11 @@ type opPlan struct {
 	decode, operation string
 	// bodyT is the typed request body; nil when the operation has no body or every media type
 	// is raw (the handler then gets []byte).
-	bodyT    *tinfo
-	rawBody  bool // the handler's body is the exact bytes
+	bodyT   *tinfo
+	rawBody bool // the handler's body is the exact bytes
+	// tree: the body is a form with bracketed fields (gen.FormTree), framed as the canonical
+	// JSON of its decoded value; a flat form (gen.Form) is framed as its sorted fields.
+	tree     bool
 	contents []*contentPlan
 	// keyPath are the struct fields from the body root down to a body-carried key (a JSON
 	// member or a form field); empty for header keys.
@@ -209,10 +212,13 @@ func (g *gen) planBody(o *opPlan) {
 		}
 	}
 	_, planned := g.types[typed]
-	if formOnly {
+	if formOnly && bracketed(typed) {
+		// A form with nested members: decoded from its bracketed fields (gen.FormTree) into
+		// types of its own, fingerprinted as the canonical JSON of the decoded value.
 		_, fplanned := g.formTypes[typed]
-		planned = planned || fplanned
-		o.bodyT = g.formTypeOf(typed, want)
+		planned = fplanned || typed.Name != ""
+		o.tree = true
+		o.bodyT = g.formType(typed, want)
 	} else {
 		o.bodyT = g.typeOf(typed, want)
 	}
@@ -233,8 +239,19 @@ func (g *gen) planBody(o *opPlan) {
 					Hint:    "give the form body an object schema with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
 				return
 			}
+			if o.tree {
+				g.checkFormEncoding(o, c)
+				break
+			}
+			if formOnly {
+				for _, p := range o.op.Settings.Fingerprint.Exclude {
+					if len(p.Tokens) > 1 {
+						g.unsupportedExclusion(o, "a member below a field of a flat form body, whose fields are excluded by their names")
+					}
+				}
+			}
 			for _, f := range o.bodyT.fields {
-				if !f.bag && !flatField(f.p.Schema) {
+				if !flatField(f.p.Schema) {
 					g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: f.p.Schema.Loc,
 						Message: fmt.Sprintf("operation %s: form field %q is %s, and the schema is also the operation's JSON body; idemgen decodes one typed body per operation, so such a form must be flat",
 							o.op.ID, f.p.Name, describeSchema(f.p.Schema)),
@@ -495,57 +512,6 @@ func splitSegment(seg string) (lits, params []string, ok bool) {
 		params = append(params, rest[i+1:i+j])
 		rest = rest[i+j+1:]
 	}
-}
-
-// flatField reports whether a form field of schema s decodes to a plain Go value: a scalar, a
-// schema-less value (kept as a JSON string), or an array of scalars (the field repeated).
-func flatField(s *model.Schema) bool {
-	switch s.Type {
-	case model.TypeString, model.TypeInteger, model.TypeNumber, model.TypeBoolean, model.TypeAny:
-		return true
-	case model.TypeArray:
-		return s.Items != nil && s.Items.Type != model.TypeObject && s.Items.Type != model.TypeArray && s.Items.Type != model.TypeAny
-	}
-	return false
-}
-
-// formTypeOf plans the body struct of a form-only operation. Flat schemas share the JSON
-// struct; a schema with nested members (Stripe's metadata[key], features[card_issuing][x])
-// gets its own struct, where each nested member is the list of its bracketed fields
-// ([]canonical.FormField, in body order), because form encodings of nested values differ
-// between APIs. The fingerprint covers every field either way (canonical form body).
-func (g *gen) formTypeOf(s *model.Schema, hint string) *tinfo {
-	if t, ok := g.formTypes[s]; ok {
-		return t
-	}
-	flat := s.Type == model.TypeObject
-	for _, p := range s.Properties {
-		flat = flat && flatField(p.Schema)
-	}
-	if flat {
-		return g.typeOf(s, hint)
-	}
-	if s.Type != model.TypeObject {
-		return g.typeOf(s, hint) // planBody reports it
-	}
-	if s.Name != "" && s.GoName != "" {
-		hint = s.GoName + "Form"
-	}
-	t := &tinfo{kind: kStruct, s: s, name: g.names.take(hint), form: true}
-	g.formTypes[s] = t
-	g.named = append(g.named, t)
-	for _, p := range s.Properties {
-		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
-		if flatField(p.Schema) {
-			f.t = g.typeOf(p.Schema, t.name+p.GoName)
-			f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey)
-		} else {
-			f.bag = true
-			f.t = &tinfo{kind: kRaw, s: p.Schema}
-		}
-		t.fields = append(t.fields, f)
-	}
-	return t
 }
 
 // declaredPath reports whether op declares the path parameter name.

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -22,6 +23,9 @@ const (
 	kFloat
 	kBool
 	kRaw // any / oneOf / anyOf: canonical JSON bytes (json.RawMessage)
+	// kUnset: a member of a bracketed form declared anyOf [X, enum ['']]:
+	// canonical.Unsettable[X] (elem is X), "" meaning unset.
+	kUnset
 )
 
 // tinfo is the planned Go type of one schema.
@@ -30,7 +34,7 @@ type tinfo struct {
 	s    *model.Schema
 	// name is the declared type name for kStruct and kEnum.
 	name string
-	// elem is the element type of kSlice and the value type of kMap.
+	// elem is the element type of kSlice, the value type of kMap and the value of kUnset.
 	elem *tinfo
 	// fields of a kStruct, in spec order; extra is the name of the field that keeps undeclared
 	// members ("" for closed objects).
@@ -45,9 +49,11 @@ type tinfo struct {
 	// decodeFn is the name of the struct's JSON decode function (structs only); canonicalizer
 	// names are per exclusion set (canonFor).
 	decodeFn string
-	// form marks a struct planned for a form-only body (formTypeOf): it has no JSON decoder or
-	// canonicalizer, and its nested members are bags of bracketed fields.
-	form bool
+	// form marks a struct of a bracketed form body (formType): it has a FormTree decoder
+	// instead of a JSON one. shared counts the other inline schemas of the same shape that use
+	// it.
+	form   bool
+	shared int
 }
 
 // field is one member of a generated struct.
@@ -62,8 +68,6 @@ type field struct {
 	// required-checked (a missing key is key-missing, docs/design.md section 4); the operation's
 	// canonicalizer leaves it out of the fingerprint.
 	bodyKey bool
-	// bag: a nested member of a form body, kept as its bracketed fields (formTypeOf).
-	bag bool
 }
 
 // scalar kinds take a pointer when optional; slices, maps and raw values use nil for absent.
@@ -94,15 +98,14 @@ func (t *tinfo) code() jen.Code {
 		return jen.Float64()
 	case kBool:
 		return jen.Bool()
+	case kUnset:
+		return jen.Qual(pkgCanonical, "Unsettable").Types(t.elem.code())
 	default:
 		return jen.Qual("encoding/json", "RawMessage")
 	}
 }
 
 func (f *field) code() jen.Code {
-	if f.bag {
-		return jen.Index().Qual(pkgCanonical, "FormField")
-	}
 	if f.ptr {
 		return jen.Op("*").Add(f.t.code())
 	}
@@ -261,6 +264,12 @@ func (g *gen) emitEnum(f *jen.File, t *tinfo) {
 
 func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 	doc := t.name + " is a request type" + schemaRef(t.s) + "."
+	switch {
+	case t.shared == 1:
+		doc += " One other inline schema of the same shape shares it."
+	case t.shared > 1:
+		doc += fmt.Sprintf(" %d other inline schemas of the same shape share it.", t.shared)
+	}
 	if t.s.Description != "" {
 		doc += "\n\n" + t.s.Description
 	}
@@ -277,8 +286,8 @@ func (g *gen) emitStruct(f *jen.File, t *tinfo) {
 				c.Tag(map[string]string{"json": tag})
 			}
 			switch {
-			case fl.bag:
-				c.Comment("the " + fl.p.Name + "[...] fields, in body order")
+			case fl.t.kind == kUnset:
+				c.Comment(fl.p.Name + "= (empty) is Unset")
 			case fl.bodyKey:
 				c.Comment("idempotency key: not part of the fingerprint")
 			case fl.p.Ignore || fl.p.Schema.Ignore:

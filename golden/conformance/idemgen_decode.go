@@ -10,21 +10,8 @@ import (
 // decodeCreateCharge decodes a request to createCharge: its body (strictly, with the schema's
 // checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodeCreateCharge(in *gen.Input) (r CreateChargeRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = f.Once(&seen, 0).Int64()
-		case "currency":
-			v.Currency = f.Once(&seen, 1).Str()
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 2).Str())
-		}
-	}
-	f.Required(seen, "amount", "currency")
-	in.FormBody()
+	decodeCreateChargeBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
@@ -103,22 +90,92 @@ func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
 	d.Required(seen, "amount", "currency", "to")
 }
 
-func decodeCreateChargeBody(d *canonical.Decoder, v *CreateChargeBody) {
+func decodeCreateChargeBody(f *gen.FormTree, v *CreateChargeBody) {
 	var seen uint64 // one bit per declared member
-	for d.BeginObject(); d.NextMember(); {
-		switch string(d.Name()) {
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
 		case "amount":
-			v.Amount = d.Field(&seen, 0).Int64()
+			v.Amount = f.Scalar(&seen, 0).Int64()
 		case "currency":
-			v.Currency = d.Field(&seen, 1).Str()
+			v.Currency = f.Scalar(&seen, 1).Str()
 		case "description":
-			v.Description = canonical.Ptr(d.Field(&seen, 2).Str())
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 3).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "items":
+			v.Items = []CreateChargeBodyItemsItem{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				v.Items = append(v.Items, CreateChargeBodyItemsItem{})
+				decodeCreateChargeBodyItemsItem(f, &v.Items[len(v.Items)-1])
+			}
+			f.EndArray()
+		case "shipping":
+			v.Shipping = new(canonical.Unsettable[CreateChargeBodyShipping])
+			if v.Shipping.Unset = f.Field(&seen, 5).Unset(); !v.Shipping.Unset {
+				decodeCreateChargeBodyShipping(f, &v.Shipping.Value)
+			}
 		default:
-			d.Unknown(&v.Extra)
+			f.Unknown(&v.Extra)
 		}
 	}
-	d.EndObject()
-	d.Required(seen, "amount", "currency")
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodeCreateChargeBodyItemsItem(f *gen.FormTree, v *CreateChargeBodyItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "price":
+			v.Price = f.Scalar(&seen, 0).Str()
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+			f.Min(*v.Quantity, 1)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "price")
+}
+
+func decodeCreateChargeBodyShipping(f *gen.FormTree, v *CreateChargeBodyShipping) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+		case "address":
+			v.Address = new(CreateChargeBodyShippingAddress)
+			decodeCreateChargeBodyShippingAddress(f.Field(&seen, 1), v.Address)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodeCreateChargeBodyShippingAddress(f *gen.FormTree, v *CreateChargeBodyShippingAddress) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "city":
+			v.City = canonical.Ptr(f.Scalar(&seen, 0).Str())
+		case "line1":
+			v.Line1 = canonical.Ptr(f.Scalar(&seen, 1).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
 }
 
 func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {

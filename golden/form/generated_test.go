@@ -4,7 +4,9 @@ package form
 // bracketed names, one operation with JSON and form bodies, and a raw body.
 
 import (
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/fptest"
@@ -93,5 +95,187 @@ func TestRawBodyIsByteExact(t *testing.T) {
 	}
 	if fp("abc") == fp("abd") {
 		t.Error("raw body change kept the fingerprint")
+	}
+}
+
+// TestFlatArrayIndexOrder: a flat form's array field is read in the order of its indices
+// (issue 14: [1]=b&[0]=a reached the handler as [b a]); its fingerprint is still the sorted
+// fields, as before.
+func TestFlatArrayIndexOrder(t *testing.T) {
+	decode := func(body string) (CreateCustomerRequest, canonical.Fingerprint, error) {
+		return fptest.Decode(operationCreateCustomer(), decodeCreateCustomer, httptest.NewRequest("POST", "/v1/customers", nil), formType, []byte(body))
+	}
+	a, fa, err := decode("email=x&preferred_locales[1]=fr&preferred_locales[0]=en")
+	if err != nil || len(a.Body.PreferredLocales) != 2 || a.Body.PreferredLocales[0] != "en" {
+		t.Fatalf("%v (%v)", a.Body.PreferredLocales, err)
+	}
+	if _, fb, _ := decode("email=x&preferred_locales%5B0%5D=en&preferred_locales%5B1%5D=fr"); fa != fb {
+		t.Error("the order of indexed fields changed the fingerprint")
+	}
+	for body, at := range map[string]string{
+		"email=x&preferred_locales[0]=en&preferred_locales[2]=fr":                                 "/preferred_locales[1]",
+		"email=x&preferred_locales[0]=en&preferred_locales[0]=fr":                                 "/preferred_locales[0]",
+		"email=x&preferred_locales[]=en&preferred_locales[1]=fr":                                  "/preferred_locales[1]",
+		"email=x&preferred_locales=a&preferred_locales=b&preferred_locales=c&preferred_locales=d": "/preferred_locales",
+	} {
+		_, _, err := decode(body)
+		var ce *canonical.Error
+		if !errors.As(err, &ce) || ce.Pointer != at {
+			t.Errorf("%s: %v, want a refusal at %s", body, err, at)
+		}
+	}
+}
+
+// piBody is a Stripe-style request to createPaymentIntent, as stripe-go encodes one.
+const piBody = "amount=2000&currency=eur&description=Order+42&metadata[order_id]=42&metadata[trace_id]=t-1" +
+	"&items[0][price]=price_A&items[0][quantity]=2&items[0][note]=gift&items[1][price]=price_B&items[1][tax_rates][0]=txr_1" +
+	"&shipping[name]=Ada&shipping[phone]=555&shipping[address][city]=Paris&expand[]=customer&expand[]=latest_charge" +
+	"&levels[0][0]=1&levels[0][1]=2&levels[1][0]=3&payment_method_data[type]=card&options[x][y]=z&idempotency_key=k-1"
+
+func decodePI(t *testing.T, body string) (CreatePaymentIntentRequest, canonical.Fingerprint, error) {
+	t.Helper()
+	return fptest.Decode(operationCreatePaymentIntent(), decodeCreatePaymentIntent, httptest.NewRequest("POST", "/v1/payment_intents", nil), formType, []byte(body))
+}
+
+func TestBracketedForm(t *testing.T) {
+	v, fp, err := decodePI(t, piBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := v.Body
+	switch {
+	case b.Amount != 2000 || b.Description == nil || b.Description.Value != "Order 42",
+		b.Metadata == nil || b.Metadata.Unset || b.Metadata.Value["order_id"] != "42",
+		len(b.Items) != 2 || *b.Items[0].Quantity != 2 || b.Items[1].TaxRates.Value[0] != "txr_1",
+		b.Shipping == nil || b.Shipping.Value.Name != "Ada" || *b.Shipping.Value.Address.City != "Paris",
+		strings.Join(b.Expand, ",") != "customer,latest_charge",
+		len(b.Levels) != 2 || b.Levels[0][1] != 2 || b.Levels[1][0] != 3,
+		string(b.PaymentMethodData) != `{"type":"card"}`, string(b.Options["x"]) != `{"y":"z"}`,
+		b.IdempotencyKey == nil || *b.IdempotencyKey != "k-1":
+		t.Fatalf("decoded %+v", b)
+	}
+	// Reversed, with percent-encoded brackets, but expand[] (unindexed: body order is its
+	// order) kept in order: the same request.
+	var reordered, expand []string
+	for _, f := range strings.Split(piBody, "&") {
+		if strings.HasPrefix(f, "expand[]") {
+			expand = append(expand, f)
+			continue
+		}
+		reordered = append([]string{strings.NewReplacer("[", "%5B", "]", "%5d").Replace(f)}, reordered...)
+	}
+	reordered = append(expand, reordered...)
+	same := func(what, body string) {
+		t.Helper()
+		if _, got, err := decodePI(t, body); err != nil || got != fp {
+			t.Errorf("%s changed the fingerprint (%v)", what, err)
+		}
+	}
+	other := func(what, body string) {
+		t.Helper()
+		if _, got, err := decodePI(t, body); err != nil || got == fp {
+			t.Errorf("%s kept the fingerprint (%v)", what, err)
+		}
+	}
+	same("field order and percent-encoding", strings.Join(reordered, "&"))
+	same("the key", strings.Replace(piBody, "idempotency_key=k-1", "idempotency_key=k-2", 1))
+	same("metadata[trace_id] (excluded)", strings.Replace(piBody, "trace_id]=t-1", "trace_id]=t-2", 1))
+	same("shipping[phone] (excluded)", strings.Replace(piBody, "&shipping[phone]=555", "", 1))
+	same("items[*][note] (excluded)", strings.Replace(piBody, "note]=gift", "note]=other", 1))
+	other("swapped items", strings.NewReplacer("items[0]", "items[1]", "items[1]", "items[0]").Replace(piBody))
+	other("expand's order", strings.Replace(piBody, "expand[]=customer&expand[]=latest_charge", "expand[]=latest_charge&expand[]=customer", 1))
+	other("a metadata value", strings.Replace(piBody, "order_id]=42", "order_id]=43", 1))
+	other("the amount", strings.Replace(piBody, "amount=2000", "amount=2001", 1))
+	// Spellings the decoder reads as one value are the fields as sent: another request.
+	other("an integer's spelling", strings.Replace(piBody, "amount=2000", "amount=02000", 1))
+	other("indexed instead of unindexed elements", strings.Replace(piBody, "expand[]=customer&expand[]=latest_charge", "expand[0]=customer&expand[1]=latest_charge", 1))
+
+	// Absent, unset ('') and present are three requests, for a map, a struct and a string.
+	for _, field := range []struct{ absent, unset, set string }{
+		{"", "&metadata=", "&metadata[a]=1"},
+		{"", "&shipping=", "&shipping[name]=Ada"},
+		{"", "&description=", "&description=x"},
+		{"", "&items[0][price]=p&items[0][tax_rates]=", "&items[0][price]=p&items[0][tax_rates][0]=t"},
+	} {
+		seen := map[canonical.Fingerprint]string{}
+		for _, tail := range []string{field.absent, field.unset, field.set} {
+			v, fp, err := decodePI(t, "amount=1&currency=usd"+tail)
+			if err != nil {
+				t.Fatalf("%q: %v", tail, err)
+			}
+			if prev, dup := seen[fp]; dup {
+				t.Errorf("%q fingerprints like %q", tail, prev)
+			}
+			seen[fp] = tail
+			if tail == "&metadata=" && (v.Body.Metadata == nil || !v.Body.Metadata.Unset) {
+				t.Errorf("metadata= decoded as %+v", v.Body.Metadata)
+			}
+		}
+	}
+
+	// The form-carried key reaches the runtime.
+	var in gen.Input
+	in.Reset(httptest.NewRequest("POST", "/v1/payment_intents", nil), []byte(piBody), formType, formType, nil, nil)
+	if _, err := decodeCreatePaymentIntent(&in); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := in.BodyKey(); k != "k-1" || !ok {
+		t.Errorf("body key %q, %v", k, ok)
+	}
+
+	for body, at := range map[string]string{
+		"amount=1&currency=usd&items[0][price]=a&items[2][price]=b":      "/items[1]",
+		"amount=1&currency=usd&metadata[k]=1&metadata[k]=2":              "/metadata[k]",
+		"amount=1&currency=usd&items[x][price]=a":                        "/items[x][price]",
+		"amount=1&currency=usd&shipping[name]=Ada&shipping[planet]=Mars": "/shipping[planet]",
+		"amount=1&currency=usd&planet=Mars":                              "/planet",
+		"amount=1&currency=usd&metadata=x":                               "/metadata",
+		"amount=1&currency=usd&items[0][quantity]=1":                     "/items[0][price]",
+		"amount=1&currency=usd&levels[0][1]=1":                           "/levels[0][0]",
+		"amount=1&currency=usd&metadata[k]=" + strings.Repeat("x", 501):  "/metadata[k]",
+		"amount=1&currency=usd&description=" + strings.Repeat("x", 101):  "/description",
+		"amount=1&currency=usd&capture_method=later":                     "/capture_method",
+		"amount=0&currency=usd":                                          "/amount",
+	} {
+		_, _, err := decodePI(t, body)
+		var ce *canonical.Error
+		if !errors.As(err, &ce) || ce.Pointer != at {
+			t.Errorf("%.80s: %v, want a refusal at %s", body, err, at)
+		}
+	}
+}
+
+// TestBracketedFormCanonicalForm spells out the fingerprint of a bracketed form: its fields
+// sorted by name, as a flat form's (canonical.AppendFormFields), without the key and the
+// excluded members, framed after the request line and the media type.
+func TestBracketedFormCanonicalForm(t *testing.T) {
+	body := "amount=2000&currency=eur&metadata[order_id]=42&metadata[trace_id]=t-1&items[1][price]=price_B&items[0][price]=price_A" +
+		"&items[0][quantity]=2&items[0][note]=gift&shipping[name]=Ada&shipping%5Baddress%5D[city]=Paris&expand[]=customer&idempotency_key=k-1"
+	var f canonical.Framer
+	f.Begin("createPaymentIntent", "POST", "/v1/payment_intents")
+	f.MediaType(formType)
+	if err := f.FormBody([]byte("amount=2000&currency=eur&expand[]=customer&items[0][price]=price_A&items[0][quantity]=2" +
+		"&items[1][price]=price_B&metadata[order_id]=42&shipping[address][city]=Paris&shipping[name]=Ada")); err != nil {
+		t.Fatal(err)
+	}
+	fp := f.Sum()
+	_, got, err := decodePI(t, body)
+	if err != nil || got != fp {
+		t.Errorf("fingerprint %s (%v), want %s", got, err, fp)
+	}
+	if got.String() != want[10] {
+		t.Errorf("the corpus's entry 10 is not this request's fingerprint")
+	}
+}
+
+// TestSharedShape: inline objects of the same shape share one Go type, decoder and canonicalizer.
+func TestSharedShape(t *testing.T) {
+	v, _, err := decodePI(t, "amount=1&currency=usd&billing_address[city]=Paris&shipping[name]=A&shipping[address][city]=Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a *ShippingFormAddress = v.Body.BillingAddress
+	if *a.City != *v.Body.Shipping.Value.Address.City {
+		t.Errorf("billing %+v", a)
 	}
 }

@@ -3,6 +3,7 @@
 package form
 
 import (
+	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
@@ -28,7 +29,18 @@ func decodeCreateCustomer(in *gen.Input) (r CreateCustomerRequest, _ error) {
 			v.TaxExempt = canonical.Ptr(CreateCustomerBodyTaxExempt(f.Once(&seen, 4).Enum("none", "exempt", "reverse")))
 		case "client_ip":
 			v.ClientIP = canonical.Ptr(f.Once(&seen, 5).Str())
+		default:
+			switch f.Base() {
+			case "preferred_locales":
+				f.Item(&seen, 6)
+			}
 		}
+	}
+	if f.List("preferred_locales") {
+		for f.NextItem() {
+			v.PreferredLocales = append(v.PreferredLocales, f.Str())
+		}
+		f.Items(len(v.PreferredLocales), -1, 3)
 	}
 	f.Required(seen, "email")
 	in.FormBody("client_ip", "idempotency_key")
@@ -77,6 +89,17 @@ func decodeCreateNote(in *gen.Input) (r CreateNoteRequest, _ error) {
 	return r, in.Err()
 }
 
+// decodeCreatePaymentIntent decodes a request to createPaymentIntent: its body (strictly, with the
+// schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreatePaymentIntent(in *gen.Input) (r CreatePaymentIntentRequest, _ error) {
+	decodeCreatePaymentIntentBody(in.FormTree(), &r.Body)
+	in.FormTreeBody("idempotency_key", "items[*][note]", "metadata[trace_id]", "shipping[phone]")
+	if r.Body.IdempotencyKey != nil {
+		in.SetBodyKey(*r.Body.IdempotencyKey, true)
+	}
+	return r, in.Err()
+}
+
 func decodeNote(d *canonical.Decoder, v *Note) {
 	var seen uint64 // one bit per declared member
 	for d.BeginObject(); d.NextMember(); {
@@ -110,10 +133,163 @@ func decodeCreateCustomerBody(d *canonical.Decoder, v *CreateCustomerBody) {
 			v.TaxExempt = canonical.Ptr(CreateCustomerBodyTaxExempt(d.Field(&seen, 4).Enum("none", "exempt", "reverse")))
 		case "client_ip":
 			v.ClientIP = canonical.Ptr(d.Field(&seen, 5).Str())
+		case "preferred_locales":
+			v.PreferredLocales = []string{}
+			for d.Field(&seen, 6).BeginArray(); d.NextElement(); {
+				v.PreferredLocales = append(v.PreferredLocales, d.Str())
+			}
+			d.EndArray()
+			d.Items(len(v.PreferredLocales), -1, 3)
 		default:
 			d.Unknown(&v.Extra)
 		}
 	}
 	d.EndObject()
 	d.Required(seen, "email")
+}
+
+func decodeCreatePaymentIntentBody(f *gen.FormTree, v *CreatePaymentIntentBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "idempotency_key":
+			v.IdempotencyKey = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+			f.Min(v.Amount, 1)
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+			f.Length(v.Currency, 3, 3)
+		case "description":
+			v.Description = new(canonical.Unsettable[string])
+			if v.Description.Unset = f.Field(&seen, 3).Unset(); !v.Description.Unset {
+				v.Description.Value = f.Text().Str()
+				f.Length(v.Description.Value, -1, 100)
+			}
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 4).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					k1 := f.Key()
+					e1 := f.Text().Str()
+					f.Length(e1, -1, 500)
+					v.Metadata.Value[k1] = e1
+				}
+				f.EndObject()
+			}
+		case "items":
+			v.Items = []CreatePaymentIntentBodyItemsItem{}
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				v.Items = append(v.Items, CreatePaymentIntentBodyItemsItem{})
+				decodeCreatePaymentIntentBodyItemsItem(f, &v.Items[len(v.Items)-1])
+			}
+			f.EndArray()
+			f.Items(len(v.Items), -1, 20)
+		case "shipping":
+			v.Shipping = new(canonical.Unsettable[ShippingForm])
+			if v.Shipping.Unset = f.Field(&seen, 6).Unset(); !v.Shipping.Unset {
+				decodeShippingForm(f, &v.Shipping.Value)
+			}
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 7).BeginArray(); f.NextElement(); {
+				v.Expand = append(v.Expand, f.Text().Str())
+			}
+			f.EndArray()
+		case "capture_method":
+			v.CaptureMethod = (*CreatePaymentIntentBodyCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 8).Enum("automatic", "manual")))
+		case "confirm":
+			v.Confirm = canonical.Ptr(f.Scalar(&seen, 9).Bool())
+		case "levels":
+			v.Levels = [][]int64{}
+			for f.Field(&seen, 10).BeginArray(); f.NextElement(); {
+				var e1 []int64
+				e1 = []int64{}
+				for f.BeginArray(); f.NextElement(); {
+					e1 = append(e1, f.Text().Int64())
+				}
+				f.EndArray()
+				v.Levels = append(v.Levels, e1)
+			}
+			f.EndArray()
+		case "payment_method_data":
+			v.PaymentMethodData = f.Field(&seen, 11).Raw()
+		case "options":
+			v.Options = map[string]json.RawMessage{}
+			for f.Field(&seen, 12).BeginObject(); f.NextMember(); {
+				v.Options[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "billing_address":
+			v.BillingAddress = new(ShippingFormAddress)
+			decodeShippingFormAddress(f.Field(&seen, 13), v.BillingAddress)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodeCreatePaymentIntentBodyItemsItem(f *gen.FormTree, v *CreatePaymentIntentBodyItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "price":
+			v.Price = f.Scalar(&seen, 0).Str()
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+			f.Min(*v.Quantity, 1)
+		case "note":
+			v.Note = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "tax_rates":
+			v.TaxRates = new(canonical.Unsettable[[]string])
+			if v.TaxRates.Unset = f.Field(&seen, 3).Unset(); !v.TaxRates.Unset {
+				v.TaxRates.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					v.TaxRates.Value = append(v.TaxRates.Value, f.Text().Str())
+				}
+				f.EndArray()
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "price")
+}
+
+func decodeShippingForm(f *gen.FormTree, v *ShippingForm) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+		case "phone":
+			v.Phone = canonical.Ptr(f.Scalar(&seen, 1).Str())
+		case "address":
+			v.Address = new(ShippingFormAddress)
+			decodeShippingFormAddress(f.Field(&seen, 2), v.Address)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodeShippingFormAddress(f *gen.FormTree, v *ShippingFormAddress) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "city":
+			v.City = canonical.Ptr(f.Scalar(&seen, 0).Str())
+		case "line1":
+			v.Line1 = canonical.Ptr(f.Scalar(&seen, 1).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
 }

@@ -51,3 +51,17 @@ func CreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
 		}, err
 	})
 }
+
+// CreatePaymentIntentHandler returns the http.Handler of POST /v1/payment_intents
+// (createPaymentIntent): fn runs at most once per idempotency key. Register mounts it at "POST
+// /v1/payment_intents"; mount it yourself on another router the same way.
+//
+//go:noinline
+func CreatePaymentIntentHandler(rt *runtime.Runtime, fn CreatePaymentIntentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreatePaymentIntent(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeCreatePaymentIntent(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
+	})
+}

@@ -58,6 +58,21 @@ func operationCreateNote() *runtime.Operation {
 	}
 }
 
+// operationCreatePaymentIntent returns the resolved idempotency settings of createPaymentIntent;
+// fields left out take the runtime's defaults.
+//
+//go:noinline
+func operationCreatePaymentIntent() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createPaymentIntent",
+		Method:     "POST",
+		Path:       "/v1/payment_intents",
+		Key:        runtime.KeyRule{BodyPointer: "idempotency_key"},
+		MediaTypes: []string{"application/x-www-form-urlencoded"},
+		Exclude:    []string{"/metadata/trace_id", "shipping[phone]", "/items/*/note"},
+	}
+}
+
 // Operations returns the resolved idempotency settings of every marked operation, in path
 // order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
 // returns new values.
@@ -66,6 +81,7 @@ func Operations() []*runtime.Operation {
 		operationCreateCustomer(),
 		operationUploadFile(),
 		operationCreateNote(),
+		operationCreatePaymentIntent(),
 	}
 }
 
@@ -77,6 +93,7 @@ func Routes() []runtime.Route {
 		runtime.NewRoute(operationCreateCustomer(), decodeCreateCustomer),
 		runtime.NewRoute(operationUploadFile(), decodeUploadFile),
 		runtime.NewRoute(operationCreateNote(), decodeCreateNote),
+		runtime.NewRoute(operationCreatePaymentIntent(), decodeCreatePaymentIntent),
 	}
 }
 
@@ -84,9 +101,10 @@ func Routes() []runtime.Route {
 // Register (the router then answers 404 or 405 for that route), so a service may implement a
 // subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
-	CreateCustomer CreateCustomerFunc
-	UploadFile     UploadFileFunc
-	CreateNote     CreateNoteFunc
+	CreateCustomer      CreateCustomerFunc
+	UploadFile          UploadFileFunc
+	CreateNote          CreateNoteFunc
+	CreatePaymentIntent CreatePaymentIntentFunc
 }
 
 // Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
@@ -123,6 +141,10 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if h.CreateNote != nil {
 		pattern = "POST /v1/notes"
 		mux.Handle(pattern, CreateNoteHandler(rt, h.CreateNote))
+	}
+	if h.CreatePaymentIntent != nil {
+		pattern = "POST /v1/payment_intents"
+		mux.Handle(pattern, CreatePaymentIntentHandler(rt, h.CreatePaymentIntent))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package form
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -19,13 +20,14 @@ type Note struct {
 // CreateCustomerBody is a request type (inline schema at
 // /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCustomerBody struct {
-	IdempotencyKey *string                      `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
-	Email          string                       `json:"email"`
-	Balance        *int64                       `json:"balance,omitempty"`
-	MetadataOrder  *string                      `json:"metadata[order],omitempty"`
-	TaxExempt      *CreateCustomerBodyTaxExempt `json:"tax_exempt,omitempty"`
-	ClientIP       *string                      `json:"client_ip,omitempty"`
-	Extra          canonical.Members            `json:"-"` // undeclared members, in canonical form: fingerprinted
+	IdempotencyKey   *string                      `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
+	Email            string                       `json:"email"`
+	Balance          *int64                       `json:"balance,omitempty"`
+	MetadataOrder    *string                      `json:"metadata[order],omitempty"`
+	TaxExempt        *CreateCustomerBodyTaxExempt `json:"tax_exempt,omitempty"`
+	ClientIP         *string                      `json:"client_ip,omitempty"`
+	PreferredLocales []string                     `json:"preferred_locales,omitempty"`
+	Extra            canonical.Members            `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateCustomerBodyTaxExempt is a string enum (inline schema at
@@ -36,6 +38,60 @@ const (
 	CreateCustomerBodyTaxExemptNone    CreateCustomerBodyTaxExempt = "none"
 	CreateCustomerBodyTaxExemptExempt  CreateCustomerBodyTaxExempt = "exempt"
 	CreateCustomerBodyTaxExemptReverse CreateCustomerBodyTaxExempt = "reverse"
+)
+
+// CreatePaymentIntentBody is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema).
+type CreatePaymentIntentBody struct {
+	IdempotencyKey    *string                                  `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
+	Amount            int64                                    `json:"amount"`
+	Currency          string                                   `json:"currency"`
+	Description       *canonical.Unsettable[string]            `json:"description,omitempty"` // description= (empty) is Unset
+	Metadata          *canonical.Unsettable[map[string]string] `json:"metadata,omitempty"`    // metadata= (empty) is Unset
+	Items             []CreatePaymentIntentBodyItemsItem       `json:"items,omitempty"`
+	Shipping          *canonical.Unsettable[ShippingForm]      `json:"shipping,omitempty"` // shipping= (empty) is Unset
+	Expand            []string                                 `json:"expand,omitempty"`
+	CaptureMethod     *CreatePaymentIntentBodyCaptureMethod    `json:"capture_method,omitempty"`
+	Confirm           *bool                                    `json:"confirm,omitempty"`
+	Levels            [][]int64                                `json:"levels,omitempty"`
+	PaymentMethodData json.RawMessage                          `json:"payment_method_data,omitempty"`
+	Options           map[string]json.RawMessage               `json:"options,omitempty"`
+	BillingAddress    *ShippingFormAddress                     `json:"billing_address,omitempty"`
+}
+
+// CreatePaymentIntentBodyItemsItem is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items).
+type CreatePaymentIntentBodyItemsItem struct {
+	Price    string                          `json:"price"`
+	Quantity *int64                          `json:"quantity,omitempty"`
+	Note     *string                         `json:"note,omitempty"`
+	TaxRates *canonical.Unsettable[[]string] `json:"tax_rates,omitempty"` // tax_rates= (empty) is Unset
+	Extra    canonical.Members               `json:"-"`                   // undeclared members, in canonical form: fingerprinted
+}
+
+// ShippingForm is a request type (schema Shipping).
+type ShippingForm struct {
+	Name    string               `json:"name"`
+	Phone   *string              `json:"phone,omitempty"`
+	Address *ShippingFormAddress `json:"address,omitempty"`
+}
+
+// ShippingFormAddress is a request type (inline schema at
+// /components/schemas/Shipping/properties/address). One other inline schema of the same shape
+// shares it.
+type ShippingFormAddress struct {
+	City  *string           `json:"city,omitempty"`
+	Line1 *string           `json:"line1,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// CreatePaymentIntentBodyCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/capture_method).
+type CreatePaymentIntentBodyCaptureMethod string
+
+const (
+	CreatePaymentIntentBodyCaptureMethodAutomatic CreatePaymentIntentBodyCaptureMethod = "automatic"
+	CreatePaymentIntentBodyCaptureMethodManual    CreatePaymentIntentBodyCaptureMethod = "manual"
 )
 
 // CreateCustomerParams holds the parameters of operation createCustomer.
@@ -98,3 +154,23 @@ type CreateNoteRequest struct {
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
 type CreateNoteFunc func(ctx context.Context, tx pgstore.DBTX, p CreateNoteParams, body CreateNoteBody) (runtime.Response, error)
+
+// CreatePaymentIntentParams holds the parameters of operation createPaymentIntent.
+type CreatePaymentIntentParams struct{}
+
+// CreatePaymentIntentRequest is a decoded request to operation createPaymentIntent.
+type CreatePaymentIntentRequest struct {
+	Params CreatePaymentIntentParams
+	Body   CreatePaymentIntentBody
+}
+
+// CreatePaymentIntentFunc is the business function of operation createPaymentIntent (POST
+// /v1/payment_intents).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in form field idempotency_key
+// (optional: without it the request runs unguarded); fingerprint excludes /metadata/trace_id,
+// shipping[phone], /items/*/note.
+//
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreatePaymentIntentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentIntentParams, body CreatePaymentIntentBody) (runtime.Response, error)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/idemgen/idemgen/runtime/pgstore"
 
@@ -26,7 +27,20 @@ func (s *service) handlers() api.Handlers {
 			return s.createTransfer(ctx, tx, transferInput{Amount: b.Amount, Destination: b.Destination})
 		},
 		CreateCharge: func(ctx context.Context, tx pgstore.DBTX, _ api.CreateChargeParams, b api.CreateChargeBody) (runtime.Response, error) {
-			return s.createCharge(ctx, tx, chargeInput{Amount: b.Amount, Currency: b.Currency, Description: b.Description})
+			in := chargeInput{Amount: b.Amount, Currency: b.Currency, Description: b.Description}
+			var err error
+			if in.Metadata, err = unsettableJSON(b.Metadata); err != nil {
+				return runtime.Response{}, err
+			}
+			if in.Shipping, err = unsettableJSON(b.Shipping); err != nil {
+				return runtime.Response{}, err
+			}
+			if b.Items != nil {
+				if in.Items, err = json.Marshal(b.Items); err != nil {
+					return runtime.Response{}, err
+				}
+			}
+			return s.createCharge(ctx, tx, in)
 		},
 		CreateProviderCharge: func(ctx context.Context, lease *runtime.Lease, _ api.CreateProviderChargeParams, b api.CreateProviderChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			return s.createProviderCharge(ctx, lease, b.Amount)

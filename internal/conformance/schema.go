@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS charges (
 	amount      bigint NOT NULL,
 	currency    text NOT NULL,
 	description text,
+	metadata    jsonb, -- NULL when absent, "" when unset (metadata=), else the object
+	items       jsonb,
+	shipping    jsonb, -- as metadata
 	created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS charges_tenant ON charges (tenant);

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -160,6 +161,21 @@ type chargeInput struct {
 	Amount      int64
 	Currency    string
 	Description *string
+	// Metadata, Items and Shipping are the bracketed form fields (metadata[k], items[0][price],
+	// shipping[address][city]) as JSON documents: nil when absent, "" when sent empty to unset.
+	Metadata, Items, Shipping []byte
+}
+
+// unsettableJSON is the JSON of a form field declared anyOf [X, enum [""]]: nil when absent,
+// the string "" when unset, else X's.
+func unsettableJSON[T any](u *canonical.Unsettable[T]) ([]byte, error) {
+	switch {
+	case u == nil:
+		return nil, nil
+	case u.Unset:
+		return []byte(`""`), nil
+	}
+	return json.Marshal(u.Value)
 }
 
 func (s *service) createCharge(ctx context.Context, tx pgstore.DBTX, in chargeInput) (runtime.Response, error) {
@@ -168,11 +184,20 @@ func (s *service) createCharge(ctx context.Context, tx pgstore.DBTX, in chargeIn
 		return runtime.Response{}, err
 	}
 	id := "ch_" + uuid.NewString()
-	if _, err := tx.Exec(ctx, `INSERT INTO charges (id, tenant, amount, currency, description) VALUES ($1, $2, $3, $4, $5)`,
-		id, k.tenant, in.Amount, in.Currency, in.Description); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO charges (id, tenant, amount, currency, description, metadata, items, shipping) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		id, k.tenant, in.Amount, in.Currency, in.Description, jsonb(in.Metadata), jsonb(in.Items), jsonb(in.Shipping)); err != nil {
 		return runtime.Response{}, fmt.Errorf("insert charge: %w", err)
 	}
 	return k.after(jsonResponse(http.StatusCreated, map[string]string{"id": id}))
+}
+
+// jsonb passes a JSON document to a jsonb column as text, NULL when there is none.
+func jsonb(doc []byte) *string {
+	if doc == nil {
+		return nil
+	}
+	s := string(doc)
+	return &s
 }
 
 // createProviderCharge is the lease-mode handler: it charges through the provider under the

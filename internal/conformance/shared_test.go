@@ -7,9 +7,13 @@ import (
 	"testing"
 )
 
-// sharedCases is the workspace's shared case folder (../shared/cases beside the repository).
-// testdata/cases is a verbatim copy; this folder exists only in the workspace, not in a clone.
-const sharedCases = "../../../shared/cases"
+// sharedCases is the workspace's shared case folder (../shared/cases beside the repository),
+// and sharedFormCases the folder of the form cases kept apart from them (cases-forms).
+// testdata/cases is a verbatim copy of both; they exist only in the workspace, not in a clone.
+const (
+	sharedCases     = "../../../shared/cases"
+	sharedFormCases = "../../../shared/cases-forms"
+)
 
 // TestCasesCopyIsVerbatim fails when the project's copy of the shared cases has drifted from
 // them (a case added, changed or removed there), so that TestCases never passes on an old copy.
@@ -19,7 +23,11 @@ func TestCasesCopyIsVerbatim(t *testing.T) {
 	if err != nil || len(shared) == 0 {
 		t.Skipf("no shared cases at %s (only in the idemgen workspace)", sharedCases)
 	}
-	shared = append(shared, filepath.Join(sharedCases, "README.md"))
+	forms, err := filepath.Glob(filepath.Join(sharedFormCases, "[0-9]*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared = append(append(shared, forms...), filepath.Join(sharedCases, "README.md"))
 	copied, err := filepath.Glob("../../testdata/cases/[0-9]*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +42,7 @@ func TestCasesCopyIsVerbatim(t *testing.T) {
 		}
 		b, err := os.ReadFile(filepath.Join("../../testdata/cases", name))
 		if err != nil {
-			t.Errorf("testdata/cases lacks %s: copy it from %s", name, sharedCases)
+			t.Errorf("testdata/cases lacks %s: copy it from %s", name, filepath.Dir(p))
 			continue
 		}
 		if !bytes.Equal(a, b) {

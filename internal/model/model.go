@@ -279,7 +279,21 @@ type Content struct {
 	Kind      ContentKind
 	// Schema is nil when the media type declares none (the body is then raw bytes).
 	Schema *Schema
-	Loc    diag.Loc
+	// Encoding is the media type's encoding object by property name (form bodies only): how a
+	// property is serialized, such as {style: deepObject, explode: true} for Stripe's nested
+	// fields (metadata[key]=value).
+	Encoding map[string]Encoding
+	Loc      diag.Loc
+}
+
+// Encoding is one entry of a form media type's encoding object.
+type Encoding struct {
+	// Style and ContentType as declared ("" when absent); Explode as declared, else true (the
+	// default of style form, the default style).
+	Style       string
+	Explode     bool
+	ContentType string
+	Loc         diag.Loc
 }
 
 // Type is a schema's JSON type as idemgen models it.
@@ -317,6 +331,12 @@ type Schema struct {
 	// with no single type is TypeAny. It names the construct in messages ("a oneOf of two
 	// string schemas") and tells whether every member is a scalar.
 	Variants []Type
+	// EmptyOr is set on a oneOf/anyOf one of whose members is {type: string, enum: ['']}: the
+	// schema of the other members (that member when there is one, else a oneOf/anyOf of them).
+	// It is how Stripe declares a form field that a client may send empty to unset it
+	// (metadata=, address=); the generator types such form fields by it (canonical.Unsettable),
+	// while JSON bodies keep the oneOf/anyOf as raw JSON.
+	EmptyOr *Schema
 	// Enum holds the allowed values of a string enum, in spec order (other enums are left as
 	// plain values and checked generically).
 	Enum []string

@@ -308,6 +308,22 @@ func (b *builder) body(o *opSource) {
 		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: at.loc()}
 		ks := kinSchema{media.Schema, at.at("schema")}
 		c.Schema = b.sc.convert(ks.ref, ks.at)
+		if c.Kind == model.ContentForm {
+			for _, name := range sortedKeys(media.Encoding) {
+				e := media.Encoding[name]
+				if e == nil {
+					continue
+				}
+				enc := model.Encoding{Style: e.Style, Explode: e.Explode == nil || *e.Explode, ContentType: e.ContentType, Loc: at.at("encoding", name).loc()}
+				if e.Explode == nil && e.Style != "" && e.Style != "form" {
+					enc.Explode = false // explode defaults to true for style form only
+				}
+				if c.Encoding == nil {
+					c.Encoding = map[string]model.Encoding{}
+				}
+				c.Encoding[name] = enc
+			}
+		}
 		o.kinBody[c] = ks
 		body.Contents = append(body.Contents, c)
 	}

@@ -490,3 +490,93 @@ func TestComponentAliasKeepsDefinitionName(t *testing.T) {
 		}
 	}
 }
+
+// TestBracketedFormModel: Stripe's "" sentinel becomes EmptyOr, a form's encoding object is
+// kept, and fingerprint.exclude reaches below a form field by JSON pointer or bracketed name.
+func TestBracketedFormModel(t *testing.T) {
+	spec := `openapi: 3.0.3
+info: {title: forms, version: "1"}
+paths:
+  /v1/customers:
+    post:
+      operationId: createCustomer
+      x-idempotent:
+        fingerprint: {exclude: [/metadata/trace_id, "address[line2]", "items[*][note]", client_ip, /nope/x, "nope[x]"]}
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            encoding:
+              metadata: {style: deepObject, explode: true}
+              address: {style: deepObject}
+              tags: {style: pipeDelimited}
+              payload: {contentType: application/json}
+            schema:
+              type: object
+              properties:
+                client_ip: {type: string}
+                metadata:
+                  anyOf:
+                    - {type: object, additionalProperties: {type: string}}
+                    - {type: string, enum: ['']}
+                address:
+                  anyOf:
+                    - {type: object, properties: {line2: {type: string}}}
+                    - {type: string, enum: ['']}
+                items:
+                  type: array
+                  items: {type: object, properties: {note: {type: string}}}
+                source:
+                  anyOf:
+                    - {type: string}
+                    - {type: integer}
+                    - {type: string, enum: ['']}
+                token: {anyOf: [{type: string}, {type: integer}]}
+                tags: {type: array, items: {type: string}}
+                payload: {type: object}
+      responses:
+        '200': {description: ok}
+`
+	res := load(t, Options{Path: writeFile(t, "bracketed.yaml", spec)})
+	errs := errorsOf(res.Diags)
+	if len(errs) != 2 || !strings.Contains(errs[0].Message, `"/nope/x"`) || !strings.Contains(errs[1].Message, `"nope[x]"`) {
+		t.Fatalf("errors %v", errs)
+	}
+	op := res.Doc.Operations[0]
+	c := op.Body.Contents[0]
+	props := map[string]*model.Schema{}
+	for _, p := range c.Schema.Properties {
+		props[p.Name] = p.Schema
+	}
+	if m := props["metadata"].EmptyOr; m == nil || m.Type != model.TypeObject || m.AdditionalProperties == nil {
+		t.Errorf("metadata EmptyOr %+v", m)
+	}
+	if a := props["address"].EmptyOr; a == nil || len(a.Properties) != 1 || a.Properties[0].Name != "line2" {
+		t.Errorf("address EmptyOr %+v", a)
+	}
+	if s := props["source"].EmptyOr; s == nil || !s.Composite || s.CompositeOf != "anyOf" || len(s.Variants) != 2 {
+		t.Errorf("source EmptyOr %+v", s)
+	}
+	if props["token"].EmptyOr != nil || !props["token"].Composite {
+		t.Errorf("token %+v", props["token"])
+	}
+	want := map[string]model.Encoding{
+		"metadata": {Style: "deepObject", Explode: true},
+		"address":  {Style: "deepObject", Explode: false},
+		"tags":     {Style: "pipeDelimited", Explode: false},
+		"payload":  {ContentType: "application/json", Explode: true},
+	}
+	for name, w := range want {
+		got := c.Encoding[name]
+		got.Loc = w.Loc
+		if got != w {
+			t.Errorf("encoding %s = %+v, want %+v", name, got, w)
+		}
+	}
+	var ex []string
+	for _, p := range op.Settings.Fingerprint.Exclude {
+		ex = append(ex, p.Raw+"="+strings.Join(p.Tokens, "|"))
+	}
+	if got := strings.Join(ex, " "); got != "/metadata/trace_id=metadata|trace_id address[line2]=address|line2 items[*][note]=items|*|note client_ip=client_ip" {
+		t.Errorf("exclusions %s", got)
+	}
+}

@@ -424,16 +424,45 @@ func (b *builder) matchExclude(o *opSource, raw string) (model.Pointer, bool) {
 				return model.Pointer{Raw: raw, Tokens: toks}, true
 			}
 		case model.ContentForm:
+			// A field by its name (client_ip, or a literal name such as metadata[order]); in a
+			// form with bracketed fields also a member below one, as a JSON pointer
+			// (/metadata/trace_id, /items/*/note) or by its bracketed name (metadata[trace_id]).
 			field := strings.TrimPrefix(raw, "/")
-			if strings.Contains(field, "/") {
-				continue
-			}
-			if matchPointer(sref, []string{field}) {
+			if !strings.Contains(field, "/") && matchPointer(sref, []string{field}) {
 				return model.Pointer{Raw: raw, Tokens: []string{field}}, true
+			}
+			toks := bracketTokens(field)
+			if strings.Contains(field, "/") {
+				var err error
+				if toks, err = splitPointer(raw); err != nil {
+					continue
+				}
+			}
+			if len(toks) > 1 && matchPointer(sref, toks) {
+				return model.Pointer{Raw: raw, Tokens: toks}, true
 			}
 		}
 	}
 	return model.Pointer{}, false
+}
+
+// bracketTokens splits a bracketed form field name into its segments: metadata[trace_id] is
+// metadata, trace_id; a name that is not base[seg]... is one token.
+func bracketTokens(name string) []string {
+	i := strings.IndexByte(name, '[')
+	if i <= 0 || !strings.HasSuffix(name, "]") {
+		return []string{name}
+	}
+	toks := []string{name[:i]}
+	for rest := name[i:]; rest != ""; {
+		j := strings.IndexByte(rest, ']')
+		if rest[0] != '[' || j < 0 || strings.ContainsAny(rest[1:j], "[") {
+			return []string{name}
+		}
+		toks = append(toks, rest[1:j])
+		rest = rest[j+1:]
+	}
+	return toks
 }
 
 // warnOtherCarrier warns when an operation marked with the default key header declares a

@@ -113,8 +113,23 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		if len(members) == 0 {
 			members, m.CompositeOf = s.AnyOf, "anyOf"
 		}
-		for _, r := range members {
+		var others []int
+		for i, r := range members {
 			m.Variants = append(m.Variants, variantType(r))
+			if !emptySentinel(r) {
+				others = append(others, i)
+			}
+		}
+		switch {
+		case len(others) == len(members) || len(others) == 0:
+		case len(others) == 1:
+			m.EmptyOr = c.convert(members[others[0]], at.at(m.CompositeOf, strconv.Itoa(others[0])))
+		default:
+			rest := &model.Schema{Type: model.TypeAny, Composite: true, CompositeOf: m.CompositeOf, Loc: m.Loc}
+			for _, i := range others {
+				rest.Variants = append(rest.Variants, m.Variants[i])
+			}
+			m.EmptyOr = rest
 		}
 		return
 	case len(types) == 1:
@@ -189,6 +204,16 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
 	}
+}
+
+// emptySentinel reports whether a oneOf/anyOf member is {type: string, enum: [""]}: the empty
+// string, which Stripe's form fields accept to mean "unset".
+func emptySentinel(r *openapi3.SchemaRef) bool {
+	if r == nil || r.Value == nil {
+		return false
+	}
+	v := r.Value
+	return v.Type.Is(openapi3.TypeString) && len(v.Enum) == 1 && v.Enum[0] == ""
 }
 
 // variantType is the JSON type a oneOf/anyOf member declares: its single non-null type, object
@@ -276,6 +301,7 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 	}
 	seen := map[*model.Schema]bool{}
+	form := false // walking a form body: the members of an unset sentinel are typed there
 	var walk func(s *model.Schema)
 	walk = func(s *model.Schema) {
 		if s == nil || seen[s] {
@@ -297,6 +323,9 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		}
 		walk(s.AdditionalProperties)
 		walk(s.Items)
+		if form {
+			walk(s.EmptyOr)
+		}
 	}
 	for _, o := range ops {
 		for _, p := range o.Params {
@@ -305,6 +334,10 @@ func (c *schemaConverter) reportProblems(ops []*model.Operation) {
 		if o.Body != nil {
 			for _, ct := range o.Body.Contents {
 				if ct.Kind != model.ContentRaw { // raw bytes (fingerprint.body: raw) are not decoded
+					form = ct.Kind == model.ContentForm
+					if form {
+						clear(seen) // a schema shared with a JSON body has more to check here
+					}
 					walk(ct.Schema)
 				}
 			}

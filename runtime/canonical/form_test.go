@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -172,5 +173,38 @@ func TestFramingDistinguishes(t *testing.T) {
 	f.Sum()
 	if got := (Fingerprint{Version: 1}).String(); got != "v1:0000000000000000000000000000000000000000000000000000000000000000" {
 		t.Errorf("String %s", got)
+	}
+}
+
+// TestFormFields: a form body parsed, filtered and framed by FormFields frames exactly as
+// FormBody frames the body with the same fields excluded by name.
+func TestFormFields(t *testing.T) {
+	sum := func(body func(f *Framer)) Fingerprint {
+		var f Framer
+		f.Begin("op", "POST", "/x")
+		f.MediaType("application/x-www-form-urlencoded")
+		body(&f)
+		return f.Sum()
+	}
+	// A body of more than 127 bytes: its length takes two varint bytes.
+	body := []byte("b[1]=x&a=1&b%5B0%5D=y&key=k&c[]=2&c[]=1&d=" + strings.Repeat("v", 300))
+	fields, err := ParseForm(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []FormField
+	for _, f := range fields {
+		if f.Name != "key" {
+			kept = append(kept, f)
+		}
+	}
+	a := sum(func(f *Framer) { f.FormFields(kept) })
+	b := sum(func(f *Framer) {
+		if err := f.FormBody(body, "key"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if a != b {
+		t.Errorf("FormFields %s, FormBody %s", a, b)
 	}
 }

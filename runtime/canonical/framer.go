@@ -134,6 +134,13 @@ func (f *Framer) FormBody(body []byte, exclude ...string) error {
 	return err
 }
 
+// FormFields adds the canonical form of a form body already parsed (see AppendFormFields), for
+// a body whose excluded fields the caller has left out itself; it sorts fields in place. For the
+// same fields it writes exactly what FormBody writes.
+func (f *Framer) FormFields(fields []FormField) {
+	f.BodyEnd(AppendFormFields(f.openBody(tagForm), fields))
+}
+
 // RawBody adds the body's exact bytes (fingerprint.body: raw, for signed bodies, and for media
 // types other than JSON and form).
 func (f *Framer) RawBody(body []byte) {

@@ -1,6 +1,9 @@
 package gen
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -8,8 +11,9 @@ import (
 
 // Form reads an application/x-www-form-urlencoded body field by field (canonical.ParseForm:
 // strict percent-decoding, UTF-8), in body order: Next, then a switch on Name (or on Base, the
-// name before '[', for array fields and nested members), then Once, Item or Bag to mark the
-// declared field as read, a conversion (Str, Int64, …) and checks. Errors are *canonical.Error
+// name before '[', for array fields), then Once or Item to mark the declared field as read, a
+// conversion (Str, Int64, …) and checks; after the loop, List and NextItem read each array
+// field in element order. A form whose schema has nested members is read by FormTree. Errors are *canonical.Error
 // whose pointer is "/" followed by the field's name in the schema. It is a view of the Input.
 type Form Input
 
@@ -66,23 +70,97 @@ func (f *Form) Once(seen *uint64, bit uint) *Form {
 	return f
 }
 
-// Item marks bit of *seen as read for the array field named Base (name, name[] or name[N]):
-// each field is one item, in body order. It returns f for the conversion of the item.
+// Item marks bit of *seen as read for the array field named Base (name, name[] or name[N]); the
+// items themselves are read after the loop over the fields, by List.
 //
 //go:noinline
-func (f *Form) Item(seen *uint64, bit uint) *Form {
+func (f *Form) Item(seen *uint64, bit uint) {
 	*seen |= uint64(1) << (bit & 63)
-	f.name = f.Base()
-	return f
 }
 
-// Bag marks bit of *seen as read for the nested member named Base and returns the current field,
-// which the member keeps as it came (metadata[k]=v).
+// listItem is one item of a flat array field: its field and its index (-1 without one).
+type listItem struct {
+	field, index int
+}
+
+// List selects the items of the array field name and reports whether there is one: the fields
+// name and name[], in body order, or the fields name[0], name[1], … in the order of their
+// indices, which must run from 0 without gaps, as decimals without leading zeros. A member
+// cannot mix the two; anything else after the name (name[x], name[0][y]) is refused. NextItem
+// then makes each item current.
 //
 //go:noinline
-func (f *Form) Bag(seen *uint64, bit uint) canonical.FormField {
-	*seen |= uint64(1) << (bit & 63)
-	return f.fields[f.next-1]
+func (f *Form) List(name string) bool {
+	f.flat, f.flatAt = f.flat[:0], 0
+	if f.err != nil {
+		return false
+	}
+	indexed, plain := -1, -1
+	for i, fl := range f.fields {
+		base, rest, bracket := strings.Cut(fl.Name, "[")
+		if base != name {
+			continue
+		}
+		it := listItem{field: i, index: -1}
+		switch {
+		case !bracket || rest == "]":
+			plain = i
+		default:
+			k := strings.TrimSuffix(rest, "]")
+			n, err := strconv.Atoi(k)
+			switch {
+			case len(k) == len(rest) || segmentClass(k) != 1:
+				f.where, f.name = "", fl.Name
+				f.Invalid("field not allowed by the schema")
+				return false
+			case err != nil || n > len(f.fields) || (len(k) > 1 && k[0] == '0'):
+				f.where, f.name = "", fl.Name
+				f.Invalid("array index " + k + " is out of range or has a leading zero")
+				return false
+			}
+			it.index, indexed = n, i
+		}
+		f.flat = append(f.flat, it)
+	}
+	if indexed >= 0 && plain >= 0 {
+		f.where, f.name = "", f.fields[max(indexed, plain)].Name
+		f.Invalid("mixes unindexed (" + name + ", " + name + "[]) and indexed elements")
+		return false
+	}
+	if indexed >= 0 {
+		slices.SortStableFunc(f.flat, func(a, b listItem) int { return cmp.Compare(a.index, b.index) })
+		for i, it := range f.flat {
+			switch {
+			case it.index < i:
+				f.where, f.name = "", f.fields[it.field].Name
+				f.Invalid("field given more than once")
+				return false
+			case it.index > i:
+				f.where, f.name = "", name+"["+strconv.Itoa(i)+"]"
+				f.Invalid("array index " + strconv.Itoa(i) + " is missing (the indices must run 0, 1, 2, … without gaps)")
+				return false
+			}
+		}
+	}
+	f.where, f.name = "", name
+	return len(f.flat) > 0
+}
+
+// NextItem makes the next item of List current and reports whether there was one; after the
+// last, the array's name is the current name again (for minItems and maxItems).
+//
+//go:noinline
+func (f *Form) NextItem() bool {
+	if f.err != nil || f.flatAt >= len(f.flat) {
+		if f.err == nil && len(f.flat) > 0 {
+			f.name, _, _ = strings.Cut(f.fields[f.flat[0].field].Name, "[")
+		}
+		return false
+	}
+	fl := f.fields[f.flat[f.flatAt].field]
+	f.flatAt++
+	f.where, f.name, f.cur = "", fl.Name, fl.Value
+	return true
 }
 
 // Reject refuses the current field: the schema is closed and does not declare it.

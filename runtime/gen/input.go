@@ -11,8 +11,9 @@ import (
 // Input is one request to a marked operation while it is decoded and framed into its
 // fingerprint. The HTTP layer calls Reset, Begin, then the operation's generated decode function,
 // then Sum (or Release when decoding failed) and BodyKey. The generated decode function reads the
-// parameters (Params), decodes the body (JSON or Form), adds the body to the fingerprint
-// (JSONBody, FormBody or RawBody) and reports a body-carried key (SetBodyKey).
+// parameters (Params), decodes the body (JSON, Form, or FormTree for a form with bracketed
+// fields), adds the body to the fingerprint (JSONBody, FormBody, FormTreeBody or RawBody) and
+// reports a body-carried key (SetBodyKey).
 //
 // Errors are sticky, like canonical.Decoder's: after the first refused parameter or form field
 // every later read is a no-op, and Err returns that first error. An Input may be reused for
@@ -46,6 +47,14 @@ type Input struct {
 	fields []canonical.FormField
 	parsed bool
 	next   int
+	// flat are the items of the flat array field being read (Form.List), in element order, and
+	// flatAt the index of the next.
+	flat   []listItem
+	flatAt int
+	// tree is the bracketed view of the form body (FormTree); kept is the scratch list of
+	// FormTreeBody.
+	tree formTree
+	kept []canonical.FormField
 
 	// items are the values of the list parameter being read (Params.QueryList, HeaderList) and
 	// item the index of the next.
@@ -77,6 +86,12 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 		in.items = in.items[:0]
 	}
 	in.parsed, in.next = false, 0
+	in.flat, in.flatAt = in.flat[:0], 0
+	in.tree.reset()
+	if len(in.kept) > 0 {
+		clear(in.kept)
+		in.kept = in.kept[:0]
+	}
 	if in.json {
 		in.dec.Reset(nil)
 		in.json = false

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -109,10 +110,9 @@ func TestParams(t *testing.T) {
 
 func TestForm(t *testing.T) {
 	type body struct {
-		email    string
-		balance  *int64
-		expand   []string
-		metadata []canonical.FormField
+		email   string
+		balance *int64
+		expand  []string
 	}
 	decode := func(raw string, closed bool) (body, error) {
 		in := newInput("/x", raw)
@@ -129,9 +129,7 @@ func TestForm(t *testing.T) {
 			default:
 				switch f.Base() {
 				case "expand":
-					v.expand = append(v.expand, f.Item(&seen, 2).Enum("a", "b"))
-				case "metadata":
-					v.metadata = append(v.metadata, f.Bag(&seen, 3))
+					f.Item(&seen, 2)
 				default:
 					if closed {
 						f.Reject()
@@ -139,12 +137,36 @@ func TestForm(t *testing.T) {
 				}
 			}
 		}
+		if f.List("expand") {
+			v.expand = []string{}
+			for f.NextItem() {
+				v.expand = append(v.expand, f.Enum("a", "b"))
+			}
+			f.Items(len(v.expand), -1, 12)
+		}
 		f.Required(seen, "email")
 		return v, in.Err()
 	}
-	v, err := decode("email=a%40b&balance=-3&expand[]=a&expand=b&metadata[k]=1&metadata[j]=2&other=1", false)
-	if err != nil || v.email != "a@b" || *v.balance != -3 || strings.Join(v.expand, ",") != "a,b" || len(v.metadata) != 2 || v.metadata[1].Name != "metadata[j]" {
+	v, err := decode("email=a%40b&balance=-3&expand[]=a&expand=b&other=1", false)
+	if err != nil || v.email != "a@b" || *v.balance != -3 || strings.Join(v.expand, ",") != "a,b" {
 		t.Fatalf("%+v, %v", v, err)
+	}
+	// Indexed items come in the order of their indices (issue 14: [1]=b&[0]=a was [b a]), also
+	// past 9, where the names do not sort as the numbers do.
+	long := "email=x"
+	for i := 11; i >= 0; i-- {
+		long += fmt.Sprintf("&expand%%5B%d%%5D=%c", i, "ab"[i%2])
+	}
+	for raw, want := range map[string]string{
+		"email=x&expand[1]=b&expand[0]=a": "a,b",
+		"email=x&expand=b&expand=a":       "b,a",
+		"email=x":                         "",
+		long:                              "a,b,a,b,a,b,a,b,a,b,a,b",
+	} {
+		v, err := decode(raw, true)
+		if err != nil || strings.Join(v.expand, ",") != want || (want == "") != (v.expand == nil) {
+			t.Errorf("%s: %q (%v), want %q", raw, v.expand, err, want)
+		}
 	}
 	for _, tt := range []struct {
 		raw        string
@@ -154,7 +176,15 @@ func TestForm(t *testing.T) {
 		{"email=a&email=b", false, "/email", "field given more than once"},
 		{"email=abcdef", false, "/email", "length must be at most 5"},
 		{"email=a&balance=x", false, "/balance", "must be an integer (int64)"},
-		{"email=a&expand[0]=c", false, "/expand", `must be one of "a", "b"`},
+		{"email=a&expand[0]=c", false, "/expand[0]", `must be one of "a", "b"`},
+		{"email=a&expand[0]=a&expand[2]=b", false, "/expand[1]", "array index 1 is missing (the indices must run 0, 1, 2, … without gaps)"},
+		{"email=a&expand[0]=a&expand[0]=b", false, "/expand[0]", "field given more than once"},
+		{"email=a&expand[1]=a", false, "/expand[0]", "array index 0 is missing (the indices must run 0, 1, 2, … without gaps)"},
+		{"email=a&expand[01]=a", false, "/expand[01]", "array index 01 is out of range or has a leading zero"},
+		{"email=a&expand[x]=a", true, "/expand[x]", "field not allowed by the schema"},
+		{"email=a&expand[0][y]=a", true, "/expand[0][y]", "field not allowed by the schema"},
+		{"email=a&expand[]=a&expand[0]=b", false, "/expand[0]", "mixes unindexed (expand, expand[]) and indexed elements"},
+		{"email=a" + strings.Repeat("&expand=a", 13), false, "/expand", "must have at most 12 items"},
 		{"email=a&other[x]=1", true, "/other[x]", "field not allowed by the schema"},
 		{"balance=1", false, "/email", "missing required field"},
 		{"email=%zz", false, "/email", "'%' not followed by two hex digits"},

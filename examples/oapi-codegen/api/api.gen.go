@@ -16,6 +16,36 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CreateChargeFormdataBodyMetadata1.
+const (
+	CreateChargeFormdataBodyMetadata1Empty CreateChargeFormdataBodyMetadata1 = ""
+)
+
+// Valid indicates whether the value is a known member of the CreateChargeFormdataBodyMetadata1 enum.
+func (e CreateChargeFormdataBodyMetadata1) Valid() bool {
+	switch e {
+	case CreateChargeFormdataBodyMetadata1Empty:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateChargeFormdataBodyShipping1.
+const (
+	CreateChargeFormdataBodyShipping1Empty CreateChargeFormdataBodyShipping1 = ""
+)
+
+// Valid indicates whether the value is a known member of the CreateChargeFormdataBodyShipping1 enum.
+func (e CreateChargeFormdataBodyShipping1) Valid() bool {
+	switch e {
+	case CreateChargeFormdataBodyShipping1Empty:
+		return true
+	default:
+		return false
+	}
+}
+
 // Payment defines model for Payment.
 type Payment struct {
 	Amount   *int64  `json:"amount,omitempty"`
@@ -49,6 +79,44 @@ type CreateChargeFormdataBody struct {
 	Amount      int     `form:"amount" json:"amount"`
 	Currency    string  `form:"currency" json:"currency"`
 	Description *string `form:"description,omitempty" json:"description,omitempty"`
+
+	// Items Line items, sent as items[0][price]=...&items[0][quantity]=...
+	Items *[]struct {
+		Price    string `json:"price"`
+		Quantity *int   `json:"quantity,omitempty"`
+	} `form:"items,omitempty" json:"items,omitempty"`
+
+	// Metadata As in Stripe's API: a map sent as metadata[key]=value, or the empty string (metadata=) to mean "unset".
+	Metadata *CreateChargeFormdataBody_Metadata `form:"metadata,omitempty" json:"metadata,omitempty"`
+	Shipping *CreateChargeFormdataBody_Shipping `form:"shipping,omitempty" json:"shipping,omitempty"`
+}
+
+// CreateChargeFormdataBodyMetadata0 defines parameters for CreateCharge.
+type CreateChargeFormdataBodyMetadata0 map[string]string
+
+// CreateChargeFormdataBodyMetadata1 defines parameters for CreateCharge.
+type CreateChargeFormdataBodyMetadata1 string
+
+// CreateChargeFormdataBody_Metadata defines parameters for CreateCharge.
+type CreateChargeFormdataBody_Metadata struct {
+	union json.RawMessage
+}
+
+// CreateChargeFormdataBodyShipping0 defines parameters for CreateCharge.
+type CreateChargeFormdataBodyShipping0 struct {
+	Address *struct {
+		City  *string `json:"city,omitempty"`
+		Line1 *string `json:"line1,omitempty"`
+	} `json:"address,omitempty"`
+	Name string `json:"name"`
+}
+
+// CreateChargeFormdataBodyShipping1 defines parameters for CreateCharge.
+type CreateChargeFormdataBodyShipping1 string
+
+// CreateChargeFormdataBody_Shipping defines parameters for CreateCharge.
+type CreateChargeFormdataBody_Shipping struct {
+	union json.RawMessage
 }
 
 // CreateOrderJSONBody defines parameters for CreateOrder.
@@ -100,6 +168,130 @@ type CreateProviderChargeJSONRequestBody CreateProviderChargeJSONBody
 
 // CreateTransferJSONRequestBody defines body for CreateTransfer for application/json ContentType.
 type CreateTransferJSONRequestBody CreateTransferJSONBody
+
+// AsCreateChargeFormdataBodyMetadata0 returns the union data inside the CreateChargeFormdataBody_Metadata as a CreateChargeFormdataBodyMetadata0
+func (t CreateChargeFormdataBody_Metadata) AsCreateChargeFormdataBodyMetadata0() (CreateChargeFormdataBodyMetadata0, error) {
+	var body CreateChargeFormdataBodyMetadata0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateChargeFormdataBodyMetadata0 overwrites any union data inside the CreateChargeFormdataBody_Metadata as the provided CreateChargeFormdataBodyMetadata0
+func (t *CreateChargeFormdataBody_Metadata) FromCreateChargeFormdataBodyMetadata0(v CreateChargeFormdataBodyMetadata0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCreateChargeFormdataBodyMetadata0 performs a merge with any union data inside the CreateChargeFormdataBody_Metadata, using the provided CreateChargeFormdataBodyMetadata0
+func (t *CreateChargeFormdataBody_Metadata) MergeCreateChargeFormdataBodyMetadata0(v CreateChargeFormdataBodyMetadata0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCreateChargeFormdataBodyMetadata1 returns the union data inside the CreateChargeFormdataBody_Metadata as a CreateChargeFormdataBodyMetadata1
+func (t CreateChargeFormdataBody_Metadata) AsCreateChargeFormdataBodyMetadata1() (CreateChargeFormdataBodyMetadata1, error) {
+	var body CreateChargeFormdataBodyMetadata1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateChargeFormdataBodyMetadata1 overwrites any union data inside the CreateChargeFormdataBody_Metadata as the provided CreateChargeFormdataBodyMetadata1
+func (t *CreateChargeFormdataBody_Metadata) FromCreateChargeFormdataBodyMetadata1(v CreateChargeFormdataBodyMetadata1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCreateChargeFormdataBodyMetadata1 performs a merge with any union data inside the CreateChargeFormdataBody_Metadata, using the provided CreateChargeFormdataBodyMetadata1
+func (t *CreateChargeFormdataBody_Metadata) MergeCreateChargeFormdataBodyMetadata1(v CreateChargeFormdataBodyMetadata1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CreateChargeFormdataBody_Metadata) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CreateChargeFormdataBody_Metadata) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCreateChargeFormdataBodyShipping0 returns the union data inside the CreateChargeFormdataBody_Shipping as a CreateChargeFormdataBodyShipping0
+func (t CreateChargeFormdataBody_Shipping) AsCreateChargeFormdataBodyShipping0() (CreateChargeFormdataBodyShipping0, error) {
+	var body CreateChargeFormdataBodyShipping0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateChargeFormdataBodyShipping0 overwrites any union data inside the CreateChargeFormdataBody_Shipping as the provided CreateChargeFormdataBodyShipping0
+func (t *CreateChargeFormdataBody_Shipping) FromCreateChargeFormdataBodyShipping0(v CreateChargeFormdataBodyShipping0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCreateChargeFormdataBodyShipping0 performs a merge with any union data inside the CreateChargeFormdataBody_Shipping, using the provided CreateChargeFormdataBodyShipping0
+func (t *CreateChargeFormdataBody_Shipping) MergeCreateChargeFormdataBodyShipping0(v CreateChargeFormdataBodyShipping0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCreateChargeFormdataBodyShipping1 returns the union data inside the CreateChargeFormdataBody_Shipping as a CreateChargeFormdataBodyShipping1
+func (t CreateChargeFormdataBody_Shipping) AsCreateChargeFormdataBodyShipping1() (CreateChargeFormdataBodyShipping1, error) {
+	var body CreateChargeFormdataBodyShipping1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateChargeFormdataBodyShipping1 overwrites any union data inside the CreateChargeFormdataBody_Shipping as the provided CreateChargeFormdataBodyShipping1
+func (t *CreateChargeFormdataBody_Shipping) FromCreateChargeFormdataBodyShipping1(v CreateChargeFormdataBodyShipping1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCreateChargeFormdataBodyShipping1 performs a merge with any union data inside the CreateChargeFormdataBody_Shipping, using the provided CreateChargeFormdataBodyShipping1
+func (t *CreateChargeFormdataBody_Shipping) MergeCreateChargeFormdataBodyShipping1(v CreateChargeFormdataBodyShipping1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CreateChargeFormdataBody_Shipping) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CreateChargeFormdataBody_Shipping) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {

@@ -18,10 +18,36 @@ type PaymentRequest struct {
 // CreateChargeBody is a request type (inline schema at
 // /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateChargeBody struct {
-	Amount      int64             `json:"amount"`
-	Currency    string            `json:"currency"`
-	Description *string           `json:"description,omitempty"`
-	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+	Amount      int64                                           `json:"amount"`
+	Currency    string                                          `json:"currency"`
+	Description *string                                         `json:"description,omitempty"`
+	Metadata    *canonical.Unsettable[map[string]string]        `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Items       []CreateChargeBodyItemsItem                     `json:"items,omitempty"`
+	Shipping    *canonical.Unsettable[CreateChargeBodyShipping] `json:"shipping,omitempty"` // shipping= (empty) is Unset
+	Extra       canonical.Members                               `json:"-"`                  // undeclared members, in canonical form: fingerprinted
+}
+
+// CreateChargeBodyItemsItem is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items).
+type CreateChargeBodyItemsItem struct {
+	Price    string            `json:"price"`
+	Quantity *int64            `json:"quantity,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// CreateChargeBodyShipping is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping/anyOf/0).
+type CreateChargeBodyShipping struct {
+	Name    string                           `json:"name"`
+	Address *CreateChargeBodyShippingAddress `json:"address,omitempty"`
+}
+
+// CreateChargeBodyShippingAddress is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping/anyOf/0/properties/address).
+type CreateChargeBodyShippingAddress struct {
+	City  *string           `json:"city,omitempty"`
+	Line1 *string           `json:"line1,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateOrderBody is a request type (inline schema at
