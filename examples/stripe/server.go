@@ -15,13 +15,15 @@ import (
 
 	"github.com/idemgen/idemgen/examples/stripe/api"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // schema holds the business tables: one per resource the example models closely, and objects
 // for the other operations. Every row records the caller (tenant: the API key's owner; account:
 // the Stripe-Account it acted on, "" for the platform) and params, the decoded request as the
-// handler received it.
+// handler received it, as encoding/json writes it (a field that may be sent empty to clear it,
+// a canonical.Unsettable, is {"Value": ..., "Unset": ...}).
 const schema = `
 CREATE TABLE IF NOT EXISTS customers (
 	id text PRIMARY KEY, tenant text NOT NULL, account text NOT NULL,
@@ -217,28 +219,72 @@ func params(body any) (json.RawMessage, error) {
 	return json.Marshal(body)
 }
 
-// metadataOf returns the request's metadata as the object Stripe answers with.
-func metadataOf(p json.RawMessage) map[string]string {
+// metadataOf returns the metadata of a request whose metadata may be sent empty to clear it
+// (Stripe declares it anyOf [object, enum: [""]]), as the object Stripe answers with: absent
+// and cleared (metadata=) are both no metadata on a new object. A key sent empty
+// (metadata[k]=) is Stripe's way of removing that key, so it is left out.
+func metadataOf(m *canonical.Unsettable[map[string]string]) map[string]string {
+	if m == nil || m.Unset {
+		return map[string]string{}
+	}
+	return withoutEmpty(m.Value)
+}
+
+func withoutEmpty(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// metadataJSON is metadataOf for the operations handled generically, from the request as
+// encoding/json writes it: metadata is either a map or a canonical.Unsettable ({"Value": map,
+// "Unset": bool}), depending on how the operation declares it.
+func metadataJSON(p json.RawMessage) map[string]string {
 	var v struct {
 		Metadata json.RawMessage `json:"metadata"`
 	}
-	m := map[string]string{}
 	if json.Unmarshal(p, &v) != nil || len(v.Metadata) == 0 {
-		return m
+		return map[string]string{}
 	}
-	if json.Unmarshal(v.Metadata, &m) == nil {
-		return m
+	var u canonical.Unsettable[map[string]string]
+	if json.Unmarshal(v.Metadata, &u) == nil && (u.Value != nil || u.Unset) {
+		return metadataOf(&u)
 	}
-	// A form body whose metadata the decoder keeps as name=value pairs (metadata[k]=v).
-	var fields []struct{ Name, Value string }
-	if json.Unmarshal(v.Metadata, &fields) == nil {
-		for _, f := range fields {
-			if k, ok := strings.CutPrefix(f.Name, "metadata["); ok && strings.HasSuffix(k, "]") {
-				m[strings.TrimSuffix(k, "]")] = f.Value
-			}
+	var m map[string]string
+	_ = json.Unmarshal(v.Metadata, &m)
+	return withoutEmpty(m)
+}
+
+// addressOf is a customer's address as Stripe answers it: null when absent or cleared
+// (address=).
+func addressOf(a *canonical.Unsettable[api.PostChargesBodyShippingAddress]) any {
+	if a == nil || a.Unset {
+		return nil
+	}
+	return a.Value
+}
+
+// itemsOf is a subscription's items as Stripe answers them: a list object whose elements are
+// in the order of the request's indices (items[0], items[1], ...).
+func itemsOf(sub string, items []api.PostSubscriptionsBodyItemsItem) map[string]any {
+	data := make([]map[string]any, len(items))
+	for i, it := range items {
+		var price any
+		if it.Price != nil {
+			price = map[string]any{"id": *it.Price, "object": "price"}
 		}
+		quantity := int64(1)
+		if it.Quantity != nil {
+			quantity = *it.Quantity
+		}
+		data[i] = map[string]any{"id": newID("si", 14), "object": "subscription_item", "subscription": sub,
+			"price": price, "quantity": quantity, "metadata": withoutEmpty(it.Metadata)}
 	}
-	return m
+	return map[string]any{"object": "list", "data": data, "has_more": false, "url": "/v1/subscription_items?subscription=" + sub}
 }
 
 // wait applies Options.Delay.
@@ -278,7 +324,8 @@ func (s *server) createCustomer(ctx context.Context, tx pgstore.DBTX, _ api.Post
 		return runtime.Response{}, err
 	}
 	return ok(id, "customer", created, map[string]any{
-		"email": b.Email, "name": b.Name, "description": b.Description, "metadata": metadataOf(p),
+		"email": b.Email, "name": b.Name, "description": b.Description, "metadata": metadataOf(b.Metadata),
+		"address": addressOf(b.Address),
 	})
 }
 
@@ -310,7 +357,7 @@ func (s *server) createPaymentIntent(ctx context.Context, tx pgstore.DBTX, _ api
 	return ok(id, "payment_intent", created, map[string]any{
 		"amount": b.Amount, "currency": b.Currency, "customer": b.Customer, "description": b.Description,
 		"payment_method_types": types, "status": "requires_payment_method",
-		"client_secret": id + "_secret_" + alnum(24), "metadata": metadataOf(p),
+		"client_secret": id + "_secret_" + alnum(24), "metadata": withoutEmpty(b.Metadata),
 	})
 }
 
@@ -341,7 +388,7 @@ func (s *server) createCharge(ctx context.Context, tx pgstore.DBTX, _ api.PostCh
 	}
 	return ok(id, "charge", created, map[string]any{
 		"amount": *b.Amount, "currency": *b.Currency, "customer": b.Customer, "description": b.Description,
-		"paid": true, "status": "succeeded", "metadata": metadataOf(p),
+		"paid": true, "status": "succeeded", "metadata": metadataOf(b.Metadata),
 	})
 }
 
@@ -392,7 +439,7 @@ func (s *server) createRefund(ctx context.Context, tx pgstore.DBTX, _ api.PostRe
 	}
 	return ok(id, "refund", created, map[string]any{
 		"amount": amount, "payment_intent": b.PaymentIntent, "charge": b.Charge, "reason": b.Reason,
-		"status": "succeeded", "metadata": metadataOf(p),
+		"status": "succeeded", "metadata": metadataOf(b.Metadata),
 	})
 }
 
@@ -413,7 +460,8 @@ func (s *server) createSubscription(ctx context.Context, tx pgstore.DBTX, _ api.
 		return runtime.Response{}, err
 	}
 	return ok(id, "subscription", created, map[string]any{
-		"customer": b.Customer, "status": "active", "metadata": metadataOf(p),
+		"customer": b.Customer, "status": "active", "metadata": metadataOf(b.Metadata),
+		"items": itemsOf(id, b.Items),
 	})
 }
 
@@ -434,7 +482,7 @@ func (s *server) createPayout(ctx context.Context, tx pgstore.DBTX, _ api.PostPa
 		return runtime.Response{}, err
 	}
 	return ok(id, "payout", created, map[string]any{
-		"amount": b.Amount, "currency": b.Currency, "status": "pending", "metadata": metadataOf(p),
+		"amount": b.Amount, "currency": b.Currency, "status": "pending", "metadata": withoutEmpty(b.Metadata),
 	})
 }
 
@@ -461,7 +509,7 @@ func object[P, B any](s *server, object, prefix string) func(context.Context, pg
 		if err := json.Unmarshal(p, &all); err != nil {
 			return runtime.Response{}, err
 		}
-		fields := map[string]any{"metadata": metadataOf(p)}
+		fields := map[string]any{"metadata": metadataJSON(p)}
 		for k, v := range all {
 			switch v.(type) {
 			case string, float64, bool:

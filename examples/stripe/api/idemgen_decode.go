@@ -3,6 +3,7 @@
 package api
 
 import (
+	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
@@ -13,67 +14,8 @@ func decodePostCharges(in *gen.Input) (r PostChargesRequest, _ error) {
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "amount":
-				v.Amount = canonical.Ptr(f.Once(&seen, 0).Int64())
-			case "application_fee":
-				v.ApplicationFee = canonical.Ptr(f.Once(&seen, 1).Int64())
-			case "application_fee_amount":
-				v.ApplicationFeeAmount = canonical.Ptr(f.Once(&seen, 2).Int64())
-			case "capture":
-				v.Capture = canonical.Ptr(f.Once(&seen, 3).Bool())
-			case "card":
-				v.Card = canonical.AppendString(nil, f.Once(&seen, 4).Str())
-			case "currency":
-				v.Currency = canonical.Ptr(f.Once(&seen, 5).Str())
-			case "customer":
-				v.Customer = canonical.Ptr(f.Once(&seen, 6).Str())
-				f.Length(*v.Customer, -1, 500)
-			case "description":
-				v.Description = canonical.Ptr(f.Once(&seen, 7).Str())
-				f.Length(*v.Description, -1, 40000)
-			case "destination":
-				v.Destination = canonical.AppendString(nil, f.Once(&seen, 8).Str())
-			case "metadata":
-				v.Metadata = canonical.AppendString(nil, f.Once(&seen, 10).Str())
-			case "on_behalf_of":
-				v.OnBehalfOf = canonical.Ptr(f.Once(&seen, 11).Str())
-				f.Length(*v.OnBehalfOf, -1, 5000)
-			case "receipt_email":
-				v.ReceiptEmail = canonical.Ptr(f.Once(&seen, 13).Str())
-			case "source":
-				v.Source = canonical.Ptr(f.Once(&seen, 15).Str())
-				f.Length(*v.Source, -1, 5000)
-			case "statement_descriptor":
-				v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 16).Str())
-				f.Length(*v.StatementDescriptor, -1, 22)
-			case "statement_descriptor_suffix":
-				v.StatementDescriptorSuffix = canonical.Ptr(f.Once(&seen, 17).Str())
-				f.Length(*v.StatementDescriptorSuffix, -1, 22)
-			case "transfer_group":
-				v.TransferGroup = canonical.Ptr(f.Once(&seen, 19).Str())
-			default:
-				switch f.Base() {
-				case "expand":
-					e := f.Item(&seen, 9).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				case "radar_options":
-					v.RadarOptions = append(v.RadarOptions, f.Bag(&seen, 12))
-				case "shipping":
-					v.Shipping = append(v.Shipping, f.Bag(&seen, 14))
-				case "transfer_data":
-					v.TransferData = append(v.TransferData, f.Bag(&seen, 18))
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostChargesBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -81,94 +23,8 @@ func decodePostCharges(in *gen.Input) (r PostChargesRequest, _ error) {
 // decodePostCheckoutSessions decodes a request to PostCheckoutSessions: its body (strictly, with
 // the schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostCheckoutSessions(in *gen.Input) (r PostCheckoutSessionsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "allow_promotion_codes":
-			v.AllowPromotionCodes = canonical.Ptr(f.Once(&seen, 2).Bool())
-		case "billing_address_collection":
-			v.BillingAddressCollection = canonical.Ptr(PostCheckoutSessionsBodyBillingAddressCollection(f.Once(&seen, 4).Enum("auto", "required")))
-		case "cancel_url":
-			v.CancelURL = canonical.Ptr(f.Once(&seen, 5).Str())
-			f.Length(*v.CancelURL, -1, 5000)
-		case "client_reference_id":
-			v.ClientReferenceID = canonical.Ptr(f.Once(&seen, 6).Str())
-			f.Length(*v.ClientReferenceID, -1, 200)
-		case "currency":
-			v.Currency = canonical.Ptr(f.Once(&seen, 8).Str())
-		case "customer":
-			v.Customer = canonical.Ptr(f.Once(&seen, 11).Str())
-			f.Length(*v.Customer, -1, 5000)
-		case "customer_creation":
-			v.CustomerCreation = canonical.Ptr(PostCheckoutSessionsBodyCustomerCreation(f.Once(&seen, 12).Enum("always", "if_required")))
-		case "customer_email":
-			v.CustomerEmail = canonical.Ptr(f.Once(&seen, 13).Str())
-		case "expires_at":
-			v.ExpiresAt = canonical.Ptr(f.Once(&seen, 17).Int64())
-		case "locale":
-			v.Locale = canonical.Ptr(PostCheckoutSessionsBodyLocale(f.Once(&seen, 20).Enum("auto", "bg", "cs", "da", "de", "el", "en", "en-GB", "es", "es-419", "et", "fi", "fil", "fr", "fr-CA", "hr", "hu", "id", "it", "ja", "ko", "lt", "lv", "ms", "mt", "nb", "nl", "pl", "pt", "pt-BR", "ro", "ru", "sk", "sl", "sv", "th", "tr", "vi", "zh", "zh-HK", "zh-TW")))
-		case "mode":
-			v.Mode = canonical.Ptr(PostCheckoutSessionsBodyMode(f.Once(&seen, 22).Enum("payment", "setup", "subscription")))
-		case "payment_method_collection":
-			v.PaymentMethodCollection = canonical.Ptr(PostCheckoutSessionsBodyPaymentMethodCollection(f.Once(&seen, 24).Enum("always", "if_required")))
-		case "submit_type":
-			v.SubmitType = canonical.Ptr(PostCheckoutSessionsBodySubmitType(f.Once(&seen, 31).Enum("auto", "book", "donate", "pay")))
-		case "success_url":
-			v.SuccessURL = f.Once(&seen, 0).Str()
-			f.Length(v.SuccessURL, -1, 5000)
-		default:
-			switch f.Base() {
-			case "after_expiration":
-				v.AfterExpiration = append(v.AfterExpiration, f.Bag(&seen, 1))
-			case "automatic_tax":
-				v.AutomaticTax = append(v.AutomaticTax, f.Bag(&seen, 3))
-			case "consent_collection":
-				v.ConsentCollection = append(v.ConsentCollection, f.Bag(&seen, 7))
-			case "custom_fields":
-				v.CustomFields = append(v.CustomFields, f.Bag(&seen, 9))
-			case "custom_text":
-				v.CustomText = append(v.CustomText, f.Bag(&seen, 10))
-			case "customer_update":
-				v.CustomerUpdate = append(v.CustomerUpdate, f.Bag(&seen, 14))
-			case "discounts":
-				v.Discounts = append(v.Discounts, f.Bag(&seen, 15))
-			case "expand":
-				e := f.Item(&seen, 16).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "invoice_creation":
-				v.InvoiceCreation = append(v.InvoiceCreation, f.Bag(&seen, 18))
-			case "line_items":
-				v.LineItems = append(v.LineItems, f.Bag(&seen, 19))
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 21))
-			case "payment_intent_data":
-				v.PaymentIntentData = append(v.PaymentIntentData, f.Bag(&seen, 23))
-			case "payment_method_options":
-				v.PaymentMethodOptions = append(v.PaymentMethodOptions, f.Bag(&seen, 25))
-			case "payment_method_types":
-				v.PaymentMethodTypes = append(v.PaymentMethodTypes, PostCheckoutSessionsBodyPaymentMethodTypesItem(f.Item(&seen, 26).Enum("acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip")))
-			case "phone_number_collection":
-				v.PhoneNumberCollection = append(v.PhoneNumberCollection, f.Bag(&seen, 27))
-			case "setup_intent_data":
-				v.SetupIntentData = append(v.SetupIntentData, f.Bag(&seen, 28))
-			case "shipping_address_collection":
-				v.ShippingAddressCollection = append(v.ShippingAddressCollection, f.Bag(&seen, 29))
-			case "shipping_options":
-				v.ShippingOptions = append(v.ShippingOptions, f.Bag(&seen, 30))
-			case "subscription_data":
-				v.SubscriptionData = append(v.SubscriptionData, f.Bag(&seen, 32))
-			case "tax_id_collection":
-				v.TaxIDCollection = append(v.TaxIDCollection, f.Bag(&seen, 33))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "success_url")
-	in.FormBody()
+	decodePostCheckoutSessionsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
@@ -178,49 +34,8 @@ func decodePostCoupons(in *gen.Input) (r PostCouponsRequest, _ error) {
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "amount_off":
-				v.AmountOff = canonical.Ptr(f.Once(&seen, 0).Int64())
-			case "currency":
-				v.Currency = canonical.Ptr(f.Once(&seen, 2).Str())
-			case "duration":
-				v.Duration = canonical.Ptr(PostCouponsBodyDuration(f.Once(&seen, 4).Enum("forever", "once", "repeating")))
-			case "duration_in_months":
-				v.DurationInMonths = canonical.Ptr(f.Once(&seen, 5).Int64())
-			case "id":
-				v.ID = canonical.Ptr(f.Once(&seen, 7).Str())
-				f.Length(*v.ID, -1, 5000)
-			case "max_redemptions":
-				v.MaxRedemptions = canonical.Ptr(f.Once(&seen, 8).Int64())
-			case "metadata":
-				v.Metadata = canonical.AppendString(nil, f.Once(&seen, 9).Str())
-			case "name":
-				v.Name = canonical.Ptr(f.Once(&seen, 10).Str())
-				f.Length(*v.Name, -1, 40)
-			case "percent_off":
-				v.PercentOff = canonical.Ptr(f.Once(&seen, 11).Float64())
-			case "redeem_by":
-				v.RedeemBy = canonical.Ptr(f.Once(&seen, 12).Int64())
-			default:
-				switch f.Base() {
-				case "applies_to":
-					v.AppliesTo = append(v.AppliesTo, f.Bag(&seen, 1))
-				case "currency_options":
-					v.CurrencyOptions = append(v.CurrencyOptions, f.Bag(&seen, 3))
-				case "expand":
-					e := f.Item(&seen, 6).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostCouponsBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -231,77 +46,8 @@ func decodePostCustomers(in *gen.Input) (r PostCustomersRequest, _ error) {
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "address":
-				v.Address = canonical.AppendString(nil, f.Once(&seen, 0).Str())
-			case "balance":
-				v.Balance = canonical.Ptr(f.Once(&seen, 1).Int64())
-			case "coupon":
-				v.Coupon = canonical.Ptr(f.Once(&seen, 3).Str())
-				f.Length(*v.Coupon, -1, 5000)
-			case "description":
-				v.Description = canonical.Ptr(f.Once(&seen, 4).Str())
-				f.Length(*v.Description, -1, 5000)
-			case "email":
-				v.Email = canonical.Ptr(f.Once(&seen, 5).Str())
-				f.Length(*v.Email, -1, 512)
-			case "invoice_prefix":
-				v.InvoicePrefix = canonical.Ptr(f.Once(&seen, 7).Str())
-				f.Length(*v.InvoicePrefix, -1, 5000)
-			case "metadata":
-				v.Metadata = canonical.AppendString(nil, f.Once(&seen, 9).Str())
-			case "name":
-				v.Name = canonical.Ptr(f.Once(&seen, 10).Str())
-				f.Length(*v.Name, -1, 256)
-			case "next_invoice_sequence":
-				v.NextInvoiceSequence = canonical.Ptr(f.Once(&seen, 11).Int64())
-			case "payment_method":
-				v.PaymentMethod = canonical.Ptr(f.Once(&seen, 12).Str())
-				f.Length(*v.PaymentMethod, -1, 5000)
-			case "phone":
-				v.Phone = canonical.Ptr(f.Once(&seen, 13).Str())
-				f.Length(*v.Phone, -1, 20)
-			case "promotion_code":
-				v.PromotionCode = canonical.Ptr(f.Once(&seen, 15).Str())
-				f.Length(*v.PromotionCode, -1, 5000)
-			case "shipping":
-				v.Shipping = canonical.AppendString(nil, f.Once(&seen, 16).Str())
-			case "source":
-				v.Source = canonical.Ptr(f.Once(&seen, 17).Str())
-				f.Length(*v.Source, -1, 5000)
-			case "tax_exempt":
-				v.TaxExempt = canonical.Ptr(PostCustomersBodyTaxExempt(f.Once(&seen, 19).Enum("", "exempt", "none", "reverse")))
-			case "test_clock":
-				v.TestClock = canonical.Ptr(f.Once(&seen, 21).Str())
-				f.Length(*v.TestClock, -1, 5000)
-			default:
-				switch f.Base() {
-				case "cash_balance":
-					v.CashBalance = append(v.CashBalance, f.Bag(&seen, 2))
-				case "expand":
-					e := f.Item(&seen, 6).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				case "invoice_settings":
-					v.InvoiceSettings = append(v.InvoiceSettings, f.Bag(&seen, 8))
-				case "preferred_locales":
-					e := f.Item(&seen, 14).Str()
-					f.Length(e, -1, 5000)
-					v.PreferredLocales = append(v.PreferredLocales, e)
-				case "tax":
-					v.Tax = append(v.Tax, f.Bag(&seen, 18))
-				case "tax_id_data":
-					v.TaxIDData = append(v.TaxIDData, f.Bag(&seen, 20))
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostCustomersBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -309,67 +55,8 @@ func decodePostCustomers(in *gen.Input) (r PostCustomersRequest, _ error) {
 // decodePostInvoiceitems decodes a request to PostInvoiceitems: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostInvoiceitems(in *gen.Input) (r PostInvoiceitemsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = canonical.Ptr(f.Once(&seen, 1).Int64())
-		case "currency":
-			v.Currency = canonical.Ptr(f.Once(&seen, 2).Str())
-		case "customer":
-			v.Customer = f.Once(&seen, 0).Str()
-			f.Length(v.Customer, -1, 5000)
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 3).Str())
-			f.Length(*v.Description, -1, 5000)
-		case "discountable":
-			v.Discountable = canonical.Ptr(f.Once(&seen, 4).Bool())
-		case "discounts":
-			v.Discounts = canonical.AppendString(nil, f.Once(&seen, 5).Str())
-		case "invoice":
-			v.Invoice = canonical.Ptr(f.Once(&seen, 7).Str())
-			f.Length(*v.Invoice, -1, 5000)
-		case "metadata":
-			v.Metadata = canonical.AppendString(nil, f.Once(&seen, 8).Str())
-		case "price":
-			v.Price = canonical.Ptr(f.Once(&seen, 10).Str())
-			f.Length(*v.Price, -1, 5000)
-		case "quantity":
-			v.Quantity = canonical.Ptr(f.Once(&seen, 12).Int64())
-		case "subscription":
-			v.Subscription = canonical.Ptr(f.Once(&seen, 13).Str())
-			f.Length(*v.Subscription, -1, 5000)
-		case "tax_behavior":
-			v.TaxBehavior = canonical.Ptr(PostInvoiceitemsBodyTaxBehavior(f.Once(&seen, 14).Enum("exclusive", "inclusive", "unspecified")))
-		case "tax_code":
-			v.TaxCode = canonical.AppendString(nil, f.Once(&seen, 15).Str())
-		case "unit_amount":
-			v.UnitAmount = canonical.Ptr(f.Once(&seen, 17).Int64())
-		case "unit_amount_decimal":
-			v.UnitAmountDecimal = canonical.Ptr(f.Once(&seen, 18).Str())
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 6).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "period":
-				v.Period = append(v.Period, f.Bag(&seen, 9))
-			case "price_data":
-				v.PriceData = append(v.PriceData, f.Bag(&seen, 11))
-			case "tax_rates":
-				e := f.Item(&seen, 16).Str()
-				f.Length(e, -1, 5000)
-				v.TaxRates = append(v.TaxRates, e)
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "customer")
-	in.FormBody()
+	decodePostInvoiceitemsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
@@ -379,88 +66,8 @@ func decodePostInvoices(in *gen.Input) (r PostInvoicesRequest, _ error) {
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "account_tax_ids":
-				v.AccountTaxIds = canonical.AppendString(nil, f.Once(&seen, 0).Str())
-			case "application_fee_amount":
-				v.ApplicationFeeAmount = canonical.Ptr(f.Once(&seen, 1).Int64())
-			case "auto_advance":
-				v.AutoAdvance = canonical.Ptr(f.Once(&seen, 2).Bool())
-			case "collection_method":
-				v.CollectionMethod = canonical.Ptr(PostInvoicesBodyCollectionMethod(f.Once(&seen, 4).Enum("charge_automatically", "send_invoice")))
-			case "currency":
-				v.Currency = canonical.Ptr(f.Once(&seen, 5).Str())
-			case "custom_fields":
-				v.CustomFields = canonical.AppendString(nil, f.Once(&seen, 6).Str())
-			case "customer":
-				v.Customer = canonical.Ptr(f.Once(&seen, 7).Str())
-				f.Length(*v.Customer, -1, 5000)
-			case "days_until_due":
-				v.DaysUntilDue = canonical.Ptr(f.Once(&seen, 8).Int64())
-			case "default_payment_method":
-				v.DefaultPaymentMethod = canonical.Ptr(f.Once(&seen, 9).Str())
-				f.Length(*v.DefaultPaymentMethod, -1, 5000)
-			case "default_source":
-				v.DefaultSource = canonical.Ptr(f.Once(&seen, 10).Str())
-				f.Length(*v.DefaultSource, -1, 5000)
-			case "description":
-				v.Description = canonical.Ptr(f.Once(&seen, 12).Str())
-				f.Length(*v.Description, -1, 1500)
-			case "discounts":
-				v.Discounts = canonical.AppendString(nil, f.Once(&seen, 13).Str())
-			case "due_date":
-				v.DueDate = canonical.Ptr(f.Once(&seen, 14).Int64())
-			case "effective_at":
-				v.EffectiveAt = canonical.Ptr(f.Once(&seen, 15).Int64())
-			case "footer":
-				v.Footer = canonical.Ptr(f.Once(&seen, 17).Str())
-				f.Length(*v.Footer, -1, 5000)
-			case "metadata":
-				v.Metadata = canonical.AppendString(nil, f.Once(&seen, 19).Str())
-			case "on_behalf_of":
-				v.OnBehalfOf = canonical.Ptr(f.Once(&seen, 20).Str())
-			case "pending_invoice_items_behavior":
-				v.PendingInvoiceItemsBehavior = canonical.Ptr(PostInvoicesBodyPendingInvoiceItemsBehavior(f.Once(&seen, 22).Enum("exclude", "include", "include_and_require")))
-			case "rendering_options":
-				v.RenderingOptions = canonical.AppendString(nil, f.Once(&seen, 23).Str())
-			case "statement_descriptor":
-				v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 26).Str())
-				f.Length(*v.StatementDescriptor, -1, 22)
-			case "subscription":
-				v.Subscription = canonical.Ptr(f.Once(&seen, 27).Str())
-				f.Length(*v.Subscription, -1, 5000)
-			default:
-				switch f.Base() {
-				case "automatic_tax":
-					v.AutomaticTax = append(v.AutomaticTax, f.Bag(&seen, 3))
-				case "default_tax_rates":
-					e := f.Item(&seen, 11).Str()
-					f.Length(e, -1, 5000)
-					v.DefaultTaxRates = append(v.DefaultTaxRates, e)
-				case "expand":
-					e := f.Item(&seen, 16).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				case "from_invoice":
-					v.FromInvoice = append(v.FromInvoice, f.Bag(&seen, 18))
-				case "payment_settings":
-					v.PaymentSettings = append(v.PaymentSettings, f.Bag(&seen, 21))
-				case "shipping_cost":
-					v.ShippingCost = append(v.ShippingCost, f.Bag(&seen, 24))
-				case "shipping_details":
-					v.ShippingDetails = append(v.ShippingDetails, f.Bag(&seen, 25))
-				case "transfer_data":
-					v.TransferData = append(v.TransferData, f.Bag(&seen, 28))
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostInvoicesBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -468,164 +75,16 @@ func decodePostInvoices(in *gen.Input) (r PostInvoicesRequest, _ error) {
 // decodePostPaymentIntents decodes a request to PostPaymentIntents: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPaymentIntents(in *gen.Input) (r PostPaymentIntentsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = f.Once(&seen, 0).Int64()
-		case "application_fee_amount":
-			v.ApplicationFeeAmount = canonical.Ptr(f.Once(&seen, 2).Int64())
-		case "capture_method":
-			v.CaptureMethod = canonical.Ptr(PostPaymentIntentsBodyCaptureMethod(f.Once(&seen, 4).Enum("automatic", "automatic_async", "manual")))
-		case "confirm":
-			v.Confirm = canonical.Ptr(f.Once(&seen, 5).Bool())
-		case "confirmation_method":
-			v.ConfirmationMethod = canonical.Ptr(PostPaymentIntentsBodyConfirmationMethod(f.Once(&seen, 6).Enum("automatic", "manual")))
-		case "currency":
-			v.Currency = f.Once(&seen, 1).Str()
-		case "customer":
-			v.Customer = canonical.Ptr(f.Once(&seen, 7).Str())
-			f.Length(*v.Customer, -1, 5000)
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 8).Str())
-			f.Length(*v.Description, -1, 1000)
-		case "error_on_requires_action":
-			v.ErrorOnRequiresAction = canonical.Ptr(f.Once(&seen, 9).Bool())
-		case "mandate":
-			v.Mandate = canonical.Ptr(f.Once(&seen, 11).Str())
-			f.Length(*v.Mandate, -1, 5000)
-		case "mandate_data":
-			v.MandateData = canonical.AppendString(nil, f.Once(&seen, 12).Str())
-		case "off_session":
-			v.OffSession = canonical.AppendString(nil, f.Once(&seen, 14).Str())
-		case "on_behalf_of":
-			v.OnBehalfOf = canonical.Ptr(f.Once(&seen, 15).Str())
-		case "payment_method":
-			v.PaymentMethod = canonical.Ptr(f.Once(&seen, 16).Str())
-			f.Length(*v.PaymentMethod, -1, 5000)
-		case "receipt_email":
-			v.ReceiptEmail = canonical.Ptr(f.Once(&seen, 21).Str())
-		case "return_url":
-			v.ReturnURL = canonical.Ptr(f.Once(&seen, 22).Str())
-		case "setup_future_usage":
-			v.SetupFutureUsage = canonical.Ptr(PostPaymentIntentsBodySetupFutureUsage(f.Once(&seen, 23).Enum("off_session", "on_session")))
-		case "statement_descriptor":
-			v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 25).Str())
-			f.Length(*v.StatementDescriptor, -1, 22)
-		case "statement_descriptor_suffix":
-			v.StatementDescriptorSuffix = canonical.Ptr(f.Once(&seen, 26).Str())
-			f.Length(*v.StatementDescriptorSuffix, -1, 22)
-		case "transfer_group":
-			v.TransferGroup = canonical.Ptr(f.Once(&seen, 28).Str())
-		case "use_stripe_sdk":
-			v.UseStripeSdk = canonical.Ptr(f.Once(&seen, 29).Bool())
-		default:
-			switch f.Base() {
-			case "automatic_payment_methods":
-				v.AutomaticPaymentMethods = append(v.AutomaticPaymentMethods, f.Bag(&seen, 3))
-			case "expand":
-				e := f.Item(&seen, 10).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 13))
-			case "payment_method_data":
-				v.PaymentMethodData = append(v.PaymentMethodData, f.Bag(&seen, 17))
-			case "payment_method_options":
-				v.PaymentMethodOptions = append(v.PaymentMethodOptions, f.Bag(&seen, 18))
-			case "payment_method_types":
-				e := f.Item(&seen, 19).Str()
-				f.Length(e, -1, 5000)
-				v.PaymentMethodTypes = append(v.PaymentMethodTypes, e)
-			case "radar_options":
-				v.RadarOptions = append(v.RadarOptions, f.Bag(&seen, 20))
-			case "shipping":
-				v.Shipping = append(v.Shipping, f.Bag(&seen, 24))
-			case "transfer_data":
-				v.TransferData = append(v.TransferData, f.Bag(&seen, 27))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "amount", "currency")
-	in.FormBody()
+	decodePostPaymentIntentsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostPaymentLinks decodes a request to PostPaymentLinks: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPaymentLinks(in *gen.Input) (r PostPaymentLinksRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "allow_promotion_codes":
-			v.AllowPromotionCodes = canonical.Ptr(f.Once(&seen, 2).Bool())
-		case "application_fee_amount":
-			v.ApplicationFeeAmount = canonical.Ptr(f.Once(&seen, 3).Int64())
-		case "application_fee_percent":
-			v.ApplicationFeePercent = canonical.Ptr(f.Once(&seen, 4).Float64())
-		case "billing_address_collection":
-			v.BillingAddressCollection = canonical.Ptr(PostPaymentLinksBodyBillingAddressCollection(f.Once(&seen, 6).Enum("auto", "required")))
-		case "currency":
-			v.Currency = canonical.Ptr(f.Once(&seen, 8).Str())
-		case "customer_creation":
-			v.CustomerCreation = canonical.Ptr(PostPaymentLinksBodyCustomerCreation(f.Once(&seen, 11).Enum("always", "if_required")))
-		case "on_behalf_of":
-			v.OnBehalfOf = canonical.Ptr(f.Once(&seen, 15).Str())
-		case "payment_method_collection":
-			v.PaymentMethodCollection = canonical.Ptr(PostPaymentLinksBodyPaymentMethodCollection(f.Once(&seen, 17).Enum("always", "if_required")))
-		case "submit_type":
-			v.SubmitType = canonical.Ptr(PostPaymentLinksBodySubmitType(f.Once(&seen, 22).Enum("auto", "book", "donate", "pay")))
-		default:
-			switch f.Base() {
-			case "after_completion":
-				v.AfterCompletion = append(v.AfterCompletion, f.Bag(&seen, 1))
-			case "automatic_tax":
-				v.AutomaticTax = append(v.AutomaticTax, f.Bag(&seen, 5))
-			case "consent_collection":
-				v.ConsentCollection = append(v.ConsentCollection, f.Bag(&seen, 7))
-			case "custom_fields":
-				v.CustomFields = append(v.CustomFields, f.Bag(&seen, 9))
-			case "custom_text":
-				v.CustomText = append(v.CustomText, f.Bag(&seen, 10))
-			case "expand":
-				e := f.Item(&seen, 12).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "invoice_creation":
-				v.InvoiceCreation = append(v.InvoiceCreation, f.Bag(&seen, 13))
-			case "line_items":
-				v.LineItems = append(v.LineItems, f.Bag(&seen, 0))
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 14))
-			case "payment_intent_data":
-				v.PaymentIntentData = append(v.PaymentIntentData, f.Bag(&seen, 16))
-			case "payment_method_types":
-				v.PaymentMethodTypes = append(v.PaymentMethodTypes, PostPaymentLinksBodyPaymentMethodTypesItem(f.Item(&seen, 18).Enum("affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay")))
-			case "phone_number_collection":
-				v.PhoneNumberCollection = append(v.PhoneNumberCollection, f.Bag(&seen, 19))
-			case "shipping_address_collection":
-				v.ShippingAddressCollection = append(v.ShippingAddressCollection, f.Bag(&seen, 20))
-			case "shipping_options":
-				v.ShippingOptions = append(v.ShippingOptions, f.Bag(&seen, 21))
-			case "subscription_data":
-				v.SubscriptionData = append(v.SubscriptionData, f.Bag(&seen, 23))
-			case "tax_id_collection":
-				v.TaxIDCollection = append(v.TaxIDCollection, f.Bag(&seen, 24))
-			case "transfer_data":
-				v.TransferData = append(v.TransferData, f.Bag(&seen, 25))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "line_items")
-	in.FormBody()
+	decodePostPaymentLinksBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
@@ -635,101 +94,8 @@ func decodePostPaymentMethods(in *gen.Input) (r PostPaymentMethodsRequest, _ err
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "card":
-				v.Card = canonical.AppendString(nil, f.Once(&seen, 10).Str())
-			case "customer":
-				v.Customer = canonical.Ptr(f.Once(&seen, 12).Str())
-				f.Length(*v.Customer, -1, 5000)
-			case "payment_method":
-				v.PaymentMethod = canonical.Ptr(f.Once(&seen, 27).Str())
-				f.Length(*v.PaymentMethod, -1, 5000)
-			case "type":
-				v.Type = canonical.Ptr(PostPaymentMethodsBodyType(f.Once(&seen, 35).Enum("acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip")))
-			default:
-				switch f.Base() {
-				case "acss_debit":
-					v.AcssDebit = append(v.AcssDebit, f.Bag(&seen, 0))
-				case "affirm":
-					v.Affirm = append(v.Affirm, f.Bag(&seen, 1))
-				case "afterpay_clearpay":
-					v.AfterpayClearpay = append(v.AfterpayClearpay, f.Bag(&seen, 2))
-				case "alipay":
-					v.Alipay = append(v.Alipay, f.Bag(&seen, 3))
-				case "au_becs_debit":
-					v.AuBecsDebit = append(v.AuBecsDebit, f.Bag(&seen, 4))
-				case "bacs_debit":
-					v.BacsDebit = append(v.BacsDebit, f.Bag(&seen, 5))
-				case "bancontact":
-					v.Bancontact = append(v.Bancontact, f.Bag(&seen, 6))
-				case "billing_details":
-					v.BillingDetails = append(v.BillingDetails, f.Bag(&seen, 7))
-				case "blik":
-					v.Blik = append(v.Blik, f.Bag(&seen, 8))
-				case "boleto":
-					v.Boleto = append(v.Boleto, f.Bag(&seen, 9))
-				case "cashapp":
-					v.Cashapp = append(v.Cashapp, f.Bag(&seen, 11))
-				case "customer_balance":
-					v.CustomerBalance = append(v.CustomerBalance, f.Bag(&seen, 13))
-				case "eps":
-					v.Eps = append(v.Eps, f.Bag(&seen, 14))
-				case "expand":
-					e := f.Item(&seen, 15).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				case "fpx":
-					v.Fpx = append(v.Fpx, f.Bag(&seen, 16))
-				case "giropay":
-					v.Giropay = append(v.Giropay, f.Bag(&seen, 17))
-				case "grabpay":
-					v.Grabpay = append(v.Grabpay, f.Bag(&seen, 18))
-				case "ideal":
-					v.Ideal = append(v.Ideal, f.Bag(&seen, 19))
-				case "interac_present":
-					v.InteracPresent = append(v.InteracPresent, f.Bag(&seen, 20))
-				case "klarna":
-					v.Klarna = append(v.Klarna, f.Bag(&seen, 21))
-				case "konbini":
-					v.Konbini = append(v.Konbini, f.Bag(&seen, 22))
-				case "link":
-					v.Link = append(v.Link, f.Bag(&seen, 23))
-				case "metadata":
-					v.Metadata = append(v.Metadata, f.Bag(&seen, 24))
-				case "oxxo":
-					v.Oxxo = append(v.Oxxo, f.Bag(&seen, 25))
-				case "p24":
-					v.P24 = append(v.P24, f.Bag(&seen, 26))
-				case "paynow":
-					v.Paynow = append(v.Paynow, f.Bag(&seen, 28))
-				case "paypal":
-					v.Paypal = append(v.Paypal, f.Bag(&seen, 29))
-				case "pix":
-					v.Pix = append(v.Pix, f.Bag(&seen, 30))
-				case "promptpay":
-					v.Promptpay = append(v.Promptpay, f.Bag(&seen, 31))
-				case "radar_options":
-					v.RadarOptions = append(v.RadarOptions, f.Bag(&seen, 32))
-				case "sepa_debit":
-					v.SepaDebit = append(v.SepaDebit, f.Bag(&seen, 33))
-				case "sofort":
-					v.Sofort = append(v.Sofort, f.Bag(&seen, 34))
-				case "us_bank_account":
-					v.UsBankAccount = append(v.UsBankAccount, f.Bag(&seen, 36))
-				case "wechat_pay":
-					v.WechatPay = append(v.WechatPay, f.Bag(&seen, 37))
-				case "zip":
-					v.Zip = append(v.Zip, f.Bag(&seen, 38))
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostPaymentMethodsBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -737,266 +103,40 @@ func decodePostPaymentMethods(in *gen.Input) (r PostPaymentMethodsRequest, _ err
 // decodePostPayouts decodes a request to PostPayouts: its body (strictly, with the schema's
 // checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPayouts(in *gen.Input) (r PostPayoutsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = f.Once(&seen, 0).Int64()
-		case "currency":
-			v.Currency = f.Once(&seen, 1).Str()
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 2).Str())
-			f.Length(*v.Description, -1, 5000)
-		case "destination":
-			v.Destination = canonical.Ptr(f.Once(&seen, 3).Str())
-		case "method":
-			v.Method = canonical.Ptr(PostPayoutsBodyMethod(f.Once(&seen, 6).Enum("instant", "standard")))
-		case "source_type":
-			v.SourceType = canonical.Ptr(PostPayoutsBodySourceType(f.Once(&seen, 7).Enum("bank_account", "card", "fpx")))
-		case "statement_descriptor":
-			v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 8).Str())
-			f.Length(*v.StatementDescriptor, -1, 22)
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 4).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 5))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "amount", "currency")
-	in.FormBody()
+	decodePostPayoutsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostPlans decodes a request to PostPlans: its body (strictly, with the schema's checks),
 // which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPlans(in *gen.Input) (r PostPlansRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "active":
-			v.Active = canonical.Ptr(f.Once(&seen, 2).Bool())
-		case "aggregate_usage":
-			v.AggregateUsage = canonical.Ptr(PostPlansBodyAggregateUsage(f.Once(&seen, 3).Enum("last_during_period", "last_ever", "max", "sum")))
-		case "amount":
-			v.Amount = canonical.Ptr(f.Once(&seen, 4).Int64())
-		case "amount_decimal":
-			v.AmountDecimal = canonical.Ptr(f.Once(&seen, 5).Str())
-		case "billing_scheme":
-			v.BillingScheme = canonical.Ptr(PostPlansBodyBillingScheme(f.Once(&seen, 6).Enum("per_unit", "tiered")))
-		case "currency":
-			v.Currency = f.Once(&seen, 0).Str()
-		case "id":
-			v.ID = canonical.Ptr(f.Once(&seen, 8).Str())
-			f.Length(*v.ID, -1, 5000)
-		case "interval":
-			v.Interval = PostPlansBodyInterval(f.Once(&seen, 1).Enum("day", "month", "week", "year"))
-		case "interval_count":
-			v.IntervalCount = canonical.Ptr(f.Once(&seen, 9).Int64())
-		case "metadata":
-			v.Metadata = canonical.AppendString(nil, f.Once(&seen, 10).Str())
-		case "nickname":
-			v.Nickname = canonical.Ptr(f.Once(&seen, 11).Str())
-			f.Length(*v.Nickname, -1, 5000)
-		case "product":
-			v.Product = canonical.AppendString(nil, f.Once(&seen, 12).Str())
-		case "tiers_mode":
-			v.TiersMode = canonical.Ptr(PostPlansBodyTiersMode(f.Once(&seen, 14).Enum("graduated", "volume")))
-		case "trial_period_days":
-			v.TrialPeriodDays = canonical.Ptr(f.Once(&seen, 16).Int64())
-		case "usage_type":
-			v.UsageType = canonical.Ptr(PostPlansBodyUsageType(f.Once(&seen, 17).Enum("licensed", "metered")))
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 7).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "tiers":
-				v.Tiers = append(v.Tiers, f.Bag(&seen, 13))
-			case "transform_usage":
-				v.TransformUsage = append(v.TransformUsage, f.Bag(&seen, 15))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "currency", "interval")
-	in.FormBody()
+	decodePostPlansBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostPrices decodes a request to PostPrices: its body (strictly, with the schema's checks),
 // which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPrices(in *gen.Input) (r PostPricesRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "active":
-			v.Active = canonical.Ptr(f.Once(&seen, 1).Bool())
-		case "billing_scheme":
-			v.BillingScheme = canonical.Ptr(PostPricesBodyBillingScheme(f.Once(&seen, 2).Enum("per_unit", "tiered")))
-		case "currency":
-			v.Currency = f.Once(&seen, 0).Str()
-		case "lookup_key":
-			v.LookupKey = canonical.Ptr(f.Once(&seen, 6).Str())
-			f.Length(*v.LookupKey, -1, 200)
-		case "nickname":
-			v.Nickname = canonical.Ptr(f.Once(&seen, 8).Str())
-			f.Length(*v.Nickname, -1, 5000)
-		case "product":
-			v.Product = canonical.Ptr(f.Once(&seen, 9).Str())
-			f.Length(*v.Product, -1, 5000)
-		case "tax_behavior":
-			v.TaxBehavior = canonical.Ptr(PostPricesBodyTaxBehavior(f.Once(&seen, 12).Enum("exclusive", "inclusive", "unspecified")))
-		case "tiers_mode":
-			v.TiersMode = canonical.Ptr(PostPricesBodyTiersMode(f.Once(&seen, 14).Enum("graduated", "volume")))
-		case "transfer_lookup_key":
-			v.TransferLookupKey = canonical.Ptr(f.Once(&seen, 15).Bool())
-		case "unit_amount":
-			v.UnitAmount = canonical.Ptr(f.Once(&seen, 17).Int64())
-		case "unit_amount_decimal":
-			v.UnitAmountDecimal = canonical.Ptr(f.Once(&seen, 18).Str())
-		default:
-			switch f.Base() {
-			case "currency_options":
-				v.CurrencyOptions = append(v.CurrencyOptions, f.Bag(&seen, 3))
-			case "custom_unit_amount":
-				v.CustomUnitAmount = append(v.CustomUnitAmount, f.Bag(&seen, 4))
-			case "expand":
-				e := f.Item(&seen, 5).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 7))
-			case "product_data":
-				v.ProductData = append(v.ProductData, f.Bag(&seen, 10))
-			case "recurring":
-				v.Recurring = append(v.Recurring, f.Bag(&seen, 11))
-			case "tiers":
-				v.Tiers = append(v.Tiers, f.Bag(&seen, 13))
-			case "transform_quantity":
-				v.TransformQuantity = append(v.TransformQuantity, f.Bag(&seen, 16))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "currency")
-	in.FormBody()
+	decodePostPricesBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostProducts decodes a request to PostProducts: its body (strictly, with the schema's
 // checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostProducts(in *gen.Input) (r PostProductsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "active":
-			v.Active = canonical.Ptr(f.Once(&seen, 1).Bool())
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 3).Str())
-			f.Length(*v.Description, -1, 40000)
-		case "id":
-			v.ID = canonical.Ptr(f.Once(&seen, 6).Str())
-			f.Length(*v.ID, -1, 5000)
-		case "name":
-			v.Name = f.Once(&seen, 0).Str()
-			f.Length(v.Name, -1, 5000)
-		case "shippable":
-			v.Shippable = canonical.Ptr(f.Once(&seen, 10).Bool())
-		case "statement_descriptor":
-			v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 11).Str())
-			f.Length(*v.StatementDescriptor, -1, 22)
-		case "tax_code":
-			v.TaxCode = canonical.Ptr(f.Once(&seen, 12).Str())
-		case "unit_label":
-			v.UnitLabel = canonical.Ptr(f.Once(&seen, 13).Str())
-			f.Length(*v.UnitLabel, -1, 12)
-		case "url":
-			v.URL = canonical.Ptr(f.Once(&seen, 14).Str())
-			f.Length(*v.URL, -1, 5000)
-		default:
-			switch f.Base() {
-			case "default_price_data":
-				v.DefaultPriceData = append(v.DefaultPriceData, f.Bag(&seen, 2))
-			case "expand":
-				e := f.Item(&seen, 4).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "features":
-				v.Features = append(v.Features, f.Bag(&seen, 5))
-			case "images":
-				v.Images = append(v.Images, f.Item(&seen, 7).Str())
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 8))
-			case "package_dimensions":
-				v.PackageDimensions = append(v.PackageDimensions, f.Bag(&seen, 9))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "name")
-	in.FormBody()
+	decodePostProductsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostPromotionCodes decodes a request to PostPromotionCodes: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostPromotionCodes(in *gen.Input) (r PostPromotionCodesRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "active":
-			v.Active = canonical.Ptr(f.Once(&seen, 1).Bool())
-		case "code":
-			v.Code = canonical.Ptr(f.Once(&seen, 2).Str())
-			f.Length(*v.Code, -1, 500)
-		case "coupon":
-			v.Coupon = f.Once(&seen, 0).Str()
-			f.Length(v.Coupon, -1, 5000)
-		case "customer":
-			v.Customer = canonical.Ptr(f.Once(&seen, 3).Str())
-			f.Length(*v.Customer, -1, 5000)
-		case "expires_at":
-			v.ExpiresAt = canonical.Ptr(f.Once(&seen, 5).Int64())
-		case "max_redemptions":
-			v.MaxRedemptions = canonical.Ptr(f.Once(&seen, 6).Int64())
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 4).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 7))
-			case "restrictions":
-				v.Restrictions = append(v.Restrictions, f.Bag(&seen, 8))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "coupon")
-	in.FormBody()
+	decodePostPromotionCodesBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
@@ -1006,48 +146,8 @@ func decodePostRefunds(in *gen.Input) (r PostRefundsRequest, _ error) {
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "amount":
-				v.Amount = canonical.Ptr(f.Once(&seen, 0).Int64())
-			case "charge":
-				v.Charge = canonical.Ptr(f.Once(&seen, 1).Str())
-				f.Length(*v.Charge, -1, 5000)
-			case "currency":
-				v.Currency = canonical.Ptr(f.Once(&seen, 2).Str())
-			case "customer":
-				v.Customer = canonical.Ptr(f.Once(&seen, 3).Str())
-				f.Length(*v.Customer, -1, 5000)
-			case "instructions_email":
-				v.InstructionsEmail = canonical.Ptr(f.Once(&seen, 5).Str())
-			case "metadata":
-				v.Metadata = canonical.AppendString(nil, f.Once(&seen, 6).Str())
-			case "origin":
-				v.Origin = canonical.Ptr(PostRefundsBodyOrigin(f.Once(&seen, 7).Enum("customer_balance")))
-			case "payment_intent":
-				v.PaymentIntent = canonical.Ptr(f.Once(&seen, 8).Str())
-				f.Length(*v.PaymentIntent, -1, 5000)
-			case "reason":
-				v.Reason = canonical.Ptr(PostRefundsBodyReason(f.Once(&seen, 9).Enum("duplicate", "fraudulent", "requested_by_customer")))
-			case "refund_application_fee":
-				v.RefundApplicationFee = canonical.Ptr(f.Once(&seen, 10).Bool())
-			case "reverse_transfer":
-				v.ReverseTransfer = canonical.Ptr(f.Once(&seen, 11).Bool())
-			default:
-				switch f.Base() {
-				case "expand":
-					e := f.Item(&seen, 4).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostRefundsBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -1058,62 +158,8 @@ func decodePostSetupIntents(in *gen.Input) (r PostSetupIntentsRequest, _ error) 
 	if len(in.Body) == 0 {
 		in.RawBody()
 	} else {
-		v := &r.Body
-		var seen uint64 // one bit per declared member
-		f := in.Form()
-		for f.Next() {
-			switch f.Name() {
-			case "attach_to_self":
-				v.AttachToSelf = canonical.Ptr(f.Once(&seen, 0).Bool())
-			case "confirm":
-				v.Confirm = canonical.Ptr(f.Once(&seen, 2).Bool())
-			case "customer":
-				v.Customer = canonical.Ptr(f.Once(&seen, 3).Str())
-				f.Length(*v.Customer, -1, 5000)
-			case "description":
-				v.Description = canonical.Ptr(f.Once(&seen, 4).Str())
-				f.Length(*v.Description, -1, 1000)
-			case "mandate_data":
-				v.MandateData = canonical.AppendString(nil, f.Once(&seen, 7).Str())
-			case "on_behalf_of":
-				v.OnBehalfOf = canonical.Ptr(f.Once(&seen, 9).Str())
-			case "payment_method":
-				v.PaymentMethod = canonical.Ptr(f.Once(&seen, 10).Str())
-				f.Length(*v.PaymentMethod, -1, 5000)
-			case "return_url":
-				v.ReturnURL = canonical.Ptr(f.Once(&seen, 14).Str())
-			case "usage":
-				v.Usage = canonical.Ptr(PostSetupIntentsBodyUsage(f.Once(&seen, 16).Enum("off_session", "on_session")))
-			case "use_stripe_sdk":
-				v.UseStripeSdk = canonical.Ptr(f.Once(&seen, 17).Bool())
-			default:
-				switch f.Base() {
-				case "automatic_payment_methods":
-					v.AutomaticPaymentMethods = append(v.AutomaticPaymentMethods, f.Bag(&seen, 1))
-				case "expand":
-					e := f.Item(&seen, 5).Str()
-					f.Length(e, -1, 5000)
-					v.Expand = append(v.Expand, e)
-				case "flow_directions":
-					v.FlowDirections = append(v.FlowDirections, PostSetupIntentsBodyFlowDirectionsItem(f.Item(&seen, 6).Enum("inbound", "outbound")))
-				case "metadata":
-					v.Metadata = append(v.Metadata, f.Bag(&seen, 8))
-				case "payment_method_data":
-					v.PaymentMethodData = append(v.PaymentMethodData, f.Bag(&seen, 11))
-				case "payment_method_options":
-					v.PaymentMethodOptions = append(v.PaymentMethodOptions, f.Bag(&seen, 12))
-				case "payment_method_types":
-					e := f.Item(&seen, 13).Str()
-					f.Length(e, -1, 5000)
-					v.PaymentMethodTypes = append(v.PaymentMethodTypes, e)
-				case "single_use":
-					v.SingleUse = append(v.SingleUse, f.Bag(&seen, 15))
-				default:
-					f.Reject()
-				}
-			}
-		}
-		in.FormBody()
+		decodePostSetupIntentsBody(in.FormTree(), &r.Body)
+		in.FormTreeBody()
 	}
 	return r, in.Err()
 }
@@ -1121,414 +167,5528 @@ func decodePostSetupIntents(in *gen.Input) (r PostSetupIntentsRequest, _ error) 
 // decodePostShippingRates decodes a request to PostShippingRates: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostShippingRates(in *gen.Input) (r PostShippingRatesRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "display_name":
-			v.DisplayName = f.Once(&seen, 0).Str()
-			f.Length(v.DisplayName, -1, 100)
-		case "tax_behavior":
-			v.TaxBehavior = canonical.Ptr(PostShippingRatesBodyTaxBehavior(f.Once(&seen, 5).Enum("exclusive", "inclusive", "unspecified")))
-		case "tax_code":
-			v.TaxCode = canonical.Ptr(f.Once(&seen, 6).Str())
-		case "type":
-			v.Type = canonical.Ptr(PostShippingRatesBodyType(f.Once(&seen, 7).Enum("fixed_amount")))
-		default:
-			switch f.Base() {
-			case "delivery_estimate":
-				v.DeliveryEstimate = append(v.DeliveryEstimate, f.Bag(&seen, 1))
-			case "expand":
-				e := f.Item(&seen, 2).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "fixed_amount":
-				v.FixedAmount = append(v.FixedAmount, f.Bag(&seen, 3))
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 4))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "display_name")
-	in.FormBody()
+	decodePostShippingRatesBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostSubscriptions decodes a request to PostSubscriptions: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostSubscriptions(in *gen.Input) (r PostSubscriptionsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "application_fee_percent":
-			v.ApplicationFeePercent = canonical.Ptr(f.Once(&seen, 2).Float64())
-		case "backdate_start_date":
-			v.BackdateStartDate = canonical.Ptr(f.Once(&seen, 4).Int64())
-		case "billing_cycle_anchor":
-			v.BillingCycleAnchor = canonical.Ptr(f.Once(&seen, 5).Int64())
-		case "billing_thresholds":
-			v.BillingThresholds = canonical.AppendString(nil, f.Once(&seen, 6).Str())
-		case "cancel_at":
-			v.CancelAt = canonical.Ptr(f.Once(&seen, 7).Int64())
-		case "cancel_at_period_end":
-			v.CancelAtPeriodEnd = canonical.Ptr(f.Once(&seen, 8).Bool())
-		case "collection_method":
-			v.CollectionMethod = canonical.Ptr(PostSubscriptionsBodyCollectionMethod(f.Once(&seen, 9).Enum("charge_automatically", "send_invoice")))
-		case "coupon":
-			v.Coupon = canonical.Ptr(f.Once(&seen, 10).Str())
-			f.Length(*v.Coupon, -1, 5000)
-		case "currency":
-			v.Currency = canonical.Ptr(f.Once(&seen, 11).Str())
-		case "customer":
-			v.Customer = f.Once(&seen, 0).Str()
-			f.Length(v.Customer, -1, 5000)
-		case "days_until_due":
-			v.DaysUntilDue = canonical.Ptr(f.Once(&seen, 12).Int64())
-		case "default_payment_method":
-			v.DefaultPaymentMethod = canonical.Ptr(f.Once(&seen, 13).Str())
-			f.Length(*v.DefaultPaymentMethod, -1, 5000)
-		case "default_source":
-			v.DefaultSource = canonical.Ptr(f.Once(&seen, 14).Str())
-			f.Length(*v.DefaultSource, -1, 5000)
-		case "default_tax_rates":
-			v.DefaultTaxRates = canonical.AppendString(nil, f.Once(&seen, 15).Str())
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 16).Str())
-			f.Length(*v.Description, -1, 500)
-		case "metadata":
-			v.Metadata = canonical.AppendString(nil, f.Once(&seen, 19).Str())
-		case "off_session":
-			v.OffSession = canonical.Ptr(f.Once(&seen, 20).Bool())
-		case "on_behalf_of":
-			v.OnBehalfOf = canonical.AppendString(nil, f.Once(&seen, 21).Str())
-		case "payment_behavior":
-			v.PaymentBehavior = canonical.Ptr(PostSubscriptionsBodyPaymentBehavior(f.Once(&seen, 22).Enum("allow_incomplete", "default_incomplete", "error_if_incomplete", "pending_if_incomplete")))
-		case "pending_invoice_item_interval":
-			v.PendingInvoiceItemInterval = canonical.AppendString(nil, f.Once(&seen, 24).Str())
-		case "promotion_code":
-			v.PromotionCode = canonical.Ptr(f.Once(&seen, 25).Str())
-			f.Length(*v.PromotionCode, -1, 5000)
-		case "proration_behavior":
-			v.ProrationBehavior = canonical.Ptr(PostSubscriptionsBodyProrationBehavior(f.Once(&seen, 26).Enum("always_invoice", "create_prorations", "none")))
-		case "trial_end":
-			v.TrialEnd = canonical.AppendString(nil, f.Once(&seen, 28).Str())
-		case "trial_from_plan":
-			v.TrialFromPlan = canonical.Ptr(f.Once(&seen, 29).Bool())
-		case "trial_period_days":
-			v.TrialPeriodDays = canonical.Ptr(f.Once(&seen, 30).Int64())
-		default:
-			switch f.Base() {
-			case "add_invoice_items":
-				v.AddInvoiceItems = append(v.AddInvoiceItems, f.Bag(&seen, 1))
-			case "automatic_tax":
-				v.AutomaticTax = append(v.AutomaticTax, f.Bag(&seen, 3))
-			case "expand":
-				e := f.Item(&seen, 17).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "items":
-				v.Items = append(v.Items, f.Bag(&seen, 18))
-			case "payment_settings":
-				v.PaymentSettings = append(v.PaymentSettings, f.Bag(&seen, 23))
-			case "transfer_data":
-				v.TransferData = append(v.TransferData, f.Bag(&seen, 27))
-			case "trial_settings":
-				v.TrialSettings = append(v.TrialSettings, f.Bag(&seen, 31))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "customer")
-	in.FormBody()
+	decodePostSubscriptionsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostTaxRates decodes a request to PostTaxRates: its body (strictly, with the schema's
 // checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostTaxRates(in *gen.Input) (r PostTaxRatesRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "active":
-			v.Active = canonical.Ptr(f.Once(&seen, 3).Bool())
-		case "country":
-			v.Country = canonical.Ptr(f.Once(&seen, 4).Str())
-			f.Length(*v.Country, -1, 5000)
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 5).Str())
-			f.Length(*v.Description, -1, 5000)
-		case "display_name":
-			v.DisplayName = f.Once(&seen, 0).Str()
-			f.Length(v.DisplayName, -1, 50)
-		case "inclusive":
-			v.Inclusive = f.Once(&seen, 1).Bool()
-		case "jurisdiction":
-			v.Jurisdiction = canonical.Ptr(f.Once(&seen, 7).Str())
-			f.Length(*v.Jurisdiction, -1, 50)
-		case "percentage":
-			v.Percentage = f.Once(&seen, 2).Float64()
-		case "state":
-			v.State = canonical.Ptr(f.Once(&seen, 9).Str())
-			f.Length(*v.State, -1, 2)
-		case "tax_type":
-			v.TaxType = canonical.Ptr(PostTaxRatesBodyTaxType(f.Once(&seen, 10).Enum("amusement_tax", "communications_tax", "gst", "hst", "igst", "jct", "lease_tax", "pst", "qst", "rst", "sales_tax", "service_tax", "vat")))
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 6).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 8))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "display_name", "inclusive", "percentage")
-	in.FormBody()
+	decodePostTaxRatesBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostTopups decodes a request to PostTopups: its body (strictly, with the schema's checks),
 // which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostTopups(in *gen.Input) (r PostTopupsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = f.Once(&seen, 0).Int64()
-		case "currency":
-			v.Currency = f.Once(&seen, 1).Str()
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 2).Str())
-			f.Length(*v.Description, -1, 5000)
-		case "metadata":
-			v.Metadata = canonical.AppendString(nil, f.Once(&seen, 4).Str())
-		case "source":
-			v.Source = canonical.Ptr(f.Once(&seen, 5).Str())
-			f.Length(*v.Source, -1, 5000)
-		case "statement_descriptor":
-			v.StatementDescriptor = canonical.Ptr(f.Once(&seen, 6).Str())
-			f.Length(*v.StatementDescriptor, -1, 15)
-		case "transfer_group":
-			v.TransferGroup = canonical.Ptr(f.Once(&seen, 7).Str())
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 3).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "amount", "currency")
-	in.FormBody()
+	decodePostTopupsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostTransfers decodes a request to PostTransfers: its body (strictly, with the schema's
 // checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostTransfers(in *gen.Input) (r PostTransfersRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "amount":
-			v.Amount = canonical.Ptr(f.Once(&seen, 2).Int64())
-		case "currency":
-			v.Currency = f.Once(&seen, 0).Str()
-		case "description":
-			v.Description = canonical.Ptr(f.Once(&seen, 3).Str())
-			f.Length(*v.Description, -1, 5000)
-		case "destination":
-			v.Destination = f.Once(&seen, 1).Str()
-		case "source_transaction":
-			v.SourceTransaction = canonical.Ptr(f.Once(&seen, 6).Str())
-		case "source_type":
-			v.SourceType = canonical.Ptr(PostTransfersBodySourceType(f.Once(&seen, 7).Enum("bank_account", "card", "fpx")))
-		case "transfer_group":
-			v.TransferGroup = canonical.Ptr(f.Once(&seen, 8).Str())
-		default:
-			switch f.Base() {
-			case "expand":
-				e := f.Item(&seen, 4).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			case "metadata":
-				v.Metadata = append(v.Metadata, f.Bag(&seen, 5))
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "currency", "destination")
-	in.FormBody()
+	decodePostTransfersBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
 // decodePostWebhookEndpoints decodes a request to PostWebhookEndpoints: its body (strictly, with
 // the schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodePostWebhookEndpoints(in *gen.Input) (r PostWebhookEndpointsRequest, _ error) {
-	v := &r.Body
-	var seen uint64 // one bit per declared member
-	f := in.Form()
-	for f.Next() {
-		switch f.Name() {
-		case "api_version":
-			v.APIVersion = canonical.Ptr(PostWebhookEndpointsBodyAPIVersion(f.Once(&seen, 2).Enum("2011-01-01", "2011-06-21", "2011-06-28", "2011-08-01", "2011-09-15", "2011-11-17", "2012-02-23", "2012-03-25", "2012-06-18", "2012-06-28", "2012-07-09", "2012-09-24", "2012-10-26", "2012-11-07", "2013-02-11", "2013-02-13", "2013-07-05", "2013-08-12", "2013-08-13", "2013-10-29", "2013-12-03", "2014-01-31", "2014-03-13", "2014-03-28", "2014-05-19", "2014-06-13", "2014-06-17", "2014-07-22", "2014-07-26", "2014-08-04", "2014-08-20", "2014-09-08", "2014-10-07", "2014-11-05", "2014-11-20", "2014-12-08", "2014-12-17", "2014-12-22", "2015-01-11", "2015-01-26", "2015-02-10", "2015-02-16", "2015-02-18", "2015-03-24", "2015-04-07", "2015-06-15", "2015-07-07", "2015-07-13", "2015-07-28", "2015-08-07", "2015-08-19", "2015-09-03", "2015-09-08", "2015-09-23", "2015-10-01", "2015-10-12", "2015-10-16", "2016-02-03", "2016-02-19", "2016-02-22", "2016-02-23", "2016-02-29", "2016-03-07", "2016-06-15", "2016-07-06", "2016-10-19", "2017-01-27", "2017-02-14", "2017-04-06", "2017-05-25", "2017-06-05", "2017-08-15", "2017-12-14", "2018-01-23", "2018-02-05", "2018-02-06", "2018-02-28", "2018-05-21", "2018-07-27", "2018-08-23", "2018-09-06", "2018-09-24", "2018-10-31", "2018-11-08", "2019-02-11", "2019-02-19", "2019-03-14", "2019-05-16", "2019-08-14", "2019-09-09", "2019-10-08", "2019-10-17", "2019-11-05", "2019-12-03", "2020-03-02", "2020-08-27", "2022-08-01", "2022-11-15", "2023-08-16")))
-		case "connect":
-			v.Connect = canonical.Ptr(f.Once(&seen, 3).Bool())
-		case "description":
-			v.Description = canonical.AppendString(nil, f.Once(&seen, 4).Str())
-		case "metadata":
-			v.Metadata = canonical.AppendString(nil, f.Once(&seen, 6).Str())
-		case "url":
-			v.URL = f.Once(&seen, 1).Str()
-		default:
-			switch f.Base() {
-			case "enabled_events":
-				v.EnabledEvents = append(v.EnabledEvents, PostWebhookEndpointsBodyEnabledEventsItem(f.Item(&seen, 0).Enum("*", "account.application.authorized", "account.application.deauthorized", "account.external_account.created", "account.external_account.deleted", "account.external_account.updated", "account.updated", "application_fee.created", "application_fee.refund.updated", "application_fee.refunded", "balance.available", "billing_portal.configuration.created", "billing_portal.configuration.updated", "billing_portal.session.created", "capability.updated", "cash_balance.funds_available", "charge.captured", "charge.dispute.closed", "charge.dispute.created", "charge.dispute.funds_reinstated", "charge.dispute.funds_withdrawn", "charge.dispute.updated", "charge.expired", "charge.failed", "charge.pending", "charge.refund.updated", "charge.refunded", "charge.succeeded", "charge.updated", "checkout.session.async_payment_failed", "checkout.session.async_payment_succeeded", "checkout.session.completed", "checkout.session.expired", "coupon.created", "coupon.deleted", "coupon.updated", "credit_note.created", "credit_note.updated", "credit_note.voided", "customer.created", "customer.deleted", "customer.discount.created", "customer.discount.deleted", "customer.discount.updated", "customer.source.created", "customer.source.deleted", "customer.source.expiring", "customer.source.updated", "customer.subscription.created", "customer.subscription.deleted", "customer.subscription.paused", "customer.subscription.pending_update_applied", "customer.subscription.pending_update_expired", "customer.subscription.resumed", "customer.subscription.trial_will_end", "customer.subscription.updated", "customer.tax_id.created", "customer.tax_id.deleted", "customer.tax_id.updated", "customer.updated", "customer_cash_balance_transaction.created", "file.created", "financial_connections.account.created", "financial_connections.account.deactivated", "financial_connections.account.disconnected", "financial_connections.account.reactivated", "financial_connections.account.refreshed_balance", "identity.verification_session.canceled", "identity.verification_session.created", "identity.verification_session.processing", "identity.verification_session.redacted", "identity.verification_session.requires_input", "identity.verification_session.verified", "invoice.created", "invoice.deleted", "invoice.finalization_failed", "invoice.finalized", "invoice.marked_uncollectible", "invoice.paid", "invoice.payment_action_required", "invoice.payment_failed", "invoice.payment_succeeded", "invoice.sent", "invoice.upcoming", "invoice.updated", "invoice.voided", "invoiceitem.created", "invoiceitem.deleted", "issuing_authorization.created", "issuing_authorization.request", "issuing_authorization.updated", "issuing_card.created", "issuing_card.updated", "issuing_cardholder.created", "issuing_cardholder.updated", "issuing_dispute.closed", "issuing_dispute.created", "issuing_dispute.funds_reinstated", "issuing_dispute.submitted", "issuing_dispute.updated", "issuing_transaction.created", "issuing_transaction.updated", "mandate.updated", "order.created", "payment_intent.amount_capturable_updated", "payment_intent.canceled", "payment_intent.created", "payment_intent.partially_funded", "payment_intent.payment_failed", "payment_intent.processing", "payment_intent.requires_action", "payment_intent.succeeded", "payment_link.created", "payment_link.updated", "payment_method.attached", "payment_method.automatically_updated", "payment_method.detached", "payment_method.updated", "payout.canceled", "payout.created", "payout.failed", "payout.paid", "payout.reconciliation_completed", "payout.updated", "person.created", "person.deleted", "person.updated", "plan.created", "plan.deleted", "plan.updated", "price.created", "price.deleted", "price.updated", "product.created", "product.deleted", "product.updated", "promotion_code.created", "promotion_code.updated", "quote.accepted", "quote.canceled", "quote.created", "quote.finalized", "radar.early_fraud_warning.created", "radar.early_fraud_warning.updated", "recipient.created", "recipient.deleted", "recipient.updated", "refund.created", "refund.updated", "reporting.report_run.failed", "reporting.report_run.succeeded", "reporting.report_type.updated", "review.closed", "review.opened", "setup_intent.canceled", "setup_intent.created", "setup_intent.requires_action", "setup_intent.setup_failed", "setup_intent.succeeded", "sigma.scheduled_query_run.created", "sku.created", "sku.deleted", "sku.updated", "source.canceled", "source.chargeable", "source.failed", "source.mandate_notification", "source.refund_attributes_required", "source.transaction.created", "source.transaction.updated", "subscription_schedule.aborted", "subscription_schedule.canceled", "subscription_schedule.completed", "subscription_schedule.created", "subscription_schedule.expiring", "subscription_schedule.released", "subscription_schedule.updated", "tax.settings.updated", "tax_rate.created", "tax_rate.updated", "terminal.reader.action_failed", "terminal.reader.action_succeeded", "test_helpers.test_clock.advancing", "test_helpers.test_clock.created", "test_helpers.test_clock.deleted", "test_helpers.test_clock.internal_failure", "test_helpers.test_clock.ready", "topup.canceled", "topup.created", "topup.failed", "topup.reversed", "topup.succeeded", "transfer.created", "transfer.reversed", "transfer.updated", "treasury.credit_reversal.created", "treasury.credit_reversal.posted", "treasury.debit_reversal.completed", "treasury.debit_reversal.created", "treasury.debit_reversal.initial_credit_granted", "treasury.financial_account.closed", "treasury.financial_account.created", "treasury.financial_account.features_status_updated", "treasury.inbound_transfer.canceled", "treasury.inbound_transfer.created", "treasury.inbound_transfer.failed", "treasury.inbound_transfer.succeeded", "treasury.outbound_payment.canceled", "treasury.outbound_payment.created", "treasury.outbound_payment.expected_arrival_date_updated", "treasury.outbound_payment.failed", "treasury.outbound_payment.posted", "treasury.outbound_payment.returned", "treasury.outbound_transfer.canceled", "treasury.outbound_transfer.created", "treasury.outbound_transfer.expected_arrival_date_updated", "treasury.outbound_transfer.failed", "treasury.outbound_transfer.posted", "treasury.outbound_transfer.returned", "treasury.received_credit.created", "treasury.received_credit.failed", "treasury.received_credit.succeeded", "treasury.received_debit.created")))
-			case "expand":
-				e := f.Item(&seen, 5).Str()
-				f.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			default:
-				f.Reject()
-			}
-		}
-	}
-	f.Required(seen, "enabled_events", "url")
-	in.FormBody()
+	decodePostWebhookEndpointsBody(in.FormTree(), &r.Body)
+	in.FormTreeBody()
 	return r, in.Err()
 }
 
-func decodePostRefundsBody(d *canonical.Decoder, v *PostRefundsBody) {
+func decodePostChargesBody(f *gen.FormTree, v *PostChargesBody) {
 	var seen uint64 // one bit per declared member
-	for d.BeginObject(); d.NextMember(); {
-		switch string(d.Name()) {
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
 		case "amount":
-			v.Amount = canonical.Ptr(d.Field(&seen, 0).Int64())
-		case "charge":
-			v.Charge = canonical.Ptr(d.Field(&seen, 1).Str())
-			d.Length(*v.Charge, -1, 5000)
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "application_fee":
+			v.ApplicationFee = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "application_fee_amount":
+			v.ApplicationFeeAmount = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "capture":
+			v.Capture = canonical.Ptr(f.Scalar(&seen, 3).Bool())
+		case "card":
+			v.Card = f.Field(&seen, 4).Raw()
 		case "currency":
-			v.Currency = canonical.Ptr(d.Field(&seen, 2).Str())
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 5).Str())
 		case "customer":
-			v.Customer = canonical.Ptr(d.Field(&seen, 3).Str())
-			d.Length(*v.Customer, -1, 5000)
-		case "expand":
-			v.Expand = []string{}
-			for d.Field(&seen, 4).BeginArray(); d.NextElement(); {
-				e := d.Str()
-				d.Length(e, -1, 5000)
-				v.Expand = append(v.Expand, e)
-			}
-			d.EndArray()
-		case "instructions_email":
-			v.InstructionsEmail = canonical.Ptr(d.Field(&seen, 5).Str())
-		case "metadata":
-			v.Metadata = d.Field(&seen, 6).Raw()
-		case "origin":
-			v.Origin = canonical.Ptr(PostRefundsBodyOrigin(d.Field(&seen, 7).Enum("customer_balance")))
-		case "payment_intent":
-			v.PaymentIntent = canonical.Ptr(d.Field(&seen, 8).Str())
-			d.Length(*v.PaymentIntent, -1, 5000)
-		case "reason":
-			v.Reason = canonical.Ptr(PostRefundsBodyReason(d.Field(&seen, 9).Enum("duplicate", "fraudulent", "requested_by_customer")))
-		case "refund_application_fee":
-			v.RefundApplicationFee = canonical.Ptr(d.Field(&seen, 10).Bool())
-		case "reverse_transfer":
-			v.ReverseTransfer = canonical.Ptr(d.Field(&seen, 11).Bool())
-		default:
-			d.Reject()
-		}
-	}
-	d.EndObject()
-}
-
-func decodePostTopupsBody(d *canonical.Decoder, v *PostTopupsBody) {
-	var seen uint64 // one bit per declared member
-	for d.BeginObject(); d.NextMember(); {
-		switch string(d.Name()) {
-		case "amount":
-			v.Amount = d.Field(&seen, 0).Int64()
-		case "currency":
-			v.Currency = d.Field(&seen, 1).Str()
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.Customer, -1, 500)
 		case "description":
-			v.Description = canonical.Ptr(d.Field(&seen, 2).Str())
-			d.Length(*v.Description, -1, 5000)
+			v.Description = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.Description, -1, 40000)
+		case "destination":
+			v.Destination = f.Field(&seen, 8).Raw()
 		case "expand":
 			v.Expand = []string{}
-			for d.Field(&seen, 3).BeginArray(); d.NextElement(); {
-				e := d.Str()
-				d.Length(e, -1, 5000)
+			for f.Field(&seen, 9).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
 				v.Expand = append(v.Expand, e)
 			}
-			d.EndArray()
+			f.EndArray()
 		case "metadata":
-			v.Metadata = d.Field(&seen, 4).Raw()
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 10).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 11).Str())
+			f.Length(*v.OnBehalfOf, -1, 5000)
+		case "radar_options":
+			v.RadarOptions = new(PostChargesBodyRadarOptions)
+			decodePostChargesBodyRadarOptions(f.Field(&seen, 12), v.RadarOptions)
+		case "receipt_email":
+			v.ReceiptEmail = canonical.Ptr(f.Scalar(&seen, 13).Str())
+		case "shipping":
+			v.Shipping = new(PostChargesBodyShipping)
+			decodePostChargesBodyShipping(f.Field(&seen, 14), v.Shipping)
 		case "source":
-			v.Source = canonical.Ptr(d.Field(&seen, 5).Str())
-			d.Length(*v.Source, -1, 5000)
+			v.Source = canonical.Ptr(f.Scalar(&seen, 15).Str())
+			f.Length(*v.Source, -1, 5000)
 		case "statement_descriptor":
-			v.StatementDescriptor = canonical.Ptr(d.Field(&seen, 6).Str())
-			d.Length(*v.StatementDescriptor, -1, 15)
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 16).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "statement_descriptor_suffix":
+			v.StatementDescriptorSuffix = canonical.Ptr(f.Scalar(&seen, 17).Str())
+			f.Length(*v.StatementDescriptorSuffix, -1, 22)
+		case "transfer_data":
+			v.TransferData = new(PostChargesBodyTransferData)
+			decodePostChargesBodyTransferData(f.Field(&seen, 18), v.TransferData)
 		case "transfer_group":
-			v.TransferGroup = canonical.Ptr(d.Field(&seen, 7).Str())
+			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 19).Str())
 		default:
-			d.Reject()
+			f.Reject()
 		}
 	}
-	d.EndObject()
-	d.Required(seen, "amount", "currency")
+	f.EndObject()
 }
 
-func decodePostWebhookEndpointsBody(d *canonical.Decoder, v *PostWebhookEndpointsBody) {
+func decodePostChargesBodyRadarOptions(f *gen.FormTree, v *PostChargesBodyRadarOptions) {
 	var seen uint64 // one bit per declared member
-	for d.BeginObject(); d.NextMember(); {
-		switch string(d.Name()) {
-		case "api_version":
-			v.APIVersion = canonical.Ptr(PostWebhookEndpointsBodyAPIVersion(d.Field(&seen, 2).Enum("2011-01-01", "2011-06-21", "2011-06-28", "2011-08-01", "2011-09-15", "2011-11-17", "2012-02-23", "2012-03-25", "2012-06-18", "2012-06-28", "2012-07-09", "2012-09-24", "2012-10-26", "2012-11-07", "2013-02-11", "2013-02-13", "2013-07-05", "2013-08-12", "2013-08-13", "2013-10-29", "2013-12-03", "2014-01-31", "2014-03-13", "2014-03-28", "2014-05-19", "2014-06-13", "2014-06-17", "2014-07-22", "2014-07-26", "2014-08-04", "2014-08-20", "2014-09-08", "2014-10-07", "2014-11-05", "2014-11-20", "2014-12-08", "2014-12-17", "2014-12-22", "2015-01-11", "2015-01-26", "2015-02-10", "2015-02-16", "2015-02-18", "2015-03-24", "2015-04-07", "2015-06-15", "2015-07-07", "2015-07-13", "2015-07-28", "2015-08-07", "2015-08-19", "2015-09-03", "2015-09-08", "2015-09-23", "2015-10-01", "2015-10-12", "2015-10-16", "2016-02-03", "2016-02-19", "2016-02-22", "2016-02-23", "2016-02-29", "2016-03-07", "2016-06-15", "2016-07-06", "2016-10-19", "2017-01-27", "2017-02-14", "2017-04-06", "2017-05-25", "2017-06-05", "2017-08-15", "2017-12-14", "2018-01-23", "2018-02-05", "2018-02-06", "2018-02-28", "2018-05-21", "2018-07-27", "2018-08-23", "2018-09-06", "2018-09-24", "2018-10-31", "2018-11-08", "2019-02-11", "2019-02-19", "2019-03-14", "2019-05-16", "2019-08-14", "2019-09-09", "2019-10-08", "2019-10-17", "2019-11-05", "2019-12-03", "2020-03-02", "2020-08-27", "2022-08-01", "2022-11-15", "2023-08-16")))
-		case "connect":
-			v.Connect = canonical.Ptr(d.Field(&seen, 3).Bool())
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "session":
+			v.Session = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Session, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostChargesBodyShipping(f *gen.FormTree, v *PostChargesBodyShipping) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			decodePostChargesBodyShippingAddress(f.Field(&seen, 0), &v.Address)
+		case "carrier":
+			v.Carrier = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Carrier, -1, 5000)
+		case "name":
+			v.Name = f.Scalar(&seen, 1).Str()
+			f.Length(v.Name, -1, 5000)
+		case "phone":
+			v.Phone = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Phone, -1, 5000)
+		case "tracking_number":
+			v.TrackingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.TrackingNumber, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "address", "name")
+}
+
+func decodePostChargesBodyShippingAddress(f *gen.FormTree, v *PostChargesBodyShippingAddress) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "city":
+			v.City = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.City, -1, 5000)
+		case "country":
+			v.Country = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Country, -1, 5000)
+		case "line1":
+			v.Line1 = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Line1, -1, 5000)
+		case "line2":
+			v.Line2 = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Line2, -1, 5000)
+		case "postal_code":
+			v.PostalCode = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.PostalCode, -1, 5000)
+		case "state":
+			v.State = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.State, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostChargesBodyTransferData(f *gen.FormTree, v *PostChargesBodyTransferData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "destination":
+			v.Destination = f.Scalar(&seen, 0).Str()
+			f.Length(v.Destination, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "destination")
+}
+
+func decodePostCheckoutSessionsBody(f *gen.FormTree, v *PostCheckoutSessionsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "after_expiration":
+			v.AfterExpiration = new(PostCheckoutSessionsBodyAfterExpiration)
+			decodePostCheckoutSessionsBodyAfterExpiration(f.Field(&seen, 1), v.AfterExpiration)
+		case "allow_promotion_codes":
+			v.AllowPromotionCodes = canonical.Ptr(f.Scalar(&seen, 2).Bool())
+		case "automatic_tax":
+			v.AutomaticTax = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 3), v.AutomaticTax)
+		case "billing_address_collection":
+			v.BillingAddressCollection = (*PostCheckoutSessionsBodyBillingAddressCollection)(canonical.Ptr(f.Scalar(&seen, 4).Enum("auto", "required")))
+		case "cancel_url":
+			v.CancelURL = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.CancelURL, -1, 5000)
+		case "client_reference_id":
+			v.ClientReferenceID = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.ClientReferenceID, -1, 200)
+		case "consent_collection":
+			v.ConsentCollection = new(PostCheckoutSessionsBodyConsentCollection)
+			decodePostCheckoutSessionsBodyConsentCollection(f.Field(&seen, 7), v.ConsentCollection)
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 8).Str())
+		case "custom_fields":
+			v.CustomFields = []PostCheckoutSessionsBodyCustomFieldsItem{}
+			for f.Field(&seen, 9).BeginArray(); f.NextElement(); {
+				v.CustomFields = append(v.CustomFields, PostCheckoutSessionsBodyCustomFieldsItem{})
+				decodePostCheckoutSessionsBodyCustomFieldsItem(f, &v.CustomFields[len(v.CustomFields)-1])
+			}
+			f.EndArray()
+		case "custom_text":
+			v.CustomText = new(PostCheckoutSessionsBodyCustomText)
+			decodePostCheckoutSessionsBodyCustomText(f.Field(&seen, 10), v.CustomText)
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 11).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "customer_creation":
+			v.CustomerCreation = (*PostCheckoutSessionsBodyCustomerCreation)(canonical.Ptr(f.Scalar(&seen, 12).Enum("always", "if_required")))
+		case "customer_email":
+			v.CustomerEmail = canonical.Ptr(f.Scalar(&seen, 13).Str())
+		case "customer_update":
+			v.CustomerUpdate = new(PostCheckoutSessionsBodyCustomerUpdate)
+			decodePostCheckoutSessionsBodyCustomerUpdate(f.Field(&seen, 14), v.CustomerUpdate)
+		case "discounts":
+			v.Discounts = []PostCheckoutSessionsBodyDiscountsItem{}
+			for f.Field(&seen, 15).BeginArray(); f.NextElement(); {
+				v.Discounts = append(v.Discounts, PostCheckoutSessionsBodyDiscountsItem{})
+				decodePostCheckoutSessionsBodyDiscountsItem(f, &v.Discounts[len(v.Discounts)-1])
+			}
+			f.EndArray()
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 16).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "expires_at":
+			v.ExpiresAt = canonical.Ptr(f.Scalar(&seen, 17).Int64())
+		case "invoice_creation":
+			v.InvoiceCreation = new(PostCheckoutSessionsBodyInvoiceCreation)
+			decodePostCheckoutSessionsBodyInvoiceCreation(f.Field(&seen, 18), v.InvoiceCreation)
+		case "line_items":
+			v.LineItems = []PostCheckoutSessionsBodyLineItemsItem{}
+			for f.Field(&seen, 19).BeginArray(); f.NextElement(); {
+				v.LineItems = append(v.LineItems, PostCheckoutSessionsBodyLineItemsItem{})
+				decodePostCheckoutSessionsBodyLineItemsItem(f, &v.LineItems[len(v.LineItems)-1])
+			}
+			f.EndArray()
+		case "locale":
+			v.Locale = (*PostCheckoutSessionsBodyLocale)(canonical.Ptr(f.Scalar(&seen, 20).Enum("auto", "bg", "cs", "da", "de", "el", "en", "en-GB", "es", "es-419", "et", "fi", "fil", "fr", "fr-CA", "hr", "hu", "id", "it", "ja", "ko", "lt", "lv", "ms", "mt", "nb", "nl", "pl", "pt", "pt-BR", "ro", "ru", "sk", "sl", "sv", "th", "tr", "vi", "zh", "zh-HK", "zh-TW")))
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 21).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "mode":
+			v.Mode = (*PostCheckoutSessionsBodyMode)(canonical.Ptr(f.Scalar(&seen, 22).Enum("payment", "setup", "subscription")))
+		case "payment_intent_data":
+			v.PaymentIntentData = new(PostCheckoutSessionsBodyPaymentIntentData)
+			decodePostCheckoutSessionsBodyPaymentIntentData(f.Field(&seen, 23), v.PaymentIntentData)
+		case "payment_method_collection":
+			v.PaymentMethodCollection = (*PostCheckoutSessionsBodyPaymentMethodCollection)(canonical.Ptr(f.Scalar(&seen, 24).Enum("always", "if_required")))
+		case "payment_method_options":
+			v.PaymentMethodOptions = new(PostCheckoutSessionsBodyPaymentMethodOptions)
+			decodePostCheckoutSessionsBodyPaymentMethodOptions(f.Field(&seen, 25), v.PaymentMethodOptions)
+		case "payment_method_types":
+			v.PaymentMethodTypes = []PostCheckoutSessionsBodyPaymentMethodTypesItem{}
+			for f.Field(&seen, 26).BeginArray(); f.NextElement(); {
+				v.PaymentMethodTypes = append(v.PaymentMethodTypes, PostCheckoutSessionsBodyPaymentMethodTypesItem(f.Text().Enum("acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip")))
+			}
+			f.EndArray()
+		case "phone_number_collection":
+			v.PhoneNumberCollection = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 27), v.PhoneNumberCollection)
+		case "setup_intent_data":
+			v.SetupIntentData = new(PostCheckoutSessionsBodySetupIntentData)
+			decodePostCheckoutSessionsBodySetupIntentData(f.Field(&seen, 28), v.SetupIntentData)
+		case "shipping_address_collection":
+			v.ShippingAddressCollection = new(PostCheckoutSessionsBodyShippingAddressCollection)
+			decodePostCheckoutSessionsBodyShippingAddressCollection(f.Field(&seen, 29), v.ShippingAddressCollection)
+		case "shipping_options":
+			v.ShippingOptions = []PostCheckoutSessionsBodyShippingOptionsItem{}
+			for f.Field(&seen, 30).BeginArray(); f.NextElement(); {
+				v.ShippingOptions = append(v.ShippingOptions, PostCheckoutSessionsBodyShippingOptionsItem{})
+				decodePostCheckoutSessionsBodyShippingOptionsItem(f, &v.ShippingOptions[len(v.ShippingOptions)-1])
+			}
+			f.EndArray()
+		case "submit_type":
+			v.SubmitType = (*PostCheckoutSessionsBodySubmitType)(canonical.Ptr(f.Scalar(&seen, 31).Enum("auto", "book", "donate", "pay")))
+		case "subscription_data":
+			v.SubscriptionData = new(PostCheckoutSessionsBodySubscriptionData)
+			decodePostCheckoutSessionsBodySubscriptionData(f.Field(&seen, 32), v.SubscriptionData)
+		case "success_url":
+			v.SuccessURL = f.Scalar(&seen, 0).Str()
+			f.Length(v.SuccessURL, -1, 5000)
+		case "tax_id_collection":
+			v.TaxIDCollection = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 33), v.TaxIDCollection)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "success_url")
+}
+
+func decodePostCheckoutSessionsBodyAfterExpiration(f *gen.FormTree, v *PostCheckoutSessionsBodyAfterExpiration) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "recovery":
+			v.Recovery = new(PostCheckoutSessionsBodyAfterExpirationRecovery)
+			decodePostCheckoutSessionsBodyAfterExpirationRecovery(f.Field(&seen, 0), v.Recovery)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyAfterExpirationRecovery(f *gen.FormTree, v *PostCheckoutSessionsBodyAfterExpirationRecovery) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "allow_promotion_codes":
+			v.AllowPromotionCodes = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostCheckoutSessionsBodyAutomaticTax(f *gen.FormTree, v *PostCheckoutSessionsBodyAutomaticTax) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostCheckoutSessionsBodyConsentCollection(f *gen.FormTree, v *PostCheckoutSessionsBodyConsentCollection) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "promotions":
+			v.Promotions = (*PostCheckoutSessionsBodyConsentCollectionPromotions)(canonical.Ptr(f.Scalar(&seen, 0).Enum("auto", "none")))
+		case "terms_of_service":
+			v.TermsOfService = (*PostCheckoutSessionsBodyConsentCollectionTermsOfService)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none", "required")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyCustomFieldsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomFieldsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "dropdown":
+			v.Dropdown = new(PostCheckoutSessionsBodyCustomFieldsItemDropdown)
+			decodePostCheckoutSessionsBodyCustomFieldsItemDropdown(f.Field(&seen, 3), v.Dropdown)
+		case "key":
+			v.Key = f.Scalar(&seen, 0).Str()
+			f.Length(v.Key, -1, 200)
+		case "label":
+			decodePostCheckoutSessionsBodyCustomFieldsItemLabel(f.Field(&seen, 1), &v.Label)
+		case "numeric":
+			v.Numeric = new(PostCheckoutSessionsBodyCustomFieldsItemNumeric)
+			decodePostCheckoutSessionsBodyCustomFieldsItemNumeric(f.Field(&seen, 4), v.Numeric)
+		case "optional":
+			v.Optional = canonical.Ptr(f.Scalar(&seen, 5).Bool())
+		case "text":
+			v.Text = new(PostCheckoutSessionsBodyCustomFieldsItemNumeric)
+			decodePostCheckoutSessionsBodyCustomFieldsItemNumeric(f.Field(&seen, 6), v.Text)
+		case "type":
+			v.Type = PostCheckoutSessionsBodyCustomFieldsItemType(f.Scalar(&seen, 2).Enum("dropdown", "numeric", "text"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "key", "label", "type")
+}
+
+func decodePostCheckoutSessionsBodyCustomFieldsItemDropdown(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomFieldsItemDropdown) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "options":
+			v.Options = []PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.Options = append(v.Options, PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem{})
+				decodePostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem(f, &v.Options[len(v.Options)-1])
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "options")
+}
+
+func decodePostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "label":
+			v.Label = f.Scalar(&seen, 0).Str()
+			f.Length(v.Label, -1, 100)
+		case "value":
+			v.Value = f.Scalar(&seen, 1).Str()
+			f.Length(v.Value, -1, 100)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "label", "value")
+}
+
+func decodePostCheckoutSessionsBodyCustomFieldsItemLabel(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomFieldsItemLabel) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom":
+			v.Custom = f.Scalar(&seen, 0).Str()
+			f.Length(v.Custom, -1, 50)
+		case "type":
+			v.Type = PostCheckoutSessionsBodyCustomFieldsItemLabelType(f.Scalar(&seen, 1).Enum("custom"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "custom", "type")
+}
+
+func decodePostCheckoutSessionsBodyCustomFieldsItemNumeric(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomFieldsItemNumeric) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "maximum_length":
+			v.MaximumLength = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "minimum_length":
+			v.MinimumLength = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyCustomText(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomText) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "shipping_address":
+			v.ShippingAddress = new(canonical.Unsettable[PostCheckoutSessionsBodyCustomTextShippingAddress])
+			if v.ShippingAddress.Unset = f.Field(&seen, 0).Unset(); !v.ShippingAddress.Unset {
+				decodePostCheckoutSessionsBodyCustomTextShippingAddress(f, &v.ShippingAddress.Value)
+			}
+		case "submit":
+			v.Submit = new(canonical.Unsettable[PostCheckoutSessionsBodyCustomTextShippingAddress])
+			if v.Submit.Unset = f.Field(&seen, 1).Unset(); !v.Submit.Unset {
+				decodePostCheckoutSessionsBodyCustomTextShippingAddress(f, &v.Submit.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyCustomTextShippingAddress(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomTextShippingAddress) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "message":
+			v.Message = f.Scalar(&seen, 0).Str()
+			f.Length(v.Message, -1, 1000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "message")
+}
+
+func decodePostCheckoutSessionsBodyCustomerUpdate(f *gen.FormTree, v *PostCheckoutSessionsBodyCustomerUpdate) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			v.Address = (*PostCheckoutSessionsBodyCustomerUpdateAddress)(canonical.Ptr(f.Scalar(&seen, 0).Enum("auto", "never")))
+		case "name":
+			v.Name = (*PostCheckoutSessionsBodyCustomerUpdateName)(canonical.Ptr(f.Scalar(&seen, 1).Enum("auto", "never")))
+		case "shipping":
+			v.Shipping = (*PostCheckoutSessionsBodyCustomerUpdateShipping)(canonical.Ptr(f.Scalar(&seen, 2).Enum("auto", "never")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyDiscountsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyDiscountsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "coupon":
+			v.Coupon = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Coupon, -1, 5000)
+		case "promotion_code":
+			v.PromotionCode = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.PromotionCode, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyInvoiceCreation(f *gen.FormTree, v *PostCheckoutSessionsBodyInvoiceCreation) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		case "invoice_data":
+			v.InvoiceData = new(PostCheckoutSessionsBodyInvoiceCreationInvoiceData)
+			decodePostCheckoutSessionsBodyInvoiceCreationInvoiceData(f.Field(&seen, 1), v.InvoiceData)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceData(f *gen.FormTree, v *PostCheckoutSessionsBodyInvoiceCreationInvoiceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_tax_ids":
+			v.AccountTaxIds = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
+				v.AccountTaxIds.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+				}
+				f.EndArray()
+			}
+		case "custom_fields":
+			v.CustomFields = new(canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem])
+			if v.CustomFields.Unset = f.Field(&seen, 1).Unset(); !v.CustomFields.Unset {
+				v.CustomFields.Value = []PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.CustomFields.Value = append(v.CustomFields.Value, PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{})
+					decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f, &v.CustomFields.Value[len(v.CustomFields.Value)-1])
+				}
+				f.EndArray()
+			}
 		case "description":
-			v.Description = d.Field(&seen, 4).Raw()
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 1500)
+		case "footer":
+			v.Footer = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Footer, -1, 5000)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 4).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "rendering_options":
+			v.RenderingOptions = new(canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions])
+			if v.RenderingOptions.Unset = f.Field(&seen, 5).Unset(); !v.RenderingOptions.Unset {
+				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+			f.Length(v.Name, -1, 30)
+		case "value":
+			v.Value = f.Scalar(&seen, 1).Str()
+			f.Length(v.Value, -1, 30)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name", "value")
+}
+
+func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f *gen.FormTree, v *PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount_tax_display":
+			v.AmountTaxDisplay = (*PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "exclude_tax", "include_inclusive_tax")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyLineItemsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyLineItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "adjustable_quantity":
+			v.AdjustableQuantity = new(PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity)
+			decodePostCheckoutSessionsBodyLineItemsItemAdjustableQuantity(f.Field(&seen, 0), v.AdjustableQuantity)
+		case "dynamic_tax_rates":
+			v.DynamicTaxRates = []string{}
+			for f.Field(&seen, 1).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.DynamicTaxRates = append(v.DynamicTaxRates, e)
+			}
+			f.EndArray()
+		case "price":
+			v.Price = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Price, -1, 5000)
+		case "price_data":
+			v.PriceData = new(PostCheckoutSessionsBodyLineItemsItemPriceData)
+			decodePostCheckoutSessionsBodyLineItemsItemPriceData(f.Field(&seen, 3), v.PriceData)
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "tax_rates":
+			v.TaxRates = []string{}
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.TaxRates = append(v.TaxRates, e)
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyLineItemsItemAdjustableQuantity(f *gen.FormTree, v *PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		case "maximum":
+			v.Maximum = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "minimum":
+			v.Minimum = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostCheckoutSessionsBodyLineItemsItemPriceData(f *gen.FormTree, v *PostCheckoutSessionsBodyLineItemsItemPriceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "product":
+			v.Product = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Product, -1, 5000)
+		case "product_data":
+			v.ProductData = new(PostCheckoutSessionsBodyLineItemsItemPriceDataProductData)
+			decodePostCheckoutSessionsBodyLineItemsItemPriceDataProductData(f.Field(&seen, 2), v.ProductData)
+		case "recurring":
+			v.Recurring = new(PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring)
+			decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f.Field(&seen, 3), v.Recurring)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 4).Enum("exclusive", "inclusive", "unspecified")))
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 5).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 6).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency")
+}
+
+func decodePostCheckoutSessionsBodyLineItemsItemPriceDataProductData(f *gen.FormTree, v *PostCheckoutSessionsBodyLineItemsItemPriceDataProductData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Description, -1, 40000)
+		case "images":
+			v.Images = []string{}
+			for f.Field(&seen, 2).BeginArray(); f.NextElement(); {
+				v.Images = append(v.Images, f.Text().Str())
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+			f.Length(v.Name, -1, 5000)
+		case "tax_code":
+			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.TaxCode, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f *gen.FormTree, v *PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "interval":
+			v.Interval = PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval(f.Scalar(&seen, 0).Enum("day", "month", "week", "year"))
+		case "interval_count":
+			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "interval")
+}
+
+func decodePostCheckoutSessionsBodyPaymentIntentData(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentIntentData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "application_fee_amount":
+			v.ApplicationFeeAmount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "capture_method":
+			v.CaptureMethod = (*PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 1).Enum("automatic", "automatic_async", "manual")))
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 1000)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 4).Str())
+		case "receipt_email":
+			v.ReceiptEmail = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 6).Enum("off_session", "on_session")))
+		case "shipping":
+			v.Shipping = new(PostCheckoutSessionsBodyPaymentIntentDataShipping)
+			decodePostCheckoutSessionsBodyPaymentIntentDataShipping(f.Field(&seen, 7), v.Shipping)
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "statement_descriptor_suffix":
+			v.StatementDescriptorSuffix = canonical.Ptr(f.Scalar(&seen, 9).Str())
+			f.Length(*v.StatementDescriptorSuffix, -1, 22)
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodyPaymentIntentDataTransferData)
+			decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f.Field(&seen, 10), v.TransferData)
+		case "transfer_group":
+			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 11).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentIntentDataShipping(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentIntentDataShipping) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			decodePostCheckoutSessionsBodyPaymentIntentDataShippingAddress(f.Field(&seen, 0), &v.Address)
+		case "carrier":
+			v.Carrier = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Carrier, -1, 5000)
+		case "name":
+			v.Name = f.Scalar(&seen, 1).Str()
+			f.Length(v.Name, -1, 5000)
+		case "phone":
+			v.Phone = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Phone, -1, 5000)
+		case "tracking_number":
+			v.TrackingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.TrackingNumber, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "address", "name")
+}
+
+func decodePostCheckoutSessionsBodyPaymentIntentDataShippingAddress(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentIntentDataShippingAddress) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "city":
+			v.City = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.City, -1, 5000)
+		case "country":
+			v.Country = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Country, -1, 5000)
+		case "line1":
+			v.Line1 = f.Scalar(&seen, 0).Str()
+			f.Length(v.Line1, -1, 5000)
+		case "line2":
+			v.Line2 = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Line2, -1, 5000)
+		case "postal_code":
+			v.PostalCode = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.PostalCode, -1, 5000)
+		case "state":
+			v.State = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.State, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "line1")
+}
+
+func decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentIntentDataTransferData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "destination":
+			v.Destination = f.Scalar(&seen, 0).Str()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "destination")
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptions(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit(f.Field(&seen, 0), v.AcssDebit)
+		case "affirm":
+			v.Affirm = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 1), v.Affirm)
+		case "afterpay_clearpay":
+			v.AfterpayClearpay = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 2), v.AfterpayClearpay)
+		case "alipay":
+			v.Alipay = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 3), v.Alipay)
+		case "au_becs_debit":
+			v.AuBecsDebit = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 4), v.AuBecsDebit)
+		case "bacs_debit":
+			v.BacsDebit = new(PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit(f.Field(&seen, 5), v.BacsDebit)
+		case "bancontact":
+			v.Bancontact = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 6), v.Bancontact)
+		case "boleto":
+			v.Boleto = new(PostCheckoutSessionsBodyPaymentMethodOptionsBoleto)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsBoleto(f.Field(&seen, 7), v.Boleto)
+		case "card":
+			v.Card = new(PostCheckoutSessionsBodyPaymentMethodOptionsCard)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCard(f.Field(&seen, 8), v.Card)
+		case "cashapp":
+			v.Cashapp = new(PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit(f.Field(&seen, 9), v.Cashapp)
+		case "customer_balance":
+			v.CustomerBalance = new(PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance(f.Field(&seen, 10), v.CustomerBalance)
+		case "eps":
+			v.Eps = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 11), v.Eps)
+		case "fpx":
+			v.Fpx = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 12), v.Fpx)
+		case "giropay":
+			v.Giropay = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 13), v.Giropay)
+		case "grabpay":
+			v.Grabpay = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 14), v.Grabpay)
+		case "ideal":
+			v.Ideal = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 15), v.Ideal)
+		case "klarna":
+			v.Klarna = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 16), v.Klarna)
+		case "konbini":
+			v.Konbini = new(PostCheckoutSessionsBodyPaymentMethodOptionsKonbini)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsKonbini(f.Field(&seen, 17), v.Konbini)
+		case "link":
+			v.Link = new(PostCheckoutSessionsBodyPaymentMethodOptionsLink)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsLink(f.Field(&seen, 18), v.Link)
+		case "oxxo":
+			v.Oxxo = new(PostCheckoutSessionsBodyPaymentMethodOptionsKonbini)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsKonbini(f.Field(&seen, 19), v.Oxxo)
+		case "p24":
+			v.P24 = new(PostCheckoutSessionsBodyPaymentMethodOptionsP24)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsP24(f.Field(&seen, 20), v.P24)
+		case "paynow":
+			v.Paynow = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 21), v.Paynow)
+		case "paypal":
+			v.Paypal = new(PostCheckoutSessionsBodyPaymentMethodOptionsPaypal)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsPaypal(f.Field(&seen, 22), v.Paypal)
+		case "pix":
+			v.Pix = new(PostCheckoutSessionsBodyPaymentMethodOptionsPix)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsPix(f.Field(&seen, 23), v.Pix)
+		case "sepa_debit":
+			v.SepaDebit = new(PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit(f.Field(&seen, 24), v.SepaDebit)
+		case "sofort":
+			v.Sofort = new(PostCheckoutSessionsBodyPaymentMethodOptionsAffirm)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f.Field(&seen, 25), v.Sofort)
+		case "us_bank_account":
+			v.UsBankAccount = new(PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount(f.Field(&seen, 26), v.UsBankAccount)
+		case "wechat_pay":
+			v.WechatPay = new(PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsWechatPay(f.Field(&seen, 27), v.WechatPay)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency)(canonical.Ptr(f.Scalar(&seen, 0).Enum("cad", "usd")))
+		case "mandate_options":
+			v.MandateOptions = new(PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions(f.Field(&seen, 1), v.MandateOptions)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none", "off_session", "on_session")))
+		case "verification_method":
+			v.VerificationMethod = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 3).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom_mandate_url":
+			v.CustomMandateURL = new(canonical.Unsettable[string])
+			if v.CustomMandateURL.Unset = f.Field(&seen, 0).Unset(); !v.CustomMandateURL.Unset {
+				v.CustomMandateURL.Value = f.Text().Str()
+			}
+		case "default_for":
+			v.DefaultFor = []PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem{}
+			for f.Field(&seen, 1).BeginArray(); f.NextElement(); {
+				v.DefaultFor = append(v.DefaultFor, PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem(f.Text().Enum("invoice", "subscription")))
+			}
+			f.EndArray()
+		case "interval_description":
+			v.IntervalDescription = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.IntervalDescription, -1, 500)
+		case "payment_schedule":
+			v.PaymentSchedule = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule)(canonical.Ptr(f.Scalar(&seen, 3).Enum("combined", "interval", "sporadic")))
+		case "transaction_type":
+			v.TransactionType = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 4).Enum("business", "personal")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsBoleto(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsBoleto) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "expires_after_days":
+			v.ExpiresAfterDays = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsCard) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "installments":
+			v.Installments = new(PostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments(f.Field(&seen, 0), v.Installments)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("off_session", "on_session")))
+		case "statement_descriptor_suffix_kana":
+			v.StatementDescriptorSuffixKana = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.StatementDescriptorSuffixKana, -1, 22)
+		case "statement_descriptor_suffix_kanji":
+			v.StatementDescriptorSuffixKanji = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.StatementDescriptorSuffixKanji, -1, 17)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = canonical.Ptr(f.Scalar(&seen, 0).Bool())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank_transfer":
+			v.BankTransfer = new(PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer(f.Field(&seen, 0), v.BankTransfer)
+		case "funding_type":
+			v.FundingType = (*PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingType)(canonical.Ptr(f.Scalar(&seen, 1).Enum("bank_transfer")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "eu_bank_transfer":
+			v.EuBankTransfer = new(PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer(f.Field(&seen, 1), v.EuBankTransfer)
+		case "requested_address_types":
+			v.RequestedAddressTypes = []PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem{}
+			for f.Field(&seen, 2).BeginArray(); f.NextElement(); {
+				v.RequestedAddressTypes = append(v.RequestedAddressTypes, PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem(f.Text().Enum("aba", "iban", "sepa", "sort_code", "spei", "swift", "zengin")))
+			}
+			f.EndArray()
+		case "type":
+			v.Type = PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType(f.Scalar(&seen, 0).Enum("eu_bank_transfer", "gb_bank_transfer", "jp_bank_transfer", "mx_bank_transfer", "us_bank_transfer"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "type")
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "country":
+			v.Country = f.Scalar(&seen, 0).Str()
+			f.Length(v.Country, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "country")
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsKonbini(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsKonbini) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "expires_after_days":
+			v.ExpiresAfterDays = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsLink(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsLink) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsP24(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsP24) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none")))
+		case "tos_shown_and_accepted":
+			v.TosShownAndAccepted = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsPaypal(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsPaypal) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "preferred_locale":
+			v.PreferredLocale = (*PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale)(canonical.Ptr(f.Scalar(&seen, 1).Enum("cs-CZ", "da-DK", "de-AT", "de-DE", "de-LU", "el-GR", "en-GB", "en-US", "es-ES", "fi-FI", "fr-BE", "fr-FR", "fr-LU", "hu-HU", "it-IT", "nl-BE", "nl-NL", "pl-PL", "pt-PT", "sk-SK", "sv-SE")))
+		case "reference":
+			v.Reference = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Reference, -1, 127)
+		case "risk_correlation_id":
+			v.RiskCorrelationID = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.RiskCorrelationID, -1, 32)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 4).Enum("", "none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsPix(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsPix) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "expires_after_seconds":
+			v.ExpiresAfterSeconds = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "financial_connections":
+			v.FinancialConnections = new(PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f.Field(&seen, 0), v.FinancialConnections)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none", "off_session", "on_session")))
+		case "verification_method":
+			v.VerificationMethod = (*PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "permissions":
+			v.Permissions = []PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.Permissions = append(v.Permissions, PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem(f.Text().Enum("balances", "ownership", "payment_method", "transactions")))
+			}
+			f.EndArray()
+		case "prefetch":
+			v.Prefetch = []PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem{}
+			for f.Field(&seen, 1).BeginArray(); f.NextElement(); {
+				v.Prefetch = append(v.Prefetch, PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem(f.Text().Enum("balances")))
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyPaymentMethodOptionsWechatPay(f *gen.FormTree, v *PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "app_id":
+			v.AppID = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.AppID, -1, 5000)
+		case "client":
+			v.Client = PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient(f.Scalar(&seen, 0).Enum("android", "ios", "web"))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "client")
+}
+
+func decodePostCheckoutSessionsBodySetupIntentData(f *gen.FormTree, v *PostCheckoutSessionsBodySetupIntentData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Description, -1, 1000)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 1).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyShippingAddressCollection(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingAddressCollection) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "allowed_countries":
+			v.AllowedCountries = []PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.AllowedCountries = append(v.AllowedCountries, PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem(f.Text().Enum("AC", "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AT", "AU", "AW", "AX", "AZ", "BA", "BB", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS", "BT", "BV", "BW", "BY", "BZ", "CA", "CD", "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN", "CO", "CR", "CV", "CW", "CY", "CZ", "DE", "DJ", "DK", "DM", "DO", "DZ", "EC", "EE", "EG", "EH", "ER", "ES", "ET", "FI", "FJ", "FK", "FO", "FR", "GA", "GB", "GD", "GE", "GF", "GG", "GH", "GI", "GL", "GM", "GN", "GP", "GQ", "GR", "GS", "GT", "GU", "GW", "GY", "HK", "HN", "HR", "HT", "HU", "ID", "IE", "IL", "IM", "IN", "IO", "IQ", "IS", "IT", "JE", "JM", "JO", "JP", "KE", "KG", "KH", "KI", "KM", "KN", "KR", "KW", "KY", "KZ", "LA", "LB", "LC", "LI", "LK", "LR", "LS", "LT", "LU", "LV", "LY", "MA", "MC", "MD", "ME", "MF", "MG", "MK", "ML", "MM", "MN", "MO", "MQ", "MR", "MS", "MT", "MU", "MV", "MW", "MX", "MY", "MZ", "NA", "NC", "NE", "NG", "NI", "NL", "NO", "NP", "NR", "NU", "NZ", "OM", "PA", "PE", "PF", "PG", "PH", "PK", "PL", "PM", "PN", "PR", "PS", "PT", "PY", "QA", "RE", "RO", "RS", "RU", "RW", "SA", "SB", "SC", "SE", "SG", "SH", "SI", "SJ", "SK", "SL", "SM", "SN", "SO", "SR", "SS", "ST", "SV", "SX", "SZ", "TA", "TC", "TD", "TF", "TG", "TH", "TJ", "TK", "TL", "TM", "TN", "TO", "TR", "TT", "TV", "TW", "TZ", "UA", "UG", "US", "UY", "UZ", "VA", "VC", "VE", "VG", "VN", "VU", "WF", "WS", "XK", "YE", "YT", "ZA", "ZM", "ZW", "ZZ")))
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "allowed_countries")
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItem(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "shipping_rate":
+			v.ShippingRate = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.ShippingRate, -1, 5000)
+		case "shipping_rate_data":
+			v.ShippingRateData = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateData)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateData(f.Field(&seen, 1), v.ShippingRateData)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateData(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItemShippingRateData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "delivery_estimate":
+			v.DeliveryEstimate = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate(f.Field(&seen, 1), v.DeliveryEstimate)
+		case "display_name":
+			v.DisplayName = f.Scalar(&seen, 0).Str()
+			f.Length(v.DisplayName, -1, 100)
+		case "fixed_amount":
+			v.FixedAmount = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount(f.Field(&seen, 2), v.FixedAmount)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "tax_behavior":
+			v.TaxBehavior = (*PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 4).Enum("exclusive", "inclusive", "unspecified")))
+		case "tax_code":
+			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "type":
+			v.Type = (*PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType)(canonical.Ptr(f.Scalar(&seen, 6).Enum("fixed_amount")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "display_name")
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "maximum":
+			v.Maximum = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum(f.Field(&seen, 0), v.Maximum)
+		case "minimum":
+			v.Minimum = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum(f.Field(&seen, 1), v.Minimum)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "unit":
+			v.Unit = PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit(f.Scalar(&seen, 0).Enum("business_day", "day", "hour", "month", "week"))
+		case "value":
+			v.Value = f.Scalar(&seen, 1).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "unit", "value")
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+		case "currency_options":
+			v.CurrencyOptions = map[string]PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue{}
+			for f.Field(&seen, 2).BeginObject(); f.NextMember(); {
+				k1 := f.Key()
+				var e1 PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue
+				decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue(f, &e1)
+				v.CurrencyOptions[k1] = e1
+			}
+			f.EndObject()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue(f *gen.FormTree, v *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "tax_behavior":
+			v.TaxBehavior = (*PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 1).Enum("exclusive", "inclusive", "unspecified")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount")
+}
+
+func decodePostCheckoutSessionsBodySubscriptionData(f *gen.FormTree, v *PostCheckoutSessionsBodySubscriptionData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "application_fee_percent":
+			v.ApplicationFeePercent = canonical.Ptr(f.Scalar(&seen, 0).Float64())
+		case "billing_cycle_anchor":
+			v.BillingCycleAnchor = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "default_tax_rates":
+			v.DefaultTaxRates = []string{}
+			for f.Field(&seen, 2).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.DefaultTaxRates = append(v.DefaultTaxRates, e)
+			}
+			f.EndArray()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Description, -1, 500)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 4).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "proration_behavior":
+			v.ProrationBehavior = (*PostCheckoutSessionsBodySubscriptionDataProrationBehavior)(canonical.Ptr(f.Scalar(&seen, 6).Enum("create_prorations", "none")))
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodySubscriptionDataTransferData)
+			decodePostCheckoutSessionsBodySubscriptionDataTransferData(f.Field(&seen, 7), v.TransferData)
+		case "trial_end":
+			v.TrialEnd = canonical.Ptr(f.Scalar(&seen, 8).Int64())
+		case "trial_period_days":
+			v.TrialPeriodDays = canonical.Ptr(f.Scalar(&seen, 9).Int64())
+		case "trial_settings":
+			v.TrialSettings = new(PostCheckoutSessionsBodySubscriptionDataTrialSettings)
+			decodePostCheckoutSessionsBodySubscriptionDataTrialSettings(f.Field(&seen, 10), v.TrialSettings)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCheckoutSessionsBodySubscriptionDataTransferData(f *gen.FormTree, v *PostCheckoutSessionsBodySubscriptionDataTransferData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount_percent":
+			v.AmountPercent = canonical.Ptr(f.Scalar(&seen, 1).Float64())
+		case "destination":
+			v.Destination = f.Scalar(&seen, 0).Str()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "destination")
+}
+
+func decodePostCheckoutSessionsBodySubscriptionDataTrialSettings(f *gen.FormTree, v *PostCheckoutSessionsBodySubscriptionDataTrialSettings) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "end_behavior":
+			decodePostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior(f.Field(&seen, 0), &v.EndBehavior)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "end_behavior")
+}
+
+func decodePostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior(f *gen.FormTree, v *PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "missing_payment_method":
+			v.MissingPaymentMethod = PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod(f.Scalar(&seen, 0).Enum("cancel", "create_invoice", "pause"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "missing_payment_method")
+}
+
+func decodePostCouponsBody(f *gen.FormTree, v *PostCouponsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount_off":
+			v.AmountOff = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "applies_to":
+			v.AppliesTo = new(PostCouponsBodyAppliesTo)
+			decodePostCouponsBodyAppliesTo(f.Field(&seen, 1), v.AppliesTo)
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "currency_options":
+			v.CurrencyOptions = map[string]PostCouponsBodyCurrencyOptionsValue{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				k1 := f.Key()
+				var e1 PostCouponsBodyCurrencyOptionsValue
+				decodePostCouponsBodyCurrencyOptionsValue(f, &e1)
+				v.CurrencyOptions[k1] = e1
+			}
+			f.EndObject()
+		case "duration":
+			v.Duration = (*PostCouponsBodyDuration)(canonical.Ptr(f.Scalar(&seen, 4).Enum("forever", "once", "repeating")))
+		case "duration_in_months":
+			v.DurationInMonths = canonical.Ptr(f.Scalar(&seen, 5).Int64())
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 6).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "id":
+			v.ID = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.ID, -1, 5000)
+		case "max_redemptions":
+			v.MaxRedemptions = canonical.Ptr(f.Scalar(&seen, 8).Int64())
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 9).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "name":
+			v.Name = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.Name, -1, 40)
+		case "percent_off":
+			v.PercentOff = canonical.Ptr(f.Scalar(&seen, 11).Float64())
+		case "redeem_by":
+			v.RedeemBy = canonical.Ptr(f.Scalar(&seen, 12).Int64())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCouponsBodyAppliesTo(f *gen.FormTree, v *PostCouponsBodyAppliesTo) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "products":
+			v.Products = []string{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Products = append(v.Products, e)
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCouponsBodyCurrencyOptionsValue(f *gen.FormTree, v *PostCouponsBodyCurrencyOptionsValue) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount_off":
+			v.AmountOff = f.Scalar(&seen, 0).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount_off")
+}
+
+func decodePostCustomersBody(f *gen.FormTree, v *PostCustomersBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			v.Address = new(canonical.Unsettable[PostChargesBodyShippingAddress])
+			if v.Address.Unset = f.Field(&seen, 0).Unset(); !v.Address.Unset {
+				decodePostChargesBodyShippingAddress(f, &v.Address.Value)
+			}
+		case "balance":
+			v.Balance = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "cash_balance":
+			v.CashBalance = new(PostCustomersBodyCashBalance)
+			decodePostCustomersBodyCashBalance(f.Field(&seen, 2), v.CashBalance)
+		case "coupon":
+			v.Coupon = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Coupon, -1, 5000)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "email":
+			v.Email = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.Email, -1, 512)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 6).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "invoice_prefix":
+			v.InvoicePrefix = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.InvoicePrefix, -1, 5000)
+		case "invoice_settings":
+			v.InvoiceSettings = new(PostCustomersBodyInvoiceSettings)
+			decodePostCustomersBodyInvoiceSettings(f.Field(&seen, 8), v.InvoiceSettings)
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 9).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "name":
+			v.Name = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.Name, -1, 256)
+		case "next_invoice_sequence":
+			v.NextInvoiceSequence = canonical.Ptr(f.Scalar(&seen, 11).Int64())
+		case "payment_method":
+			v.PaymentMethod = canonical.Ptr(f.Scalar(&seen, 12).Str())
+			f.Length(*v.PaymentMethod, -1, 5000)
+		case "phone":
+			v.Phone = canonical.Ptr(f.Scalar(&seen, 13).Str())
+			f.Length(*v.Phone, -1, 20)
+		case "preferred_locales":
+			v.PreferredLocales = []string{}
+			for f.Field(&seen, 14).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.PreferredLocales = append(v.PreferredLocales, e)
+			}
+			f.EndArray()
+		case "promotion_code":
+			v.PromotionCode = canonical.Ptr(f.Scalar(&seen, 15).Str())
+			f.Length(*v.PromotionCode, -1, 5000)
+		case "shipping":
+			v.Shipping = new(canonical.Unsettable[PostCustomersBodyShipping])
+			if v.Shipping.Unset = f.Field(&seen, 16).Unset(); !v.Shipping.Unset {
+				decodePostCustomersBodyShipping(f, &v.Shipping.Value)
+			}
+		case "source":
+			v.Source = canonical.Ptr(f.Scalar(&seen, 17).Str())
+			f.Length(*v.Source, -1, 5000)
+		case "tax":
+			v.Tax = new(PostCustomersBodyTax)
+			decodePostCustomersBodyTax(f.Field(&seen, 18), v.Tax)
+		case "tax_exempt":
+			v.TaxExempt = (*PostCustomersBodyTaxExempt)(canonical.Ptr(f.Scalar(&seen, 19).Enum("", "exempt", "none", "reverse")))
+		case "tax_id_data":
+			v.TaxIDData = []PostCustomersBodyTaxIDDataItem{}
+			for f.Field(&seen, 20).BeginArray(); f.NextElement(); {
+				v.TaxIDData = append(v.TaxIDData, PostCustomersBodyTaxIDDataItem{})
+				decodePostCustomersBodyTaxIDDataItem(f, &v.TaxIDData[len(v.TaxIDData)-1])
+			}
+			f.EndArray()
+		case "test_clock":
+			v.TestClock = canonical.Ptr(f.Scalar(&seen, 21).Str())
+			f.Length(*v.TestClock, -1, 5000)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCustomersBodyCashBalance(f *gen.FormTree, v *PostCustomersBodyCashBalance) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "settings":
+			v.Settings = new(PostCustomersBodyCashBalanceSettings)
+			decodePostCustomersBodyCashBalanceSettings(f.Field(&seen, 0), v.Settings)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCustomersBodyCashBalanceSettings(f *gen.FormTree, v *PostCustomersBodyCashBalanceSettings) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "reconciliation_mode":
+			v.ReconciliationMode = (*PostCustomersBodyCashBalanceSettingsReconciliationMode)(canonical.Ptr(f.Scalar(&seen, 0).Enum("automatic", "manual", "merchant_default")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCustomersBodyInvoiceSettings(f *gen.FormTree, v *PostCustomersBodyInvoiceSettings) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom_fields":
+			v.CustomFields = new(canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem])
+			if v.CustomFields.Unset = f.Field(&seen, 0).Unset(); !v.CustomFields.Unset {
+				v.CustomFields.Value = []PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.CustomFields.Value = append(v.CustomFields.Value, PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{})
+					decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f, &v.CustomFields.Value[len(v.CustomFields.Value)-1])
+				}
+				f.EndArray()
+			}
+		case "default_payment_method":
+			v.DefaultPaymentMethod = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.DefaultPaymentMethod, -1, 5000)
+		case "footer":
+			v.Footer = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Footer, -1, 5000)
+		case "rendering_options":
+			v.RenderingOptions = new(canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions])
+			if v.RenderingOptions.Unset = f.Field(&seen, 3).Unset(); !v.RenderingOptions.Unset {
+				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCustomersBodyShipping(f *gen.FormTree, v *PostCustomersBodyShipping) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			decodePostChargesBodyShippingAddress(f.Field(&seen, 0), &v.Address)
+		case "name":
+			v.Name = f.Scalar(&seen, 1).Str()
+			f.Length(v.Name, -1, 5000)
+		case "phone":
+			v.Phone = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Phone, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "address", "name")
+}
+
+func decodePostCustomersBodyTax(f *gen.FormTree, v *PostCustomersBodyTax) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "ip_address":
+			v.IPAddress = new(canonical.Unsettable[string])
+			if v.IPAddress.Unset = f.Field(&seen, 0).Unset(); !v.IPAddress.Unset {
+				v.IPAddress.Value = f.Text().Str()
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostCustomersBodyTaxIDDataItem(f *gen.FormTree, v *PostCustomersBodyTaxIDDataItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "type":
+			v.Type = PostCustomersBodyTaxIDDataItemType(f.Scalar(&seen, 0).Enum("ad_nrt", "ae_trn", "ar_cuit", "au_abn", "au_arn", "bg_uic", "bo_tin", "br_cnpj", "br_cpf", "ca_bn", "ca_gst_hst", "ca_pst_bc", "ca_pst_mb", "ca_pst_sk", "ca_qst", "ch_vat", "cl_tin", "cn_tin", "co_nit", "cr_tin", "do_rcn", "ec_ruc", "eg_tin", "es_cif", "eu_oss_vat", "eu_vat", "gb_vat", "ge_vat", "hk_br", "hu_tin", "id_npwp", "il_vat", "in_gst", "is_vat", "jp_cn", "jp_rn", "jp_trn", "ke_pin", "kr_brn", "li_uid", "mx_rfc", "my_frp", "my_itn", "my_sst", "no_vat", "nz_gst", "pe_ruc", "ph_tin", "ro_tin", "rs_pib", "ru_inn", "ru_kpp", "sa_vat", "sg_gst", "sg_uen", "si_tin", "sv_nit", "th_vat", "tr_tin", "tw_vat", "ua_vat", "us_ein", "uy_ruc", "ve_rif", "vn_tin", "za_vat"))
+		case "value":
+			v.Value = f.Scalar(&seen, 1).Str()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "type", "value")
+}
+
+func decodePostInvoiceitemsBody(f *gen.FormTree, v *PostInvoiceitemsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "customer":
+			v.Customer = f.Scalar(&seen, 0).Str()
+			f.Length(v.Customer, -1, 5000)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "discountable":
+			v.Discountable = canonical.Ptr(f.Scalar(&seen, 4).Bool())
+		case "discounts":
+			v.Discounts = new(canonical.Unsettable[[]PostInvoiceitemsBodyDiscountsItem])
+			if v.Discounts.Unset = f.Field(&seen, 5).Unset(); !v.Discounts.Unset {
+				v.Discounts.Value = []PostInvoiceitemsBodyDiscountsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.Discounts.Value = append(v.Discounts.Value, PostInvoiceitemsBodyDiscountsItem{})
+					decodePostInvoiceitemsBodyDiscountsItem(f, &v.Discounts.Value[len(v.Discounts.Value)-1])
+				}
+				f.EndArray()
+			}
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 6).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "invoice":
+			v.Invoice = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.Invoice, -1, 5000)
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 8).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "period":
+			v.Period = new(PostInvoiceitemsBodyPeriod)
+			decodePostInvoiceitemsBodyPeriod(f.Field(&seen, 9), v.Period)
+		case "price":
+			v.Price = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.Price, -1, 5000)
+		case "price_data":
+			v.PriceData = new(PostInvoiceitemsBodyPriceData)
+			decodePostInvoiceitemsBodyPriceData(f.Field(&seen, 11), v.PriceData)
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 12).Int64())
+		case "subscription":
+			v.Subscription = canonical.Ptr(f.Scalar(&seen, 13).Str())
+			f.Length(*v.Subscription, -1, 5000)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostInvoiceitemsBodyTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 14).Enum("exclusive", "inclusive", "unspecified")))
+		case "tax_code":
+			v.TaxCode = new(canonical.Unsettable[string])
+			if v.TaxCode.Unset = f.Field(&seen, 15).Unset(); !v.TaxCode.Unset {
+				v.TaxCode.Value = f.Text().Str()
+			}
+		case "tax_rates":
+			v.TaxRates = []string{}
+			for f.Field(&seen, 16).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.TaxRates = append(v.TaxRates, e)
+			}
+			f.EndArray()
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 17).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 18).Str())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "customer")
+}
+
+func decodePostInvoiceitemsBodyDiscountsItem(f *gen.FormTree, v *PostInvoiceitemsBodyDiscountsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "coupon":
+			v.Coupon = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Coupon, -1, 5000)
+		case "discount":
+			v.Discount = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Discount, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoiceitemsBodyPeriod(f *gen.FormTree, v *PostInvoiceitemsBodyPeriod) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "end":
+			v.End = f.Scalar(&seen, 0).Int64()
+		case "start":
+			v.Start = f.Scalar(&seen, 1).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "end", "start")
+}
+
+func decodePostInvoiceitemsBodyPriceData(f *gen.FormTree, v *PostInvoiceitemsBodyPriceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "product":
+			v.Product = f.Scalar(&seen, 1).Str()
+			f.Length(v.Product, -1, 5000)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostInvoiceitemsBodyPriceDataTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 2).Enum("exclusive", "inclusive", "unspecified")))
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 3).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 4).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency", "product")
+}
+
+func decodePostInvoicesBody(f *gen.FormTree, v *PostInvoicesBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_tax_ids":
+			v.AccountTaxIds = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
+				v.AccountTaxIds.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+				}
+				f.EndArray()
+			}
+		case "application_fee_amount":
+			v.ApplicationFeeAmount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "auto_advance":
+			v.AutoAdvance = canonical.Ptr(f.Scalar(&seen, 2).Bool())
+		case "automatic_tax":
+			v.AutomaticTax = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 3), v.AutomaticTax)
+		case "collection_method":
+			v.CollectionMethod = (*PostInvoicesBodyCollectionMethod)(canonical.Ptr(f.Scalar(&seen, 4).Enum("charge_automatically", "send_invoice")))
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "custom_fields":
+			v.CustomFields = new(canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem])
+			if v.CustomFields.Unset = f.Field(&seen, 6).Unset(); !v.CustomFields.Unset {
+				v.CustomFields.Value = []PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.CustomFields.Value = append(v.CustomFields.Value, PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{})
+					decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f, &v.CustomFields.Value[len(v.CustomFields.Value)-1])
+				}
+				f.EndArray()
+			}
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "days_until_due":
+			v.DaysUntilDue = canonical.Ptr(f.Scalar(&seen, 8).Int64())
+		case "default_payment_method":
+			v.DefaultPaymentMethod = canonical.Ptr(f.Scalar(&seen, 9).Str())
+			f.Length(*v.DefaultPaymentMethod, -1, 5000)
+		case "default_source":
+			v.DefaultSource = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.DefaultSource, -1, 5000)
+		case "default_tax_rates":
+			v.DefaultTaxRates = []string{}
+			for f.Field(&seen, 11).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.DefaultTaxRates = append(v.DefaultTaxRates, e)
+			}
+			f.EndArray()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 12).Str())
+			f.Length(*v.Description, -1, 1500)
+		case "discounts":
+			v.Discounts = new(canonical.Unsettable[[]PostInvoiceitemsBodyDiscountsItem])
+			if v.Discounts.Unset = f.Field(&seen, 13).Unset(); !v.Discounts.Unset {
+				v.Discounts.Value = []PostInvoiceitemsBodyDiscountsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.Discounts.Value = append(v.Discounts.Value, PostInvoiceitemsBodyDiscountsItem{})
+					decodePostInvoiceitemsBodyDiscountsItem(f, &v.Discounts.Value[len(v.Discounts.Value)-1])
+				}
+				f.EndArray()
+			}
+		case "due_date":
+			v.DueDate = canonical.Ptr(f.Scalar(&seen, 14).Int64())
+		case "effective_at":
+			v.EffectiveAt = canonical.Ptr(f.Scalar(&seen, 15).Int64())
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 16).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "footer":
+			v.Footer = canonical.Ptr(f.Scalar(&seen, 17).Str())
+			f.Length(*v.Footer, -1, 5000)
+		case "from_invoice":
+			v.FromInvoice = new(PostInvoicesBodyFromInvoice)
+			decodePostInvoicesBodyFromInvoice(f.Field(&seen, 18), v.FromInvoice)
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 19).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 20).Str())
+		case "payment_settings":
+			v.PaymentSettings = new(PostInvoicesBodyPaymentSettings)
+			decodePostInvoicesBodyPaymentSettings(f.Field(&seen, 21), v.PaymentSettings)
+		case "pending_invoice_items_behavior":
+			v.PendingInvoiceItemsBehavior = (*PostInvoicesBodyPendingInvoiceItemsBehavior)(canonical.Ptr(f.Scalar(&seen, 22).Enum("exclude", "include", "include_and_require")))
+		case "rendering_options":
+			v.RenderingOptions = new(canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions])
+			if v.RenderingOptions.Unset = f.Field(&seen, 23).Unset(); !v.RenderingOptions.Unset {
+				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
+			}
+		case "shipping_cost":
+			v.ShippingCost = new(PostCheckoutSessionsBodyShippingOptionsItem)
+			decodePostCheckoutSessionsBodyShippingOptionsItem(f.Field(&seen, 24), v.ShippingCost)
+		case "shipping_details":
+			v.ShippingDetails = new(PostInvoicesBodyShippingDetails)
+			decodePostInvoicesBodyShippingDetails(f.Field(&seen, 25), v.ShippingDetails)
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 26).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "subscription":
+			v.Subscription = canonical.Ptr(f.Scalar(&seen, 27).Str())
+			f.Length(*v.Subscription, -1, 5000)
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodyPaymentIntentDataTransferData)
+			decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f.Field(&seen, 28), v.TransferData)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyFromInvoice(f *gen.FormTree, v *PostInvoicesBodyFromInvoice) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "action":
+			v.Action = PostInvoicesBodyFromInvoiceAction(f.Scalar(&seen, 0).Enum("revision"))
+		case "invoice":
+			v.Invoice = f.Scalar(&seen, 1).Str()
+			f.Length(v.Invoice, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "action", "invoice")
+}
+
+func decodePostInvoicesBodyPaymentSettings(f *gen.FormTree, v *PostInvoicesBodyPaymentSettings) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "default_mandate":
+			v.DefaultMandate = new(canonical.Unsettable[string])
+			if v.DefaultMandate.Unset = f.Field(&seen, 0).Unset(); !v.DefaultMandate.Unset {
+				v.DefaultMandate.Value = f.Text().Str()
+				f.Length(v.DefaultMandate.Value, -1, 5000)
+			}
+		case "payment_method_options":
+			v.PaymentMethodOptions = new(PostInvoicesBodyPaymentSettingsPaymentMethodOptions)
+			decodePostInvoicesBodyPaymentSettingsPaymentMethodOptions(f.Field(&seen, 1), v.PaymentMethodOptions)
+		case "payment_method_types":
+			v.PaymentMethodTypes = new(canonical.Unsettable[[]PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem])
+			if v.PaymentMethodTypes.Unset = f.Field(&seen, 2).Unset(); !v.PaymentMethodTypes.Unset {
+				v.PaymentMethodTypes.Value = []PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.PaymentMethodTypes.Value = append(v.PaymentMethodTypes.Value, PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem(f.Text().Enum("ach_credit_transfer", "ach_debit", "acss_debit", "au_becs_debit", "bacs_debit", "bancontact", "boleto", "card", "cashapp", "customer_balance", "fpx", "giropay", "grabpay", "ideal", "konbini", "link", "paynow", "paypal", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay")))
+				}
+				f.EndArray()
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptions(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit])
+			if v.AcssDebit.Unset = f.Field(&seen, 0).Unset(); !v.AcssDebit.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit(f, &v.AcssDebit.Value)
+			}
+		case "bancontact":
+			v.Bancontact = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact])
+			if v.Bancontact.Unset = f.Field(&seen, 1).Unset(); !v.Bancontact.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact(f, &v.Bancontact.Value)
+			}
+		case "card":
+			v.Card = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard])
+			if v.Card.Unset = f.Field(&seen, 2).Unset(); !v.Card.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard(f, &v.Card.Value)
+			}
+		case "customer_balance":
+			v.CustomerBalance = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance])
+			if v.CustomerBalance.Unset = f.Field(&seen, 3).Unset(); !v.CustomerBalance.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance(f, &v.CustomerBalance.Value)
+			}
+		case "konbini":
+			v.Konbini = new(canonical.Unsettable[map[string]json.RawMessage])
+			if v.Konbini.Unset = f.Field(&seen, 4).Unset(); !v.Konbini.Unset {
+				v.Konbini.Value = map[string]json.RawMessage{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Konbini.Value[f.Key()] = f.Raw()
+				}
+				f.EndObject()
+			}
+		case "us_bank_account":
+			v.UsBankAccount = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount])
+			if v.UsBankAccount.Unset = f.Field(&seen, 5).Unset(); !v.UsBankAccount.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f, &v.UsBankAccount.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = new(PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions)
+			decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions(f.Field(&seen, 0), v.MandateOptions)
+		case "verification_method":
+			v.VerificationMethod = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 1).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "transaction_type":
+			v.TransactionType = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 0).Enum("business", "personal")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "preferred_language":
+			v.PreferredLanguage = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("de", "en", "fr", "nl")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "installments":
+			v.Installments = new(PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments)
+			decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments(f.Field(&seen, 0), v.Installments)
+		case "request_three_d_secure":
+			v.RequestThreeDSecure = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 1).Enum("any", "automatic")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = canonical.Ptr(f.Scalar(&seen, 0).Bool())
+		case "plan":
+			v.Plan = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan])
+			if v.Plan.Unset = f.Field(&seen, 1).Unset(); !v.Plan.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan(f, &v.Plan.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "count":
+			v.Count = f.Scalar(&seen, 0).Int64()
+		case "interval":
+			v.Interval = PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanInterval(f.Scalar(&seen, 1).Enum("month"))
+		case "type":
+			v.Type = PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType(f.Scalar(&seen, 2).Enum("fixed_count"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "count", "interval", "type")
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank_transfer":
+			v.BankTransfer = new(PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer)
+			decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer(f.Field(&seen, 0), v.BankTransfer)
+		case "funding_type":
+			v.FundingType = canonical.Ptr(f.Scalar(&seen, 1).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "eu_bank_transfer":
+			v.EuBankTransfer = new(PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer(f.Field(&seen, 0), v.EuBankTransfer)
+		case "type":
+			v.Type = canonical.Ptr(f.Scalar(&seen, 1).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f *gen.FormTree, v *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "financial_connections":
+			v.FinancialConnections = new(PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f.Field(&seen, 0), v.FinancialConnections)
+		case "verification_method":
+			v.VerificationMethod = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 1).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostInvoicesBodyShippingDetails(f *gen.FormTree, v *PostInvoicesBodyShippingDetails) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			decodePostChargesBodyShippingAddress(f.Field(&seen, 0), &v.Address)
+		case "name":
+			v.Name = f.Scalar(&seen, 1).Str()
+			f.Length(v.Name, -1, 5000)
+		case "phone":
+			v.Phone = new(canonical.Unsettable[string])
+			if v.Phone.Unset = f.Field(&seen, 2).Unset(); !v.Phone.Unset {
+				v.Phone.Value = f.Text().Str()
+				f.Length(v.Phone.Value, -1, 5000)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "address", "name")
+}
+
+func decodePostPaymentIntentsBody(f *gen.FormTree, v *PostPaymentIntentsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "application_fee_amount":
+			v.ApplicationFeeAmount = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "automatic_payment_methods":
+			v.AutomaticPaymentMethods = new(PostPaymentIntentsBodyAutomaticPaymentMethods)
+			decodePostPaymentIntentsBodyAutomaticPaymentMethods(f.Field(&seen, 3), v.AutomaticPaymentMethods)
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 4).Enum("automatic", "automatic_async", "manual")))
+		case "confirm":
+			v.Confirm = canonical.Ptr(f.Scalar(&seen, 5).Bool())
+		case "confirmation_method":
+			v.ConfirmationMethod = (*PostPaymentIntentsBodyConfirmationMethod)(canonical.Ptr(f.Scalar(&seen, 6).Enum("automatic", "manual")))
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.Description, -1, 1000)
+		case "error_on_requires_action":
+			v.ErrorOnRequiresAction = canonical.Ptr(f.Scalar(&seen, 9).Bool())
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 10).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "mandate":
+			v.Mandate = canonical.Ptr(f.Scalar(&seen, 11).Str())
+			f.Length(*v.Mandate, -1, 5000)
+		case "mandate_data":
+			v.MandateData = new(canonical.Unsettable[PostPaymentIntentsBodyMandateData])
+			if v.MandateData.Unset = f.Field(&seen, 12).Unset(); !v.MandateData.Unset {
+				decodePostPaymentIntentsBodyMandateData(f, &v.MandateData.Value)
+			}
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 13).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "off_session":
+			v.OffSession = f.Field(&seen, 14).Raw()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 15).Str())
+		case "payment_method":
+			v.PaymentMethod = canonical.Ptr(f.Scalar(&seen, 16).Str())
+			f.Length(*v.PaymentMethod, -1, 5000)
+		case "payment_method_data":
+			v.PaymentMethodData = new(PostPaymentIntentsBodyPaymentMethodData)
+			decodePostPaymentIntentsBodyPaymentMethodData(f.Field(&seen, 17), v.PaymentMethodData)
+		case "payment_method_options":
+			v.PaymentMethodOptions = new(PostPaymentIntentsBodyPaymentMethodOptions)
+			decodePostPaymentIntentsBodyPaymentMethodOptions(f.Field(&seen, 18), v.PaymentMethodOptions)
+		case "payment_method_types":
+			v.PaymentMethodTypes = []string{}
+			for f.Field(&seen, 19).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.PaymentMethodTypes = append(v.PaymentMethodTypes, e)
+			}
+			f.EndArray()
+		case "radar_options":
+			v.RadarOptions = new(PostChargesBodyRadarOptions)
+			decodePostChargesBodyRadarOptions(f.Field(&seen, 20), v.RadarOptions)
+		case "receipt_email":
+			v.ReceiptEmail = canonical.Ptr(f.Scalar(&seen, 21).Str())
+		case "return_url":
+			v.ReturnURL = canonical.Ptr(f.Scalar(&seen, 22).Str())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 23).Enum("off_session", "on_session")))
+		case "shipping":
+			v.Shipping = new(PostChargesBodyShipping)
+			decodePostChargesBodyShipping(f.Field(&seen, 24), v.Shipping)
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 25).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "statement_descriptor_suffix":
+			v.StatementDescriptorSuffix = canonical.Ptr(f.Scalar(&seen, 26).Str())
+			f.Length(*v.StatementDescriptorSuffix, -1, 22)
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodyPaymentIntentDataTransferData)
+			decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f.Field(&seen, 27), v.TransferData)
+		case "transfer_group":
+			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 28).Str())
+		case "use_stripe_sdk":
+			v.UseStripeSdk = canonical.Ptr(f.Scalar(&seen, 29).Bool())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodePostPaymentIntentsBodyAutomaticPaymentMethods(f *gen.FormTree, v *PostPaymentIntentsBodyAutomaticPaymentMethods) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "allow_redirects":
+			v.AllowRedirects = (*PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects)(canonical.Ptr(f.Scalar(&seen, 1).Enum("always", "never")))
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostPaymentIntentsBodyMandateData(f *gen.FormTree, v *PostPaymentIntentsBodyMandateData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "customer_acceptance":
+			decodePostPaymentIntentsBodyMandateDataCustomerAcceptance(f.Field(&seen, 0), &v.CustomerAcceptance)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "customer_acceptance")
+}
+
+func decodePostPaymentIntentsBodyMandateDataCustomerAcceptance(f *gen.FormTree, v *PostPaymentIntentsBodyMandateDataCustomerAcceptance) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "accepted_at":
+			v.AcceptedAt = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "offline":
+			v.Offline = map[string]json.RawMessage{}
+			for f.Field(&seen, 2).BeginObject(); f.NextMember(); {
+				v.Offline[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "online":
+			v.Online = new(PostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline)
+			decodePostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline(f.Field(&seen, 3), v.Online)
+		case "type":
+			v.Type = PostPaymentIntentsBodyMandateDataCustomerAcceptanceType(f.Scalar(&seen, 0).Enum("offline", "online"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "type")
+}
+
+func decodePostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline(f *gen.FormTree, v *PostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "ip_address":
+			v.IPAddress = f.Scalar(&seen, 0).Str()
+		case "user_agent":
+			v.UserAgent = f.Scalar(&seen, 1).Str()
+			f.Length(v.UserAgent, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "ip_address", "user_agent")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodData(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(PostPaymentIntentsBodyPaymentMethodDataAcssDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataAcssDebit(f.Field(&seen, 1), v.AcssDebit)
+		case "affirm":
+			v.Affirm = map[string]json.RawMessage{}
+			for f.Field(&seen, 2).BeginObject(); f.NextMember(); {
+				v.Affirm[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "afterpay_clearpay":
+			v.AfterpayClearpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.AfterpayClearpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "alipay":
+			v.Alipay = map[string]json.RawMessage{}
+			for f.Field(&seen, 4).BeginObject(); f.NextMember(); {
+				v.Alipay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "au_becs_debit":
+			v.AuBecsDebit = new(PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataAuBecsDebit(f.Field(&seen, 5), v.AuBecsDebit)
+		case "bacs_debit":
+			v.BacsDebit = new(PostPaymentIntentsBodyPaymentMethodDataBacsDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataBacsDebit(f.Field(&seen, 6), v.BacsDebit)
+		case "bancontact":
+			v.Bancontact = map[string]json.RawMessage{}
+			for f.Field(&seen, 7).BeginObject(); f.NextMember(); {
+				v.Bancontact[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "billing_details":
+			v.BillingDetails = new(PostPaymentIntentsBodyPaymentMethodDataBillingDetails)
+			decodePostPaymentIntentsBodyPaymentMethodDataBillingDetails(f.Field(&seen, 8), v.BillingDetails)
+		case "blik":
+			v.Blik = map[string]json.RawMessage{}
+			for f.Field(&seen, 9).BeginObject(); f.NextMember(); {
+				v.Blik[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "boleto":
+			v.Boleto = new(PostPaymentIntentsBodyPaymentMethodDataBoleto)
+			decodePostPaymentIntentsBodyPaymentMethodDataBoleto(f.Field(&seen, 10), v.Boleto)
+		case "cashapp":
+			v.Cashapp = map[string]json.RawMessage{}
+			for f.Field(&seen, 11).BeginObject(); f.NextMember(); {
+				v.Cashapp[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "customer_balance":
+			v.CustomerBalance = map[string]json.RawMessage{}
+			for f.Field(&seen, 12).BeginObject(); f.NextMember(); {
+				v.CustomerBalance[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "eps":
+			v.Eps = new(PostPaymentIntentsBodyPaymentMethodDataEps)
+			decodePostPaymentIntentsBodyPaymentMethodDataEps(f.Field(&seen, 13), v.Eps)
+		case "fpx":
+			v.Fpx = new(PostPaymentIntentsBodyPaymentMethodDataFpx)
+			decodePostPaymentIntentsBodyPaymentMethodDataFpx(f.Field(&seen, 14), v.Fpx)
+		case "giropay":
+			v.Giropay = map[string]json.RawMessage{}
+			for f.Field(&seen, 15).BeginObject(); f.NextMember(); {
+				v.Giropay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "grabpay":
+			v.Grabpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 16).BeginObject(); f.NextMember(); {
+				v.Grabpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "ideal":
+			v.Ideal = new(PostPaymentIntentsBodyPaymentMethodDataIdeal)
+			decodePostPaymentIntentsBodyPaymentMethodDataIdeal(f.Field(&seen, 17), v.Ideal)
+		case "interac_present":
+			v.InteracPresent = map[string]json.RawMessage{}
+			for f.Field(&seen, 18).BeginObject(); f.NextMember(); {
+				v.InteracPresent[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "klarna":
+			v.Klarna = new(PostPaymentIntentsBodyPaymentMethodDataKlarna)
+			decodePostPaymentIntentsBodyPaymentMethodDataKlarna(f.Field(&seen, 19), v.Klarna)
+		case "konbini":
+			v.Konbini = map[string]json.RawMessage{}
+			for f.Field(&seen, 20).BeginObject(); f.NextMember(); {
+				v.Konbini[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "link":
+			v.Link = map[string]json.RawMessage{}
+			for f.Field(&seen, 21).BeginObject(); f.NextMember(); {
+				v.Link[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 22).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "oxxo":
+			v.Oxxo = map[string]json.RawMessage{}
+			for f.Field(&seen, 23).BeginObject(); f.NextMember(); {
+				v.Oxxo[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "p24":
+			v.P24 = new(PostPaymentIntentsBodyPaymentMethodDataP24)
+			decodePostPaymentIntentsBodyPaymentMethodDataP24(f.Field(&seen, 24), v.P24)
+		case "paynow":
+			v.Paynow = map[string]json.RawMessage{}
+			for f.Field(&seen, 25).BeginObject(); f.NextMember(); {
+				v.Paynow[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "paypal":
+			v.Paypal = map[string]json.RawMessage{}
+			for f.Field(&seen, 26).BeginObject(); f.NextMember(); {
+				v.Paypal[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "pix":
+			v.Pix = map[string]json.RawMessage{}
+			for f.Field(&seen, 27).BeginObject(); f.NextMember(); {
+				v.Pix[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "promptpay":
+			v.Promptpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 28).BeginObject(); f.NextMember(); {
+				v.Promptpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "radar_options":
+			v.RadarOptions = new(PostChargesBodyRadarOptions)
+			decodePostChargesBodyRadarOptions(f.Field(&seen, 29), v.RadarOptions)
+		case "sepa_debit":
+			v.SepaDebit = new(PostPaymentIntentsBodyPaymentMethodDataSepaDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataSepaDebit(f.Field(&seen, 30), v.SepaDebit)
+		case "sofort":
+			v.Sofort = new(PostPaymentIntentsBodyPaymentMethodDataSofort)
+			decodePostPaymentIntentsBodyPaymentMethodDataSofort(f.Field(&seen, 31), v.Sofort)
+		case "type":
+			v.Type = PostPaymentIntentsBodyPaymentMethodDataType(f.Scalar(&seen, 0).Enum("acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip"))
+		case "us_bank_account":
+			v.UsBankAccount = new(PostPaymentIntentsBodyPaymentMethodDataUsBankAccount)
+			decodePostPaymentIntentsBodyPaymentMethodDataUsBankAccount(f.Field(&seen, 32), v.UsBankAccount)
+		case "wechat_pay":
+			v.WechatPay = map[string]json.RawMessage{}
+			for f.Field(&seen, 33).BeginObject(); f.NextMember(); {
+				v.WechatPay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "zip":
+			v.Zip = map[string]json.RawMessage{}
+			for f.Field(&seen, 34).BeginObject(); f.NextMember(); {
+				v.Zip[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "type")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataAcssDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataAcssDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_number":
+			v.AccountNumber = f.Scalar(&seen, 0).Str()
+			f.Length(v.AccountNumber, -1, 5000)
+		case "institution_number":
+			v.InstitutionNumber = f.Scalar(&seen, 1).Str()
+			f.Length(v.InstitutionNumber, -1, 5000)
+		case "transit_number":
+			v.TransitNumber = f.Scalar(&seen, 2).Str()
+			f.Length(v.TransitNumber, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "account_number", "institution_number", "transit_number")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataAuBecsDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_number":
+			v.AccountNumber = f.Scalar(&seen, 0).Str()
+			f.Length(v.AccountNumber, -1, 5000)
+		case "bsb_number":
+			v.BsbNumber = f.Scalar(&seen, 1).Str()
+			f.Length(v.BsbNumber, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "account_number", "bsb_number")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataBacsDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataBacsDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_number":
+			v.AccountNumber = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.AccountNumber, -1, 5000)
+		case "sort_code":
+			v.SortCode = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.SortCode, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataBillingDetails(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataBillingDetails) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "address":
+			v.Address = new(canonical.Unsettable[PostChargesBodyShippingAddress])
+			if v.Address.Unset = f.Field(&seen, 0).Unset(); !v.Address.Unset {
+				decodePostChargesBodyShippingAddress(f, &v.Address.Value)
+			}
+		case "email":
+			v.Email = new(canonical.Unsettable[string])
+			if v.Email.Unset = f.Field(&seen, 1).Unset(); !v.Email.Unset {
+				v.Email.Value = f.Text().Str()
+			}
+		case "name":
+			v.Name = new(canonical.Unsettable[string])
+			if v.Name.Unset = f.Field(&seen, 2).Unset(); !v.Name.Unset {
+				v.Name.Value = f.Text().Str()
+				f.Length(v.Name.Value, -1, 5000)
+			}
+		case "phone":
+			v.Phone = new(canonical.Unsettable[string])
+			if v.Phone.Unset = f.Field(&seen, 3).Unset(); !v.Phone.Unset {
+				v.Phone.Value = f.Text().Str()
+				f.Length(v.Phone.Value, -1, 5000)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataBoleto(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataBoleto) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "tax_id":
+			v.TaxID = f.Scalar(&seen, 0).Str()
+			f.Length(v.TaxID, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "tax_id")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataEps(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataEps) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank":
+			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataEpsBank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("arzte_und_apotheker_bank", "austrian_anadi_bank_ag", "bank_austria", "bankhaus_carl_spangler", "bankhaus_schelhammer_und_schattera_ag", "bawag_psk_ag", "bks_bank_ag", "brull_kallmus_bank_ag", "btv_vier_lander_bank", "capital_bank_grawe_gruppe_ag", "deutsche_bank_ag", "dolomitenbank", "easybank_ag", "erste_bank_und_sparkassen", "hypo_alpeadriabank_international_ag", "hypo_bank_burgenland_aktiengesellschaft", "hypo_noe_lb_fur_niederosterreich_u_wien", "hypo_oberosterreich_salzburg_steiermark", "hypo_tirol_bank_ag", "hypo_vorarlberg_bank_ag", "marchfelder_bank", "oberbank_ag", "raiffeisen_bankengruppe_osterreich", "schoellerbank_ag", "sparda_bank_wien", "volksbank_gruppe", "volkskreditbank_ag", "vr_bank_braunau")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataFpx(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataFpx) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank":
+			v.Bank = PostPaymentIntentsBodyPaymentMethodDataFpxBank(f.Scalar(&seen, 0).Enum("affin_bank", "agrobank", "alliance_bank", "ambank", "bank_islam", "bank_muamalat", "bank_of_china", "bank_rakyat", "bsn", "cimb", "deutsche_bank", "hong_leong_bank", "hsbc", "kfh", "maybank2e", "maybank2u", "ocbc", "pb_enterprise", "public_bank", "rhb", "standard_chartered", "uob"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "bank")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataIdeal(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataIdeal) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank":
+			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataIdealBank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("abn_amro", "asn_bank", "bunq", "handelsbanken", "ing", "knab", "moneyou", "n26", "rabobank", "regiobank", "revolut", "sns_bank", "triodos_bank", "van_lanschot", "yoursafe")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataKlarna(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataKlarna) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "dob":
+			v.Dob = new(PostPaymentIntentsBodyPaymentMethodDataKlarnaDob)
+			decodePostPaymentIntentsBodyPaymentMethodDataKlarnaDob(f.Field(&seen, 0), v.Dob)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataKlarnaDob(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataKlarnaDob) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "day":
+			v.Day = f.Scalar(&seen, 0).Int64()
+		case "month":
+			v.Month = f.Scalar(&seen, 1).Int64()
+		case "year":
+			v.Year = f.Scalar(&seen, 2).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "day", "month", "year")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataP24(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataP24) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "bank":
+			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataP24Bank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("alior_bank", "bank_millennium", "bank_nowy_bfg_sa", "bank_pekao_sa", "banki_spbdzielcze", "blik", "bnp_paribas", "boz", "citi_handlowy", "credit_agricole", "envelobank", "etransfer_pocztowy24", "getin_bank", "ideabank", "ing", "inteligo", "mbank_mtransfer", "nest_przelew", "noble_pay", "pbac_z_ipko", "plus_bank", "santander_przelew24", "tmobile_usbugi_bankowe", "toyota_bank", "volkswagen_bank")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataSepaDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataSepaDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "iban":
+			v.Iban = f.Scalar(&seen, 0).Str()
+			f.Length(v.Iban, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "iban")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataSofort(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataSofort) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "country":
+			v.Country = PostPaymentIntentsBodyPaymentMethodDataSofortCountry(f.Scalar(&seen, 0).Enum("AT", "BE", "DE", "ES", "IT", "NL"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "country")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodDataUsBankAccount(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodDataUsBankAccount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_holder_type":
+			v.AccountHolderType = (*PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType)(canonical.Ptr(f.Scalar(&seen, 0).Enum("company", "individual")))
+		case "account_number":
+			v.AccountNumber = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.AccountNumber, -1, 5000)
+		case "account_type":
+			v.AccountType = (*PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType)(canonical.Ptr(f.Scalar(&seen, 2).Enum("checking", "savings")))
+		case "financial_connections_account":
+			v.FinancialConnectionsAccount = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.FinancialConnectionsAccount, -1, 5000)
+		case "routing_number":
+			v.RoutingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.RoutingNumber, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptions(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAcssDebit])
+			if v.AcssDebit.Unset = f.Field(&seen, 0).Unset(); !v.AcssDebit.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebit(f, &v.AcssDebit.Value)
+			}
+		case "affirm":
+			v.Affirm = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAffirm])
+			if v.Affirm.Unset = f.Field(&seen, 1).Unset(); !v.Affirm.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAffirm(f, &v.Affirm.Value)
+			}
+		case "afterpay_clearpay":
+			v.AfterpayClearpay = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay])
+			if v.AfterpayClearpay.Unset = f.Field(&seen, 2).Unset(); !v.AfterpayClearpay.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay(f, &v.AfterpayClearpay.Value)
+			}
+		case "alipay":
+			v.Alipay = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAlipay])
+			if v.Alipay.Unset = f.Field(&seen, 3).Unset(); !v.Alipay.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAlipay(f, &v.Alipay.Value)
+			}
+		case "au_becs_debit":
+			v.AuBecsDebit = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit])
+			if v.AuBecsDebit.Unset = f.Field(&seen, 4).Unset(); !v.AuBecsDebit.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit(f, &v.AuBecsDebit.Value)
+			}
+		case "bacs_debit":
+			v.BacsDebit = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit])
+			if v.BacsDebit.Unset = f.Field(&seen, 5).Unset(); !v.BacsDebit.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit(f, &v.BacsDebit.Value)
+			}
+		case "bancontact":
+			v.Bancontact = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBancontact])
+			if v.Bancontact.Unset = f.Field(&seen, 6).Unset(); !v.Bancontact.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsBancontact(f, &v.Bancontact.Value)
+			}
+		case "blik":
+			v.Blik = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBlik])
+			if v.Blik.Unset = f.Field(&seen, 7).Unset(); !v.Blik.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsBlik(f, &v.Blik.Value)
+			}
+		case "boleto":
+			v.Boleto = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBoleto])
+			if v.Boleto.Unset = f.Field(&seen, 8).Unset(); !v.Boleto.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsBoleto(f, &v.Boleto.Value)
+			}
+		case "card":
+			v.Card = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCard])
+			if v.Card.Unset = f.Field(&seen, 9).Unset(); !v.Card.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsCard(f, &v.Card.Value)
+			}
+		case "card_present":
+			v.CardPresent = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCardPresent])
+			if v.CardPresent.Unset = f.Field(&seen, 10).Unset(); !v.CardPresent.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsCardPresent(f, &v.CardPresent.Value)
+			}
+		case "cashapp":
+			v.Cashapp = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCashapp])
+			if v.Cashapp.Unset = f.Field(&seen, 11).Unset(); !v.Cashapp.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsCashapp(f, &v.Cashapp.Value)
+			}
+		case "customer_balance":
+			v.CustomerBalance = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance])
+			if v.CustomerBalance.Unset = f.Field(&seen, 12).Unset(); !v.CustomerBalance.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance(f, &v.CustomerBalance.Value)
+			}
+		case "eps":
+			v.Eps = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Eps.Unset = f.Field(&seen, 13).Unset(); !v.Eps.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Eps.Value)
+			}
+		case "fpx":
+			v.Fpx = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Fpx.Unset = f.Field(&seen, 14).Unset(); !v.Fpx.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Fpx.Value)
+			}
+		case "giropay":
+			v.Giropay = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Giropay.Unset = f.Field(&seen, 15).Unset(); !v.Giropay.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Giropay.Value)
+			}
+		case "grabpay":
+			v.Grabpay = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Grabpay.Unset = f.Field(&seen, 16).Unset(); !v.Grabpay.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Grabpay.Value)
+			}
+		case "ideal":
+			v.Ideal = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAlipay])
+			if v.Ideal.Unset = f.Field(&seen, 17).Unset(); !v.Ideal.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsAlipay(f, &v.Ideal.Value)
+			}
+		case "interac_present":
+			v.InteracPresent = new(canonical.Unsettable[map[string]json.RawMessage])
+			if v.InteracPresent.Unset = f.Field(&seen, 18).Unset(); !v.InteracPresent.Unset {
+				v.InteracPresent.Value = map[string]json.RawMessage{}
+				for f.BeginObject(); f.NextMember(); {
+					v.InteracPresent.Value[f.Key()] = f.Raw()
+				}
+				f.EndObject()
+			}
+		case "klarna":
+			v.Klarna = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsKlarna])
+			if v.Klarna.Unset = f.Field(&seen, 19).Unset(); !v.Klarna.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsKlarna(f, &v.Klarna.Value)
+			}
+		case "konbini":
+			v.Konbini = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsKonbini])
+			if v.Konbini.Unset = f.Field(&seen, 20).Unset(); !v.Konbini.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsKonbini(f, &v.Konbini.Value)
+			}
+		case "link":
+			v.Link = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsLink])
+			if v.Link.Unset = f.Field(&seen, 21).Unset(); !v.Link.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsLink(f, &v.Link.Value)
+			}
+		case "oxxo":
+			v.Oxxo = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsKonbini])
+			if v.Oxxo.Unset = f.Field(&seen, 22).Unset(); !v.Oxxo.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsKonbini(f, &v.Oxxo.Value)
+			}
+		case "p24":
+			v.P24 = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsP24])
+			if v.P24.Unset = f.Field(&seen, 23).Unset(); !v.P24.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsP24(f, &v.P24.Value)
+			}
+		case "paynow":
+			v.Paynow = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Paynow.Unset = f.Field(&seen, 24).Unset(); !v.Paynow.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Paynow.Value)
+			}
+		case "paypal":
+			v.Paypal = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsPaypal])
+			if v.Paypal.Unset = f.Field(&seen, 25).Unset(); !v.Paypal.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsPaypal(f, &v.Paypal.Value)
+			}
+		case "pix":
+			v.Pix = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsPix])
+			if v.Pix.Unset = f.Field(&seen, 26).Unset(); !v.Pix.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsPix(f, &v.Pix.Value)
+			}
+		case "promptpay":
+			v.Promptpay = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Promptpay.Unset = f.Field(&seen, 27).Unset(); !v.Promptpay.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Promptpay.Value)
+			}
+		case "sepa_debit":
+			v.SepaDebit = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsSepaDebit])
+			if v.SepaDebit.Unset = f.Field(&seen, 28).Unset(); !v.SepaDebit.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsSepaDebit(f, &v.SepaDebit.Value)
+			}
+		case "sofort":
+			v.Sofort = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsSofort])
+			if v.Sofort.Unset = f.Field(&seen, 29).Unset(); !v.Sofort.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsSofort(f, &v.Sofort.Value)
+			}
+		case "us_bank_account":
+			v.UsBankAccount = new(canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount])
+			if v.UsBankAccount.Unset = f.Field(&seen, 30).Unset(); !v.UsBankAccount.Unset {
+				decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount(f, &v.UsBankAccount.Value)
+			}
+		case "wechat_pay":
+			v.WechatPay = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay])
+			if v.WechatPay.Unset = f.Field(&seen, 31).Unset(); !v.WechatPay.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsWechatPay(f, &v.WechatPay.Value)
+			}
+		case "zip":
+			v.Zip = new(canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm])
+			if v.Zip.Unset = f.Field(&seen, 32).Unset(); !v.Zip.Unset {
+				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Zip.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = new(PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions(f.Field(&seen, 0), v.MandateOptions)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
+		case "verification_method":
+			v.VerificationMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom_mandate_url":
+			v.CustomMandateURL = new(canonical.Unsettable[string])
+			if v.CustomMandateURL.Unset = f.Field(&seen, 0).Unset(); !v.CustomMandateURL.Unset {
+				v.CustomMandateURL.Value = f.Text().Str()
+			}
+		case "interval_description":
+			v.IntervalDescription = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.IntervalDescription, -1, 500)
+		case "payment_schedule":
+			v.PaymentSchedule = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule)(canonical.Ptr(f.Scalar(&seen, 2).Enum("combined", "interval", "sporadic")))
+		case "transaction_type":
+			v.TransactionType = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 3).Enum("business", "personal")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAffirm(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAffirm) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "preferred_locale":
+			v.PreferredLocale = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.PreferredLocale, -1, 30)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "reference":
+			v.Reference = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Reference, -1, 128)
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAlipay(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAlipay) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsBancontact(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsBancontact) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "preferred_language":
+			v.PreferredLanguage = (*PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("de", "en", "fr", "nl")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsBlik(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsBlik) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "code":
+			v.Code = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Code, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsBoleto(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsBoleto) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "expires_after_days":
+			v.ExpiresAfterDays = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsCard) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "cvc_token":
+			v.CvcToken = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.CvcToken, -1, 5000)
+		case "installments":
+			v.Installments = new(PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments)
+			decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments(f.Field(&seen, 2), v.Installments)
+		case "mandate_options":
+			v.MandateOptions = new(PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions(f.Field(&seen, 3), v.MandateOptions)
+		case "network":
+			v.Network = (*PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork)(canonical.Ptr(f.Scalar(&seen, 4).Enum("amex", "cartes_bancaires", "diners", "discover", "eftpos_au", "interac", "jcb", "mastercard", "unionpay", "unknown", "visa")))
+		case "request_three_d_secure":
+			v.RequestThreeDSecure = (*PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 5).Enum("any", "automatic")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 6).Enum("", "none", "off_session", "on_session")))
+		case "statement_descriptor_suffix_kana":
+			v.StatementDescriptorSuffixKana = new(canonical.Unsettable[string])
+			if v.StatementDescriptorSuffixKana.Unset = f.Field(&seen, 7).Unset(); !v.StatementDescriptorSuffixKana.Unset {
+				v.StatementDescriptorSuffixKana.Value = f.Text().Str()
+				f.Length(v.StatementDescriptorSuffixKana.Value, -1, 22)
+			}
+		case "statement_descriptor_suffix_kanji":
+			v.StatementDescriptorSuffixKanji = new(canonical.Unsettable[string])
+			if v.StatementDescriptorSuffixKanji.Unset = f.Field(&seen, 8).Unset(); !v.StatementDescriptorSuffixKanji.Unset {
+				v.StatementDescriptorSuffixKanji.Value = f.Text().Str()
+				f.Length(v.StatementDescriptorSuffixKanji.Value, -1, 17)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "amount_type":
+			v.AmountType = PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType(f.Scalar(&seen, 1).Enum("fixed", "maximum"))
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.Description, -1, 200)
+		case "end_date":
+			v.EndDate = canonical.Ptr(f.Scalar(&seen, 6).Int64())
+		case "interval":
+			v.Interval = PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval(f.Scalar(&seen, 2).Enum("day", "month", "sporadic", "week", "year"))
+		case "interval_count":
+			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 7).Int64())
+		case "reference":
+			v.Reference = f.Scalar(&seen, 3).Str()
+			f.Length(v.Reference, -1, 80)
+		case "start_date":
+			v.StartDate = f.Scalar(&seen, 4).Int64()
+		case "supported_types":
+			v.SupportedTypes = []PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem{}
+			for f.Field(&seen, 8).BeginArray(); f.NextElement(); {
+				v.SupportedTypes = append(v.SupportedTypes, PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem(f.Text().Enum("india")))
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "amount_type", "interval", "reference", "start_date")
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsCardPresent(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsCardPresent) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "request_extended_authorization":
+			v.RequestExtendedAuthorization = canonical.Ptr(f.Scalar(&seen, 0).Bool())
+		case "request_incremental_authorization_support":
+			v.RequestIncrementalAuthorizationSupport = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsCashapp(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsCashapp) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsKlarna(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsKlarna) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "preferred_locale":
+			v.PreferredLocale = (*PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale)(canonical.Ptr(f.Scalar(&seen, 1).Enum("cs-CZ", "da-DK", "de-AT", "de-CH", "de-DE", "el-GR", "en-AT", "en-AU", "en-BE", "en-CA", "en-CH", "en-CZ", "en-DE", "en-DK", "en-ES", "en-FI", "en-FR", "en-GB", "en-GR", "en-IE", "en-IT", "en-NL", "en-NO", "en-NZ", "en-PL", "en-PT", "en-SE", "en-US", "es-ES", "es-US", "fi-FI", "fr-BE", "fr-CA", "fr-CH", "fr-FR", "it-CH", "it-IT", "nb-NO", "nl-BE", "nl-NL", "pl-PL", "pt-PT", "sv-FI", "sv-SE")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsKonbini(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsKonbini) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "confirmation_number":
+			v.ConfirmationNumber = new(canonical.Unsettable[string])
+			if v.ConfirmationNumber.Unset = f.Field(&seen, 0).Unset(); !v.ConfirmationNumber.Unset {
+				v.ConfirmationNumber.Value = f.Text().Str()
+				f.Length(v.ConfirmationNumber.Value, -1, 11)
+			}
+		case "expires_after_days":
+			v.ExpiresAfterDays = new(canonical.Unsettable[int64])
+			if v.ExpiresAfterDays.Unset = f.Field(&seen, 1).Unset(); !v.ExpiresAfterDays.Unset {
+				v.ExpiresAfterDays.Value = f.Text().Int64()
+			}
+		case "expires_at":
+			v.ExpiresAt = new(canonical.Unsettable[int64])
+			if v.ExpiresAt.Unset = f.Field(&seen, 2).Unset(); !v.ExpiresAt.Unset {
+				v.ExpiresAt.Value = f.Text().Int64()
+			}
+		case "product_description":
+			v.ProductDescription = new(canonical.Unsettable[string])
+			if v.ProductDescription.Unset = f.Field(&seen, 3).Unset(); !v.ProductDescription.Unset {
+				v.ProductDescription.Value = f.Text().Str()
+				f.Length(v.ProductDescription.Value, -1, 22)
+			}
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 4).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsLink(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsLink) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "manual")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsPix(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsPix) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "expires_after_seconds":
+			v.ExpiresAfterSeconds = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "expires_at":
+			v.ExpiresAt = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsSepaDebit(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsSepaDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = map[string]json.RawMessage{}
+			for f.Field(&seen, 0).BeginObject(); f.NextMember(); {
+				v.MandateOptions[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsSofort(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsSofort) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "preferred_language":
+			v.PreferredLanguage = (*PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "de", "en", "es", "fr", "it", "nl", "pl")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "financial_connections":
+			v.FinancialConnections = new(PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f.Field(&seen, 0), v.FinancialConnections)
+		case "networks":
+			v.Networks = new(PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks(f.Field(&seen, 1), v.Networks)
+		case "preferred_settlement_speed":
+			v.PreferredSettlementSpeed = (*PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed)(canonical.Ptr(f.Scalar(&seen, 2).Enum("", "fastest", "standard")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 3).Enum("", "none", "off_session", "on_session")))
+		case "verification_method":
+			v.VerificationMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 4).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "permissions":
+			v.Permissions = []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.Permissions = append(v.Permissions, PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem(f.Text().Enum("balances", "ownership", "payment_method", "transactions")))
+			}
+			f.EndArray()
+		case "prefetch":
+			v.Prefetch = []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem{}
+			for f.Field(&seen, 1).BeginArray(); f.NextElement(); {
+				v.Prefetch = append(v.Prefetch, PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem(f.Text().Enum("balances")))
+			}
+			f.EndArray()
+		case "return_url":
+			v.ReturnURL = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.ReturnURL, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks(f *gen.FormTree, v *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "requested":
+			v.Requested = []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.Requested = append(v.Requested, PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem(f.Text().Enum("ach", "us_domestic_wire")))
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentLinksBody(f *gen.FormTree, v *PostPaymentLinksBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "after_completion":
+			v.AfterCompletion = new(PostPaymentLinksBodyAfterCompletion)
+			decodePostPaymentLinksBodyAfterCompletion(f.Field(&seen, 1), v.AfterCompletion)
+		case "allow_promotion_codes":
+			v.AllowPromotionCodes = canonical.Ptr(f.Scalar(&seen, 2).Bool())
+		case "application_fee_amount":
+			v.ApplicationFeeAmount = canonical.Ptr(f.Scalar(&seen, 3).Int64())
+		case "application_fee_percent":
+			v.ApplicationFeePercent = canonical.Ptr(f.Scalar(&seen, 4).Float64())
+		case "automatic_tax":
+			v.AutomaticTax = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 5), v.AutomaticTax)
+		case "billing_address_collection":
+			v.BillingAddressCollection = (*PostPaymentLinksBodyBillingAddressCollection)(canonical.Ptr(f.Scalar(&seen, 6).Enum("auto", "required")))
+		case "consent_collection":
+			v.ConsentCollection = new(PostCheckoutSessionsBodyConsentCollection)
+			decodePostCheckoutSessionsBodyConsentCollection(f.Field(&seen, 7), v.ConsentCollection)
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 8).Str())
+		case "custom_fields":
+			v.CustomFields = []PostCheckoutSessionsBodyCustomFieldsItem{}
+			for f.Field(&seen, 9).BeginArray(); f.NextElement(); {
+				v.CustomFields = append(v.CustomFields, PostCheckoutSessionsBodyCustomFieldsItem{})
+				decodePostCheckoutSessionsBodyCustomFieldsItem(f, &v.CustomFields[len(v.CustomFields)-1])
+			}
+			f.EndArray()
+		case "custom_text":
+			v.CustomText = new(PostCheckoutSessionsBodyCustomText)
+			decodePostCheckoutSessionsBodyCustomText(f.Field(&seen, 10), v.CustomText)
+		case "customer_creation":
+			v.CustomerCreation = (*PostPaymentLinksBodyCustomerCreation)(canonical.Ptr(f.Scalar(&seen, 11).Enum("always", "if_required")))
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 12).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "invoice_creation":
+			v.InvoiceCreation = new(PostPaymentLinksBodyInvoiceCreation)
+			decodePostPaymentLinksBodyInvoiceCreation(f.Field(&seen, 13), v.InvoiceCreation)
+		case "line_items":
+			v.LineItems = []PostPaymentLinksBodyLineItemsItem{}
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.LineItems = append(v.LineItems, PostPaymentLinksBodyLineItemsItem{})
+				decodePostPaymentLinksBodyLineItemsItem(f, &v.LineItems[len(v.LineItems)-1])
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 14).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 15).Str())
+		case "payment_intent_data":
+			v.PaymentIntentData = new(PostPaymentLinksBodyPaymentIntentData)
+			decodePostPaymentLinksBodyPaymentIntentData(f.Field(&seen, 16), v.PaymentIntentData)
+		case "payment_method_collection":
+			v.PaymentMethodCollection = (*PostPaymentLinksBodyPaymentMethodCollection)(canonical.Ptr(f.Scalar(&seen, 17).Enum("always", "if_required")))
+		case "payment_method_types":
+			v.PaymentMethodTypes = []PostPaymentLinksBodyPaymentMethodTypesItem{}
+			for f.Field(&seen, 18).BeginArray(); f.NextElement(); {
+				v.PaymentMethodTypes = append(v.PaymentMethodTypes, PostPaymentLinksBodyPaymentMethodTypesItem(f.Text().Enum("affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay")))
+			}
+			f.EndArray()
+		case "phone_number_collection":
+			v.PhoneNumberCollection = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 19), v.PhoneNumberCollection)
+		case "shipping_address_collection":
+			v.ShippingAddressCollection = new(PostCheckoutSessionsBodyShippingAddressCollection)
+			decodePostCheckoutSessionsBodyShippingAddressCollection(f.Field(&seen, 20), v.ShippingAddressCollection)
+		case "shipping_options":
+			v.ShippingOptions = []PostPaymentLinksBodyShippingOptionsItem{}
+			for f.Field(&seen, 21).BeginArray(); f.NextElement(); {
+				v.ShippingOptions = append(v.ShippingOptions, PostPaymentLinksBodyShippingOptionsItem{})
+				decodePostPaymentLinksBodyShippingOptionsItem(f, &v.ShippingOptions[len(v.ShippingOptions)-1])
+			}
+			f.EndArray()
+		case "submit_type":
+			v.SubmitType = (*PostPaymentLinksBodySubmitType)(canonical.Ptr(f.Scalar(&seen, 22).Enum("auto", "book", "donate", "pay")))
+		case "subscription_data":
+			v.SubscriptionData = new(PostPaymentLinksBodySubscriptionData)
+			decodePostPaymentLinksBodySubscriptionData(f.Field(&seen, 23), v.SubscriptionData)
+		case "tax_id_collection":
+			v.TaxIDCollection = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 24), v.TaxIDCollection)
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodyPaymentIntentDataTransferData)
+			decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f.Field(&seen, 25), v.TransferData)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "line_items")
+}
+
+func decodePostPaymentLinksBodyAfterCompletion(f *gen.FormTree, v *PostPaymentLinksBodyAfterCompletion) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "hosted_confirmation":
+			v.HostedConfirmation = new(PostPaymentLinksBodyAfterCompletionHostedConfirmation)
+			decodePostPaymentLinksBodyAfterCompletionHostedConfirmation(f.Field(&seen, 1), v.HostedConfirmation)
+		case "redirect":
+			v.Redirect = new(PostPaymentLinksBodyAfterCompletionRedirect)
+			decodePostPaymentLinksBodyAfterCompletionRedirect(f.Field(&seen, 2), v.Redirect)
+		case "type":
+			v.Type = PostPaymentLinksBodyAfterCompletionType(f.Scalar(&seen, 0).Enum("hosted_confirmation", "redirect"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "type")
+}
+
+func decodePostPaymentLinksBodyAfterCompletionHostedConfirmation(f *gen.FormTree, v *PostPaymentLinksBodyAfterCompletionHostedConfirmation) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom_message":
+			v.CustomMessage = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.CustomMessage, -1, 500)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentLinksBodyAfterCompletionRedirect(f *gen.FormTree, v *PostPaymentLinksBodyAfterCompletionRedirect) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "url":
+			v.URL = f.Scalar(&seen, 0).Str()
+			f.Length(v.URL, -1, 2048)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "url")
+}
+
+func decodePostPaymentLinksBodyInvoiceCreation(f *gen.FormTree, v *PostPaymentLinksBodyInvoiceCreation) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		case "invoice_data":
+			v.InvoiceData = new(PostPaymentLinksBodyInvoiceCreationInvoiceData)
+			decodePostPaymentLinksBodyInvoiceCreationInvoiceData(f.Field(&seen, 1), v.InvoiceData)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostPaymentLinksBodyInvoiceCreationInvoiceData(f *gen.FormTree, v *PostPaymentLinksBodyInvoiceCreationInvoiceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "account_tax_ids":
+			v.AccountTaxIds = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
+				v.AccountTaxIds.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+				}
+				f.EndArray()
+			}
+		case "custom_fields":
+			v.CustomFields = new(canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem])
+			if v.CustomFields.Unset = f.Field(&seen, 1).Unset(); !v.CustomFields.Unset {
+				v.CustomFields.Value = []PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.CustomFields.Value = append(v.CustomFields.Value, PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem{})
+					decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f, &v.CustomFields.Value[len(v.CustomFields.Value)-1])
+				}
+				f.EndArray()
+			}
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 1500)
+		case "footer":
+			v.Footer = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Footer, -1, 5000)
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 4).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "rendering_options":
+			v.RenderingOptions = new(canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions])
+			if v.RenderingOptions.Unset = f.Field(&seen, 5).Unset(); !v.RenderingOptions.Unset {
+				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentLinksBodyLineItemsItem(f *gen.FormTree, v *PostPaymentLinksBodyLineItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "adjustable_quantity":
+			v.AdjustableQuantity = new(PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity)
+			decodePostCheckoutSessionsBodyLineItemsItemAdjustableQuantity(f.Field(&seen, 2), v.AdjustableQuantity)
+		case "price":
+			v.Price = f.Scalar(&seen, 0).Str()
+			f.Length(v.Price, -1, 5000)
+		case "quantity":
+			v.Quantity = f.Scalar(&seen, 1).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "price", "quantity")
+}
+
+func decodePostPaymentLinksBodyPaymentIntentData(f *gen.FormTree, v *PostPaymentLinksBodyPaymentIntentData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "capture_method":
+			v.CaptureMethod = (*PostPaymentLinksBodyPaymentIntentDataCaptureMethod)(canonical.Ptr(f.Scalar(&seen, 0).Enum("automatic", "automatic_async", "manual")))
+		case "setup_future_usage":
+			v.SetupFutureUsage = (*PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("off_session", "on_session")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentLinksBodyShippingOptionsItem(f *gen.FormTree, v *PostPaymentLinksBodyShippingOptionsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "shipping_rate":
+			v.ShippingRate = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.ShippingRate, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentLinksBodySubscriptionData(f *gen.FormTree, v *PostPaymentLinksBodySubscriptionData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Description, -1, 500)
+		case "trial_period_days":
+			v.TrialPeriodDays = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPaymentMethodsBody(f *gen.FormTree, v *PostPaymentMethodsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(PostPaymentIntentsBodyPaymentMethodDataAcssDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataAcssDebit(f.Field(&seen, 0), v.AcssDebit)
+		case "affirm":
+			v.Affirm = map[string]json.RawMessage{}
+			for f.Field(&seen, 1).BeginObject(); f.NextMember(); {
+				v.Affirm[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "afterpay_clearpay":
+			v.AfterpayClearpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 2).BeginObject(); f.NextMember(); {
+				v.AfterpayClearpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "alipay":
+			v.Alipay = map[string]json.RawMessage{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.Alipay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "au_becs_debit":
+			v.AuBecsDebit = new(PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataAuBecsDebit(f.Field(&seen, 4), v.AuBecsDebit)
+		case "bacs_debit":
+			v.BacsDebit = new(PostPaymentIntentsBodyPaymentMethodDataBacsDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataBacsDebit(f.Field(&seen, 5), v.BacsDebit)
+		case "bancontact":
+			v.Bancontact = map[string]json.RawMessage{}
+			for f.Field(&seen, 6).BeginObject(); f.NextMember(); {
+				v.Bancontact[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "billing_details":
+			v.BillingDetails = new(PostPaymentIntentsBodyPaymentMethodDataBillingDetails)
+			decodePostPaymentIntentsBodyPaymentMethodDataBillingDetails(f.Field(&seen, 7), v.BillingDetails)
+		case "blik":
+			v.Blik = map[string]json.RawMessage{}
+			for f.Field(&seen, 8).BeginObject(); f.NextMember(); {
+				v.Blik[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "boleto":
+			v.Boleto = new(PostPaymentIntentsBodyPaymentMethodDataBoleto)
+			decodePostPaymentIntentsBodyPaymentMethodDataBoleto(f.Field(&seen, 9), v.Boleto)
+		case "card":
+			v.Card = f.Field(&seen, 10).Raw()
+		case "cashapp":
+			v.Cashapp = map[string]json.RawMessage{}
+			for f.Field(&seen, 11).BeginObject(); f.NextMember(); {
+				v.Cashapp[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 12).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "customer_balance":
+			v.CustomerBalance = map[string]json.RawMessage{}
+			for f.Field(&seen, 13).BeginObject(); f.NextMember(); {
+				v.CustomerBalance[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "eps":
+			v.Eps = new(PostPaymentIntentsBodyPaymentMethodDataEps)
+			decodePostPaymentIntentsBodyPaymentMethodDataEps(f.Field(&seen, 14), v.Eps)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 15).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "fpx":
+			v.Fpx = new(PostPaymentIntentsBodyPaymentMethodDataFpx)
+			decodePostPaymentIntentsBodyPaymentMethodDataFpx(f.Field(&seen, 16), v.Fpx)
+		case "giropay":
+			v.Giropay = map[string]json.RawMessage{}
+			for f.Field(&seen, 17).BeginObject(); f.NextMember(); {
+				v.Giropay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "grabpay":
+			v.Grabpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 18).BeginObject(); f.NextMember(); {
+				v.Grabpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "ideal":
+			v.Ideal = new(PostPaymentIntentsBodyPaymentMethodDataIdeal)
+			decodePostPaymentIntentsBodyPaymentMethodDataIdeal(f.Field(&seen, 19), v.Ideal)
+		case "interac_present":
+			v.InteracPresent = map[string]json.RawMessage{}
+			for f.Field(&seen, 20).BeginObject(); f.NextMember(); {
+				v.InteracPresent[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "klarna":
+			v.Klarna = new(PostPaymentIntentsBodyPaymentMethodDataKlarna)
+			decodePostPaymentIntentsBodyPaymentMethodDataKlarna(f.Field(&seen, 21), v.Klarna)
+		case "konbini":
+			v.Konbini = map[string]json.RawMessage{}
+			for f.Field(&seen, 22).BeginObject(); f.NextMember(); {
+				v.Konbini[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "link":
+			v.Link = map[string]json.RawMessage{}
+			for f.Field(&seen, 23).BeginObject(); f.NextMember(); {
+				v.Link[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 24).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "oxxo":
+			v.Oxxo = map[string]json.RawMessage{}
+			for f.Field(&seen, 25).BeginObject(); f.NextMember(); {
+				v.Oxxo[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "p24":
+			v.P24 = new(PostPaymentIntentsBodyPaymentMethodDataP24)
+			decodePostPaymentIntentsBodyPaymentMethodDataP24(f.Field(&seen, 26), v.P24)
+		case "payment_method":
+			v.PaymentMethod = canonical.Ptr(f.Scalar(&seen, 27).Str())
+			f.Length(*v.PaymentMethod, -1, 5000)
+		case "paynow":
+			v.Paynow = map[string]json.RawMessage{}
+			for f.Field(&seen, 28).BeginObject(); f.NextMember(); {
+				v.Paynow[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "paypal":
+			v.Paypal = map[string]json.RawMessage{}
+			for f.Field(&seen, 29).BeginObject(); f.NextMember(); {
+				v.Paypal[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "pix":
+			v.Pix = map[string]json.RawMessage{}
+			for f.Field(&seen, 30).BeginObject(); f.NextMember(); {
+				v.Pix[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "promptpay":
+			v.Promptpay = map[string]json.RawMessage{}
+			for f.Field(&seen, 31).BeginObject(); f.NextMember(); {
+				v.Promptpay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "radar_options":
+			v.RadarOptions = new(PostChargesBodyRadarOptions)
+			decodePostChargesBodyRadarOptions(f.Field(&seen, 32), v.RadarOptions)
+		case "sepa_debit":
+			v.SepaDebit = new(PostPaymentIntentsBodyPaymentMethodDataSepaDebit)
+			decodePostPaymentIntentsBodyPaymentMethodDataSepaDebit(f.Field(&seen, 33), v.SepaDebit)
+		case "sofort":
+			v.Sofort = new(PostPaymentIntentsBodyPaymentMethodDataSofort)
+			decodePostPaymentIntentsBodyPaymentMethodDataSofort(f.Field(&seen, 34), v.Sofort)
+		case "type":
+			v.Type = (*PostPaymentMethodsBodyType)(canonical.Ptr(f.Scalar(&seen, 35).Enum("acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip")))
+		case "us_bank_account":
+			v.UsBankAccount = new(PostPaymentIntentsBodyPaymentMethodDataUsBankAccount)
+			decodePostPaymentIntentsBodyPaymentMethodDataUsBankAccount(f.Field(&seen, 36), v.UsBankAccount)
+		case "wechat_pay":
+			v.WechatPay = map[string]json.RawMessage{}
+			for f.Field(&seen, 37).BeginObject(); f.NextMember(); {
+				v.WechatPay[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "zip":
+			v.Zip = map[string]json.RawMessage{}
+			for f.Field(&seen, 38).BeginObject(); f.NextMember(); {
+				v.Zip[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPayoutsBody(f *gen.FormTree, v *PostPayoutsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "destination":
+			v.Destination = canonical.Ptr(f.Scalar(&seen, 3).Str())
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 5).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "method":
+			v.Method = (*PostPayoutsBodyMethod)(canonical.Ptr(f.Scalar(&seen, 6).Enum("instant", "standard")))
+		case "source_type":
+			v.SourceType = (*PostPayoutsBodySourceType)(canonical.Ptr(f.Scalar(&seen, 7).Enum("bank_account", "card", "fpx")))
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodePostPlansBody(f *gen.FormTree, v *PostPlansBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 2).Bool())
+		case "aggregate_usage":
+			v.AggregateUsage = (*PostPlansBodyAggregateUsage)(canonical.Ptr(f.Scalar(&seen, 3).Enum("last_during_period", "last_ever", "max", "sum")))
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "amount_decimal":
+			v.AmountDecimal = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "billing_scheme":
+			v.BillingScheme = (*PostPlansBodyBillingScheme)(canonical.Ptr(f.Scalar(&seen, 6).Enum("per_unit", "tiered")))
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 7).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "id":
+			v.ID = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.ID, -1, 5000)
+		case "interval":
+			v.Interval = PostPlansBodyInterval(f.Scalar(&seen, 1).Enum("day", "month", "week", "year"))
+		case "interval_count":
+			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 9).Int64())
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 10).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "nickname":
+			v.Nickname = canonical.Ptr(f.Scalar(&seen, 11).Str())
+			f.Length(*v.Nickname, -1, 5000)
+		case "product":
+			v.Product = f.Field(&seen, 12).Raw()
+		case "tiers":
+			v.Tiers = []PostPlansBodyTiersItem{}
+			for f.Field(&seen, 13).BeginArray(); f.NextElement(); {
+				v.Tiers = append(v.Tiers, PostPlansBodyTiersItem{})
+				decodePostPlansBodyTiersItem(f, &v.Tiers[len(v.Tiers)-1])
+			}
+			f.EndArray()
+		case "tiers_mode":
+			v.TiersMode = (*PostPlansBodyTiersMode)(canonical.Ptr(f.Scalar(&seen, 14).Enum("graduated", "volume")))
+		case "transform_usage":
+			v.TransformUsage = new(PostPlansBodyTransformUsage)
+			decodePostPlansBodyTransformUsage(f.Field(&seen, 15), v.TransformUsage)
+		case "trial_period_days":
+			v.TrialPeriodDays = canonical.Ptr(f.Scalar(&seen, 16).Int64())
+		case "usage_type":
+			v.UsageType = (*PostPlansBodyUsageType)(canonical.Ptr(f.Scalar(&seen, 17).Enum("licensed", "metered")))
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency", "interval")
+}
+
+func decodePostPlansBodyTiersItem(f *gen.FormTree, v *PostPlansBodyTiersItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "flat_amount":
+			v.FlatAmount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "flat_amount_decimal":
+			v.FlatAmountDecimal = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 3).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 4).Str())
+		case "up_to":
+			v.UpTo = f.Field(&seen, 0).Raw()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "up_to")
+}
+
+func decodePostPlansBodyTransformUsage(f *gen.FormTree, v *PostPlansBodyTransformUsage) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "divide_by":
+			v.DivideBy = f.Scalar(&seen, 0).Int64()
+		case "round":
+			v.Round = PostPlansBodyTransformUsageRound(f.Scalar(&seen, 1).Enum("down", "up"))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "divide_by", "round")
+}
+
+func decodePostPricesBody(f *gen.FormTree, v *PostPricesBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "billing_scheme":
+			v.BillingScheme = (*PostPricesBodyBillingScheme)(canonical.Ptr(f.Scalar(&seen, 2).Enum("per_unit", "tiered")))
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "currency_options":
+			v.CurrencyOptions = map[string]PostPricesBodyCurrencyOptionsValue{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				k1 := f.Key()
+				var e1 PostPricesBodyCurrencyOptionsValue
+				decodePostPricesBodyCurrencyOptionsValue(f, &e1)
+				v.CurrencyOptions[k1] = e1
+			}
+			f.EndObject()
+		case "custom_unit_amount":
+			v.CustomUnitAmount = new(PostPricesBodyCurrencyOptionsValueCustomUnitAmount)
+			decodePostPricesBodyCurrencyOptionsValueCustomUnitAmount(f.Field(&seen, 4), v.CustomUnitAmount)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "lookup_key":
+			v.LookupKey = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.LookupKey, -1, 200)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 7).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "nickname":
+			v.Nickname = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.Nickname, -1, 5000)
+		case "product":
+			v.Product = canonical.Ptr(f.Scalar(&seen, 9).Str())
+			f.Length(*v.Product, -1, 5000)
+		case "product_data":
+			v.ProductData = new(PostPricesBodyProductData)
+			decodePostPricesBodyProductData(f.Field(&seen, 10), v.ProductData)
+		case "recurring":
+			v.Recurring = new(PostPricesBodyRecurring)
+			decodePostPricesBodyRecurring(f.Field(&seen, 11), v.Recurring)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostPricesBodyTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 12).Enum("exclusive", "inclusive", "unspecified")))
+		case "tiers":
+			v.Tiers = []PostPlansBodyTiersItem{}
+			for f.Field(&seen, 13).BeginArray(); f.NextElement(); {
+				v.Tiers = append(v.Tiers, PostPlansBodyTiersItem{})
+				decodePostPlansBodyTiersItem(f, &v.Tiers[len(v.Tiers)-1])
+			}
+			f.EndArray()
+		case "tiers_mode":
+			v.TiersMode = (*PostPricesBodyTiersMode)(canonical.Ptr(f.Scalar(&seen, 14).Enum("graduated", "volume")))
+		case "transfer_lookup_key":
+			v.TransferLookupKey = canonical.Ptr(f.Scalar(&seen, 15).Bool())
+		case "transform_quantity":
+			v.TransformQuantity = new(PostPlansBodyTransformUsage)
+			decodePostPlansBodyTransformUsage(f.Field(&seen, 16), v.TransformQuantity)
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 17).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 18).Str())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency")
+}
+
+func decodePostPricesBodyCurrencyOptionsValue(f *gen.FormTree, v *PostPricesBodyCurrencyOptionsValue) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "custom_unit_amount":
+			v.CustomUnitAmount = new(PostPricesBodyCurrencyOptionsValueCustomUnitAmount)
+			decodePostPricesBodyCurrencyOptionsValueCustomUnitAmount(f.Field(&seen, 0), v.CustomUnitAmount)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostPricesBodyCurrencyOptionsValueTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 1).Enum("exclusive", "inclusive", "unspecified")))
+		case "tiers":
+			v.Tiers = []PostPlansBodyTiersItem{}
+			for f.Field(&seen, 2).BeginArray(); f.NextElement(); {
+				v.Tiers = append(v.Tiers, PostPlansBodyTiersItem{})
+				decodePostPlansBodyTiersItem(f, &v.Tiers[len(v.Tiers)-1])
+			}
+			f.EndArray()
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 3).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 4).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPricesBodyCurrencyOptionsValueCustomUnitAmount(f *gen.FormTree, v *PostPricesBodyCurrencyOptionsValueCustomUnitAmount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "enabled":
+			v.Enabled = f.Scalar(&seen, 0).Bool()
+		case "maximum":
+			v.Maximum = canonical.Ptr(f.Scalar(&seen, 1).Int64())
+		case "minimum":
+			v.Minimum = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "preset":
+			v.Preset = canonical.Ptr(f.Scalar(&seen, 3).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "enabled")
+}
+
+func decodePostPricesBodyProductData(f *gen.FormTree, v *PostPricesBodyProductData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "id":
+			v.ID = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.ID, -1, 5000)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 3).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+			f.Length(v.Name, -1, 5000)
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "tax_code":
+			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.TaxCode, -1, 5000)
+		case "unit_label":
+			v.UnitLabel = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.UnitLabel, -1, 12)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodePostPricesBodyRecurring(f *gen.FormTree, v *PostPricesBodyRecurring) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "aggregate_usage":
+			v.AggregateUsage = (*PostPricesBodyRecurringAggregateUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("last_during_period", "last_ever", "max", "sum")))
+		case "interval":
+			v.Interval = PostPricesBodyRecurringInterval(f.Scalar(&seen, 0).Enum("day", "month", "week", "year"))
+		case "interval_count":
+			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "usage_type":
+			v.UsageType = (*PostPricesBodyRecurringUsageType)(canonical.Ptr(f.Scalar(&seen, 3).Enum("licensed", "metered")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "interval")
+}
+
+func decodePostProductsBody(f *gen.FormTree, v *PostProductsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "default_price_data":
+			v.DefaultPriceData = new(PostProductsBodyDefaultPriceData)
+			decodePostProductsBodyDefaultPriceData(f.Field(&seen, 2), v.DefaultPriceData)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Description, -1, 40000)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "features":
+			v.Features = []PostProductsBodyFeaturesItem{}
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				v.Features = append(v.Features, PostProductsBodyFeaturesItem{})
+				decodePostProductsBodyFeaturesItem(f, &v.Features[len(v.Features)-1])
+			}
+			f.EndArray()
+		case "id":
+			v.ID = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.ID, -1, 5000)
+		case "images":
+			v.Images = []string{}
+			for f.Field(&seen, 7).BeginArray(); f.NextElement(); {
+				v.Images = append(v.Images, f.Text().Str())
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 8).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+			f.Length(v.Name, -1, 5000)
+		case "package_dimensions":
+			v.PackageDimensions = new(PostProductsBodyPackageDimensions)
+			decodePostProductsBodyPackageDimensions(f.Field(&seen, 9), v.PackageDimensions)
+		case "shippable":
+			v.Shippable = canonical.Ptr(f.Scalar(&seen, 10).Bool())
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 11).Str())
+			f.Length(*v.StatementDescriptor, -1, 22)
+		case "tax_code":
+			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 12).Str())
+		case "unit_label":
+			v.UnitLabel = canonical.Ptr(f.Scalar(&seen, 13).Str())
+			f.Length(*v.UnitLabel, -1, 12)
+		case "url":
+			v.URL = canonical.Ptr(f.Scalar(&seen, 14).Str())
+			f.Length(*v.URL, -1, 5000)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodePostProductsBodyDefaultPriceData(f *gen.FormTree, v *PostProductsBodyDefaultPriceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "currency_options":
+			v.CurrencyOptions = map[string]PostPricesBodyCurrencyOptionsValue{}
+			for f.Field(&seen, 1).BeginObject(); f.NextMember(); {
+				k1 := f.Key()
+				var e1 PostPricesBodyCurrencyOptionsValue
+				decodePostPricesBodyCurrencyOptionsValue(f, &e1)
+				v.CurrencyOptions[k1] = e1
+			}
+			f.EndObject()
+		case "recurring":
+			v.Recurring = new(PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring)
+			decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f.Field(&seen, 2), v.Recurring)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostProductsBodyDefaultPriceDataTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 3).Enum("exclusive", "inclusive", "unspecified")))
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency")
+}
+
+func decodePostProductsBodyFeaturesItem(f *gen.FormTree, v *PostProductsBodyFeaturesItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "name":
+			v.Name = f.Scalar(&seen, 0).Str()
+			f.Length(v.Name, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "name")
+}
+
+func decodePostProductsBodyPackageDimensions(f *gen.FormTree, v *PostProductsBodyPackageDimensions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "height":
+			v.Height = f.Scalar(&seen, 0).Float64()
+		case "length":
+			v.Length = f.Scalar(&seen, 1).Float64()
+		case "weight":
+			v.Weight = f.Scalar(&seen, 2).Float64()
+		case "width":
+			v.Width = f.Scalar(&seen, 3).Float64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "height", "length", "weight", "width")
+}
+
+func decodePostPromotionCodesBody(f *gen.FormTree, v *PostPromotionCodesBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "code":
+			v.Code = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Code, -1, 500)
+		case "coupon":
+			v.Coupon = f.Scalar(&seen, 0).Str()
+			f.Length(v.Coupon, -1, 5000)
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "expires_at":
+			v.ExpiresAt = canonical.Ptr(f.Scalar(&seen, 5).Int64())
+		case "max_redemptions":
+			v.MaxRedemptions = canonical.Ptr(f.Scalar(&seen, 6).Int64())
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 7).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "restrictions":
+			v.Restrictions = new(PostPromotionCodesBodyRestrictions)
+			decodePostPromotionCodesBodyRestrictions(f.Field(&seen, 8), v.Restrictions)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "coupon")
+}
+
+func decodePostPromotionCodesBodyRestrictions(f *gen.FormTree, v *PostPromotionCodesBodyRestrictions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency_options":
+			v.CurrencyOptions = map[string]PostPromotionCodesBodyRestrictionsCurrencyOptionsValue{}
+			for f.Field(&seen, 0).BeginObject(); f.NextMember(); {
+				k1 := f.Key()
+				var e1 PostPromotionCodesBodyRestrictionsCurrencyOptionsValue
+				decodePostPromotionCodesBodyRestrictionsCurrencyOptionsValue(f, &e1)
+				v.CurrencyOptions[k1] = e1
+			}
+			f.EndObject()
+		case "first_time_transaction":
+			v.FirstTimeTransaction = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		case "minimum_amount":
+			v.MinimumAmount = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "minimum_amount_currency":
+			v.MinimumAmountCurrency = canonical.Ptr(f.Scalar(&seen, 3).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostPromotionCodesBodyRestrictionsCurrencyOptionsValue(f *gen.FormTree, v *PostPromotionCodesBodyRestrictionsCurrencyOptionsValue) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "minimum_amount":
+			v.MinimumAmount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostRefundsBody(f *gen.FormTree, v *PostRefundsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "charge":
+			v.Charge = canonical.Ptr(f.Scalar(&seen, 1).Str())
+			f.Length(*v.Charge, -1, 5000)
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 2).Str())
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "instructions_email":
+			v.InstructionsEmail = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 6).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "origin":
+			v.Origin = (*PostRefundsBodyOrigin)(canonical.Ptr(f.Scalar(&seen, 7).Enum("customer_balance")))
+		case "payment_intent":
+			v.PaymentIntent = canonical.Ptr(f.Scalar(&seen, 8).Str())
+			f.Length(*v.PaymentIntent, -1, 5000)
+		case "reason":
+			v.Reason = (*PostRefundsBodyReason)(canonical.Ptr(f.Scalar(&seen, 9).Enum("duplicate", "fraudulent", "requested_by_customer")))
+		case "refund_application_fee":
+			v.RefundApplicationFee = canonical.Ptr(f.Scalar(&seen, 10).Bool())
+		case "reverse_transfer":
+			v.ReverseTransfer = canonical.Ptr(f.Scalar(&seen, 11).Bool())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBody(f *gen.FormTree, v *PostSetupIntentsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "attach_to_self":
+			v.AttachToSelf = canonical.Ptr(f.Scalar(&seen, 0).Bool())
+		case "automatic_payment_methods":
+			v.AutomaticPaymentMethods = new(PostPaymentIntentsBodyAutomaticPaymentMethods)
+			decodePostPaymentIntentsBodyAutomaticPaymentMethods(f.Field(&seen, 1), v.AutomaticPaymentMethods)
+		case "confirm":
+			v.Confirm = canonical.Ptr(f.Scalar(&seen, 2).Bool())
+		case "customer":
+			v.Customer = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Customer, -1, 5000)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.Description, -1, 1000)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "flow_directions":
+			v.FlowDirections = []PostSetupIntentsBodyFlowDirectionsItem{}
+			for f.Field(&seen, 6).BeginArray(); f.NextElement(); {
+				v.FlowDirections = append(v.FlowDirections, PostSetupIntentsBodyFlowDirectionsItem(f.Text().Enum("inbound", "outbound")))
+			}
+			f.EndArray()
+		case "mandate_data":
+			v.MandateData = new(canonical.Unsettable[PostPaymentIntentsBodyMandateData])
+			if v.MandateData.Unset = f.Field(&seen, 7).Unset(); !v.MandateData.Unset {
+				decodePostPaymentIntentsBodyMandateData(f, &v.MandateData.Value)
+			}
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 8).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "on_behalf_of":
+			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 9).Str())
+		case "payment_method":
+			v.PaymentMethod = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.PaymentMethod, -1, 5000)
+		case "payment_method_data":
+			v.PaymentMethodData = new(PostPaymentIntentsBodyPaymentMethodData)
+			decodePostPaymentIntentsBodyPaymentMethodData(f.Field(&seen, 11), v.PaymentMethodData)
+		case "payment_method_options":
+			v.PaymentMethodOptions = new(PostSetupIntentsBodyPaymentMethodOptions)
+			decodePostSetupIntentsBodyPaymentMethodOptions(f.Field(&seen, 12), v.PaymentMethodOptions)
+		case "payment_method_types":
+			v.PaymentMethodTypes = []string{}
+			for f.Field(&seen, 13).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.PaymentMethodTypes = append(v.PaymentMethodTypes, e)
+			}
+			f.EndArray()
+		case "return_url":
+			v.ReturnURL = canonical.Ptr(f.Scalar(&seen, 14).Str())
+		case "single_use":
+			v.SingleUse = new(PostSetupIntentsBodySingleUse)
+			decodePostSetupIntentsBodySingleUse(f.Field(&seen, 15), v.SingleUse)
+		case "usage":
+			v.Usage = (*PostSetupIntentsBodyUsage)(canonical.Ptr(f.Scalar(&seen, 16).Enum("off_session", "on_session")))
+		case "use_stripe_sdk":
+			v.UseStripeSdk = canonical.Ptr(f.Scalar(&seen, 17).Bool())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptions(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(PostSetupIntentsBodyPaymentMethodOptionsAcssDebit)
+			decodePostSetupIntentsBodyPaymentMethodOptionsAcssDebit(f.Field(&seen, 0), v.AcssDebit)
+		case "card":
+			v.Card = new(PostSetupIntentsBodyPaymentMethodOptionsCard)
+			decodePostSetupIntentsBodyPaymentMethodOptionsCard(f.Field(&seen, 1), v.Card)
+		case "link":
+			v.Link = map[string]json.RawMessage{}
+			for f.Field(&seen, 2).BeginObject(); f.NextMember(); {
+				v.Link[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		case "paypal":
+			v.Paypal = new(PostSetupIntentsBodyPaymentMethodOptionsPaypal)
+			decodePostSetupIntentsBodyPaymentMethodOptionsPaypal(f.Field(&seen, 3), v.Paypal)
+		case "sepa_debit":
+			v.SepaDebit = new(PostSetupIntentsBodyPaymentMethodOptionsSepaDebit)
+			decodePostSetupIntentsBodyPaymentMethodOptionsSepaDebit(f.Field(&seen, 4), v.SepaDebit)
+		case "us_bank_account":
+			v.UsBankAccount = new(PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount)
+			decodePostSetupIntentsBodyPaymentMethodOptionsUsBankAccount(f.Field(&seen, 5), v.UsBankAccount)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsAcssDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = (*PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency)(canonical.Ptr(f.Scalar(&seen, 0).Enum("cad", "usd")))
+		case "mandate_options":
+			v.MandateOptions = new(PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions)
+			decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions(f.Field(&seen, 1), v.MandateOptions)
+		case "verification_method":
+			v.VerificationMethod = (*PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsCard) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = new(PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions)
+			decodePostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions(f.Field(&seen, 0), v.MandateOptions)
+		case "network":
+			v.Network = (*PostSetupIntentsBodyPaymentMethodOptionsCardNetwork)(canonical.Ptr(f.Scalar(&seen, 1).Enum("amex", "cartes_bancaires", "diners", "discover", "eftpos_au", "interac", "jcb", "mastercard", "unionpay", "unknown", "visa")))
+		case "request_three_d_secure":
+			v.RequestThreeDSecure = (*PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 2).Enum("any", "automatic")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "amount_type":
+			v.AmountType = PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType(f.Scalar(&seen, 1).Enum("fixed", "maximum"))
+		case "currency":
+			v.Currency = f.Scalar(&seen, 2).Str()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.Description, -1, 200)
+		case "end_date":
+			v.EndDate = canonical.Ptr(f.Scalar(&seen, 7).Int64())
+		case "interval":
+			v.Interval = PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval(f.Scalar(&seen, 3).Enum("day", "month", "sporadic", "week", "year"))
+		case "interval_count":
+			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 8).Int64())
+		case "reference":
+			v.Reference = f.Scalar(&seen, 4).Str()
+			f.Length(v.Reference, -1, 80)
+		case "start_date":
+			v.StartDate = f.Scalar(&seen, 5).Int64()
+		case "supported_types":
+			v.SupportedTypes = []PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem{}
+			for f.Field(&seen, 9).BeginArray(); f.NextElement(); {
+				v.SupportedTypes = append(v.SupportedTypes, PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem(f.Text().Enum("india")))
+			}
+			f.EndArray()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "amount_type", "currency", "interval", "reference", "start_date")
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsPaypal(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsPaypal) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "billing_agreement_id":
+			v.BillingAgreementID = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.BillingAgreementID, -1, 5000)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsSepaDebit(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsSepaDebit) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = map[string]json.RawMessage{}
+			for f.Field(&seen, 0).BeginObject(); f.NextMember(); {
+				v.MandateOptions[f.Key()] = f.Raw()
+			}
+			f.EndObject()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodyPaymentMethodOptionsUsBankAccount(f *gen.FormTree, v *PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "financial_connections":
+			v.FinancialConnections = new(PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections(f.Field(&seen, 0), v.FinancialConnections)
+		case "networks":
+			v.Networks = new(PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks)
+			decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks(f.Field(&seen, 1), v.Networks)
+		case "verification_method":
+			v.VerificationMethod = (*PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSetupIntentsBodySingleUse(f *gen.FormTree, v *PostSetupIntentsBodySingleUse) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodePostShippingRatesBody(f *gen.FormTree, v *PostShippingRatesBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "delivery_estimate":
+			v.DeliveryEstimate = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate(f.Field(&seen, 1), v.DeliveryEstimate)
+		case "display_name":
+			v.DisplayName = f.Scalar(&seen, 0).Str()
+			f.Length(v.DisplayName, -1, 100)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 2).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "fixed_amount":
+			v.FixedAmount = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount)
+			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount(f.Field(&seen, 3), v.FixedAmount)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 4).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "tax_behavior":
+			v.TaxBehavior = (*PostShippingRatesBodyTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 5).Enum("exclusive", "inclusive", "unspecified")))
+		case "tax_code":
+			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 6).Str())
+		case "type":
+			v.Type = (*PostShippingRatesBodyType)(canonical.Ptr(f.Scalar(&seen, 7).Enum("fixed_amount")))
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "display_name")
+}
+
+func decodePostSubscriptionsBody(f *gen.FormTree, v *PostSubscriptionsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "add_invoice_items":
+			v.AddInvoiceItems = []PostSubscriptionsBodyAddInvoiceItemsItem{}
+			for f.Field(&seen, 1).BeginArray(); f.NextElement(); {
+				v.AddInvoiceItems = append(v.AddInvoiceItems, PostSubscriptionsBodyAddInvoiceItemsItem{})
+				decodePostSubscriptionsBodyAddInvoiceItemsItem(f, &v.AddInvoiceItems[len(v.AddInvoiceItems)-1])
+			}
+			f.EndArray()
+		case "application_fee_percent":
+			v.ApplicationFeePercent = canonical.Ptr(f.Scalar(&seen, 2).Float64())
+		case "automatic_tax":
+			v.AutomaticTax = new(PostCheckoutSessionsBodyAutomaticTax)
+			decodePostCheckoutSessionsBodyAutomaticTax(f.Field(&seen, 3), v.AutomaticTax)
+		case "backdate_start_date":
+			v.BackdateStartDate = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "billing_cycle_anchor":
+			v.BillingCycleAnchor = canonical.Ptr(f.Scalar(&seen, 5).Int64())
+		case "billing_thresholds":
+			v.BillingThresholds = new(canonical.Unsettable[PostSubscriptionsBodyBillingThresholds])
+			if v.BillingThresholds.Unset = f.Field(&seen, 6).Unset(); !v.BillingThresholds.Unset {
+				decodePostSubscriptionsBodyBillingThresholds(f, &v.BillingThresholds.Value)
+			}
+		case "cancel_at":
+			v.CancelAt = canonical.Ptr(f.Scalar(&seen, 7).Int64())
+		case "cancel_at_period_end":
+			v.CancelAtPeriodEnd = canonical.Ptr(f.Scalar(&seen, 8).Bool())
+		case "collection_method":
+			v.CollectionMethod = (*PostSubscriptionsBodyCollectionMethod)(canonical.Ptr(f.Scalar(&seen, 9).Enum("charge_automatically", "send_invoice")))
+		case "coupon":
+			v.Coupon = canonical.Ptr(f.Scalar(&seen, 10).Str())
+			f.Length(*v.Coupon, -1, 5000)
+		case "currency":
+			v.Currency = canonical.Ptr(f.Scalar(&seen, 11).Str())
+		case "customer":
+			v.Customer = f.Scalar(&seen, 0).Str()
+			f.Length(v.Customer, -1, 5000)
+		case "days_until_due":
+			v.DaysUntilDue = canonical.Ptr(f.Scalar(&seen, 12).Int64())
+		case "default_payment_method":
+			v.DefaultPaymentMethod = canonical.Ptr(f.Scalar(&seen, 13).Str())
+			f.Length(*v.DefaultPaymentMethod, -1, 5000)
+		case "default_source":
+			v.DefaultSource = canonical.Ptr(f.Scalar(&seen, 14).Str())
+			f.Length(*v.DefaultSource, -1, 5000)
+		case "default_tax_rates":
+			v.DefaultTaxRates = new(canonical.Unsettable[[]string])
+			if v.DefaultTaxRates.Unset = f.Field(&seen, 15).Unset(); !v.DefaultTaxRates.Unset {
+				v.DefaultTaxRates.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.DefaultTaxRates.Value = append(v.DefaultTaxRates.Value, e)
+				}
+				f.EndArray()
+			}
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 16).Str())
+			f.Length(*v.Description, -1, 500)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 17).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "items":
+			v.Items = []PostSubscriptionsBodyItemsItem{}
+			for f.Field(&seen, 18).BeginArray(); f.NextElement(); {
+				v.Items = append(v.Items, PostSubscriptionsBodyItemsItem{})
+				decodePostSubscriptionsBodyItemsItem(f, &v.Items[len(v.Items)-1])
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 19).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "off_session":
+			v.OffSession = canonical.Ptr(f.Scalar(&seen, 20).Bool())
+		case "on_behalf_of":
+			v.OnBehalfOf = new(canonical.Unsettable[string])
+			if v.OnBehalfOf.Unset = f.Field(&seen, 21).Unset(); !v.OnBehalfOf.Unset {
+				v.OnBehalfOf.Value = f.Text().Str()
+			}
+		case "payment_behavior":
+			v.PaymentBehavior = (*PostSubscriptionsBodyPaymentBehavior)(canonical.Ptr(f.Scalar(&seen, 22).Enum("allow_incomplete", "default_incomplete", "error_if_incomplete", "pending_if_incomplete")))
+		case "payment_settings":
+			v.PaymentSettings = new(PostSubscriptionsBodyPaymentSettings)
+			decodePostSubscriptionsBodyPaymentSettings(f.Field(&seen, 23), v.PaymentSettings)
+		case "pending_invoice_item_interval":
+			v.PendingInvoiceItemInterval = new(canonical.Unsettable[PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring])
+			if v.PendingInvoiceItemInterval.Unset = f.Field(&seen, 24).Unset(); !v.PendingInvoiceItemInterval.Unset {
+				decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f, &v.PendingInvoiceItemInterval.Value)
+			}
+		case "promotion_code":
+			v.PromotionCode = canonical.Ptr(f.Scalar(&seen, 25).Str())
+			f.Length(*v.PromotionCode, -1, 5000)
+		case "proration_behavior":
+			v.ProrationBehavior = (*PostSubscriptionsBodyProrationBehavior)(canonical.Ptr(f.Scalar(&seen, 26).Enum("always_invoice", "create_prorations", "none")))
+		case "transfer_data":
+			v.TransferData = new(PostCheckoutSessionsBodySubscriptionDataTransferData)
+			decodePostCheckoutSessionsBodySubscriptionDataTransferData(f.Field(&seen, 27), v.TransferData)
+		case "trial_end":
+			v.TrialEnd = f.Field(&seen, 28).Raw()
+		case "trial_from_plan":
+			v.TrialFromPlan = canonical.Ptr(f.Scalar(&seen, 29).Bool())
+		case "trial_period_days":
+			v.TrialPeriodDays = canonical.Ptr(f.Scalar(&seen, 30).Int64())
+		case "trial_settings":
+			v.TrialSettings = new(PostCheckoutSessionsBodySubscriptionDataTrialSettings)
+			decodePostCheckoutSessionsBodySubscriptionDataTrialSettings(f.Field(&seen, 31), v.TrialSettings)
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "customer")
+}
+
+func decodePostSubscriptionsBodyAddInvoiceItemsItem(f *gen.FormTree, v *PostSubscriptionsBodyAddInvoiceItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "price":
+			v.Price = canonical.Ptr(f.Scalar(&seen, 0).Str())
+			f.Length(*v.Price, -1, 5000)
+		case "price_data":
+			v.PriceData = new(PostInvoiceitemsBodyPriceData)
+			decodePostInvoiceitemsBodyPriceData(f.Field(&seen, 1), v.PriceData)
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "tax_rates":
+			v.TaxRates = new(canonical.Unsettable[[]string])
+			if v.TaxRates.Unset = f.Field(&seen, 3).Unset(); !v.TaxRates.Unset {
+				v.TaxRates.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.TaxRates.Value = append(v.TaxRates.Value, e)
+				}
+				f.EndArray()
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyBillingThresholds(f *gen.FormTree, v *PostSubscriptionsBodyBillingThresholds) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount_gte":
+			v.AmountGte = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "reset_billing_cycle_anchor":
+			v.ResetBillingCycleAnchor = canonical.Ptr(f.Scalar(&seen, 1).Bool())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyItemsItem(f *gen.FormTree, v *PostSubscriptionsBodyItemsItem) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "billing_thresholds":
+			v.BillingThresholds = new(canonical.Unsettable[PostSubscriptionsBodyItemsItemBillingThresholds])
+			if v.BillingThresholds.Unset = f.Field(&seen, 0).Unset(); !v.BillingThresholds.Unset {
+				decodePostSubscriptionsBodyItemsItemBillingThresholds(f, &v.BillingThresholds.Value)
+			}
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 1).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "price":
+			v.Price = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Price, -1, 5000)
+		case "price_data":
+			v.PriceData = new(PostSubscriptionsBodyItemsItemPriceData)
+			decodePostSubscriptionsBodyItemsItemPriceData(f.Field(&seen, 3), v.PriceData)
+		case "quantity":
+			v.Quantity = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "tax_rates":
+			v.TaxRates = new(canonical.Unsettable[[]string])
+			if v.TaxRates.Unset = f.Field(&seen, 5).Unset(); !v.TaxRates.Unset {
+				v.TaxRates.Value = []string{}
+				for f.BeginArray(); f.NextElement(); {
+					e := f.Text().Str()
+					f.Length(e, -1, 5000)
+					v.TaxRates.Value = append(v.TaxRates.Value, e)
+				}
+				f.EndArray()
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyItemsItemBillingThresholds(f *gen.FormTree, v *PostSubscriptionsBodyItemsItemBillingThresholds) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "usage_gte":
+			v.UsageGte = f.Scalar(&seen, 0).Int64()
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "usage_gte")
+}
+
+func decodePostSubscriptionsBodyItemsItemPriceData(f *gen.FormTree, v *PostSubscriptionsBodyItemsItemPriceData) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "product":
+			v.Product = f.Scalar(&seen, 1).Str()
+			f.Length(v.Product, -1, 5000)
+		case "recurring":
+			decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f.Field(&seen, 2), &v.Recurring)
+		case "tax_behavior":
+			v.TaxBehavior = (*PostSubscriptionsBodyItemsItemPriceDataTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 3).Enum("exclusive", "inclusive", "unspecified")))
+		case "unit_amount":
+			v.UnitAmount = canonical.Ptr(f.Scalar(&seen, 4).Int64())
+		case "unit_amount_decimal":
+			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 5).Str())
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency", "product", "recurring")
+}
+
+func decodePostSubscriptionsBodyPaymentSettings(f *gen.FormTree, v *PostSubscriptionsBodyPaymentSettings) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "payment_method_options":
+			v.PaymentMethodOptions = new(PostSubscriptionsBodyPaymentSettingsPaymentMethodOptions)
+			decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptions(f.Field(&seen, 0), v.PaymentMethodOptions)
+		case "payment_method_types":
+			v.PaymentMethodTypes = new(canonical.Unsettable[[]PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem])
+			if v.PaymentMethodTypes.Unset = f.Field(&seen, 1).Unset(); !v.PaymentMethodTypes.Unset {
+				v.PaymentMethodTypes.Value = []PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem{}
+				for f.BeginArray(); f.NextElement(); {
+					v.PaymentMethodTypes.Value = append(v.PaymentMethodTypes.Value, PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem(f.Text().Enum("ach_credit_transfer", "ach_debit", "acss_debit", "au_becs_debit", "bacs_debit", "bancontact", "boleto", "card", "cashapp", "customer_balance", "fpx", "giropay", "grabpay", "ideal", "konbini", "link", "paynow", "paypal", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay")))
+				}
+				f.EndArray()
+			}
+		case "save_default_payment_method":
+			v.SaveDefaultPaymentMethod = (*PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("off", "on_subscription")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptions(f *gen.FormTree, v *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "acss_debit":
+			v.AcssDebit = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit])
+			if v.AcssDebit.Unset = f.Field(&seen, 0).Unset(); !v.AcssDebit.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit(f, &v.AcssDebit.Value)
+			}
+		case "bancontact":
+			v.Bancontact = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact])
+			if v.Bancontact.Unset = f.Field(&seen, 1).Unset(); !v.Bancontact.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact(f, &v.Bancontact.Value)
+			}
+		case "card":
+			v.Card = new(canonical.Unsettable[PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard])
+			if v.Card.Unset = f.Field(&seen, 2).Unset(); !v.Card.Unset {
+				decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard(f, &v.Card.Value)
+			}
+		case "customer_balance":
+			v.CustomerBalance = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance])
+			if v.CustomerBalance.Unset = f.Field(&seen, 3).Unset(); !v.CustomerBalance.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance(f, &v.CustomerBalance.Value)
+			}
+		case "konbini":
+			v.Konbini = new(canonical.Unsettable[map[string]json.RawMessage])
+			if v.Konbini.Unset = f.Field(&seen, 4).Unset(); !v.Konbini.Unset {
+				v.Konbini.Value = map[string]json.RawMessage{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Konbini.Value[f.Key()] = f.Raw()
+				}
+				f.EndObject()
+			}
+		case "us_bank_account":
+			v.UsBankAccount = new(canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount])
+			if v.UsBankAccount.Unset = f.Field(&seen, 5).Unset(); !v.UsBankAccount.Unset {
+				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f, &v.UsBankAccount.Value)
+			}
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard(f *gen.FormTree, v *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "mandate_options":
+			v.MandateOptions = new(PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions)
+			decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions(f.Field(&seen, 0), v.MandateOptions)
+		case "network":
+			v.Network = (*PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork)(canonical.Ptr(f.Scalar(&seen, 1).Enum("amex", "cartes_bancaires", "diners", "discover", "eftpos_au", "interac", "jcb", "mastercard", "unionpay", "unknown", "visa")))
+		case "request_three_d_secure":
+			v.RequestThreeDSecure = (*PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 2).Enum("any", "automatic")))
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions(f *gen.FormTree, v *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
+		case "amount_type":
+			v.AmountType = (*PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType)(canonical.Ptr(f.Scalar(&seen, 1).Enum("fixed", "maximum")))
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 200)
+		default:
+			f.Unknown(&v.Extra)
+		}
+	}
+	f.EndObject()
+}
+
+func decodePostTaxRatesBody(f *gen.FormTree, v *PostTaxRatesBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "active":
+			v.Active = canonical.Ptr(f.Scalar(&seen, 3).Bool())
+		case "country":
+			v.Country = canonical.Ptr(f.Scalar(&seen, 4).Str())
+			f.Length(*v.Country, -1, 5000)
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "display_name":
+			v.DisplayName = f.Scalar(&seen, 0).Str()
+			f.Length(v.DisplayName, -1, 50)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 6).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "inclusive":
+			v.Inclusive = f.Scalar(&seen, 1).Bool()
+		case "jurisdiction":
+			v.Jurisdiction = canonical.Ptr(f.Scalar(&seen, 7).Str())
+			f.Length(*v.Jurisdiction, -1, 50)
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 8).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "percentage":
+			v.Percentage = f.Scalar(&seen, 2).Float64()
+		case "state":
+			v.State = canonical.Ptr(f.Scalar(&seen, 9).Str())
+			f.Length(*v.State, -1, 2)
+		case "tax_type":
+			v.TaxType = (*PostTaxRatesBodyTaxType)(canonical.Ptr(f.Scalar(&seen, 10).Enum("amusement_tax", "communications_tax", "gst", "hst", "igst", "jct", "lease_tax", "pst", "qst", "rst", "sales_tax", "service_tax", "vat")))
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "display_name", "inclusive", "percentage")
+}
+
+func decodePostTopupsBody(f *gen.FormTree, v *PostTopupsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = f.Scalar(&seen, 0).Int64()
+		case "currency":
+			v.Currency = f.Scalar(&seen, 1).Str()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 3).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 4).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
+		case "source":
+			v.Source = canonical.Ptr(f.Scalar(&seen, 5).Str())
+			f.Length(*v.Source, -1, 5000)
+		case "statement_descriptor":
+			v.StatementDescriptor = canonical.Ptr(f.Scalar(&seen, 6).Str())
+			f.Length(*v.StatementDescriptor, -1, 15)
+		case "transfer_group":
+			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 7).Str())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "amount", "currency")
+}
+
+func decodePostTransfersBody(f *gen.FormTree, v *PostTransfersBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "amount":
+			v.Amount = canonical.Ptr(f.Scalar(&seen, 2).Int64())
+		case "currency":
+			v.Currency = f.Scalar(&seen, 0).Str()
+		case "description":
+			v.Description = canonical.Ptr(f.Scalar(&seen, 3).Str())
+			f.Length(*v.Description, -1, 5000)
+		case "destination":
+			v.Destination = f.Scalar(&seen, 1).Str()
+		case "expand":
+			v.Expand = []string{}
+			for f.Field(&seen, 4).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
+				v.Expand = append(v.Expand, e)
+			}
+			f.EndArray()
+		case "metadata":
+			v.Metadata = map[string]string{}
+			for f.Field(&seen, 5).BeginObject(); f.NextMember(); {
+				v.Metadata[f.Key()] = f.Text().Str()
+			}
+			f.EndObject()
+		case "source_transaction":
+			v.SourceTransaction = canonical.Ptr(f.Scalar(&seen, 6).Str())
+		case "source_type":
+			v.SourceType = (*PostTransfersBodySourceType)(canonical.Ptr(f.Scalar(&seen, 7).Enum("bank_account", "card", "fpx")))
+		case "transfer_group":
+			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 8).Str())
+		default:
+			f.Reject()
+		}
+	}
+	f.EndObject()
+	f.Required(seen, "currency", "destination")
+}
+
+func decodePostWebhookEndpointsBody(f *gen.FormTree, v *PostWebhookEndpointsBody) {
+	var seen uint64 // one bit per declared member
+	for f.BeginObject(); f.NextMember(); {
+		switch f.Key() {
+		case "api_version":
+			v.APIVersion = (*PostWebhookEndpointsBodyAPIVersion)(canonical.Ptr(f.Scalar(&seen, 2).Enum("2011-01-01", "2011-06-21", "2011-06-28", "2011-08-01", "2011-09-15", "2011-11-17", "2012-02-23", "2012-03-25", "2012-06-18", "2012-06-28", "2012-07-09", "2012-09-24", "2012-10-26", "2012-11-07", "2013-02-11", "2013-02-13", "2013-07-05", "2013-08-12", "2013-08-13", "2013-10-29", "2013-12-03", "2014-01-31", "2014-03-13", "2014-03-28", "2014-05-19", "2014-06-13", "2014-06-17", "2014-07-22", "2014-07-26", "2014-08-04", "2014-08-20", "2014-09-08", "2014-10-07", "2014-11-05", "2014-11-20", "2014-12-08", "2014-12-17", "2014-12-22", "2015-01-11", "2015-01-26", "2015-02-10", "2015-02-16", "2015-02-18", "2015-03-24", "2015-04-07", "2015-06-15", "2015-07-07", "2015-07-13", "2015-07-28", "2015-08-07", "2015-08-19", "2015-09-03", "2015-09-08", "2015-09-23", "2015-10-01", "2015-10-12", "2015-10-16", "2016-02-03", "2016-02-19", "2016-02-22", "2016-02-23", "2016-02-29", "2016-03-07", "2016-06-15", "2016-07-06", "2016-10-19", "2017-01-27", "2017-02-14", "2017-04-06", "2017-05-25", "2017-06-05", "2017-08-15", "2017-12-14", "2018-01-23", "2018-02-05", "2018-02-06", "2018-02-28", "2018-05-21", "2018-07-27", "2018-08-23", "2018-09-06", "2018-09-24", "2018-10-31", "2018-11-08", "2019-02-11", "2019-02-19", "2019-03-14", "2019-05-16", "2019-08-14", "2019-09-09", "2019-10-08", "2019-10-17", "2019-11-05", "2019-12-03", "2020-03-02", "2020-08-27", "2022-08-01", "2022-11-15", "2023-08-16")))
+		case "connect":
+			v.Connect = canonical.Ptr(f.Scalar(&seen, 3).Bool())
+		case "description":
+			v.Description = new(canonical.Unsettable[string])
+			if v.Description.Unset = f.Field(&seen, 4).Unset(); !v.Description.Unset {
+				v.Description.Value = f.Text().Str()
+				f.Length(v.Description.Value, -1, 5000)
+			}
 		case "enabled_events":
 			v.EnabledEvents = []PostWebhookEndpointsBodyEnabledEventsItem{}
-			for d.Field(&seen, 0).BeginArray(); d.NextElement(); {
-				v.EnabledEvents = append(v.EnabledEvents, PostWebhookEndpointsBodyEnabledEventsItem(d.Enum("*", "account.application.authorized", "account.application.deauthorized", "account.external_account.created", "account.external_account.deleted", "account.external_account.updated", "account.updated", "application_fee.created", "application_fee.refund.updated", "application_fee.refunded", "balance.available", "billing_portal.configuration.created", "billing_portal.configuration.updated", "billing_portal.session.created", "capability.updated", "cash_balance.funds_available", "charge.captured", "charge.dispute.closed", "charge.dispute.created", "charge.dispute.funds_reinstated", "charge.dispute.funds_withdrawn", "charge.dispute.updated", "charge.expired", "charge.failed", "charge.pending", "charge.refund.updated", "charge.refunded", "charge.succeeded", "charge.updated", "checkout.session.async_payment_failed", "checkout.session.async_payment_succeeded", "checkout.session.completed", "checkout.session.expired", "coupon.created", "coupon.deleted", "coupon.updated", "credit_note.created", "credit_note.updated", "credit_note.voided", "customer.created", "customer.deleted", "customer.discount.created", "customer.discount.deleted", "customer.discount.updated", "customer.source.created", "customer.source.deleted", "customer.source.expiring", "customer.source.updated", "customer.subscription.created", "customer.subscription.deleted", "customer.subscription.paused", "customer.subscription.pending_update_applied", "customer.subscription.pending_update_expired", "customer.subscription.resumed", "customer.subscription.trial_will_end", "customer.subscription.updated", "customer.tax_id.created", "customer.tax_id.deleted", "customer.tax_id.updated", "customer.updated", "customer_cash_balance_transaction.created", "file.created", "financial_connections.account.created", "financial_connections.account.deactivated", "financial_connections.account.disconnected", "financial_connections.account.reactivated", "financial_connections.account.refreshed_balance", "identity.verification_session.canceled", "identity.verification_session.created", "identity.verification_session.processing", "identity.verification_session.redacted", "identity.verification_session.requires_input", "identity.verification_session.verified", "invoice.created", "invoice.deleted", "invoice.finalization_failed", "invoice.finalized", "invoice.marked_uncollectible", "invoice.paid", "invoice.payment_action_required", "invoice.payment_failed", "invoice.payment_succeeded", "invoice.sent", "invoice.upcoming", "invoice.updated", "invoice.voided", "invoiceitem.created", "invoiceitem.deleted", "issuing_authorization.created", "issuing_authorization.request", "issuing_authorization.updated", "issuing_card.created", "issuing_card.updated", "issuing_cardholder.created", "issuing_cardholder.updated", "issuing_dispute.closed", "issuing_dispute.created", "issuing_dispute.funds_reinstated", "issuing_dispute.submitted", "issuing_dispute.updated", "issuing_transaction.created", "issuing_transaction.updated", "mandate.updated", "order.created", "payment_intent.amount_capturable_updated", "payment_intent.canceled", "payment_intent.created", "payment_intent.partially_funded", "payment_intent.payment_failed", "payment_intent.processing", "payment_intent.requires_action", "payment_intent.succeeded", "payment_link.created", "payment_link.updated", "payment_method.attached", "payment_method.automatically_updated", "payment_method.detached", "payment_method.updated", "payout.canceled", "payout.created", "payout.failed", "payout.paid", "payout.reconciliation_completed", "payout.updated", "person.created", "person.deleted", "person.updated", "plan.created", "plan.deleted", "plan.updated", "price.created", "price.deleted", "price.updated", "product.created", "product.deleted", "product.updated", "promotion_code.created", "promotion_code.updated", "quote.accepted", "quote.canceled", "quote.created", "quote.finalized", "radar.early_fraud_warning.created", "radar.early_fraud_warning.updated", "recipient.created", "recipient.deleted", "recipient.updated", "refund.created", "refund.updated", "reporting.report_run.failed", "reporting.report_run.succeeded", "reporting.report_type.updated", "review.closed", "review.opened", "setup_intent.canceled", "setup_intent.created", "setup_intent.requires_action", "setup_intent.setup_failed", "setup_intent.succeeded", "sigma.scheduled_query_run.created", "sku.created", "sku.deleted", "sku.updated", "source.canceled", "source.chargeable", "source.failed", "source.mandate_notification", "source.refund_attributes_required", "source.transaction.created", "source.transaction.updated", "subscription_schedule.aborted", "subscription_schedule.canceled", "subscription_schedule.completed", "subscription_schedule.created", "subscription_schedule.expiring", "subscription_schedule.released", "subscription_schedule.updated", "tax.settings.updated", "tax_rate.created", "tax_rate.updated", "terminal.reader.action_failed", "terminal.reader.action_succeeded", "test_helpers.test_clock.advancing", "test_helpers.test_clock.created", "test_helpers.test_clock.deleted", "test_helpers.test_clock.internal_failure", "test_helpers.test_clock.ready", "topup.canceled", "topup.created", "topup.failed", "topup.reversed", "topup.succeeded", "transfer.created", "transfer.reversed", "transfer.updated", "treasury.credit_reversal.created", "treasury.credit_reversal.posted", "treasury.debit_reversal.completed", "treasury.debit_reversal.created", "treasury.debit_reversal.initial_credit_granted", "treasury.financial_account.closed", "treasury.financial_account.created", "treasury.financial_account.features_status_updated", "treasury.inbound_transfer.canceled", "treasury.inbound_transfer.created", "treasury.inbound_transfer.failed", "treasury.inbound_transfer.succeeded", "treasury.outbound_payment.canceled", "treasury.outbound_payment.created", "treasury.outbound_payment.expected_arrival_date_updated", "treasury.outbound_payment.failed", "treasury.outbound_payment.posted", "treasury.outbound_payment.returned", "treasury.outbound_transfer.canceled", "treasury.outbound_transfer.created", "treasury.outbound_transfer.expected_arrival_date_updated", "treasury.outbound_transfer.failed", "treasury.outbound_transfer.posted", "treasury.outbound_transfer.returned", "treasury.received_credit.created", "treasury.received_credit.failed", "treasury.received_credit.succeeded", "treasury.received_debit.created")))
+			for f.Field(&seen, 0).BeginArray(); f.NextElement(); {
+				v.EnabledEvents = append(v.EnabledEvents, PostWebhookEndpointsBodyEnabledEventsItem(f.Text().Enum("*", "account.application.authorized", "account.application.deauthorized", "account.external_account.created", "account.external_account.deleted", "account.external_account.updated", "account.updated", "application_fee.created", "application_fee.refund.updated", "application_fee.refunded", "balance.available", "billing_portal.configuration.created", "billing_portal.configuration.updated", "billing_portal.session.created", "capability.updated", "cash_balance.funds_available", "charge.captured", "charge.dispute.closed", "charge.dispute.created", "charge.dispute.funds_reinstated", "charge.dispute.funds_withdrawn", "charge.dispute.updated", "charge.expired", "charge.failed", "charge.pending", "charge.refund.updated", "charge.refunded", "charge.succeeded", "charge.updated", "checkout.session.async_payment_failed", "checkout.session.async_payment_succeeded", "checkout.session.completed", "checkout.session.expired", "coupon.created", "coupon.deleted", "coupon.updated", "credit_note.created", "credit_note.updated", "credit_note.voided", "customer.created", "customer.deleted", "customer.discount.created", "customer.discount.deleted", "customer.discount.updated", "customer.source.created", "customer.source.deleted", "customer.source.expiring", "customer.source.updated", "customer.subscription.created", "customer.subscription.deleted", "customer.subscription.paused", "customer.subscription.pending_update_applied", "customer.subscription.pending_update_expired", "customer.subscription.resumed", "customer.subscription.trial_will_end", "customer.subscription.updated", "customer.tax_id.created", "customer.tax_id.deleted", "customer.tax_id.updated", "customer.updated", "customer_cash_balance_transaction.created", "file.created", "financial_connections.account.created", "financial_connections.account.deactivated", "financial_connections.account.disconnected", "financial_connections.account.reactivated", "financial_connections.account.refreshed_balance", "identity.verification_session.canceled", "identity.verification_session.created", "identity.verification_session.processing", "identity.verification_session.redacted", "identity.verification_session.requires_input", "identity.verification_session.verified", "invoice.created", "invoice.deleted", "invoice.finalization_failed", "invoice.finalized", "invoice.marked_uncollectible", "invoice.paid", "invoice.payment_action_required", "invoice.payment_failed", "invoice.payment_succeeded", "invoice.sent", "invoice.upcoming", "invoice.updated", "invoice.voided", "invoiceitem.created", "invoiceitem.deleted", "issuing_authorization.created", "issuing_authorization.request", "issuing_authorization.updated", "issuing_card.created", "issuing_card.updated", "issuing_cardholder.created", "issuing_cardholder.updated", "issuing_dispute.closed", "issuing_dispute.created", "issuing_dispute.funds_reinstated", "issuing_dispute.submitted", "issuing_dispute.updated", "issuing_transaction.created", "issuing_transaction.updated", "mandate.updated", "order.created", "payment_intent.amount_capturable_updated", "payment_intent.canceled", "payment_intent.created", "payment_intent.partially_funded", "payment_intent.payment_failed", "payment_intent.processing", "payment_intent.requires_action", "payment_intent.succeeded", "payment_link.created", "payment_link.updated", "payment_method.attached", "payment_method.automatically_updated", "payment_method.detached", "payment_method.updated", "payout.canceled", "payout.created", "payout.failed", "payout.paid", "payout.reconciliation_completed", "payout.updated", "person.created", "person.deleted", "person.updated", "plan.created", "plan.deleted", "plan.updated", "price.created", "price.deleted", "price.updated", "product.created", "product.deleted", "product.updated", "promotion_code.created", "promotion_code.updated", "quote.accepted", "quote.canceled", "quote.created", "quote.finalized", "radar.early_fraud_warning.created", "radar.early_fraud_warning.updated", "recipient.created", "recipient.deleted", "recipient.updated", "refund.created", "refund.updated", "reporting.report_run.failed", "reporting.report_run.succeeded", "reporting.report_type.updated", "review.closed", "review.opened", "setup_intent.canceled", "setup_intent.created", "setup_intent.requires_action", "setup_intent.setup_failed", "setup_intent.succeeded", "sigma.scheduled_query_run.created", "sku.created", "sku.deleted", "sku.updated", "source.canceled", "source.chargeable", "source.failed", "source.mandate_notification", "source.refund_attributes_required", "source.transaction.created", "source.transaction.updated", "subscription_schedule.aborted", "subscription_schedule.canceled", "subscription_schedule.completed", "subscription_schedule.created", "subscription_schedule.expiring", "subscription_schedule.released", "subscription_schedule.updated", "tax.settings.updated", "tax_rate.created", "tax_rate.updated", "terminal.reader.action_failed", "terminal.reader.action_succeeded", "test_helpers.test_clock.advancing", "test_helpers.test_clock.created", "test_helpers.test_clock.deleted", "test_helpers.test_clock.internal_failure", "test_helpers.test_clock.ready", "topup.canceled", "topup.created", "topup.failed", "topup.reversed", "topup.succeeded", "transfer.created", "transfer.reversed", "transfer.updated", "treasury.credit_reversal.created", "treasury.credit_reversal.posted", "treasury.debit_reversal.completed", "treasury.debit_reversal.created", "treasury.debit_reversal.initial_credit_granted", "treasury.financial_account.closed", "treasury.financial_account.created", "treasury.financial_account.features_status_updated", "treasury.inbound_transfer.canceled", "treasury.inbound_transfer.created", "treasury.inbound_transfer.failed", "treasury.inbound_transfer.succeeded", "treasury.outbound_payment.canceled", "treasury.outbound_payment.created", "treasury.outbound_payment.expected_arrival_date_updated", "treasury.outbound_payment.failed", "treasury.outbound_payment.posted", "treasury.outbound_payment.returned", "treasury.outbound_transfer.canceled", "treasury.outbound_transfer.created", "treasury.outbound_transfer.expected_arrival_date_updated", "treasury.outbound_transfer.failed", "treasury.outbound_transfer.posted", "treasury.outbound_transfer.returned", "treasury.received_credit.created", "treasury.received_credit.failed", "treasury.received_credit.succeeded", "treasury.received_debit.created")))
 			}
-			d.EndArray()
+			f.EndArray()
 		case "expand":
 			v.Expand = []string{}
-			for d.Field(&seen, 5).BeginArray(); d.NextElement(); {
-				e := d.Str()
-				d.Length(e, -1, 5000)
+			for f.Field(&seen, 5).BeginArray(); f.NextElement(); {
+				e := f.Text().Str()
+				f.Length(e, -1, 5000)
 				v.Expand = append(v.Expand, e)
 			}
-			d.EndArray()
+			f.EndArray()
 		case "metadata":
-			v.Metadata = d.Field(&seen, 6).Raw()
+			v.Metadata = new(canonical.Unsettable[map[string]string])
+			if v.Metadata.Unset = f.Field(&seen, 6).Unset(); !v.Metadata.Unset {
+				v.Metadata.Value = map[string]string{}
+				for f.BeginObject(); f.NextMember(); {
+					v.Metadata.Value[f.Key()] = f.Text().Str()
+				}
+				f.EndObject()
+			}
 		case "url":
-			v.URL = d.Field(&seen, 1).Str()
+			v.URL = f.Scalar(&seen, 1).Str()
 		default:
-			d.Reject()
+			f.Reject()
 		}
 	}
-	d.EndObject()
-	d.Required(seen, "enabled_events", "url")
+	f.EndObject()
+	f.Required(seen, "enabled_events", "url")
 }

@@ -13,65 +13,143 @@ import (
 // PostChargesBody is a request type (inline schema at
 // /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostChargesBody struct {
-	Amount                    *int64                `json:"amount,omitempty"`
-	ApplicationFee            *int64                `json:"application_fee,omitempty"`
-	ApplicationFeeAmount      *int64                `json:"application_fee_amount,omitempty"`
-	Capture                   *bool                 `json:"capture,omitempty"`
-	Card                      json.RawMessage       `json:"card,omitempty"`
-	Currency                  *string               `json:"currency,omitempty"`
-	Customer                  *string               `json:"customer,omitempty"`
-	Description               *string               `json:"description,omitempty"`
-	Destination               json.RawMessage       `json:"destination,omitempty"`
-	Expand                    []string              `json:"expand,omitempty"`
-	Metadata                  json.RawMessage       `json:"metadata,omitempty"`
-	OnBehalfOf                *string               `json:"on_behalf_of,omitempty"`
-	RadarOptions              []canonical.FormField `json:"radar_options,omitempty"` // the radar_options[...] fields, in body order
-	ReceiptEmail              *string               `json:"receipt_email,omitempty"`
-	Shipping                  []canonical.FormField `json:"shipping,omitempty"` // the shipping[...] fields, in body order
-	Source                    *string               `json:"source,omitempty"`
-	StatementDescriptor       *string               `json:"statement_descriptor,omitempty"`
-	StatementDescriptorSuffix *string               `json:"statement_descriptor_suffix,omitempty"`
-	TransferData              []canonical.FormField `json:"transfer_data,omitempty"` // the transfer_data[...] fields, in body order
-	TransferGroup             *string               `json:"transfer_group,omitempty"`
+	Amount                    *int64                                   `json:"amount,omitempty"`
+	ApplicationFee            *int64                                   `json:"application_fee,omitempty"`
+	ApplicationFeeAmount      *int64                                   `json:"application_fee_amount,omitempty"`
+	Capture                   *bool                                    `json:"capture,omitempty"`
+	Card                      json.RawMessage                          `json:"card,omitempty"`
+	Currency                  *string                                  `json:"currency,omitempty"`
+	Customer                  *string                                  `json:"customer,omitempty"`
+	Description               *string                                  `json:"description,omitempty"`
+	Destination               json.RawMessage                          `json:"destination,omitempty"`
+	Expand                    []string                                 `json:"expand,omitempty"`
+	Metadata                  *canonical.Unsettable[map[string]string] `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	OnBehalfOf                *string                                  `json:"on_behalf_of,omitempty"`
+	RadarOptions              *PostChargesBodyRadarOptions             `json:"radar_options,omitempty"`
+	ReceiptEmail              *string                                  `json:"receipt_email,omitempty"`
+	Shipping                  *PostChargesBodyShipping                 `json:"shipping,omitempty"`
+	Source                    *string                                  `json:"source,omitempty"`
+	StatementDescriptor       *string                                  `json:"statement_descriptor,omitempty"`
+	StatementDescriptorSuffix *string                                  `json:"statement_descriptor_suffix,omitempty"`
+	TransferData              *PostChargesBodyTransferData             `json:"transfer_data,omitempty"`
+	TransferGroup             *string                                  `json:"transfer_group,omitempty"`
+}
+
+// PostChargesBodyRadarOptions is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/radar_options).
+// 3 other inline schemas of the same shape share it.
+//
+// Options to configure Radar. See [Radar Session](https://stripe.com/docs/radar/radar-session) for
+// more information.
+type PostChargesBodyRadarOptions struct {
+	Session *string           `json:"session,omitempty"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostChargesBodyShipping is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping).
+// One other inline schema of the same shape shares it.
+//
+// Shipping information for the charge. Helps prevent fraud on charges for physical goods.
+type PostChargesBodyShipping struct {
+	Address        PostChargesBodyShippingAddress `json:"address"`
+	Carrier        *string                        `json:"carrier,omitempty"`
+	Name           string                         `json:"name"`
+	Phone          *string                        `json:"phone,omitempty"`
+	TrackingNumber *string                        `json:"tracking_number,omitempty"`
+	Extra          canonical.Members              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostChargesBodyShippingAddress is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping/properties/address).
+// 4 other inline schemas of the same shape share it.
+type PostChargesBodyShippingAddress struct {
+	City       *string           `json:"city,omitempty"`
+	Country    *string           `json:"country,omitempty"`
+	Line1      *string           `json:"line1,omitempty"`
+	Line2      *string           `json:"line2,omitempty"`
+	PostalCode *string           `json:"postal_code,omitempty"`
+	State      *string           `json:"state,omitempty"`
+	Extra      canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostChargesBodyTransferData is a request type (inline schema at
+// /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/transfer_data).
+//
+// An optional dictionary including the account to automatically transfer to as part of a
+// destination charge. [See the Connect
+// documentation](https://stripe.com/docs/connect/destination-charges) for details.
+type PostChargesBodyTransferData struct {
+	Amount      *int64            `json:"amount,omitempty"`
+	Destination string            `json:"destination"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostCheckoutSessionsBody is a request type (inline schema at
 // /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostCheckoutSessionsBody struct {
-	AfterExpiration           []canonical.FormField                             `json:"after_expiration,omitempty"` // the after_expiration[...] fields, in body order
-	AllowPromotionCodes       *bool                                             `json:"allow_promotion_codes,omitempty"`
-	AutomaticTax              []canonical.FormField                             `json:"automatic_tax,omitempty"` // the automatic_tax[...] fields, in body order
-	BillingAddressCollection  *PostCheckoutSessionsBodyBillingAddressCollection `json:"billing_address_collection,omitempty"`
-	CancelURL                 *string                                           `json:"cancel_url,omitempty"`
-	ClientReferenceID         *string                                           `json:"client_reference_id,omitempty"`
-	ConsentCollection         []canonical.FormField                             `json:"consent_collection,omitempty"` // the consent_collection[...] fields, in body order
-	Currency                  *string                                           `json:"currency,omitempty"`
-	CustomFields              []canonical.FormField                             `json:"custom_fields,omitempty"` // the custom_fields[...] fields, in body order
-	CustomText                []canonical.FormField                             `json:"custom_text,omitempty"`   // the custom_text[...] fields, in body order
-	Customer                  *string                                           `json:"customer,omitempty"`
-	CustomerCreation          *PostCheckoutSessionsBodyCustomerCreation         `json:"customer_creation,omitempty"`
-	CustomerEmail             *string                                           `json:"customer_email,omitempty"`
-	CustomerUpdate            []canonical.FormField                             `json:"customer_update,omitempty"` // the customer_update[...] fields, in body order
-	Discounts                 []canonical.FormField                             `json:"discounts,omitempty"`       // the discounts[...] fields, in body order
-	Expand                    []string                                          `json:"expand,omitempty"`
-	ExpiresAt                 *int64                                            `json:"expires_at,omitempty"`
-	InvoiceCreation           []canonical.FormField                             `json:"invoice_creation,omitempty"` // the invoice_creation[...] fields, in body order
-	LineItems                 []canonical.FormField                             `json:"line_items,omitempty"`       // the line_items[...] fields, in body order
-	Locale                    *PostCheckoutSessionsBodyLocale                   `json:"locale,omitempty"`
-	Metadata                  []canonical.FormField                             `json:"metadata,omitempty"` // the metadata[...] fields, in body order
-	Mode                      *PostCheckoutSessionsBodyMode                     `json:"mode,omitempty"`
-	PaymentIntentData         []canonical.FormField                             `json:"payment_intent_data,omitempty"` // the payment_intent_data[...] fields, in body order
-	PaymentMethodCollection   *PostCheckoutSessionsBodyPaymentMethodCollection  `json:"payment_method_collection,omitempty"`
-	PaymentMethodOptions      []canonical.FormField                             `json:"payment_method_options,omitempty"` // the payment_method_options[...] fields, in body order
-	PaymentMethodTypes        []PostCheckoutSessionsBodyPaymentMethodTypesItem  `json:"payment_method_types,omitempty"`
-	PhoneNumberCollection     []canonical.FormField                             `json:"phone_number_collection,omitempty"`     // the phone_number_collection[...] fields, in body order
-	SetupIntentData           []canonical.FormField                             `json:"setup_intent_data,omitempty"`           // the setup_intent_data[...] fields, in body order
-	ShippingAddressCollection []canonical.FormField                             `json:"shipping_address_collection,omitempty"` // the shipping_address_collection[...] fields, in body order
-	ShippingOptions           []canonical.FormField                             `json:"shipping_options,omitempty"`            // the shipping_options[...] fields, in body order
-	SubmitType                *PostCheckoutSessionsBodySubmitType               `json:"submit_type,omitempty"`
-	SubscriptionData          []canonical.FormField                             `json:"subscription_data,omitempty"` // the subscription_data[...] fields, in body order
-	SuccessURL                string                                            `json:"success_url"`
-	TaxIDCollection           []canonical.FormField                             `json:"tax_id_collection,omitempty"` // the tax_id_collection[...] fields, in body order
+	AfterExpiration           *PostCheckoutSessionsBodyAfterExpiration           `json:"after_expiration,omitempty"`
+	AllowPromotionCodes       *bool                                              `json:"allow_promotion_codes,omitempty"`
+	AutomaticTax              *PostCheckoutSessionsBodyAutomaticTax              `json:"automatic_tax,omitempty"`
+	BillingAddressCollection  *PostCheckoutSessionsBodyBillingAddressCollection  `json:"billing_address_collection,omitempty"`
+	CancelURL                 *string                                            `json:"cancel_url,omitempty"`
+	ClientReferenceID         *string                                            `json:"client_reference_id,omitempty"`
+	ConsentCollection         *PostCheckoutSessionsBodyConsentCollection         `json:"consent_collection,omitempty"`
+	Currency                  *string                                            `json:"currency,omitempty"`
+	CustomFields              []PostCheckoutSessionsBodyCustomFieldsItem         `json:"custom_fields,omitempty"`
+	CustomText                *PostCheckoutSessionsBodyCustomText                `json:"custom_text,omitempty"`
+	Customer                  *string                                            `json:"customer,omitempty"`
+	CustomerCreation          *PostCheckoutSessionsBodyCustomerCreation          `json:"customer_creation,omitempty"`
+	CustomerEmail             *string                                            `json:"customer_email,omitempty"`
+	CustomerUpdate            *PostCheckoutSessionsBodyCustomerUpdate            `json:"customer_update,omitempty"`
+	Discounts                 []PostCheckoutSessionsBodyDiscountsItem            `json:"discounts,omitempty"`
+	Expand                    []string                                           `json:"expand,omitempty"`
+	ExpiresAt                 *int64                                             `json:"expires_at,omitempty"`
+	InvoiceCreation           *PostCheckoutSessionsBodyInvoiceCreation           `json:"invoice_creation,omitempty"`
+	LineItems                 []PostCheckoutSessionsBodyLineItemsItem            `json:"line_items,omitempty"`
+	Locale                    *PostCheckoutSessionsBodyLocale                    `json:"locale,omitempty"`
+	Metadata                  map[string]string                                  `json:"metadata,omitempty"`
+	Mode                      *PostCheckoutSessionsBodyMode                      `json:"mode,omitempty"`
+	PaymentIntentData         *PostCheckoutSessionsBodyPaymentIntentData         `json:"payment_intent_data,omitempty"`
+	PaymentMethodCollection   *PostCheckoutSessionsBodyPaymentMethodCollection   `json:"payment_method_collection,omitempty"`
+	PaymentMethodOptions      *PostCheckoutSessionsBodyPaymentMethodOptions      `json:"payment_method_options,omitempty"`
+	PaymentMethodTypes        []PostCheckoutSessionsBodyPaymentMethodTypesItem   `json:"payment_method_types,omitempty"`
+	PhoneNumberCollection     *PostCheckoutSessionsBodyAutomaticTax              `json:"phone_number_collection,omitempty"`
+	SetupIntentData           *PostCheckoutSessionsBodySetupIntentData           `json:"setup_intent_data,omitempty"`
+	ShippingAddressCollection *PostCheckoutSessionsBodyShippingAddressCollection `json:"shipping_address_collection,omitempty"`
+	ShippingOptions           []PostCheckoutSessionsBodyShippingOptionsItem      `json:"shipping_options,omitempty"`
+	SubmitType                *PostCheckoutSessionsBodySubmitType                `json:"submit_type,omitempty"`
+	SubscriptionData          *PostCheckoutSessionsBodySubscriptionData          `json:"subscription_data,omitempty"`
+	SuccessURL                string                                             `json:"success_url"`
+	TaxIDCollection           *PostCheckoutSessionsBodyAutomaticTax              `json:"tax_id_collection,omitempty"`
+}
+
+// PostCheckoutSessionsBodyAfterExpiration is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_expiration).
+//
+// Configure actions after a Checkout Session has expired.
+type PostCheckoutSessionsBodyAfterExpiration struct {
+	Recovery *PostCheckoutSessionsBodyAfterExpirationRecovery `json:"recovery,omitempty"`
+	Extra    canonical.Members                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyAfterExpirationRecovery is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_expiration/properties/recovery).
+type PostCheckoutSessionsBodyAfterExpirationRecovery struct {
+	AllowPromotionCodes *bool             `json:"allow_promotion_codes,omitempty"`
+	Enabled             bool              `json:"enabled"`
+	Extra               canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyAutomaticTax is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/automatic_tax).
+// 7 other inline schemas of the same shape share it.
+//
+// Settings for automatic tax lookup for this session and resulting payments, invoices, and
+// subscriptions.
+type PostCheckoutSessionsBodyAutomaticTax struct {
+	Enabled bool              `json:"enabled"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostCheckoutSessionsBodyBillingAddressCollection is a string enum (inline schema at
@@ -83,6 +161,118 @@ const (
 	PostCheckoutSessionsBodyBillingAddressCollectionRequired PostCheckoutSessionsBodyBillingAddressCollection = "required"
 )
 
+// PostCheckoutSessionsBodyConsentCollection is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/consent_collection).
+// One other inline schema of the same shape shares it.
+//
+// Configure fields for the Checkout Session to gather active consent from customers.
+type PostCheckoutSessionsBodyConsentCollection struct {
+	Promotions     *PostCheckoutSessionsBodyConsentCollectionPromotions     `json:"promotions,omitempty"`
+	TermsOfService *PostCheckoutSessionsBodyConsentCollectionTermsOfService `json:"terms_of_service,omitempty"`
+	Extra          canonical.Members                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyConsentCollectionPromotions is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/consent_collection/properties/promotions).
+type PostCheckoutSessionsBodyConsentCollectionPromotions string
+
+const (
+	PostCheckoutSessionsBodyConsentCollectionPromotionsAuto PostCheckoutSessionsBodyConsentCollectionPromotions = "auto"
+	PostCheckoutSessionsBodyConsentCollectionPromotionsNone PostCheckoutSessionsBodyConsentCollectionPromotions = "none"
+)
+
+// PostCheckoutSessionsBodyConsentCollectionTermsOfService is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/consent_collection/properties/terms_of_service).
+type PostCheckoutSessionsBodyConsentCollectionTermsOfService string
+
+const (
+	PostCheckoutSessionsBodyConsentCollectionTermsOfServiceNone     PostCheckoutSessionsBodyConsentCollectionTermsOfService = "none"
+	PostCheckoutSessionsBodyConsentCollectionTermsOfServiceRequired PostCheckoutSessionsBodyConsentCollectionTermsOfService = "required"
+)
+
+// PostCheckoutSessionsBodyCustomFieldsItem is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyCustomFieldsItem struct {
+	Dropdown *PostCheckoutSessionsBodyCustomFieldsItemDropdown `json:"dropdown,omitempty"`
+	Key      string                                            `json:"key"`
+	Label    PostCheckoutSessionsBodyCustomFieldsItemLabel     `json:"label"`
+	Numeric  *PostCheckoutSessionsBodyCustomFieldsItemNumeric  `json:"numeric,omitempty"`
+	Optional *bool                                             `json:"optional,omitempty"`
+	Text     *PostCheckoutSessionsBodyCustomFieldsItemNumeric  `json:"text,omitempty"`
+	Type     PostCheckoutSessionsBodyCustomFieldsItemType      `json:"type"`
+	Extra    canonical.Members                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomFieldsItemDropdown is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/dropdown).
+type PostCheckoutSessionsBodyCustomFieldsItemDropdown struct {
+	Options []PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem `json:"options"`
+	Extra   canonical.Members                                             `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/dropdown/properties/options/items).
+type PostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem struct {
+	Label string            `json:"label"`
+	Value string            `json:"value"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomFieldsItemLabel is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/label).
+type PostCheckoutSessionsBodyCustomFieldsItemLabel struct {
+	Custom string                                            `json:"custom"`
+	Type   PostCheckoutSessionsBodyCustomFieldsItemLabelType `json:"type"`
+	Extra  canonical.Members                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomFieldsItemLabelType is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/label/properties/type).
+type PostCheckoutSessionsBodyCustomFieldsItemLabelType string
+
+const (
+	PostCheckoutSessionsBodyCustomFieldsItemLabelTypeCustom PostCheckoutSessionsBodyCustomFieldsItemLabelType = "custom"
+)
+
+// PostCheckoutSessionsBodyCustomFieldsItemNumeric is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/numeric).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyCustomFieldsItemNumeric struct {
+	MaximumLength *int64            `json:"maximum_length,omitempty"`
+	MinimumLength *int64            `json:"minimum_length,omitempty"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomFieldsItemType is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_fields/items/properties/type).
+type PostCheckoutSessionsBodyCustomFieldsItemType string
+
+const (
+	PostCheckoutSessionsBodyCustomFieldsItemTypeDropdown PostCheckoutSessionsBodyCustomFieldsItemType = "dropdown"
+	PostCheckoutSessionsBodyCustomFieldsItemTypeNumeric  PostCheckoutSessionsBodyCustomFieldsItemType = "numeric"
+	PostCheckoutSessionsBodyCustomFieldsItemTypeText     PostCheckoutSessionsBodyCustomFieldsItemType = "text"
+)
+
+// PostCheckoutSessionsBodyCustomText is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_text).
+// One other inline schema of the same shape shares it.
+//
+// Display additional text for your customers using custom text.
+type PostCheckoutSessionsBodyCustomText struct {
+	ShippingAddress *canonical.Unsettable[PostCheckoutSessionsBodyCustomTextShippingAddress] `json:"shipping_address,omitempty"` // shipping_address= (empty) is Unset
+	Submit          *canonical.Unsettable[PostCheckoutSessionsBodyCustomTextShippingAddress] `json:"submit,omitempty"`           // submit= (empty) is Unset
+	Extra           canonical.Members                                                        `json:"-"`                          // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomTextShippingAddress is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/custom_text/properties/shipping_address/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyCustomTextShippingAddress struct {
+	Message string            `json:"message"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
 // PostCheckoutSessionsBodyCustomerCreation is a string enum (inline schema at
 // /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/customer_creation).
 type PostCheckoutSessionsBodyCustomerCreation string
@@ -90,6 +280,182 @@ type PostCheckoutSessionsBodyCustomerCreation string
 const (
 	PostCheckoutSessionsBodyCustomerCreationAlways     PostCheckoutSessionsBodyCustomerCreation = "always"
 	PostCheckoutSessionsBodyCustomerCreationIfRequired PostCheckoutSessionsBodyCustomerCreation = "if_required"
+)
+
+// PostCheckoutSessionsBodyCustomerUpdate is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/customer_update).
+//
+// Controls what fields on Customer can be updated by the Checkout Session. Can only be provided
+// when `customer` is provided.
+type PostCheckoutSessionsBodyCustomerUpdate struct {
+	Address  *PostCheckoutSessionsBodyCustomerUpdateAddress  `json:"address,omitempty"`
+	Name     *PostCheckoutSessionsBodyCustomerUpdateName     `json:"name,omitempty"`
+	Shipping *PostCheckoutSessionsBodyCustomerUpdateShipping `json:"shipping,omitempty"`
+	Extra    canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyCustomerUpdateAddress is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/customer_update/properties/address).
+type PostCheckoutSessionsBodyCustomerUpdateAddress string
+
+const (
+	PostCheckoutSessionsBodyCustomerUpdateAddressAuto  PostCheckoutSessionsBodyCustomerUpdateAddress = "auto"
+	PostCheckoutSessionsBodyCustomerUpdateAddressNever PostCheckoutSessionsBodyCustomerUpdateAddress = "never"
+)
+
+// PostCheckoutSessionsBodyCustomerUpdateName is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/customer_update/properties/name).
+type PostCheckoutSessionsBodyCustomerUpdateName string
+
+const (
+	PostCheckoutSessionsBodyCustomerUpdateNameAuto  PostCheckoutSessionsBodyCustomerUpdateName = "auto"
+	PostCheckoutSessionsBodyCustomerUpdateNameNever PostCheckoutSessionsBodyCustomerUpdateName = "never"
+)
+
+// PostCheckoutSessionsBodyCustomerUpdateShipping is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/customer_update/properties/shipping).
+type PostCheckoutSessionsBodyCustomerUpdateShipping string
+
+const (
+	PostCheckoutSessionsBodyCustomerUpdateShippingAuto  PostCheckoutSessionsBodyCustomerUpdateShipping = "auto"
+	PostCheckoutSessionsBodyCustomerUpdateShippingNever PostCheckoutSessionsBodyCustomerUpdateShipping = "never"
+)
+
+// PostCheckoutSessionsBodyDiscountsItem is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/discounts/items).
+type PostCheckoutSessionsBodyDiscountsItem struct {
+	Coupon        *string           `json:"coupon,omitempty"`
+	PromotionCode *string           `json:"promotion_code,omitempty"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyInvoiceCreation is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation).
+//
+// Generate a post-purchase Invoice for one-time payments.
+type PostCheckoutSessionsBodyInvoiceCreation struct {
+	Enabled     bool                                                `json:"enabled"`
+	InvoiceData *PostCheckoutSessionsBodyInvoiceCreationInvoiceData `json:"invoice_data,omitempty"`
+	Extra       canonical.Members                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyInvoiceCreationInvoiceData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data).
+type PostCheckoutSessionsBodyInvoiceCreationInvoiceData struct {
+	AccountTaxIds    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	CustomFields     *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"`   // custom_fields= (empty) is Unset
+	Description      *string                                                                                     `json:"description,omitempty"`
+	Footer           *string                                                                                     `json:"footer,omitempty"`
+	Metadata         map[string]string                                                                           `json:"metadata,omitempty"`
+	RenderingOptions *canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions]   `json:"rendering_options,omitempty"` // rendering_options= (empty) is Unset
+	Extra            canonical.Members                                                                           `json:"-"`                           // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem is a request type (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data/properties/custom_fields/anyOf/0/items).
+// 3 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem struct {
+	Name  string            `json:"name"`
+	Value string            `json:"value"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions is a request type (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data/properties/rendering_options/anyOf/0).
+// 3 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions struct {
+	AmountTaxDisplay *PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay `json:"amount_tax_display,omitempty"`
+	Extra            canonical.Members                                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay is a string
+// enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data/properties/rendering_options/anyOf/0/properties/amount_tax_display).
+type PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay string
+
+const (
+	PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplayEmpty               PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay = ""
+	PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplayExcludeTax          PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay = "exclude_tax"
+	PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplayIncludeInclusiveTax PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay = "include_inclusive_tax"
+)
+
+// PostCheckoutSessionsBodyLineItemsItem is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items).
+type PostCheckoutSessionsBodyLineItemsItem struct {
+	AdjustableQuantity *PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity `json:"adjustable_quantity,omitempty"`
+	DynamicTaxRates    []string                                                 `json:"dynamic_tax_rates,omitempty"`
+	Price              *string                                                  `json:"price,omitempty"`
+	PriceData          *PostCheckoutSessionsBodyLineItemsItemPriceData          `json:"price_data,omitempty"`
+	Quantity           *int64                                                   `json:"quantity,omitempty"`
+	TaxRates           []string                                                 `json:"tax_rates,omitempty"`
+	Extra              canonical.Members                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/adjustable_quantity).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity struct {
+	Enabled bool              `json:"enabled"`
+	Maximum *int64            `json:"maximum,omitempty"`
+	Minimum *int64            `json:"minimum,omitempty"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyLineItemsItemPriceData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/price_data).
+type PostCheckoutSessionsBodyLineItemsItemPriceData struct {
+	Currency          string                                                     `json:"currency"`
+	Product           *string                                                    `json:"product,omitempty"`
+	ProductData       *PostCheckoutSessionsBodyLineItemsItemPriceDataProductData `json:"product_data,omitempty"`
+	Recurring         *PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring   `json:"recurring,omitempty"`
+	TaxBehavior       *PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior `json:"tax_behavior,omitempty"`
+	UnitAmount        *int64                                                     `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                                    `json:"unit_amount_decimal,omitempty"`
+	Extra             canonical.Members                                          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyLineItemsItemPriceDataProductData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/price_data/properties/product_data).
+type PostCheckoutSessionsBodyLineItemsItemPriceDataProductData struct {
+	Description *string           `json:"description,omitempty"`
+	Images      []string          `json:"images,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Name        string            `json:"name"`
+	TaxCode     *string           `json:"tax_code,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/price_data/properties/recurring).
+// 3 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring struct {
+	Interval      PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval `json:"interval"`
+	IntervalCount *int64                                                          `json:"interval_count,omitempty"`
+	Extra         canonical.Members                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/price_data/properties/recurring/properties/interval).
+type PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval string
+
+const (
+	PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringIntervalDay   PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval = "day"
+	PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringIntervalMonth PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval = "month"
+	PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringIntervalWeek  PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval = "week"
+	PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringIntervalYear  PostCheckoutSessionsBodyLineItemsItemPriceDataRecurringInterval = "year"
+)
+
+// PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items/properties/price_data/properties/tax_behavior).
+type PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior string
+
+const (
+	PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehaviorExclusive   PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior = "exclusive"
+	PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehaviorInclusive   PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior = "inclusive"
+	PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehaviorUnspecified PostCheckoutSessionsBodyLineItemsItemPriceDataTaxBehavior = "unspecified"
 )
 
 // PostCheckoutSessionsBodyLocale is a string enum (inline schema at
@@ -150,6 +516,78 @@ const (
 	PostCheckoutSessionsBodyModeSubscription PostCheckoutSessionsBodyMode = "subscription"
 )
 
+// PostCheckoutSessionsBodyPaymentIntentData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data).
+//
+// A subset of parameters to be passed to PaymentIntent creation for Checkout Sessions in `payment`
+// mode.
+type PostCheckoutSessionsBodyPaymentIntentData struct {
+	ApplicationFeeAmount      *int64                                                     `json:"application_fee_amount,omitempty"`
+	CaptureMethod             *PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod    `json:"capture_method,omitempty"`
+	Description               *string                                                    `json:"description,omitempty"`
+	Metadata                  map[string]string                                          `json:"metadata,omitempty"`
+	OnBehalfOf                *string                                                    `json:"on_behalf_of,omitempty"`
+	ReceiptEmail              *string                                                    `json:"receipt_email,omitempty"`
+	SetupFutureUsage          *PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Shipping                  *PostCheckoutSessionsBodyPaymentIntentDataShipping         `json:"shipping,omitempty"`
+	StatementDescriptor       *string                                                    `json:"statement_descriptor,omitempty"`
+	StatementDescriptorSuffix *string                                                    `json:"statement_descriptor_suffix,omitempty"`
+	TransferData              *PostCheckoutSessionsBodyPaymentIntentDataTransferData     `json:"transfer_data,omitempty"`
+	TransferGroup             *string                                                    `json:"transfer_group,omitempty"`
+	Extra                     canonical.Members                                          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/capture_method).
+type PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod string
+
+const (
+	PostCheckoutSessionsBodyPaymentIntentDataCaptureMethodAutomatic      PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod = "automatic"
+	PostCheckoutSessionsBodyPaymentIntentDataCaptureMethodAutomaticAsync PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod = "automatic_async"
+	PostCheckoutSessionsBodyPaymentIntentDataCaptureMethodManual         PostCheckoutSessionsBodyPaymentIntentDataCaptureMethod = "manual"
+)
+
+// PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentIntentDataSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentIntentDataShipping is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/shipping).
+type PostCheckoutSessionsBodyPaymentIntentDataShipping struct {
+	Address        PostCheckoutSessionsBodyPaymentIntentDataShippingAddress `json:"address"`
+	Carrier        *string                                                  `json:"carrier,omitempty"`
+	Name           string                                                   `json:"name"`
+	Phone          *string                                                  `json:"phone,omitempty"`
+	TrackingNumber *string                                                  `json:"tracking_number,omitempty"`
+	Extra          canonical.Members                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentIntentDataShippingAddress is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/shipping/properties/address).
+type PostCheckoutSessionsBodyPaymentIntentDataShippingAddress struct {
+	City       *string           `json:"city,omitempty"`
+	Country    *string           `json:"country,omitempty"`
+	Line1      string            `json:"line1"`
+	Line2      *string           `json:"line2,omitempty"`
+	PostalCode *string           `json:"postal_code,omitempty"`
+	State      *string           `json:"state,omitempty"`
+	Extra      canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentIntentDataTransferData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/transfer_data).
+// 3 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyPaymentIntentDataTransferData struct {
+	Amount      *int64            `json:"amount,omitempty"`
+	Destination string            `json:"destination"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
 // PostCheckoutSessionsBodyPaymentMethodCollection is a string enum (inline schema at
 // /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_collection).
 type PostCheckoutSessionsBodyPaymentMethodCollection string
@@ -157,6 +595,496 @@ type PostCheckoutSessionsBodyPaymentMethodCollection string
 const (
 	PostCheckoutSessionsBodyPaymentMethodCollectionAlways     PostCheckoutSessionsBodyPaymentMethodCollection = "always"
 	PostCheckoutSessionsBodyPaymentMethodCollectionIfRequired PostCheckoutSessionsBodyPaymentMethodCollection = "if_required"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptions is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options).
+//
+// Payment-method-specific configuration.
+type PostCheckoutSessionsBodyPaymentMethodOptions struct {
+	AcssDebit        *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit       `json:"acss_debit,omitempty"`
+	Affirm           *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"affirm,omitempty"`
+	AfterpayClearpay *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"afterpay_clearpay,omitempty"`
+	Alipay           *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"alipay,omitempty"`
+	AuBecsDebit      *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"au_becs_debit,omitempty"`
+	BacsDebit        *PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit       `json:"bacs_debit,omitempty"`
+	Bancontact       *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"bancontact,omitempty"`
+	Boleto           *PostCheckoutSessionsBodyPaymentMethodOptionsBoleto          `json:"boleto,omitempty"`
+	Card             *PostCheckoutSessionsBodyPaymentMethodOptionsCard            `json:"card,omitempty"`
+	Cashapp          *PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit       `json:"cashapp,omitempty"`
+	CustomerBalance  *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance `json:"customer_balance,omitempty"`
+	Eps              *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"eps,omitempty"`
+	Fpx              *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"fpx,omitempty"`
+	Giropay          *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"giropay,omitempty"`
+	Grabpay          *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"grabpay,omitempty"`
+	Ideal            *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"ideal,omitempty"`
+	Klarna           *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"klarna,omitempty"`
+	Konbini          *PostCheckoutSessionsBodyPaymentMethodOptionsKonbini         `json:"konbini,omitempty"`
+	Link             *PostCheckoutSessionsBodyPaymentMethodOptionsLink            `json:"link,omitempty"`
+	Oxxo             *PostCheckoutSessionsBodyPaymentMethodOptionsKonbini         `json:"oxxo,omitempty"`
+	P24              *PostCheckoutSessionsBodyPaymentMethodOptionsP24             `json:"p24,omitempty"`
+	Paynow           *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"paynow,omitempty"`
+	Paypal           *PostCheckoutSessionsBodyPaymentMethodOptionsPaypal          `json:"paypal,omitempty"`
+	Pix              *PostCheckoutSessionsBodyPaymentMethodOptionsPix             `json:"pix,omitempty"`
+	SepaDebit        *PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit       `json:"sepa_debit,omitempty"`
+	Sofort           *PostCheckoutSessionsBodyPaymentMethodOptionsAffirm          `json:"sofort,omitempty"`
+	UsBankAccount    *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount   `json:"us_bank_account,omitempty"`
+	WechatPay        *PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay       `json:"wechat_pay,omitempty"`
+	Extra            canonical.Members                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit struct {
+	Currency           *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency           `json:"currency,omitempty"`
+	MandateOptions     *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions     `json:"mandate_options,omitempty"`
+	SetupFutureUsage   *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage   `json:"setup_future_usage,omitempty"`
+	VerificationMethod *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod `json:"verification_method,omitempty"`
+	Extra              canonical.Members                                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/currency).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrencyCad PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency = "cad"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrencyUsd PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitCurrency = "usd"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions is a request type (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/mandate_options).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions struct {
+	CustomMandateURL    *canonical.Unsettable[string]                                                       `json:"custom_mandate_url,omitempty"` // custom_mandate_url= (empty) is Unset
+	DefaultFor          []PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem `json:"default_for,omitempty"`
+	IntervalDescription *string                                                                             `json:"interval_description,omitempty"`
+	PaymentSchedule     *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule `json:"payment_schedule,omitempty"`
+	TransactionType     *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType `json:"transaction_type,omitempty"`
+	Extra               canonical.Members                                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem is a string
+// enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/mandate_options/properties/default_for/items).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItemInvoice      PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem = "invoice"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItemSubscription PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsDefaultForItem = "subscription"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule is a string
+// enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/mandate_options/properties/payment_schedule).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleCombined PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "combined"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleInterval PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "interval"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleSporadic PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "sporadic"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType is a string
+// enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/mandate_options/properties/transaction_type).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypeBusiness PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "business"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypePersonal PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "personal"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/verification_method).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethodAutomatic     PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "automatic"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethodInstant       PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "instant"
+	PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethodMicrodeposits PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "microdeposits"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAffirm is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/affirm).
+// 19 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsAffirm struct {
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/affirm/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsageNone PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage = "none"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/bacs_debit).
+// 2 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit struct {
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/bacs_debit/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsBoleto is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/boleto).
+type PostCheckoutSessionsBodyPaymentMethodOptionsBoleto struct {
+	ExpiresAfterDays *int64                                                              `json:"expires_after_days,omitempty"`
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/boleto/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCard is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCard struct {
+	Installments                   *PostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments     `json:"installments,omitempty"`
+	SetupFutureUsage               *PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	StatementDescriptorSuffixKana  *string                                                           `json:"statement_descriptor_suffix_kana,omitempty"`
+	StatementDescriptorSuffixKanji *string                                                           `json:"statement_descriptor_suffix_kanji,omitempty"`
+	Extra                          canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/installments).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments struct {
+	Enabled *bool             `json:"enabled,omitempty"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentMethodOptionsCardSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance struct {
+	BankTransfer     *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer     `json:"bank_transfer,omitempty"`
+	FundingType      *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingType      `json:"funding_type,omitempty"`
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer is a request type (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/bank_transfer).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransfer struct {
+	EuBankTransfer        *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer             `json:"eu_bank_transfer,omitempty"`
+	RequestedAddressTypes []PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem `json:"requested_address_types,omitempty"`
+	Type                  PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType                        `json:"type"`
+	Extra                 canonical.Members                                                                                  `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer is a
+// request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/bank_transfer/properties/eu_bank_transfer).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer struct {
+	Country string            `json:"country"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem
+// is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/bank_transfer/properties/requested_address_types/items).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemAba      PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "aba"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemIban     PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "iban"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemSepa     PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "sepa"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemSortCode PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "sort_code"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemSpei     PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "spei"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemSwift    PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "swift"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItemZengin   PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferRequestedAddressTypesItem = "zengin"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType is a string enum
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/bank_transfer/properties/type).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferTypeEuBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType = "eu_bank_transfer"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferTypeGbBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType = "gb_bank_transfer"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferTypeJpBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType = "jp_bank_transfer"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferTypeMxBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType = "mx_bank_transfer"
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferTypeUsBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType = "us_bank_transfer"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingType is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/funding_type).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingType string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingTypeBankTransfer PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceFundingType = "bank_transfer"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage is a string enum
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/customer_balance/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsageNone PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage = "none"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsKonbini is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/konbini).
+// 2 other inline schemas of the same shape share it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsKonbini struct {
+	ExpiresAfterDays *int64                                                               `json:"expires_after_days,omitempty"`
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/konbini/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsageNone PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage = "none"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsLink is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/link).
+type PostCheckoutSessionsBodyPaymentMethodOptionsLink struct {
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/link/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage = "off_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsP24 is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/p24).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsP24 struct {
+	SetupFutureUsage    *PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsage `json:"setup_future_usage,omitempty"`
+	TosShownAndAccepted *bool                                                            `json:"tos_shown_and_accepted,omitempty"`
+	Extra               canonical.Members                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/p24/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsageNone PostCheckoutSessionsBodyPaymentMethodOptionsP24SetupFutureUsage = "none"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsPaypal is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/paypal).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsPaypal struct {
+	CaptureMethod     *PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod    `json:"capture_method,omitempty"`
+	PreferredLocale   *PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale  `json:"preferred_locale,omitempty"`
+	Reference         *string                                                             `json:"reference,omitempty"`
+	RiskCorrelationID *string                                                             `json:"risk_correlation_id,omitempty"`
+	SetupFutureUsage  *PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra             canonical.Members                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/paypal/properties/capture_method).
+type PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethodEmpty  PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod = ""
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethodManual PostCheckoutSessionsBodyPaymentMethodOptionsPaypalCaptureMethod = "manual"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/paypal/properties/preferred_locale).
+type PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleCsCZ PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "cs-CZ"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleDaDK PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "da-DK"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleDeAT PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "de-AT"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleDeDE PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "de-DE"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleDeLU PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "de-LU"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleElGR PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "el-GR"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleEnGB PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "en-GB"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleEnUS PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "en-US"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleEsES PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "es-ES"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleFiFI PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "fi-FI"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleFrBE PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "fr-BE"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleFrFR PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "fr-FR"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleFrLU PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "fr-LU"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleHuHU PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "hu-HU"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleItIT PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "it-IT"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleNlBE PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "nl-BE"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleNlNL PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "nl-NL"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocalePlPL PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "pl-PL"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocalePtPT PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "pt-PT"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleSkSK PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "sk-SK"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocaleSvSE PostCheckoutSessionsBodyPaymentMethodOptionsPaypalPreferredLocale = "sv-SE"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/paypal/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsageEmpty      PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage = ""
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage = "off_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsPix is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/pix).
+type PostCheckoutSessionsBodyPaymentMethodOptionsPix struct {
+	ExpiresAfterSeconds *int64            `json:"expires_after_seconds,omitempty"`
+	Extra               canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account).
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount struct {
+	FinancialConnections *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections `json:"financial_connections,omitempty"`
+	SetupFutureUsage     *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage     `json:"setup_future_usage,omitempty"`
+	VerificationMethod   *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod   `json:"verification_method,omitempty"`
+	Extra                canonical.Members                                                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections is a request type
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/financial_connections).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections struct {
+	Permissions []PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem `json:"permissions,omitempty"`
+	Prefetch    []PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem    `json:"prefetch,omitempty"`
+	Extra       canonical.Members                                                                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem is a
+// string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/financial_connections/properties/permissions/items).
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemBalances      PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "balances"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemOwnership     PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "ownership"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemPaymentMethod PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "payment_method"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemTransactions  PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "transactions"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem is a
+// string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/financial_connections/properties/prefetch/items).
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItemBalances PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem = "balances"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage is a string enum
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageNone       PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "none"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageOffSession PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "off_session"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageOnSession  PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "on_session"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod is a string enum
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/verification_method).
+type PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethodAutomatic PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "automatic"
+	PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethodInstant   PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "instant"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/wechat_pay).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay struct {
+	AppID            *string                                                                `json:"app_id,omitempty"`
+	Client           PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient            `json:"client"`
+	SetupFutureUsage *PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/wechat_pay/properties/client).
+type PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClientAndroid PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient = "android"
+	PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClientIos     PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient = "ios"
+	PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClientWeb     PostCheckoutSessionsBodyPaymentMethodOptionsWechatPayClient = "web"
+)
+
+// PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/wechat_pay/properties/setup_future_usage).
+type PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage string
+
+const (
+	PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsageNone PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage = "none"
 )
 
 // PostCheckoutSessionsBodyPaymentMethodTypesItem is a string enum (inline schema at
@@ -197,6 +1125,379 @@ const (
 	PostCheckoutSessionsBodyPaymentMethodTypesItemZip              PostCheckoutSessionsBodyPaymentMethodTypesItem = "zip"
 )
 
+// PostCheckoutSessionsBodySetupIntentData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/setup_intent_data).
+//
+// A subset of parameters to be passed to SetupIntent creation for Checkout Sessions in `setup`
+// mode.
+type PostCheckoutSessionsBodySetupIntentData struct {
+	Description *string           `json:"description,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	OnBehalfOf  *string           `json:"on_behalf_of,omitempty"`
+	Extra       canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingAddressCollection is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_address_collection).
+// One other inline schema of the same shape shares it.
+//
+// When set, provides configuration for Checkout to collect a shipping address from a customer.
+type PostCheckoutSessionsBodyShippingAddressCollection struct {
+	AllowedCountries []PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem `json:"allowed_countries"`
+	Extra            canonical.Members                                                       `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_address_collection/properties/allowed_countries/items).
+type PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem string
+
+const (
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAQ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AQ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAX PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AX"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemAZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "AZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBB PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BB"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBJ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BJ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBQ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BQ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemBZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "BZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemCZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "CZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDJ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DJ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemDZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "DZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemEC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "EC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemEE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "EE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemEG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "EG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemEH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "EH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemER PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ER"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemES PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ES"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemET PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ET"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemFI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "FI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemFJ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "FJ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemFK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "FK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemFO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "FO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemFR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "FR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGB PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GB"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGP PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GP"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGQ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GQ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemGY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "GY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemHK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "HK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemHN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "HN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemHR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "HR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemHT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "HT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemHU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "HU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemID PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ID"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIQ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IQ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemIT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "IT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemJE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "JE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemJM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "JM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemJO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "JO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemJP PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "JP"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemKZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "KZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLB PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LB"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemLY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "LY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemME PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ME"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemML PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ML"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMQ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MQ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMX PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MX"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemMZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "MZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNP PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NP"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemNZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "NZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemOM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "OM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemPY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "PY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemQA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "QA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemRE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "RE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemRO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "RO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemRS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "RS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemRU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "RU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemRW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "RW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSB PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SB"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSI PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SI"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSJ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SJ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemST PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ST"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSX PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SX"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemSZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "SZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTD PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TD"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTH PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TH"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTJ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TJ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTL PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TL"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTO PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TO"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTR PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TR"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTV PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TV"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemTZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "TZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemUA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "UA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemUG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "UG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemUS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "US"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemUY PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "UY"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemUZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "UZ"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVC PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VC"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVG PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VG"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVN PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VN"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemVU PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "VU"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemWF PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "WF"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemWS PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "WS"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemXK PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "XK"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemYE PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "YE"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemYT PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "YT"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemZA PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ZA"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemZM PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ZM"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemZW PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ZW"
+	PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItemZZ PostCheckoutSessionsBodyShippingAddressCollectionAllowedCountriesItem = "ZZ"
+)
+
+// PostCheckoutSessionsBodyShippingOptionsItem is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyShippingOptionsItem struct {
+	ShippingRate     *string                                                      `json:"shipping_rate,omitempty"`
+	ShippingRateData *PostCheckoutSessionsBodyShippingOptionsItemShippingRateData `json:"shipping_rate_data,omitempty"`
+	Extra            canonical.Members                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateData struct {
+	DeliveryEstimate *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate `json:"delivery_estimate,omitempty"`
+	DisplayName      string                                                                       `json:"display_name"`
+	FixedAmount      *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount      `json:"fixed_amount,omitempty"`
+	Metadata         map[string]string                                                            `json:"metadata,omitempty"`
+	TaxBehavior      *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior      `json:"tax_behavior,omitempty"`
+	TaxCode          *string                                                                      `json:"tax_code,omitempty"`
+	Type             *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType             `json:"type,omitempty"`
+	Extra            canonical.Members                                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate is a request type
+// (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/delivery_estimate).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate struct {
+	Maximum *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum `json:"maximum,omitempty"`
+	Minimum *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum `json:"minimum,omitempty"`
+	Extra   canonical.Members                                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum is a request
+// type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/delivery_estimate/properties/maximum).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum struct {
+	Unit  PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit `json:"unit"`
+	Value int64                                                                                  `json:"value"`
+	Extra canonical.Members                                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit is a
+// string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/delivery_estimate/properties/maximum/properties/unit).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit string
+
+const (
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnitBusinessDay PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit = "business_day"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnitDay         PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit = "day"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnitHour        PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit = "hour"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnitMonth       PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit = "month"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnitWeek        PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximumUnit = "week"
+)
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount is a request type (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/fixed_amount).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount struct {
+	Amount          int64                                                                                                 `json:"amount"`
+	Currency        string                                                                                                `json:"currency"`
+	CurrencyOptions map[string]PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue `json:"currency_options,omitempty"`
+	Extra           canonical.Members                                                                                     `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue is a
+// request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/fixed_amount/properties/currency_options/additionalProperties).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValue struct {
+	Amount      int64                                                                                                  `json:"amount"`
+	TaxBehavior *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior `json:"tax_behavior,omitempty"`
+	Extra       canonical.Members                                                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior
+// is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/fixed_amount/properties/currency_options/additionalProperties/properties/tax_behavior).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior string
+
+const (
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehaviorExclusive   PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior = "exclusive"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehaviorInclusive   PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior = "inclusive"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehaviorUnspecified PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior = "unspecified"
+)
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior is a string enum (inline
+// schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/tax_behavior).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior string
+
+const (
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehaviorExclusive   PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior = "exclusive"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehaviorInclusive   PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior = "inclusive"
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehaviorUnspecified PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTaxBehavior = "unspecified"
+)
+
+// PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType is a string enum (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items/properties/shipping_rate_data/properties/type).
+type PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType string
+
+const (
+	PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataTypeFixedAmount PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType = "fixed_amount"
+)
+
 // PostCheckoutSessionsBodySubmitType is a string enum (inline schema at
 // /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/submit_type).
 type PostCheckoutSessionsBodySubmitType string
@@ -208,22 +1509,103 @@ const (
 	PostCheckoutSessionsBodySubmitTypePay    PostCheckoutSessionsBodySubmitType = "pay"
 )
 
+// PostCheckoutSessionsBodySubscriptionData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data).
+//
+// A subset of parameters to be passed to subscription creation for Checkout Sessions in
+// `subscription` mode.
+type PostCheckoutSessionsBodySubscriptionData struct {
+	ApplicationFeePercent *float64                                                   `json:"application_fee_percent,omitempty"`
+	BillingCycleAnchor    *int64                                                     `json:"billing_cycle_anchor,omitempty"`
+	DefaultTaxRates       []string                                                   `json:"default_tax_rates,omitempty"`
+	Description           *string                                                    `json:"description,omitempty"`
+	Metadata              map[string]string                                          `json:"metadata,omitempty"`
+	OnBehalfOf            *string                                                    `json:"on_behalf_of,omitempty"`
+	ProrationBehavior     *PostCheckoutSessionsBodySubscriptionDataProrationBehavior `json:"proration_behavior,omitempty"`
+	TransferData          *PostCheckoutSessionsBodySubscriptionDataTransferData      `json:"transfer_data,omitempty"`
+	TrialEnd              *int64                                                     `json:"trial_end,omitempty"`
+	TrialPeriodDays       *int64                                                     `json:"trial_period_days,omitempty"`
+	TrialSettings         *PostCheckoutSessionsBodySubscriptionDataTrialSettings     `json:"trial_settings,omitempty"`
+	Extra                 canonical.Members                                          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodySubscriptionDataProrationBehavior is a string enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data/properties/proration_behavior).
+type PostCheckoutSessionsBodySubscriptionDataProrationBehavior string
+
+const (
+	PostCheckoutSessionsBodySubscriptionDataProrationBehaviorCreateProrations PostCheckoutSessionsBodySubscriptionDataProrationBehavior = "create_prorations"
+	PostCheckoutSessionsBodySubscriptionDataProrationBehaviorNone             PostCheckoutSessionsBodySubscriptionDataProrationBehavior = "none"
+)
+
+// PostCheckoutSessionsBodySubscriptionDataTransferData is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data/properties/transfer_data).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodySubscriptionDataTransferData struct {
+	AmountPercent *float64          `json:"amount_percent,omitempty"`
+	Destination   string            `json:"destination"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodySubscriptionDataTrialSettings is a request type (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data/properties/trial_settings).
+// One other inline schema of the same shape shares it.
+type PostCheckoutSessionsBodySubscriptionDataTrialSettings struct {
+	EndBehavior PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior `json:"end_behavior"`
+	Extra       canonical.Members                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior is a request type (inline schema
+// at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data/properties/trial_settings/properties/end_behavior).
+type PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior struct {
+	MissingPaymentMethod PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod `json:"missing_payment_method"`
+	Extra                canonical.Members                                                                    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod is a string
+// enum (inline schema at
+// /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data/properties/trial_settings/properties/end_behavior/properties/missing_payment_method).
+type PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod string
+
+const (
+	PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethodCancel        PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod = "cancel"
+	PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethodCreateInvoice PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod = "create_invoice"
+	PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethodPause         PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod = "pause"
+)
+
 // PostCouponsBody is a request type (inline schema at
 // /paths/~1v1~1coupons/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostCouponsBody struct {
-	AmountOff        *int64                   `json:"amount_off,omitempty"`
-	AppliesTo        []canonical.FormField    `json:"applies_to,omitempty"` // the applies_to[...] fields, in body order
-	Currency         *string                  `json:"currency,omitempty"`
-	CurrencyOptions  []canonical.FormField    `json:"currency_options,omitempty"` // the currency_options[...] fields, in body order
-	Duration         *PostCouponsBodyDuration `json:"duration,omitempty"`
-	DurationInMonths *int64                   `json:"duration_in_months,omitempty"`
-	Expand           []string                 `json:"expand,omitempty"`
-	ID               *string                  `json:"id,omitempty"`
-	MaxRedemptions   *int64                   `json:"max_redemptions,omitempty"`
-	Metadata         json.RawMessage          `json:"metadata,omitempty"`
-	Name             *string                  `json:"name,omitempty"`
-	PercentOff       *float64                 `json:"percent_off,omitempty"`
-	RedeemBy         *int64                   `json:"redeem_by,omitempty"`
+	AmountOff        *int64                                         `json:"amount_off,omitempty"`
+	AppliesTo        *PostCouponsBodyAppliesTo                      `json:"applies_to,omitempty"`
+	Currency         *string                                        `json:"currency,omitempty"`
+	CurrencyOptions  map[string]PostCouponsBodyCurrencyOptionsValue `json:"currency_options,omitempty"`
+	Duration         *PostCouponsBodyDuration                       `json:"duration,omitempty"`
+	DurationInMonths *int64                                         `json:"duration_in_months,omitempty"`
+	Expand           []string                                       `json:"expand,omitempty"`
+	ID               *string                                        `json:"id,omitempty"`
+	MaxRedemptions   *int64                                         `json:"max_redemptions,omitempty"`
+	Metadata         *canonical.Unsettable[map[string]string]       `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Name             *string                                        `json:"name,omitempty"`
+	PercentOff       *float64                                       `json:"percent_off,omitempty"`
+	RedeemBy         *int64                                         `json:"redeem_by,omitempty"`
+}
+
+// PostCouponsBodyAppliesTo is a request type (inline schema at
+// /paths/~1v1~1coupons/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/applies_to).
+//
+// A hash containing directions for what this Coupon will apply discounts to.
+type PostCouponsBodyAppliesTo struct {
+	Products []string          `json:"products,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCouponsBodyCurrencyOptionsValue is a request type (inline schema at
+// /paths/~1v1~1coupons/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/currency_options/additionalProperties).
+type PostCouponsBodyCurrencyOptionsValue struct {
+	AmountOff int64             `json:"amount_off"`
+	Extra     canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostCouponsBodyDuration is a string enum (inline schema at
@@ -239,28 +1621,84 @@ const (
 // PostCustomersBody is a request type (inline schema at
 // /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostCustomersBody struct {
-	Address             json.RawMessage             `json:"address,omitempty"`
-	Balance             *int64                      `json:"balance,omitempty"`
-	CashBalance         []canonical.FormField       `json:"cash_balance,omitempty"` // the cash_balance[...] fields, in body order
-	Coupon              *string                     `json:"coupon,omitempty"`
-	Description         *string                     `json:"description,omitempty"`
-	Email               *string                     `json:"email,omitempty"`
-	Expand              []string                    `json:"expand,omitempty"`
-	InvoicePrefix       *string                     `json:"invoice_prefix,omitempty"`
-	InvoiceSettings     []canonical.FormField       `json:"invoice_settings,omitempty"` // the invoice_settings[...] fields, in body order
-	Metadata            json.RawMessage             `json:"metadata,omitempty"`
-	Name                *string                     `json:"name,omitempty"`
-	NextInvoiceSequence *int64                      `json:"next_invoice_sequence,omitempty"`
-	PaymentMethod       *string                     `json:"payment_method,omitempty"`
-	Phone               *string                     `json:"phone,omitempty"`
-	PreferredLocales    []string                    `json:"preferred_locales,omitempty"`
-	PromotionCode       *string                     `json:"promotion_code,omitempty"`
-	Shipping            json.RawMessage             `json:"shipping,omitempty"`
-	Source              *string                     `json:"source,omitempty"`
-	Tax                 []canonical.FormField       `json:"tax,omitempty"` // the tax[...] fields, in body order
-	TaxExempt           *PostCustomersBodyTaxExempt `json:"tax_exempt,omitempty"`
-	TaxIDData           []canonical.FormField       `json:"tax_id_data,omitempty"` // the tax_id_data[...] fields, in body order
-	TestClock           *string                     `json:"test_clock,omitempty"`
+	Address             *canonical.Unsettable[PostChargesBodyShippingAddress] `json:"address,omitempty"` // address= (empty) is Unset
+	Balance             *int64                                                `json:"balance,omitempty"`
+	CashBalance         *PostCustomersBodyCashBalance                         `json:"cash_balance,omitempty"`
+	Coupon              *string                                               `json:"coupon,omitempty"`
+	Description         *string                                               `json:"description,omitempty"`
+	Email               *string                                               `json:"email,omitempty"`
+	Expand              []string                                              `json:"expand,omitempty"`
+	InvoicePrefix       *string                                               `json:"invoice_prefix,omitempty"`
+	InvoiceSettings     *PostCustomersBodyInvoiceSettings                     `json:"invoice_settings,omitempty"`
+	Metadata            *canonical.Unsettable[map[string]string]              `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Name                *string                                               `json:"name,omitempty"`
+	NextInvoiceSequence *int64                                                `json:"next_invoice_sequence,omitempty"`
+	PaymentMethod       *string                                               `json:"payment_method,omitempty"`
+	Phone               *string                                               `json:"phone,omitempty"`
+	PreferredLocales    []string                                              `json:"preferred_locales,omitempty"`
+	PromotionCode       *string                                               `json:"promotion_code,omitempty"`
+	Shipping            *canonical.Unsettable[PostCustomersBodyShipping]      `json:"shipping,omitempty"` // shipping= (empty) is Unset
+	Source              *string                                               `json:"source,omitempty"`
+	Tax                 *PostCustomersBodyTax                                 `json:"tax,omitempty"`
+	TaxExempt           *PostCustomersBodyTaxExempt                           `json:"tax_exempt,omitempty"`
+	TaxIDData           []PostCustomersBodyTaxIDDataItem                      `json:"tax_id_data,omitempty"`
+	TestClock           *string                                               `json:"test_clock,omitempty"`
+}
+
+// PostCustomersBodyCashBalance is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/cash_balance).
+//
+// Balance information and default balance settings for this customer.
+type PostCustomersBodyCashBalance struct {
+	Settings *PostCustomersBodyCashBalanceSettings `json:"settings,omitempty"`
+	Extra    canonical.Members                     `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCustomersBodyCashBalanceSettings is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/cash_balance/properties/settings).
+type PostCustomersBodyCashBalanceSettings struct {
+	ReconciliationMode *PostCustomersBodyCashBalanceSettingsReconciliationMode `json:"reconciliation_mode,omitempty"`
+	Extra              canonical.Members                                       `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCustomersBodyCashBalanceSettingsReconciliationMode is a string enum (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/cash_balance/properties/settings/properties/reconciliation_mode).
+type PostCustomersBodyCashBalanceSettingsReconciliationMode string
+
+const (
+	PostCustomersBodyCashBalanceSettingsReconciliationModeAutomatic       PostCustomersBodyCashBalanceSettingsReconciliationMode = "automatic"
+	PostCustomersBodyCashBalanceSettingsReconciliationModeManual          PostCustomersBodyCashBalanceSettingsReconciliationMode = "manual"
+	PostCustomersBodyCashBalanceSettingsReconciliationModeMerchantDefault PostCustomersBodyCashBalanceSettingsReconciliationMode = "merchant_default"
+)
+
+// PostCustomersBodyInvoiceSettings is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_settings).
+//
+// Default invoice settings for this customer.
+type PostCustomersBodyInvoiceSettings struct {
+	CustomFields         *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"` // custom_fields= (empty) is Unset
+	DefaultPaymentMethod *string                                                                                     `json:"default_payment_method,omitempty"`
+	Footer               *string                                                                                     `json:"footer,omitempty"`
+	RenderingOptions     *canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions]   `json:"rendering_options,omitempty"` // rendering_options= (empty) is Unset
+	Extra                canonical.Members                                                                           `json:"-"`                           // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCustomersBodyShipping is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping/anyOf/0).
+type PostCustomersBodyShipping struct {
+	Address PostChargesBodyShippingAddress `json:"address"`
+	Name    string                         `json:"name"`
+	Phone   *string                        `json:"phone,omitempty"`
+	Extra   canonical.Members              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCustomersBodyTax is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tax).
+//
+// Tax details about the customer.
+type PostCustomersBodyTax struct {
+	IPAddress *canonical.Unsettable[string] `json:"ip_address,omitempty"` // ip_address= (empty) is Unset
+	Extra     canonical.Members             `json:"-"`                    // undeclared members, in canonical form: fingerprinted
 }
 
 // PostCustomersBodyTaxExempt is a string enum (inline schema at
@@ -274,29 +1712,158 @@ const (
 	PostCustomersBodyTaxExemptReverse PostCustomersBodyTaxExempt = "reverse"
 )
 
+// PostCustomersBodyTaxIDDataItem is a request type (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tax_id_data/items).
+type PostCustomersBodyTaxIDDataItem struct {
+	Type  PostCustomersBodyTaxIDDataItemType `json:"type"`
+	Value string                             `json:"value"`
+	Extra canonical.Members                  `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostCustomersBodyTaxIDDataItemType is a string enum (inline schema at
+// /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tax_id_data/items/properties/type).
+type PostCustomersBodyTaxIDDataItemType string
+
+const (
+	PostCustomersBodyTaxIDDataItemTypeAdNrt    PostCustomersBodyTaxIDDataItemType = "ad_nrt"
+	PostCustomersBodyTaxIDDataItemTypeAeTrn    PostCustomersBodyTaxIDDataItemType = "ae_trn"
+	PostCustomersBodyTaxIDDataItemTypeArCuit   PostCustomersBodyTaxIDDataItemType = "ar_cuit"
+	PostCustomersBodyTaxIDDataItemTypeAuAbn    PostCustomersBodyTaxIDDataItemType = "au_abn"
+	PostCustomersBodyTaxIDDataItemTypeAuArn    PostCustomersBodyTaxIDDataItemType = "au_arn"
+	PostCustomersBodyTaxIDDataItemTypeBgUic    PostCustomersBodyTaxIDDataItemType = "bg_uic"
+	PostCustomersBodyTaxIDDataItemTypeBoTin    PostCustomersBodyTaxIDDataItemType = "bo_tin"
+	PostCustomersBodyTaxIDDataItemTypeBrCnpj   PostCustomersBodyTaxIDDataItemType = "br_cnpj"
+	PostCustomersBodyTaxIDDataItemTypeBrCpf    PostCustomersBodyTaxIDDataItemType = "br_cpf"
+	PostCustomersBodyTaxIDDataItemTypeCaBn     PostCustomersBodyTaxIDDataItemType = "ca_bn"
+	PostCustomersBodyTaxIDDataItemTypeCaGstHst PostCustomersBodyTaxIDDataItemType = "ca_gst_hst"
+	PostCustomersBodyTaxIDDataItemTypeCaPstBc  PostCustomersBodyTaxIDDataItemType = "ca_pst_bc"
+	PostCustomersBodyTaxIDDataItemTypeCaPstMb  PostCustomersBodyTaxIDDataItemType = "ca_pst_mb"
+	PostCustomersBodyTaxIDDataItemTypeCaPstSk  PostCustomersBodyTaxIDDataItemType = "ca_pst_sk"
+	PostCustomersBodyTaxIDDataItemTypeCaQst    PostCustomersBodyTaxIDDataItemType = "ca_qst"
+	PostCustomersBodyTaxIDDataItemTypeChVat    PostCustomersBodyTaxIDDataItemType = "ch_vat"
+	PostCustomersBodyTaxIDDataItemTypeClTin    PostCustomersBodyTaxIDDataItemType = "cl_tin"
+	PostCustomersBodyTaxIDDataItemTypeCnTin    PostCustomersBodyTaxIDDataItemType = "cn_tin"
+	PostCustomersBodyTaxIDDataItemTypeCoNit    PostCustomersBodyTaxIDDataItemType = "co_nit"
+	PostCustomersBodyTaxIDDataItemTypeCrTin    PostCustomersBodyTaxIDDataItemType = "cr_tin"
+	PostCustomersBodyTaxIDDataItemTypeDoRcn    PostCustomersBodyTaxIDDataItemType = "do_rcn"
+	PostCustomersBodyTaxIDDataItemTypeEcRuc    PostCustomersBodyTaxIDDataItemType = "ec_ruc"
+	PostCustomersBodyTaxIDDataItemTypeEgTin    PostCustomersBodyTaxIDDataItemType = "eg_tin"
+	PostCustomersBodyTaxIDDataItemTypeEsCif    PostCustomersBodyTaxIDDataItemType = "es_cif"
+	PostCustomersBodyTaxIDDataItemTypeEuOssVat PostCustomersBodyTaxIDDataItemType = "eu_oss_vat"
+	PostCustomersBodyTaxIDDataItemTypeEuVat    PostCustomersBodyTaxIDDataItemType = "eu_vat"
+	PostCustomersBodyTaxIDDataItemTypeGbVat    PostCustomersBodyTaxIDDataItemType = "gb_vat"
+	PostCustomersBodyTaxIDDataItemTypeGeVat    PostCustomersBodyTaxIDDataItemType = "ge_vat"
+	PostCustomersBodyTaxIDDataItemTypeHkBr     PostCustomersBodyTaxIDDataItemType = "hk_br"
+	PostCustomersBodyTaxIDDataItemTypeHuTin    PostCustomersBodyTaxIDDataItemType = "hu_tin"
+	PostCustomersBodyTaxIDDataItemTypeIdNpwp   PostCustomersBodyTaxIDDataItemType = "id_npwp"
+	PostCustomersBodyTaxIDDataItemTypeIlVat    PostCustomersBodyTaxIDDataItemType = "il_vat"
+	PostCustomersBodyTaxIDDataItemTypeInGst    PostCustomersBodyTaxIDDataItemType = "in_gst"
+	PostCustomersBodyTaxIDDataItemTypeIsVat    PostCustomersBodyTaxIDDataItemType = "is_vat"
+	PostCustomersBodyTaxIDDataItemTypeJpCn     PostCustomersBodyTaxIDDataItemType = "jp_cn"
+	PostCustomersBodyTaxIDDataItemTypeJpRn     PostCustomersBodyTaxIDDataItemType = "jp_rn"
+	PostCustomersBodyTaxIDDataItemTypeJpTrn    PostCustomersBodyTaxIDDataItemType = "jp_trn"
+	PostCustomersBodyTaxIDDataItemTypeKePin    PostCustomersBodyTaxIDDataItemType = "ke_pin"
+	PostCustomersBodyTaxIDDataItemTypeKrBrn    PostCustomersBodyTaxIDDataItemType = "kr_brn"
+	PostCustomersBodyTaxIDDataItemTypeLiUid    PostCustomersBodyTaxIDDataItemType = "li_uid"
+	PostCustomersBodyTaxIDDataItemTypeMxRfc    PostCustomersBodyTaxIDDataItemType = "mx_rfc"
+	PostCustomersBodyTaxIDDataItemTypeMyFrp    PostCustomersBodyTaxIDDataItemType = "my_frp"
+	PostCustomersBodyTaxIDDataItemTypeMyItn    PostCustomersBodyTaxIDDataItemType = "my_itn"
+	PostCustomersBodyTaxIDDataItemTypeMySst    PostCustomersBodyTaxIDDataItemType = "my_sst"
+	PostCustomersBodyTaxIDDataItemTypeNoVat    PostCustomersBodyTaxIDDataItemType = "no_vat"
+	PostCustomersBodyTaxIDDataItemTypeNzGst    PostCustomersBodyTaxIDDataItemType = "nz_gst"
+	PostCustomersBodyTaxIDDataItemTypePeRuc    PostCustomersBodyTaxIDDataItemType = "pe_ruc"
+	PostCustomersBodyTaxIDDataItemTypePhTin    PostCustomersBodyTaxIDDataItemType = "ph_tin"
+	PostCustomersBodyTaxIDDataItemTypeRoTin    PostCustomersBodyTaxIDDataItemType = "ro_tin"
+	PostCustomersBodyTaxIDDataItemTypeRsPib    PostCustomersBodyTaxIDDataItemType = "rs_pib"
+	PostCustomersBodyTaxIDDataItemTypeRuInn    PostCustomersBodyTaxIDDataItemType = "ru_inn"
+	PostCustomersBodyTaxIDDataItemTypeRuKpp    PostCustomersBodyTaxIDDataItemType = "ru_kpp"
+	PostCustomersBodyTaxIDDataItemTypeSaVat    PostCustomersBodyTaxIDDataItemType = "sa_vat"
+	PostCustomersBodyTaxIDDataItemTypeSgGst    PostCustomersBodyTaxIDDataItemType = "sg_gst"
+	PostCustomersBodyTaxIDDataItemTypeSgUen    PostCustomersBodyTaxIDDataItemType = "sg_uen"
+	PostCustomersBodyTaxIDDataItemTypeSiTin    PostCustomersBodyTaxIDDataItemType = "si_tin"
+	PostCustomersBodyTaxIDDataItemTypeSvNit    PostCustomersBodyTaxIDDataItemType = "sv_nit"
+	PostCustomersBodyTaxIDDataItemTypeThVat    PostCustomersBodyTaxIDDataItemType = "th_vat"
+	PostCustomersBodyTaxIDDataItemTypeTrTin    PostCustomersBodyTaxIDDataItemType = "tr_tin"
+	PostCustomersBodyTaxIDDataItemTypeTwVat    PostCustomersBodyTaxIDDataItemType = "tw_vat"
+	PostCustomersBodyTaxIDDataItemTypeUaVat    PostCustomersBodyTaxIDDataItemType = "ua_vat"
+	PostCustomersBodyTaxIDDataItemTypeUsEin    PostCustomersBodyTaxIDDataItemType = "us_ein"
+	PostCustomersBodyTaxIDDataItemTypeUyRuc    PostCustomersBodyTaxIDDataItemType = "uy_ruc"
+	PostCustomersBodyTaxIDDataItemTypeVeRif    PostCustomersBodyTaxIDDataItemType = "ve_rif"
+	PostCustomersBodyTaxIDDataItemTypeVnTin    PostCustomersBodyTaxIDDataItemType = "vn_tin"
+	PostCustomersBodyTaxIDDataItemTypeZaVat    PostCustomersBodyTaxIDDataItemType = "za_vat"
+)
+
 // PostInvoiceitemsBody is a request type (inline schema at
 // /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostInvoiceitemsBody struct {
-	Amount            *int64                           `json:"amount,omitempty"`
-	Currency          *string                          `json:"currency,omitempty"`
-	Customer          string                           `json:"customer"`
-	Description       *string                          `json:"description,omitempty"`
-	Discountable      *bool                            `json:"discountable,omitempty"`
-	Discounts         json.RawMessage                  `json:"discounts,omitempty"`
-	Expand            []string                         `json:"expand,omitempty"`
-	Invoice           *string                          `json:"invoice,omitempty"`
-	Metadata          json.RawMessage                  `json:"metadata,omitempty"`
-	Period            []canonical.FormField            `json:"period,omitempty"` // the period[...] fields, in body order
-	Price             *string                          `json:"price,omitempty"`
-	PriceData         []canonical.FormField            `json:"price_data,omitempty"` // the price_data[...] fields, in body order
-	Quantity          *int64                           `json:"quantity,omitempty"`
-	Subscription      *string                          `json:"subscription,omitempty"`
-	TaxBehavior       *PostInvoiceitemsBodyTaxBehavior `json:"tax_behavior,omitempty"`
-	TaxCode           json.RawMessage                  `json:"tax_code,omitempty"`
-	TaxRates          []string                         `json:"tax_rates,omitempty"`
-	UnitAmount        *int64                           `json:"unit_amount,omitempty"`
-	UnitAmountDecimal *string                          `json:"unit_amount_decimal,omitempty"`
+	Amount            *int64                                                     `json:"amount,omitempty"`
+	Currency          *string                                                    `json:"currency,omitempty"`
+	Customer          string                                                     `json:"customer"`
+	Description       *string                                                    `json:"description,omitempty"`
+	Discountable      *bool                                                      `json:"discountable,omitempty"`
+	Discounts         *canonical.Unsettable[[]PostInvoiceitemsBodyDiscountsItem] `json:"discounts,omitempty"` // discounts= (empty) is Unset
+	Expand            []string                                                   `json:"expand,omitempty"`
+	Invoice           *string                                                    `json:"invoice,omitempty"`
+	Metadata          *canonical.Unsettable[map[string]string]                   `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Period            *PostInvoiceitemsBodyPeriod                                `json:"period,omitempty"`
+	Price             *string                                                    `json:"price,omitempty"`
+	PriceData         *PostInvoiceitemsBodyPriceData                             `json:"price_data,omitempty"`
+	Quantity          *int64                                                     `json:"quantity,omitempty"`
+	Subscription      *string                                                    `json:"subscription,omitempty"`
+	TaxBehavior       *PostInvoiceitemsBodyTaxBehavior                           `json:"tax_behavior,omitempty"`
+	TaxCode           *canonical.Unsettable[string]                              `json:"tax_code,omitempty"` // tax_code= (empty) is Unset
+	TaxRates          []string                                                   `json:"tax_rates,omitempty"`
+	UnitAmount        *int64                                                     `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                                    `json:"unit_amount_decimal,omitempty"`
 }
+
+// PostInvoiceitemsBodyDiscountsItem is a request type (inline schema at
+// /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/discounts/anyOf/0/items).
+// One other inline schema of the same shape shares it.
+type PostInvoiceitemsBodyDiscountsItem struct {
+	Coupon   *string           `json:"coupon,omitempty"`
+	Discount *string           `json:"discount,omitempty"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoiceitemsBodyPeriod is a request type (inline schema at
+// /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/period).
+//
+// The period associated with this invoice item. When set to different values, the period will be
+// rendered on the invoice. If you have [Stripe Revenue
+// Recognition](https://stripe.com/docs/revenue-recognition) enabled, the period will be used to
+// recognize and defer revenue. See the [Revenue Recognition
+// documentation](https://stripe.com/docs/revenue-recognition/methodology/subscriptions-and-invoicing)
+// for details.
+type PostInvoiceitemsBodyPeriod struct {
+	End   int64             `json:"end"`
+	Start int64             `json:"start"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoiceitemsBodyPriceData is a request type (inline schema at
+// /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/price_data).
+// One other inline schema of the same shape shares it.
+//
+// Data used to generate a new [Price](https://stripe.com/docs/api/prices) object inline.
+type PostInvoiceitemsBodyPriceData struct {
+	Currency          string                                    `json:"currency"`
+	Product           string                                    `json:"product"`
+	TaxBehavior       *PostInvoiceitemsBodyPriceDataTaxBehavior `json:"tax_behavior,omitempty"`
+	UnitAmount        *int64                                    `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                   `json:"unit_amount_decimal,omitempty"`
+	Extra             canonical.Members                         `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoiceitemsBodyPriceDataTaxBehavior is a string enum (inline schema at
+// /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/price_data/properties/tax_behavior).
+type PostInvoiceitemsBodyPriceDataTaxBehavior string
+
+const (
+	PostInvoiceitemsBodyPriceDataTaxBehaviorExclusive   PostInvoiceitemsBodyPriceDataTaxBehavior = "exclusive"
+	PostInvoiceitemsBodyPriceDataTaxBehaviorInclusive   PostInvoiceitemsBodyPriceDataTaxBehavior = "inclusive"
+	PostInvoiceitemsBodyPriceDataTaxBehaviorUnspecified PostInvoiceitemsBodyPriceDataTaxBehavior = "unspecified"
+)
 
 // PostInvoiceitemsBodyTaxBehavior is a string enum (inline schema at
 // /paths/~1v1~1invoiceitems/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tax_behavior).
@@ -311,35 +1878,35 @@ const (
 // PostInvoicesBody is a request type (inline schema at
 // /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostInvoicesBody struct {
-	AccountTaxIds               json.RawMessage                              `json:"account_tax_ids,omitempty"`
-	ApplicationFeeAmount        *int64                                       `json:"application_fee_amount,omitempty"`
-	AutoAdvance                 *bool                                        `json:"auto_advance,omitempty"`
-	AutomaticTax                []canonical.FormField                        `json:"automatic_tax,omitempty"` // the automatic_tax[...] fields, in body order
-	CollectionMethod            *PostInvoicesBodyCollectionMethod            `json:"collection_method,omitempty"`
-	Currency                    *string                                      `json:"currency,omitempty"`
-	CustomFields                json.RawMessage                              `json:"custom_fields,omitempty"`
-	Customer                    *string                                      `json:"customer,omitempty"`
-	DaysUntilDue                *int64                                       `json:"days_until_due,omitempty"`
-	DefaultPaymentMethod        *string                                      `json:"default_payment_method,omitempty"`
-	DefaultSource               *string                                      `json:"default_source,omitempty"`
-	DefaultTaxRates             []string                                     `json:"default_tax_rates,omitempty"`
-	Description                 *string                                      `json:"description,omitempty"`
-	Discounts                   json.RawMessage                              `json:"discounts,omitempty"`
-	DueDate                     *int64                                       `json:"due_date,omitempty"`
-	EffectiveAt                 *int64                                       `json:"effective_at,omitempty"`
-	Expand                      []string                                     `json:"expand,omitempty"`
-	Footer                      *string                                      `json:"footer,omitempty"`
-	FromInvoice                 []canonical.FormField                        `json:"from_invoice,omitempty"` // the from_invoice[...] fields, in body order
-	Metadata                    json.RawMessage                              `json:"metadata,omitempty"`
-	OnBehalfOf                  *string                                      `json:"on_behalf_of,omitempty"`
-	PaymentSettings             []canonical.FormField                        `json:"payment_settings,omitempty"` // the payment_settings[...] fields, in body order
-	PendingInvoiceItemsBehavior *PostInvoicesBodyPendingInvoiceItemsBehavior `json:"pending_invoice_items_behavior,omitempty"`
-	RenderingOptions            json.RawMessage                              `json:"rendering_options,omitempty"`
-	ShippingCost                []canonical.FormField                        `json:"shipping_cost,omitempty"`    // the shipping_cost[...] fields, in body order
-	ShippingDetails             []canonical.FormField                        `json:"shipping_details,omitempty"` // the shipping_details[...] fields, in body order
-	StatementDescriptor         *string                                      `json:"statement_descriptor,omitempty"`
-	Subscription                *string                                      `json:"subscription,omitempty"`
-	TransferData                []canonical.FormField                        `json:"transfer_data,omitempty"` // the transfer_data[...] fields, in body order
+	AccountTaxIds               *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	ApplicationFeeAmount        *int64                                                                                      `json:"application_fee_amount,omitempty"`
+	AutoAdvance                 *bool                                                                                       `json:"auto_advance,omitempty"`
+	AutomaticTax                *PostCheckoutSessionsBodyAutomaticTax                                                       `json:"automatic_tax,omitempty"`
+	CollectionMethod            *PostInvoicesBodyCollectionMethod                                                           `json:"collection_method,omitempty"`
+	Currency                    *string                                                                                     `json:"currency,omitempty"`
+	CustomFields                *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"` // custom_fields= (empty) is Unset
+	Customer                    *string                                                                                     `json:"customer,omitempty"`
+	DaysUntilDue                *int64                                                                                      `json:"days_until_due,omitempty"`
+	DefaultPaymentMethod        *string                                                                                     `json:"default_payment_method,omitempty"`
+	DefaultSource               *string                                                                                     `json:"default_source,omitempty"`
+	DefaultTaxRates             []string                                                                                    `json:"default_tax_rates,omitempty"`
+	Description                 *string                                                                                     `json:"description,omitempty"`
+	Discounts                   *canonical.Unsettable[[]PostInvoiceitemsBodyDiscountsItem]                                  `json:"discounts,omitempty"` // discounts= (empty) is Unset
+	DueDate                     *int64                                                                                      `json:"due_date,omitempty"`
+	EffectiveAt                 *int64                                                                                      `json:"effective_at,omitempty"`
+	Expand                      []string                                                                                    `json:"expand,omitempty"`
+	Footer                      *string                                                                                     `json:"footer,omitempty"`
+	FromInvoice                 *PostInvoicesBodyFromInvoice                                                                `json:"from_invoice,omitempty"`
+	Metadata                    *canonical.Unsettable[map[string]string]                                                    `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	OnBehalfOf                  *string                                                                                     `json:"on_behalf_of,omitempty"`
+	PaymentSettings             *PostInvoicesBodyPaymentSettings                                                            `json:"payment_settings,omitempty"`
+	PendingInvoiceItemsBehavior *PostInvoicesBodyPendingInvoiceItemsBehavior                                                `json:"pending_invoice_items_behavior,omitempty"`
+	RenderingOptions            *canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions]   `json:"rendering_options,omitempty"` // rendering_options= (empty) is Unset
+	ShippingCost                *PostCheckoutSessionsBodyShippingOptionsItem                                                `json:"shipping_cost,omitempty"`
+	ShippingDetails             *PostInvoicesBodyShippingDetails                                                            `json:"shipping_details,omitempty"`
+	StatementDescriptor         *string                                                                                     `json:"statement_descriptor,omitempty"`
+	Subscription                *string                                                                                     `json:"subscription,omitempty"`
+	TransferData                *PostCheckoutSessionsBodyPaymentIntentDataTransferData                                      `json:"transfer_data,omitempty"`
 }
 
 // PostInvoicesBodyCollectionMethod is a string enum (inline schema at
@@ -349,6 +1916,232 @@ type PostInvoicesBodyCollectionMethod string
 const (
 	PostInvoicesBodyCollectionMethodChargeAutomatically PostInvoicesBodyCollectionMethod = "charge_automatically"
 	PostInvoicesBodyCollectionMethodSendInvoice         PostInvoicesBodyCollectionMethod = "send_invoice"
+)
+
+// PostInvoicesBodyFromInvoice is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/from_invoice).
+//
+// Revise an existing invoice. The new invoice will be created in `status=draft`. See the [revision
+// documentation](https://stripe.com/docs/invoicing/invoice-revisions) for more details.
+type PostInvoicesBodyFromInvoice struct {
+	Action  PostInvoicesBodyFromInvoiceAction `json:"action"`
+	Invoice string                            `json:"invoice"`
+	Extra   canonical.Members                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyFromInvoiceAction is a string enum (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/from_invoice/properties/action).
+type PostInvoicesBodyFromInvoiceAction string
+
+const (
+	PostInvoicesBodyFromInvoiceActionRevision PostInvoicesBodyFromInvoiceAction = "revision"
+)
+
+// PostInvoicesBodyPaymentSettings is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings).
+//
+// Configuration settings for the PaymentIntent that is generated when the invoice is finalized.
+type PostInvoicesBodyPaymentSettings struct {
+	DefaultMandate       *canonical.Unsettable[string]                                                  `json:"default_mandate,omitempty"` // default_mandate= (empty) is Unset
+	PaymentMethodOptions *PostInvoicesBodyPaymentSettingsPaymentMethodOptions                           `json:"payment_method_options,omitempty"`
+	PaymentMethodTypes   *canonical.Unsettable[[]PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem] `json:"payment_method_types,omitempty"` // payment_method_types= (empty) is Unset
+	Extra                canonical.Members                                                              `json:"-"`                              // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptions is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptions struct {
+	AcssDebit       *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit]       `json:"acss_debit,omitempty"`       // acss_debit= (empty) is Unset
+	Bancontact      *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact]      `json:"bancontact,omitempty"`       // bancontact= (empty) is Unset
+	Card            *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard]            `json:"card,omitempty"`             // card= (empty) is Unset
+	CustomerBalance *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance] `json:"customer_balance,omitempty"` // customer_balance= (empty) is Unset
+	Konbini         *canonical.Unsettable[map[string]json.RawMessage]                                         `json:"konbini,omitempty"`          // konbini= (empty) is Unset
+	UsBankAccount   *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount]   `json:"us_bank_account,omitempty"`  // us_bank_account= (empty) is Unset
+	Extra           canonical.Members                                                                         `json:"-"`                          // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/acss_debit/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit struct {
+	MandateOptions     *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions     `json:"mandate_options,omitempty"`
+	VerificationMethod *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod `json:"verification_method,omitempty"`
+	Extra              canonical.Members                                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions is a request type
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/mandate_options).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptions struct {
+	TransactionType *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType `json:"transaction_type,omitempty"`
+	Extra           canonical.Members                                                                          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType is a
+// string enum (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/mandate_options/properties/transaction_type).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypeBusiness PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "business"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypePersonal PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "personal"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod is a string enum
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/verification_method).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethodAutomatic     PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod = "automatic"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethodInstant       PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod = "instant"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethodMicrodeposits PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod = "microdeposits"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/bancontact/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact struct {
+	PreferredLanguage *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage `json:"preferred_language,omitempty"`
+	Extra             canonical.Members                                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage is a string enum
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/bancontact/anyOf/0/properties/preferred_language).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguageDe PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage = "de"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguageEn PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage = "en"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguageFr PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage = "fr"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguageNl PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage = "nl"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard struct {
+	Installments        *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments        `json:"installments,omitempty"`
+	RequestThreeDSecure *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure `json:"request_three_d_secure,omitempty"`
+	Extra               canonical.Members                                                           `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments is a request type (inline
+// schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/installments).
+// One other inline schema of the same shape shares it.
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments struct {
+	Enabled *bool                                                                                          `json:"enabled,omitempty"`
+	Plan    *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan] `json:"plan,omitempty"` // plan= (empty) is Unset
+	Extra   canonical.Members                                                                              `json:"-"`              // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan is a request type (inline
+// schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/installments/properties/plan/anyOf/0).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan struct {
+	Count    int64                                                                           `json:"count"`
+	Interval PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanInterval `json:"interval"`
+	Type     PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType     `json:"type"`
+	Extra    canonical.Members                                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanInterval is a string enum
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/installments/properties/plan/anyOf/0/properties/interval).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanInterval string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanIntervalMonth PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanInterval = "month"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType is a string enum
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/installments/properties/plan/anyOf/0/properties/type).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanTypeFixedCount PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType = "fixed_count"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure is a string enum
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/request_three_d_secure).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecureAny       PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure = "any"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecureAutomatic PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure = "automatic"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance is a request type (inline
+// schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/customer_balance/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance struct {
+	BankTransfer *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer `json:"bank_transfer,omitempty"`
+	FundingType  *string                                                                         `json:"funding_type,omitempty"`
+	Extra        canonical.Members                                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer is a request type
+// (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/customer_balance/anyOf/0/properties/bank_transfer).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBankTransfer struct {
+	EuBankTransfer *PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferEuBankTransfer `json:"eu_bank_transfer,omitempty"`
+	Type           *string                                                                                `json:"type,omitempty"`
+	Extra          canonical.Members                                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount is a request type (inline schema
+// at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/us_bank_account/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount struct {
+	FinancialConnections *PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialConnections      `json:"financial_connections,omitempty"`
+	VerificationMethod   *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod `json:"verification_method,omitempty"`
+	Extra                canonical.Members                                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod is a string
+// enum (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/verification_method).
+type PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethodAutomatic     PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod = "automatic"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethodInstant       PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod = "instant"
+	PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethodMicrodeposits PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod = "microdeposits"
+)
+
+// PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem is a string enum (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_types/anyOf/0/items).
+type PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem string
+
+const (
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemAchCreditTransfer PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "ach_credit_transfer"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemAchDebit          PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "ach_debit"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemAcssDebit         PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "acss_debit"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemAuBecsDebit       PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "au_becs_debit"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemBacsDebit         PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "bacs_debit"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemBancontact        PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "bancontact"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemBoleto            PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "boleto"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemCard              PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "card"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemCashapp           PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "cashapp"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemCustomerBalance   PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "customer_balance"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemFpx               PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "fpx"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemGiropay           PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "giropay"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemGrabpay           PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "grabpay"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemIdeal             PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "ideal"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemKonbini           PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "konbini"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemLink              PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "link"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemPaynow            PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "paynow"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemPaypal            PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "paypal"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemPromptpay         PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "promptpay"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemSepaDebit         PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "sepa_debit"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemSofort            PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "sofort"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemUsBankAccount     PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "us_bank_account"
+	PostInvoicesBodyPaymentSettingsPaymentMethodTypesItemWechatPay         PostInvoicesBodyPaymentSettingsPaymentMethodTypesItem = "wechat_pay"
 )
 
 // PostInvoicesBodyPendingInvoiceItemsBehavior is a string enum (inline schema at
@@ -361,40 +2154,73 @@ const (
 	PostInvoicesBodyPendingInvoiceItemsBehaviorIncludeAndRequire PostInvoicesBodyPendingInvoiceItemsBehavior = "include_and_require"
 )
 
+// PostInvoicesBodyShippingDetails is a request type (inline schema at
+// /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_details).
+//
+// Shipping details for the invoice. The Invoice PDF will use the `shipping_details` value if it is
+// set, otherwise the PDF will render the shipping address from the customer.
+type PostInvoicesBodyShippingDetails struct {
+	Address PostChargesBodyShippingAddress `json:"address"`
+	Name    string                         `json:"name"`
+	Phone   *canonical.Unsettable[string]  `json:"phone,omitempty"` // phone= (empty) is Unset
+	Extra   canonical.Members              `json:"-"`               // undeclared members, in canonical form: fingerprinted
+}
+
 // PostPaymentIntentsBody is a request type (inline schema at
 // /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPaymentIntentsBody struct {
-	Amount                    int64                                     `json:"amount"`
-	ApplicationFeeAmount      *int64                                    `json:"application_fee_amount,omitempty"`
-	AutomaticPaymentMethods   []canonical.FormField                     `json:"automatic_payment_methods,omitempty"` // the automatic_payment_methods[...] fields, in body order
-	CaptureMethod             *PostPaymentIntentsBodyCaptureMethod      `json:"capture_method,omitempty"`
-	Confirm                   *bool                                     `json:"confirm,omitempty"`
-	ConfirmationMethod        *PostPaymentIntentsBodyConfirmationMethod `json:"confirmation_method,omitempty"`
-	Currency                  string                                    `json:"currency"`
-	Customer                  *string                                   `json:"customer,omitempty"`
-	Description               *string                                   `json:"description,omitempty"`
-	ErrorOnRequiresAction     *bool                                     `json:"error_on_requires_action,omitempty"`
-	Expand                    []string                                  `json:"expand,omitempty"`
-	Mandate                   *string                                   `json:"mandate,omitempty"`
-	MandateData               json.RawMessage                           `json:"mandate_data,omitempty"`
-	Metadata                  []canonical.FormField                     `json:"metadata,omitempty"` // the metadata[...] fields, in body order
-	OffSession                json.RawMessage                           `json:"off_session,omitempty"`
-	OnBehalfOf                *string                                   `json:"on_behalf_of,omitempty"`
-	PaymentMethod             *string                                   `json:"payment_method,omitempty"`
-	PaymentMethodData         []canonical.FormField                     `json:"payment_method_data,omitempty"`    // the payment_method_data[...] fields, in body order
-	PaymentMethodOptions      []canonical.FormField                     `json:"payment_method_options,omitempty"` // the payment_method_options[...] fields, in body order
-	PaymentMethodTypes        []string                                  `json:"payment_method_types,omitempty"`
-	RadarOptions              []canonical.FormField                     `json:"radar_options,omitempty"` // the radar_options[...] fields, in body order
-	ReceiptEmail              *string                                   `json:"receipt_email,omitempty"`
-	ReturnURL                 *string                                   `json:"return_url,omitempty"`
-	SetupFutureUsage          *PostPaymentIntentsBodySetupFutureUsage   `json:"setup_future_usage,omitempty"`
-	Shipping                  []canonical.FormField                     `json:"shipping,omitempty"` // the shipping[...] fields, in body order
-	StatementDescriptor       *string                                   `json:"statement_descriptor,omitempty"`
-	StatementDescriptorSuffix *string                                   `json:"statement_descriptor_suffix,omitempty"`
-	TransferData              []canonical.FormField                     `json:"transfer_data,omitempty"` // the transfer_data[...] fields, in body order
-	TransferGroup             *string                                   `json:"transfer_group,omitempty"`
-	UseStripeSdk              *bool                                     `json:"use_stripe_sdk,omitempty"`
+	Amount                    int64                                                    `json:"amount"`
+	ApplicationFeeAmount      *int64                                                   `json:"application_fee_amount,omitempty"`
+	AutomaticPaymentMethods   *PostPaymentIntentsBodyAutomaticPaymentMethods           `json:"automatic_payment_methods,omitempty"`
+	CaptureMethod             *PostPaymentIntentsBodyCaptureMethod                     `json:"capture_method,omitempty"`
+	Confirm                   *bool                                                    `json:"confirm,omitempty"`
+	ConfirmationMethod        *PostPaymentIntentsBodyConfirmationMethod                `json:"confirmation_method,omitempty"`
+	Currency                  string                                                   `json:"currency"`
+	Customer                  *string                                                  `json:"customer,omitempty"`
+	Description               *string                                                  `json:"description,omitempty"`
+	ErrorOnRequiresAction     *bool                                                    `json:"error_on_requires_action,omitempty"`
+	Expand                    []string                                                 `json:"expand,omitempty"`
+	Mandate                   *string                                                  `json:"mandate,omitempty"`
+	MandateData               *canonical.Unsettable[PostPaymentIntentsBodyMandateData] `json:"mandate_data,omitempty"` // mandate_data= (empty) is Unset
+	Metadata                  map[string]string                                        `json:"metadata,omitempty"`
+	OffSession                json.RawMessage                                          `json:"off_session,omitempty"`
+	OnBehalfOf                *string                                                  `json:"on_behalf_of,omitempty"`
+	PaymentMethod             *string                                                  `json:"payment_method,omitempty"`
+	PaymentMethodData         *PostPaymentIntentsBodyPaymentMethodData                 `json:"payment_method_data,omitempty"`
+	PaymentMethodOptions      *PostPaymentIntentsBodyPaymentMethodOptions              `json:"payment_method_options,omitempty"`
+	PaymentMethodTypes        []string                                                 `json:"payment_method_types,omitempty"`
+	RadarOptions              *PostChargesBodyRadarOptions                             `json:"radar_options,omitempty"`
+	ReceiptEmail              *string                                                  `json:"receipt_email,omitempty"`
+	ReturnURL                 *string                                                  `json:"return_url,omitempty"`
+	SetupFutureUsage          *PostPaymentIntentsBodySetupFutureUsage                  `json:"setup_future_usage,omitempty"`
+	Shipping                  *PostChargesBodyShipping                                 `json:"shipping,omitempty"`
+	StatementDescriptor       *string                                                  `json:"statement_descriptor,omitempty"`
+	StatementDescriptorSuffix *string                                                  `json:"statement_descriptor_suffix,omitempty"`
+	TransferData              *PostCheckoutSessionsBodyPaymentIntentDataTransferData   `json:"transfer_data,omitempty"`
+	TransferGroup             *string                                                  `json:"transfer_group,omitempty"`
+	UseStripeSdk              *bool                                                    `json:"use_stripe_sdk,omitempty"`
 }
+
+// PostPaymentIntentsBodyAutomaticPaymentMethods is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/automatic_payment_methods).
+// One other inline schema of the same shape shares it.
+//
+// When enabled, this PaymentIntent will accept payment methods that you have enabled in the
+// Dashboard and are compatible with this PaymentIntent's other parameters.
+type PostPaymentIntentsBodyAutomaticPaymentMethods struct {
+	AllowRedirects *PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects `json:"allow_redirects,omitempty"`
+	Enabled        bool                                                         `json:"enabled"`
+	Extra          canonical.Members                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/automatic_payment_methods/properties/allow_redirects).
+type PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects string
+
+const (
+	PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirectsAlways PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects = "always"
+	PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirectsNever  PostPaymentIntentsBodyAutomaticPaymentMethodsAllowRedirects = "never"
+)
 
 // PostPaymentIntentsBodyCaptureMethod is a string enum (inline schema at
 // /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/capture_method).
@@ -415,6 +2241,1098 @@ const (
 	PostPaymentIntentsBodyConfirmationMethodManual    PostPaymentIntentsBodyConfirmationMethod = "manual"
 )
 
+// PostPaymentIntentsBodyMandateData is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/mandate_data/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyMandateData struct {
+	CustomerAcceptance PostPaymentIntentsBodyMandateDataCustomerAcceptance `json:"customer_acceptance"`
+	Extra              canonical.Members                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyMandateDataCustomerAcceptance is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/mandate_data/anyOf/0/properties/customer_acceptance).
+type PostPaymentIntentsBodyMandateDataCustomerAcceptance struct {
+	AcceptedAt *int64                                                     `json:"accepted_at,omitempty"`
+	Offline    map[string]json.RawMessage                                 `json:"offline,omitempty"`
+	Online     *PostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline `json:"online,omitempty"`
+	Type       PostPaymentIntentsBodyMandateDataCustomerAcceptanceType    `json:"type"`
+	Extra      canonical.Members                                          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/mandate_data/anyOf/0/properties/customer_acceptance/properties/online).
+type PostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline struct {
+	IPAddress string            `json:"ip_address"`
+	UserAgent string            `json:"user_agent"`
+	Extra     canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyMandateDataCustomerAcceptanceType is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/mandate_data/anyOf/0/properties/customer_acceptance/properties/type).
+type PostPaymentIntentsBodyMandateDataCustomerAcceptanceType string
+
+const (
+	PostPaymentIntentsBodyMandateDataCustomerAcceptanceTypeOffline PostPaymentIntentsBodyMandateDataCustomerAcceptanceType = "offline"
+	PostPaymentIntentsBodyMandateDataCustomerAcceptanceTypeOnline  PostPaymentIntentsBodyMandateDataCustomerAcceptanceType = "online"
+)
+
+// PostPaymentIntentsBodyPaymentMethodData is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data).
+// One other inline schema of the same shape shares it.
+//
+// If provided, this hash will be used to create a PaymentMethod. The new PaymentMethod will appear
+// in the
+// [payment_method](https://stripe.com/docs/api/payment_intents/object#payment_intent_object-payment_method)
+// property on the PaymentIntent.
+type PostPaymentIntentsBodyPaymentMethodData struct {
+	AcssDebit        *PostPaymentIntentsBodyPaymentMethodDataAcssDebit      `json:"acss_debit,omitempty"`
+	Affirm           map[string]json.RawMessage                             `json:"affirm,omitempty"`
+	AfterpayClearpay map[string]json.RawMessage                             `json:"afterpay_clearpay,omitempty"`
+	Alipay           map[string]json.RawMessage                             `json:"alipay,omitempty"`
+	AuBecsDebit      *PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit    `json:"au_becs_debit,omitempty"`
+	BacsDebit        *PostPaymentIntentsBodyPaymentMethodDataBacsDebit      `json:"bacs_debit,omitempty"`
+	Bancontact       map[string]json.RawMessage                             `json:"bancontact,omitempty"`
+	BillingDetails   *PostPaymentIntentsBodyPaymentMethodDataBillingDetails `json:"billing_details,omitempty"`
+	Blik             map[string]json.RawMessage                             `json:"blik,omitempty"`
+	Boleto           *PostPaymentIntentsBodyPaymentMethodDataBoleto         `json:"boleto,omitempty"`
+	Cashapp          map[string]json.RawMessage                             `json:"cashapp,omitempty"`
+	CustomerBalance  map[string]json.RawMessage                             `json:"customer_balance,omitempty"`
+	Eps              *PostPaymentIntentsBodyPaymentMethodDataEps            `json:"eps,omitempty"`
+	Fpx              *PostPaymentIntentsBodyPaymentMethodDataFpx            `json:"fpx,omitempty"`
+	Giropay          map[string]json.RawMessage                             `json:"giropay,omitempty"`
+	Grabpay          map[string]json.RawMessage                             `json:"grabpay,omitempty"`
+	Ideal            *PostPaymentIntentsBodyPaymentMethodDataIdeal          `json:"ideal,omitempty"`
+	InteracPresent   map[string]json.RawMessage                             `json:"interac_present,omitempty"`
+	Klarna           *PostPaymentIntentsBodyPaymentMethodDataKlarna         `json:"klarna,omitempty"`
+	Konbini          map[string]json.RawMessage                             `json:"konbini,omitempty"`
+	Link             map[string]json.RawMessage                             `json:"link,omitempty"`
+	Metadata         map[string]string                                      `json:"metadata,omitempty"`
+	Oxxo             map[string]json.RawMessage                             `json:"oxxo,omitempty"`
+	P24              *PostPaymentIntentsBodyPaymentMethodDataP24            `json:"p24,omitempty"`
+	Paynow           map[string]json.RawMessage                             `json:"paynow,omitempty"`
+	Paypal           map[string]json.RawMessage                             `json:"paypal,omitempty"`
+	Pix              map[string]json.RawMessage                             `json:"pix,omitempty"`
+	Promptpay        map[string]json.RawMessage                             `json:"promptpay,omitempty"`
+	RadarOptions     *PostChargesBodyRadarOptions                           `json:"radar_options,omitempty"`
+	SepaDebit        *PostPaymentIntentsBodyPaymentMethodDataSepaDebit      `json:"sepa_debit,omitempty"`
+	Sofort           *PostPaymentIntentsBodyPaymentMethodDataSofort         `json:"sofort,omitempty"`
+	Type             PostPaymentIntentsBodyPaymentMethodDataType            `json:"type"`
+	UsBankAccount    *PostPaymentIntentsBodyPaymentMethodDataUsBankAccount  `json:"us_bank_account,omitempty"`
+	WechatPay        map[string]json.RawMessage                             `json:"wechat_pay,omitempty"`
+	Zip              map[string]json.RawMessage                             `json:"zip,omitempty"`
+	Extra            canonical.Members                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataAcssDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/acss_debit).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataAcssDebit struct {
+	AccountNumber     string            `json:"account_number"`
+	InstitutionNumber string            `json:"institution_number"`
+	TransitNumber     string            `json:"transit_number"`
+	Extra             canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/au_becs_debit).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit struct {
+	AccountNumber string            `json:"account_number"`
+	BsbNumber     string            `json:"bsb_number"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataBacsDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/bacs_debit).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataBacsDebit struct {
+	AccountNumber *string           `json:"account_number,omitempty"`
+	SortCode      *string           `json:"sort_code,omitempty"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataBillingDetails is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/billing_details).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataBillingDetails struct {
+	Address *canonical.Unsettable[PostChargesBodyShippingAddress] `json:"address,omitempty"` // address= (empty) is Unset
+	Email   *canonical.Unsettable[string]                         `json:"email,omitempty"`   // email= (empty) is Unset
+	Name    *canonical.Unsettable[string]                         `json:"name,omitempty"`    // name= (empty) is Unset
+	Phone   *canonical.Unsettable[string]                         `json:"phone,omitempty"`   // phone= (empty) is Unset
+	Extra   canonical.Members                                     `json:"-"`                 // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataBoleto is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/boleto).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataBoleto struct {
+	TaxID string            `json:"tax_id"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataEps is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/eps).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataEps struct {
+	Bank  *PostPaymentIntentsBodyPaymentMethodDataEpsBank `json:"bank,omitempty"`
+	Extra canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataEpsBank is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/eps/properties/bank).
+type PostPaymentIntentsBodyPaymentMethodDataEpsBank string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankArzteUndApothekerBank                PostPaymentIntentsBodyPaymentMethodDataEpsBank = "arzte_und_apotheker_bank"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankAustrianAnadiBankAg                  PostPaymentIntentsBodyPaymentMethodDataEpsBank = "austrian_anadi_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBankAustria                          PostPaymentIntentsBodyPaymentMethodDataEpsBank = "bank_austria"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBankhausCarlSpangler                 PostPaymentIntentsBodyPaymentMethodDataEpsBank = "bankhaus_carl_spangler"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBankhausSchelhammerUndSchatteraAg    PostPaymentIntentsBodyPaymentMethodDataEpsBank = "bankhaus_schelhammer_und_schattera_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBawagPskAg                           PostPaymentIntentsBodyPaymentMethodDataEpsBank = "bawag_psk_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBksBankAg                            PostPaymentIntentsBodyPaymentMethodDataEpsBank = "bks_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBrullKallmusBankAg                   PostPaymentIntentsBodyPaymentMethodDataEpsBank = "brull_kallmus_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankBtvVierLanderBank                    PostPaymentIntentsBodyPaymentMethodDataEpsBank = "btv_vier_lander_bank"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankCapitalBankGraweGruppeAg             PostPaymentIntentsBodyPaymentMethodDataEpsBank = "capital_bank_grawe_gruppe_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankDeutscheBankAg                       PostPaymentIntentsBodyPaymentMethodDataEpsBank = "deutsche_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankDolomitenbank                        PostPaymentIntentsBodyPaymentMethodDataEpsBank = "dolomitenbank"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankEasybankAg                           PostPaymentIntentsBodyPaymentMethodDataEpsBank = "easybank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankErsteBankUndSparkassen               PostPaymentIntentsBodyPaymentMethodDataEpsBank = "erste_bank_und_sparkassen"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoAlpeadriabankInternationalAg     PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_alpeadriabank_international_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoBankBurgenlandAktiengesellschaft PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_bank_burgenland_aktiengesellschaft"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoNoeLbFurNiederosterreichUWien    PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_noe_lb_fur_niederosterreich_u_wien"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoOberosterreichSalzburgSteiermark PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_oberosterreich_salzburg_steiermark"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoTirolBankAg                      PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_tirol_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankHypoVorarlbergBankAg                 PostPaymentIntentsBodyPaymentMethodDataEpsBank = "hypo_vorarlberg_bank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankMarchfelderBank                      PostPaymentIntentsBodyPaymentMethodDataEpsBank = "marchfelder_bank"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankOberbankAg                           PostPaymentIntentsBodyPaymentMethodDataEpsBank = "oberbank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankRaiffeisenBankengruppeOsterreich     PostPaymentIntentsBodyPaymentMethodDataEpsBank = "raiffeisen_bankengruppe_osterreich"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankSchoellerbankAg                      PostPaymentIntentsBodyPaymentMethodDataEpsBank = "schoellerbank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankSpardaBankWien                       PostPaymentIntentsBodyPaymentMethodDataEpsBank = "sparda_bank_wien"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankVolksbankGruppe                      PostPaymentIntentsBodyPaymentMethodDataEpsBank = "volksbank_gruppe"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankVolkskreditbankAg                    PostPaymentIntentsBodyPaymentMethodDataEpsBank = "volkskreditbank_ag"
+	PostPaymentIntentsBodyPaymentMethodDataEpsBankVrBankBraunau                        PostPaymentIntentsBodyPaymentMethodDataEpsBank = "vr_bank_braunau"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataFpx is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/fpx).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataFpx struct {
+	Bank  PostPaymentIntentsBodyPaymentMethodDataFpxBank `json:"bank"`
+	Extra canonical.Members                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataFpxBank is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/fpx/properties/bank).
+type PostPaymentIntentsBodyPaymentMethodDataFpxBank string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankAffinBank         PostPaymentIntentsBodyPaymentMethodDataFpxBank = "affin_bank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankAgrobank          PostPaymentIntentsBodyPaymentMethodDataFpxBank = "agrobank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankAllianceBank      PostPaymentIntentsBodyPaymentMethodDataFpxBank = "alliance_bank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankAmbank            PostPaymentIntentsBodyPaymentMethodDataFpxBank = "ambank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankBankIslam         PostPaymentIntentsBodyPaymentMethodDataFpxBank = "bank_islam"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankBankMuamalat      PostPaymentIntentsBodyPaymentMethodDataFpxBank = "bank_muamalat"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankBankOfChina       PostPaymentIntentsBodyPaymentMethodDataFpxBank = "bank_of_china"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankBankRakyat        PostPaymentIntentsBodyPaymentMethodDataFpxBank = "bank_rakyat"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankBsn               PostPaymentIntentsBodyPaymentMethodDataFpxBank = "bsn"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankCimb              PostPaymentIntentsBodyPaymentMethodDataFpxBank = "cimb"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankDeutscheBank      PostPaymentIntentsBodyPaymentMethodDataFpxBank = "deutsche_bank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankHongLeongBank     PostPaymentIntentsBodyPaymentMethodDataFpxBank = "hong_leong_bank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankHsbc              PostPaymentIntentsBodyPaymentMethodDataFpxBank = "hsbc"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankKfh               PostPaymentIntentsBodyPaymentMethodDataFpxBank = "kfh"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankMaybank2e         PostPaymentIntentsBodyPaymentMethodDataFpxBank = "maybank2e"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankMaybank2u         PostPaymentIntentsBodyPaymentMethodDataFpxBank = "maybank2u"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankOcbc              PostPaymentIntentsBodyPaymentMethodDataFpxBank = "ocbc"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankPbEnterprise      PostPaymentIntentsBodyPaymentMethodDataFpxBank = "pb_enterprise"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankPublicBank        PostPaymentIntentsBodyPaymentMethodDataFpxBank = "public_bank"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankRhb               PostPaymentIntentsBodyPaymentMethodDataFpxBank = "rhb"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankStandardChartered PostPaymentIntentsBodyPaymentMethodDataFpxBank = "standard_chartered"
+	PostPaymentIntentsBodyPaymentMethodDataFpxBankUob               PostPaymentIntentsBodyPaymentMethodDataFpxBank = "uob"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataIdeal is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/ideal).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataIdeal struct {
+	Bank  *PostPaymentIntentsBodyPaymentMethodDataIdealBank `json:"bank,omitempty"`
+	Extra canonical.Members                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataIdealBank is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/ideal/properties/bank).
+type PostPaymentIntentsBodyPaymentMethodDataIdealBank string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankAbnAmro       PostPaymentIntentsBodyPaymentMethodDataIdealBank = "abn_amro"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankAsnBank       PostPaymentIntentsBodyPaymentMethodDataIdealBank = "asn_bank"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankBunq          PostPaymentIntentsBodyPaymentMethodDataIdealBank = "bunq"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankHandelsbanken PostPaymentIntentsBodyPaymentMethodDataIdealBank = "handelsbanken"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankIng           PostPaymentIntentsBodyPaymentMethodDataIdealBank = "ing"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankKnab          PostPaymentIntentsBodyPaymentMethodDataIdealBank = "knab"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankMoneyou       PostPaymentIntentsBodyPaymentMethodDataIdealBank = "moneyou"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankN26           PostPaymentIntentsBodyPaymentMethodDataIdealBank = "n26"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankRabobank      PostPaymentIntentsBodyPaymentMethodDataIdealBank = "rabobank"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankRegiobank     PostPaymentIntentsBodyPaymentMethodDataIdealBank = "regiobank"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankRevolut       PostPaymentIntentsBodyPaymentMethodDataIdealBank = "revolut"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankSnsBank       PostPaymentIntentsBodyPaymentMethodDataIdealBank = "sns_bank"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankTriodosBank   PostPaymentIntentsBodyPaymentMethodDataIdealBank = "triodos_bank"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankVanLanschot   PostPaymentIntentsBodyPaymentMethodDataIdealBank = "van_lanschot"
+	PostPaymentIntentsBodyPaymentMethodDataIdealBankYoursafe      PostPaymentIntentsBodyPaymentMethodDataIdealBank = "yoursafe"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataKlarna is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/klarna).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataKlarna struct {
+	Dob   *PostPaymentIntentsBodyPaymentMethodDataKlarnaDob `json:"dob,omitempty"`
+	Extra canonical.Members                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataKlarnaDob is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/klarna/properties/dob).
+type PostPaymentIntentsBodyPaymentMethodDataKlarnaDob struct {
+	Day   int64             `json:"day"`
+	Month int64             `json:"month"`
+	Year  int64             `json:"year"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataP24 is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/p24).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataP24 struct {
+	Bank  *PostPaymentIntentsBodyPaymentMethodDataP24Bank `json:"bank,omitempty"`
+	Extra canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataP24Bank is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/p24/properties/bank).
+type PostPaymentIntentsBodyPaymentMethodDataP24Bank string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataP24BankAliorBank            PostPaymentIntentsBodyPaymentMethodDataP24Bank = "alior_bank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBankMillennium       PostPaymentIntentsBodyPaymentMethodDataP24Bank = "bank_millennium"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBankNowyBfgSa        PostPaymentIntentsBodyPaymentMethodDataP24Bank = "bank_nowy_bfg_sa"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBankPekaoSa          PostPaymentIntentsBodyPaymentMethodDataP24Bank = "bank_pekao_sa"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBankiSpbdzielcze     PostPaymentIntentsBodyPaymentMethodDataP24Bank = "banki_spbdzielcze"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBlik                 PostPaymentIntentsBodyPaymentMethodDataP24Bank = "blik"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBnpParibas           PostPaymentIntentsBodyPaymentMethodDataP24Bank = "bnp_paribas"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankBoz                  PostPaymentIntentsBodyPaymentMethodDataP24Bank = "boz"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankCitiHandlowy         PostPaymentIntentsBodyPaymentMethodDataP24Bank = "citi_handlowy"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankCreditAgricole       PostPaymentIntentsBodyPaymentMethodDataP24Bank = "credit_agricole"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankEnvelobank           PostPaymentIntentsBodyPaymentMethodDataP24Bank = "envelobank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankEtransferPocztowy24  PostPaymentIntentsBodyPaymentMethodDataP24Bank = "etransfer_pocztowy24"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankGetinBank            PostPaymentIntentsBodyPaymentMethodDataP24Bank = "getin_bank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankIdeabank             PostPaymentIntentsBodyPaymentMethodDataP24Bank = "ideabank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankIng                  PostPaymentIntentsBodyPaymentMethodDataP24Bank = "ing"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankInteligo             PostPaymentIntentsBodyPaymentMethodDataP24Bank = "inteligo"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankMbankMtransfer       PostPaymentIntentsBodyPaymentMethodDataP24Bank = "mbank_mtransfer"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankNestPrzelew          PostPaymentIntentsBodyPaymentMethodDataP24Bank = "nest_przelew"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankNoblePay             PostPaymentIntentsBodyPaymentMethodDataP24Bank = "noble_pay"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankPbacZIpko            PostPaymentIntentsBodyPaymentMethodDataP24Bank = "pbac_z_ipko"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankPlusBank             PostPaymentIntentsBodyPaymentMethodDataP24Bank = "plus_bank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankSantanderPrzelew24   PostPaymentIntentsBodyPaymentMethodDataP24Bank = "santander_przelew24"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankTmobileUsbugiBankowe PostPaymentIntentsBodyPaymentMethodDataP24Bank = "tmobile_usbugi_bankowe"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankToyotaBank           PostPaymentIntentsBodyPaymentMethodDataP24Bank = "toyota_bank"
+	PostPaymentIntentsBodyPaymentMethodDataP24BankVolkswagenBank       PostPaymentIntentsBodyPaymentMethodDataP24Bank = "volkswagen_bank"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataSepaDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/sepa_debit).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataSepaDebit struct {
+	Iban  string            `json:"iban"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataSofort is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/sofort).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataSofort struct {
+	Country PostPaymentIntentsBodyPaymentMethodDataSofortCountry `json:"country"`
+	Extra   canonical.Members                                    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataSofortCountry is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/sofort/properties/country).
+type PostPaymentIntentsBodyPaymentMethodDataSofortCountry string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryAT PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "AT"
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryBE PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "BE"
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryDE PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "DE"
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryES PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "ES"
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryIT PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "IT"
+	PostPaymentIntentsBodyPaymentMethodDataSofortCountryNL PostPaymentIntentsBodyPaymentMethodDataSofortCountry = "NL"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataType is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/type).
+type PostPaymentIntentsBodyPaymentMethodDataType string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataTypeAcssDebit        PostPaymentIntentsBodyPaymentMethodDataType = "acss_debit"
+	PostPaymentIntentsBodyPaymentMethodDataTypeAffirm           PostPaymentIntentsBodyPaymentMethodDataType = "affirm"
+	PostPaymentIntentsBodyPaymentMethodDataTypeAfterpayClearpay PostPaymentIntentsBodyPaymentMethodDataType = "afterpay_clearpay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeAlipay           PostPaymentIntentsBodyPaymentMethodDataType = "alipay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeAuBecsDebit      PostPaymentIntentsBodyPaymentMethodDataType = "au_becs_debit"
+	PostPaymentIntentsBodyPaymentMethodDataTypeBacsDebit        PostPaymentIntentsBodyPaymentMethodDataType = "bacs_debit"
+	PostPaymentIntentsBodyPaymentMethodDataTypeBancontact       PostPaymentIntentsBodyPaymentMethodDataType = "bancontact"
+	PostPaymentIntentsBodyPaymentMethodDataTypeBlik             PostPaymentIntentsBodyPaymentMethodDataType = "blik"
+	PostPaymentIntentsBodyPaymentMethodDataTypeBoleto           PostPaymentIntentsBodyPaymentMethodDataType = "boleto"
+	PostPaymentIntentsBodyPaymentMethodDataTypeCashapp          PostPaymentIntentsBodyPaymentMethodDataType = "cashapp"
+	PostPaymentIntentsBodyPaymentMethodDataTypeCustomerBalance  PostPaymentIntentsBodyPaymentMethodDataType = "customer_balance"
+	PostPaymentIntentsBodyPaymentMethodDataTypeEps              PostPaymentIntentsBodyPaymentMethodDataType = "eps"
+	PostPaymentIntentsBodyPaymentMethodDataTypeFpx              PostPaymentIntentsBodyPaymentMethodDataType = "fpx"
+	PostPaymentIntentsBodyPaymentMethodDataTypeGiropay          PostPaymentIntentsBodyPaymentMethodDataType = "giropay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeGrabpay          PostPaymentIntentsBodyPaymentMethodDataType = "grabpay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeIdeal            PostPaymentIntentsBodyPaymentMethodDataType = "ideal"
+	PostPaymentIntentsBodyPaymentMethodDataTypeKlarna           PostPaymentIntentsBodyPaymentMethodDataType = "klarna"
+	PostPaymentIntentsBodyPaymentMethodDataTypeKonbini          PostPaymentIntentsBodyPaymentMethodDataType = "konbini"
+	PostPaymentIntentsBodyPaymentMethodDataTypeLink             PostPaymentIntentsBodyPaymentMethodDataType = "link"
+	PostPaymentIntentsBodyPaymentMethodDataTypeOxxo             PostPaymentIntentsBodyPaymentMethodDataType = "oxxo"
+	PostPaymentIntentsBodyPaymentMethodDataTypeP24              PostPaymentIntentsBodyPaymentMethodDataType = "p24"
+	PostPaymentIntentsBodyPaymentMethodDataTypePaynow           PostPaymentIntentsBodyPaymentMethodDataType = "paynow"
+	PostPaymentIntentsBodyPaymentMethodDataTypePaypal           PostPaymentIntentsBodyPaymentMethodDataType = "paypal"
+	PostPaymentIntentsBodyPaymentMethodDataTypePix              PostPaymentIntentsBodyPaymentMethodDataType = "pix"
+	PostPaymentIntentsBodyPaymentMethodDataTypePromptpay        PostPaymentIntentsBodyPaymentMethodDataType = "promptpay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeSepaDebit        PostPaymentIntentsBodyPaymentMethodDataType = "sepa_debit"
+	PostPaymentIntentsBodyPaymentMethodDataTypeSofort           PostPaymentIntentsBodyPaymentMethodDataType = "sofort"
+	PostPaymentIntentsBodyPaymentMethodDataTypeUsBankAccount    PostPaymentIntentsBodyPaymentMethodDataType = "us_bank_account"
+	PostPaymentIntentsBodyPaymentMethodDataTypeWechatPay        PostPaymentIntentsBodyPaymentMethodDataType = "wechat_pay"
+	PostPaymentIntentsBodyPaymentMethodDataTypeZip              PostPaymentIntentsBodyPaymentMethodDataType = "zip"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataUsBankAccount is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/us_bank_account).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodDataUsBankAccount struct {
+	AccountHolderType           *PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType `json:"account_holder_type,omitempty"`
+	AccountNumber               *string                                                                `json:"account_number,omitempty"`
+	AccountType                 *PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType       `json:"account_type,omitempty"`
+	FinancialConnectionsAccount *string                                                                `json:"financial_connections_account,omitempty"`
+	RoutingNumber               *string                                                                `json:"routing_number,omitempty"`
+	Extra                       canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/us_bank_account/properties/account_holder_type).
+type PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderTypeCompany    PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType = "company"
+	PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderTypeIndividual PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountHolderType = "individual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_data/properties/us_bank_account/properties/account_type).
+type PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountTypeChecking PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType = "checking"
+	PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountTypeSavings  PostPaymentIntentsBodyPaymentMethodDataUsBankAccountAccountType = "savings"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptions is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options).
+//
+// Payment-method-specific configuration for this PaymentIntent.
+type PostPaymentIntentsBodyPaymentMethodOptions struct {
+	AcssDebit        *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAcssDebit]         `json:"acss_debit,omitempty"`        // acss_debit= (empty) is Unset
+	Affirm           *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAffirm]            `json:"affirm,omitempty"`            // affirm= (empty) is Unset
+	AfterpayClearpay *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay]  `json:"afterpay_clearpay,omitempty"` // afterpay_clearpay= (empty) is Unset
+	Alipay           *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAlipay]            `json:"alipay,omitempty"`            // alipay= (empty) is Unset
+	AuBecsDebit      *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit]       `json:"au_becs_debit,omitempty"`     // au_becs_debit= (empty) is Unset
+	BacsDebit        *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit]       `json:"bacs_debit,omitempty"`        // bacs_debit= (empty) is Unset
+	Bancontact       *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBancontact]        `json:"bancontact,omitempty"`        // bancontact= (empty) is Unset
+	Blik             *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBlik]              `json:"blik,omitempty"`              // blik= (empty) is Unset
+	Boleto           *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsBoleto]            `json:"boleto,omitempty"`            // boleto= (empty) is Unset
+	Card             *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCard]              `json:"card,omitempty"`              // card= (empty) is Unset
+	CardPresent      *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCardPresent]       `json:"card_present,omitempty"`      // card_present= (empty) is Unset
+	Cashapp          *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsCashapp]           `json:"cashapp,omitempty"`           // cashapp= (empty) is Unset
+	CustomerBalance  *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance] `json:"customer_balance,omitempty"`  // customer_balance= (empty) is Unset
+	Eps              *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"eps,omitempty"`               // eps= (empty) is Unset
+	Fpx              *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"fpx,omitempty"`               // fpx= (empty) is Unset
+	Giropay          *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"giropay,omitempty"`           // giropay= (empty) is Unset
+	Grabpay          *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"grabpay,omitempty"`           // grabpay= (empty) is Unset
+	Ideal            *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsAlipay]            `json:"ideal,omitempty"`             // ideal= (empty) is Unset
+	InteracPresent   *canonical.Unsettable[map[string]json.RawMessage]                                  `json:"interac_present,omitempty"`   // interac_present= (empty) is Unset
+	Klarna           *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsKlarna]            `json:"klarna,omitempty"`            // klarna= (empty) is Unset
+	Konbini          *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsKonbini]           `json:"konbini,omitempty"`           // konbini= (empty) is Unset
+	Link             *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsLink]              `json:"link,omitempty"`              // link= (empty) is Unset
+	Oxxo             *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsKonbini]         `json:"oxxo,omitempty"`              // oxxo= (empty) is Unset
+	P24              *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsP24]             `json:"p24,omitempty"`               // p24= (empty) is Unset
+	Paynow           *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"paynow,omitempty"`            // paynow= (empty) is Unset
+	Paypal           *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsPaypal]          `json:"paypal,omitempty"`            // paypal= (empty) is Unset
+	Pix              *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsPix]               `json:"pix,omitempty"`               // pix= (empty) is Unset
+	Promptpay        *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"promptpay,omitempty"`         // promptpay= (empty) is Unset
+	SepaDebit        *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsSepaDebit]         `json:"sepa_debit,omitempty"`        // sepa_debit= (empty) is Unset
+	Sofort           *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsSofort]            `json:"sofort,omitempty"`            // sofort= (empty) is Unset
+	UsBankAccount    *canonical.Unsettable[PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount]     `json:"us_bank_account,omitempty"`   // us_bank_account= (empty) is Unset
+	WechatPay        *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay]       `json:"wechat_pay,omitempty"`        // wechat_pay= (empty) is Unset
+	Zip              *canonical.Unsettable[PostCheckoutSessionsBodyPaymentMethodOptionsAffirm]          `json:"zip,omitempty"`               // zip= (empty) is Unset
+	Extra            canonical.Members                                                                  `json:"-"`                           // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebit struct {
+	MandateOptions     *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions     `json:"mandate_options,omitempty"`
+	SetupFutureUsage   *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage   `json:"setup_future_usage,omitempty"`
+	VerificationMethod *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod `json:"verification_method,omitempty"`
+	Extra              canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions is a request type (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/mandate_options).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions struct {
+	CustomMandateURL    *canonical.Unsettable[string]                                                     `json:"custom_mandate_url,omitempty"` // custom_mandate_url= (empty) is Unset
+	IntervalDescription *string                                                                           `json:"interval_description,omitempty"`
+	PaymentSchedule     *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule `json:"payment_schedule,omitempty"`
+	TransactionType     *PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType `json:"transaction_type,omitempty"`
+	Extra               canonical.Members                                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/mandate_options/properties/payment_schedule).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleCombined PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "combined"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleInterval PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "interval"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentScheduleSporadic PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsPaymentSchedule = "sporadic"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/mandate_options/properties/transaction_type).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypeBusiness PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "business"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionTypePersonal PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType = "personal"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/anyOf/0/properties/verification_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodAutomatic     PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "automatic"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodInstant       PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "instant"
+	PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodMicrodeposits PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "microdeposits"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAffirm is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/affirm/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsAffirm struct {
+	CaptureMethod    *PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod    `json:"capture_method,omitempty"`
+	PreferredLocale  *string                                                           `json:"preferred_locale,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/affirm/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsAffirmCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/affirm/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsageNone PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage = "none"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/afterpay_clearpay/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay struct {
+	CaptureMethod    *PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod    `json:"capture_method,omitempty"`
+	Reference        *string                                                                     `json:"reference,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                           `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/afterpay_clearpay/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpayCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/afterpay_clearpay/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsageNone PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage = "none"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAlipay is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/alipay/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodOptionsAlipay struct {
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/alipay/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage = "off_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/au_becs_debit/anyOf/0).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit struct {
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/au_becs_debit/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBancontact is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/bancontact/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsBancontact struct {
+	PreferredLanguage *PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage `json:"preferred_language,omitempty"`
+	SetupFutureUsage  *PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage  `json:"setup_future_usage,omitempty"`
+	Extra             canonical.Members                                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/bancontact/anyOf/0/properties/preferred_language).
+type PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguageDe PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage = "de"
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguageEn PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage = "en"
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguageFr PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage = "fr"
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguageNl PostPaymentIntentsBodyPaymentMethodOptionsBancontactPreferredLanguage = "nl"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/bancontact/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage = "off_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBlik is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/blik/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsBlik struct {
+	Code  *string           `json:"code,omitempty"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBoleto is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/boleto/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsBoleto struct {
+	ExpiresAfterDays *int64                                                            `json:"expires_after_days,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/boleto/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCard is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsCard struct {
+	CaptureMethod                  *PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod         `json:"capture_method,omitempty"`
+	CvcToken                       *string                                                              `json:"cvc_token,omitempty"`
+	Installments                   *PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments `json:"installments,omitempty"`
+	MandateOptions                 *PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions        `json:"mandate_options,omitempty"`
+	Network                        *PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork               `json:"network,omitempty"`
+	RequestThreeDSecure            *PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure   `json:"request_three_d_secure,omitempty"`
+	SetupFutureUsage               *PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage      `json:"setup_future_usage,omitempty"`
+	StatementDescriptorSuffixKana  *canonical.Unsettable[string]                                        `json:"statement_descriptor_suffix_kana,omitempty"`  // statement_descriptor_suffix_kana= (empty) is Unset
+	StatementDescriptorSuffixKanji *canonical.Unsettable[string]                                        `json:"statement_descriptor_suffix_kanji,omitempty"` // statement_descriptor_suffix_kanji= (empty) is Unset
+	Extra                          canonical.Members                                                    `json:"-"`                                           // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsCardCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions struct {
+	Amount         int64                                                                            `json:"amount"`
+	AmountType     PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType           `json:"amount_type"`
+	Description    *string                                                                          `json:"description,omitempty"`
+	EndDate        *int64                                                                           `json:"end_date,omitempty"`
+	Interval       PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval             `json:"interval"`
+	IntervalCount  *int64                                                                           `json:"interval_count,omitempty"`
+	Reference      string                                                                           `json:"reference"`
+	StartDate      int64                                                                            `json:"start_date"`
+	SupportedTypes []PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem `json:"supported_types,omitempty"`
+	Extra          canonical.Members                                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options/properties/amount_type).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountTypeFixed   PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType = "fixed"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountTypeMaximum PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType = "maximum"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options/properties/interval).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalDay      PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "day"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalMonth    PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "month"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalSporadic PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "sporadic"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalWeek     PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "week"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalYear     PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "year"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options/properties/supported_types/items).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItemIndia PostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem = "india"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/network).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkAmex            PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "amex"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkCartesBancaires PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "cartes_bancaires"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkDiners          PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "diners"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkDiscover        PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "discover"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkEftposAu        PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "eftpos_au"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkInterac         PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "interac"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkJcb             PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "jcb"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkMastercard      PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "mastercard"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkUnionpay        PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "unionpay"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkUnknown         PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "unknown"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardNetworkVisa            PostPaymentIntentsBodyPaymentMethodOptionsCardNetwork = "visa"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/request_three_d_secure).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecureAny       PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure = "any"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecureAutomatic PostPaymentIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure = "automatic"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsCardSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCardPresent is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card_present/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsCardPresent struct {
+	RequestExtendedAuthorization           *bool             `json:"request_extended_authorization,omitempty"`
+	RequestIncrementalAuthorizationSupport *bool             `json:"request_incremental_authorization_support,omitempty"`
+	Extra                                  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCashapp is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/cashapp/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsCashapp struct {
+	CaptureMethod    *PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod    `json:"capture_method,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                  `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/cashapp/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsCashappCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/cashapp/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKlarna is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/klarna/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsKlarna struct {
+	CaptureMethod    *PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod    `json:"capture_method,omitempty"`
+	PreferredLocale  *PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale  `json:"preferred_locale,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/klarna/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsKlarnaCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/klarna/anyOf/0/properties/preferred_locale).
+type PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleCsCZ PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "cs-CZ"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleDaDK PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "da-DK"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleDeAT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "de-AT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleDeCH PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "de-CH"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleDeDE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "de-DE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleElGR PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "el-GR"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnAT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-AT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnAU PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-AU"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnBE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-BE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnCA PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-CA"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnCH PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-CH"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnCZ PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-CZ"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnDE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-DE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnDK PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-DK"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnES PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-ES"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnFI PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-FI"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnFR PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-FR"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnGB PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-GB"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnGR PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-GR"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnIE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-IE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnIT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-IT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnNL PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-NL"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnNO PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-NO"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnNZ PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-NZ"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnPL PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-PL"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnPT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-PT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnSE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-SE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEnUS PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "en-US"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEsES PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "es-ES"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleEsUS PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "es-US"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleFiFI PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "fi-FI"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleFrBE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "fr-BE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleFrCA PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "fr-CA"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleFrCH PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "fr-CH"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleFrFR PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "fr-FR"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleItCH PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "it-CH"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleItIT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "it-IT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleNbNO PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "nb-NO"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleNlBE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "nl-BE"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleNlNL PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "nl-NL"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocalePlPL PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "pl-PL"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocalePtPT PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "pt-PT"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleSvFI PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "sv-FI"
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocaleSvSE PostPaymentIntentsBodyPaymentMethodOptionsKlarnaPreferredLocale = "sv-SE"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/klarna/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsageNone PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage = "none"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKonbini is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/konbini/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsKonbini struct {
+	ConfirmationNumber *canonical.Unsettable[string]                                      `json:"confirmation_number,omitempty"` // confirmation_number= (empty) is Unset
+	ExpiresAfterDays   *canonical.Unsettable[int64]                                       `json:"expires_after_days,omitempty"`  // expires_after_days= (empty) is Unset
+	ExpiresAt          *canonical.Unsettable[int64]                                       `json:"expires_at,omitempty"`          // expires_at= (empty) is Unset
+	ProductDescription *canonical.Unsettable[string]                                      `json:"product_description,omitempty"` // product_description= (empty) is Unset
+	SetupFutureUsage   *PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra              canonical.Members                                                  `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/konbini/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsageNone PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage = "none"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsLink is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/link/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsLink struct {
+	CaptureMethod    *PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod    `json:"capture_method,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/link/anyOf/0/properties/capture_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethodEmpty  PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethodManual PostPaymentIntentsBodyPaymentMethodOptionsLinkCaptureMethod = "manual"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/link/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage = "off_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsPix is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/pix/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsPix struct {
+	ExpiresAfterSeconds *int64                                                         `json:"expires_after_seconds,omitempty"`
+	ExpiresAt           *int64                                                         `json:"expires_at,omitempty"`
+	SetupFutureUsage    *PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra               canonical.Members                                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage is a string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/pix/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsageNone PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage = "none"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsSepaDebit is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sepa_debit/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsSepaDebit struct {
+	MandateOptions   map[string]json.RawMessage                                           `json:"mandate_options,omitempty"`
+	SetupFutureUsage *PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                                    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sepa_debit/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsSofort is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sofort/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsSofort struct {
+	PreferredLanguage *PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage `json:"preferred_language,omitempty"`
+	SetupFutureUsage  *PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage  `json:"setup_future_usage,omitempty"`
+	Extra             canonical.Members                                                  `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sofort/anyOf/0/properties/preferred_language).
+type PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageEmpty PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageDe    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "de"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageEn    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "en"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageEs    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "es"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageFr    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "fr"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageIt    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "it"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguageNl    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "nl"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguagePl    PostPaymentIntentsBodyPaymentMethodOptionsSofortPreferredLanguage = "pl"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage is a string enum (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sofort/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage = "off_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount is a request type (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount struct {
+	FinancialConnections     *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections     `json:"financial_connections,omitempty"`
+	Networks                 *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks                 `json:"networks,omitempty"`
+	PreferredSettlementSpeed *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed `json:"preferred_settlement_speed,omitempty"`
+	SetupFutureUsage         *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage         `json:"setup_future_usage,omitempty"`
+	VerificationMethod       *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod       `json:"verification_method,omitempty"`
+	Extra                    canonical.Members                                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections is a request type
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/financial_connections).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections struct {
+	Permissions []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem `json:"permissions,omitempty"`
+	Prefetch    []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem    `json:"prefetch,omitempty"`
+	ReturnURL   *string                                                                                      `json:"return_url,omitempty"`
+	Extra       canonical.Members                                                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem is a
+// string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/financial_connections/properties/permissions/items).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemBalances      PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "balances"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemOwnership     PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "ownership"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemPaymentMethod PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "payment_method"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItemTransactions  PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPermissionsItem = "transactions"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem is a
+// string enum (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/financial_connections/properties/prefetch/items).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItemBalances PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnectionsPrefetchItem = "balances"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks is a request type (inline schema
+// at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/networks).
+// One other inline schema of the same shape shares it.
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks struct {
+	Requested []PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem `json:"requested,omitempty"`
+	Extra     canonical.Members                                                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/networks/properties/requested/items).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItemAch            PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem = "ach"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItemUsDomesticWire PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworksRequestedItem = "us_domestic_wire"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/preferred_settlement_speed).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeedEmpty    PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeedFastest  PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed = "fastest"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeedStandard PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountPreferredSettlementSpeed = "standard"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage is a string enum (inline
+// schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/setup_future_usage).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageEmpty      PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = ""
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageNone       PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "none"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageOffSession PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "off_session"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsageOnSession  PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountSetupFutureUsage = "on_session"
+)
+
+// PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod is a string enum
+// (inline schema at
+// /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/anyOf/0/properties/verification_method).
+type PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod string
+
+const (
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodAutomatic     PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "automatic"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodInstant       PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "instant"
+	PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodMicrodeposits PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "microdeposits"
+)
+
 // PostPaymentIntentsBodySetupFutureUsage is a string enum (inline schema at
 // /paths/~1v1~1payment_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/setup_future_usage).
 type PostPaymentIntentsBodySetupFutureUsage string
@@ -427,33 +3345,67 @@ const (
 // PostPaymentLinksBody is a request type (inline schema at
 // /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPaymentLinksBody struct {
-	AfterCompletion           []canonical.FormField                         `json:"after_completion,omitempty"` // the after_completion[...] fields, in body order
-	AllowPromotionCodes       *bool                                         `json:"allow_promotion_codes,omitempty"`
-	ApplicationFeeAmount      *int64                                        `json:"application_fee_amount,omitempty"`
-	ApplicationFeePercent     *float64                                      `json:"application_fee_percent,omitempty"`
-	AutomaticTax              []canonical.FormField                         `json:"automatic_tax,omitempty"` // the automatic_tax[...] fields, in body order
-	BillingAddressCollection  *PostPaymentLinksBodyBillingAddressCollection `json:"billing_address_collection,omitempty"`
-	ConsentCollection         []canonical.FormField                         `json:"consent_collection,omitempty"` // the consent_collection[...] fields, in body order
-	Currency                  *string                                       `json:"currency,omitempty"`
-	CustomFields              []canonical.FormField                         `json:"custom_fields,omitempty"` // the custom_fields[...] fields, in body order
-	CustomText                []canonical.FormField                         `json:"custom_text,omitempty"`   // the custom_text[...] fields, in body order
-	CustomerCreation          *PostPaymentLinksBodyCustomerCreation         `json:"customer_creation,omitempty"`
-	Expand                    []string                                      `json:"expand,omitempty"`
-	InvoiceCreation           []canonical.FormField                         `json:"invoice_creation,omitempty"` // the invoice_creation[...] fields, in body order
-	LineItems                 []canonical.FormField                         `json:"line_items"`                 // the line_items[...] fields, in body order
-	Metadata                  []canonical.FormField                         `json:"metadata,omitempty"`         // the metadata[...] fields, in body order
-	OnBehalfOf                *string                                       `json:"on_behalf_of,omitempty"`
-	PaymentIntentData         []canonical.FormField                         `json:"payment_intent_data,omitempty"` // the payment_intent_data[...] fields, in body order
-	PaymentMethodCollection   *PostPaymentLinksBodyPaymentMethodCollection  `json:"payment_method_collection,omitempty"`
-	PaymentMethodTypes        []PostPaymentLinksBodyPaymentMethodTypesItem  `json:"payment_method_types,omitempty"`
-	PhoneNumberCollection     []canonical.FormField                         `json:"phone_number_collection,omitempty"`     // the phone_number_collection[...] fields, in body order
-	ShippingAddressCollection []canonical.FormField                         `json:"shipping_address_collection,omitempty"` // the shipping_address_collection[...] fields, in body order
-	ShippingOptions           []canonical.FormField                         `json:"shipping_options,omitempty"`            // the shipping_options[...] fields, in body order
-	SubmitType                *PostPaymentLinksBodySubmitType               `json:"submit_type,omitempty"`
-	SubscriptionData          []canonical.FormField                         `json:"subscription_data,omitempty"` // the subscription_data[...] fields, in body order
-	TaxIDCollection           []canonical.FormField                         `json:"tax_id_collection,omitempty"` // the tax_id_collection[...] fields, in body order
-	TransferData              []canonical.FormField                         `json:"transfer_data,omitempty"`     // the transfer_data[...] fields, in body order
+	AfterCompletion           *PostPaymentLinksBodyAfterCompletion                   `json:"after_completion,omitempty"`
+	AllowPromotionCodes       *bool                                                  `json:"allow_promotion_codes,omitempty"`
+	ApplicationFeeAmount      *int64                                                 `json:"application_fee_amount,omitempty"`
+	ApplicationFeePercent     *float64                                               `json:"application_fee_percent,omitempty"`
+	AutomaticTax              *PostCheckoutSessionsBodyAutomaticTax                  `json:"automatic_tax,omitempty"`
+	BillingAddressCollection  *PostPaymentLinksBodyBillingAddressCollection          `json:"billing_address_collection,omitempty"`
+	ConsentCollection         *PostCheckoutSessionsBodyConsentCollection             `json:"consent_collection,omitempty"`
+	Currency                  *string                                                `json:"currency,omitempty"`
+	CustomFields              []PostCheckoutSessionsBodyCustomFieldsItem             `json:"custom_fields,omitempty"`
+	CustomText                *PostCheckoutSessionsBodyCustomText                    `json:"custom_text,omitempty"`
+	CustomerCreation          *PostPaymentLinksBodyCustomerCreation                  `json:"customer_creation,omitempty"`
+	Expand                    []string                                               `json:"expand,omitempty"`
+	InvoiceCreation           *PostPaymentLinksBodyInvoiceCreation                   `json:"invoice_creation,omitempty"`
+	LineItems                 []PostPaymentLinksBodyLineItemsItem                    `json:"line_items"`
+	Metadata                  map[string]string                                      `json:"metadata,omitempty"`
+	OnBehalfOf                *string                                                `json:"on_behalf_of,omitempty"`
+	PaymentIntentData         *PostPaymentLinksBodyPaymentIntentData                 `json:"payment_intent_data,omitempty"`
+	PaymentMethodCollection   *PostPaymentLinksBodyPaymentMethodCollection           `json:"payment_method_collection,omitempty"`
+	PaymentMethodTypes        []PostPaymentLinksBodyPaymentMethodTypesItem           `json:"payment_method_types,omitempty"`
+	PhoneNumberCollection     *PostCheckoutSessionsBodyAutomaticTax                  `json:"phone_number_collection,omitempty"`
+	ShippingAddressCollection *PostCheckoutSessionsBodyShippingAddressCollection     `json:"shipping_address_collection,omitempty"`
+	ShippingOptions           []PostPaymentLinksBodyShippingOptionsItem              `json:"shipping_options,omitempty"`
+	SubmitType                *PostPaymentLinksBodySubmitType                        `json:"submit_type,omitempty"`
+	SubscriptionData          *PostPaymentLinksBodySubscriptionData                  `json:"subscription_data,omitempty"`
+	TaxIDCollection           *PostCheckoutSessionsBodyAutomaticTax                  `json:"tax_id_collection,omitempty"`
+	TransferData              *PostCheckoutSessionsBodyPaymentIntentDataTransferData `json:"transfer_data,omitempty"`
 }
+
+// PostPaymentLinksBodyAfterCompletion is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_completion).
+//
+// Behavior after the purchase is complete.
+type PostPaymentLinksBodyAfterCompletion struct {
+	HostedConfirmation *PostPaymentLinksBodyAfterCompletionHostedConfirmation `json:"hosted_confirmation,omitempty"`
+	Redirect           *PostPaymentLinksBodyAfterCompletionRedirect           `json:"redirect,omitempty"`
+	Type               PostPaymentLinksBodyAfterCompletionType                `json:"type"`
+	Extra              canonical.Members                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyAfterCompletionHostedConfirmation is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_completion/properties/hosted_confirmation).
+type PostPaymentLinksBodyAfterCompletionHostedConfirmation struct {
+	CustomMessage *string           `json:"custom_message,omitempty"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyAfterCompletionRedirect is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_completion/properties/redirect).
+type PostPaymentLinksBodyAfterCompletionRedirect struct {
+	URL   string            `json:"url"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyAfterCompletionType is a string enum (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/after_completion/properties/type).
+type PostPaymentLinksBodyAfterCompletionType string
+
+const (
+	PostPaymentLinksBodyAfterCompletionTypeHostedConfirmation PostPaymentLinksBodyAfterCompletionType = "hosted_confirmation"
+	PostPaymentLinksBodyAfterCompletionTypeRedirect           PostPaymentLinksBodyAfterCompletionType = "redirect"
+)
 
 // PostPaymentLinksBodyBillingAddressCollection is a string enum (inline schema at
 // /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/billing_address_collection).
@@ -471,6 +3423,67 @@ type PostPaymentLinksBodyCustomerCreation string
 const (
 	PostPaymentLinksBodyCustomerCreationAlways     PostPaymentLinksBodyCustomerCreation = "always"
 	PostPaymentLinksBodyCustomerCreationIfRequired PostPaymentLinksBodyCustomerCreation = "if_required"
+)
+
+// PostPaymentLinksBodyInvoiceCreation is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation).
+//
+// Generate a post-purchase Invoice for one-time payments.
+type PostPaymentLinksBodyInvoiceCreation struct {
+	Enabled     bool                                            `json:"enabled"`
+	InvoiceData *PostPaymentLinksBodyInvoiceCreationInvoiceData `json:"invoice_data,omitempty"`
+	Extra       canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyInvoiceCreationInvoiceData is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data).
+type PostPaymentLinksBodyInvoiceCreationInvoiceData struct {
+	AccountTaxIds    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	CustomFields     *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"`   // custom_fields= (empty) is Unset
+	Description      *string                                                                                     `json:"description,omitempty"`
+	Footer           *string                                                                                     `json:"footer,omitempty"`
+	Metadata         *canonical.Unsettable[map[string]string]                                                    `json:"metadata,omitempty"`          // metadata= (empty) is Unset
+	RenderingOptions *canonical.Unsettable[PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions]   `json:"rendering_options,omitempty"` // rendering_options= (empty) is Unset
+	Extra            canonical.Members                                                                           `json:"-"`                           // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyLineItemsItem is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/line_items/items).
+type PostPaymentLinksBodyLineItemsItem struct {
+	AdjustableQuantity *PostCheckoutSessionsBodyLineItemsItemAdjustableQuantity `json:"adjustable_quantity,omitempty"`
+	Price              string                                                   `json:"price"`
+	Quantity           int64                                                    `json:"quantity"`
+	Extra              canonical.Members                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyPaymentIntentData is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data).
+//
+// A subset of parameters to be passed to PaymentIntent creation for Checkout Sessions in `payment`
+// mode.
+type PostPaymentLinksBodyPaymentIntentData struct {
+	CaptureMethod    *PostPaymentLinksBodyPaymentIntentDataCaptureMethod    `json:"capture_method,omitempty"`
+	SetupFutureUsage *PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage `json:"setup_future_usage,omitempty"`
+	Extra            canonical.Members                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPaymentLinksBodyPaymentIntentDataCaptureMethod is a string enum (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/capture_method).
+type PostPaymentLinksBodyPaymentIntentDataCaptureMethod string
+
+const (
+	PostPaymentLinksBodyPaymentIntentDataCaptureMethodAutomatic      PostPaymentLinksBodyPaymentIntentDataCaptureMethod = "automatic"
+	PostPaymentLinksBodyPaymentIntentDataCaptureMethodAutomaticAsync PostPaymentLinksBodyPaymentIntentDataCaptureMethod = "automatic_async"
+	PostPaymentLinksBodyPaymentIntentDataCaptureMethodManual         PostPaymentLinksBodyPaymentIntentDataCaptureMethod = "manual"
+)
+
+// PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage is a string enum (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_intent_data/properties/setup_future_usage).
+type PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage string
+
+const (
+	PostPaymentLinksBodyPaymentIntentDataSetupFutureUsageOffSession PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage = "off_session"
+	PostPaymentLinksBodyPaymentIntentDataSetupFutureUsageOnSession  PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage = "on_session"
 )
 
 // PostPaymentLinksBodyPaymentMethodCollection is a string enum (inline schema at
@@ -517,6 +3530,13 @@ const (
 	PostPaymentLinksBodyPaymentMethodTypesItemWechatPay        PostPaymentLinksBodyPaymentMethodTypesItem = "wechat_pay"
 )
 
+// PostPaymentLinksBodyShippingOptionsItem is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/shipping_options/items).
+type PostPaymentLinksBodyShippingOptionsItem struct {
+	ShippingRate *string           `json:"shipping_rate,omitempty"`
+	Extra        canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
 // PostPaymentLinksBodySubmitType is a string enum (inline schema at
 // /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/submit_type).
 type PostPaymentLinksBodySubmitType string
@@ -528,48 +3548,59 @@ const (
 	PostPaymentLinksBodySubmitTypePay    PostPaymentLinksBodySubmitType = "pay"
 )
 
+// PostPaymentLinksBodySubscriptionData is a request type (inline schema at
+// /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/subscription_data).
+//
+// When creating a subscription, the specified configuration data will be used. There must be at
+// least one line item with a recurring price to use `subscription_data`.
+type PostPaymentLinksBodySubscriptionData struct {
+	Description     *string           `json:"description,omitempty"`
+	TrialPeriodDays *int64            `json:"trial_period_days,omitempty"`
+	Extra           canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
 // PostPaymentMethodsBody is a request type (inline schema at
 // /paths/~1v1~1payment_methods/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPaymentMethodsBody struct {
-	AcssDebit        []canonical.FormField       `json:"acss_debit,omitempty"`        // the acss_debit[...] fields, in body order
-	Affirm           []canonical.FormField       `json:"affirm,omitempty"`            // the affirm[...] fields, in body order
-	AfterpayClearpay []canonical.FormField       `json:"afterpay_clearpay,omitempty"` // the afterpay_clearpay[...] fields, in body order
-	Alipay           []canonical.FormField       `json:"alipay,omitempty"`            // the alipay[...] fields, in body order
-	AuBecsDebit      []canonical.FormField       `json:"au_becs_debit,omitempty"`     // the au_becs_debit[...] fields, in body order
-	BacsDebit        []canonical.FormField       `json:"bacs_debit,omitempty"`        // the bacs_debit[...] fields, in body order
-	Bancontact       []canonical.FormField       `json:"bancontact,omitempty"`        // the bancontact[...] fields, in body order
-	BillingDetails   []canonical.FormField       `json:"billing_details,omitempty"`   // the billing_details[...] fields, in body order
-	Blik             []canonical.FormField       `json:"blik,omitempty"`              // the blik[...] fields, in body order
-	Boleto           []canonical.FormField       `json:"boleto,omitempty"`            // the boleto[...] fields, in body order
-	Card             json.RawMessage             `json:"card,omitempty"`
-	Cashapp          []canonical.FormField       `json:"cashapp,omitempty"` // the cashapp[...] fields, in body order
-	Customer         *string                     `json:"customer,omitempty"`
-	CustomerBalance  []canonical.FormField       `json:"customer_balance,omitempty"` // the customer_balance[...] fields, in body order
-	Eps              []canonical.FormField       `json:"eps,omitempty"`              // the eps[...] fields, in body order
-	Expand           []string                    `json:"expand,omitempty"`
-	Fpx              []canonical.FormField       `json:"fpx,omitempty"`             // the fpx[...] fields, in body order
-	Giropay          []canonical.FormField       `json:"giropay,omitempty"`         // the giropay[...] fields, in body order
-	Grabpay          []canonical.FormField       `json:"grabpay,omitempty"`         // the grabpay[...] fields, in body order
-	Ideal            []canonical.FormField       `json:"ideal,omitempty"`           // the ideal[...] fields, in body order
-	InteracPresent   []canonical.FormField       `json:"interac_present,omitempty"` // the interac_present[...] fields, in body order
-	Klarna           []canonical.FormField       `json:"klarna,omitempty"`          // the klarna[...] fields, in body order
-	Konbini          []canonical.FormField       `json:"konbini,omitempty"`         // the konbini[...] fields, in body order
-	Link             []canonical.FormField       `json:"link,omitempty"`            // the link[...] fields, in body order
-	Metadata         []canonical.FormField       `json:"metadata,omitempty"`        // the metadata[...] fields, in body order
-	Oxxo             []canonical.FormField       `json:"oxxo,omitempty"`            // the oxxo[...] fields, in body order
-	P24              []canonical.FormField       `json:"p24,omitempty"`             // the p24[...] fields, in body order
-	PaymentMethod    *string                     `json:"payment_method,omitempty"`
-	Paynow           []canonical.FormField       `json:"paynow,omitempty"`        // the paynow[...] fields, in body order
-	Paypal           []canonical.FormField       `json:"paypal,omitempty"`        // the paypal[...] fields, in body order
-	Pix              []canonical.FormField       `json:"pix,omitempty"`           // the pix[...] fields, in body order
-	Promptpay        []canonical.FormField       `json:"promptpay,omitempty"`     // the promptpay[...] fields, in body order
-	RadarOptions     []canonical.FormField       `json:"radar_options,omitempty"` // the radar_options[...] fields, in body order
-	SepaDebit        []canonical.FormField       `json:"sepa_debit,omitempty"`    // the sepa_debit[...] fields, in body order
-	Sofort           []canonical.FormField       `json:"sofort,omitempty"`        // the sofort[...] fields, in body order
-	Type             *PostPaymentMethodsBodyType `json:"type,omitempty"`
-	UsBankAccount    []canonical.FormField       `json:"us_bank_account,omitempty"` // the us_bank_account[...] fields, in body order
-	WechatPay        []canonical.FormField       `json:"wechat_pay,omitempty"`      // the wechat_pay[...] fields, in body order
-	Zip              []canonical.FormField       `json:"zip,omitempty"`             // the zip[...] fields, in body order
+	AcssDebit        *PostPaymentIntentsBodyPaymentMethodDataAcssDebit      `json:"acss_debit,omitempty"`
+	Affirm           map[string]json.RawMessage                             `json:"affirm,omitempty"`
+	AfterpayClearpay map[string]json.RawMessage                             `json:"afterpay_clearpay,omitempty"`
+	Alipay           map[string]json.RawMessage                             `json:"alipay,omitempty"`
+	AuBecsDebit      *PostPaymentIntentsBodyPaymentMethodDataAuBecsDebit    `json:"au_becs_debit,omitempty"`
+	BacsDebit        *PostPaymentIntentsBodyPaymentMethodDataBacsDebit      `json:"bacs_debit,omitempty"`
+	Bancontact       map[string]json.RawMessage                             `json:"bancontact,omitempty"`
+	BillingDetails   *PostPaymentIntentsBodyPaymentMethodDataBillingDetails `json:"billing_details,omitempty"`
+	Blik             map[string]json.RawMessage                             `json:"blik,omitempty"`
+	Boleto           *PostPaymentIntentsBodyPaymentMethodDataBoleto         `json:"boleto,omitempty"`
+	Card             json.RawMessage                                        `json:"card,omitempty"`
+	Cashapp          map[string]json.RawMessage                             `json:"cashapp,omitempty"`
+	Customer         *string                                                `json:"customer,omitempty"`
+	CustomerBalance  map[string]json.RawMessage                             `json:"customer_balance,omitempty"`
+	Eps              *PostPaymentIntentsBodyPaymentMethodDataEps            `json:"eps,omitempty"`
+	Expand           []string                                               `json:"expand,omitempty"`
+	Fpx              *PostPaymentIntentsBodyPaymentMethodDataFpx            `json:"fpx,omitempty"`
+	Giropay          map[string]json.RawMessage                             `json:"giropay,omitempty"`
+	Grabpay          map[string]json.RawMessage                             `json:"grabpay,omitempty"`
+	Ideal            *PostPaymentIntentsBodyPaymentMethodDataIdeal          `json:"ideal,omitempty"`
+	InteracPresent   map[string]json.RawMessage                             `json:"interac_present,omitempty"`
+	Klarna           *PostPaymentIntentsBodyPaymentMethodDataKlarna         `json:"klarna,omitempty"`
+	Konbini          map[string]json.RawMessage                             `json:"konbini,omitempty"`
+	Link             map[string]json.RawMessage                             `json:"link,omitempty"`
+	Metadata         map[string]string                                      `json:"metadata,omitempty"`
+	Oxxo             map[string]json.RawMessage                             `json:"oxxo,omitempty"`
+	P24              *PostPaymentIntentsBodyPaymentMethodDataP24            `json:"p24,omitempty"`
+	PaymentMethod    *string                                                `json:"payment_method,omitempty"`
+	Paynow           map[string]json.RawMessage                             `json:"paynow,omitempty"`
+	Paypal           map[string]json.RawMessage                             `json:"paypal,omitempty"`
+	Pix              map[string]json.RawMessage                             `json:"pix,omitempty"`
+	Promptpay        map[string]json.RawMessage                             `json:"promptpay,omitempty"`
+	RadarOptions     *PostChargesBodyRadarOptions                           `json:"radar_options,omitempty"`
+	SepaDebit        *PostPaymentIntentsBodyPaymentMethodDataSepaDebit      `json:"sepa_debit,omitempty"`
+	Sofort           *PostPaymentIntentsBodyPaymentMethodDataSofort         `json:"sofort,omitempty"`
+	Type             *PostPaymentMethodsBodyType                            `json:"type,omitempty"`
+	UsBankAccount    *PostPaymentIntentsBodyPaymentMethodDataUsBankAccount  `json:"us_bank_account,omitempty"`
+	WechatPay        map[string]json.RawMessage                             `json:"wechat_pay,omitempty"`
+	Zip              map[string]json.RawMessage                             `json:"zip,omitempty"`
 }
 
 // PostPaymentMethodsBodyType is a string enum (inline schema at
@@ -618,7 +3649,7 @@ type PostPayoutsBody struct {
 	Description         *string                    `json:"description,omitempty"`
 	Destination         *string                    `json:"destination,omitempty"`
 	Expand              []string                   `json:"expand,omitempty"`
-	Metadata            []canonical.FormField      `json:"metadata,omitempty"` // the metadata[...] fields, in body order
+	Metadata            map[string]string          `json:"metadata,omitempty"`
 	Method              *PostPayoutsBodyMethod     `json:"method,omitempty"`
 	SourceType          *PostPayoutsBodySourceType `json:"source_type,omitempty"`
 	StatementDescriptor *string                    `json:"statement_descriptor,omitempty"`
@@ -646,24 +3677,24 @@ const (
 // PostPlansBody is a request type (inline schema at
 // /paths/~1v1~1plans/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPlansBody struct {
-	Active          *bool                        `json:"active,omitempty"`
-	AggregateUsage  *PostPlansBodyAggregateUsage `json:"aggregate_usage,omitempty"`
-	Amount          *int64                       `json:"amount,omitempty"`
-	AmountDecimal   *string                      `json:"amount_decimal,omitempty"`
-	BillingScheme   *PostPlansBodyBillingScheme  `json:"billing_scheme,omitempty"`
-	Currency        string                       `json:"currency"`
-	Expand          []string                     `json:"expand,omitempty"`
-	ID              *string                      `json:"id,omitempty"`
-	Interval        PostPlansBodyInterval        `json:"interval"`
-	IntervalCount   *int64                       `json:"interval_count,omitempty"`
-	Metadata        json.RawMessage              `json:"metadata,omitempty"`
-	Nickname        *string                      `json:"nickname,omitempty"`
-	Product         json.RawMessage              `json:"product,omitempty"`
-	Tiers           []canonical.FormField        `json:"tiers,omitempty"` // the tiers[...] fields, in body order
-	TiersMode       *PostPlansBodyTiersMode      `json:"tiers_mode,omitempty"`
-	TransformUsage  []canonical.FormField        `json:"transform_usage,omitempty"` // the transform_usage[...] fields, in body order
-	TrialPeriodDays *int64                       `json:"trial_period_days,omitempty"`
-	UsageType       *PostPlansBodyUsageType      `json:"usage_type,omitempty"`
+	Active          *bool                                    `json:"active,omitempty"`
+	AggregateUsage  *PostPlansBodyAggregateUsage             `json:"aggregate_usage,omitempty"`
+	Amount          *int64                                   `json:"amount,omitempty"`
+	AmountDecimal   *string                                  `json:"amount_decimal,omitempty"`
+	BillingScheme   *PostPlansBodyBillingScheme              `json:"billing_scheme,omitempty"`
+	Currency        string                                   `json:"currency"`
+	Expand          []string                                 `json:"expand,omitempty"`
+	ID              *string                                  `json:"id,omitempty"`
+	Interval        PostPlansBodyInterval                    `json:"interval"`
+	IntervalCount   *int64                                   `json:"interval_count,omitempty"`
+	Metadata        *canonical.Unsettable[map[string]string] `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Nickname        *string                                  `json:"nickname,omitempty"`
+	Product         json.RawMessage                          `json:"product,omitempty"`
+	Tiers           []PostPlansBodyTiersItem                 `json:"tiers,omitempty"`
+	TiersMode       *PostPlansBodyTiersMode                  `json:"tiers_mode,omitempty"`
+	TransformUsage  *PostPlansBodyTransformUsage             `json:"transform_usage,omitempty"`
+	TrialPeriodDays *int64                                   `json:"trial_period_days,omitempty"`
+	UsageType       *PostPlansBodyUsageType                  `json:"usage_type,omitempty"`
 }
 
 // PostPlansBodyAggregateUsage is a string enum (inline schema at
@@ -697,6 +3728,18 @@ const (
 	PostPlansBodyIntervalYear  PostPlansBodyInterval = "year"
 )
 
+// PostPlansBodyTiersItem is a request type (inline schema at
+// /paths/~1v1~1plans/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tiers/items).
+// 2 other inline schemas of the same shape share it.
+type PostPlansBodyTiersItem struct {
+	FlatAmount        *int64            `json:"flat_amount,omitempty"`
+	FlatAmountDecimal *string           `json:"flat_amount_decimal,omitempty"`
+	UnitAmount        *int64            `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string           `json:"unit_amount_decimal,omitempty"`
+	UpTo              json.RawMessage   `json:"up_to"`
+	Extra             canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
 // PostPlansBodyTiersMode is a string enum (inline schema at
 // /paths/~1v1~1plans/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/tiers_mode).
 type PostPlansBodyTiersMode string
@@ -704,6 +3747,27 @@ type PostPlansBodyTiersMode string
 const (
 	PostPlansBodyTiersModeGraduated PostPlansBodyTiersMode = "graduated"
 	PostPlansBodyTiersModeVolume    PostPlansBodyTiersMode = "volume"
+)
+
+// PostPlansBodyTransformUsage is a request type (inline schema at
+// /paths/~1v1~1plans/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/transform_usage).
+// One other inline schema of the same shape shares it.
+//
+// Apply a transformation to the reported usage or set quantity before computing the billed price.
+// Cannot be combined with `tiers`.
+type PostPlansBodyTransformUsage struct {
+	DivideBy int64                            `json:"divide_by"`
+	Round    PostPlansBodyTransformUsageRound `json:"round"`
+	Extra    canonical.Members                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPlansBodyTransformUsageRound is a string enum (inline schema at
+// /paths/~1v1~1plans/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/transform_usage/properties/round).
+type PostPlansBodyTransformUsageRound string
+
+const (
+	PostPlansBodyTransformUsageRoundDown PostPlansBodyTransformUsageRound = "down"
+	PostPlansBodyTransformUsageRoundUp   PostPlansBodyTransformUsageRound = "up"
 )
 
 // PostPlansBodyUsageType is a string enum (inline schema at
@@ -718,25 +3782,25 @@ const (
 // PostPricesBody is a request type (inline schema at
 // /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPricesBody struct {
-	Active            *bool                        `json:"active,omitempty"`
-	BillingScheme     *PostPricesBodyBillingScheme `json:"billing_scheme,omitempty"`
-	Currency          string                       `json:"currency"`
-	CurrencyOptions   []canonical.FormField        `json:"currency_options,omitempty"`   // the currency_options[...] fields, in body order
-	CustomUnitAmount  []canonical.FormField        `json:"custom_unit_amount,omitempty"` // the custom_unit_amount[...] fields, in body order
-	Expand            []string                     `json:"expand,omitempty"`
-	LookupKey         *string                      `json:"lookup_key,omitempty"`
-	Metadata          []canonical.FormField        `json:"metadata,omitempty"` // the metadata[...] fields, in body order
-	Nickname          *string                      `json:"nickname,omitempty"`
-	Product           *string                      `json:"product,omitempty"`
-	ProductData       []canonical.FormField        `json:"product_data,omitempty"` // the product_data[...] fields, in body order
-	Recurring         []canonical.FormField        `json:"recurring,omitempty"`    // the recurring[...] fields, in body order
-	TaxBehavior       *PostPricesBodyTaxBehavior   `json:"tax_behavior,omitempty"`
-	Tiers             []canonical.FormField        `json:"tiers,omitempty"` // the tiers[...] fields, in body order
-	TiersMode         *PostPricesBodyTiersMode     `json:"tiers_mode,omitempty"`
-	TransferLookupKey *bool                        `json:"transfer_lookup_key,omitempty"`
-	TransformQuantity []canonical.FormField        `json:"transform_quantity,omitempty"` // the transform_quantity[...] fields, in body order
-	UnitAmount        *int64                       `json:"unit_amount,omitempty"`
-	UnitAmountDecimal *string                      `json:"unit_amount_decimal,omitempty"`
+	Active            *bool                                               `json:"active,omitempty"`
+	BillingScheme     *PostPricesBodyBillingScheme                        `json:"billing_scheme,omitempty"`
+	Currency          string                                              `json:"currency"`
+	CurrencyOptions   map[string]PostPricesBodyCurrencyOptionsValue       `json:"currency_options,omitempty"`
+	CustomUnitAmount  *PostPricesBodyCurrencyOptionsValueCustomUnitAmount `json:"custom_unit_amount,omitempty"`
+	Expand            []string                                            `json:"expand,omitempty"`
+	LookupKey         *string                                             `json:"lookup_key,omitempty"`
+	Metadata          map[string]string                                   `json:"metadata,omitempty"`
+	Nickname          *string                                             `json:"nickname,omitempty"`
+	Product           *string                                             `json:"product,omitempty"`
+	ProductData       *PostPricesBodyProductData                          `json:"product_data,omitempty"`
+	Recurring         *PostPricesBodyRecurring                            `json:"recurring,omitempty"`
+	TaxBehavior       *PostPricesBodyTaxBehavior                          `json:"tax_behavior,omitempty"`
+	Tiers             []PostPlansBodyTiersItem                            `json:"tiers,omitempty"`
+	TiersMode         *PostPricesBodyTiersMode                            `json:"tiers_mode,omitempty"`
+	TransferLookupKey *bool                                               `json:"transfer_lookup_key,omitempty"`
+	TransformQuantity *PostPlansBodyTransformUsage                        `json:"transform_quantity,omitempty"`
+	UnitAmount        *int64                                              `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                             `json:"unit_amount_decimal,omitempty"`
 }
 
 // PostPricesBodyBillingScheme is a string enum (inline schema at
@@ -746,6 +3810,97 @@ type PostPricesBodyBillingScheme string
 const (
 	PostPricesBodyBillingSchemePerUnit PostPricesBodyBillingScheme = "per_unit"
 	PostPricesBodyBillingSchemeTiered  PostPricesBodyBillingScheme = "tiered"
+)
+
+// PostPricesBodyCurrencyOptionsValue is a request type (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/currency_options/additionalProperties).
+// One other inline schema of the same shape shares it.
+type PostPricesBodyCurrencyOptionsValue struct {
+	CustomUnitAmount  *PostPricesBodyCurrencyOptionsValueCustomUnitAmount `json:"custom_unit_amount,omitempty"`
+	TaxBehavior       *PostPricesBodyCurrencyOptionsValueTaxBehavior      `json:"tax_behavior,omitempty"`
+	Tiers             []PostPlansBodyTiersItem                            `json:"tiers,omitempty"`
+	UnitAmount        *int64                                              `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                             `json:"unit_amount_decimal,omitempty"`
+	Extra             canonical.Members                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPricesBodyCurrencyOptionsValueCustomUnitAmount is a request type (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/currency_options/additionalProperties/properties/custom_unit_amount).
+// One other inline schema of the same shape shares it.
+type PostPricesBodyCurrencyOptionsValueCustomUnitAmount struct {
+	Enabled bool              `json:"enabled"`
+	Maximum *int64            `json:"maximum,omitempty"`
+	Minimum *int64            `json:"minimum,omitempty"`
+	Preset  *int64            `json:"preset,omitempty"`
+	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPricesBodyCurrencyOptionsValueTaxBehavior is a string enum (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/currency_options/additionalProperties/properties/tax_behavior).
+type PostPricesBodyCurrencyOptionsValueTaxBehavior string
+
+const (
+	PostPricesBodyCurrencyOptionsValueTaxBehaviorExclusive   PostPricesBodyCurrencyOptionsValueTaxBehavior = "exclusive"
+	PostPricesBodyCurrencyOptionsValueTaxBehaviorInclusive   PostPricesBodyCurrencyOptionsValueTaxBehavior = "inclusive"
+	PostPricesBodyCurrencyOptionsValueTaxBehaviorUnspecified PostPricesBodyCurrencyOptionsValueTaxBehavior = "unspecified"
+)
+
+// PostPricesBodyProductData is a request type (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/product_data).
+//
+// These fields can be used to create a new product that this price will belong to.
+type PostPricesBodyProductData struct {
+	Active              *bool             `json:"active,omitempty"`
+	ID                  *string           `json:"id,omitempty"`
+	Metadata            map[string]string `json:"metadata,omitempty"`
+	Name                string            `json:"name"`
+	StatementDescriptor *string           `json:"statement_descriptor,omitempty"`
+	TaxCode             *string           `json:"tax_code,omitempty"`
+	UnitLabel           *string           `json:"unit_label,omitempty"`
+	Extra               canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPricesBodyRecurring is a request type (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/recurring).
+//
+// The recurring components of a price such as `interval` and `usage_type`.
+type PostPricesBodyRecurring struct {
+	AggregateUsage *PostPricesBodyRecurringAggregateUsage `json:"aggregate_usage,omitempty"`
+	Interval       PostPricesBodyRecurringInterval        `json:"interval"`
+	IntervalCount  *int64                                 `json:"interval_count,omitempty"`
+	UsageType      *PostPricesBodyRecurringUsageType      `json:"usage_type,omitempty"`
+	Extra          canonical.Members                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPricesBodyRecurringAggregateUsage is a string enum (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/recurring/properties/aggregate_usage).
+type PostPricesBodyRecurringAggregateUsage string
+
+const (
+	PostPricesBodyRecurringAggregateUsageLastDuringPeriod PostPricesBodyRecurringAggregateUsage = "last_during_period"
+	PostPricesBodyRecurringAggregateUsageLastEver         PostPricesBodyRecurringAggregateUsage = "last_ever"
+	PostPricesBodyRecurringAggregateUsageMax              PostPricesBodyRecurringAggregateUsage = "max"
+	PostPricesBodyRecurringAggregateUsageSum              PostPricesBodyRecurringAggregateUsage = "sum"
+)
+
+// PostPricesBodyRecurringInterval is a string enum (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/recurring/properties/interval).
+type PostPricesBodyRecurringInterval string
+
+const (
+	PostPricesBodyRecurringIntervalDay   PostPricesBodyRecurringInterval = "day"
+	PostPricesBodyRecurringIntervalMonth PostPricesBodyRecurringInterval = "month"
+	PostPricesBodyRecurringIntervalWeek  PostPricesBodyRecurringInterval = "week"
+	PostPricesBodyRecurringIntervalYear  PostPricesBodyRecurringInterval = "year"
+)
+
+// PostPricesBodyRecurringUsageType is a string enum (inline schema at
+// /paths/~1v1~1prices/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/recurring/properties/usage_type).
+type PostPricesBodyRecurringUsageType string
+
+const (
+	PostPricesBodyRecurringUsageTypeLicensed PostPricesBodyRecurringUsageType = "licensed"
+	PostPricesBodyRecurringUsageTypeMetered  PostPricesBodyRecurringUsageType = "metered"
 )
 
 // PostPricesBodyTaxBehavior is a string enum (inline schema at
@@ -770,52 +3925,115 @@ const (
 // PostProductsBody is a request type (inline schema at
 // /paths/~1v1~1products/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostProductsBody struct {
-	Active              *bool                 `json:"active,omitempty"`
-	DefaultPriceData    []canonical.FormField `json:"default_price_data,omitempty"` // the default_price_data[...] fields, in body order
-	Description         *string               `json:"description,omitempty"`
-	Expand              []string              `json:"expand,omitempty"`
-	Features            []canonical.FormField `json:"features,omitempty"` // the features[...] fields, in body order
-	ID                  *string               `json:"id,omitempty"`
-	Images              []string              `json:"images,omitempty"`
-	Metadata            []canonical.FormField `json:"metadata,omitempty"` // the metadata[...] fields, in body order
-	Name                string                `json:"name"`
-	PackageDimensions   []canonical.FormField `json:"package_dimensions,omitempty"` // the package_dimensions[...] fields, in body order
-	Shippable           *bool                 `json:"shippable,omitempty"`
-	StatementDescriptor *string               `json:"statement_descriptor,omitempty"`
-	TaxCode             *string               `json:"tax_code,omitempty"`
-	UnitLabel           *string               `json:"unit_label,omitempty"`
-	URL                 *string               `json:"url,omitempty"`
+	Active              *bool                              `json:"active,omitempty"`
+	DefaultPriceData    *PostProductsBodyDefaultPriceData  `json:"default_price_data,omitempty"`
+	Description         *string                            `json:"description,omitempty"`
+	Expand              []string                           `json:"expand,omitempty"`
+	Features            []PostProductsBodyFeaturesItem     `json:"features,omitempty"`
+	ID                  *string                            `json:"id,omitempty"`
+	Images              []string                           `json:"images,omitempty"`
+	Metadata            map[string]string                  `json:"metadata,omitempty"`
+	Name                string                             `json:"name"`
+	PackageDimensions   *PostProductsBodyPackageDimensions `json:"package_dimensions,omitempty"`
+	Shippable           *bool                              `json:"shippable,omitempty"`
+	StatementDescriptor *string                            `json:"statement_descriptor,omitempty"`
+	TaxCode             *string                            `json:"tax_code,omitempty"`
+	UnitLabel           *string                            `json:"unit_label,omitempty"`
+	URL                 *string                            `json:"url,omitempty"`
+}
+
+// PostProductsBodyDefaultPriceData is a request type (inline schema at
+// /paths/~1v1~1products/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/default_price_data).
+//
+// Data used to generate a new [Price](https://stripe.com/docs/api/prices) object. This Price will
+// be set as the default price for this product.
+type PostProductsBodyDefaultPriceData struct {
+	Currency          string                                                   `json:"currency"`
+	CurrencyOptions   map[string]PostPricesBodyCurrencyOptionsValue            `json:"currency_options,omitempty"`
+	Recurring         *PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring `json:"recurring,omitempty"`
+	TaxBehavior       *PostProductsBodyDefaultPriceDataTaxBehavior             `json:"tax_behavior,omitempty"`
+	UnitAmount        *int64                                                   `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                                  `json:"unit_amount_decimal,omitempty"`
+	Extra             canonical.Members                                        `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostProductsBodyDefaultPriceDataTaxBehavior is a string enum (inline schema at
+// /paths/~1v1~1products/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/default_price_data/properties/tax_behavior).
+type PostProductsBodyDefaultPriceDataTaxBehavior string
+
+const (
+	PostProductsBodyDefaultPriceDataTaxBehaviorExclusive   PostProductsBodyDefaultPriceDataTaxBehavior = "exclusive"
+	PostProductsBodyDefaultPriceDataTaxBehaviorInclusive   PostProductsBodyDefaultPriceDataTaxBehavior = "inclusive"
+	PostProductsBodyDefaultPriceDataTaxBehaviorUnspecified PostProductsBodyDefaultPriceDataTaxBehavior = "unspecified"
+)
+
+// PostProductsBodyFeaturesItem is a request type (inline schema at
+// /paths/~1v1~1products/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/features/items).
+type PostProductsBodyFeaturesItem struct {
+	Name  string            `json:"name"`
+	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostProductsBodyPackageDimensions is a request type (inline schema at
+// /paths/~1v1~1products/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/package_dimensions).
+//
+// The dimensions of this product for shipping purposes.
+type PostProductsBodyPackageDimensions struct {
+	Height float64           `json:"height"`
+	Length float64           `json:"length"`
+	Weight float64           `json:"weight"`
+	Width  float64           `json:"width"`
+	Extra  canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostPromotionCodesBody is a request type (inline schema at
 // /paths/~1v1~1promotion_codes/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostPromotionCodesBody struct {
-	Active         *bool                 `json:"active,omitempty"`
-	Code           *string               `json:"code,omitempty"`
-	Coupon         string                `json:"coupon"`
-	Customer       *string               `json:"customer,omitempty"`
-	Expand         []string              `json:"expand,omitempty"`
-	ExpiresAt      *int64                `json:"expires_at,omitempty"`
-	MaxRedemptions *int64                `json:"max_redemptions,omitempty"`
-	Metadata       []canonical.FormField `json:"metadata,omitempty"`     // the metadata[...] fields, in body order
-	Restrictions   []canonical.FormField `json:"restrictions,omitempty"` // the restrictions[...] fields, in body order
+	Active         *bool                               `json:"active,omitempty"`
+	Code           *string                             `json:"code,omitempty"`
+	Coupon         string                              `json:"coupon"`
+	Customer       *string                             `json:"customer,omitempty"`
+	Expand         []string                            `json:"expand,omitempty"`
+	ExpiresAt      *int64                              `json:"expires_at,omitempty"`
+	MaxRedemptions *int64                              `json:"max_redemptions,omitempty"`
+	Metadata       map[string]string                   `json:"metadata,omitempty"`
+	Restrictions   *PostPromotionCodesBodyRestrictions `json:"restrictions,omitempty"`
+}
+
+// PostPromotionCodesBodyRestrictions is a request type (inline schema at
+// /paths/~1v1~1promotion_codes/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/restrictions).
+//
+// Settings that restrict the redemption of the promotion code.
+type PostPromotionCodesBodyRestrictions struct {
+	CurrencyOptions       map[string]PostPromotionCodesBodyRestrictionsCurrencyOptionsValue `json:"currency_options,omitempty"`
+	FirstTimeTransaction  *bool                                                             `json:"first_time_transaction,omitempty"`
+	MinimumAmount         *int64                                                            `json:"minimum_amount,omitempty"`
+	MinimumAmountCurrency *string                                                           `json:"minimum_amount_currency,omitempty"`
+	Extra                 canonical.Members                                                 `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostPromotionCodesBodyRestrictionsCurrencyOptionsValue is a request type (inline schema at
+// /paths/~1v1~1promotion_codes/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/restrictions/properties/currency_options/additionalProperties).
+type PostPromotionCodesBodyRestrictionsCurrencyOptionsValue struct {
+	MinimumAmount *int64            `json:"minimum_amount,omitempty"`
+	Extra         canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostRefundsBody is a request type (inline schema at
 // /paths/~1v1~1refunds/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostRefundsBody struct {
-	Amount               *int64                 `json:"amount,omitempty"`
-	Charge               *string                `json:"charge,omitempty"`
-	Currency             *string                `json:"currency,omitempty"`
-	Customer             *string                `json:"customer,omitempty"`
-	Expand               []string               `json:"expand,omitempty"`
-	InstructionsEmail    *string                `json:"instructions_email,omitempty"`
-	Metadata             json.RawMessage        `json:"metadata,omitempty"`
-	Origin               *PostRefundsBodyOrigin `json:"origin,omitempty"`
-	PaymentIntent        *string                `json:"payment_intent,omitempty"`
-	Reason               *PostRefundsBodyReason `json:"reason,omitempty"`
-	RefundApplicationFee *bool                  `json:"refund_application_fee,omitempty"`
-	ReverseTransfer      *bool                  `json:"reverse_transfer,omitempty"`
+	Amount               *int64                                   `json:"amount,omitempty"`
+	Charge               *string                                  `json:"charge,omitempty"`
+	Currency             *string                                  `json:"currency,omitempty"`
+	Customer             *string                                  `json:"customer,omitempty"`
+	Expand               []string                                 `json:"expand,omitempty"`
+	InstructionsEmail    *string                                  `json:"instructions_email,omitempty"`
+	Metadata             *canonical.Unsettable[map[string]string] `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Origin               *PostRefundsBodyOrigin                   `json:"origin,omitempty"`
+	PaymentIntent        *string                                  `json:"payment_intent,omitempty"`
+	Reason               *PostRefundsBodyReason                   `json:"reason,omitempty"`
+	RefundApplicationFee *bool                                    `json:"refund_application_fee,omitempty"`
+	ReverseTransfer      *bool                                    `json:"reverse_transfer,omitempty"`
 }
 
 // PostRefundsBodyOrigin is a string enum (inline schema at
@@ -839,24 +4057,24 @@ const (
 // PostSetupIntentsBody is a request type (inline schema at
 // /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostSetupIntentsBody struct {
-	AttachToSelf            *bool                                    `json:"attach_to_self,omitempty"`
-	AutomaticPaymentMethods []canonical.FormField                    `json:"automatic_payment_methods,omitempty"` // the automatic_payment_methods[...] fields, in body order
-	Confirm                 *bool                                    `json:"confirm,omitempty"`
-	Customer                *string                                  `json:"customer,omitempty"`
-	Description             *string                                  `json:"description,omitempty"`
-	Expand                  []string                                 `json:"expand,omitempty"`
-	FlowDirections          []PostSetupIntentsBodyFlowDirectionsItem `json:"flow_directions,omitempty"`
-	MandateData             json.RawMessage                          `json:"mandate_data,omitempty"`
-	Metadata                []canonical.FormField                    `json:"metadata,omitempty"` // the metadata[...] fields, in body order
-	OnBehalfOf              *string                                  `json:"on_behalf_of,omitempty"`
-	PaymentMethod           *string                                  `json:"payment_method,omitempty"`
-	PaymentMethodData       []canonical.FormField                    `json:"payment_method_data,omitempty"`    // the payment_method_data[...] fields, in body order
-	PaymentMethodOptions    []canonical.FormField                    `json:"payment_method_options,omitempty"` // the payment_method_options[...] fields, in body order
-	PaymentMethodTypes      []string                                 `json:"payment_method_types,omitempty"`
-	ReturnURL               *string                                  `json:"return_url,omitempty"`
-	SingleUse               []canonical.FormField                    `json:"single_use,omitempty"` // the single_use[...] fields, in body order
-	Usage                   *PostSetupIntentsBodyUsage               `json:"usage,omitempty"`
-	UseStripeSdk            *bool                                    `json:"use_stripe_sdk,omitempty"`
+	AttachToSelf            *bool                                                    `json:"attach_to_self,omitempty"`
+	AutomaticPaymentMethods *PostPaymentIntentsBodyAutomaticPaymentMethods           `json:"automatic_payment_methods,omitempty"`
+	Confirm                 *bool                                                    `json:"confirm,omitempty"`
+	Customer                *string                                                  `json:"customer,omitempty"`
+	Description             *string                                                  `json:"description,omitempty"`
+	Expand                  []string                                                 `json:"expand,omitempty"`
+	FlowDirections          []PostSetupIntentsBodyFlowDirectionsItem                 `json:"flow_directions,omitempty"`
+	MandateData             *canonical.Unsettable[PostPaymentIntentsBodyMandateData] `json:"mandate_data,omitempty"` // mandate_data= (empty) is Unset
+	Metadata                map[string]string                                        `json:"metadata,omitempty"`
+	OnBehalfOf              *string                                                  `json:"on_behalf_of,omitempty"`
+	PaymentMethod           *string                                                  `json:"payment_method,omitempty"`
+	PaymentMethodData       *PostPaymentIntentsBodyPaymentMethodData                 `json:"payment_method_data,omitempty"`
+	PaymentMethodOptions    *PostSetupIntentsBodyPaymentMethodOptions                `json:"payment_method_options,omitempty"`
+	PaymentMethodTypes      []string                                                 `json:"payment_method_types,omitempty"`
+	ReturnURL               *string                                                  `json:"return_url,omitempty"`
+	SingleUse               *PostSetupIntentsBodySingleUse                           `json:"single_use,omitempty"`
+	Usage                   *PostSetupIntentsBodyUsage                               `json:"usage,omitempty"`
+	UseStripeSdk            *bool                                                    `json:"use_stripe_sdk,omitempty"`
 }
 
 // PostSetupIntentsBodyFlowDirectionsItem is a string enum (inline schema at
@@ -867,6 +4085,178 @@ const (
 	PostSetupIntentsBodyFlowDirectionsItemInbound  PostSetupIntentsBodyFlowDirectionsItem = "inbound"
 	PostSetupIntentsBodyFlowDirectionsItemOutbound PostSetupIntentsBodyFlowDirectionsItem = "outbound"
 )
+
+// PostSetupIntentsBodyPaymentMethodOptions is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options).
+//
+// Payment-method-specific configuration for this SetupIntent.
+type PostSetupIntentsBodyPaymentMethodOptions struct {
+	AcssDebit     *PostSetupIntentsBodyPaymentMethodOptionsAcssDebit     `json:"acss_debit,omitempty"`
+	Card          *PostSetupIntentsBodyPaymentMethodOptionsCard          `json:"card,omitempty"`
+	Link          map[string]json.RawMessage                             `json:"link,omitempty"`
+	Paypal        *PostSetupIntentsBodyPaymentMethodOptionsPaypal        `json:"paypal,omitempty"`
+	SepaDebit     *PostSetupIntentsBodyPaymentMethodOptionsSepaDebit     `json:"sepa_debit,omitempty"`
+	UsBankAccount *PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount `json:"us_bank_account,omitempty"`
+	Extra         canonical.Members                                      `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsAcssDebit is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit).
+type PostSetupIntentsBodyPaymentMethodOptionsAcssDebit struct {
+	Currency           *PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency           `json:"currency,omitempty"`
+	MandateOptions     *PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions `json:"mandate_options,omitempty"`
+	VerificationMethod *PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod `json:"verification_method,omitempty"`
+	Extra              canonical.Members                                                    `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency is a string enum (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/currency).
+type PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrencyCad PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency = "cad"
+	PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrencyUsd PostSetupIntentsBodyPaymentMethodOptionsAcssDebitCurrency = "usd"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod is a string enum (inline
+// schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/acss_debit/properties/verification_method).
+type PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodAutomatic     PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "automatic"
+	PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodInstant       PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "instant"
+	PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethodMicrodeposits PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod = "microdeposits"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsCard is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card).
+type PostSetupIntentsBodyPaymentMethodOptionsCard struct {
+	MandateOptions      *PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions      `json:"mandate_options,omitempty"`
+	Network             *PostSetupIntentsBodyPaymentMethodOptionsCardNetwork             `json:"network,omitempty"`
+	RequestThreeDSecure *PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure `json:"request_three_d_secure,omitempty"`
+	Extra               canonical.Members                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/mandate_options).
+type PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions struct {
+	Amount         int64                                                                          `json:"amount"`
+	AmountType     PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType           `json:"amount_type"`
+	Currency       string                                                                         `json:"currency"`
+	Description    *string                                                                        `json:"description,omitempty"`
+	EndDate        *int64                                                                         `json:"end_date,omitempty"`
+	Interval       PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval             `json:"interval"`
+	IntervalCount  *int64                                                                         `json:"interval_count,omitempty"`
+	Reference      string                                                                         `json:"reference"`
+	StartDate      int64                                                                          `json:"start_date"`
+	SupportedTypes []PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem `json:"supported_types,omitempty"`
+	Extra          canonical.Members                                                              `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType is a string enum (inline
+// schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/mandate_options/properties/amount_type).
+type PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountTypeFixed   PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType = "fixed"
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountTypeMaximum PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsAmountType = "maximum"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval is a string enum (inline
+// schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/mandate_options/properties/interval).
+type PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalDay      PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "day"
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalMonth    PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "month"
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalSporadic PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "sporadic"
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalWeek     PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "week"
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsIntervalYear     PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsInterval = "year"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem is a string enum
+// (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/mandate_options/properties/supported_types/items).
+type PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItemIndia PostSetupIntentsBodyPaymentMethodOptionsCardMandateOptionsSupportedTypesItem = "india"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardNetwork is a string enum (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/network).
+type PostSetupIntentsBodyPaymentMethodOptionsCardNetwork string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkAmex            PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "amex"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkCartesBancaires PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "cartes_bancaires"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkDiners          PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "diners"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkDiscover        PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "discover"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkEftposAu        PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "eftpos_au"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkInterac         PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "interac"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkJcb             PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "jcb"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkMastercard      PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "mastercard"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkUnionpay        PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "unionpay"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkUnknown         PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "unknown"
+	PostSetupIntentsBodyPaymentMethodOptionsCardNetworkVisa            PostSetupIntentsBodyPaymentMethodOptionsCardNetwork = "visa"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure is a string enum (inline schema
+// at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/card/properties/request_three_d_secure).
+type PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecureAny       PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure = "any"
+	PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecureAutomatic PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure = "automatic"
+)
+
+// PostSetupIntentsBodyPaymentMethodOptionsPaypal is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/paypal).
+type PostSetupIntentsBodyPaymentMethodOptionsPaypal struct {
+	BillingAgreementID *string           `json:"billing_agreement_id,omitempty"`
+	Extra              canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsSepaDebit is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/sepa_debit).
+type PostSetupIntentsBodyPaymentMethodOptionsSepaDebit struct {
+	MandateOptions map[string]json.RawMessage `json:"mandate_options,omitempty"`
+	Extra          canonical.Members          `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account).
+type PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount struct {
+	FinancialConnections *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConnections `json:"financial_connections,omitempty"`
+	Networks             *PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks             `json:"networks,omitempty"`
+	VerificationMethod   *PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod     `json:"verification_method,omitempty"`
+	Extra                canonical.Members                                                            `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod is a string enum (inline
+// schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_method_options/properties/us_bank_account/properties/verification_method).
+type PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod string
+
+const (
+	PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodAutomatic     PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "automatic"
+	PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodInstant       PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "instant"
+	PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethodMicrodeposits PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod = "microdeposits"
+)
+
+// PostSetupIntentsBodySingleUse is a request type (inline schema at
+// /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/single_use).
+//
+// If this hash is populated, this SetupIntent will generate a single_use Mandate on success.
+type PostSetupIntentsBodySingleUse struct {
+	Amount   int64             `json:"amount"`
+	Currency string            `json:"currency"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
 
 // PostSetupIntentsBodyUsage is a string enum (inline schema at
 // /paths/~1v1~1setup_intents/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/usage).
@@ -880,14 +4270,14 @@ const (
 // PostShippingRatesBody is a request type (inline schema at
 // /paths/~1v1~1shipping_rates/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostShippingRatesBody struct {
-	DeliveryEstimate []canonical.FormField             `json:"delivery_estimate,omitempty"` // the delivery_estimate[...] fields, in body order
-	DisplayName      string                            `json:"display_name"`
-	Expand           []string                          `json:"expand,omitempty"`
-	FixedAmount      []canonical.FormField             `json:"fixed_amount,omitempty"` // the fixed_amount[...] fields, in body order
-	Metadata         []canonical.FormField             `json:"metadata,omitempty"`     // the metadata[...] fields, in body order
-	TaxBehavior      *PostShippingRatesBodyTaxBehavior `json:"tax_behavior,omitempty"`
-	TaxCode          *string                           `json:"tax_code,omitempty"`
-	Type             *PostShippingRatesBodyType        `json:"type,omitempty"`
+	DeliveryEstimate *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimate `json:"delivery_estimate,omitempty"`
+	DisplayName      string                                                                       `json:"display_name"`
+	Expand           []string                                                                     `json:"expand,omitempty"`
+	FixedAmount      *PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmount      `json:"fixed_amount,omitempty"`
+	Metadata         map[string]string                                                            `json:"metadata,omitempty"`
+	TaxBehavior      *PostShippingRatesBodyTaxBehavior                                            `json:"tax_behavior,omitempty"`
+	TaxCode          *string                                                                      `json:"tax_code,omitempty"`
+	Type             *PostShippingRatesBodyType                                                   `json:"type,omitempty"`
 }
 
 // PostShippingRatesBodyTaxBehavior is a string enum (inline schema at
@@ -911,38 +4301,56 @@ const (
 // PostSubscriptionsBody is a request type (inline schema at
 // /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostSubscriptionsBody struct {
-	AddInvoiceItems            []canonical.FormField                   `json:"add_invoice_items,omitempty"` // the add_invoice_items[...] fields, in body order
-	ApplicationFeePercent      *float64                                `json:"application_fee_percent,omitempty"`
-	AutomaticTax               []canonical.FormField                   `json:"automatic_tax,omitempty"` // the automatic_tax[...] fields, in body order
-	BackdateStartDate          *int64                                  `json:"backdate_start_date,omitempty"`
-	BillingCycleAnchor         *int64                                  `json:"billing_cycle_anchor,omitempty"`
-	BillingThresholds          json.RawMessage                         `json:"billing_thresholds,omitempty"`
-	CancelAt                   *int64                                  `json:"cancel_at,omitempty"`
-	CancelAtPeriodEnd          *bool                                   `json:"cancel_at_period_end,omitempty"`
-	CollectionMethod           *PostSubscriptionsBodyCollectionMethod  `json:"collection_method,omitempty"`
-	Coupon                     *string                                 `json:"coupon,omitempty"`
-	Currency                   *string                                 `json:"currency,omitempty"`
-	Customer                   string                                  `json:"customer"`
-	DaysUntilDue               *int64                                  `json:"days_until_due,omitempty"`
-	DefaultPaymentMethod       *string                                 `json:"default_payment_method,omitempty"`
-	DefaultSource              *string                                 `json:"default_source,omitempty"`
-	DefaultTaxRates            json.RawMessage                         `json:"default_tax_rates,omitempty"`
-	Description                *string                                 `json:"description,omitempty"`
-	Expand                     []string                                `json:"expand,omitempty"`
-	Items                      []canonical.FormField                   `json:"items,omitempty"` // the items[...] fields, in body order
-	Metadata                   json.RawMessage                         `json:"metadata,omitempty"`
-	OffSession                 *bool                                   `json:"off_session,omitempty"`
-	OnBehalfOf                 json.RawMessage                         `json:"on_behalf_of,omitempty"`
-	PaymentBehavior            *PostSubscriptionsBodyPaymentBehavior   `json:"payment_behavior,omitempty"`
-	PaymentSettings            []canonical.FormField                   `json:"payment_settings,omitempty"` // the payment_settings[...] fields, in body order
-	PendingInvoiceItemInterval json.RawMessage                         `json:"pending_invoice_item_interval,omitempty"`
-	PromotionCode              *string                                 `json:"promotion_code,omitempty"`
-	ProrationBehavior          *PostSubscriptionsBodyProrationBehavior `json:"proration_behavior,omitempty"`
-	TransferData               []canonical.FormField                   `json:"transfer_data,omitempty"` // the transfer_data[...] fields, in body order
-	TrialEnd                   json.RawMessage                         `json:"trial_end,omitempty"`
-	TrialFromPlan              *bool                                   `json:"trial_from_plan,omitempty"`
-	TrialPeriodDays            *int64                                  `json:"trial_period_days,omitempty"`
-	TrialSettings              []canonical.FormField                   `json:"trial_settings,omitempty"` // the trial_settings[...] fields, in body order
+	AddInvoiceItems            []PostSubscriptionsBodyAddInvoiceItemsItem                                     `json:"add_invoice_items,omitempty"`
+	ApplicationFeePercent      *float64                                                                       `json:"application_fee_percent,omitempty"`
+	AutomaticTax               *PostCheckoutSessionsBodyAutomaticTax                                          `json:"automatic_tax,omitempty"`
+	BackdateStartDate          *int64                                                                         `json:"backdate_start_date,omitempty"`
+	BillingCycleAnchor         *int64                                                                         `json:"billing_cycle_anchor,omitempty"`
+	BillingThresholds          *canonical.Unsettable[PostSubscriptionsBodyBillingThresholds]                  `json:"billing_thresholds,omitempty"` // billing_thresholds= (empty) is Unset
+	CancelAt                   *int64                                                                         `json:"cancel_at,omitempty"`
+	CancelAtPeriodEnd          *bool                                                                          `json:"cancel_at_period_end,omitempty"`
+	CollectionMethod           *PostSubscriptionsBodyCollectionMethod                                         `json:"collection_method,omitempty"`
+	Coupon                     *string                                                                        `json:"coupon,omitempty"`
+	Currency                   *string                                                                        `json:"currency,omitempty"`
+	Customer                   string                                                                         `json:"customer"`
+	DaysUntilDue               *int64                                                                         `json:"days_until_due,omitempty"`
+	DefaultPaymentMethod       *string                                                                        `json:"default_payment_method,omitempty"`
+	DefaultSource              *string                                                                        `json:"default_source,omitempty"`
+	DefaultTaxRates            *canonical.Unsettable[[]string]                                                `json:"default_tax_rates,omitempty"` // default_tax_rates= (empty) is Unset
+	Description                *string                                                                        `json:"description,omitempty"`
+	Expand                     []string                                                                       `json:"expand,omitempty"`
+	Items                      []PostSubscriptionsBodyItemsItem                                               `json:"items,omitempty"`
+	Metadata                   *canonical.Unsettable[map[string]string]                                       `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	OffSession                 *bool                                                                          `json:"off_session,omitempty"`
+	OnBehalfOf                 *canonical.Unsettable[string]                                                  `json:"on_behalf_of,omitempty"` // on_behalf_of= (empty) is Unset
+	PaymentBehavior            *PostSubscriptionsBodyPaymentBehavior                                          `json:"payment_behavior,omitempty"`
+	PaymentSettings            *PostSubscriptionsBodyPaymentSettings                                          `json:"payment_settings,omitempty"`
+	PendingInvoiceItemInterval *canonical.Unsettable[PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring] `json:"pending_invoice_item_interval,omitempty"` // pending_invoice_item_interval= (empty) is Unset
+	PromotionCode              *string                                                                        `json:"promotion_code,omitempty"`
+	ProrationBehavior          *PostSubscriptionsBodyProrationBehavior                                        `json:"proration_behavior,omitempty"`
+	TransferData               *PostCheckoutSessionsBodySubscriptionDataTransferData                          `json:"transfer_data,omitempty"`
+	TrialEnd                   json.RawMessage                                                                `json:"trial_end,omitempty"`
+	TrialFromPlan              *bool                                                                          `json:"trial_from_plan,omitempty"`
+	TrialPeriodDays            *int64                                                                         `json:"trial_period_days,omitempty"`
+	TrialSettings              *PostCheckoutSessionsBodySubscriptionDataTrialSettings                         `json:"trial_settings,omitempty"`
+}
+
+// PostSubscriptionsBodyAddInvoiceItemsItem is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/add_invoice_items/items).
+type PostSubscriptionsBodyAddInvoiceItemsItem struct {
+	Price     *string                         `json:"price,omitempty"`
+	PriceData *PostInvoiceitemsBodyPriceData  `json:"price_data,omitempty"`
+	Quantity  *int64                          `json:"quantity,omitempty"`
+	TaxRates  *canonical.Unsettable[[]string] `json:"tax_rates,omitempty"` // tax_rates= (empty) is Unset
+	Extra     canonical.Members               `json:"-"`                   // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyBillingThresholds is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/billing_thresholds/anyOf/0).
+type PostSubscriptionsBodyBillingThresholds struct {
+	AmountGte               *int64            `json:"amount_gte,omitempty"`
+	ResetBillingCycleAnchor *bool             `json:"reset_billing_cycle_anchor,omitempty"`
+	Extra                   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // PostSubscriptionsBodyCollectionMethod is a string enum (inline schema at
@@ -954,6 +4362,47 @@ const (
 	PostSubscriptionsBodyCollectionMethodSendInvoice         PostSubscriptionsBodyCollectionMethod = "send_invoice"
 )
 
+// PostSubscriptionsBodyItemsItem is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items).
+type PostSubscriptionsBodyItemsItem struct {
+	BillingThresholds *canonical.Unsettable[PostSubscriptionsBodyItemsItemBillingThresholds] `json:"billing_thresholds,omitempty"` // billing_thresholds= (empty) is Unset
+	Metadata          map[string]string                                                      `json:"metadata,omitempty"`
+	Price             *string                                                                `json:"price,omitempty"`
+	PriceData         *PostSubscriptionsBodyItemsItemPriceData                               `json:"price_data,omitempty"`
+	Quantity          *int64                                                                 `json:"quantity,omitempty"`
+	TaxRates          *canonical.Unsettable[[]string]                                        `json:"tax_rates,omitempty"` // tax_rates= (empty) is Unset
+	Extra             canonical.Members                                                      `json:"-"`                   // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyItemsItemBillingThresholds is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items/properties/billing_thresholds/anyOf/0).
+type PostSubscriptionsBodyItemsItemBillingThresholds struct {
+	UsageGte int64             `json:"usage_gte"`
+	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyItemsItemPriceData is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items/properties/price_data).
+type PostSubscriptionsBodyItemsItemPriceData struct {
+	Currency          string                                                  `json:"currency"`
+	Product           string                                                  `json:"product"`
+	Recurring         PostCheckoutSessionsBodyLineItemsItemPriceDataRecurring `json:"recurring"`
+	TaxBehavior       *PostSubscriptionsBodyItemsItemPriceDataTaxBehavior     `json:"tax_behavior,omitempty"`
+	UnitAmount        *int64                                                  `json:"unit_amount,omitempty"`
+	UnitAmountDecimal *string                                                 `json:"unit_amount_decimal,omitempty"`
+	Extra             canonical.Members                                       `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyItemsItemPriceDataTaxBehavior is a string enum (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/items/items/properties/price_data/properties/tax_behavior).
+type PostSubscriptionsBodyItemsItemPriceDataTaxBehavior string
+
+const (
+	PostSubscriptionsBodyItemsItemPriceDataTaxBehaviorExclusive   PostSubscriptionsBodyItemsItemPriceDataTaxBehavior = "exclusive"
+	PostSubscriptionsBodyItemsItemPriceDataTaxBehaviorInclusive   PostSubscriptionsBodyItemsItemPriceDataTaxBehavior = "inclusive"
+	PostSubscriptionsBodyItemsItemPriceDataTaxBehaviorUnspecified PostSubscriptionsBodyItemsItemPriceDataTaxBehavior = "unspecified"
+)
+
 // PostSubscriptionsBodyPaymentBehavior is a string enum (inline schema at
 // /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_behavior).
 type PostSubscriptionsBodyPaymentBehavior string
@@ -963,6 +4412,126 @@ const (
 	PostSubscriptionsBodyPaymentBehaviorDefaultIncomplete   PostSubscriptionsBodyPaymentBehavior = "default_incomplete"
 	PostSubscriptionsBodyPaymentBehaviorErrorIfIncomplete   PostSubscriptionsBodyPaymentBehavior = "error_if_incomplete"
 	PostSubscriptionsBodyPaymentBehaviorPendingIfIncomplete PostSubscriptionsBodyPaymentBehavior = "pending_if_incomplete"
+)
+
+// PostSubscriptionsBodyPaymentSettings is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings).
+//
+// Payment settings to pass to invoices created by the subscription.
+type PostSubscriptionsBodyPaymentSettings struct {
+	PaymentMethodOptions     *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptions                           `json:"payment_method_options,omitempty"`
+	PaymentMethodTypes       *canonical.Unsettable[[]PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem] `json:"payment_method_types,omitempty"` // payment_method_types= (empty) is Unset
+	SaveDefaultPaymentMethod *PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod                       `json:"save_default_payment_method,omitempty"`
+	Extra                    canonical.Members                                                                   `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptions is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptions struct {
+	AcssDebit       *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit]       `json:"acss_debit,omitempty"`       // acss_debit= (empty) is Unset
+	Bancontact      *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact]      `json:"bancontact,omitempty"`       // bancontact= (empty) is Unset
+	Card            *canonical.Unsettable[PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard]       `json:"card,omitempty"`             // card= (empty) is Unset
+	CustomerBalance *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance] `json:"customer_balance,omitempty"` // customer_balance= (empty) is Unset
+	Konbini         *canonical.Unsettable[map[string]json.RawMessage]                                         `json:"konbini,omitempty"`          // konbini= (empty) is Unset
+	UsBankAccount   *canonical.Unsettable[PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount]   `json:"us_bank_account,omitempty"`  // us_bank_account= (empty) is Unset
+	Extra           canonical.Members                                                                         `json:"-"`                          // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard is a request type (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard struct {
+	MandateOptions      *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions      `json:"mandate_options,omitempty"`
+	Network             *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork             `json:"network,omitempty"`
+	RequestThreeDSecure *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure `json:"request_three_d_secure,omitempty"`
+	Extra               canonical.Members                                                                `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions is a request type
+// (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptions struct {
+	Amount      *int64                                                                                `json:"amount,omitempty"`
+	AmountType  *PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType `json:"amount_type,omitempty"`
+	Description *string                                                                               `json:"description,omitempty"`
+	Extra       canonical.Members                                                                     `json:"-"` // undeclared members, in canonical form: fingerprinted
+}
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType is a string
+// enum (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/mandate_options/properties/amount_type).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType string
+
+const (
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountTypeFixed   PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType = "fixed"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountTypeMaximum PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOptionsAmountType = "maximum"
+)
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork is a string enum (inline
+// schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/network).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork string
+
+const (
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkAmex            PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "amex"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkCartesBancaires PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "cartes_bancaires"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkDiners          PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "diners"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkDiscover        PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "discover"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkEftposAu        PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "eftpos_au"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkInterac         PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "interac"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkJcb             PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "jcb"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkMastercard      PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "mastercard"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkUnionpay        PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "unionpay"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkUnknown         PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "unknown"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetworkVisa            PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardNetwork = "visa"
+)
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure is a string enum
+// (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_options/properties/card/anyOf/0/properties/request_three_d_secure).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure string
+
+const (
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecureAny       PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure = "any"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecureAutomatic PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure = "automatic"
+)
+
+// PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem is a string enum (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/payment_method_types/anyOf/0/items).
+type PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem string
+
+const (
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemAchCreditTransfer PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "ach_credit_transfer"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemAchDebit          PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "ach_debit"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemAcssDebit         PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "acss_debit"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemAuBecsDebit       PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "au_becs_debit"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemBacsDebit         PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "bacs_debit"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemBancontact        PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "bancontact"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemBoleto            PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "boleto"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemCard              PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "card"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemCashapp           PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "cashapp"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemCustomerBalance   PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "customer_balance"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemFpx               PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "fpx"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemGiropay           PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "giropay"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemGrabpay           PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "grabpay"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemIdeal             PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "ideal"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemKonbini           PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "konbini"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemLink              PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "link"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemPaynow            PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "paynow"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemPaypal            PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "paypal"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemPromptpay         PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "promptpay"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemSepaDebit         PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "sepa_debit"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemSofort            PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "sofort"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemUsBankAccount     PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "us_bank_account"
+	PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItemWechatPay         PostSubscriptionsBodyPaymentSettingsPaymentMethodTypesItem = "wechat_pay"
+)
+
+// PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod is a string enum (inline schema at
+// /paths/~1v1~1subscriptions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/payment_settings/properties/save_default_payment_method).
+type PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod string
+
+const (
+	PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethodOff            PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod = "off"
+	PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethodOnSubscription PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod = "on_subscription"
 )
 
 // PostSubscriptionsBodyProrationBehavior is a string enum (inline schema at
@@ -985,7 +4554,7 @@ type PostTaxRatesBody struct {
 	Expand       []string                 `json:"expand,omitempty"`
 	Inclusive    bool                     `json:"inclusive"`
 	Jurisdiction *string                  `json:"jurisdiction,omitempty"`
-	Metadata     []canonical.FormField    `json:"metadata,omitempty"` // the metadata[...] fields, in body order
+	Metadata     map[string]string        `json:"metadata,omitempty"`
 	Percentage   float64                  `json:"percentage"`
 	State        *string                  `json:"state,omitempty"`
 	TaxType      *PostTaxRatesBodyTaxType `json:"tax_type,omitempty"`
@@ -1014,14 +4583,14 @@ const (
 // PostTopupsBody is a request type (inline schema at
 // /paths/~1v1~1topups/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostTopupsBody struct {
-	Amount              int64           `json:"amount"`
-	Currency            string          `json:"currency"`
-	Description         *string         `json:"description,omitempty"`
-	Expand              []string        `json:"expand,omitempty"`
-	Metadata            json.RawMessage `json:"metadata,omitempty"`
-	Source              *string         `json:"source,omitempty"`
-	StatementDescriptor *string         `json:"statement_descriptor,omitempty"`
-	TransferGroup       *string         `json:"transfer_group,omitempty"`
+	Amount              int64                                    `json:"amount"`
+	Currency            string                                   `json:"currency"`
+	Description         *string                                  `json:"description,omitempty"`
+	Expand              []string                                 `json:"expand,omitempty"`
+	Metadata            *canonical.Unsettable[map[string]string] `json:"metadata,omitempty"` // metadata= (empty) is Unset
+	Source              *string                                  `json:"source,omitempty"`
+	StatementDescriptor *string                                  `json:"statement_descriptor,omitempty"`
+	TransferGroup       *string                                  `json:"transfer_group,omitempty"`
 }
 
 // PostTransfersBody is a request type (inline schema at
@@ -1032,7 +4601,7 @@ type PostTransfersBody struct {
 	Description       *string                      `json:"description,omitempty"`
 	Destination       string                       `json:"destination"`
 	Expand            []string                     `json:"expand,omitempty"`
-	Metadata          []canonical.FormField        `json:"metadata,omitempty"` // the metadata[...] fields, in body order
+	Metadata          map[string]string            `json:"metadata,omitempty"`
 	SourceTransaction *string                      `json:"source_transaction,omitempty"`
 	SourceType        *PostTransfersBodySourceType `json:"source_type,omitempty"`
 	TransferGroup     *string                      `json:"transfer_group,omitempty"`
@@ -1053,10 +4622,10 @@ const (
 type PostWebhookEndpointsBody struct {
 	APIVersion    *PostWebhookEndpointsBodyAPIVersion         `json:"api_version,omitempty"`
 	Connect       *bool                                       `json:"connect,omitempty"`
-	Description   json.RawMessage                             `json:"description,omitempty"`
+	Description   *canonical.Unsettable[string]               `json:"description,omitempty"` // description= (empty) is Unset
 	EnabledEvents []PostWebhookEndpointsBodyEnabledEventsItem `json:"enabled_events"`
 	Expand        []string                                    `json:"expand,omitempty"`
-	Metadata      json.RawMessage                             `json:"metadata,omitempty"`
+	Metadata      *canonical.Unsettable[map[string]string]    `json:"metadata,omitempty"` // metadata= (empty) is Unset
 	URL           string                                      `json:"url"`
 }
 
