@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +22,6 @@ import (
 
 	"github.com/idemgen/idemgen/internal/pgtest"
 )
-
-// bracketForms: the generated decoders take Stripe's bracketed form fields (issue 14 item 1).
-// Until they do, the bracketed-fields scenario is skipped.
-const bracketForms = false
 
 // env is one server on a fresh database, behind the fault-injecting proxy.
 type env struct {
@@ -684,47 +681,124 @@ func TestStripeGo(t *testing.T) {
 		}
 	})
 
-	// Stripe's SDKs send nested parameters in brackets: metadata[order_id], address[city],
-	// payment_method_types[0], items[0][price]; curl users write expand[]. The fingerprint
-	// covers the decoded values, so a retry with the fields in another order replays, while
-	// another order of an array's elements is another request.
+	// Stripe's SDKs send nested parameters in brackets: address[city], metadata[order_id]
+	// (stripe-go's AddMetadata). The server reads them into typed fields; the fingerprint
+	// covers the fields, not their order nor the SDK's headers, so a retry with the fields
+	// reversed and another SDK's headers replays, and so does a hand-written body with the
+	// brackets percent-encoded in yet another order.
 	t.Run("bracketed-fields", func(t *testing.T) {
-		if !bracketForms {
-			t.Skip("needs form bodies in deepObject/bracket encoding (metadata[k], address[city], items[0][price], expand[]): " +
-				"issue 14 item 1, branch forms, not merged yet; until then these requests get 400")
+		const tenant, key = "sk_test_brackets", "cus-brackets-1"
+		e.proxy.plan(tenant, plan{drop: []int{0}, rewrite: func(n int, h http.Header, body []byte) []byte {
+			if n != 1 {
+				return body
+			}
+			h.Set("User-Agent", "Stripe/v1 NodeBindings/18.5.0")
+			h.Set("Stripe-Version", "2024-06-20")
+			return reverseFields(body)
+		}})
+		sc := e.client(tenant)
+		t0 := time.Now()
+		cus, err := sc.V1Customers.Create(ctx, customerWithAddress(key, "6735"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		const tenant = "sk_test_brackets"
-		e.proxy.plan(tenant, plan{drop: []int{1}, rewrite: func(n int, h http.Header, body []byte) []byte {
-			if n == 2 { // the retry of the dropped payment intent, its fields in reverse order
+		status, _ := e.post(t, tenant, key, "/v1/customers",
+			"address%5Bcountry%5D=DE&metadata%5Bchannel%5D=web&email=jenny%40example.com&address[line1]=Unter+den+Linden+1"+
+				"&metadata[order_id]=6735&address[postal_code]=10117&address%5Bcity%5D=Berlin")
+		as := e.expect(t, tenant, t0, "200!", "200r", "200r")
+		e.sdkRetries(t, tenant, 1)
+		t.Logf("first attempt: %s\nits retry:     %s", as[0].body, as[1].body)
+		if as[0].body == as[1].body || as[0].header.Get("User-Agent") == as[1].header.Get("User-Agent") ||
+			!slices.Contains(strings.Split(as[0].body, "&"), "address[city]=Berlin") {
+			t.Errorf("stripe-go sent %s; the retry %s", as[0].body, as[1].body)
+		}
+		if status != http.StatusOK || !replayed(cus.LastResponse) {
+			t.Errorf("hand-written body: %d; stripe-go's retry replayed: %v", status, replayed(cus.LastResponse))
+		}
+		if cus.Metadata["order_id"] != "6735" || cus.Metadata["channel"] != "web" || len(cus.Metadata) != 2 {
+			t.Errorf("customer metadata %v", cus.Metadata)
+		}
+		if cus.Address == nil || cus.Address.City != "Berlin" || cus.Address.PostalCode != "10117" || cus.Address.Country != "DE" {
+			t.Errorf("customer address %+v", cus.Address)
+		}
+		// What the handler received, as stored: typed fields, not raw pairs.
+		var city, order string
+		if err := e.pool.QueryRow(ctx, `SELECT params #>> '{address,Value,city}', params #>> '{metadata,Value,order_id}' FROM customers WHERE id = $1`,
+			cus.ID).Scan(&city, &order); err != nil || city != "Berlin" || order != "6735" {
+			t.Errorf("stored address city %q, metadata order_id %q (%v)", city, order, err)
+		}
+		if n := e.rows(t, tenant); n != 1 {
+			t.Errorf("rows = %d, want 1", n)
+		}
+	})
+
+	// The same key with other bracketed values is another request: 400 idempotency_error,
+	// raised by stripe-go as *stripe.IdempotencyError, one attempt each.
+	t.Run("key-reused-with-other-metadata", func(t *testing.T) {
+		const tenant, key = "sk_test_othermeta", "cus-brackets-2"
+		sc := e.client(tenant)
+		t0 := time.Now()
+		first, err := sc.V1Customers.Create(ctx, customerWithAddress(key, "6735"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := []struct {
+			what string
+			p    *stripe.CustomerCreateParams
+		}{
+			{"another metadata value", customerWithAddress(key, "6736")},
+			{"one more metadata key", func() *stripe.CustomerCreateParams {
+				p := customerWithAddress(key, "6735")
+				p.AddMetadata("campaign", "spring")
+				return p
+			}()},
+			{"another address[city]", func() *stripe.CustomerCreateParams {
+				p := customerWithAddress(key, "6735")
+				p.Address.City = stripe.String("Potsdam")
+				return p
+			}()},
+		}
+		for _, o := range other {
+			_, err := sc.V1Customers.Create(ctx, o.p)
+			se := stripeError(t, err)
+			var ie *stripe.IdempotencyError
+			if se.HTTPStatusCode != http.StatusBadRequest || se.Type != stripe.ErrorTypeIdempotency || !errors.As(err, &ie) {
+				t.Errorf("%s: got %d %s (IdempotencyError: %v): %s", o.what, se.HTTPStatusCode, se.Type, ie != nil, se.Msg)
+			}
+		}
+		e.expect(t, tenant, t0, "200", "400", "400", "400")
+		e.sdkRetries(t, tenant, 0)
+		if first.Metadata["order_id"] != "6735" {
+			t.Errorf("first metadata %v", first.Metadata)
+		}
+		if n := e.rows(t, tenant); n != 1 {
+			t.Errorf("rows = %d, want 1", n)
+		}
+	})
+
+	// Arrays with indices: payment_method_types[0], items[0][price], items[1][quantity]. The
+	// handler gets the elements in index order whatever the order of the fields, so a retry
+	// with the fields reversed (items[1] before items[0]) replays, while the elements swapped is
+	// another request. A gap in the indices is refused before the key is claimed. stripe-go's
+	// expand[0] and curl's expand[] decode to the same value, but a key names the fields as
+	// sent, so one key with both spellings is a mismatch.
+	t.Run("indexed-arrays", func(t *testing.T) {
+		const tenant = "sk_test_indices"
+		e.proxy.plan(tenant, plan{drop: []int{0, 3}, rewrite: func(n int, h http.Header, body []byte) []byte {
+			if n == 1 || n == 4 {
 				return reverseFields(body)
 			}
 			return body
 		}})
 		sc := e.client(tenant)
 		t0 := time.Now()
-
-		cp := &stripe.CustomerCreateParams{Email: stripe.String("jenny@example.com"), Address: &stripe.AddressParams{
-			Line1: stripe.String("Unter den Linden 1"), City: stripe.String("Berlin"), PostalCode: stripe.String("10117"), Country: stripe.String("DE")}}
-		cp.AddMetadata("order_id", "6735")
-		cp.AddMetadata("channel", "web")
-		cp.SetIdempotencyKey("cus-brackets-1")
-		cus, err := sc.V1Customers.Create(ctx, cp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cus.Metadata["order_id"] != "6735" || cus.Metadata["channel"] != "web" {
-			t.Errorf("customer metadata %v", cus.Metadata)
-		}
-		var city string
-		if err := e.pool.QueryRow(ctx, `SELECT params #>> '{address,city}' FROM customers WHERE id = $1`, cus.ID).Scan(&city); err != nil || city != "Berlin" {
-			t.Errorf("address[city] stored as %q (%v)", city, err)
-		}
-
+		cus := "cus_indices"
 		newPI := func(types ...string) *stripe.PaymentIntentCreateParams {
 			p := pi(2500, "pi-brackets-1")
+			p.Customer = stripe.String(cus)
 			p.PaymentMethodTypes = stripe.StringSlice(types)
 			p.AddMetadata("order_id", "6735")
-			p.Expand = stripe.StringSlice([]string{"customer"})
+			p.AddExpand("customer")
 			return p
 		}
 		intent, err := sc.V1PaymentIntents.Create(ctx, newPI("card", "link"))
@@ -738,37 +812,149 @@ func TestStripeGo(t *testing.T) {
 		if err := e.pool.QueryRow(ctx, `SELECT payment_method_types FROM payment_intents WHERE id = $1`, intent.ID).Scan(&types); err != nil || !slices.Equal(types, []string{"card", "link"}) {
 			t.Errorf("payment_method_types stored as %v (%v)", types, err)
 		}
-		// The elements in another order: another request.
 		_, err = sc.V1PaymentIntents.Create(ctx, newPI("link", "card"))
 		if se := stripeError(t, err); se.HTTPStatusCode != http.StatusBadRequest || se.Type != stripe.ErrorTypeIdempotency {
 			t.Errorf("swapped payment_method_types: got %d %s", se.HTTPStatusCode, se.Type)
 		}
 
-		// stripe-go's expand[0] and curl's expand[] are the same parameter.
-		for _, body := range []string{
+		sp := &stripe.SubscriptionCreateParams{Customer: stripe.String(cus), Items: []*stripe.SubscriptionCreateItemParams{
+			{Price: stripe.String("price_basic"), Quantity: stripe.Int64(1)},
+			{Price: stripe.String("price_addon"), Quantity: stripe.Int64(3), Metadata: map[string]string{"seat": "extra"}}}}
+		sp.AddMetadata("order_id", "6735")
+		sp.SetIdempotencyKey("sub-brackets-1")
+		sub, err := sc.V1Subscriptions.Create(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !replayed(sub.LastResponse) || sub.Items == nil || len(sub.Items.Data) != 2 {
+			t.Fatalf("subscription: replayed=%v items=%+v", replayed(sub.LastResponse), sub.Items)
+		}
+		for i, want := range []struct {
+			price    string
+			quantity int64
+		}{{"price_basic", 1}, {"price_addon", 3}} {
+			if it := sub.Items.Data[i]; it.Price == nil || it.Price.ID != want.price || it.Quantity != want.quantity {
+				t.Errorf("items[%d]: %+v", i, it)
+			}
+		}
+		if sub.Items.Data[1].Metadata["seat"] != "extra" {
+			t.Errorf("items[1][metadata]: %v", sub.Items.Data[1].Metadata)
+		}
+		// items[0] and items[2] without items[1]: 400 invalid_request_error, not stored.
+		status, body := e.post(t, tenant, "sub-brackets-2", "/v1/subscriptions",
+			"customer=cus_indices&items[0][price]=price_basic&items[2][price]=price_addon")
+		if status != http.StatusBadRequest || !strings.Contains(body, `"invalid_request_error"`) || !strings.Contains(body, `"param":"items`) {
+			t.Errorf("a gap in items: %d %s", status, body)
+		}
+		t.Logf("a gap in items: %d %s", status, body)
+		for i, body := range []string{
 			"amount=100&currency=usd&expand[0]=customer&metadata[a]=1&metadata[b]=2",
 			"metadata[b]=2&expand[]=customer&currency=usd&metadata[a]=1&amount=100",
 		} {
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/payment_intents", strings.NewReader(body))
-			req.Header = http.Header{"Authorization": {"Bearer " + tenant}, "Idempotency-Key": {"pi-brackets-2"},
-				"Content-Type": {"application/x-www-form-urlencoded"}}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			if status, _ := e.post(t, tenant, "pi-expand-"+strconv.Itoa(i), "/v1/payment_intents", body); status != http.StatusOK {
+				t.Errorf("%s: %d", body, status)
 			}
-			resp.Body.Close()
+		}
+		status, _ = e.post(t, tenant, "pi-expand-0", "/v1/payment_intents", "amount=100&currency=usd&expand[]=customer&metadata[a]=1&metadata[b]=2")
+		if status != http.StatusBadRequest {
+			t.Errorf("expand[] under expand[0]'s key: %d", status)
+		}
+		var expand []string
+		rows, _ := e.pool.Query(ctx, `SELECT params->>'expand' FROM payment_intents WHERE tenant = $1 AND amount = 100`, tenant)
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			expand = append(expand, s)
+		}
+		if rows.Err() != nil || !slices.Equal(expand, []string{`["customer"]`, `["customer"]`}) {
+			t.Errorf("expand stored as %q (%v)", expand, rows.Err())
 		}
 
-		sp := &stripe.SubscriptionCreateParams{Customer: stripe.String(cus.ID), Items: []*stripe.SubscriptionCreateItemParams{
-			{Price: stripe.String("price_basic"), Quantity: stripe.Int64(1)}, {Price: stripe.String("price_addon"), Quantity: stripe.Int64(3)}}}
-		sp.AddMetadata("order_id", "6735")
-		sp.SetIdempotencyKey("sub-brackets-1")
-		if _, err := sc.V1Subscriptions.Create(ctx, sp); err != nil {
+		e.expect(t, tenant, t0, "200!", "200r", "400", "200!", "200r", "400", "200", "200", "400")
+		e.sdkRetries(t, tenant, 2)
+		if n := e.rows(t, tenant); n != 4 {
+			t.Errorf("rows = %d, want 4", n)
+		}
+	})
+
+	// The empty string, Stripe's "unset" for a field declared anyOf [X, enum: [""]], sent
+	// the ways stripe-go v82.5.1 sends it: AddExtra("metadata", "") writes metadata= (Params.Extra
+	// is encoded at the top level: params.go 37-43, 208, 261-267), a non-nil empty slice writes
+	// default_tax_rates= (form.go 176-184), and a map value "" writes metadata[channel]= (map
+	// values are always encoded: form.go 363-369), which clears that one key. Unset is neither
+	// absent nor a value: the same key without metadata and with metadata= are two requests.
+	t.Run("empty-string-unsets", func(t *testing.T) {
+		const tenant = "sk_test_unset"
+		e.proxy.plan(tenant, plan{drop: []int{2}})
+		sc := e.client(tenant)
+		t0 := time.Now()
+		plain := &stripe.CustomerCreateParams{Email: stripe.String("unset@example.com")}
+		plain.SetIdempotencyKey("cus-unset-1")
+		cus, err := sc.V1Customers.Create(ctx, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unset := func(key string) *stripe.CustomerCreateParams {
+			p := &stripe.CustomerCreateParams{Email: stripe.String("unset@example.com")}
+			p.AddExtra("metadata", "")
+			p.AddExtra("address", "")
+			p.SetIdempotencyKey(key)
+			return p
+		}
+		_, err = sc.V1Customers.Create(ctx, unset("cus-unset-1"))
+		if se := stripeError(t, err); se.HTTPStatusCode != http.StatusBadRequest || se.Type != stripe.ErrorTypeIdempotency {
+			t.Errorf("metadata= under the key of a request without metadata: %d %s", se.HTTPStatusCode, se.Type)
+		}
+		cleared, err := sc.V1Customers.Create(ctx, unset("cus-unset-2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !replayed(cleared.LastResponse) || len(cleared.Metadata) != 0 || cleared.Address != nil {
+			t.Errorf("cleared: replayed=%v metadata=%v address=%+v", replayed(cleared.LastResponse), cleared.Metadata, cleared.Address)
+		}
+		oneKey := &stripe.CustomerCreateParams{Email: stripe.String("unset@example.com")}
+		oneKey.AddMetadata("order_id", "6735")
+		oneKey.AddMetadata("channel", "")
+		oneKey.SetIdempotencyKey("cus-unset-3")
+		third, err := sc.V1Customers.Create(ctx, oneKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(third.Metadata, map[string]string{"order_id": "6735"}) {
+			t.Errorf("metadata[channel]= answered as %v", third.Metadata)
+		}
+		sp := &stripe.SubscriptionCreateParams{Customer: stripe.String(cus.ID), DefaultTaxRates: []*string{},
+			Items: []*stripe.SubscriptionCreateItemParams{{Price: stripe.String("price_basic")}}}
+		sp.SetIdempotencyKey("sub-unset-1")
+		sub, err := sc.V1Subscriptions.Create(ctx, sp)
+		if err != nil {
 			t.Fatal(err)
 		}
 
-		e.expect(t, tenant, t0, "200", "200!", "200r", "400", "200", "200r", "200")
+		as := e.expect(t, tenant, t0, "200", "400", "200!", "200r", "200", "200")
 		e.sdkRetries(t, tenant, 1)
+		for _, sent := range []struct {
+			attempt int
+			field   string
+		}{{2, "metadata="}, {2, "address="}, {4, "metadata[channel]="}, {5, "default_tax_rates="}} {
+			if !slices.Contains(strings.Split(as[sent.attempt].body, "&"), sent.field) {
+				t.Errorf("stripe-go sent %s, without %s", as[sent.attempt].body, sent.field)
+			}
+		}
+		// What the handlers received: Unset for metadata= and default_tax_rates=, and "" for
+		// the one key.
+		var metaUnset, addrUnset, taxUnset bool
+		var channel string
+		err = e.pool.QueryRow(ctx, `SELECT
+			(SELECT (params #>> '{metadata,Unset}')::bool FROM customers WHERE id = $1),
+			(SELECT (params #>> '{address,Unset}')::bool FROM customers WHERE id = $1),
+			(SELECT params #>> '{metadata,Value,channel}' FROM customers WHERE id = $2),
+			(SELECT (params #>> '{default_tax_rates,Unset}')::bool FROM subscriptions WHERE id = $3)`,
+			cleared.ID, third.ID, sub.ID).Scan(&metaUnset, &addrUnset, &channel, &taxUnset)
+		if err != nil || !metaUnset || !addrUnset || channel != "" || !taxUnset {
+			t.Errorf("stored: metadata unset %v, address unset %v, metadata[channel] %q, default_tax_rates unset %v (%v)",
+				metaUnset, addrUnset, channel, taxUnset, err)
+		}
 		if n := e.rows(t, tenant); n != 4 {
 			t.Errorf("rows = %d, want 4", n)
 		}
@@ -802,6 +988,39 @@ func TestStripeGo(t *testing.T) {
 			t.Errorf("rows = %d, want 2", n)
 		}
 	})
+}
+
+// customerWithAddress is a customer with an address and two metadata keys, sent by stripe-go
+// as address[city]=..., metadata[order_id]=....
+func customerWithAddress(key, orderID string) *stripe.CustomerCreateParams {
+	p := &stripe.CustomerCreateParams{Email: stripe.String("jenny@example.com"), Address: &stripe.AddressParams{
+		Line1: stripe.String("Unter den Linden 1"), City: stripe.String("Berlin"), PostalCode: stripe.String("10117"), Country: stripe.String("DE")}}
+	p.AddMetadata("order_id", orderID)
+	p.AddMetadata("channel", "web")
+	p.SetIdempotencyKey(key)
+	return p
+}
+
+// post sends a hand-written form body through the proxy, as curl would, and returns the
+// status and the body of the answer.
+func (e *env) post(t *testing.T, tenant, key, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Authorization": {"Bearer " + tenant}, "Idempotency-Key": {key},
+		"Content-Type": {"application/x-www-form-urlencoded"}}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // id returns get() when err is nil.
