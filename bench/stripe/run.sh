@@ -12,8 +12,8 @@
 #          imports (runtime, canonical, pgx ...): the share that is not the generated code's
 #   cold   a cold cache building the generated package, its dependencies included: what a
 #          fresh checkout or CI pays
-#   pkg    a warm cache where only the generated package is recompiled (a file with a fresh
-#          constant is added): what a user pays on every change of the spec
+#   pkg    the usual (warm) cache, where only the generated package is recompiled (a file with
+#          a fresh constant is added): what a user pays on every change of the spec
 # The package is written to bench/out/_stripe-all (ignored by git, and by ./... for its "_")
 # and type-checked by `go vet` once, so a run that prints figures is also a run where the code
 # compiles.
@@ -58,23 +58,19 @@ go vet "./$out"
 echo "go vet: ok"
 
 deps=$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "./$out" | grep -v '/bench/out/')
-cache=$(mktemp -d)
 for i in $(seq "$cold_runs"); do
-  rm -rf "$cache"
   cache=$(mktemp -d)
   # shellcheck disable=SC2086
   GOCACHE=$cache measure deps go build $deps
   rm -rf "$cache"
   cache=$(mktemp -d)
   GOCACHE=$cache measure cold go build "./$out"
+  rm -rf "$cache"
 done
-# The package's own builds reuse the last cold build's cache (or fill one, unmeasured).
-# shellcheck disable=SC2086
-GOCACHE=$cache go build $deps
+# The package alone, in the usual cache (go vet above filled it with the dependencies).
 for i in $(seq "$runs"); do
   printf 'package stripe\n\nconst buildBust = "%s"\n' "$(date +%s%N)" >"$out/zz_bust.go"
-  GOCACHE=$cache measure pkg go build "./$out"
+  measure pkg go build "./$out"
 done
 rm -f "$out/zz_bust.go"
-rm -rf "$cache"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
