@@ -177,15 +177,18 @@ func TestStripeGo(t *testing.T) {
 		const tenant = "sk_test_every"
 		sc := e.client(tenant)
 		t0 := time.Now()
-		cus, err := sc.V1Customers.Create(ctx, &stripe.CustomerCreateParams{Email: stripe.String("jenny@example.com"), Name: stripe.String("Jenny Rosen")})
+		// metadata[scenario]=every-operation on each: 10 of the 22 declare metadata as
+		// Stripe's anyOf [object, enum: [""]], 12 as a plain map.
+		md := map[string]string{"scenario": "every-operation"}
+		cus, err := sc.V1Customers.Create(ctx, &stripe.CustomerCreateParams{Metadata: md, Email: stripe.String("jenny@example.com"), Name: stripe.String("Jenny Rosen")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		intent, err := sc.V1PaymentIntents.Create(ctx, &stripe.PaymentIntentCreateParams{Amount: stripe.Int64(2000), Currency: stripe.String("usd"), Customer: stripe.String(cus.ID)})
+		intent, err := sc.V1PaymentIntents.Create(ctx, &stripe.PaymentIntentCreateParams{Metadata: md, Amount: stripe.Int64(2000), Currency: stripe.String("usd"), Customer: stripe.String(cus.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		coupon, err := sc.V1Coupons.Create(ctx, &stripe.CouponCreateParams{PercentOff: stripe.Float64(25), Duration: stripe.String("once")})
+		coupon, err := sc.V1Coupons.Create(ctx, &stripe.CouponCreateParams{Metadata: md, PercentOff: stripe.Float64(25), Duration: stripe.String("once")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,79 +197,79 @@ func TestStripeGo(t *testing.T) {
 			call func() (string, error)
 		}{
 			{"charges", func() (string, error) {
-				r, err := sc.V1Charges.Create(ctx, &stripe.ChargeCreateParams{Amount: stripe.Int64(1500), Currency: stripe.String("usd"), Source: &stripe.PaymentSourceSourceParams{Token: stripe.String("tok_visa")}})
+				r, err := sc.V1Charges.Create(ctx, &stripe.ChargeCreateParams{Metadata: md, Amount: stripe.Int64(1500), Currency: stripe.String("usd"), Source: &stripe.PaymentSourceSourceParams{Token: stripe.String("tok_visa")}})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"checkout.sessions", func() (string, error) {
-				r, err := sc.V1CheckoutSessions.Create(ctx, &stripe.CheckoutSessionCreateParams{SuccessURL: stripe.String("https://example.com/ok"), Mode: stripe.String("payment")})
+				r, err := sc.V1CheckoutSessions.Create(ctx, &stripe.CheckoutSessionCreateParams{Metadata: md, SuccessURL: stripe.String("https://example.com/ok"), Mode: stripe.String("payment")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"invoiceitems", func() (string, error) {
-				r, err := sc.V1InvoiceItems.Create(ctx, &stripe.InvoiceItemCreateParams{Customer: stripe.String(cus.ID), Amount: stripe.Int64(500), Currency: stripe.String("usd")})
+				r, err := sc.V1InvoiceItems.Create(ctx, &stripe.InvoiceItemCreateParams{Metadata: md, Customer: stripe.String(cus.ID), Amount: stripe.Int64(500), Currency: stripe.String("usd")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"invoices", func() (string, error) {
-				r, err := sc.V1Invoices.Create(ctx, &stripe.InvoiceCreateParams{Customer: stripe.String(cus.ID)})
+				r, err := sc.V1Invoices.Create(ctx, &stripe.InvoiceCreateParams{Metadata: md, Customer: stripe.String(cus.ID)})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"payment_links", func() (string, error) {
-				r, err := sc.V1PaymentLinks.Create(ctx, &stripe.PaymentLinkCreateParams{LineItems: []*stripe.PaymentLinkCreateLineItemParams{{Price: stripe.String("price_1"), Quantity: stripe.Int64(1)}}})
+				r, err := sc.V1PaymentLinks.Create(ctx, &stripe.PaymentLinkCreateParams{Metadata: md, LineItems: []*stripe.PaymentLinkCreateLineItemParams{{Price: stripe.String("price_1"), Quantity: stripe.Int64(1)}}})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"payment_methods", func() (string, error) {
-				r, err := sc.V1PaymentMethods.Create(ctx, &stripe.PaymentMethodCreateParams{Type: stripe.String("card")})
+				r, err := sc.V1PaymentMethods.Create(ctx, &stripe.PaymentMethodCreateParams{Metadata: md, Type: stripe.String("card")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"payouts", func() (string, error) {
-				r, err := sc.V1Payouts.Create(ctx, &stripe.PayoutCreateParams{Amount: stripe.Int64(1100), Currency: stripe.String("usd")})
+				r, err := sc.V1Payouts.Create(ctx, &stripe.PayoutCreateParams{Metadata: md, Amount: stripe.Int64(1100), Currency: stripe.String("usd")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"plans", func() (string, error) {
-				r, err := sc.V1Plans.Create(ctx, &stripe.PlanCreateParams{Amount: stripe.Int64(1200), Currency: stripe.String("usd"), Interval: stripe.String("month"), ProductID: stripe.String("prod_1")})
+				r, err := sc.V1Plans.Create(ctx, &stripe.PlanCreateParams{Metadata: md, Amount: stripe.Int64(1200), Currency: stripe.String("usd"), Interval: stripe.String("month"), ProductID: stripe.String("prod_1")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"prices", func() (string, error) {
-				r, err := sc.V1Prices.Create(ctx, &stripe.PriceCreateParams{Currency: stripe.String("usd"), UnitAmount: stripe.Int64(1000), Product: stripe.String("prod_1")})
+				r, err := sc.V1Prices.Create(ctx, &stripe.PriceCreateParams{Metadata: md, Currency: stripe.String("usd"), UnitAmount: stripe.Int64(1000), Product: stripe.String("prod_1")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"products", func() (string, error) {
-				r, err := sc.V1Products.Create(ctx, &stripe.ProductCreateParams{Name: stripe.String("T-shirt")})
+				r, err := sc.V1Products.Create(ctx, &stripe.ProductCreateParams{Metadata: md, Name: stripe.String("T-shirt")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"promotion_codes", func() (string, error) {
-				r, err := sc.V1PromotionCodes.Create(ctx, &stripe.PromotionCodeCreateParams{Coupon: stripe.String(coupon.ID), Code: stripe.String("SPRING25")})
+				r, err := sc.V1PromotionCodes.Create(ctx, &stripe.PromotionCodeCreateParams{Metadata: md, Coupon: stripe.String(coupon.ID), Code: stripe.String("SPRING25")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"refunds", func() (string, error) {
-				r, err := sc.V1Refunds.Create(ctx, &stripe.RefundCreateParams{PaymentIntent: stripe.String(intent.ID)})
+				r, err := sc.V1Refunds.Create(ctx, &stripe.RefundCreateParams{Metadata: md, PaymentIntent: stripe.String(intent.ID)})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"setup_intents", func() (string, error) {
-				r, err := sc.V1SetupIntents.Create(ctx, &stripe.SetupIntentCreateParams{Customer: stripe.String(cus.ID)})
+				r, err := sc.V1SetupIntents.Create(ctx, &stripe.SetupIntentCreateParams{Metadata: md, Customer: stripe.String(cus.ID)})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"shipping_rates", func() (string, error) {
-				r, err := sc.V1ShippingRates.Create(ctx, &stripe.ShippingRateCreateParams{DisplayName: stripe.String("Ground")})
+				r, err := sc.V1ShippingRates.Create(ctx, &stripe.ShippingRateCreateParams{Metadata: md, DisplayName: stripe.String("Ground")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"subscriptions", func() (string, error) {
-				r, err := sc.V1Subscriptions.Create(ctx, &stripe.SubscriptionCreateParams{Customer: stripe.String(cus.ID)})
+				r, err := sc.V1Subscriptions.Create(ctx, &stripe.SubscriptionCreateParams{Metadata: md, Customer: stripe.String(cus.ID)})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"tax_rates", func() (string, error) {
-				r, err := sc.V1TaxRates.Create(ctx, &stripe.TaxRateCreateParams{DisplayName: stripe.String("VAT"), Inclusive: stripe.Bool(false), Percentage: stripe.Float64(20)})
+				r, err := sc.V1TaxRates.Create(ctx, &stripe.TaxRateCreateParams{Metadata: md, DisplayName: stripe.String("VAT"), Inclusive: stripe.Bool(false), Percentage: stripe.Float64(20)})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"topups", func() (string, error) {
-				r, err := sc.V1Topups.Create(ctx, &stripe.TopupCreateParams{Amount: stripe.Int64(5000), Currency: stripe.String("usd")})
+				r, err := sc.V1Topups.Create(ctx, &stripe.TopupCreateParams{Metadata: md, Amount: stripe.Int64(5000), Currency: stripe.String("usd")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"transfers", func() (string, error) {
-				r, err := sc.V1Transfers.Create(ctx, &stripe.TransferCreateParams{Amount: stripe.Int64(400), Currency: stripe.String("usd"), Destination: stripe.String("acct_1")})
+				r, err := sc.V1Transfers.Create(ctx, &stripe.TransferCreateParams{Metadata: md, Amount: stripe.Int64(400), Currency: stripe.String("usd"), Destination: stripe.String("acct_1")})
 				return id(r, err, func() string { return r.ID })
 			}},
 			{"webhook_endpoints", func() (string, error) {
-				r, err := sc.V1WebhookEndpoints.Create(ctx, &stripe.WebhookEndpointCreateParams{URL: stripe.String("https://example.com/hook"), EnabledEvents: []*string{stripe.String("charge.succeeded")}})
+				r, err := sc.V1WebhookEndpoints.Create(ctx, &stripe.WebhookEndpointCreateParams{Metadata: md, URL: stripe.String("https://example.com/hook"), EnabledEvents: []*string{stripe.String("charge.succeeded")}})
 				return id(r, err, func() string { return r.ID })
 			}},
 		}
@@ -289,6 +292,19 @@ func TestStripeGo(t *testing.T) {
 		e.sdkRetries(t, tenant, 0)
 		if n := e.rows(t, tenant); n != 22 {
 			t.Errorf("rows = %d, want 22", n)
+		}
+		// Every handler got the metadata as a typed field.
+		withMetadata := 0
+		for _, table := range BusinessTables {
+			var n int
+			if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE tenant = $1 AND
+				coalesce(params #>> '{metadata,Value,scenario}', params #>> '{metadata,scenario}') = 'every-operation'`, tenant).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			withMetadata += n
+		}
+		if withMetadata != 22 {
+			t.Errorf("rows with metadata[scenario] = %d, want 22", withMetadata)
 		}
 	})
 
