@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test faults bench bench-short bench-stripe fuzz demo clean
+.PHONY: help build generate test faults bench bench-short bench-ab bench-stripe fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ bench: ## run the full benchmark harness and rewrite bench/README.md tables
 
 bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
 	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh -short
+
+bench-ab: ## A/B the benchmarks of the working tree against another revision built side by side (OLD=rev, default 1b4cdd7)
+	./scripts/with-postgres.sh ./bench/ab/run.sh $(OLD)
 
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh
