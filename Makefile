@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test faults bench bench-short bench-ab bench-scale fuzz demo clean
+.PHONY: help build generate test faults bench bench-short bench-ab bench-scale bench-stripe fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ bench-ab: ## A/B the benchmarks of the working tree against another revision bui
 bench-scale: ## the store at 10 million records, both layouts (not CI: about an hour); writes bench/out/scale.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
+
+bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
+	./bench/stripe/run.sh
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

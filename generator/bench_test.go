@@ -13,7 +13,7 @@ import (
 
 // loadStripe loads Stripe's spec with every POST marked by a config file written by
 // bench/generate/mark-all-posts.sh.
-func loadStripe(b *testing.B) (*model.Document, spec.Options) {
+func loadStripe(b testing.TB) (*model.Document, spec.Options) {
 	b.Helper()
 	path := filepath.Join("..", "testdata", "specs", "vendor", "stripe-spec3.yaml")
 	if _, err := os.Stat(path); err != nil {
