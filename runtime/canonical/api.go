@@ -163,7 +163,8 @@ type Error struct {
 	// Pointer is the RFC 6901 JSON pointer of the offending value ("" for the whole document);
 	// for form bodies it is "/" followed by the field name.
 	Pointer string
-	// Offset is the byte offset in the body at which the problem was detected.
+	// Offset is the byte offset in the body at which the problem was detected, or -1 where the
+	// body has no such position (a form field or a multipart part, named by Pointer instead).
 	Offset int
 	// Reason says what is wrong, in lower case without a final period.
 	Reason string
@@ -177,9 +178,12 @@ func (e *Error) Error() string {
 	} else {
 		b = append(b, e.Pointer...)
 	}
-	b = append(b, " (byte "...)
-	b = appendUint(b, uint64(e.Offset))
-	b = append(b, "): "...)
+	if e.Offset >= 0 {
+		b = append(b, " (byte "...)
+		b = appendUint(b, uint64(e.Offset))
+		b = append(b, ")"...)
+	}
+	b = append(b, ": "...)
 	b = append(b, e.Reason...)
 	return string(b)
 }

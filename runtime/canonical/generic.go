@@ -284,12 +284,12 @@ func NewExclusion(pointers ...string) (*Exclusion, error) {
 	root := &Exclusion{}
 	for _, p := range pointers {
 		if p == "" || p[0] != '/' {
-			return nil, &Error{Pointer: p, Reason: "exclusion pointer must start with '/'"}
+			return nil, &Error{Pointer: p, Offset: -1, Reason: "exclusion pointer must start with '/'"}
 		}
 		n := root
 		for _, tok := range strings.Split(p[1:], "/") {
 			if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(tok, "~0", ""), "~1", ""), "~") {
-				return nil, &Error{Pointer: p, Reason: "invalid '~' escape in pointer"}
+				return nil, &Error{Pointer: p, Offset: -1, Reason: "invalid '~' escape in pointer"}
 			}
 			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 			var c *Exclusion

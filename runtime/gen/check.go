@@ -31,7 +31,7 @@ func (c *checker) Invalid(reason string) {
 		return
 	}
 	if c.where == "" {
-		c.err = &canonical.Error{Pointer: "/" + c.name, Reason: reason}
+		c.err = &canonical.Error{Pointer: "/" + c.name, Offset: -1, Reason: reason}
 		return
 	}
 	c.err = &BodyError{
