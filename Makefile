@@ -33,7 +33,7 @@ bench-short: ## the benchmark harness in short mode (checks it runs, not how fas
 bench-ab: ## A/B the benchmarks of the working tree against another revision built side by side (OLD=rev, default 1b4cdd7)
 	./scripts/with-postgres.sh ./bench/ab/run.sh $(OLD)
 
-bench-scale: ## the store at 10 million records, both layouts (not CI: about an hour); writes bench/out/scale.md
+bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
 
