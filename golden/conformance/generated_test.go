@@ -3,7 +3,7 @@ package conformance
 // Hand-written tests of the generated code (the golden comparison ignores *_test.go files).
 // They exercise the decoders, canonicalizers and fingerprints the generator emitted for
 // testdata/specs/conformance.yaml, with the request bodies of the shared cases
-// (/work/shared/cases 003, 004, 013-018), without a database.
+// (testdata/cases 003, 004, 013-018, copied from the shared request-sequence cases), without a database.
 
 import (
 	"errors"
