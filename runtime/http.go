@@ -477,8 +477,17 @@ func (x *exchange) profileHeaders(h http.Header, res *result) {
 	if x.op.Profile != ProfileStripe {
 		return
 	}
-	if x.key != "" {
-		h.Set("Idempotency-Key", x.key)
+	key := x.key
+	if key == "" && x.op.Key.Header != "" {
+		// A request refused before its key was read (a body the schema refuses, a media type
+		// the operation does not take) echoes the key as sent, as Stripe's answers do; one
+		// longer than Stripe's 255 characters is not repeated back.
+		if k := x.r.Header.Get(x.op.Key.Header); len(k) <= 255 {
+			key = k
+		}
+	}
+	if key != "" {
+		h.Set("Idempotency-Key", key)
 	}
 	id := h.Get("Request-Id")
 	switch {

@@ -44,6 +44,11 @@ func TestProfileStripe(t *testing.T) {
 		w.Header().Get("Request-Id") == "" || w.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("mismatch: %d %v %s", w.Code, w.Header(), w.Body)
 	}
+	// A body the decoder refuses is answered before the key is read, and still echoes it.
+	if w := serveReq(h, req("t1", key1, `{"amount":"x"}`, "Stripe-Account", "acct_1")); w.Code != 400 ||
+		w.Header().Get("Idempotency-Key") != key1 || w.Header().Get("Request-Id") == "" {
+		t.Errorf("refused body: %d %v %s", w.Code, w.Header(), w.Body)
+	}
 	// Without the profile, the same problem is RFC 9457.
 	plain := e.atomicHandler(payOp())
 	serveReq(plain, req("t2", key1, body100))
