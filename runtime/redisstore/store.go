@@ -13,9 +13,10 @@
 //     answers differently from the database: on any Redis failure or slowness the database
 //     answers.
 //
-// Every key is hash-tagged ({len:scope:key}), and every script touches that one key, so every
-// call runs on one Redis Cluster node. docs/redis.md describes durability (AOF settings, what a
-// failover can lose, what each risks for money) and when to choose which store.
+// Every key is the record's digest in a hash tag ({<digest>}, no raw scope or key), and every
+// script touches that one key, so every call runs on one Redis Cluster node. docs/redis.md
+// describes durability (AOF settings, what a failover can lose, what each risks for money),
+// eviction (which maxmemory-policy each store needs) and when to choose which store.
 //
 //	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	pg := pgstore.New(pool, pgstore.Options{})
