@@ -77,7 +77,11 @@ func (p *plan) emitOperations(f *jen.File) {
 	if len(p.ops) > 0 {
 		o := p.ops[0]
 		f.Comment("")
-		f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
+		if p.db.pgstore() {
+			f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
+		} else {
+			f.Comment("\trt, err := runtime.New(runtime.Config{Store: st, Scope: tenantOf}) // st: a store.Transactional[" + dbAlias + "]")
+		}
 		f.Comment("\t...")
 		f.Comment("\tmux := http.NewServeMux()")
 		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", p.opts.Package, p.opts.Package, o.name, lowerFirst(o.name)))
@@ -91,8 +95,8 @@ func (p *plan) emitOperations(f *jen.File) {
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit("register: mux and runtime must not be nil"))),
 		)
 		if len(p.ops) > 0 {
-			// Every operation writes through pgstore.DBTX: one check covers them all.
-			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Qual(pkgPgstore, "DBTX")).Call(jen.Id("rt"), jen.Id(p.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
+			// Every operation writes through DBTX: one check covers them all.
+			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Id(dbAlias)).Call(jen.Id("rt"), jen.Id(p.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register: %w"), jen.Err())),
 			)
 		}

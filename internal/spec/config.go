@@ -21,10 +21,15 @@ import (
 //	operations:
 //	  createPayment: true               # by operationId
 //	  "POST /v1/refunds": {key: {header: X-Request-Id}}   # or METHOD /path
+//	db: "*example.com/shop/store.DB"    # the handle generated handlers write through
 type config struct {
 	path     string
 	defaults *layer
 	entries  []*configEntry
+	// db is the Go type reference of the database handle (the generator checks its syntax);
+	// dbLoc is where it is written.
+	db    string
+	dbLoc diag.Loc
 }
 
 // configEntry is one operations entry: it marks (or, with false, unmarks) one operation.
@@ -39,11 +44,11 @@ type configEntry struct {
 }
 
 // configFields are the top-level fields of a config file.
-var configFields = []string{"version", "defaults", "operations"}
+var configFields = []string{"version", "defaults", "operations", "db"}
 
 // configFile is a config file's top level, each field kept as its node for located errors.
 type configFile struct {
-	Version, Defaults, Operations yaml.Node
+	Version, Defaults, Operations, DB yaml.Node
 }
 
 // configVersion is the only config format version this idemgen reads.
@@ -84,6 +89,14 @@ func readConfig(path string, d *diag.List) *config {
 	}
 	if f.Defaults.Kind != 0 {
 		c.defaults = decodeDefaults(&f.Defaults, diag.Loc{File: path, Line: f.Defaults.Line, Pointer: "/defaults"}, d)
+	}
+	if v := &f.DB; v.Kind != 0 {
+		loc := diag.Loc{File: path, Line: v.Line, Column: v.Column, Pointer: "/db"}
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
+			d.Errorf(loc, "wrong-type", "db must be a Go type as a string (\"github.com/idemgen/idemgen/runtime/pgstore.DBTX\"), not %s", describe(v))
+		} else {
+			c.db, c.dbLoc = v.Value, loc
+		}
 	}
 	if f.Operations.Kind == 0 {
 		return c
@@ -154,6 +167,8 @@ func configTop(path string, doc *yaml.Node, d *diag.List) (f configFile, ok bool
 			f.Defaults = *v
 		case "operations":
 			f.Operations = *v
+		case "db":
+			f.DB = *v
 		default:
 			if near := closest(k.Value, configFields); near != "" {
 				d.Errorf(loc, "unknown-field", "unknown config field %q; did you mean %q?", k.Value, near)
