@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // emitOperations writes one constructor per operation returning its resolved settings as a
@@ -149,7 +150,8 @@ func sizeLit(n int64) jen.Code {
 }
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
-// runtime.Operation's declaration; a setting equal to the runtime's default is left out.
+// runtime.Operation's declaration; a setting equal to its default (runtime/defaults, which the
+// runtime applies to a zero field) is left out.
 func (p *plan) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
 	var key []kv
@@ -164,10 +166,10 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if s.Key.Required {
 		key = append(key, kv{"Required", jen.True()})
 	}
-	if s.Key.MinLength != runtimeDefaultKeyMin {
+	if s.Key.MinLength != defaults.KeyMinLength {
 		key = append(key, kv{"MinLength", jen.Lit(s.Key.MinLength)})
 	}
-	if s.Key.MaxLength != runtimeDefaultKeyMax {
+	if s.Key.MaxLength != defaults.KeyMaxLength {
 		key = append(key, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
 	}
 	if s.Key.Pattern != "" {
@@ -194,19 +196,19 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopeOperation")})
 	}
 	fields = append(fields, kv{"Key", inline(jen.Qual(pkgRuntime, "KeyRule"), key)})
-	if s.Retention != runtimeDefaultRetention {
+	if s.Retention != defaults.Retention {
 		fields = append(fields, kv{"Retention", durationLit(s.Retention)})
 	}
-	if s.Mode == model.ModeLease && s.Lease != runtimeDefaultLease {
+	if s.Mode == model.ModeLease && s.Lease != defaults.Lease {
 		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
 	}
 	if s.Wait > 0 {
 		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
 	}
-	if s.BodyLimit != runtimeDefaultLimit {
+	if s.BodyLimit != defaults.BodyLimit {
 		fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)})
 	}
-	if s.ResponseLimit != runtimeDefaultLimit {
+	if s.ResponseLimit != defaults.ResponseLimit {
 		fields = append(fields, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
 	}
 	if o.op.Body != nil {
@@ -266,17 +268,6 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
-
-// The runtime's defaults (runtime.DefaultKeyMinLength, ...), which generated settings leave out
-// (a zero field takes them). TestRuntimeDefaults keeps the copies equal; the generator does not
-// import the runtime.
-const (
-	runtimeDefaultKeyMin    = 16
-	runtimeDefaultKeyMax    = 255
-	runtimeDefaultRetention = 24 * time.Hour
-	runtimeDefaultLease     = 30 * time.Second
-	runtimeDefaultLimit     = 1 << 20
-)
 
 func stringsLit(ss []string) jen.Code {
 	return jen.Index().String().ValuesFunc(func(grp *jen.Group) {
