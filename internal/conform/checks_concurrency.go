@@ -77,7 +77,7 @@ func checkConcurrent(ctx context.Context, c *checkRun) {
 	if len(executed) > 1 {
 		a, b := executed[0], executed[1]
 		if string(a.respBodyRaw) != string(b.respBodyRaw) {
-			c.fail([]*Exchange{a, b}, "%d copies at once (%s): %d answers are executions, not replays, and they differ: more than one execution, or an answer that is not the execution's", n, summary, len(executed))
+			c.fail([]*Exchange{a, b}, "%d copies at once (%s): %d answers are executions, not replays, with different bodies: the operation ran more than once", n, summary, len(executed))
 		} else {
 			c.fail([]*Exchange{a, b}, "%d copies at once (%s): %d answers are executions (no Idempotent-Replayed) of the same key", n, summary, len(executed))
 		}

@@ -205,18 +205,19 @@ type runner struct {
 
 // run checks every operation, Concurrency at a time, each operation's checks in order.
 func (r *runner) run(ctx context.Context) {
+	var checked []*opRun
 	for i, op := range r.doc.Operations {
-		if len(r.o.Operations) > 0 && !slices.Contains(r.o.Operations, op.ID) {
-			continue
-		}
 		o := &opRun{r: r, op: op, g: newValues(r.o.Seed + uint64(i)*7919), exp: expectationsFor(op.Settings.Profile)}
 		o.req, o.noReq = buildRequest(op, o.g, r.o)
-		r.ops = append(r.ops, o)
+		r.ops = append(r.ops, o) // every operation, for key-other-operation
+		if len(r.o.Operations) == 0 || slices.Contains(r.o.Operations, op.ID) {
+			checked = append(checked, o)
+		}
 	}
 	sem := make(chan struct{}, r.o.Concurrency)
 	var wg sync.WaitGroup
-	results := make([][]Result, len(r.ops))
-	for i, o := range r.ops {
+	results := make([][]Result, len(checked))
+	for i, o := range checked {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

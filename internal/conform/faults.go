@@ -201,8 +201,20 @@ func (o *opRun) kind(status int, h http.Header, body []byte) history.Kind {
 }
 
 // upstreamExchange shows the service's answer the client never saw, for a report.
-func upstreamExchange(label string, u upstream) *Exchange {
-	e := &Exchange{Label: label, Via: "seen by the fault proxy", Status: u.status, respHeaderRaw: u.header, respBodyRaw: u.body, RespBody: show(u.body), Err: u.err, Start: u.call, Took: Duration(u.ret.Sub(u.call))}
+func upstreamExchange(label string, u upstream, sent *Exchange) *Exchange {
+	e := &Exchange{Label: label, Via: "the service's answer, seen by the fault proxy", Status: u.status, respHeaderRaw: u.header, respBodyRaw: u.body,
+		RespBody: show(u.body), Err: u.err, Start: u.call, Took: Duration(u.ret.Sub(u.call))}
+	if sent != nil {
+		e.Method, e.Target, e.Header, e.Body = sent.Method, sent.Target, sent.Header, sent.Body
+	}
+	for _, k := range sortedKeys(u.header) {
+		if k == "Date" || k == "Content-Length" {
+			continue
+		}
+		for _, v := range u.header[k] {
+			e.RespHeader = append(e.RespHeader, HeaderKV{k, v})
+		}
+	}
 	return e
 }
 
@@ -232,7 +244,7 @@ func checkLostResponse(ctx context.Context, c *checkRun) {
 	o.r.proxy.seen[t.sent[0].id] = ups
 	o.r.proxy.mu.Unlock()
 	if len(ups) == 1 && ups[0].status != 0 {
-		served := upstreamExchange("the answer the client never got", ups[0])
+		served := upstreamExchange("the answer the client never got", ups[0], lost)
 		if why := o.sameAnswer(served, retry); why != "" {
 			c.fail([]*Exchange{lost, served, retry}, "the service answered %d, the connection was reset before the client got it, and the retry is no replay of that answer: %s", served.Status, why)
 		}
@@ -261,7 +273,7 @@ func checkLateDuplicate(ctx context.Context, c *checkRun) {
 	o.r.proxy.seen[t.sent[0].id] = ups
 	o.r.proxy.mu.Unlock()
 	if retry.ok() && !retry.replayed() && retry.Status < 500 && len(ups) == 1 {
-		arrived := upstreamExchange("the held copy, when it arrived", ups[0])
+		arrived := upstreamExchange("the held copy, when it arrived", ups[0], late)
 		if why := o.sameAnswer(retry, arrived); why != "" && arrived.Status != http.StatusConflict {
 			c.fail([]*Exchange{late, retry, arrived}, "a copy that arrived after the retry executed is no replay of it: %s", why)
 		}
@@ -285,7 +297,7 @@ func checkTwoConnections(ctx context.Context, c *checkRun) {
 		w = req.clone()
 		w.header = append(w.header, headerFields(o.r.o.DelayHeader)...)
 	}
-	t.send(ctx, 0, key, "v0", w, "twice", o.r.o.RequestTimeout)
+	sent := t.send(ctx, 0, key, "v0", w, "twice", o.r.o.RequestTimeout)
 	o.r.proxy.drain()
 	ups := o.r.proxy.take(t.sent[0].id)
 	o.r.proxy.mu.Lock()
@@ -294,7 +306,7 @@ func checkTwoConnections(ctx context.Context, c *checkRun) {
 	var execs []*Exchange
 	var all []*Exchange
 	for i, u := range ups {
-		e := upstreamExchange(fmt.Sprintf("connection %d", i+1), u)
+		e := upstreamExchange(fmt.Sprintf("connection %d", i+1), u, sent)
 		all = append(all, e)
 		if k := o.kind(u.status, u.header, u.body); k == history.KindOK {
 			execs = append(execs, e)
@@ -305,7 +317,7 @@ func checkTwoConnections(ctx context.Context, c *checkRun) {
 		}
 	}
 	if len(execs) > 1 {
-		c.fail(all, "the request delivered on two connections executed twice (%d and %d, neither a replay)", execs[0].Status, execs[1].Status)
+		c.fail(all, "the request delivered on two connections at once executed twice (%d and %d, neither a replay)", execs[0].Status, execs[1].Status)
 	}
 	t.judge()
 	c.expectEffects(ctx, before, has, 1, "one request on two connections", all)

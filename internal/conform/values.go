@@ -78,14 +78,23 @@ func (g *values) valueDepth(s *model.Schema, at string, depth int) (any, error) 
 	}
 	switch s.Type {
 	case model.TypeObject:
+		// The required members; an object that requires none gets its scalar members, so the
+		// request says something a handler can act on and a check can change.
+		required := false
+		for _, p := range s.Properties {
+			required = required || p.Required
+		}
 		obj := map[string]any{}
 		for _, p := range s.Properties {
-			if !p.Required {
+			if !p.Required && (required || p.Schema == nil || !scalar(p.Schema)) {
 				continue
 			}
 			v, err := g.valueDepth(p.Schema, at+"/"+escapeToken(p.Name), depth+1)
 			if err != nil {
-				return nil, err
+				if p.Required {
+					return nil, err
+				}
+				continue
 			}
 			obj[p.Name] = v
 		}
@@ -141,6 +150,15 @@ func (g *values) valueDepth(s *model.Schema, at string, depth int) (any, error) 
 		}
 	}
 	return "conform", nil
+}
+
+// scalar reports whether s is a string, number, integer or boolean schema.
+func scalar(s *model.Schema) bool {
+	switch s.Type {
+	case model.TypeString, model.TypeInteger, model.TypeNumber, model.TypeBoolean:
+		return true
+	}
+	return false
 }
 
 // str returns a valid string of s different from not ("" for any).
