@@ -24,7 +24,8 @@ type expectations struct {
 type answer struct {
 	status int
 	// problem is the RFC 9457 problem name the type URI ends with, checked when the answer is
-	// application/problem+json (a service with another error format is judged by its status).
+	// application/problem+json (a service with another error format is judged by its status);
+	// "a|b" accepts either.
 	problem string
 	// stripeType is the error.type a Stripe-envelope answer must carry ("" for any).
 	stripeType string
@@ -48,7 +49,8 @@ func expectationsFor(p model.Profile) expectations {
 		mismatch:   answer{status: http.StatusUnprocessableEntity, problem: "payload-mismatch"},
 		inFlight:   answer{status: http.StatusConflict, problem: "in-flight", retryAfter: true},
 		keyMissing: answer{status: http.StatusBadRequest, problem: "key-missing"},
-		keyInvalid: answer{status: http.StatusBadRequest, problem: "key-invalid"},
+		// A body-carried key of the wrong type is refused by the body's decoder first.
+		keyInvalid: answer{status: http.StatusBadRequest, problem: "key-invalid|body-invalid"},
 	}
 }
 
@@ -77,17 +79,26 @@ func (a answer) judge(e *Exchange) string {
 		var doc struct {
 			Type string `json:"type"`
 		}
-		if json.Unmarshal(e.respBodyRaw, &doc) == nil && doc.Type != "" && !strings.HasSuffix(doc.Type, a.problem) {
-			return fmt.Sprintf("want the problem %s, got type %q", a.problem, doc.Type)
+		if json.Unmarshal(e.respBodyRaw, &doc) == nil && doc.Type != "" && !endsWithAny(doc.Type, strings.Split(a.problem, "|")) {
+			return fmt.Sprintf("want the problem %s, got type %q", strings.ReplaceAll(a.problem, "|", " or "), doc.Type)
 		}
 	}
 	return ""
 }
 
+func endsWithAny(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a answer) named() string {
 	switch {
 	case a.problem != "":
-		return " " + a.problem
+		return " " + strings.ReplaceAll(a.problem, "|", " or ")
 	case a.stripeType != "":
 		return " " + a.stripeType
 	}

@@ -309,6 +309,22 @@ func deepCopy(v any) any {
 	return v
 }
 
+// names reports whether the request itself sends a top-level member or field name (an id the
+// client chooses, as Stripe's coupon id).
+func (r *request) names(name string) bool {
+	if obj, ok := r.json.(map[string]any); ok {
+		if _, has := obj[name]; has {
+			return true
+		}
+	}
+	for _, f := range r.form {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // keyed is the request with key placed where the operation's key travels ("" sends none).
 func (r *request) keyed(key string) *request {
 	c := r.clone()
