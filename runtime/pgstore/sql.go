@@ -138,7 +138,9 @@ type statements struct {
 	// lock was free and the new token when the row was taken.
 	takeExpiredAtomic [2]string
 	// takeOverLease moves an expired lease to a new owner with the next fencing token; the old
-	// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
+	// owner's completion then fails its compare-and-swap. A record locked by its running
+	// completion is skipped (no row: the caller's ErrLost), never waited for. $3 old token, $4
+	// lease (µs).
 	takeOverLease string
 	// extendLease is the heartbeat: it moves locked_until while the token is still ours.
 	extendLease string
@@ -198,14 +200,19 @@ ins AS (
 SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
 FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	} else {
-		q.reserve = `WITH ins AS (
+		// The record is read first and the INSERT tried only when there is none: an INSERT
+		// that meets a row which a running completion has locked (lockLease) would wait for the
+		// whole completion, holding the duplicate's connection.
+		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
+ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
-	VALUES (` + runningValues + `)
+	SELECT ` + runningValues + `
+	WHERE NOT EXISTS (SELECT 1 FROM cur)
 	ON CONFLICT DO NOTHING
 	RETURNING fencing_token
 )
-SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`
+SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
+FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	}
 
 	for _, l := range []claimLock{lockTry, lockNone} {
@@ -245,11 +252,16 @@ SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 		}
 	}
 
-	q.takeOverLease = `UPDATE idempotency_records SET
+	// A record whose completion is running is locked (lockLease): the takeover skips it
+	// rather than wait for the completion, and the duplicate is answered 409.
+	q.takeOverLease = `WITH lk AS (SELECT 1 FROM idempotency_records
+` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
+	FOR UPDATE SKIP LOCKED)
+UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
 	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
-` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
+` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now() AND EXISTS (SELECT 1 FROM lk)
 RETURNING fencing_token`
 	q.extendLease = `UPDATE idempotency_records SET
 	locked_until = now() + $4::bigint * interval '1 microsecond',

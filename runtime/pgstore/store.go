@@ -63,9 +63,9 @@ type Options struct {
 	// negative: no reservation.
 	ReservedConns int
 	// ClientCheckInterval is client_connection_check_interval (PostgreSQL 14 and later) for the
-	// transactions of atomic-mode claims: a backend whose client died (a SIGKILLed process)
-	// while one of its handler's statements runs notices within this interval, ends the
-	// statement and releases the key. Without it the key stays claimed (409) until that
+	// transactions of atomic-mode claims and lease-mode completions: a backend whose client died
+	// (a SIGKILLed process) while one of its handler's statements runs notices within this
+	// interval, ends the statement and releases the key (or the record's row lock). Without it the key stays claimed (409) until that
 	// statement ends on its own. Default 1s; negative: not set (the server's setting applies).
 	// Ignored on servers older than 14, and on platforms without POLLRDHUP (PostgreSQL checks
 	// the connection on Linux only).
@@ -444,9 +444,18 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	sp := s.spec(c)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// A backend whose client dies while a statement of the completion runs ends it within the
+	// interval, and with it the record's row lock, as an atomic claim's does.
+	checked := s.checks(conn.Conn())
+	if checked {
+		b.Queue(sqlSetCheckInterval, s.checkInterval)
+	}
 	b.Queue(s.q.lockLease, sp.d.scope, sp.d.key, token)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil && checked {
+		_, err = br.Exec()
+	}
 	var lock pgconn.CommandTag
 	if err == nil {
 		lock, err = br.Exec()
