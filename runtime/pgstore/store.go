@@ -62,6 +62,14 @@ type Options struct {
 	// lookups'. Default: a tenth of the pool's MaxConns, at least 1 (none for a pool of 1);
 	// negative: no reservation.
 	ReservedConns int
+	// TenantShare is the largest share of those handler slots (the pool less ReservedConns)
+	// that one tenant's transactions may hold at once, at least one slot: a tenant's new key
+	// beyond it waits for one of its own slots to free (within the request's store timeout,
+	// then 503), while other tenants' new keys take the free ones. The tenant is the claim's
+	// (store.Claim.Tenant: the runtime's ScopeFunc's, whatever scope headers add), or the
+	// tenant in a request without a key's context (store.WithTenant); the empty tenant of a
+	// single-tenant service is not limited. Default 0.5; 1 or more: no share.
+	TenantShare float64
 	// ClientCheckInterval is client_connection_check_interval (PostgreSQL 14 and later) for the
 	// transactions of atomic-mode claims and lease-mode completions: a backend whose client died
 	// (a SIGKILLed process) while one of its handler's statements runs notices within this
@@ -94,9 +102,9 @@ type Store struct {
 	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
 	// statements of batches that may fail on purpose are prepared by name (see prepare).
 	prepared bool
-	// slots holds a token for each connection a transaction may hold while its handler runs
-	// (Options.ReservedConns); nil: no limit.
-	slots chan struct{}
+	// slots are the connections transactions may hold while their handlers run
+	// (Options.ReservedConns), and each tenant's share of them (Options.TenantShare).
+	slots *handlerSlots
 	// checkInterval is ClientCheckInterval as set_config takes it, in milliseconds; "" when
 	// not set. checkable is whether the server takes it: 0 not known yet, 1 yes, 2 no.
 	checkInterval string
@@ -144,9 +152,14 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	if reserved == 0 && maxConns > 1 {
 		reserved = max(1, maxConns/10)
 	}
-	if reserved > 0 && reserved < maxConns {
-		s.slots = make(chan struct{}, maxConns-reserved)
+	if reserved < 0 || reserved >= maxConns {
+		reserved = 0
 	}
+	share := opts.TenantShare
+	if share == 0 {
+		share = defaultTenantShare
+	}
+	s.slots = newHandlerSlots(maxConns-reserved, share)
 	switch {
 	case opts.ClientCheckInterval == 0:
 		s.checkInterval = "1000"
@@ -156,61 +169,50 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	return s
 }
 
-// trySlot takes a handler slot if one is free.
-func (s *Store) trySlot() bool {
-	if s.slots == nil {
-		return true
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
+// trySlot takes a handler slot for tenant if it may have one now.
+func (s *Store) trySlot(t slotTenant) bool { return s.slots.try(t) }
 
-// waitSlot waits for a handler slot until ctx ends.
-func (s *Store) waitSlot(ctx context.Context) error {
-	if s.slots == nil {
-		return nil
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for a connection free for a transaction: %w", context.Cause(ctx))
-	}
-}
+// waitSlot waits for a handler slot for tenant until ctx ends.
+func (s *Store) waitSlot(ctx context.Context, t slotTenant) error { return s.slots.wait(ctx, t) }
 
-// freeSlot returns a handler slot.
-func (s *Store) freeSlot() {
-	if s.slots != nil {
-		<-s.slots
-	}
-}
+// freeSlot returns tenant's handler slot.
+func (s *Store) freeSlot(t slotTenant) { s.slots.give(t) }
 
-// acquireTx acquires a connection for a transaction that a handler will hold: a handler slot
-// first, then the connection.
-func (s *Store) acquireTx(ctx context.Context) (*pgxpool.Conn, error) {
-	if err := s.waitSlot(ctx); err != nil {
+// acquireTx acquires a connection for a transaction that a handler of tenant will hold: a
+// handler slot first, then the connection.
+func (s *Store) acquireTx(ctx context.Context, t slotTenant) (*pgxpool.Conn, error) {
+	if err := s.waitSlot(ctx, t); err != nil {
 		return nil, err
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		s.freeSlot()
+		s.freeSlot(t)
 		return nil, fmt.Errorf("acquire: %w", err)
 	}
 	return conn, nil
 }
 
-// slotFor makes conn, acquired for a lookup, a connection a handler may hold: it takes a free
-// handler slot, or else gives conn back, waits for a slot and acquires another connection.
-func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn, error) {
-	if s.trySlot() {
+// slotFor makes conn, acquired for a lookup, a connection a handler of tenant may hold: it
+// takes a free handler slot, or else gives conn back, waits for a slot and acquires another
+// connection.
+func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn, t slotTenant) (*pgxpool.Conn, error) {
+	if s.trySlot(t) {
 		return conn, nil
 	}
 	conn.Release()
-	return s.acquireTx(ctx)
+	return s.acquireTx(ctx, t)
+}
+
+// tenantOf is the tenant a claim's handler slot and per-scope limits count against: the
+// claim's Tenant, or its scope.
+func tenantOf(c *store.Claim, d recordDigest) slotTenant {
+	switch {
+	case c.Tenant == "" && c.ID.Scope == "":
+		return slotTenant{exempt: true}
+	case c.Tenant == "" || c.Tenant == c.ID.Scope:
+		return slotTenant{digest: d.scope}
+	}
+	return slotTenant{digest: store.ScopeDigest(c.Tenant)}
 }
 
 // checks reports whether the store sets client_connection_check_interval and the server takes
@@ -437,11 +439,11 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN
 // and the lock of the running record in one round trip.
 func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64) (store.Tx[DBTX], error) {
-	conn, err := s.acquireTx(ctx)
+	sp := s.spec(c)
+	conn, err := s.acquireTx(ctx, sp.tenant)
 	if err != nil {
 		return nil, err
 	}
-	sp := s.spec(c)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	// A backend whose client dies while a statement of the completion runs ends it within the
@@ -465,7 +467,7 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	}
 	if err != nil || lock.RowsAffected() == 0 {
 		s.discard(conn)
-		s.freeSlot()
+		s.freeSlot(sp.tenant)
 		if err == nil || isMoved(err) {
 			return nil, store.ErrLost
 		}
@@ -476,15 +478,22 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	return t, nil
 }
 
+// defaultTenantShare is Options.TenantShare's default.
+const defaultTenantShare = 0.5
+
 // BeginPlain opens a transaction with no record; its BEGIN travels with the handler's first
 // statement, so a handler that sends none costs no round trip.
 func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
-	conn, err := s.acquireTx(ctx)
+	tenant := slotTenant{exempt: true}
+	if name, ok := store.TenantFrom(ctx); ok && name != "" {
+		tenant = slotTenant{digest: store.ScopeDigest(name)}
+	}
+	conn, err := s.acquireTx(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	t := newTx(s, conn, nil, 0, commitPlain, &pendingBlock{s: s, conn: conn})
-	t.slot = true
+	t.slot, t.tenant = true, tenant
 	return t, nil
 }
 
@@ -493,13 +502,16 @@ func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
 // between claims, not inside one (waitAtomic).
 type claimSpec struct {
 	store.Claim
-	d           recordDigest
+	d recordDigest
+	// tenant is who the claim's handler slot counts against (tenantOf).
+	tenant      slotTenant
 	lock        claimLock
 	lockTimeout time.Duration
 }
 
 func (s *Store) spec(c store.Claim) claimSpec {
 	sp := claimSpec{Claim: c, d: digest(c.ID), lock: lockTry, lockTimeout: s.opts.ConflictTimeout}
+	sp.tenant = tenantOf(&c, sp.d)
 	if s.opts.NoAdvisoryLocks {
 		sp.lock = lockNone
 	}

@@ -94,7 +94,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	// A new key: the connection is held while the handler runs, so it needs a handler slot
 	// (Options.ReservedConns). If it waits for one on another connection, the read may be
 	// stale: the claim's lock and the record's INSERT at Commit catch what changed meanwhile.
-	if conn, err = s.slotFor(ctx, conn); err != nil {
+	if conn, err = s.slotFor(ctx, conn, sp.tenant); err != nil {
 		return nil, nil, err
 	}
 	delay := c.Delay
@@ -133,7 +133,7 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 			return attempt{row: r}, err
 		}
 		if !*held {
-			if !s.trySlot() {
+			if !s.trySlot(sp.tenant) {
 				return attempt{needSlot: true}, nil
 			}
 			*held = true
@@ -160,7 +160,7 @@ func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 			}
 		}
 		if err == nil && a.claimed != 0 && !*held {
-			if !s.trySlot() {
+			if !s.trySlot(sp.tenant) {
 				// Claimed, but every connection a handler may hold is taken: give the claim
 				// back and wait for one.
 				s.rollback(conn)
@@ -191,7 +191,7 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx con
 	held := false
 	defer func() {
 		if held {
-			s.freeSlot()
+			s.freeSlot(sp.tenant)
 		}
 	}()
 	for attempts := 0; attempts < maxClaimAttempts; {
@@ -203,13 +203,13 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx con
 		a, err := try(ctx, conn, token, &held)
 		if err == nil && a.claimed == 0 && a.row != nil && !a.row.live && !held {
 			// Expired: the key is new again, in the same row, which needs a handler slot.
-			if held = s.trySlot(); !held {
+			if held = s.trySlot(sp.tenant); !held {
 				a = attempt{needSlot: true}
 			}
 		}
 		if err == nil && a.needSlot {
 			s.discard(conn)
-			if err := s.waitSlot(ctx); err != nil {
+			if err := s.waitSlot(ctx, sp.tenant); err != nil {
 				return nil, nil, err
 			}
 			held = true

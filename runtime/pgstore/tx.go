@@ -66,6 +66,7 @@ type tx struct {
 	// slot: the transaction holds one of the store's handler slots (Options.ReservedConns),
 	// given back with the connection.
 	slot   bool
+	tenant slotTenant
 	cancel context.CancelCauseFunc
 	// kept is the response stored by a successful Commit (store.Kept): its body omitted when
 	// the scope was over its stored-bytes cap.
@@ -78,7 +79,7 @@ func (t *tx) end() {
 	t.conn.Release()
 	if t.slot {
 		t.slot = false
-		t.s.freeSlot()
+		t.s.freeSlot(t.tenant)
 	}
 	if t.sp != nil {
 		t.s.waiting.signal(t.sp.d.key.Bytes)
@@ -87,6 +88,9 @@ func (t *tx) end() {
 
 func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
 	t := &tx{s: s, conn: conn, sp: sp, token: token, kind: kind, block: block}
+	if sp != nil {
+		t.tenant = sp.tenant
+	}
 	t.releaseOnAbort = kind == commitUpdate && sp != nil && sp.Lease > 0
 	return t
 }

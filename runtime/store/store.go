@@ -85,7 +85,12 @@ type Record struct {
 
 // Claim is what a new claim of a key writes.
 type Claim struct {
-	ID          ID
+	ID ID
+	// Tenant is who the claim counts against for a store's per-tenant bounds (pgstore's
+	// per-scope limits and handler shares): the tenant the runtime's ScopeFunc returned,
+	// before an operation's scope headers (Stripe-Account) joined it to make ID.Scope, so that
+	// rotating such a header never gives a tenant more room. Empty: ID.Scope.
+	Tenant      string
 	Operation   string
 	Fingerprint canonical.Fingerprint
 	// Retention is how long the completed record replays, counted from completion by the
@@ -217,6 +222,21 @@ var (
 	// because a claim it sent in the background failed. It wraps ErrBusy or the store's error.
 	ErrClaimLost = errors.New("store: the claim of the idempotency key failed; the handler's work is discarded")
 )
+
+// tenantKey is the context key of WithTenant.
+type tenantKey struct{}
+
+// WithTenant returns ctx carrying tenant, for store calls that take no Claim (BeginPlain): a
+// store counts their transactions against it as it counts a Claim's against Claim.Tenant.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// TenantFrom returns the tenant WithTenant put in ctx.
+func TenantFrom(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(tenantKey{}).(string)
+	return t, ok
+}
 
 // ErrLimited is what a LimitError is (errors.Is): the store refused a new record because the
 // scope is over one of its per-scope limits.
