@@ -269,19 +269,23 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 // key or a live record). A key whose record expired is claimed in its row with the next token
 // (plain layout), or in a new row with the next token (partitioned).
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
-	d := digest(c.ID)
+	sp := s.spec(c)
+	d := sp.d
+	// A records cap counts the claim once, in the first attempt's pipeline.
+	charge := s.lim.records > 0 && !c.Counted
 	for range maxClaimAttempts {
 		var raw rawRecord
 		var token *int64
-		var used, left int64
+		var admitted bool
+		var left int64
 		var err error
 		targets := append([]any{&token}, raw.targets()...)
-		if s.q.partitioned || s.lim.records > 0 {
-			// One pipeline: the scope's record count (Limits.Records), the partitioned layout's
-			// lock, the claim.
+		if s.q.partitioned || charge {
+			// One pipeline: the claim's count (Limits.Records), the partitioned layout's lock,
+			// the claim.
 			b := &pgx.Batch{}
-			if s.lim.records > 0 {
-				b.Queue(sqlRecordsUsed, d.scope, s.lim.recordsEach)
+			if charge {
+				b.Queue(s.q.chargeClaim, s.chargeArgs(&sp)...)
 			}
 			args := claimArgs(&c, d, int64(1))
 			if s.q.partitioned {
@@ -290,8 +294,8 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 			}
 			b.Queue(s.q.reserve, args...)
 			br := s.pool.SendBatch(ctx, b)
-			if s.lim.records > 0 {
-				err = br.QueryRow().Scan(&used, &left)
+			if charge {
+				err = br.QueryRow().Scan(&admitted, &left)
 			}
 			if err == nil && s.q.partitioned {
 				_, err = br.Exec()
@@ -308,11 +312,15 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		if err != nil {
 			return store.Reservation{}, fmt.Errorf("reserve: %w", err)
 		}
+		over := charge && !admitted
+		if charge && admitted {
+			charge = false // counted (or the key had a live record): not again
+		}
 		if token != nil {
-			if err := s.lim.overLimit(used, left); err != nil {
-				// Claimed, but the scope is over its records cap: give the key back.
+			if over {
+				// Claimed, but the tenant is over its records cap: give the key back.
 				_ = s.Release(ctx, c.ID, *token)
-				return store.Reservation{}, err
+				return store.Reservation{}, s.lim.overLimit(left)
 			}
 			return store.Reservation{Token: *token}, nil
 		}
@@ -324,17 +332,20 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 				return store.Reservation{}, err
 			}
 			if r == nil {
+				if over {
+					return store.Reservation{}, s.lim.overLimit(left)
+				}
 				continue
 			}
 		}
 		if r.live {
 			return store.Reservation{Record: r.rec}, nil
 		}
+		if over {
+			return store.Reservation{}, s.lim.overLimit(left)
+		}
 		if s.q.partitioned {
 			continue // expired records are never reused there (and never read)
-		}
-		if err := s.lim.overLimit(used, left); err != nil {
-			return store.Reservation{}, err
 		}
 		var next int64
 		switch err := s.pool.QueryRow(ctx, s.q.takeExpired, claimArgs(&c, d, nil)...).Scan(&next); {
@@ -347,6 +358,23 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 	}
 	return store.Reservation{}, store.ErrBusy
 }
+
+// Admit reads the key's live record, and when it has none counts a new claim of it against the
+// tenant's records cap (store.Admitter): a *store.LimitError when the cap is reached. A paired
+// Redis lease store calls it as it grants a claim. One statement, autocommitted.
+func (s *Store) Admit(ctx context.Context, c store.Claim) (store.Record, bool, error) {
+	if s.lim.records <= 0 || c.Counted {
+		return s.Get(ctx, c.ID)
+	}
+	sp := s.spec(c)
+	r, _, err := s.readLimited(ctx, s.pool, &sp, false)
+	if err != nil || r == nil || !r.live {
+		return store.Record{}, false, err
+	}
+	return r.rec, true, nil
+}
+
+var _ store.Admitter = (*Store)(nil)
 
 // TakeOver moves a running record whose lease ended from token old to the next token.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
@@ -381,8 +409,9 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 // Complete stores resp under token in an autocommitted statement, for completions that write
 // nothing else (lease mode without a CompleteFunc transaction).
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	d := digest(id)
-	if err := s.chargeBody(ctx, s.pool, d, &resp); err != nil {
+	sp := s.spec(store.Claim{ID: id})
+	d := sp.d
+	if err := s.chargeBody(ctx, s.pool, &sp, &resp); err != nil {
 		return err
 	}
 	ct, err := s.pool.Exec(ctx, s.q.complete, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...)
@@ -395,14 +424,7 @@ func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp sto
 	if ct.RowsAffected() == 0 {
 		return store.ErrLost
 	}
-	if s.lim.records > 0 {
-		b := &pgx.Batch{}
-		s.queueCountRecord(b, d)
-		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("count the record: %w", err)
-		}
-	}
-	return nil
+return nil
 }
 
 // Release deletes the running record held under token.

@@ -72,8 +72,8 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 		r    *row
 		busy bool
 	)
-	if s.lim.records > 0 {
-		r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, true)
+	if s.lim.records > 0 && !sp.Counted {
+		r, busy, err = s.readLimited(ctx, conn.Conn(), sp, true)
 	} else {
 		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d)
 	}
@@ -116,9 +116,9 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 		var r *row
 		var err error
 		switch {
-		case s.lim.records > 0:
+		case s.lim.records > 0 && !sp.Counted:
 			var busy bool
-			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, sp.lock == lockTry); err == nil && busy {
+			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp, sp.lock == lockTry); err == nil && busy {
 				return attempt{}, store.ErrBusy
 			}
 		case sp.lock == lockTry:
@@ -150,15 +150,18 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 }
 
 func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
+	counted := false
 	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
-		a, err := s.claimRow(ctx, conn, sp, token, false)
-		if err == nil && a.claimed != 0 {
-			// A new key under a records cap: the scope's count, in the claim's transaction (one
-			// more round trip, only with Limits.Records).
-			if err := s.checkRecords(ctx, conn.Conn(), sp.d); err != nil {
-				return attempt{}, err // the caller discards conn, which rolls the claim back
+		if !counted {
+			// Under a records cap, the claim is counted first, autocommitted, so that
+			// concurrent claims see the count (one more round trip, only with Limits.Records;
+			// none for a key with a live record, which counts nothing).
+			if err := s.chargeClaim(ctx, conn.Conn(), sp); err != nil {
+				return attempt{}, err
 			}
+			counted = true
 		}
+		a, err := s.claimRow(ctx, conn, sp, token, false)
 		if err == nil && a.claimed != 0 && !*held {
 			if !s.trySlot(sp.tenant) {
 				// Claimed, but every connection a handler may hold is taken: give the claim

@@ -99,6 +99,10 @@ type Claim struct {
 	// Lease is how long a lease-mode claim holds the key before another request with the same
 	// fingerprint may take it over. Zero for atomic-mode claims.
 	Lease time.Duration
+	// Counted says that the claim was already counted against the tenant's per-scope limits
+	// when it was granted elsewhere (a paired lease store's completion, counted at its Redis
+	// claim through Admitter): the store must neither count nor refuse it again.
+	Counted bool
 	// Wait is, for an atomic-mode claim, how long it may wait for a concurrent claim of the key
 	// to end (concurrency.wait) before ErrBusy. Zero answers ErrBusy at once.
 	Wait time.Duration
@@ -155,6 +159,15 @@ type Transactional[DB any] interface {
 	// BeginPlain opens a transaction with no record, for a request whose optional key is
 	// absent: its writes commit with Commit, whose response argument is ignored.
 	BeginPlain(ctx context.Context) (Tx[DB], error)
+}
+
+// Admitter is an optional capability of a Store with per-tenant limits (pgstore): Admit reads
+// the key's live record and, when it has none, counts a new claim of it against the tenant's
+// caps (store.LimitError when they are reached), without claiming it. A store that claims
+// elsewhere (a Redis lease store paired with the database) calls it when it grants a claim, and
+// marks the claim Counted when it completes it through the database.
+type Admitter interface {
+	Admit(ctx context.Context, c Claim) (rec Record, found bool, err error)
 }
 
 // Tx is a transaction that a handler writes through and that the runtime ends with exactly one
