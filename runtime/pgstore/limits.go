@@ -146,7 +146,7 @@ SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), t
 
 // keptBody and keptOmitted are the record statements' body and body_omitted expressions for
 // parameters body and omitted: the body is left out when the commit's sqlChargeBody found the
-// tenant over its cap (idemgen.body_kept is 'false'; unset, or '' in a session that set it
+// tenant over its cap (idemgen.body_kept is 'false'; unset, or ” in a session that set it
 // before, keeps it).
 func keptBody(body string) string {
 	return `CASE WHEN current_setting('idemgen.body_kept', true) = 'false' THEN '\x'::bytea ELSE ` + body + `::bytea END`

@@ -424,7 +424,7 @@ func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp sto
 	if ct.RowsAffected() == 0 {
 		return store.ErrLost
 	}
-return nil
+	return nil
 }
 
 // Release deletes the running record held under token.
