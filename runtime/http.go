@@ -154,6 +154,13 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 		x.requestID = newRequestID()
 	}
 	x.scoped = true
+	if name, bad := op.badScopeHeader(r.Header); bad {
+		// Refused before any lookup: a value that names no account must not make a scope of
+		// its own (each would get fresh keys and caps).
+		res := refused(http.StatusBadRequest, ProblemBodyInvalid, "The "+name+" header does not hold a valid account id.")
+		res.problem.Pointer = "/header/" + name
+		return res
+	}
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
 		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,

@@ -3,6 +3,7 @@ package runtime
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -199,6 +200,38 @@ func (op *Operation) storedKey(key string) string {
 		return op.ID + " " + key
 	}
 	return key
+}
+
+// scopeHeaderValid reports whether v is a value the profile accepts in the scope header name
+// (an absent header, v == "", is the empty value and always valid): vendor rules as data, so a
+// value that cannot name the vendor's account never makes a scope of its own. Stripe's
+// connected-account header carries an account id, "acct_" and letters and digits
+// (acct_1032D82eZvKYlo2C), at most 255 bytes like every Stripe object id.
+func (p Profile) scopeHeaderValid(name, v string) bool {
+	if v == "" || p != ProfileStripe || !strings.EqualFold(name, "Stripe-Account") {
+		return true
+	}
+	id, ok := strings.CutPrefix(v, "acct_")
+	if !ok || id == "" || len(v) > 255 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// badScopeHeader returns the first of op's scope headers whose value in h the profile refuses.
+func (op *Operation) badScopeHeader(h http.Header) (string, bool) {
+	for _, name := range op.ScopeHeaders {
+		if !op.Profile.scopeHeaderValid(name, h.Get(name)) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // RequestScope returns the scope that a request of tenant with headers h is stored under for
