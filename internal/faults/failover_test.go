@@ -67,14 +67,14 @@ func TestFailover(t *testing.T) {
 
 // failoverFigures is what one failover run measured.
 type failoverFigures struct {
-	acked      int // requests acknowledged (201 or replay) before the crash
-	ackedLag   int // of those, acknowledged while the standby lagged
-	lost       int // acknowledged records missing (or not completed) on the promoted standby
-	ranAgain   int // acknowledged requests whose retry after the promotion ran the handler again
-	dupCalls   int // provider calls made twice for one key (lease mode), deduplicated by key
-	outage     time.Duration
-	answers    map[Kind]int
-	phases     string
+	acked    int // requests acknowledged (201 or replay) before the crash
+	ackedLag int // of those, acknowledged while the standby lagged
+	lost     int // acknowledged records missing (or not completed) on the promoted standby
+	ranAgain int // acknowledged requests whose retry after the promotion ran the handler again
+	dupCalls int // provider calls made twice for one key (lease mode), deduplicated by key
+	outage   time.Duration
+	answers  map[Kind]int
+	phases   string
 }
 
 func (f failoverFigures) String() string {
