@@ -39,8 +39,8 @@ type Limits struct {
 	// claim that then fails or loses to a concurrent duplicate still counts). Default 6000 per
 	// minute, 100 per second on average: Stripe's documented rate limit for live-mode requests
 	// (docs/runtime.md, "Per-scope limits"); negative: no cap. The count travels with the
-	// lookup (ClaimPipelined and lease mode: one statement more in the same round trip, or one
-	// round trip more for ClaimPipelined).
+	// lookup (lease mode: one statement more in the same round trip). Under a cap,
+	// ClaimPipelined claims as ClaimReadFirst, whose read counts the claim.
 	Records int64
 	// RecordsInterval is the interval Records counts over, aligned to the Unix epoch by the
 	// database clock. Default 1 minute.
@@ -173,24 +173,6 @@ func (sp *claimSpec) limitScope() int64 {
 // chargeArgs are statements.chargeClaim's parameters.
 func (s *Store) chargeArgs(sp *claimSpec) []any {
 	return []any{sp.d.scope, sp.d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records}
-}
-
-// chargeClaim counts a new claim against the tenant's records cap with its own autocommitted
-// statement (ClaimPipelined, Admit), unless the key has a live record: LimitError when the cap
-// is reached and the key has none.
-func (s *Store) chargeClaim(ctx context.Context, q querier, sp *claimSpec) error {
-	if s.lim.records <= 0 || sp.Counted {
-		return nil
-	}
-	var admitted bool
-	var left int64
-	if err := q.QueryRow(ctx, s.q.chargeClaim, s.chargeArgs(sp)...).Scan(&admitted, &left); err != nil {
-		return fmt.Errorf("count the claim: %w", err)
-	}
-	if !admitted {
-		return s.lim.overLimit(left)
-	}
-	return nil
 }
 
 // commitStatements are the statements of a commit pipeline whose record statement is record:

@@ -8,7 +8,7 @@ import (
 )
 
 // Fair shares: no tenant holds more than its share of the handler slots (Options.TenantShare,
-// default half), so another tenant's new key keeps its bound while one tenant's slow requests
+// default three quarters, leaving one at least to the others), so another tenant's new key keeps its bound while one tenant's slow requests
 // pile up. (60 concurrent 8 s requests of one tenant used to take every slot of a pool of 10,
 // and another tenant's new key waited the whole store timeout and got 503.)
 func TestTenantShareOfHandlerSlots(t *testing.T) {
@@ -44,8 +44,8 @@ func TestTenantShareOfHandlerSlots(t *testing.T) {
 		statuses[c]++
 	}
 	t.Logf("tenant-a held %d connections of 10; other tenants' new keys took %v; tenant-a's %d requests: %v", held, others, slow, statuses)
-	if held > 5 {
-		t.Errorf("tenant-a held %d connections of a pool of 10, want its share (4 of the 9 handler slots)", held)
+	if held > 7 {
+		t.Errorf("tenant-a held %d connections of a pool of 10, want its share (6 of the 9 handler slots) and a lookup's", held)
 	}
 	if n := e.payments("tenant-a"); n != statuses[201] {
 		t.Errorf("tenant-a: %d payments, %d answered 201", n, statuses[201])

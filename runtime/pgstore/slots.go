@@ -39,7 +39,7 @@ func newHandlerSlots(capacity int, share float64) *handlerSlots {
 	capacity = max(capacity, 1)
 	per := capacity
 	if share > 0 && share < 1 {
-		per = max(1, int(share*float64(capacity)))
+		per = max(1, min(capacity-1, int(share*float64(capacity))))
 	}
 	return &handlerSlots{free: capacity, perTenant: per, held: map[int64]int{}}
 }

@@ -108,8 +108,8 @@ type statements struct {
 	// claim was counted, and the interval's time left (µs). A replay counts nothing and writes
 	// nothing (the count's INSERT gets no row). Both always return one row.
 	readCharged, readProbeCharged string
-	// chargeClaim counts a claim as readCharged does, alone (ClaimPipelined, lease mode,
-	// Admit): it returns whether the key may be claimed (counted, or it has a live record) and
+	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
+	// returns whether the key may be claimed (counted, or it has a live record) and
 	// the interval's time left.
 	chargeClaim string
 	// reserve inserts a running lease-mode record unless the key has a live one, and returns the

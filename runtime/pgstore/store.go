@@ -63,12 +63,13 @@ type Options struct {
 	// negative: no reservation.
 	ReservedConns int
 	// TenantShare is the largest share of those handler slots (the pool less ReservedConns)
-	// that one tenant's transactions may hold at once, at least one slot: a tenant's new key
+	// that one tenant's transactions may hold at once, at least one slot and, when there are
+	// two or more, leaving at least one to the other tenants: a tenant's new key
 	// beyond it waits for one of its own slots to free (within the request's store timeout,
 	// then 503), while other tenants' new keys take the free ones. The tenant is the claim's
 	// (store.Claim.Tenant: the runtime's ScopeFunc's, whatever scope headers add), or the
 	// tenant in a request without a key's context (store.WithTenant); the empty tenant of a
-	// single-tenant service is not limited. Default 0.5; 1 or more: no share.
+	// single-tenant service is not limited. Default 0.75; 1 or more: no share.
 	TenantShare float64
 	// ClientCheckInterval is client_connection_check_interval (PostgreSQL 14 and later) for the
 	// transactions of atomic-mode claims and lease-mode completions: a backend whose client died
@@ -138,9 +139,12 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
 	}
-	if _, ok := s.strategy.(ClaimPipelined); ok && opts.Partitioned {
+	if _, ok := s.strategy.(ClaimPipelined); ok && (opts.Partitioned || s.lim.records > 0) {
 		// The pipelined claim inserts its row in the statement that takes the lock, under a
-		// snapshot older than the lock: only a unique index makes that safe.
+		// snapshot older than the lock: only a unique index makes that safe. And its claim
+		// runs in the transaction the handler then holds, so a records cap could count it
+		// there only where concurrent claims cannot see it: ClaimReadFirst counts it in its
+		// read, at no extra round trip.
 		s.strategy = ClaimReadFirst{}
 	}
 	switch pool.Config().ConnConfig.DefaultQueryExecMode {
@@ -501,7 +505,7 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 }
 
 // defaultTenantShare is Options.TenantShare's default.
-const defaultTenantShare = 0.5
+const defaultTenantShare = 0.75
 
 // BeginPlain opens a transaction with no record; its BEGIN travels with the handler's first
 // statement, so a handler that sends none costs no round trip.

@@ -150,17 +150,8 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 }
 
 func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
-	counted := false
+	// Never under a records cap (New makes such a store claim as ClaimReadFirst).
 	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
-		if !counted {
-			// Under a records cap, the claim is counted first, autocommitted, so that
-			// concurrent claims see the count (one more round trip, only with Limits.Records;
-			// none for a key with a live record, which counts nothing).
-			if err := s.chargeClaim(ctx, conn.Conn(), sp); err != nil {
-				return attempt{}, err
-			}
-			counted = true
-		}
 		a, err := s.claimRow(ctx, conn, sp, token, false)
 		if err == nil && a.claimed != 0 && !*held {
 			if !s.trySlot(sp.tenant) {
