@@ -53,6 +53,9 @@ echo "== go vet"
 go vet ./...
 for d in $example_modules; do (cd "$d" && go vet ./...); done
 
+echo "== public API against the last release point (scripts/apicheck: an incompatible change must be marked in CHANGELOG.md)"
+(cd scripts/apicheck && go vet ./... && go mod tidy -diff && go test -count=1 ./... && go run . -repo ../..)
+
 echo "== tools: Chromium (admin page test), promtool (alert rules)"
 missing=()
 command -v "${IDEMGEN_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
