@@ -12,10 +12,10 @@ build: ## build bin/idemgen
 
 generate: ## regenerate every generated file, then fail if committed output changed
 	$(GO) generate ./...
-	for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
+	for m in adapters/*/go.mod examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
 	$(GO) test ./generator -run TestGolden -update
-	@if [ -n "$$(git status --porcelain -- golden examples internal)" ]; then \
-		git status --short -- golden examples internal >&2; \
+	@if [ -n "$$(git status --porcelain -- adapters golden examples internal)" ]; then \
+		git status --short -- adapters golden examples internal >&2; \
 		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
 test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3-master cluster): the README's test command
