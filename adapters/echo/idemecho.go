@@ -2,10 +2,11 @@
 // the echo way: on a route, a group or the whole Echo, after the service's own authentication
 // middleware.
 //
-//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemecho.Scope(tenantOf)})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemecho.ScopeKey("tenant")})
 //	idem, err := idemecho.Middleware[pgstore.DBTX](rt, api.Routes(), idemecho.Options{})
-//	e.POST("/v1/payments", createPayment, idem) // or g.Use(idem), e.Use(idem)
+//	e.Use(idem) // or e.POST("/v1/payments", createPayment, idem), g.Use(idem)
 //
+// (New does both in one call.)
 // api.Routes is the operation table idemgen generates (`idemgen generate --target
 // middleware`). For a request that echo routed to a marked operation the middleware runs the
 // operation's strict decoder and fingerprint before any key lookup, then the idempotency state
@@ -42,6 +43,20 @@ type Options struct {
 	// operation. The path parameters are then found in the request's path by the template.
 	// When nil, the operation is the one whose template has the shape of c.Path().
 	Match func(c echo.Context) (operationID string, ok bool)
+}
+
+// New is runtime.New(cfg) and Middleware in one call, for a service that uses the runtime for
+// nothing else:
+//
+//	idem, err := idemecho.New[pgstore.DBTX](runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemecho.ScopeKey("tenant")}, api.Routes(), idemecho.Options{})
+//
+// It fails when runtime.New or Middleware does.
+func New[DB any](cfg runtime.Config, routes []runtime.Route, opts Options) (echo.MiddlewareFunc, error) {
+	rt, err := runtime.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("idemecho: %w", err)
+	}
+	return Middleware[DB](rt, routes, opts)
 }
 
 // Middleware returns the echo middleware that guards the marked operations of routes (the
@@ -158,6 +173,19 @@ func Scope(f func(c echo.Context) (string, error)) runtime.ScopeFunc {
 		}
 		return f(c)
 	}
+}
+
+// ScopeKey returns the runtime.ScopeFunc whose scope is the string the service's own middleware
+// stored under key in the echo.Context (c.Set(key, tenant)); a missing, empty or non-string
+// value refuses the request (see Scope).
+func ScopeKey(key string) runtime.ScopeFunc {
+	return Scope(func(c echo.Context) (string, error) {
+		s, _ := c.Get(key).(string)
+		if s == "" {
+			return "", fmt.Errorf("idemecho: no tenant: the echo.Context has no string under %q", key)
+		}
+		return s, nil
+	})
 }
 
 // TxFrom returns the transaction the handler of an atomic-mode operation writes through (DB

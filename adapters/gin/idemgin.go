@@ -2,10 +2,11 @@
 // way: on a route, a group or the whole Engine, after the service's own authentication
 // middleware.
 //
-//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemgin.Scope(tenantOf)})
+//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemgin.ScopeKey("tenant")})
 //	idem, err := idemgin.Middleware[pgstore.DBTX](rt, api.Routes(), idemgin.Options{})
-//	r.POST("/v1/payments", idem, createPayment) // or g.Use(idem), r.Use(idem)
+//	r.Use(idem) // or r.POST("/v1/payments", idem, createPayment), g.Use(idem)
 //
+// (New does both in one call.)
 // api.Routes is the operation table idemgen generates (`idemgen generate --target
 // middleware`). For a request that gin routed to a marked operation the middleware runs the
 // operation's strict decoder and fingerprint before any key lookup, then the idempotency state
@@ -51,6 +52,20 @@ type Options struct {
 	// one stored and replayed (its own later run then writes nothing: the response was sent).
 	// It is not needed when the error middleware is mounted after Middleware in the chain.
 	Errors gin.HandlerFunc
+}
+
+// New is runtime.New(cfg) and Middleware in one call, for a service that uses the runtime for
+// nothing else:
+//
+//	idem, err := idemgin.New[pgstore.DBTX](runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemgin.ScopeKey("tenant")}, api.Routes(), idemgin.Options{})
+//
+// It fails when runtime.New or Middleware does.
+func New[DB any](cfg runtime.Config, routes []runtime.Route, opts Options) (gin.HandlerFunc, error) {
+	rt, err := runtime.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("idemgin: %w", err)
+	}
+	return Middleware[DB](rt, routes, opts)
 }
 
 // Middleware returns the gin middleware that guards the marked operations of routes (the
@@ -177,6 +192,19 @@ func Scope(f func(c *gin.Context) (string, error)) runtime.ScopeFunc {
 		}
 		return f(c)
 	}
+}
+
+// ScopeKey returns the runtime.ScopeFunc whose scope is the string the service's own middleware
+// stored under key in the gin.Context (c.Set(key, tenant)); a missing, empty or non-string
+// value refuses the request (see Scope).
+func ScopeKey(key string) runtime.ScopeFunc {
+	return Scope(func(c *gin.Context) (string, error) {
+		s := c.GetString(key)
+		if s == "" {
+			return "", fmt.Errorf("idemgin: no tenant: the gin.Context has no string under %q", key)
+		}
+		return s, nil
+	})
 }
 
 // TxFrom returns the transaction the handler of an atomic-mode operation writes through (DB

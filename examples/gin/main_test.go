@@ -1,0 +1,28 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+)
+
+// TestCases runs every request-sequence case (testdata/cases and the conformance service's own)
+// against this gin service on a real PostgreSQL: all of them apply.
+func TestCases(t *testing.T) {
+	conformancetest.Run(t, "../..", func(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+		return NewServer(pool, provider, log)
+	}, nil)
+}
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.TestMode)
+	os.Exit(m.Run())
+}
