@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -147,7 +149,9 @@ func (g *Guard[DB]) RouteByID(id string) *GuardRoute { return g.byID[id] }
 // stored), the key, then the state machine of the operation's mode. When the request runs,
 // exec runs the framework's handler chain (see Exec); its response is stored when final and
 // written to w, as are replays and the runtime's problems. A concurrent duplicate never reaches
-// exec.
+// exec. The request exec gets carries only the query parameters the operation declares (and
+// the fingerprint covers): the others are removed, since frameworks' form binders merge the
+// query into the body's fields.
 //
 // params are the values the router matched for the route's path parameters, one per
 // parameter segment in order (echo's c.ParamValues(), the values of gin's c.Params): they are
@@ -178,7 +182,7 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 				return runLease(ctx, x, g.st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
 					c := &completion[DB]{}
 					ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
-					resp, err := execute(exec, r, x.body, ctx)
+					resp, err := execute(exec, x.op, r, x.body, ctx)
 					if err != nil {
 						return nil, err
 					}
@@ -188,7 +192,7 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 				})
 			}
 			return runAtomic(ctx, x, g.st, func(ctx context.Context, db DB) (Response, error) {
-				return execute(exec, r, x.body, context.WithValue(ctx, txKey{}, db))
+				return execute(exec, x.op, r, x.body, context.WithValue(ctx, txKey{}, db))
 			})
 		}, nil
 	})
@@ -207,12 +211,15 @@ func (g *GuardRoute) pick(params []string) *tableRoute {
 	return g.candidates[0]
 }
 
-// execute runs exec on a copy of r that carries ctx and the request's body, and returns what it
-// wrote; nothing written is ErrNoResponse.
-func execute(exec Exec, r *http.Request, body []byte, ctx context.Context) (Response, error) {
+// execute runs exec on a copy of r that carries ctx, the request's body and only the query
+// parameters op declares, and returns what it wrote; nothing written is ErrNoResponse.
+func execute(exec Exec, op *Operation, r *http.Request, body []byte, ctx context.Context) (Response, error) {
 	r2 := r.WithContext(ctx)
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
+	if r.URL.RawQuery != "" {
+		r2.URL = declaredQuery(r.URL, op.Query)
+	}
 	rec := &recorder{header: http.Header{}}
 	if err := exec(rec, r2); err != nil {
 		return Response{}, err
@@ -221,6 +228,25 @@ func execute(exec Exec, r *http.Request, body []byte, ctx context.Context) (Resp
 		return Response{}, ErrNoResponse
 	}
 	return Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
+}
+
+// declaredQuery returns a copy of u whose query holds only the parameters in declared (the
+// operation's, which the fingerprint covers) and their deepObject fields ("filter[a]" of
+// "filter"). Frameworks' form binders read the query with the body (echo's c.Bind and gin's
+// c.ShouldBind for a form take http.Request.Form, query and body merged), so an undeclared
+// "?description=x" would fill a field the fingerprint does not cover; any other read of an
+// undeclared parameter would be outside the fingerprint as well.
+func declaredQuery(u *url.URL, declared []string) *url.URL {
+	q := u.Query()
+	for name := range q {
+		base, _, _ := strings.Cut(name, "[")
+		if !slices.Contains(declared, name) && !slices.Contains(declared, base) {
+			delete(q, name)
+		}
+	}
+	c := *u
+	c.RawQuery = q.Encode()
+	return &c
 }
 
 // routeShape is a path with each parameter segment replaced by ":" and each catch-all by "*":

@@ -23,13 +23,14 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi, ...) and the framework adapters
-# (adapters/*/go.mod: echo, gin) are modules of their own, with a replace of
-# github.com/idemgen/idemgen to this checkout, so the main module does not depend on their
-# frameworks; ./... does not reach them, and each step below runs in each of them too.
-example_modules=$(for m in adapters/*/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi, ...), the framework adapters
+# (adapters/*/go.mod: echo, gin) and the adapters' benchmark server (bench/frameworks) are
+# modules of their own, with a replace of github.com/idemgen/idemgen to this checkout, so the
+# main module does not depend on their frameworks; ./... does not reach them, and each step
+# below runs in each of them too.
+example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
 # The glob picks up a new module by itself; these must never drop out of CI unnoticed.
-for d in adapters/echo adapters/gin examples/chi examples/echo examples/gin examples/oapi-codegen examples/ogen examples/stripe; do
+for d in adapters/echo adapters/gin bench/frameworks examples/chi examples/echo examples/gin examples/oapi-codegen examples/ogen examples/stripe; do
   case " $(echo $example_modules) " in
     *" $d "*) ;;
     *) echo "$d/go.mod is missing: CI would no longer run that example module's tests" >&2; exit 1 ;;
@@ -97,6 +98,11 @@ IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
+echo "== framework adapters' benchmark, short mode (bench/frameworks; checks it runs)"
+log=$(mktemp)
+if ! ./bench/frameworks/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
 echo "== scale benchmark, short mode (20,000 records, both layouts; checks it runs)"

@@ -297,3 +297,32 @@ func TestUnsentWritesAreDropped(t *testing.T) {
 		t.Errorf("first %s, replay %s: want one rendering of the error, replayed as sent", first, replay)
 	}
 }
+
+// TestUndeclaredQueryIsNotHandedOn: echo's form binder reads the query with the body, so an
+// undeclared "?description=..." would fill a field the fingerprint does not cover; the handler
+// gets the declared query parameters only (createCharge declares none).
+func TestUndeclaredQueryIsNotHandedOn(t *testing.T) {
+	e := newEnv(t)
+	es := echo.New()
+	es.Use(auth, e.idem(idemecho.Options{}))
+	var got []string
+	es.POST("/v1/charges", func(c echo.Context) error {
+		var req struct {
+			Amount      int64  `form:"amount"`
+			Description string `form:"description"`
+		}
+		if err := c.Bind(&req); err != nil {
+			return err
+		}
+		got = append(got, req.Description+"|"+c.QueryParam("description")+"|"+c.Request().URL.RawQuery)
+		return c.JSON(http.StatusCreated, map[string]int64{"amount": req.Amount})
+	})
+	srv := httptest.NewServer(es)
+	t.Cleanup(srv.Close)
+	form := "amount=2500&currency=usd"
+	first := send(t, srv, "POST", "/v1/charges?description=evil", "t-echo-query", "k-echo-query-000001", form, "Content-Type", "application/x-www-form-urlencoded")
+	again := send(t, srv, "POST", "/v1/charges?description=other", "t-echo-query", "k-echo-query-000001", form, "Content-Type", "application/x-www-form-urlencoded")
+	if first.status != http.StatusCreated || !again.replayed() || len(got) != 1 || got[0] != "||" {
+		t.Errorf("first %s, again %s, the handler saw %q: want the description unseen and the retry replayed", first, again, got)
+	}
+}

@@ -342,3 +342,33 @@ func TestLeaseMode(t *testing.T) {
 		t.Errorf("provider calls %d, rows %d, handler runs %d: want 1, 1, 1", calls, e.count("provider_charges", tenant), e.calls.Load())
 	}
 }
+
+// TestUndeclaredQueryIsNotHandedOn: gin's form binder reads the query with the body, so an
+// undeclared "?description=..." would fill a field the fingerprint does not cover; the handler
+// gets the declared query parameters only (createCharge declares none).
+func TestUndeclaredQueryIsNotHandedOn(t *testing.T) {
+	e := newEnv(t)
+	r := gin.New()
+	r.Use(auth, e.idem(idemgin.Options{}))
+	var got []string
+	r.POST("/v1/charges", func(c *gin.Context) {
+		var req struct {
+			Amount      int64  `form:"amount"`
+			Description string `form:"description"`
+		}
+		if err := c.ShouldBind(&req); err != nil {
+			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+			return
+		}
+		got = append(got, req.Description+"|"+c.Query("description")+"|"+c.Request.URL.RawQuery)
+		c.JSON(http.StatusCreated, gin.H{"amount": req.Amount})
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	form := "amount=2500&currency=usd"
+	first := send(t, srv, "POST", "/v1/charges?description=evil", "t-gin-query", "k-gin-query-0000001", form, "Content-Type", "application/x-www-form-urlencoded")
+	again := send(t, srv, "POST", "/v1/charges?description=other", "t-gin-query", "k-gin-query-0000001", form, "Content-Type", "application/x-www-form-urlencoded")
+	if first.status != http.StatusCreated || !again.replayed() || len(got) != 1 || got[0] != "||" {
+		t.Errorf("first %s, again %s, the handler saw %q: want the description unseen and the retry replayed", first, again, got)
+	}
+}
