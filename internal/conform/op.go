@@ -23,7 +23,10 @@ type opRun struct {
 	unusable string
 	// perExec is the effects one execution makes (effects oracle), 0 when unknown.
 	perExec int64
-	keySeq  int
+	// firstStatus is the status of first-request's answer: a stored 4xx the checks run on
+	// counts as the operation's execution in histories.
+	firstStatus int
+	keySeq      int
 }
 
 // checkFunc runs one check; it reports through c.
