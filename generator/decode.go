@@ -104,7 +104,13 @@ func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 		case c.c.Kind == model.ContentMultipart:
 			b.Id("in").Dot("MultipartBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("MultipartStart").Call(), opExclusions(o.op), 0, o))
 		default:
-			b.Id("in").Dot("JSONBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), opExclusions(o.op), 0, o))
+			excl := opExclusions(o.op)
+			if o.keyRaw != nil && len(o.op.Settings.Fingerprint.Exclude) == 0 {
+				// The key stays in a body kept whole: two requests with one key carry the
+				// same key, so the fingerprint compares the rest all the same.
+				excl = nil
+			}
+			b.Id("in").Dot("JSONBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), excl, 0, o))
 		}
 	}
 	sw := func(b *jen.Group) {
@@ -136,7 +142,18 @@ func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 // emitBodyKey reports the decoded body member that carries the key; every pointer on the way
 // must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
 func (g *gen) emitBodyKey(grp *jen.Group, o *opPlan) {
-	if o.op.Settings.Key.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
+	if o.op.Settings.Key.Carrier == model.CarrierHeader {
+		return
+	}
+	if o.keyRaw != nil {
+		args := []jen.Code{jen.Id("r").Dot("Body")}
+		for _, tok := range o.keyRaw {
+			args = append(args, jen.Lit(tok))
+		}
+		grp.Id("in").Dot("SetBodyKeyAt").Call(args...)
+		return
+	}
+	if len(o.keyPath) == 0 {
 		return
 	}
 	var cond *jen.Statement
@@ -263,8 +280,9 @@ func (g *gen) decodeAddl(b *jen.Group, t *tinfo) {
 // marks the member read).
 func (g *gen) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 	dst := jen.Id("v").Dot(fl.name)
+	nullable := fl.p.Schema.Nullable || fl.p.Nullable
 	if !fl.ptr {
-		g.decodeInto(grp, fl.t, fl.p.Schema.Nullable, dst, 1, first)
+		g.decodeInto(grp, fl.t, nullable, dst, 1, first)
 		return
 	}
 	// Pointer fields: absent and null both leave nil.
@@ -285,7 +303,7 @@ func (g *gen) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 			b.Add(c)
 		}
 	}
-	if fl.p.Schema.Nullable {
+	if nullable {
 		grp.If(jen.Op("!").Add(first).Dot("Null").Call()).BlockFunc(func(b *jen.Group) { body(b, dec()) })
 		return
 	}

@@ -25,6 +25,8 @@ type Options struct {
 	ConfigPath string   // idemgen.yaml, optional
 	Overlays   []string // OpenAPI Overlay 1.0 files, applied in order before reading
 	Infer      bool     // --infer
+	// RefMap maps remote $refs to local copies (--ref-map); it wins over the config's refs.
+	RefMap RefMap
 }
 
 // Result is a loaded document and everything found wrong or suspicious in it.
@@ -65,7 +67,11 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		cfg = readConfig(opts.ConfigPath, res.Diags)
 	}
 
-	doc, overlayFailed := readDocument(ctx, opts.Path, opts.Overlays, res.Diags)
+	refs := opts.RefMap
+	if cfg != nil {
+		refs = cfg.refs.Merge(opts.RefMap)
+	}
+	doc, overlayFailed := readDocument(ctx, opts.Path, opts.Overlays, refs, res.Diags)
 	if doc == nil {
 		res.OverlayFailed = overlayFailed
 		return res, nil
