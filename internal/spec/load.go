@@ -36,6 +36,8 @@ type Result struct {
 	// OverlayFailed is set when Doc is nil because an overlay could not be applied (the
 	// document itself may be fine).
 	OverlayFailed bool
+
+	src *loaded // the resolved document Doc was built from, for Annotate
 }
 
 // Load reads opts.Path (YAML or JSON, local $refs only), applies overlays and the config file,
@@ -77,6 +79,7 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		return res, nil
 	}
 	res.Doc = safeBuild(doc, cfg, opts, res.Diags)
+	res.src = doc
 	return res, nil
 }
 
