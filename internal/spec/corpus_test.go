@@ -375,3 +375,28 @@ func TestRoundThreeMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundThreeInVendorSpecs: faults of round three that the vendor corpus shows too. Mollie's
+// spec (published by its Speakeasy-generated SDK) declares a Content-Type header parameter on
+// its operations, which OpenAPI says to ignore and idemgen now ignores, and a root
+// x-speakeasy-retries policy, reported on every operation as a retry policy that marks nothing.
+func TestRoundThreeInVendorSpecs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a 1.5 MB spec")
+	}
+	res := load(t, Options{Path: filepath.Join(vendorDir, "mollie-api.yaml"), Infer: true})
+	if len(res.Doc.Operations) != 49 {
+		t.Fatalf("%d operations, want 49", len(res.Doc.Operations))
+	}
+	for _, op := range res.Doc.Operations {
+		for _, p := range op.Params {
+			if p.In == model.InHeader && ignoredHeader(p.Name) {
+				t.Errorf("%s %s: header parameter %s is read", op.Method, op.Path, p.Name)
+			}
+		}
+		if len(op.Annotations) != 1 || op.Annotations[0] != (model.Annotation{Extension: "x-speakeasy-retries", Tool: "speakeasy", Read: "retries", Loc: op.Annotations[0].Loc}) ||
+			op.Annotations[0].Loc.Line != 45103 {
+			t.Errorf("%s %s: annotations %+v", op.Method, op.Path, op.Annotations)
+		}
+	}
+}
