@@ -76,10 +76,5 @@ func (rt *Runtime) refuseMisuse(w http.ResponseWriter, r *http.Request, op *Oper
 	rt.obs.Outcome(op.ID, op.Mode, OutcomeInternal)
 	rt.log.LogAttrs(r.Context(), slog.LevelError, "idempotency middleware mounted where it cannot guard the request; refused",
 		slog.String("operation", op.ID), slog.String("reason", why))
-	p := newProblem(http.StatusInternalServerError, ProblemInternal, "")
-	if op.Profile == ProfileStripe {
-		StripeErrors(w, r, p)
-		return
-	}
-	rt.problems(w, r, p)
+	rt.problemWriter(rt.profileOf(op))(w, r, newProblem(http.StatusInternalServerError, ProblemInternal, ""))
 }

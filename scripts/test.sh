@@ -5,17 +5,13 @@
 # (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
 # them fails rather than skips when it is missing. Installs, from Debian's packages and only when
 # they are missing, Chromium (the admin page's browser test) and promtool (the alert rules'
-# tests); with them present those tests may not skip.
+# tests); with them present those tests may not skip. Both are installed system-wide, with
+# their dependencies (Chromium's are about 300 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# apt_install PKG...: installs Debian packages as root, or through sudo.
-apt_install() {
-  local run=()
-  [ "$(id -u)" = 0 ] || run=(sudo)
-  "${run[@]}" apt-get update -qq >&2
-  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
-}
+# apt_install PKG...: Debian packages, waiting for another apt-get's or dpkg's lock.
+. scripts/apt.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
@@ -58,6 +54,9 @@ done
 echo "== go vet"
 go vet ./...
 for d in $example_modules; do (cd "$d" && go vet ./...); done
+
+echo "== public API against the last release point (scripts/apicheck: an incompatible change must be marked in CHANGELOG.md)"
+(cd scripts/apicheck && go vet ./... && go mod tidy -diff && go test -count=1 ./... && go run . -repo ../..)
 
 echo "== tools: Chromium (admin page test), promtool (alert rules)"
 missing=()
