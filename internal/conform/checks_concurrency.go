@@ -62,10 +62,6 @@ func checkConcurrent(ctx context.Context, c *checkRun) {
 			replays = append(replays, e)
 		case e.Status == http.StatusConflict:
 			conflicts = append(conflicts, e)
-			if why := o.exp.inFlight.judge(e); why != "" {
-				c.fail([]*Exchange{e}, "a copy met the first in flight and got %s", why)
-				return
-			}
 		case e.Status >= 500:
 			c.fail([]*Exchange{e}, "a copy got %d", e.Status)
 			return
@@ -93,6 +89,12 @@ func checkConcurrent(ctx context.Context, c *checkRun) {
 	for _, e := range twoxx[min(1, len(twoxx)):] {
 		if !sameResource(twoxx[0], e) {
 			c.fail([]*Exchange{twoxx[0], e}, "%d copies at once (%s): two 2xx answers carry different resources: a copy was answered before the execution ended with something that is not its answer", n, summary)
+			return
+		}
+	}
+	for _, e := range conflicts {
+		if why := o.exp.inFlight.judge(e); why != "" {
+			c.fail([]*Exchange{e}, "%d copies at once (%s): a copy met the first in flight and got %s", n, summary, why)
 			return
 		}
 	}

@@ -28,6 +28,7 @@ func checkFirst(ctx context.Context, c *checkRun) {
 		o.unusable = "the first request got no answer (first-request)"
 		return
 	}
+	o.firstStatus = e.Status
 	switch {
 	case e.replayed():
 		c.fail([]*Exchange{e}, "a fresh key's answer is marked Idempotent-Replayed: true")

@@ -101,8 +101,13 @@ func (c *client) sendTo(ctx context.Context, base, label string, w *wire) *Excha
 		e.Err = "build request: " + err.Error()
 		return e
 	}
-	if w.body == nil {
-		req.Body, req.ContentLength = http.NoBody, 0
+	// Go's Transport sends a request that carries an Idempotency-Key header again, by itself,
+	// when its connection breaks before the answer (net/http isReplayable): a lost answer would
+	// be retried behind the checks' back. A body it cannot rewind (no GetBody, not NoBody)
+	// turns that off; an empty one is sent as Content-Length: 0 all the same.
+	req.GetBody = nil
+	if len(w.body) == 0 {
+		req.Body = io.NopCloser(bytes.NewReader(nil))
 	}
 	for _, h := range w.header {
 		if strings.EqualFold(h.name, "Host") {

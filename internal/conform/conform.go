@@ -115,7 +115,9 @@ func Run(ctx context.Context, doc *model.Document, o Options) (*Report, error) {
 	if err := probe(ctx, c); err != nil {
 		return nil, err
 	}
-	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", o.Seed&0xffffff)}
+	// Keys carry a nonce of the run, whatever the seed: a service keeps its records between
+	// runs, and a key of an earlier run would replay its answer.
+	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff)}
 	rep := &Report{Spec: doc.Source, BaseURL: o.BaseURL, Started: time.Now(), Seed: o.Seed}
 	r.rep = rep
 	if o.Faults {

@@ -90,7 +90,10 @@ func (t *tape) send(ctx context.Context, l int, key, body string, req *request, 
 	call := time.Now()
 	e := t.c.o.r.c.sendTo(ctx, t.c.o.r.proxy.url(), fmt.Sprintf("attempt %s (%s)", id, via), w)
 	if e.Err == errBudget.Error() {
-		t.c.budgetSpent = true
+		t.c.budgetSpent.Store(true)
+	}
+	if !e.ok() && ctx.Err() != nil && patience < t.c.o.r.o.RequestTimeout {
+		e.Err = fmt.Sprintf("the client gave up after %v", patience)
 	}
 	t.mu.Lock()
 	t.sent = append(t.sent, sentAttempt{id: id, key: key, body: body, via: via, logical: l, call: call, ret: time.Now(), e: e})
@@ -135,6 +138,25 @@ func (t *tape) attempts() ([]history.Attempt, []Attempt) {
 		}
 	}
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].Call < hs[j].Call })
+	// An answer that repeats an execution's bytes exactly is that execution replayed, marked
+	// or not (the replay check reports a missing Idempotent-Replayed); the effects oracle,
+	// not the history, catches a service whose executions all answer the same bytes.
+	seen := map[string]bool{}
+	for i := range hs {
+		a := &hs[i]
+		k := a.Key + "\x00" + a.Resp
+		switch {
+		case a.Kind == history.KindOK && seen[k]:
+			a.Kind = history.KindReplay
+			for j := range shown {
+				if shown[j].ID == a.ID {
+					shown[j].Kind = "replay (unmarked)"
+				}
+			}
+		case a.Kind == history.KindOK:
+			seen[k] = true
+		}
+	}
 	sort.SliceStable(shown, func(i, j int) bool { return shown[i].Call < shown[j].Call })
 	return hs, shown
 }
@@ -145,6 +167,22 @@ func (t *tape) judge() {
 	keys := map[string]bool{}
 	for _, a := range hs {
 		keys[a.Key] = true
+	}
+	// An answer the contract has no place for (a 417 for a mismatch) fails the check by itself;
+	// for the model it may have done anything, so the rest of the history is still judged.
+	others := map[int]int{}
+	for i := range hs {
+		if hs[i].Kind == history.KindOther {
+			others[hs[i].Status]++
+			hs[i].Kind = history.KindUnknown
+		}
+	}
+	if len(others) > 0 {
+		var parts []string
+		for _, st := range sortedInts(others) {
+			parts = append(parts, fmt.Sprintf("%d ×%d", st, others[st]))
+		}
+		t.c.fail(nil, "the service gave answers the contract has no place for (%s): a mismatch is %d, a key in flight 409", strings.Join(parts, ", "), t.c.o.exp.mismatch.status)
 	}
 	opts := history.ModelOptions{Retention: t.c.o.op.Settings.Retention}
 	v, info := history.Check(hs, opts, 20*time.Second)
@@ -163,6 +201,15 @@ func (t *tape) judge() {
 	case porcupine.Unknown:
 		t.c.note("the linearizability check ran out of time (%d attempts)", len(hs))
 	}
+}
+
+func sortedInts(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
 }
 
 func describeHistory(as []Attempt) string {
@@ -194,7 +241,7 @@ func (o *opRun) kind(status int, h http.Header, body []byte) history.Kind {
 		return history.KindFailed
 	case status >= 500:
 		return history.KindUnknown
-	case status/100 == 2 || stored(o.op.Settings, status):
+	case status/100 == 2 || (status == o.firstStatus && stored(o.op.Settings, status)):
 		return history.KindOK
 	}
 	return history.KindOther
@@ -218,7 +265,7 @@ func upstreamExchange(label string, u upstream, sent *Exchange) *Exchange {
 	return e
 }
 
-// faultReady skips a fault check when the operation's key cannot be made or effects show none.
+// faultKey returns a fresh key for a fault check, or skips it.
 func faultKey(c *checkRun) (string, bool) {
 	return c.key()
 }
@@ -380,7 +427,7 @@ func checkStorm(ctx context.Context, c *checkRun) {
 						case history.KindOK, history.KindReplay, history.KindMismatch:
 							return
 						case history.KindOther:
-							unsettled.Store(l, fmt.Sprintf("%d: %s", e.Status, oneLine(e.RespBody)))
+							unsettled.Store(l, fmt.Sprintf("it got %d, an answer the contract has no place for (a mismatch is %d): %s", e.Status, o.exp.mismatch.status, oneLine(e.RespBody)))
 							return
 						}
 					}

@@ -141,6 +141,10 @@ func (p *proxy) forward(ctx context.Context, r *http.Request, body []byte, attem
 	if err == nil {
 		req.Header = r.Header.Clone()
 		req.Host = r.Host
+		req.GetBody = nil // never re-sent behind the history's back (see client.sendTo)
+		if len(body) == 0 {
+			req.Body = io.NopCloser(bytes.NewReader(nil))
+		}
 		var resp *http.Response
 		if resp, err = p.tr[i].RoundTrip(req); err == nil {
 			up.status, up.header = resp.StatusCode, resp.Header
