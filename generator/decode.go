@@ -36,14 +36,6 @@ func (g *gen) emitDecoders(f *jen.File) {
 			g.emitStructDecoder(f, t)
 		}
 	}
-	if g.needSegMatch {
-		emitMatchSegment(f)
-		f.Comment("segmentMatches reports whether matchSegment accepts seg.")
-		f.Func().Id("segmentMatches").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Bool().Block(
-			jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(jen.Id("seg"), jen.Id("lits").Op("...")),
-			jen.Return(jen.Id("ok")),
-		)
-	}
 }
 
 // emitDecodeOp writes decode<Op>(in).
@@ -219,9 +211,10 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 		n := len(t.fields)
 		seenDecl(grp, n)
 		var other jen.Code
+		addl := func(b *jen.Group) { g.decodeAddl(b, t) }
 		switch {
 		case t.addl != nil:
-			other = jen.BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
+			other = jen.BlockFunc(addl)
 		case t.extra != "":
 			other = dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
 		default:
@@ -239,7 +232,7 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { g.decodeField(cg, fl, first) })
 				}
 				if t.addl != nil {
-					sw.Default().BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
+					sw.Default().BlockFunc(addl)
 				} else {
 					sw.Default().Add(other)
 				}

@@ -180,19 +180,16 @@ type gen struct {
 	canon          map[string]*canonFunc
 	canonList      []*canonFunc
 	decoders       []*tinfo // struct types needing a JSON decode function, in first-use order
-	needSeg        bool     // some path needs the segment matcher helper
 	routes         []*route // ServeMux registrations, overlapping operations grouped
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
-	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
-	needSegMatch bool
 }
 
 func newGen(doc *model.Document, opts Options) *gen {
 	return &gen{
 		doc:            doc,
 		opts:           opts,
-		names:          newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
+		names:          newNamer("Operations", "Register", "Handlers", "operationHandler"),
 		types:          map[*model.Schema]*tinfo{},
 		cyclic:         map[*model.Schema]bool{},
 		keyProps:       map[*model.Property]bool{},
