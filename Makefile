@@ -40,6 +40,27 @@ bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh
 
+FUZZTIME ?= 60s
+# Every fuzzer, as package:Name. Their seed corpora run as plain tests in `make test` (CI's short
+# mode); `make fuzz` mutates each for FUZZTIME.
+FUZZERS := \
+	./golden/conformance:FuzzReencodedBody \
+	./golden/form:FuzzReencodedForm \
+	./golden/multipart:FuzzReencodedMultipart \
+	./golden/conformance:FuzzCreatePaymentBody \
+	./runtime/canonical:FuzzCanonical \
+	./runtime/canonical:FuzzVariants \
+	./runtime/canonical:FuzzForm \
+	./runtime/gen:FuzzFormTree \
+	./runtime/gen:FuzzMultipart \
+	./internal/spec:FuzzLoad
+
+fuzz: ## run every fuzzer for FUZZTIME each (default 60s): the middleware's differential fuzzers first
+	@set -e; for f in $(FUZZERS); do \
+		pkg=$${f%%:*}; name=$${f##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh
 

@@ -211,12 +211,18 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 		n := len(t.fields)
 		seenDecl(grp, n)
 		var other jen.Code
-		addl := func(b *jen.Group) { g.decodeAddl(b, t) }
+		names := declaredNames(t)
+		addl := func(b *jen.Group) {
+			if len(names) > 0 {
+				b.Add(dec()).Dot("Undeclared").Call(names...)
+			}
+			g.decodeAddl(b, t)
+		}
 		switch {
 		case t.addl != nil:
 			other = jen.BlockFunc(addl)
 		case t.extra != "":
-			other = dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
+			other = dec().Dot("Unknown").Call(append([]jen.Code{jen.Op("&").Id("v").Dot(t.extra)}, names...)...)
 		default:
 			other = dec().Dot("Reject").Call()
 		}
@@ -242,6 +248,16 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 		requiredCalls(grp, dec(), n, required)
 	})
 	f.Line()
+}
+
+// declaredNames are the names of t's declared members as literals, for Undeclared: an
+// undeclared member equal to one of them up to letter case is refused.
+func declaredNames(t *tinfo) []jen.Code {
+	var out []jen.Code
+	for _, fl := range t.fields {
+		out = append(out, jen.Lit(fl.p.Name))
+	}
+	return out
 }
 
 // decodeAddl decodes an undeclared member into the typed additionalProperties map, allocated on

@@ -82,12 +82,14 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				return
 			}
 			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {
+				in.Reencode()
 				if err := route.Decode(in); err != nil {
 					return nil, err
 				}
+				body, contentType := in.ReencodedBody()
 				return func(ctx context.Context, x *exchange) result {
 					x.confirm = true
-					d := &dispatch{table: table, route: route, how: how, pattern: r.Pattern, body: x.body}
+					d := &dispatch{table: table, route: route, how: how, pattern: r.Pattern, body: body, contentType: contentType}
 					ctx = context.WithValue(ctx, dispatchKey{}, d)
 					if x.op.Mode == ModeLease {
 						return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
@@ -122,8 +124,10 @@ type dispatch struct {
 	route   *tableRoute
 	how     found
 	pattern string // the request's Pattern when the middleware got it
-	// body is what the wrapped handler reads.
-	body []byte
+	// body is what the wrapped handler reads (gen.Input.ReencodedBody), with contentType when
+	// it is not the request's.
+	body        []byte
+	contentType string
 	// took: TxFrom, LeaseFrom or OnComplete was called from inside the wrapped handler.
 	took atomic.Bool
 }
@@ -164,6 +168,10 @@ func (d *dispatch) record(next http.Handler, r *http.Request, ctx context.Contex
 	r2 := r.WithContext(ctx)
 	r2.Body = io.NopCloser(bytes.NewReader(d.body))
 	r2.ContentLength = int64(len(d.body))
+	if d.contentType != "" {
+		r2.Header = r.Header.Clone()
+		r2.Header.Set("Content-Type", d.contentType)
+	}
 	r2.TransferEncoding = nil
 	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
 	rec := &recorder{header: http.Header{}}
