@@ -56,7 +56,7 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
 	var tx store.Tx[DB]
 	err := x.storeCall(ctx, spanBegin, 0, func(ctx context.Context) (err error) {
-		tx, err = st.BeginPlain(ctx)
+		tx, err = st.BeginPlain(store.WithTenant(ctx, x.tenant))
 		return err
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h han
 		return result{outcome: released, resp: h.resp}
 	}
 	x.stamp(&h.resp)
-	stored := x.op.storable(h.resp)
+	stored := x.storable(h.resp)
 	if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return tx.Commit(ctx, stored) }); err != nil {
 		return x.storeFailed(err)
 	}

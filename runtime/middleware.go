@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,10 +48,23 @@ type MiddlewareOptions struct {
 // server safe to retry, without changing its handlers. For a request to one of routes it reads
 // and checks the request with the operation's generated decoder before any key lookup (a
 // malformed request is refused and never stored, exactly as through the generated wrappers),
-// then runs the state machine; when the request runs, the wrapped handler gets the original
-// body and its status, allow-listed headers and body are recorded to be stored and replayed. A
-// concurrent duplicate never reaches the wrapped handler. Requests to other operations pass
-// through untouched.
+// then runs the state machine; when the request runs, the wrapped handler gets the request as it
+// was fingerprinted, and its status, allow-listed headers and body are recorded to be stored
+// and replayed. A concurrent duplicate never reaches the wrapped handler. Requests to other
+// operations pass through untouched.
+//
+// As it was fingerprinted: the body the wrapped handler reads is a re-encoding of the body as
+// the decoder read it (gen.Input.ReencodedBody: JSON compact with integers as digits, forms
+// and multipart parts in body order), so encoding/json, url.ParseQuery and mime/multipart
+// read the values the fingerprint covers; members equal to a declared name up to case are
+// refused with 400 before any lookup; query parameters the operation does not declare are
+// removed (r.FormValue and form binders merge the query into the body's fields).
+//
+// The middleware claims exactly the requests the router behind it routes to the operation
+// (percent-decoded segments and path cleaning as http.ServeMux does; chi's empty parameters),
+// and stores only the operation's own answers: a response the router or an inner middleware
+// wrote instead (404, 405, a redirect, another route's answer) is delivered and never stored,
+// and a handler that wrote nothing is ErrNoResponse.
 //
 // In atomic mode the wrapped handler must write through the transaction it takes from its
 // context, TxFrom[DB](r.Context()) (DB is the store's handle type: pgstore.DBTX for
@@ -61,6 +75,12 @@ type MiddlewareOptions struct {
 //
 // The wrapped handler's response is buffered until the outcome is known, so streaming
 // (http.Flusher) and connection hijacking are not available on marked operations.
+//
+// Web frameworks that route and render on their own have adapters built on Guard
+// (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin). Mounted inside echo's or gin's
+// handler chain (echo.WrapMiddleware) or around their whole engine, Middleware cannot keep the
+// contract, and answers every request to a marked operation with 500 problem `internal`,
+// logged with the adapter to use, before anything runs (frameworks.go).
 func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (func(http.Handler) http.Handler, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("middleware: nil *Runtime")
@@ -75,10 +95,15 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 		return nil, fmt.Errorf("middleware: %w", err)
 	}
 	return func(next http.Handler) http.Handler {
+		misuse := engineMisuse(next) // frameworks.go
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route, how := table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if why := cmp.Or(misuse, writerMisuse(w)); why != "" {
+				rt.refuseMisuse(w, r, route.Operation, why)
 				return
 			}
 			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {
@@ -96,7 +121,7 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 							c := &completion[DB]{}
 							ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
 							resp, err := d.record(next, r, ctx)
-							if errors.Is(err, errNoResponse) {
+							if errors.Is(err, ErrNoResponse) {
 								return nil, err // the call phase failed: the key is released
 							}
 							return func(ctx context.Context, db DB) (Response, error) {
@@ -142,10 +167,14 @@ func mark(ctx context.Context) {
 	}
 }
 
-// errNoResponse is a wrapped handler that returned without writing anything: nothing it did
-// can be stored as its answer (echo.WrapMiddleware renders a returned error only after the
-// chain has finished, for instance), so the key is released and the client gets 500.
-var errNoResponse = errors.New("the handler wrote no response (neither WriteHeader nor Write was called)")
+// ErrNoResponse is the error of a request whose handler wrote nothing (neither WriteHeader nor
+// Write was called): a response the handler did not produce is never stored, so the request
+// fails with 500 problem `internal`, the transaction rolls back and the key is free for the
+// retry (echo.WrapMiddleware, for one, renders a handler's returned error only after the chain
+// has finished). An explicit WriteHeader with an empty body is a response. Middleware and
+// Guard return it; a framework adapter's Exec may return it (wrapped) when the framework's
+// error rendering wrote nothing either.
+var ErrNoResponse = errors.New("the handler wrote no response (neither WriteHeader nor Write was called)")
 
 // foreignResponse is a response the operation's handler did not produce: the router's 404,
 // 405 or redirect, another route's answer, an answer an inner middleware wrote instead of
@@ -159,31 +188,40 @@ func (f *foreignResponse) Error() string {
 	return "response not produced by the operation's handler: " + f.reason
 }
 
-// record runs next on a copy of r that carries ctx and the body the decoder read, and returns
-// what it wrote. The copy's parsed forms are cleared, so a handler that reads a form parses
-// that body, not a form an outer middleware parsed from the original one. A handler that wrote
-// nothing is errNoResponse; an answer verify does not attribute to the operation's handler is
-// a *foreignResponse.
+// record runs next on the request handed on (handedOn) and returns what it wrote. A handler
+// that wrote nothing is ErrNoResponse; an answer verify does not attribute to the operation's
+// handler is a *foreignResponse.
 func (d *dispatch) record(next http.Handler, r *http.Request, ctx context.Context) (Response, error) {
-	r2 := r.WithContext(ctx)
-	r2.Body = io.NopCloser(bytes.NewReader(d.body))
-	r2.ContentLength = int64(len(d.body))
-	if d.contentType != "" {
-		r2.Header = r.Header.Clone()
-		r2.Header.Set("Content-Type", d.contentType)
-	}
-	r2.TransferEncoding = nil
-	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
+	r2 := handedOn(r, ctx, d.route.Operation, d.body, d.contentType)
 	rec := &recorder{header: http.Header{}}
 	next.ServeHTTP(rec, r2)
 	if !rec.wrote {
-		return Response{}, errNoResponse
+		return Response{}, ErrNoResponse
 	}
 	resp := Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
-	if resp.Status == 0 {
-		resp.Status = http.StatusOK
-	}
 	return resp, d.verify(r2, resp)
+}
+
+// handedOn returns the request the operation's handler gets from Middleware (the wrapped
+// handler) and Guard (the framework's chain): a copy of r that carries ctx, the body as the
+// decoder read it (gen.Input.ReencodedBody, with contentType when it is not the request's), and
+// only the query parameters op declares (declaredQuery). Its parsed forms are cleared, so a
+// handler that reads a form parses that body, not a form an outer middleware parsed from the
+// original one.
+func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, contentType string) *http.Request {
+	r2 := r.WithContext(ctx)
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	if contentType != "" {
+		r2.Header = r.Header.Clone()
+		r2.Header.Set("Content-Type", contentType)
+	}
+	r2.TransferEncoding = nil
+	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
+	if r.URL.RawQuery != "" {
+		r2.URL = declaredQuery(r.URL, op.Query)
+	}
+	return r2
 }
 
 // verify decides whether resp is the answer of the operation's handler. A route found by the
