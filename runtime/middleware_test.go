@@ -541,3 +541,30 @@ func TestMiddlewareBehindACopyingMiddleware(t *testing.T) {
 		t.Errorf("a decline without the transaction ran %d times in all, want 3 (not stored)", calls)
 	}
 }
+
+// The wrapped handler gets only the query parameters the operation declares, which the
+// fingerprint covers: r.FormValue and form binders merge the query into the body's fields, so
+// an undeclared "?description=x" would reach the handler under the same key whatever it says.
+func TestMiddlewareHandsOnOnlyTheDeclaredQuery(t *testing.T) {
+	e := newMemEnv(t, nil)
+	op := payOp()
+	op.Query = []string{"expand", "filter"}
+	var seen []string
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(op, decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		TxFrom[*memstore.DB](r.Context())
+		seen = append(seen, r.URL.RawQuery+"|"+r.FormValue("description"))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	r := req("t1", key1, body100)
+	r.URL.RawQuery = "description=evil&expand=customer&filter%5Bstatus%5D=open"
+	if w := serveReq(h, r); w.Code != 201 {
+		t.Fatalf("status %d %s, want 201", w.Code, w.Body)
+	}
+	if want := "expand=customer&filter%5Bstatus%5D=open|"; len(seen) != 1 || seen[0] != want {
+		t.Errorf("the handler saw %q, want %q: the declared parameters and the deepObject's field, no description", seen, want)
+	}
+}
