@@ -32,7 +32,7 @@ func decodeCreateEntryBody(d *canonical.Decoder, v *CreateEntryBody) {
 		case "amount":
 			v.Amount = d.Field(&seen, 1).Int64()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "account", "amount")
 		}
 	}
 	d.EndObject()
