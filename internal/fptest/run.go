@@ -3,8 +3,10 @@ package fptest
 import (
 	"bytes"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -31,25 +33,19 @@ func ByOp(ops map[string]Fingerprinter) Fingerprinter {
 }
 
 // Decode runs an operation's generated decode function on r with body (of the media type mt, ""
-// for none) as the runtime does (runtime.Fingerprint), and returns the decoded request and its
-// fingerprint, or the refusal.
+// for none; r's Content-Type when it names mt) as the runtime does (runtime.Fingerprint), and
+// returns the decoded request and its fingerprint, or the refusal.
 func Decode[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r *http.Request, mt string, body []byte) (R, canonical.Fingerprint, error) {
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if mt != "" {
-		r.Header.Set("Content-Type", mt)
-	}
+	withBody(r, mt, body)
 	return runtime.Fingerprint(op, decode, r)
 }
 
-// Reencoded runs decode on r with body (of the media type mt, "" for none) as runtime.Middleware
-// does (gen.Input.Reencode, through runtime.Fingerprint), and returns the decoded request, its
-// fingerprint, and the body the wrapped handler reads in place of body, with the Content-Type it
-// goes with ("" for r's own), or the refusal.
+// Reencoded runs decode on r with body (of the media type mt, "" for none; r's Content-Type
+// when it names mt) as runtime.Middleware does (gen.Input.Reencode, through runtime.Fingerprint),
+// and returns the decoded request, its fingerprint, and the body the wrapped handler reads in
+// place of body, with the Content-Type it goes with ("" for r's own), or the refusal.
 func Reencoded[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r *http.Request, mt string, body []byte) (v R, fp canonical.Fingerprint, delivered []byte, contentType string, err error) {
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if mt != "" {
-		r.Header.Set("Content-Type", mt)
-	}
+	withBody(r, mt, body)
 	v, fp, err = runtime.Fingerprint(op, func(in *gen.Input) (R, error) {
 		in.Reencode()
 		v, err := decode(in)
@@ -62,6 +58,18 @@ func Reencoded[R any](op *runtime.Operation, decode func(*gen.Input) (R, error),
 		return v, canonical.Fingerprint{}, nil, "", err
 	}
 	return v, fp, delivered, contentType, nil
+}
+
+// withBody makes body r's body, of the media type mt: r's Content-Type when it names mt (with
+// its parameters, a multipart boundary), else mt.
+func withBody(r *http.Request, mt string, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if mt == "" {
+		return
+	}
+	if have, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || !strings.EqualFold(have, mt) {
+		r.Header.Set("Content-Type", mt)
+	}
 }
 
 // WithoutExtra zeroes, in the value p points to and everything it holds, every field of type
