@@ -193,9 +193,14 @@ func (t *tx) Abort(ctx context.Context) error {
 	if wasClosed {
 		err = errSessionEnded
 	}
-	if t.releaseOnAbort {
+	switch {
+	case t.releaseOnAbort:
 		// A failed release leaves the lease to end on its own; the retry then takes over.
 		_ = t.s.Release(ctx, t.sp.ID, t.token)
+	case t.sp != nil && t.sp.Calls:
+		// A paired lease store's completion (its claim is elsewhere, which it releases itself):
+		// its calls are released with it. A failure leaves them started, as for a killed process.
+		_ = t.s.ReleaseCalls(ctx, t.sp.ID)
 	}
 	if err != nil {
 		return err
@@ -242,6 +247,7 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	b := &pgx.Batch{}
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+	t.queueSettleCalls(b, r)
 	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
@@ -267,6 +273,7 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	b := &pgx.Batch{}
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	t.queueSettleCalls(b, r)
 	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, func(err error) error {
@@ -275,6 +282,15 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 		}
 		return fmt.Errorf("store response: %w", err)
 	})
+}
+
+// queueSettleCalls queues, for a lease-mode completion whose call phase recorded calls
+// (store.Claim.Calls), the statement that writes the completion's outcome to them: it commits
+// with the record, in the same round trip.
+func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
+	if t.sp.Calls {
+		b.Queue(sqlSettleCalls, t.sp.d.scope, t.sp.d.key, int16(r.Status))
+	}
 }
 
 // sendCommit sends b, a record statement, the statements that go with it, then COMMIT, and reads
@@ -289,13 +305,14 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error)
 		}
 		return commitError(err)
 	}
-	// Between the record and COMMIT: the scope's record count (Limits.Records).
+	// Between the record and COMMIT: the outcome of the calls (Claim.Calls) and the scope's
+	// record count (Limits.Records).
 	for range b.Len() - 2 {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			var pe *pgconn.PgError
 			if errors.As(err, &pe) {
-				return fmt.Errorf("count the record: %w", err)
+				return fmt.Errorf("store response: %w", err)
 			}
 			return commitError(err)
 		}
