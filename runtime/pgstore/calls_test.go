@@ -143,14 +143,14 @@ func TestResolve(t *testing.T) {
 	line := []byte(`{"idempotency_key":"k","status":"succeeded","amount":"1250","currency":"EUR"}`)
 
 	t.Run("complete", func(t *testing.T) {
-		c, token, pk := reserveWithCall(t, st, "to-complete", 100*time.Millisecond)
+		c, token, pk := reserveWithCall(t, st, "to-complete", 3*time.Second)
 		res := store.Resolution{ProviderKey: pk, Token: token, Complete: true, Class: "charged_no_record",
 			Operator: "ada", Reason: "report of the day", Report: line,
 			Response: store.Response{Status: 201, Header: []byte(`{"Content-Type":["application/json"]}`), Body: []byte(`{"charged":true}`)}}
 		if _, err := st.Resolve(ctx, res); !errors.Is(err, store.ErrLost) {
 			t.Fatalf("Resolve while the lease runs: %v, want ErrLost", err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		eventually(t, "the lease to end", func() bool { return findCall(t, st, pk).Record.LeaseEnded })
 		if _, err := st.Resolve(ctx, store.Resolution{ProviderKey: pk, Token: token + 1, Complete: true, Response: res.Response}); !errors.Is(err, store.ErrLost) {
 			t.Fatalf("Resolve under another token: %v, want ErrLost", err)
 		}
