@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/internal/spec"
 )
@@ -35,8 +36,9 @@ func loadStripe(b testing.TB) (*model.Document, spec.Options) {
 	return res.Doc, opts
 }
 
-// BenchmarkStripe compares generation (model to files) with its baseline in the same run,
-// loading the same spec (file to model): go test ./generator -run x -bench Stripe -benchmem.
+// BenchmarkStripe compares generation (model to files) and Diagnose (model to the generator's
+// errors, no files) with their baseline in the same run, loading the same spec (file to model):
+// go test ./generator -run x -bench Stripe -benchmem.
 func BenchmarkStripe(b *testing.B) {
 	doc, opts := loadStripe(b)
 	b.Run("load", func(b *testing.B) {
@@ -50,6 +52,16 @@ func BenchmarkStripe(b *testing.B) {
 		for b.Loop() {
 			if _, err := Generate(doc, Options{Package: "stripe"}); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	// What idemgen check and list add to loading: the generator's verdict, without its files.
+	b.Run("diagnose", func(b *testing.B) {
+		for b.Loop() {
+			var d diag.List
+			Diagnose(doc, &d)
+			if d.HasErrors() {
+				b.Fatal(d.Err())
 			}
 		}
 	})

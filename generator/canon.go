@@ -129,19 +129,74 @@ func formExclusions(op *model.Operation) []string {
 	return sortedStrings(out)
 }
 
-// canonFunc is one generated struct canonicalizer.
+// canonVal is how the canonical form of one value is written, decided while planning: its Go
+// type, what fingerprint.exclude leaves out below it, the canonicalizer of a struct, and for an
+// array or a map its elements. Emitters render it and decide nothing.
+type canonVal struct {
+	t    *tinfo
+	excl *trie      // what is excluded below the value; nil when nothing is
+	fn   *canonFunc // kStruct: its canonicalizer under excl
+	elem *canonVal  // kSlice: each element; kMap: each value
+	skip []string   // kMap: the keys excluded whole, sorted
+	none bool       // kSlice, kMap: every element or value is excluded, so it is written [] or {}
+}
+
+// canonFunc is one generated struct canonicalizer: appendCanonical<T>(b, v) for struct t under
+// exclusions excl.
 type canonFunc struct {
 	name string
 	t    *tinfo
 	excl *trie
-	op   *opPlan // for error locations
+	op   *opPlan // the first operation that needs it: error locations and the name's suffix
+	// members are the declared members written, in RFC 8785 order (planCanonMembers).
+	members []canonMember
+	// addl writes the values of a typed additionalProperties map (t.addl), leaving out the
+	// keys in addlSkip; nil when every value is excluded (or t has no typed map).
+	addl     *canonVal
+	addlSkip []string
 }
 
-// canonFor returns the canonicalizer of struct t under exclusions n, planning it on first use.
-func (g *gen) canonFor(t *tinfo, n *trie, o *opPlan) string {
+// canonMember is one declared member a canonicalizer writes.
+type canonMember struct {
+	fl  *field
+	val *canonVal
+}
+
+// canonValue plans the canonical form of a value of type t under exclusions n for operation o:
+// the canonicalizers it needs are registered (their members are planned later, by
+// planCanonMembers), and exclusions idemgen cannot apply statically are located errors.
+func (g *planner) canonValue(t *tinfo, n *trie, o *opPlan) *canonVal {
+	v := &canonVal{t: t, excl: n}
+	switch t.kind {
+	case kRaw:
+		if n != nil {
+			g.unsupportedExclusion(o, "a oneOf/anyOf or schema-less value")
+		}
+	case kStruct:
+		v.fn = g.canonFor(t, n, o)
+	case kSlice:
+		elem := g.elemExclusion(n, o)
+		if elem != nil && elem.leaf {
+			v.none = true // every element is excluded: the array fingerprints as []
+			break
+		}
+		v.elem = g.canonValue(t.elem, elem, o)
+	case kMap:
+		if allExcluded(n) {
+			v.none = true
+			break
+		}
+		v.elem = g.canonValue(t.elem, n.starOf(), o)
+		v.skip = g.mapExclusions(n, o)
+	}
+	return v
+}
+
+// canonFor returns the canonicalizer of struct t under exclusions n, registering it on first use.
+func (g *planner) canonFor(t *tinfo, n *trie, o *opPlan) *canonFunc {
 	key := t.name + "\x00" + n.sig()
 	if c, ok := g.canon[key]; ok {
-		return c.name
+		return c
 	}
 	name := "appendCanonical" + t.name
 	if n.sig() != "" {
@@ -149,22 +204,51 @@ func (g *gen) canonFor(t *tinfo, n *trie, o *opPlan) string {
 	}
 	c := &canonFunc{name: g.names.take(name), t: t, excl: n, op: o}
 	g.canon[key] = c
-	g.canonList = append(g.canonList, c)
-	return c.name
+	g.canons = append(g.canons, c)
+	return c
 }
 
-// emitCanonical writes the struct canonicalizers the decode functions use.
-func (g *gen) emitCanonical(f *jen.File) {
-	// Emitting a canonicalizer may plan more (nested structs): drain the list.
-	for i := 0; i < len(g.canonList); i++ {
-		g.emitStructCanon(f, g.canonList[i])
+// planCanon plans the canonical forms an operation's decoder writes: its JSON or multipart body
+// under the operation's exclusions, the fields left out of a form body's fingerprint, and each
+// deepObject query parameter's value. planCanonicalizers then plans the members of every
+// canonicalizer these registered, breadth first, so that the canonicalizers are declared in the
+// order in which they are first used.
+func (g *planner) planCanon(o *opPlan) {
+	if o.bodyT != nil && !o.failed && !o.frameRaw() {
+		for _, c := range o.contents {
+			switch {
+			case c.c.Kind == model.ContentForm && o.tree:
+				o.treeExcl = g.formTreeExclusions(o)
+			case c.c.Kind == model.ContentForm:
+				o.formExcl = formExclusions(o.op)
+			case o.bodyCanon == nil:
+				o.bodyCanon = g.canonValue(o.bodyT, opExclusions(o.op), o)
+			}
+		}
+	}
+	for _, pp := range o.pparams {
+		if pp.deep {
+			pp.canon = g.canonValue(pp.t, nil, o)
+		}
 	}
 }
 
-// emitStructCanon writes appendCanonical<T>(b, v) for one struct under one exclusion set: one
-// canonical.ObjectWriter call per member, in RFC 8785 order.
-func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
+// planCanonicalizers plans the members of every registered canonicalizer, including those that
+// planning members registers.
+func (g *planner) planCanonicalizers() {
+	for i := 0; i < len(g.canons); i++ {
+		g.planCanonMembers(g.canons[i])
+	}
+}
+
+// planCanonMembers decides what canonicalizer c writes: the values of a typed
+// additionalProperties map less the keys the exclusions name, then each declared member that is
+// not excluded, sorted in RFC 8785 order (UTF-16 code units).
+func (g *planner) planCanonMembers(c *canonFunc) {
 	t := c.t
+	if t.addl != nil {
+		c.addl, c.addlSkip = g.addlMembers(c)
+	}
 	type member struct {
 		fl   *field
 		excl *trie
@@ -178,8 +262,101 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 		ms = append(ms, member{fl, sub})
 	}
 	sort.SliceStable(ms, func(i, j int) bool { return canonical.Compare(ms[i].fl.p.Name, ms[j].fl.p.Name) < 0 })
-	var names []string
 	for _, m := range ms {
+		c.members = append(c.members, canonMember{fl: m.fl, val: g.canonValue(m.fl.t, m.excl, c.op)})
+	}
+}
+
+// addlMembers plans the typed additionalProperties values of c's struct: the undeclared keys the
+// exclusions name are left out; nil when every value is.
+func (g *planner) addlMembers(c *canonFunc) (*canonVal, []string) {
+	t := c.t
+	declared := map[string]bool{}
+	for _, f := range t.fields {
+		declared[f.p.Name] = true
+	}
+	var skip []string
+	var elem *trie
+	if c.excl != nil {
+		keys := make([]string, 0, len(c.excl.kids))
+		for k := range c.excl.kids {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if declared[k] {
+				continue
+			}
+			if !c.excl.kids[k].leaf {
+				g.unsupportedExclusion(c.op, "a member below one map key (use * for every value)")
+			}
+			skip = append(skip, k)
+		}
+		elem = c.excl.star
+	}
+	if elem != nil && elem.leaf {
+		return nil, skip
+	}
+	return g.canonValue(t.addl, elem, c.op), skip
+}
+
+// allExcluded: every element or value of an array or map is excluded (fingerprint.exclude /x/*).
+func allExcluded(n *trie) bool { return n != nil && n.star != nil && n.star.leaf }
+
+func (n *trie) starOf() *trie {
+	if n == nil {
+		return nil
+	}
+	return n.star
+}
+
+// elemExclusion is what is excluded below each element of an array (only "*" can name them).
+func (g *planner) elemExclusion(n *trie, o *opPlan) *trie {
+	if n == nil {
+		return nil
+	}
+	if len(n.kids) > 0 {
+		g.unsupportedExclusion(o, "an array element by index")
+	}
+	return n.star
+}
+
+// mapExclusions are the map keys that fingerprint.exclude names (a whole value each), sorted.
+func (g *planner) mapExclusions(n *trie, o *opPlan) []string {
+	if n == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(n.kids))
+	for k := range n.kids {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !n.kids[k].leaf {
+			g.unsupportedExclusion(o, "a member below one map key (use * for every value)")
+		}
+	}
+	return keys
+}
+
+func (g *planner) unsupportedExclusion(o *opPlan, what string) {
+	g.diags.Errorf(o.op.Settings.Loc, "unsupported-exclusion",
+		"operation %s: fingerprint.exclude reaches into %s, which idemgen cannot exclude statically", o.op.ID, what)
+}
+
+// emitCanonical writes the struct canonicalizers the decode functions use.
+func (p *plan) emitCanonical(f *jen.File) {
+	for _, c := range p.canons {
+		p.emitStructCanon(f, c)
+	}
+}
+
+// emitStructCanon writes appendCanonical<T>(b, v) for one struct under one exclusion set: one
+// canonical.ObjectWriter call per member, in RFC 8785 order.
+func (p *plan) emitStructCanon(f *jen.File, c *canonFunc) {
+	t := c.t
+	var names []string
+	for _, m := range c.members {
 		names = append(names, m.fl.p.Name)
 	}
 	members := "members " + strings.Join(names, ", ")
@@ -190,18 +367,30 @@ func (g *gen) emitStructCanon(f *jen.File, c *canonFunc) {
 	f.Func().Id(c.name).Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Id(t.name)).Index().Byte().BlockFunc(func(grp *jen.Group) {
 		var extra jen.Code = jen.Nil()
 		switch {
+		case t.addl != nil && c.addl != nil:
+			args := []jen.Code{jen.Id("v").Dot(t.extra), p.valueFunc(c.addl, 1)}
+			extra = jen.Qual(pkgCanonical, "MapMembers").Call(append(args, lits(c.addlSkip)...)...)
 		case t.addl != nil:
-			extra = g.addlMembers(t, c)
+			// Every value of the map is excluded.
 		case t.extra != "":
 			extra = jen.Id("v").Dot(t.extra)
 		}
 		grp.List(jen.Id("o"), jen.Id("b")).Op(":=").Qual(pkgCanonical, "WriteObject").Call(jen.Id("b"), extra)
-		for _, m := range ms {
-			g.canonMember(grp, m.fl, m.excl, c.op)
+		for _, m := range c.members {
+			p.canonMember(grp, m)
 		}
 		grp.Return(jen.Id("o").Dot("End").Call(jen.Id("b")))
 	})
 	f.Line()
+}
+
+// lits are string literals.
+func lits(ss []string) []jen.Code {
+	out := make([]jen.Code, len(ss))
+	for i, s := range ss {
+		out[i] = jen.Lit(s)
+	}
+	return out
 }
 
 // memberName is a member's name in canonical form with quotes and colon, as ObjectWriter takes
@@ -219,7 +408,8 @@ func memberName(name string) jen.Code {
 // canonMember writes one member of a struct canonicalizer. Absent members (nil) are left out, so
 // absent and null fingerprint alike, as the handler sees them; a required member that is nil
 // (nullable) is written as null.
-func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
+func (p *plan) canonMember(grp *jen.Group, m canonMember) {
+	fl, cv := m.fl, m.val
 	name := memberName(fl.p.Name)
 	val := jen.Id("v").Dot(fl.name)
 	b := func() *jen.Statement { return jen.Id("b") }
@@ -247,7 +437,7 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 		case kBool:
 			set(grp, "Bool", x)
 		default:
-			grp.Add(b()).Op("=").Add(g.appendExpr(fl.t, x, jen.Id("o").Dot("Key").Call(b(), name), n, 0, o))
+			grp.Add(b()).Op("=").Add(p.appendExpr(cv, x, jen.Id("o").Dot("Key").Call(b(), name), 0))
 		}
 	}
 	nullOr := func(x *jen.Statement) {
@@ -257,7 +447,7 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 	case fl.ptr && always:
 		nullOr(jen.Op("*").Add(val.Clone()))
 	case fl.ptr && fl.t.kind == kStruct:
-		opt("OptObject", val, jen.Id(g.canonFor(fl.t, n, o)))
+		opt("OptObject", val, jen.Id(cv.fn.name))
 	case fl.ptr && fl.t.kind == kFile:
 		opt("OptObject", val, jen.Qual(pkgGen, "AppendFile"))
 	case fl.ptr:
@@ -265,21 +455,18 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 	case !fl.t.pointerable() && always:
 		nullOr(val.Clone())
 	case fl.t.kind == kRaw:
-		if n != nil {
-			g.unsupportedExclusion(o, "a oneOf/anyOf or schema-less value")
-		}
 		opt("OptRaw", val)
-	case fl.t.kind == kSlice && !allExcluded(n):
+	case fl.t.kind == kSlice && !cv.none:
 		switch fl.t.elem.kind {
 		case kStruct:
-			opt("OptObjects", val, jen.Id(g.canonFor(fl.t.elem, elemExclusion(g, n, o), o)))
+			opt("OptObjects", val, jen.Id(cv.elem.fn.name))
 		case kFile:
 			opt("OptObjects", val, jen.Qual(pkgGen, "AppendFile"))
 		default:
-			opt("OptArray", val, g.valueFunc(fl.t.elem, elemExclusion(g, n, o), 1, o))
+			opt("OptArray", val, p.valueFunc(cv.elem, 1))
 		}
-	case fl.t.kind == kMap && !allExcluded(n):
-		opt("OptMap", append([]jen.Code{val, g.valueFunc(fl.t.elem, n.starOf(), 1, o)}, g.mapExclusions(n, o)...)...)
+	case fl.t.kind == kMap && !cv.none:
+		opt("OptMap", append([]jen.Code{val, p.valueFunc(cv.elem, 1)}, lits(cv.skip)...)...)
 	case !fl.t.pointerable():
 		grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(g *jen.Group) { write(g, val.Clone()) })
 	default:
@@ -287,50 +474,10 @@ func (g *gen) canonMember(grp *jen.Group, fl *field, n *trie, o *opPlan) {
 	}
 }
 
-// allExcluded: every element or value of an array or map is excluded (fingerprint.exclude /x/*).
-func allExcluded(n *trie) bool { return n != nil && n.star != nil && n.star.leaf }
-
-func (n *trie) starOf() *trie {
-	if n == nil {
-		return nil
-	}
-	return n.star
-}
-
-// elemExclusion is what is excluded below each element of an array (only "*" can name them).
-func elemExclusion(g *gen, n *trie, o *opPlan) *trie {
-	if n == nil {
-		return nil
-	}
-	if len(n.kids) > 0 {
-		g.unsupportedExclusion(o, "an array element by index")
-	}
-	return n.star
-}
-
-// mapExclusions are the map keys that fingerprint.exclude names (a whole value each).
-func (g *gen) mapExclusions(n *trie, o *opPlan) []jen.Code {
-	if n == nil {
-		return nil
-	}
-	keys := make([]string, 0, len(n.kids))
-	for k := range n.kids {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []jen.Code
-	for _, k := range keys {
-		if !n.kids[k].leaf {
-			g.unsupportedExclusion(o, "a member below one map key (use * for every value)")
-		}
-		out = append(out, jen.Lit(k))
-	}
-	return out
-}
-
 // appendExpr is the expression that appends the canonical form of val (an addressable expression
-// of t's type, not a pointer) to b under exclusions n.
-func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, depth int, o *opPlan) jen.Code {
+// of cv's type, not a pointer) to b.
+func (p *plan) appendExpr(cv *canonVal, val *jen.Statement, b jen.Code, depth int) jen.Code {
+	t := cv.t
 	switch t.kind {
 	case kString:
 		return jen.Qual(pkgCanonical, "AppendString").Call(b, val)
@@ -345,41 +492,36 @@ func (g *gen) appendExpr(t *tinfo, val *jen.Statement, b jen.Code, n *trie, dept
 	case kBool:
 		return jen.Qual(pkgCanonical, "AppendBool").Call(b, val)
 	case kRaw:
-		if n != nil {
-			g.unsupportedExclusion(o, "a oneOf/anyOf or schema-less value")
-		}
 		return jen.Append(b, val.Op("..."))
 	case kStruct:
-		return jen.Id(g.canonFor(t, n, o)).Call(b, jen.Op("&").Add(val))
+		return jen.Id(cv.fn.name).Call(b, jen.Op("&").Add(val))
 	case kFile:
 		return jen.Qual(pkgGen, "AppendFile").Call(b, jen.Op("&").Add(val))
 	case kSlice:
-		elem := elemExclusion(g, n, o)
-		if elem != nil && elem.leaf {
-			// Every element is excluded: the array fingerprints as [].
+		switch {
+		case cv.none:
 			return jen.Append(b, jen.Lit("[]").Op("..."))
-		}
-		if t.elem.kind == kStruct {
-			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Id(g.canonFor(t.elem, elem, o)))
-		}
-		if t.elem.kind == kFile {
+		case t.elem.kind == kStruct:
+			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Id(cv.elem.fn.name))
+		case t.elem.kind == kFile:
 			return jen.Qual(pkgCanonical, "AppendObjects").Call(b, val, jen.Qual(pkgGen, "AppendFile"))
 		}
-		return jen.Qual(pkgCanonical, "AppendArray").Call(b, val, g.valueFunc(t.elem, elem, depth+1, o))
+		return jen.Qual(pkgCanonical, "AppendArray").Call(b, val, p.valueFunc(cv.elem, depth+1))
 	case kMap:
-		if allExcluded(n) {
+		if cv.none {
 			return jen.Append(b, jen.Lit("{}").Op("..."))
 		}
-		args := []jen.Code{b, val, g.valueFunc(t.elem, n.starOf(), depth+1, o)}
-		return jen.Qual(pkgCanonical, "AppendMap").Call(append(args, g.mapExclusions(n, o)...)...)
+		args := []jen.Code{b, val, p.valueFunc(cv.elem, depth+1)}
+		return jen.Qual(pkgCanonical, "AppendMap").Call(append(args, lits(cv.skip)...)...)
 	}
 	return nil
 }
 
 // valueFunc is a func([]byte, V) []byte appending one array element or map value: a canonical
 // helper for plain scalars, else a closure.
-func (g *gen) valueFunc(t *tinfo, n *trie, depth int, o *opPlan) jen.Code {
-	if n == nil {
+func (p *plan) valueFunc(cv *canonVal, depth int) jen.Code {
+	t := cv.t
+	if cv.excl == nil {
 		switch t.kind {
 		case kString:
 			return jen.Qual(pkgCanonical, "AppendString")
@@ -399,43 +541,5 @@ func (g *gen) valueFunc(t *tinfo, n *trie, depth int, o *opPlan) jen.Code {
 	}
 	e := fmt.Sprintf("e%d", depth)
 	return jen.Func().Params(jen.Id("b").Index().Byte(), jen.Id(e).Add(t.code())).Index().Byte().Block(
-		jen.Return(g.appendExpr(t, jen.Id(e), jen.Id("b"), n, depth, o)))
-}
-
-func (g *gen) unsupportedExclusion(o *opPlan, what string) {
-	g.diags.Errorf(o.op.Settings.Loc, "unsupported-exclusion",
-		"operation %s: fingerprint.exclude reaches into %s, which idemgen cannot exclude statically", o.op.ID, what)
-}
-
-// addlMembers is the expression of the sorted canonical.Members of a struct's typed
-// additionalProperties map, leaving out keys the exclusions name (nil when every value is).
-func (g *gen) addlMembers(t *tinfo, c *canonFunc) jen.Code {
-	declared := map[string]bool{}
-	for _, f := range t.fields {
-		declared[f.p.Name] = true
-	}
-	var skip []jen.Code
-	var elem *trie
-	if c.excl != nil {
-		keys := make([]string, 0, len(c.excl.kids))
-		for k := range c.excl.kids {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if declared[k] {
-				continue
-			}
-			if !c.excl.kids[k].leaf {
-				g.unsupportedExclusion(c.op, "a member below one map key (use * for every value)")
-			}
-			skip = append(skip, jen.Lit(k))
-		}
-		elem = c.excl.star
-	}
-	if elem != nil && elem.leaf {
-		return jen.Nil()
-	}
-	args := []jen.Code{jen.Id("v").Dot(t.extra), g.valueFunc(t.addl, elem, 1, c.op)}
-	return jen.Qual(pkgCanonical, "MapMembers").Call(append(args, skip...)...)
+		jen.Return(p.appendExpr(cv, jen.Id(e), jen.Id("b"), depth)))
 }

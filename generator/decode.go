@@ -24,19 +24,19 @@ import (
 func dec() *jen.Statement { return jen.Id("d") }
 
 // emitDecoders writes the per-operation decode functions and the struct decoders.
-func (g *gen) emitDecoders(f *jen.File) {
-	for _, o := range g.ops {
-		g.emitDecodeOp(f, o)
+func (p *plan) emitDecoders(f *jen.File) {
+	for _, o := range p.ops {
+		p.emitDecodeOp(f, o)
 	}
-	for _, t := range g.named {
+	for _, t := range p.named {
 		switch {
 		case t.kind == kStruct && t.form:
-			g.emitTreeDecoder(f, t)
+			p.emitTreeDecoder(f, t)
 		case t.kind == kStruct && !t.multipart:
-			g.emitStructDecoder(f, t)
+			p.emitStructDecoder(f, t)
 		}
 	}
-	if g.needSegMatch {
+	if p.needSegMatch {
 		emitMatchSegment(f)
 		f.Comment("segmentMatches reports whether matchSegment accepts seg.")
 		f.Func().Id("segmentMatches").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Bool().Block(
@@ -47,7 +47,7 @@ func (g *gen) emitDecoders(f *jen.File) {
 }
 
 // emitDecodeOp writes decode<Op>(in).
-func (g *gen) emitDecodeOp(f *jen.File, o *opPlan) {
+func (p *plan) emitDecodeOp(f *jen.File, o *opPlan) {
 	var what []string
 	if o.op.Body != nil {
 		what = append(what, "its body (strictly, with the schema's checks), which it adds to the fingerprint")
@@ -61,9 +61,9 @@ func (g *gen) emitDecodeOp(f *jen.File, o *opPlan) {
 	comment(f, "%s decodes a request to %s: %s. Errors are 400 body-invalid.", o.decode, o.op.ID, strings.Join(what, ", then "))
 	f.Func().Id(o.decode).Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(jen.Id("r").Id(o.request), jen.Id("_").Error()).BlockFunc(func(grp *jen.Group) {
 		if o.op.Body != nil {
-			g.emitBody(grp, o)
+			p.emitBody(grp, o)
 		}
-		g.emitParams(grp, o)
+		p.emitParams(grp, o)
 		grp.Return(jen.Id("r"), jen.Id("in").Dot("Err").Call())
 	})
 	f.Line()
@@ -71,40 +71,36 @@ func (g *gen) emitDecodeOp(f *jen.File, o *opPlan) {
 
 // emitBody decodes and frames the body by media type (the runtime has already refused other
 // types with 415), then reports a body-carried key.
-func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
-	frameRaw := o.rawBody || o.op.Settings.Fingerprint.Body == model.BodyRaw
+func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
+	frameRaw := o.frameRaw()
 	one := func(b *jen.Group, c *contentPlan) {
 		if c.c.Kind == model.ContentForm && o.tree {
-			g.emitTreeBody(b, o, frameRaw)
+			p.emitTreeBody(b, o, frameRaw)
 			return
 		}
 		switch {
 		case o.rawBody:
 			b.Id("r").Dot("Body").Op("=").Id("in").Dot("Body")
 		case c.c.Kind == model.ContentForm:
-			g.emitFormBody(b, o)
+			p.emitFormBody(b, o)
 		case c.c.Kind == model.ContentMultipart:
-			g.emitMultipartBody(b, o)
+			p.emitMultipartBody(b, o)
 		case o.bodyT.kind == kStruct:
 			// in.Err reports the decoder's error; until then everything reads straight on.
 			b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("JSON").Call(), jen.Op("&").Id("r").Dot("Body"))
 		default:
 			b.Id("d").Op(":=").Id("in").Dot("JSON").Call()
-			g.decodeInto(b, o.bodyT, false, jen.Id("r").Dot("Body"), 0, dec())
+			p.decodeInto(b, o.bodyT, false, jen.Id("r").Dot("Body"), 0, dec())
 		}
 		switch {
 		case frameRaw:
 			b.Id("in").Dot("RawBody").Call()
 		case c.c.Kind == model.ContentForm:
-			var excl []jen.Code
-			for _, e := range formExclusions(o.op) {
-				excl = append(excl, jen.Lit(e))
-			}
-			b.Id("in").Dot("FormBody").Call(excl...)
+			b.Id("in").Dot("FormBody").Call(lits(o.formExcl)...)
 		case c.c.Kind == model.ContentMultipart:
-			b.Id("in").Dot("MultipartBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("MultipartStart").Call(), opExclusions(o.op), 0, o))
+			b.Id("in").Dot("MultipartBody").Call(p.appendExpr(o.bodyCanon, jen.Id("r").Dot("Body"), jen.Id("in").Dot("MultipartStart").Call(), 0))
 		default:
-			b.Id("in").Dot("JSONBody").Call(g.appendExpr(o.bodyT, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), opExclusions(o.op), 0, o))
+			b.Id("in").Dot("JSONBody").Call(p.appendExpr(o.bodyCanon, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), 0))
 		}
 	}
 	sw := func(b *jen.Group) {
@@ -130,12 +126,12 @@ func (g *gen) emitBody(grp *jen.Group, o *opPlan) {
 	} else {
 		sw(grp)
 	}
-	g.emitBodyKey(grp, o)
+	p.emitBodyKey(grp, o)
 }
 
 // emitBodyKey reports the decoded body member that carries the key; every pointer on the way
 // must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
-func (g *gen) emitBodyKey(grp *jen.Group, o *opPlan) {
+func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
 	if o.op.Settings.Key.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
 		return
 	}
@@ -210,7 +206,7 @@ func requiredCalls(grp *jen.Group, recv jen.Code, n int, required []string) {
 }
 
 // emitStructDecoder writes decode<T>(d, v) for one struct type.
-func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
+func (p *plan) emitStructDecoder(f *jen.File, t *tinfo) {
 	f.Func().Id(t.decodeFn).Params(
 		jen.Id("d").Op("*").Qual(pkgCanonical, "Decoder"),
 		jen.Id("v").Op("*").Id(t.name),
@@ -221,7 +217,7 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 		var other jen.Code
 		switch {
 		case t.addl != nil:
-			other = jen.BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
+			other = jen.BlockFunc(func(b *jen.Group) { p.decodeAddl(b, t) })
 		case t.extra != "":
 			other = dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
 		default:
@@ -236,10 +232,10 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 			loop.Switch(jen.String().Parens(dec().Dot("Name").Call())).BlockFunc(func(sw *jen.Group) {
 				for i, fl := range t.fields {
 					first := dec().Dot("Field").Call(seenRef(n, bits[i])...)
-					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { g.decodeField(cg, fl, first) })
+					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { p.decodeField(cg, fl, first) })
 				}
 				if t.addl != nil {
-					sw.Default().BlockFunc(func(b *jen.Group) { g.decodeAddl(b, t) })
+					sw.Default().BlockFunc(func(b *jen.Group) { p.decodeAddl(b, t) })
 				} else {
 					sw.Default().Add(other)
 				}
@@ -253,18 +249,18 @@ func (g *gen) emitStructDecoder(f *jen.File, t *tinfo) {
 
 // decodeAddl decodes an undeclared member into the typed additionalProperties map, allocated on
 // the first one.
-func (g *gen) decodeAddl(b *jen.Group, t *tinfo) {
+func (p *plan) decodeAddl(b *jen.Group, t *tinfo) {
 	m := jen.Id("v").Dot(t.extra)
 	b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
-	g.decodeEntry(b, t.addl, m, 1)
+	p.decodeEntry(b, t.addl, m, 1)
 }
 
 // decodeField decodes one member into v.<field>; first reads its value (d.Field(&seen, bit), which
 // marks the member read).
-func (g *gen) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
+func (p *plan) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 	dst := jen.Id("v").Dot(fl.name)
 	if !fl.ptr {
-		g.decodeInto(grp, fl.t, fl.p.Schema.Nullable, dst, 1, first)
+		p.decodeInto(grp, fl.t, fl.p.Schema.Nullable, dst, 1, first)
 		return
 	}
 	// Pointer fields: absent and null both leave nil.
@@ -329,11 +325,11 @@ func scalar(t *tinfo) bool {
 // decodeInto emits statements that decode the next JSON value into dst (an addressable Go
 // expression of t's type); first is the decoder for the first read (d, or d.Field(...) for a
 // struct member), depth keeps loop variables unique in nested arrays and maps.
-func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Statement, depth int, first *jen.Statement) {
+func (p *plan) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Statement, depth int, first *jen.Statement) {
 	if nullable && t.kind != kRaw {
 		// A null slice, map or (non-pointer) value is left at its zero value.
 		grp.If(jen.Op("!").Add(first).Dot("Null").Call()).BlockFunc(func(b *jen.Group) {
-			g.decodeInto(b, t, false, dst, depth, dec())
+			p.decodeInto(b, t, false, dst, depth, dec())
 		})
 		return
 	}
@@ -354,7 +350,7 @@ func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.State
 			default:
 				e := fmt.Sprintf("e%d", depth)
 				lb.Var().Id(e).Add(el.code())
-				g.decodeInto(lb, el, elNull, jen.Id(e), depth+1, dec())
+				p.decodeInto(lb, el, elNull, jen.Id(e), depth+1, dec())
 				lb.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id(e))
 			}
 		})
@@ -365,7 +361,7 @@ func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.State
 	case kMap:
 		grp.Add(dst.Clone()).Op("=").Add(t.code()).Values()
 		grp.For(first.Clone().Dot("BeginObject").Call(), dec().Dot("NextMember").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
-			g.decodeEntry(lb, t.elem, dst, depth)
+			p.decodeEntry(lb, t.elem, dst, depth)
 		})
 		grp.Add(dec().Dot("EndObject").Call())
 	default:
@@ -378,7 +374,7 @@ func (g *gen) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.State
 
 // decodeEntry decodes the current member of an object into the (allocated) map m, refusing a
 // key that is already there.
-func (g *gen) decodeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
+func (p *plan) decodeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
 	elNull := el.s != nil && el.s.Nullable && el.kind != kRaw
 	// MapKey is called before the value is read: the key is the member's name.
 	key := jen.Qual(pkgCanonical, "MapKey").Call(dec(), m.Clone())
@@ -400,6 +396,6 @@ func (g *gen) decodeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) 
 	k, e := fmt.Sprintf("k%d", depth), fmt.Sprintf("e%d", depth)
 	b.Id(k).Op(":=").Add(key)
 	b.Var().Id(e).Add(el.code())
-	g.decodeInto(b, el, elNull, jen.Id(e), depth+1, dec())
+	p.decodeInto(b, el, elNull, jen.Id(e), depth+1, dec())
 	b.Add(m.Clone()).Index(jen.Id(k)).Op("=").Id(e)
 }

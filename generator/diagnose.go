@@ -7,9 +7,11 @@ import (
 	"github.com/idemgen/idemgen/internal/model"
 )
 
-// Diagnose runs the generator on doc without keeping its output and adds the errors it reports
-// (unsupported-schema, bad-path, route-conflict, ...) to diags, so that `idemgen check` and
-// `idemgen list` give generate's verdict in the same run as the loader's own diagnostics.
+// Diagnose plans the generation of doc, as Generate does, and adds the errors planning reports
+// (unsupported-schema, unsupported-exclusion, bad-path, route-conflict, ...) to diags, so that
+// `idemgen check` and `idemgen list` give generate's verdict in the same run as the loader's own
+// diagnostics. It emits no file: every error Generate can report for a spec is found by
+// planning.
 //
 // It runs even when diags already holds errors: the loader keeps the model consistent after an
 // error (an invalid setting falls back to its default), so the errors of every stage show in
@@ -20,7 +22,7 @@ func Diagnose(doc *model.Document, diags *diag.List) {
 	if doc == nil {
 		return
 	}
-	_, err := Generate(doc, Options{Package: "api"}) // the package name changes no verdict
+	_, err := newPlan(doc, Options{Package: "api"}) // the package name changes no verdict
 	var de *diag.Errors
 	switch {
 	case err == nil:

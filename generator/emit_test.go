@@ -64,7 +64,7 @@ func TestChecksFragments(t *testing.T) {
 }
 
 func TestAppendValFragments(t *testing.T) {
-	g := newGen(&model.Document{}, Options{Package: "x"})
+	g := newPlanner(&model.Document{}, Options{Package: "x"})
 	o := &opPlan{op: &model.Operation{ID: "op"}, name: "Op"}
 	ex := &trie{}
 	ex.add([]string{"trace_id"})
@@ -85,7 +85,7 @@ func TestAppendValFragments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := render1(g.appendExpr(tt.t, jen.Id("v").Dot("X"), jen.Id("b"), tt.n, 0, o))
+			got := render1(g.plan.appendExpr(g.canonValue(tt.t, tt.n, o), jen.Id("v").Dot("X"), jen.Id("b"), 0))
 			if got != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
 			}
@@ -94,8 +94,9 @@ func TestAppendValFragments(t *testing.T) {
 	if g.diags.HasErrors() {
 		t.Fatal(g.diags.Err())
 	}
-	// An exclusion into a oneOf value cannot be resolved statically: a located error.
-	render1(g.appendExpr(&tinfo{kind: kRaw}, jen.Id("v"), jen.Id("b"), ex, 0, o))
+	// An exclusion into a oneOf value cannot be resolved statically: a located error, found
+	// while planning.
+	g.canonValue(&tinfo{kind: kRaw}, ex, o)
 	if err := g.diags.Err(); err == nil || !strings.Contains(err.Error(), "unsupported-exclusion") {
 		t.Errorf("exclusion into a raw value: err = %v", err)
 	}
@@ -177,7 +178,7 @@ func TestServeMuxChecks(t *testing.T) {
 // TestManyMembers: a struct with more than 64 members keeps its seen bits in words, numbers the
 // required members first, and checks them word by word.
 func TestManyMembers(t *testing.T) {
-	g := newGen(&model.Document{}, Options{Package: "x"})
+	g := newPlanner(&model.Document{}, Options{Package: "x"})
 	s := &model.Schema{Type: model.TypeObject, ClosedObject: true}
 	for i := 0; i < 70; i++ {
 		s.Properties = append(s.Properties, &model.Property{Name: fmt.Sprintf("m%d", i), GoName: fmt.Sprintf("M%d", i),
@@ -185,7 +186,7 @@ func TestManyMembers(t *testing.T) {
 	}
 	ti := g.typeOf(s, "Big")
 	f := jen.NewFile("x")
-	g.emitStructDecoder(f, ti)
+	g.plan.emitStructDecoder(f, ti)
 	src := fmt.Sprintf("%#v", f)
 	for _, want := range []string{
 		"var seen [2]uint64",

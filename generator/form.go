@@ -65,7 +65,7 @@ func bracketed(s *model.Schema) bool {
 // JSON structs have no form decoder, and type oneOf/anyOf as raw JSON), maps, slices,
 // canonical.Unsettable for a oneOf/anyOf with the "" sentinel, raw JSON for other oneOf/anyOf
 // and schema-less values; scalars and enums are the JSON ones.
-func (g *gen) formType(s *model.Schema, hint string) *tinfo {
+func (g *planner) formType(s *model.Schema, hint string) *tinfo {
 	if t, ok := g.formTypes[s]; ok {
 		return t
 	}
@@ -120,7 +120,7 @@ func (g *gen) formType(s *model.Schema, hint string) *tinfo {
 // canonicalizer depend on (types, constraints, members with their names, requiredness, key and
 // ignore marks, recursively; named schemas by name), so that two inline schemas of the same
 // shape can share their generated code. Descriptions and locations do not count.
-func (g *gen) formShape(s *model.Schema) string {
+func (g *planner) formShape(s *model.Schema) string {
 	switch {
 	case s == nil:
 		return "-"
@@ -159,7 +159,7 @@ func (g *gen) formShape(s *model.Schema) string {
 
 // formStruct plans the struct of an object in a bracketed form body. A named schema's is named
 // after it with a Form suffix (its JSON struct, if any, keeps the plain name).
-func (g *gen) formStruct(s *model.Schema, hint string) *tinfo {
+func (g *planner) formStruct(s *model.Schema, hint string) *tinfo {
 	if s.Name != "" && s.GoName != "" {
 		hint = s.GoName + "Form"
 	}
@@ -207,7 +207,7 @@ func nested(t *tinfo) bool {
 // encoding declares another style than deepObject (style form spreads an object's members as
 // top-level fields) or a content type (a JSON document in a field), and a property name with
 // brackets (it would read as a nested member).
-func (g *gen) checkFormEncoding(o *opPlan, c *model.Content) {
+func (g *planner) checkFormEncoding(o *opPlan, c *model.Content) {
 	for _, f := range o.bodyT.fields {
 		name := f.p.Name
 		if strings.ContainsAny(name, "[]") {
@@ -237,7 +237,7 @@ func (g *gen) checkFormEncoding(o *opPlan, c *model.Content) {
 // fingerprint.exclude (a field, a member below one: metadata[trace_id], or every element's:
 // items[*][note]) and the form-carried key, sorted. A path token with brackets cannot be
 // written as a bracketed path.
-func (g *gen) formTreeExclusions(o *opPlan) []jen.Code {
+func (g *planner) formTreeExclusions(o *opPlan) []string {
 	var paths []string
 	for _, p := range o.op.Settings.Fingerprint.Exclude {
 		var b strings.Builder
@@ -256,22 +256,18 @@ func (g *gen) formTreeExclusions(o *opPlan) []jen.Code {
 	if o.op.Settings.Key.Carrier == model.CarrierForm {
 		paths = append(paths, o.op.Settings.Key.Field)
 	}
-	var out []jen.Code
-	for _, p := range sortedStrings(paths) {
-		out = append(out, jen.Lit(p))
-	}
-	return out
+	return sortedStrings(paths)
 }
 
 // emitTreeBody decodes a bracketed form body into r.Body and adds its sorted fields to the
 // fingerprint (as a flat form's), leaving out the excluded ones.
-func (g *gen) emitTreeBody(b *jen.Group, o *opPlan, frameRaw bool) {
+func (p *plan) emitTreeBody(b *jen.Group, o *opPlan, frameRaw bool) {
 	b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("FormTree").Call(), jen.Op("&").Id("r").Dot("Body"))
 	if frameRaw {
 		b.Id("in").Dot("RawBody").Call()
 		return
 	}
-	b.Id("in").Dot("FormTreeBody").Call(g.formTreeExclusions(o)...)
+	b.Id("in").Dot("FormTreeBody").Call(lits(o.treeExcl)...)
 }
 
 // ft is the generated code's FormTree.
@@ -279,7 +275,7 @@ func ft() *jen.Statement { return jen.Id("f") }
 
 // emitTreeDecoder writes decode<T>(f, v) for a struct of a bracketed form body: a loop over its
 // members, like the JSON struct decoders.
-func (g *gen) emitTreeDecoder(f *jen.File, t *tinfo) {
+func (p *plan) emitTreeDecoder(f *jen.File, t *tinfo) {
 	f.Func().Id(t.decodeFn).Params(
 		jen.Id("f").Op("*").Qual(pkgGen, "FormTree"),
 		jen.Id("v").Op("*").Id(t.name),
@@ -292,7 +288,7 @@ func (g *gen) emitTreeDecoder(f *jen.File, t *tinfo) {
 			case t.addl != nil:
 				m := jen.Id("v").Dot(t.extra)
 				b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
-				g.treeEntry(b, t.addl, m, 1)
+				p.treeEntry(b, t.addl, m, 1)
 			case t.extra != "":
 				b.Add(ft()).Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
 			default:
@@ -306,7 +302,7 @@ func (g *gen) emitTreeDecoder(f *jen.File, t *tinfo) {
 			}
 			loop.Switch(ft().Dot("Key").Call()).BlockFunc(func(sw *jen.Group) {
 				for i, fl := range t.fields {
-					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { g.treeField(cg, fl, seenRef(n, bits[i])) })
+					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { p.treeField(cg, fl, seenRef(n, bits[i])) })
 				}
 				sw.Default().BlockFunc(other)
 			})
@@ -318,7 +314,7 @@ func (g *gen) emitTreeDecoder(f *jen.File, t *tinfo) {
 }
 
 // treeField decodes the current member into v.<field>, marking its seen bit.
-func (g *gen) treeField(grp *jen.Group, fl *field, seen []jen.Code) {
+func (p *plan) treeField(grp *jen.Group, fl *field, seen []jen.Code) {
 	dst := jen.Id("v").Dot(fl.name)
 	t := fl.t
 	if scalar(t) && t.kind != kRaw && t.kind != kUnset {
@@ -353,20 +349,20 @@ func (g *gen) treeField(grp *jen.Group, fl *field, seen []jen.Code) {
 			return
 		}
 	}
-	g.treeInto(grp, t, dst, 1, first)
+	p.treeInto(grp, t, dst, 1, first)
 }
 
 // treeInto emits statements that decode the current member (first is the FormTree, or the call
 // that marks the member) into dst, an addressable expression of t's type; depth keeps loop
 // variables unique in nested arrays and maps.
-func (g *gen) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, first *jen.Statement) {
+func (p *plan) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, first *jen.Statement) {
 	switch t.kind {
 	case kStruct:
 		grp.Id(t.decodeFn).Call(first, jen.Op("&").Add(dst))
 	case kUnset:
 		unset := dst.Clone().Dot("Unset")
 		grp.If(unset.Clone().Op("=").Add(first).Dot("Unset").Call(), jen.Op("!").Add(unset)).BlockFunc(func(b *jen.Group) {
-			g.treeInto(b, t.elem, dst.Clone().Dot("Value"), depth, ft())
+			p.treeInto(b, t.elem, dst.Clone().Dot("Value"), depth, ft())
 		})
 	case kSlice:
 		// Present but empty is not possible in a form, yet the value is non-nil when present,
@@ -384,7 +380,7 @@ func (g *gen) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, 
 			default:
 				e := fmt.Sprintf("e%d", depth)
 				lb.Var().Id(e).Add(el.code())
-				g.treeInto(lb, el, jen.Id(e), depth+1, ft())
+				p.treeInto(lb, el, jen.Id(e), depth+1, ft())
 				lb.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id(e))
 			}
 		})
@@ -395,7 +391,7 @@ func (g *gen) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, 
 	case kMap:
 		grp.Add(dst.Clone()).Op("=").Add(t.code()).Values()
 		grp.For(first.Clone().Dot("BeginObject").Call(), ft().Dot("NextMember").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
-			g.treeEntry(lb, t.elem, dst, depth)
+			p.treeEntry(lb, t.elem, dst, depth)
 		})
 		grp.Add(ft()).Dot("EndObject").Call()
 	case kRaw:
@@ -410,7 +406,7 @@ func (g *gen) treeInto(grp *jen.Group, t *tinfo, dst *jen.Statement, depth int, 
 
 // treeEntry decodes the current member into the (allocated) map m under its key; keys are
 // unique in a FormTree (a key given twice is one member).
-func (g *gen) treeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
+func (p *plan) treeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
 	key := ft().Dot("Key").Call()
 	cs := checks(el, jen.Id(fmt.Sprintf("e%d", depth)), ft())
 	plain := scalar(el) && el.kind != kRaw && el.kind != kUnset
@@ -431,7 +427,7 @@ func (g *gen) treeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
 		}
 	} else {
 		b.Var().Id(e).Add(el.code())
-		g.treeInto(b, el, jen.Id(e), depth+1, ft())
+		p.treeInto(b, el, jen.Id(e), depth+1, ft())
 	}
 	b.Add(m.Clone()).Index(jen.Id(k)).Op("=").Id(e)
 }
@@ -441,7 +437,7 @@ func (g *gen) treeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
 // of scalars is the field repeated (name or name[], in body order) or indexed (name[N], in index
 // order), read after the loop by List. Undeclared fields are refused for closed objects and
 // otherwise left to the fingerprint, which covers every field.
-func (g *gen) emitFormBody(grp *jen.Group, o *opPlan) {
+func (p *plan) emitFormBody(grp *jen.Group, o *opPlan) {
 	t := o.bodyT
 	bits, required := fieldBits(t)
 	n := len(t.fields)

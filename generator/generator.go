@@ -77,6 +77,9 @@ const (
 // I/O and is deterministic: the same model and options give byte-identical output. Schema
 // features the generated code cannot express are returned as a *diag.Errors, each located at the
 // offending schema, so that Generate never returns code that does not compile.
+//
+// Generation is two stages: newPlan decides everything (names, types, canonicalizers, routes)
+// and finds every error; the emitters then only read the plan, one Go file each.
 func Generate(doc *model.Document, opts Options) (files map[string][]byte, err error) {
 	defer func() {
 		// A bug in an emitter must reach the user as an error, never as a crash.
@@ -84,60 +87,26 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 			files, err = nil, fmt.Errorf("generate: internal error (please report it with the spec): %v", r)
 		}
 	}()
-	if !isIdent(opts.Package) || token.IsKeyword(opts.Package) || opts.Package == "_" {
-		return nil, fmt.Errorf("generate: package name %q is not a Go identifier other than a keyword or _", opts.Package)
-	}
-	switch opts.Target {
-	case "":
-		opts.Target = TargetHandlers
-	case TargetHandlers, TargetMiddleware:
-	default:
-		return nil, fmt.Errorf("generate: target %q is not one of %q, %q", opts.Target, TargetHandlers, TargetMiddleware)
-	}
-	g := newGen(doc, opts)
-	g.plan()
-	if err := g.diags.Err(); err != nil {
+	p, err := newPlan(doc, opts)
+	if err != nil {
 		return nil, err
 	}
 	files = map[string][]byte{}
-	emits := []struct {
-		name string
-		emit func(*jen.File)
-	}{
-		{FileTypes, g.emitTypes},
-		{FileDecode, g.emitDecoders},
-		{FileCanonical, g.emitCanonical},
-		{FileHandlers, g.emitHandlers},
-		{FileOperations, g.emitOperations},
-	}
-	if opts.Target == TargetMiddleware {
-		emits = append(emits[:3], emits[4])
-	}
-	for _, f := range emits {
-		jf := jen.NewFile(opts.Package)
-		jf.HeaderComment(Header[len("// "):])
-		jf.ImportName(pkgGen, "gen")
-		jf.ImportName(pkgPgstore, "pgstore")
-		jf.ImportName(pkgRuntime, "runtime")
-		jf.ImportName(pkgCanonical, "canonical")
-		f.emit(jf)
-		src, err := render(jf)
+	for _, f := range p.goFiles() {
+		src, err := p.render(f)
 		if err != nil {
-			return nil, fmt.Errorf("generate %s: %w", f.name, err)
+			return nil, err
 		}
 		files[f.name] = src
 	}
-	if err := g.diags.Err(); err != nil {
-		return nil, err
-	}
-	if opts.Docs {
+	if p.opts.Docs {
 		b, err := Contract(doc)
 		if err != nil {
 			return nil, err
 		}
 		files[FileContract] = b
 	}
-	if opts.SQL {
+	if p.opts.SQL {
 		b, err := SQL()
 		if err != nil {
 			return nil, err
@@ -147,21 +116,69 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 	return files, nil
 }
 
-// render writes a jennifer file; jennifer runs go/format on it (TestGofmtStable checks that the
-// result is a fixed point of gofmt).
-func render(f *jen.File) ([]byte, error) {
+// goFile is one generated Go file and the emitter that writes its declarations.
+type goFile struct {
+	name string
+	emit func(*plan, *jen.File)
+}
+
+// goFiles are the Go files of the plan's target, in a fixed order (which, emitters only reading
+// the plan, does not change their content).
+func (p *plan) goFiles() []goFile {
+	files := []goFile{
+		{FileTypes, (*plan).emitTypes},
+		{FileDecode, (*plan).emitDecoders},
+		{FileCanonical, (*plan).emitCanonical},
+		{FileHandlers, (*plan).emitHandlers},
+		{FileOperations, (*plan).emitOperations},
+	}
+	if p.opts.Target == TargetMiddleware {
+		files = append(files[:3], files[4])
+	}
+	return files
+}
+
+// render emits one Go file and formats it: jennifer runs go/format on it (TestGofmtStable checks
+// that the result is a fixed point of gofmt).
+func (p *plan) render(f goFile) ([]byte, error) {
+	jf := jen.NewFile(p.opts.Package)
+	jf.HeaderComment(Header[len("// "):])
+	jf.ImportName(pkgGen, "gen")
+	jf.ImportName(pkgPgstore, "pgstore")
+	jf.ImportName(pkgRuntime, "runtime")
+	jf.ImportName(pkgCanonical, "canonical")
+	f.emit(p, jf)
 	var buf bytes.Buffer
-	if err := f.Render(&buf); err != nil {
-		return nil, err
+	if err := jf.Render(&buf); err != nil {
+		return nil, fmt.Errorf("generate %s: %w", f.name, err)
 	}
 	return buf.Bytes(), nil
 }
 
-// gen holds the state of one Generate call. Everything it ranges over is a slice in model
-// order, never a map, so output is deterministic.
-type gen struct {
+// plan is every decision of one Generate call, made from the model before any file is emitted
+// (ogen's staged pipeline): the name of every generated declaration, the Go type of every
+// schema, each operation's body, parameters, route and canonical form, and every
+// canonicalizer. Emitters only read it, so the order in which files are emitted cannot change
+// what they contain (TestEmitOrder). Everything in it is a slice in model order, never a map,
+// so output is deterministic.
+type plan struct {
+	opts Options
+	ops  []*opPlan
+	// named are the struct and enum types to declare, in first-use order; canons the struct
+	// canonicalizers, in first-use order.
+	named  []*tinfo
+	canons []*canonFunc
+	// routes are the ServeMux registrations, overlapping operations grouped; needSegMatch: a
+	// group dispatcher tests a mixed segment (segmentMatches helper).
+	routes       []*route
+	needSegMatch bool
+}
+
+// planner is the state of planning: the namer, the diagnostics and the memo tables that build
+// a plan. Emitters never see it.
+type planner struct {
+	*plan
 	doc   *model.Document
-	opts  Options
 	names *namer
 	diags diag.List
 
@@ -174,24 +191,43 @@ type gen struct {
 	// multipartTypes are the structs of multipart-only bodies with file parts.
 	multipartTypes map[*model.Schema]*tinfo
 	keyProps       map[*model.Property]bool // members that carry a body key
-	named          []*tinfo                 // struct and enum types to declare, in first-use order
 	cyclic         map[*model.Schema]bool
-	ops            []*opPlan
-	canon          map[string]*canonFunc
-	canonList      []*canonFunc
-	decoders       []*tinfo // struct types needing a JSON decode function, in first-use order
-	needSeg        bool     // some path needs the segment matcher helper
-	routes         []*route // ServeMux registrations, overlapping operations grouped
+	canon          map[string]*canonFunc // canonicalizers by struct and exclusion set (canonFor)
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
-	// needSegMatch: a group dispatcher tests a mixed segment (segmentMatches helper).
-	needSegMatch bool
 }
 
-func newGen(doc *model.Document, opts Options) *gen {
-	return &gen{
+// newPlan checks opts and plans the generation of doc. Spec problems the generated code cannot
+// express are returned together, as a *diag.Errors.
+func newPlan(doc *model.Document, opts Options) (p *plan, err error) {
+	defer func() {
+		// A bug in a planning step must reach the user as an error, never as a crash.
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("generate: internal error (please report it with the spec): %v", r)
+		}
+	}()
+	if !isIdent(opts.Package) || token.IsKeyword(opts.Package) || opts.Package == "_" {
+		return nil, fmt.Errorf("generate: package name %q is not a Go identifier other than a keyword or _", opts.Package)
+	}
+	switch opts.Target {
+	case "":
+		opts.Target = TargetHandlers
+	case TargetHandlers, TargetMiddleware:
+	default:
+		return nil, fmt.Errorf("generate: target %q is not one of %q, %q", opts.Target, TargetHandlers, TargetMiddleware)
+	}
+	g := newPlanner(doc, opts)
+	g.planAll()
+	if err := g.diags.Err(); err != nil {
+		return nil, err
+	}
+	return g.plan, nil
+}
+
+func newPlanner(doc *model.Document, opts Options) *planner {
+	return &planner{
+		plan:           &plan{opts: opts},
 		doc:            doc,
-		opts:           opts,
 		names:          newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
 		types:          map[*model.Schema]*tinfo{},
 		cyclic:         map[*model.Schema]bool{},
@@ -204,8 +240,9 @@ func newGen(doc *model.Document, opts Options) *gen {
 	}
 }
 
-// plan resolves every name and type before anything is emitted, so that emitters only read.
-func (g *gen) plan() {
+// planAll runs the planning steps in order: the schemas' shapes, the named types, each
+// operation (names, body, parameters, route), the routes together, then the canonical forms.
+func (g *planner) planAll() {
 	g.findCycles()
 	g.findKeyProps()
 	// Named schemas first, in model order, so that their names do not depend on which
@@ -219,6 +256,10 @@ func (g *gen) plan() {
 		g.ops = append(g.ops, g.planOperation(op))
 	}
 	g.planRoutes()
+	for _, o := range g.ops {
+		g.planCanon(o)
+	}
+	g.planCanonicalizers()
 }
 
 // sortedStrings returns a sorted copy.

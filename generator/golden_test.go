@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/internal/spec"
 )
 
@@ -76,24 +77,35 @@ func packageName(c string) string {
 // generateCase runs the loader and the generator on one case: the files, or error.txt.
 func generateCase(t *testing.T, c goldenCase) map[string][]byte {
 	t.Helper()
+	doc, opts, errText := loadCase(t, c)
+	if errText != "" {
+		return map[string][]byte{"error.txt": []byte(errText)}
+	}
+	files, err := Generate(doc, opts)
+	if err != nil {
+		return map[string][]byte{"error.txt": []byte(diagText(err) + "\n")}
+	}
+	return files
+}
+
+// loadCase loads one case and gives the options it is generated with, or the text of
+// error.txt when the loader refuses it.
+func loadCase(t *testing.T, c goldenCase) (*model.Document, Options, string) {
+	t.Helper()
 	res, err := spec.Load(context.Background(), spec.Options{Path: c.spec, ConfigPath: c.config})
 	if err != nil {
-		return map[string][]byte{"error.txt": []byte(err.Error() + "\n")}
+		return nil, Options{}, err.Error() + "\n"
 	}
 	if res.Diags.HasErrors() || res.Doc == nil {
 		// What `idemgen generate` prints: the loader's errors and the generator's, in one run.
 		Diagnose(res.Doc, res.Diags)
-		return map[string][]byte{"error.txt": []byte(diagText(res.Diags.Err()) + "\n")}
+		return nil, Options{}, diagText(res.Diags.Err()) + "\n"
 	}
 	opts := Options{Package: packageName(c.name), Docs: true, SQL: true}
 	if strings.HasPrefix(c.name, "target-middleware") {
 		opts.Target = TargetMiddleware
 	}
-	files, err := Generate(res.Doc, opts)
-	if err != nil {
-		return map[string][]byte{"error.txt": []byte(diagText(err) + "\n")}
-	}
-	return files
+	return res.Doc, opts, ""
 }
 
 func diagText(err error) string {

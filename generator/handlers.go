@@ -8,7 +8,7 @@ import (
 
 // emitOpTypes declares an operation's params struct, body alias, request type and (with
 // handlers) its handler func type.
-func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
+func (p *plan) emitOpTypes(f *jen.File, o *opPlan) {
 	note := ""
 	if o.op.Settings.Key.Carrier == model.CarrierHeader {
 		note = "; the idempotency key header is not here: the runtime reads and validates it"
@@ -52,7 +52,7 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 		}
 	})
 	f.Line()
-	if g.opts.Target == TargetMiddleware {
+	if p.opts.Target == TargetMiddleware {
 		return // the server's own handlers serve the operation
 	}
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context")}
@@ -75,9 +75,9 @@ func (g *gen) emitOpTypes(f *jen.File, o *opPlan) {
 }
 
 // emitHandlers writes each operation's exported handler constructor.
-func (g *gen) emitHandlers(f *jen.File) {
-	for _, o := range g.ops {
-		g.emitHandler(f, o)
+func (p *plan) emitHandlers(f *jen.File) {
+	for _, o := range p.ops {
+		p.emitHandler(f, o)
 	}
 }
 
@@ -93,7 +93,7 @@ func noinline(f *jen.File) {
 // runtime with the operation's settings and a closure that decodes a request and binds it to
 // fn. Nothing is generic over the request type: a generic handler would be compiled once per
 // operation (each request type is its own GC shape), which doubled a large API's build.
-func (g *gen) emitHandler(f *jen.File, o *opPlan) {
+func (p *plan) emitHandler(f *jen.File, o *opPlan) {
 	comment(f, "%s returns the http.Handler of %s %s (%s): fn runs at most once per idempotency key. Register mounts it at %q; mount it yourself on another router the same way.", o.handler, o.op.Method, o.op.Path, o.op.ID, o.pattern)
 	noinline(f)
 	call := []jen.Code{jen.Id("ctx"), jen.Id("db"), jen.Id("r").Dot("Params")}

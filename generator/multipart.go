@@ -11,7 +11,7 @@ import (
 // or text (Raw); objects, maps and other arrays are JSON parts decoded strictly by the JSON
 // decoders. Undeclared parts are refused for closed objects and kept for the fingerprint
 // otherwise. Parts above limits.part are refused with 413.
-func (g *gen) emitMultipartBody(grp *jen.Group, o *opPlan) {
+func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 	t := o.bodyT
 	bits, required := fieldBits(t)
 	n := len(t.fields)
@@ -48,7 +48,7 @@ func (g *gen) emitMultipartBody(grp *jen.Group, o *opPlan) {
 		default:
 			// A JSON part, read by the JSON decoders (d is what they read from).
 			cb.Id("d").Op(":=").Add(m().Dot("JSON").Call(seen...))
-			g.decodeField(cb, fl, jen.Id("d"))
+			p.decodeField(cb, fl, jen.Id("d"))
 		}
 	}
 	grp.For(m().Dot("Next").Call()).BlockFunc(func(loop *jen.Group) {

@@ -15,18 +15,18 @@ import (
 // runtime.Operation, the Operations list, the Handlers struct and Register. Nothing here is a
 // package-level variable: every call builds fresh values, so no caller can change what
 // another reads.
-func (g *gen) emitOperations(f *jen.File) {
+func (p *plan) emitOperations(f *jen.File) {
 	// The stringer trick: the canonicalizers were generated for this version of the canonical
 	// form and framing; when runtime/canonical moves to another version, the index is out of
 	// range and the build stops until the code is regenerated.
 	comment(f, "This code was generated for fingerprint version %d of runtime/canonical; a different version stops the build here until the code is regenerated.", canonical.Version)
 	f.Var().Id("_").Op("=").Index(jen.Lit(1)).Struct().Values().Index(jen.Qual(pkgCanonical, "Version").Op("-").Lit(int(canonical.Version)))
 	f.Line()
-	for _, o := range g.ops {
+	for _, o := range p.ops {
 		comment(f, "%s returns the resolved idempotency settings of %s; fields left out take the runtime's defaults.", o.operation, o.op.ID)
 		noinline(f)
 		f.Func().Id(o.operation).Params().Op("*").Qual(pkgRuntime, "Operation").Block(
-			jen.Return(jen.Op("&").Add(g.operationValue(o))),
+			jen.Return(jen.Op("&").Add(p.operationValue(o))),
 		)
 		f.Line()
 	}
@@ -35,7 +35,7 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Comment("returns new values.")
 	f.Func().Id("Operations").Params().Index().Op("*").Qual(pkgRuntime, "Operation").Block(
 		jen.Return(jen.Index().Op("*").Qual(pkgRuntime, "Operation").ValuesFunc(func(grp *jen.Group) {
-			for _, o := range g.ops {
+			for _, o := range p.ops {
 				grp.Line().Id(o.operation).Call()
 			}
 			grp.Line()
@@ -48,7 +48,7 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Comment("Each call returns new values.")
 	f.Func().Id("Routes").Params().Index().Qual(pkgRuntime, "Route").Block(
 		jen.Return(jen.Index().Qual(pkgRuntime, "Route").ValuesFunc(func(grp *jen.Group) {
-			for _, o := range g.ops {
+			for _, o := range p.ops {
 				grp.Line().Qual(pkgRuntime, "NewRoute").Call(jen.Id(o.operation).Call(), jen.Id(o.decode))
 			}
 			grp.Line()
@@ -56,14 +56,14 @@ func (g *gen) emitOperations(f *jen.File) {
 	)
 	f.Line()
 
-	if g.opts.Target == TargetMiddleware {
+	if p.opts.Target == TargetMiddleware {
 		return
 	}
 	f.Comment("Handlers holds the business function of each marked operation. A nil field is not mounted by")
 	f.Comment("Register (the router then answers 404 or 405 for that route), so a service may implement a")
 	f.Comment("subset of a large API; an operation is never served without its idempotency wrapper.")
 	f.Type().Id("Handlers").StructFunc(func(grp *jen.Group) {
-		for _, o := range g.ops {
+		for _, o := range p.ops {
 			grp.Id(o.name).Id(o.fn)
 		}
 	})
@@ -74,13 +74,13 @@ func (g *gen) emitOperations(f *jen.File) {
 	f.Comment("instead of panicking, when mux or rt is nil, when rt's store cannot run the handlers' writes in")
 	f.Comment("its transactions, or when a pattern conflicts with one already registered on mux (routes")
 	f.Comment("mounted before the conflict stay mounted).")
-	if len(g.ops) > 0 {
-		o := g.ops[0]
+	if len(p.ops) > 0 {
+		o := p.ops[0]
 		f.Comment("")
 		f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
 		f.Comment("\t...")
 		f.Comment("\tmux := http.NewServeMux()")
-		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", g.opts.Package, g.opts.Package, o.name, lowerFirst(o.name)))
+		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", p.opts.Package, p.opts.Package, o.name, lowerFirst(o.name)))
 	}
 	f.Func().Id("Register").Params(
 		jen.Id("mux").Qual(pkgRuntime, "Router"),
@@ -90,9 +90,9 @@ func (g *gen) emitOperations(f *jen.File) {
 		grp.If(jen.Id("mux").Op("==").Nil().Op("||").Id("rt").Op("==").Nil()).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit("register: mux and runtime must not be nil"))),
 		)
-		if len(g.ops) > 0 {
+		if len(p.ops) > 0 {
 			// Every operation writes through pgstore.DBTX: one check covers them all.
-			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Qual(pkgPgstore, "DBTX")).Call(jen.Id("rt"), jen.Id(g.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
+			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Qual(pkgPgstore, "DBTX")).Call(jen.Id("rt"), jen.Id(p.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register: %w"), jen.Err())),
 			)
 		}
@@ -103,7 +103,7 @@ func (g *gen) emitOperations(f *jen.File) {
 				jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit("register %s: %v"), jen.Id("pattern"), jen.Id("r")),
 			),
 		).Call()
-		g.emitRegisterRoutes(grp)
+		p.emitRegisterRoutes(grp)
 		grp.Return(jen.Nil())
 	})
 }
@@ -146,7 +146,7 @@ func sizeLit(n int64) jen.Code {
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
 // runtime.Operation's declaration; a setting equal to the runtime's default is left out.
-func (g *gen) operationValue(o *opPlan) jen.Code {
+func (p *plan) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
 	var key []kv
 	switch s.Key.Carrier {

@@ -29,6 +29,14 @@ type opPlan struct {
 	// JSON of its decoded value; a flat form (gen.Form) is framed as its sorted fields.
 	tree     bool
 	contents []*contentPlan
+	// failed: planning the body found an error, so nothing more is planned for it.
+	failed bool
+	// bodyCanon is the canonical form of a JSON or multipart body under the operation's
+	// exclusions; formExcl are the fields a flat form body's fingerprint leaves out and
+	// treeExcl the bracketed paths a bracketed one's does (planCanon).
+	bodyCanon *canonVal
+	formExcl  []string
+	treeExcl  []string
 	// keyPath are the struct fields from the body root down to a body-carried key (a JSON
 	// member or a form field); empty for header keys.
 	keyPath []*field
@@ -56,6 +64,8 @@ type paramPlan struct {
 	// union are the members of a oneOf/anyOf of scalars: the value is a string, exactly as
 	// sent, checked against them (gen.Params.AnyOf).
 	union []*model.Schema
+	// canon is the canonical form of a deepObject parameter's value, framed after the body.
+	canon *canonVal
 }
 
 // segPlan is a path segment that mixes literal text and parameters ("{Sid}.json"): ServeMux
@@ -69,7 +79,7 @@ type segPlan struct {
 
 // findKeyProps marks the properties that carry a body key, so their fields are pointers (a
 // missing key must be told apart from an empty one) and are not required-checked.
-func (g *gen) findKeyProps() {
+func (g *planner) findKeyProps() {
 	for _, op := range g.doc.Operations {
 		toks := keyTokens(op)
 		if toks == nil || op.Body == nil {
@@ -117,7 +127,7 @@ func propertyNamed(s *model.Schema, name string) *model.Property {
 
 // planOperation names the operation's types and functions and plans its body, parameters and
 // route.
-func (g *gen) planOperation(op *model.Operation) (plan *opPlan) {
+func (g *planner) planOperation(op *model.Operation) (plan *opPlan) {
 	defer func() {
 		// Last resort: a bug met while planning one operation is reported at that operation,
 		// and the other operations are still planned (so their errors show in the same run).
@@ -146,27 +156,51 @@ func (g *gen) planOperation(op *model.Operation) (plan *opPlan) {
 	return o
 }
 
-// planBody decides the body type: the schema of the JSON and form media types (they must agree:
-// the handler gets one typed body), or raw bytes when every media type is raw.
-func (g *gen) planBody(o *opPlan) {
-	// A JSON media type without a schema is still JSON: decoded strictly and fingerprinted in
-	// canonical form, as a value of any type. Other media types without a schema are raw.
-	schemaOf := func(c *model.Content) *model.Schema {
-		switch {
-		case c.Kind == model.ContentRaw:
-			return nil
-		case c.Schema == nil && c.Kind == model.ContentJSON:
-			if g.anySchema == nil {
-				g.anySchema = &model.Schema{Type: model.TypeAny}
-			}
-			return g.anySchema
-		}
-		return c.Schema
+// frameRaw reports whether the body is fingerprinted as its exact bytes: fingerprint.body raw,
+// or a body whose every media type is raw.
+func (o *opPlan) frameRaw() bool {
+	return o.rawBody || o.op.Settings.Fingerprint.Body == model.BodyRaw
+}
+
+// planBody plans the request body in three steps: which schema the handler's typed body has
+// (bodySchema), its Go type and name (typeBody), what each media type requires of that type
+// (checkContents), then the path to a body-carried key (planKeyPath). A step that reports an
+// error marks the body failed and ends its planning.
+func (g *planner) planBody(o *opPlan) {
+	typed, ok := g.bodySchema(o)
+	if ok {
+		g.typeBody(o, typed)
+		ok = g.checkContents(o, typed)
 	}
-	var typed *model.Schema
+	if ok && o.bodyT != nil {
+		ok = g.planKeyPath(o)
+	}
+	o.failed = !ok
+}
+
+// contentSchema is the schema of one media type of a body: nil for a raw media type (neither
+// JSON nor form), and a schema of any value for a JSON media type that declares none (still
+// decoded strictly and fingerprinted in canonical form).
+func (g *planner) contentSchema(c *model.Content) *model.Schema {
+	switch {
+	case c.Kind == model.ContentRaw:
+		return nil
+	case c.Schema == nil && c.Kind == model.ContentJSON:
+		if g.anySchema == nil {
+			g.anySchema = &model.Schema{Type: model.TypeAny}
+		}
+		return g.anySchema
+	}
+	return c.Schema
+}
+
+// bodySchema validates the body's media types and returns the schema of its typed body: the one
+// schema of its JSON and form media types (they must agree, the handler gets one typed body), or
+// nil when every media type is raw. A null body cannot be a value the handler gets.
+func (g *planner) bodySchema(o *opPlan) (typed *model.Schema, ok bool) {
 	var typedMT string
 	for _, c := range o.op.Body.Contents {
-		s := schemaOf(c)
+		s := g.contentSchema(c)
 		if s == nil {
 			continue
 		}
@@ -175,17 +209,17 @@ func (g *gen) planBody(o *opPlan) {
 				Message: fmt.Sprintf("operation %s: media types %s and %s have different schemas; idemgen generates one typed body per operation",
 					o.op.ID, typedMT, c.MediaType),
 				Hint: "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes of every media type)"})
-			return
+			return nil, false
 		}
 		typed, typedMT = s, c.MediaType
 	}
 	for _, c := range o.op.Body.Contents {
-		if typed != nil && schemaOf(c) == nil {
+		if typed != nil && g.contentSchema(c) == nil {
 			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
 				Message: fmt.Sprintf("operation %s: media type %s is raw bytes (neither JSON nor form) while another media type has a schema; idemgen generates one typed body per operation",
 					o.op.ID, c.MediaType),
 				Hint: "set fingerprint.body: raw (the handler then gets the exact bytes of every media type), or remove the media type with an overlay"})
-			return
+			return nil, false
 		}
 	}
 	if typed != nil && typed.Nullable && typed.Type != model.TypeAny {
@@ -197,18 +231,23 @@ func (g *gen) planBody(o *opPlan) {
 					Message: fmt.Sprintf("operation %s: the %s request body schema allows null (nullable or type [..., \"null\"]); idemgen passes the body to the handler as a value and cannot express a null body",
 						o.op.ID, c.MediaType),
 					Hint: "drop null from the body schema (with an overlay if the spec is not yours), or set fingerprint.body: raw (the handler then gets the exact bytes)"})
-				return
+				return nil, false
 			}
 		}
 	}
+	return typed, true
+}
+
+// typeBody decides the Go type and name of the body: []byte when it has no typed schema; the
+// struct of a multipart-only body with file parts; types of its own for a form with bracketed
+// fields; else the JSON type of the schema. An inline struct is declared under the operation's
+// body name itself; anything else gets an alias of that name.
+func (g *planner) typeBody(o *opPlan, typed *model.Schema) {
 	want := o.name + "Body"
 	if typed == nil {
 		o.body = g.names.take(want)
 		o.bodyAlias = true
 		o.rawBody = true
-		for _, c := range o.op.Body.Contents {
-			o.contents = append(o.contents, &contentPlan{c: c})
-		}
 		return
 	}
 	formOnly, multipartOnly := true, true
@@ -221,36 +260,50 @@ func (g *gen) planBody(o *opPlan) {
 		}
 	}
 	_, planned := g.types[typed]
-	if multipartOnly {
+	switch {
+	case multipartOnly:
 		_, mplanned := g.multipartTypes[typed]
 		planned = planned || mplanned
 		o.bodyT = g.multipartTypeOf(typed, want)
-	} else if formOnly && bracketed(typed) {
+	case formOnly && bracketed(typed):
 		// A form with nested members: decoded from its bracketed fields (gen.FormTree) into
 		// types of its own, fingerprinted as the canonical JSON of the decoded value.
 		_, fplanned := g.formTypes[typed]
 		planned = fplanned || typed.Name != ""
 		o.tree = true
 		o.bodyT = g.formType(typed, want)
-	} else {
+	default:
 		o.bodyT = g.typeOf(typed, want)
 	}
 	if !planned && o.bodyT.kind == kStruct {
-		// An inline body struct is declared under the operation's body name itself.
 		o.body = o.bodyT.name
 	} else {
 		o.body = g.names.take(want)
 		o.bodyAlias = true
 	}
+}
+
+// checkContents plans each media type of the body and checks that the body type suits it: a
+// form body is an object (a flat one when the schema is also the JSON body's, excluded by field
+// names), a bracketed form's fields are encoded as bracketed fields, a multipart body is an
+// object that is not also a bracketed form.
+func (g *planner) checkContents(o *opPlan, typed *model.Schema) bool {
+	formOnly := true // no JSON media type
 	for _, c := range o.op.Body.Contents {
-		cp := &contentPlan{c: c}
+		formOnly = formOnly && c.Kind != model.ContentJSON
+	}
+	for _, c := range o.op.Body.Contents {
+		if o.rawBody {
+			o.contents = append(o.contents, &contentPlan{c: c})
+			continue
+		}
 		switch c.Kind {
 		case model.ContentForm:
 			if o.bodyT.kind != kStruct {
 				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
 					Message: fmt.Sprintf("operation %s: the %s body schema is %s, not an object: a form body is a set of named fields", o.op.ID, c.MediaType, describeSchema(typed)),
 					Hint:    "give the form body an object schema with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
-				return
+				return false
 			}
 			if o.tree {
 				g.checkFormEncoding(o, c)
@@ -269,47 +322,58 @@ func (g *gen) planBody(o *opPlan) {
 						Message: fmt.Sprintf("operation %s: form field %q is %s, and the schema is also the operation's JSON body; idemgen decodes one typed body per operation, so such a form must be flat",
 							o.op.ID, f.p.Name, describeSchema(f.p.Schema)),
 						Hint: "remove the JSON or the form media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
-					return
+					return false
 				}
 			}
-		}
-		if c.Kind == model.ContentMultipart && (o.bodyT.kind != kStruct || o.bodyT.form) {
-			what := "is " + describeSchema(typed) + ", not an object: a multipart body is a set of named parts"
-			if o.bodyT.form {
-				what = "is also the operation's form body, which has nested members (decoded as bracketed fields); idemgen decodes one typed body per operation"
+		case model.ContentMultipart:
+			if o.bodyT.kind != kStruct || o.bodyT.form {
+				what := "is " + describeSchema(typed) + ", not an object: a multipart body is a set of named parts"
+				if o.bodyT.form {
+					what = "is also the operation's form body, which has nested members (decoded as bracketed fields); idemgen decodes one typed body per operation"
+				}
+				g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
+					Message: fmt.Sprintf("operation %s: the %s body schema %s", o.op.ID, c.MediaType, what),
+					Hint:    "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
+				return false
 			}
-			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
-				Message: fmt.Sprintf("operation %s: the %s body schema %s", o.op.ID, c.MediaType, what),
-				Hint:    "remove one media type with an overlay, or set fingerprint.body: raw (the handler then gets the exact bytes)"})
-			return
 		}
-		o.contents = append(o.contents, cp)
+		o.contents = append(o.contents, &contentPlan{c: c})
 	}
-	if toks := keyTokens(o.op); toks != nil {
-		k := o.op.Settings.Key
-		t := o.bodyT
-		for _, tok := range toks {
-			var hit *field
-			if t != nil && t.kind == kStruct {
-				for _, f := range t.fields {
-					if f.p.Name == tok {
-						hit = f
-					}
+	return true
+}
+
+// planKeyPath finds the struct fields from the body root down to a body-carried key, which must
+// be a string member.
+func (g *planner) planKeyPath(o *opPlan) bool {
+	toks := keyTokens(o.op)
+	if toks == nil {
+		return true
+	}
+	k := o.op.Settings.Key
+	t := o.bodyT
+	for _, tok := range toks {
+		var hit *field
+		if t != nil && t.kind == kStruct {
+			for _, f := range t.fields {
+				if f.p.Name == tok {
+					hit = f
 				}
 			}
-			if hit == nil {
-				g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
-					"operation %s: key.body %s does not name a string member of the body schema", o.op.ID, k.Pointer)
-				return
-			}
-			o.keyPath = append(o.keyPath, hit)
-			t = hit.t
 		}
-		if t.kind != kString {
+		if hit == nil {
 			g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
-				"operation %s: key.body %s must be a string member", o.op.ID, k.Pointer)
+				"operation %s: key.body %s does not name a string member of the body schema", o.op.ID, k.Pointer)
+			return false
 		}
+		o.keyPath = append(o.keyPath, hit)
+		t = hit.t
 	}
+	if t.kind != kString {
+		g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
+			"operation %s: key.body %s must be a string member", o.op.ID, k.Pointer)
+		return false
+	}
+	return true
 }
 
 func formScalar(t *tinfo) bool {
@@ -321,7 +385,7 @@ func formScalar(t *tinfo) bool {
 }
 
 // planParams plans the params struct: every parameter except the key header.
-func (g *gen) planParams(o *opPlan) {
+func (g *planner) planParams(o *opPlan) {
 	for _, p := range o.op.Params {
 		if p.IsKey {
 			continue
@@ -445,7 +509,7 @@ const paramHint = "to generate this operation, give the parameter a plain schema
 
 // unsupportedParam reports a parameter idemgen cannot decode: what it is, what idemgen decodes,
 // and the way out.
-func (g *gen) unsupportedParam(o *opPlan, p *model.Param, what, why, hint string) {
+func (g *planner) unsupportedParam(o *opPlan, p *model.Param, what, why, hint string) {
 	g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: p.Loc,
 		Message: fmt.Sprintf("operation %s: %s parameter %q %s; %s", o.op.ID, p.In, p.Name, what, why),
 		Hint:    hint})
@@ -533,7 +597,7 @@ func compositeShape(s *model.Schema) string {
 // one parameter become wildcards (renamed when the parameter name is not a Go identifier);
 // segments mixing literal text and parameters become a whole-segment wildcard checked in the
 // wrapper.
-func (g *gen) planRoute(o *opPlan) {
+func (g *planner) planRoute(o *opPlan) {
 	path := o.op.Path
 	// A path ending in "/" names exactly that path in OpenAPI ("/payments/" is not
 	// "/payments/x"), while a ServeMux pattern ending in "/" matches the whole subtree; the
@@ -576,7 +640,6 @@ func (g *gen) planRoute(o *opPlan) {
 			w := wilds.take("seg" + strconv.Itoa(i))
 			o.segs = append(o.segs, &segPlan{wild: w, lits: lits, params: params})
 			o.parts = append(o.parts, routePart{wild: w, lits: lits})
-			g.needSeg = true
 			out = append(out, "{"+w+"}")
 		}
 		for _, name := range params {
@@ -627,7 +690,7 @@ func binary(s *model.Schema) bool {
 // the JSON struct (text parts and JSON parts fill it); with them (string, format binary, or an
 // array of those) it is a struct of its own, whose files are gen.File values (repeated parts
 // for an array) and whose other members are typed as in JSON.
-func (g *gen) multipartTypeOf(s *model.Schema, hint string) *tinfo {
+func (g *planner) multipartTypeOf(s *model.Schema, hint string) *tinfo {
 	if t, ok := g.multipartTypes[s]; ok {
 		return t
 	}

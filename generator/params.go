@@ -16,34 +16,34 @@ import (
 // must be at most 100`) or the form field ("/amount").
 
 // emitParams reads the path, query and header parameters into r.Params.
-func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
+func (p *plan) emitParams(grp *jen.Group, o *opPlan) {
 	if len(o.pparams) == 0 {
 		return
 	}
 	grp.Id("p").Op(":=").Id("in").Dot("Params").Call()
-	p := func() *jen.Statement { return jen.Id("p") }
+	par := func() *jen.Statement { return jen.Id("p") }
 	for _, pp := range o.pparams {
 		dst := jen.Id("r").Dot("Params").Dot(pp.p.GoName)
 		name := jen.Lit(pp.p.Name)
 		req := jen.Lit(pp.p.Required)
 		if pp.deep {
-			g.emitDeepObject(grp, o, pp)
+			p.emitDeepObject(grp, o, pp)
 			continue
 		}
 		switch {
 		case pp.union != nil && pp.p.In == model.InPath:
-			grp.Add(dst).Op("=").Add(unionRead(pp.union, p().Dot("Path").Call(name)))
+			grp.Add(dst).Op("=").Add(unionRead(pp.union, par().Dot("Path").Call(name)))
 		case pp.p.In == model.InPath:
-			convert(grp, pp.t, p().Dot("Path").Call(name), p(), dst)
+			convert(grp, pp.t, par().Dot("Path").Call(name), par(), dst)
 		case pp.t.kind == kSlice:
-			sel := p().Dot("HeaderList").Call(name, req)
+			sel := par().Dot("HeaderList").Call(name, req)
 			if pp.p.In == model.InQuery {
-				sel = p().Dot("QueryList").Call(name, jen.Lit(listSep(pp.p)), req)
+				sel = par().Dot("QueryList").Call(name, jen.Lit(listSep(pp.p)), req)
 			}
 			items := func(b *jen.Group, sel jen.Code) {
-				b.For(sel, p().Dot("Next").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) { appendItem(lb, pp.t.elem, p(), p(), dst) })
+				b.For(sel, par().Dot("Next").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) { appendItem(lb, pp.t.elem, par(), par(), dst) })
 			}
-			cs := checks(pp.t, dst, p())
+			cs := checks(pp.t, dst, par())
 			if len(cs) == 0 {
 				items(grp, sel)
 				continue
@@ -56,9 +56,9 @@ func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
 				}
 			})
 		default:
-			sel := p().Dot("Query").Call(name, req)
+			sel := par().Dot("Query").Call(name, req)
 			if pp.p.In == model.InHeader {
-				sel = p().Dot("Header").Call(name, req)
+				sel = par().Dot("Header").Call(name, req)
 			}
 			switch {
 			case pp.union != nil && !pp.ptr:
@@ -66,15 +66,15 @@ func (g *gen) emitParams(grp *jen.Group, o *opPlan) {
 				continue
 			case pp.union != nil:
 				grp.If(sel.Dot("Present").Call()).Block(
-					dst.Clone().Op("=").Qual(pkgCanonical, "Ptr").Call(unionRead(pp.union, p())))
+					dst.Clone().Op("=").Qual(pkgCanonical, "Ptr").Call(unionRead(pp.union, par())))
 				continue
 			case !pp.ptr:
-				convert(grp, pp.t, sel, p(), dst)
+				convert(grp, pp.t, sel, par(), dst)
 				continue
 			}
 			grp.If(sel.Dot("Present").Call()).BlockFunc(func(b *jen.Group) {
-				b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(pp.t, p()))
-				for _, c := range checks(pp.t, jen.Op("*").Add(dst.Clone()), p()) {
+				b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(pp.t, par()))
+				for _, c := range checks(pp.t, jen.Op("*").Add(dst.Clone()), par()) {
 					b.Add(c)
 				}
 			})
@@ -140,10 +140,10 @@ func unionRead(members []*model.Schema, reader *jen.Statement) jen.Code {
 // or map: one switch on the member path ("status", "created][gte") over every leaf of the
 // schema, maps and undeclared members in the default branch, then the required members of each
 // object present, then the canonical value into the fingerprint (after the body).
-func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
-	p := func() *jen.Statement { return jen.Id("p") }
+func (p *plan) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
+	par := func() *jen.Statement { return jen.Id("p") }
 	dst := jen.Id("r").Dot("Params").Dot(pp.p.GoName)
-	grp.If(p().Dot("DeepObject").Call(jen.Lit(pp.p.Name), jen.Lit(pp.p.Required)).Dot("Present").Call()).BlockFunc(func(b *jen.Group) {
+	grp.If(par().Dot("DeepObject").Call(jen.Lit(pp.p.Name), jen.Lit(pp.p.Required)).Dot("Present").Call()).BlockFunc(func(b *jen.Group) {
 		// Members are set through dst whether it is a value or a pointer (Go dereferences a
 		// pointer to a struct for a field selector).
 		switch {
@@ -155,9 +155,9 @@ func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
 		var cases []jen.Code
 		var maps []jen.Code // default-branch statements: map entries, then Undeclared
 		var required []jen.Code
-		g.deepMembers(pp.t, "", func() *jen.Statement { return dst.Clone() }, nil, nil, &cases, &maps, &required)
-		b.For(p().Dot("NextMember").Call()).Block(
-			jen.Switch(p().Dot("Member").Call()).BlockFunc(func(sw *jen.Group) {
+		p.deepMembers(pp.t, "", func() *jen.Statement { return dst.Clone() }, nil, nil, &cases, &maps, &required)
+		b.For(par().Dot("NextMember").Call()).Block(
+			jen.Switch(par().Dot("Member").Call()).BlockFunc(func(sw *jen.Group) {
 				for _, c := range cases {
 					sw.Add(c)
 				}
@@ -165,7 +165,7 @@ func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
 					for _, m := range maps {
 						d.Add(m)
 					}
-					d.Add(p().Dot("Undeclared").Call())
+					d.Add(par().Dot("Undeclared").Call())
 				})
 			}),
 		)
@@ -173,9 +173,9 @@ func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
 			b.Add(r)
 		}
 		start := jen.Id("in").Dot("QueryObjectStart").Call(jen.Lit(pp.p.Name))
-		value := g.appendExpr(pp.t, dst.Clone(), start, nil, 0, o)
+		value := p.appendExpr(pp.canon, dst.Clone(), start, 0)
 		if pp.ptr {
-			value = jen.Id(g.canonFor(pp.t, nil, o)).Call(start, dst.Clone())
+			value = jen.Id(pp.canon.fn.name).Call(start, dst.Clone())
 		}
 		b.Id("in").Dot("QueryObjectEnd").Call(value)
 	})
@@ -186,24 +186,24 @@ func (g *gen) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
 // objects on the way and present the conditions that they were. Leaves become switch cases, map entries default-branch statements (each
 // continues the loop), required members Required calls (guarded by ensure's objects being
 // present).
-func (g *gen) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, ensure []jen.Code, present []jen.Code, cases, maps, required *[]jen.Code) {
-	p := func() *jen.Statement { return jen.Id("p") }
+func (p *plan) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, ensure []jen.Code, present []jen.Code, cases, maps, required *[]jen.Code) {
+	par := func() *jen.Statement { return jen.Id("p") }
 	mapEntry := func(elem *tinfo, m *jen.Statement, at string) {
-		*maps = append(*maps, jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Add(p()).Dot("MapKey").Call(jen.Lit(at)), jen.Id("ok")).BlockFunc(func(b *jen.Group) {
+		*maps = append(*maps, jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Add(par()).Dot("MapKey").Call(jen.Lit(at)), jen.Id("ok")).BlockFunc(func(b *jen.Group) {
 			for _, e := range ensure {
 				b.Add(e)
 			}
 			b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(elem.code()).Values())
 			if elem.kind == kRaw {
-				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), p().Dot("Once").Call().Dot("Str").Call())
-			} else if cs := checks(elem, jen.Id("e"), p()); len(cs) > 0 {
-				b.Id("e").Op(":=").Add(readExpr(elem, p().Dot("Once").Call()))
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), par().Dot("Once").Call().Dot("Str").Call())
+			} else if cs := checks(elem, jen.Id("e"), par()); len(cs) > 0 {
+				b.Id("e").Op(":=").Add(readExpr(elem, par().Dot("Once").Call()))
 				for _, c := range cs {
 					b.Add(c)
 				}
 				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Id("e")
 			} else {
-				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Add(readExpr(elem, p().Dot("Once").Call()))
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Add(readExpr(elem, par().Dot("Once").Call()))
 			}
 			b.Continue()
 		}))
@@ -219,7 +219,7 @@ func (g *gen) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, en
 		}
 	}
 	if len(names) > 0 {
-		call := p().Dot("Required").Call(append([]jen.Code{jen.Lit(prefix)}, names...)...)
+		call := par().Dot("Required").Call(append([]jen.Code{jen.Lit(prefix)}, names...)...)
 		*required = append(*required, guard(present, call))
 	}
 	for _, f := range t.fields {
@@ -233,7 +233,7 @@ func (g *gen) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, en
 				sub = append(slices.Clone(ensure), jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(jen.Id(f.t.name))))
 				cond = append(slices.Clone(present), dst.Clone().Op("!=").Nil())
 			}
-			g.deepMembers(f.t, path+"][", next, sub, cond, cases, maps, required)
+			p.deepMembers(f.t, path+"][", next, sub, cond, cases, maps, required)
 		case f.t.kind == kMap:
 			mapEntry(f.t.elem, dst, path)
 		default:
@@ -244,21 +244,21 @@ func (g *gen) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, en
 				switch {
 				case f.t.kind == kSlice:
 					b.Add(dst.Clone()).Op("=").Add(f.t.code()).Values()
-					b.For(p().Dot("Values").Call(), p().Dot("Next").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
-						appendItem(lb, f.t.elem, p(), p(), dst)
+					b.For(par().Dot("Values").Call(), par().Dot("Next").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
+						appendItem(lb, f.t.elem, par(), par(), dst)
 					})
-					for _, c := range checks(f.t, dst, p()) {
+					for _, c := range checks(f.t, dst, par()) {
 						b.Add(c)
 					}
 				case f.t.kind == kRaw:
-					b.Add(dst).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), p().Dot("Once").Call().Dot("Str").Call())
+					b.Add(dst).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), par().Dot("Once").Call().Dot("Str").Call())
 				case f.ptr:
-					b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(f.t, p().Dot("Once").Call()))
-					for _, c := range checks(f.t, jen.Op("*").Add(dst.Clone()), p()) {
+					b.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(f.t, par().Dot("Once").Call()))
+					for _, c := range checks(f.t, jen.Op("*").Add(dst.Clone()), par()) {
 						b.Add(c)
 					}
 				default:
-					convert(b, f.t, p().Dot("Once").Call(), p(), dst)
+					convert(b, f.t, par().Dot("Once").Call(), par(), dst)
 				}
 			}))
 		}

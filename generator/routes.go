@@ -56,7 +56,7 @@ func (r *route) pattern() string {
 }
 
 // planRoutes builds the route list, merging operations whose patterns conflict.
-func (g *gen) planRoutes() {
+func (g *planner) planRoutes() {
 	var routes []*route
 	for _, o := range g.ops {
 		if o.pattern == "" {
@@ -149,7 +149,7 @@ func firstConflict(routes []*route) (int, int) {
 
 // merge makes one group route of a and b: literal where every member has the same literal,
 // a wildcard elsewhere.
-func (g *gen) merge(a, b *route) (*route, bool) {
+func (g *planner) merge(a, b *route) (*route, bool) {
 	if a.method != b.method || len(a.parts) != len(b.parts) || a.trail != b.trail {
 		return nil, false
 	}
@@ -187,8 +187,8 @@ func literalCount(o *opPlan) int {
 }
 
 // emitRegisterRoutes writes the body of Register: one mux.Handle per route.
-func (g *gen) emitRegisterRoutes(grp *jen.Group) {
-	for _, r := range g.routes {
+func (p *plan) emitRegisterRoutes(grp *jen.Group) {
+	for _, r := range p.routes {
 		if len(r.members) == 1 {
 			o := r.members[0]
 			grp.If(jen.Id("h").Dot(o.name).Op("!=").Nil()).Block(
@@ -220,7 +220,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 				jen.Func().Params(jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request")).BlockFunc(func(fb *jen.Group) {
 					fb.Switch().BlockFunc(func(sw *jen.Group) {
 						for _, o := range r.members {
-							g.emitMemberCase(sw, r, o)
+							p.emitMemberCase(sw, r, o)
 						}
 						sw.Default().Block(jen.Qual("net/http", "NotFound").Call(jen.Id("w"), jen.Id("r")))
 					})
@@ -233,7 +233,7 @@ func (g *gen) emitRegisterRoutes(grp *jen.Group) {
 // emitMemberCase writes the case of a group dispatcher that recognises member o: its literal
 // segments (and the literal pieces of mixed segments) must match; then its own path values are
 // set from the group's wildcards.
-func (g *gen) emitMemberCase(sw *jen.Group, r *route, o *opPlan) {
+func (p *plan) emitMemberCase(sw *jen.Group, r *route, o *opPlan) {
 	cond := jen.Id("h").Dot(o.name).Op("!=").Nil()
 	var sets []jen.Code
 	for i, p := range o.parts {

@@ -120,7 +120,7 @@ func (f *field) code() jen.Code {
 
 // findCycles marks named schemas that reach themselves through struct-valued members; a field of
 // such a type must be a pointer or the Go type would have infinite size.
-func (g *gen) findCycles() {
+func (g *planner) findCycles() {
 	for _, s := range g.doc.Schemas {
 		seen := map[*model.Schema]bool{}
 		var walk func(x *model.Schema) bool
@@ -147,7 +147,7 @@ func (g *gen) findCycles() {
 }
 
 // reserveNamed claims the Go name of a named component schema.
-func (g *gen) reserveNamed(s *model.Schema) {
+func (g *planner) reserveNamed(s *model.Schema) {
 	if _, ok := g.types[s]; ok {
 		return
 	}
@@ -156,7 +156,7 @@ func (g *gen) reserveNamed(s *model.Schema) {
 
 // typeOf plans the Go type of s. hint names it when it is an inline struct or enum. Every
 // schema is planned once and shared.
-func (g *gen) typeOf(s *model.Schema, hint string) *tinfo {
+func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 	if t, ok := g.types[s]; ok {
 		return t
 	}
@@ -217,7 +217,7 @@ func (g *gen) typeOf(s *model.Schema, hint string) *tinfo {
 }
 
 // planStruct plans the fields of an object schema.
-func (g *gen) planStruct(t *tinfo) {
+func (g *planner) planStruct(t *tinfo) {
 	g.named = append(g.named, t)
 	fnames := newNamer()
 	for _, p := range t.s.Properties {
@@ -243,21 +243,21 @@ func (g *gen) planStruct(t *tinfo) {
 
 // emitTypes declares every planned struct and enum type, and the per-operation parameter and
 // handler types.
-func (g *gen) emitTypes(f *jen.File) {
-	for _, t := range g.named {
+func (p *plan) emitTypes(f *jen.File) {
+	for _, t := range p.named {
 		switch t.kind {
 		case kEnum:
-			g.emitEnum(f, t)
+			p.emitEnum(f, t)
 		case kStruct:
-			g.emitStruct(f, t)
+			p.emitStruct(f, t)
 		}
 	}
-	for _, op := range g.ops {
-		g.emitOpTypes(f, op)
+	for _, op := range p.ops {
+		p.emitOpTypes(f, op)
 	}
 }
 
-func (g *gen) emitEnum(f *jen.File, t *tinfo) {
+func (p *plan) emitEnum(f *jen.File, t *tinfo) {
 	comment(f, "%s is a string enum%s.", t.name, schemaRef(t.s))
 	f.Type().Id(t.name).String()
 	f.Const().DefsFunc(func(grp *jen.Group) {
@@ -268,7 +268,7 @@ func (g *gen) emitEnum(f *jen.File, t *tinfo) {
 	f.Line()
 }
 
-func (g *gen) emitStruct(f *jen.File, t *tinfo) {
+func (p *plan) emitStruct(f *jen.File, t *tinfo) {
 	doc := t.name + " is a request type" + schemaRef(t.s) + "."
 	switch {
 	case t.shared == 1:

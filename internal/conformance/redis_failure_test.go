@@ -397,7 +397,7 @@ func TestRedisClusterMasterRestartedWithAOF(t *testing.T) {
 				if a := s.post(t, "/v1/payments", tenant, "p"+key(i), payment(i)); a.status != 201 || a.replayed {
 					t.Fatalf("payment %d: %v %s", i, a, a.body)
 				}
-				slot, err := d.victim.Command("CLUSTER", "KEYSLOT", fmt.Sprintf("x{%d:%s:%s}", len(tenant), tenant, key(i)))
+				slot, err := d.victim.Command("CLUSTER", "KEYSLOT", "x{"+store.DigestOf(store.ID{Scope: tenant, Key: key(i)}).KeyUUID()+"}")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -123,6 +123,8 @@ type ServerOptions struct {
 	AppendFsync string
 	// Cluster starts the server in cluster mode (see StartCluster).
 	Cluster bool
+	// Config are more lines of redis.conf ("maxmemory 4mb", "rename-command CONFIG \"\"").
+	Config []string
 }
 
 func serverBinary(t testing.TB) string {
@@ -152,6 +154,7 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	if opts.Cluster {
 		conf = append(conf, "cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 2000")
 	}
+	conf = append(conf, opts.Config...)
 	var err error
 	for range 5 {
 		if s.port, err = freePort(opts.Cluster); err != nil {

@@ -3,3 +3,7 @@ package pgstore
 // WaitingForTest returns how many duplicates wait for a concurrent claim of their key in s
 // (store.Claim.Wait), for the tests of package pgstore_test.
 func (s *Store) WaitingForTest() int { return s.waiting.count() }
+
+// MarkPartitionForTest returns the statement that marks table as a partition of the
+// PartitionSweeper's own.
+func MarkPartitionForTest(table string) string { return markPartition(table) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,10 @@ import (
 //
 // Each partition holds the records whose expires_at falls in [start, start+Width), start a
 // multiple of Width since the Unix epoch; it is named idempotency_records_pYYYYMMDDtHHMM
-// after its start (UTC). A record's expiry must fall in a partition that exists: Ahead must
+// after its start (UTC) and carries a table comment naming it as the sweeper's. The sweeper
+// drops only the attached partitions of idempotency_records whose range has ended, and tables
+// that are no longer partitions but carry that comment with their own name (a partition it
+// detached and did not drop); a table is never dropped for its name alone. A record's expiry must fall in a partition that exists: Ahead must
 // exceed the longest retention plus lease (and the longest lease extension) of every
 // operation, and the sweeper must run (or MigratePartitioned run again) at least once per
 // Ahead - retention. A record that fits no partition fails its claim with a store error (503):
@@ -128,6 +132,24 @@ func partitionName(start time.Time) string {
 	return "idempotency_records_p" + start.UTC().Format("20060102t1504")
 }
 
+// The marker is the table comment the sweeper writes on each partition it creates, and again
+// on each ended partition before it detaches it: "idemgen partition <its own name> of
+// idempotency_records". A table that is no longer a partition is dropped only when it carries
+// the marker with its own name: a partition this sweeper detached and did not drop (the
+// process stopped in between). A name alone proves nothing (a user's
+// idempotency_records_plain, a backup, an archive), and a detached partition that someone
+// renamed to keep it no longer matches its marker.
+const (
+	markerHead = "idemgen partition "
+	markerTail = " of idempotency_records"
+)
+
+// markPartition is the statement that writes the marker on table (one of partitionName's).
+func markPartition(table string) string {
+	return "COMMENT ON TABLE " + pgx.Identifier{table}.Sanitize() + " IS '" +
+		strings.ReplaceAll(markerHead+table+markerTail, "'", "''") + "'"
+}
+
 // create adds the partitions for [now, now + Ahead) that do not exist, in one
 // transaction under the creation lock. Each is created as a table of its own and attached
 // (ATTACH PARTITION takes a SHARE UPDATE EXCLUSIVE lock on the table, which the store's
@@ -168,6 +190,9 @@ func (p *PartitionSweeper) create(ctx context.Context) error {
 				return err
 			}
 			_, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+name+" (LIKE idempotency_records INCLUDING COMPRESSION)")
+			if err == nil {
+				_, err = tx.Exec(ctx, markPartition(partitionName(start)))
+			}
 			if err == nil {
 				_, err = tx.Exec(ctx, "ALTER TABLE idempotency_records ATTACH PARTITION "+name+
 					" FOR VALUES FROM ('"+start.UTC().Format(time.RFC3339)+"') TO ('"+start.Add(w).UTC().Format(time.RFC3339)+"')")
@@ -246,11 +271,13 @@ func (p *PartitionSweeper) drop(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("partitions: %w", err)
 	}
 	// Tables of ours that are no longer partitions: detached by a replica that stopped before
-	// its DROP (a partition is created and attached in one transaction, so never the reverse).
+	// its DROP (a partition is created and attached in one transaction, so never the reverse),
+	// known by the marker that names them.
 	orphans, err := conn.Query(ctx, `SELECT c.relname, GREATEST(c.reltuples, 0)::bigint, false FROM pg_class c
 WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
   AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'idempotency_records'::regclass)
-  AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid)`)
+  AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid)
+  AND obj_description(c.oid, 'pg_class') = $1 || c.relname || $2`, markerHead, markerTail)
 	if err != nil {
 		return 0, fmt.Errorf("partitions: %w", err)
 	}
@@ -277,6 +304,14 @@ WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
 		}
 		if e.orphan {
 			detach = "SELECT 1"
+		} else if _, err := conn.Exec(ctx, markPartition(e.name)); err != nil {
+			// Marked before the detach, so that a stop between detach and drop leaves a table
+			// the next round can prove is ours (partitions created before markers existed).
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "42P01" {
+				continue // another replica dropped it
+			}
+			return dropped, fmt.Errorf("mark %s: %w", e.name, err)
 		}
 		if _, err := conn.Exec(ctx, detach); err != nil {
 			var pe *pgconn.PgError

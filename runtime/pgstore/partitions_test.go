@@ -149,3 +149,79 @@ func TestMigrateRefusesTheOtherLayout(t *testing.T) {
 		t.Errorf("MigratePartitioned again: %v", err)
 	}
 }
+
+// The sweeper drops only tables it can prove are its partitions: the attached partitions of
+// idempotency_records whose range has ended, and tables it detached itself (its marker names
+// them) but did not drop. Tables whose names merely look like partitions are the user's: an
+// old plain table kept under idempotency_records_plain while changing layouts, a backup, an
+// archive. (A round used to drop all three, with their rows.)
+func TestPartitionSweeperLeavesUserTables(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t, 4)
+	if _, err := pool.Exec(ctx, migrations.PartitionedSchemaSQL()); err != nil {
+		t.Fatal(err)
+	}
+	user := []string{"idempotency_records_plain", "idempotency_records_pre_upgrade_backup", "idempotency_records_payments_archive",
+		"idempotency_records_p20200101t0000"} // the last one a partition's name, but never ours
+	for _, name := range user {
+		if _, err := pool.Exec(ctx, "CREATE TABLE "+name+" AS SELECT g AS id FROM generate_series(1, 203) g"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A partition of ours that a replica detached and did not drop (it stopped in between):
+	// an ended partition, marked, then detached by hand.
+	var hourStart time.Time
+	if err := pool.QueryRow(ctx, "SELECT date_trunc('hour', now())").Scan(&hourStart); err != nil {
+		t.Fatal(err)
+	}
+	orphan := "idempotency_records_p" + hourStart.Add(-5*time.Hour).UTC().Format("20060102t1504")
+	if _, err := pool.Exec(ctx, "CREATE TABLE "+orphan+" (LIKE idempotency_records)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE idempotency_records ATTACH PARTITION "+orphan+" FOR VALUES FROM ('"+
+		hourStart.Add(-5*time.Hour).UTC().Format(time.RFC3339)+"') TO ('"+hourStart.Add(-4*time.Hour).UTC().Format(time.RFC3339)+"')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, pgstore.MarkPartitionForTest(orphan)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE idempotency_records DETACH PARTITION "+orphan); err != nil {
+		t.Fatal(err)
+	}
+	// A user table renamed from one of our detached partitions: the marker names the old name.
+	renamed := "idempotency_records_p" + hourStart.Add(-7*time.Hour).UTC().Format("20060102t1504")
+	if _, err := pool.Exec(ctx, "CREATE TABLE "+renamed+" (LIKE idempotency_records)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, pgstore.MarkPartitionForTest(renamed)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE "+renamed+" RENAME TO idempotency_records_kept"); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 2 {
+		if _, err := (&pgstore.PartitionSweeper{Pool: pool, Width: time.Hour, Ahead: 3 * time.Hour}).SweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range append(user, "idempotency_records_kept") {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+name).Scan(&n); err != nil {
+			t.Errorf("%s after a sweep: %v", name, err)
+			continue
+		}
+		if want := 203; name == "idempotency_records_kept" {
+			want = 0
+			if n != want {
+				t.Errorf("%s has %d rows, want %d", name, n, want)
+			}
+		} else if n != want {
+			t.Errorf("%s has %d rows, want %d", name, n, want)
+		}
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", orphan).Scan(&exists); err != nil || exists {
+		t.Errorf("the detached partition of ours %s still exists (%v): the sweeper must finish its drop", orphan, err)
+	}
+}

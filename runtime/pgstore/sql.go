@@ -1,8 +1,6 @@
 package pgstore
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"strings"
 	"time"
 
@@ -331,15 +329,15 @@ const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1
 // transaction that claims before its handler starts.
 const sqlSetCheckInterval = "SELECT set_config('client_connection_check_interval', $1, true)"
 
-// Digest returns the two digests a record is stored under: scopeID, the first 64 bits of
-// SHA-256 over "idemgen/scope/v1", a zero byte and the scope (the column to distribute the
-// table by: records of one scope share it), and keyID, the first 128 bits of SHA-256 over
-// "idemgen/record/v1", a zero byte, the scope's length in bytes as a big-endian uint64, the
-// scope and the key (the primary key). docs/runtime.md has the same in SQL, for looking a record
-// up by hand. A collision of keyIDs needs about 2^64 records to become likely.
+// Digest returns the two digests a record is stored under (store.DigestOf): scopeID, the
+// first 64 bits of SHA-256 over "idemgen/scope/v1", a zero byte and the scope (the column to
+// distribute the table by: records of one scope share it), and keyID, the first 128 bits of
+// SHA-256 over "idemgen/record/v1", a zero byte, the scope's length in bytes as a big-endian
+// uint64, the scope and the key (the primary key). docs/runtime.md has the same in SQL, for
+// looking a record up by hand. A collision of keyIDs needs about 2^64 records to become likely.
 func Digest(id store.ID) (scopeID int64, keyID [16]byte) {
-	d := digest(id)
-	return d.scope, d.key.Bytes
+	d := store.DigestOf(id)
+	return d.Scope, d.Key
 }
 
 // recordDigest is what statements need of a store.ID: its digests and its claim lock key.
@@ -354,23 +352,6 @@ type recordDigest struct {
 }
 
 func digest(id store.ID) recordDigest {
-	var d recordDigest
-	// The framings are hashed from one buffer, on the stack for scopes and keys of usual sizes.
-	const scopeTag, recordTag = "idemgen/scope/v1\x00", "idemgen/record/v1\x00"
-	var stack [256]byte
-	buf := stack[:0]
-	if n := len(recordTag) + 8 + len(id.Scope) + len(id.Key); n > len(stack) {
-		buf = make([]byte, 0, n)
-	}
-	buf = append(append(buf, scopeTag...), id.Scope...)
-	sum := sha256.Sum256(buf)
-	d.scope = int64(binary.BigEndian.Uint64(sum[:8]))
-	buf = append(buf[:0], recordTag...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(id.Scope)))
-	buf = append(append(buf, id.Scope...), id.Key...)
-	sum = sha256.Sum256(buf)
-	copy(d.key.Bytes[:], sum[:16])
-	d.key.Valid = true
-	d.lock = int64(binary.BigEndian.Uint64(sum[16:24]))
-	return d
+	d := store.DigestOf(id)
+	return recordDigest{scope: d.Scope, key: pgtype.UUID{Bytes: d.Key, Valid: true}, lock: d.Lock}
 }

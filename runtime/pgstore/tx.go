@@ -67,6 +67,9 @@ type tx struct {
 	// given back with the connection.
 	slot   bool
 	cancel context.CancelCauseFunc
+	// kept is the response stored by a successful Commit (store.Kept): its body omitted when
+	// the scope was over its stored-bytes cap.
+	kept *store.Response
 }
 
 // end gives the connection and the handler slot back, and wakes the duplicates of this
@@ -165,6 +168,9 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 	default:
 		err = t.completeAndCommit(ctx, &resp)
 	}
+	if err == nil && t.kind != commitPlain {
+		t.kept = &resp
+	}
 	if err != nil {
 		t.s.rollback(t.conn)
 		if errors.Is(err, store.ErrLost) && t.kind == commitInsert {
@@ -177,6 +183,14 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 		}
 	}
 	return err
+}
+
+// Kept returns the response the last Commit stored (store.Kept).
+func (t *tx) Kept() (store.Response, bool) {
+	if t.kept == nil {
+		return store.Response{}, false
+	}
+	return *t.kept, true
 }
 
 // Abort rolls back and releases the claim; see store.Tx. A connection that is gone (the

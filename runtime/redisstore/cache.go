@@ -391,12 +391,24 @@ type cacheTx[DB any] struct {
 	claim store.Claim
 	token int64
 	at    anchor
+	kept  *store.Response
+}
+
+// Kept returns what the database kept at Commit (store.Kept).
+func (t *cacheTx[DB]) Kept() (store.Response, bool) {
+	if t.kept == nil {
+		return store.Response{}, false
+	}
+	return *t.kept, true
 }
 
 func (t *cacheTx[DB]) Commit(ctx context.Context, resp store.Response) error {
 	start := t.c.nanos()
 	err := t.Tx.Commit(ctx, resp)
 	if err == nil {
+		// What the database kept: its per-scope caps may have omitted the body.
+		resp = store.KeptResponse(t.Tx, resp)
+		t.kept = &resp
 		rec := store.Record{Operation: t.claim.Operation, Fingerprint: t.claim.Fingerprint,
 			State: store.Completed, Token: t.token, Response: resp}
 		t.c.keep(ctx, t.claim.ID, &rec, t.at, start, t.claim.Retention)

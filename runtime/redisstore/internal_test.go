@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,9 @@ func TestKeyNameIsInjective(t *testing.T) {
 			t.Errorf("%+v and %+v share the name %q", id, other, k)
 		}
 		seen[k] = id
+		if strings.Count(k, "{") != 1 || strings.Count(k, "}") != 1 || !strings.HasSuffix(k, "}") {
+			t.Errorf("%q: want exactly one hash tag, at the end", k)
+		}
 	}
 	if err := checkPrefix("bad{"); err == nil {
 		t.Error("a prefix with a brace was accepted")

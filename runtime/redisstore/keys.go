@@ -12,24 +12,15 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// keyName is the Redis key of a record: prefix, then a hash tag holding the scope's length, the
-// scope and the key: "idemgen:l:{5:acme1:k-123}". The length makes the name injective (a scope
-// may contain ':'); the braces make Redis Cluster hash the record's name by what is inside them,
-// so every name derived from one record lands in one slot. Scopes and keys may contain '{' or
-// '}' (keys are visible ASCII but ','): the tag then ends earlier, which changes which slot the
-// record lives in, never which record a name means.
+// keyName is the Redis key of a record: prefix, then the record's digest (store.DigestOf,
+// the 128 bits pgstore stores as key_id) as a UUID inside a hash tag:
+// "idemgen:lease:{1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b}". No raw scope or key is ever part of a
+// name, so SCAN, MONITOR, SLOWLOG, the AOF and `redis-cli --bigkeys` show none (a scope is often
+// a credential); support tools that know (tenant, key) compute the same name. The braces make
+// Redis Cluster hash the name by the digest alone, so each record's commands run on one node
+// and records spread evenly over the slots.
 func keyName(prefix string, id store.ID) string {
-	var b strings.Builder
-	b.Grow(len(prefix) + len(id.Scope) + len(id.Key) + 8)
-	b.WriteString(prefix)
-	b.WriteByte('{')
-	b.WriteString(strconv.Itoa(len(id.Scope)))
-	b.WriteByte(':')
-	b.WriteString(id.Scope)
-	b.WriteByte(':')
-	b.WriteString(id.Key)
-	b.WriteByte('}')
-	return b.String()
+	return prefix + "{" + store.DigestOf(id).KeyUUID() + "}"
 }
 
 // checkPrefix refuses a key prefix with a brace: the record's hash tag must be the first one in

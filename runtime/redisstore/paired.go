@@ -238,6 +238,15 @@ type pairedTx[DB any] struct {
 	p     *Paired[DB]
 	claim store.Claim
 	token int64
+	kept  *store.Response
+}
+
+// Kept returns what the database kept at Commit (store.Kept).
+func (t *pairedTx[DB]) Kept() (store.Response, bool) {
+	if t.kept == nil {
+		return store.Response{}, false
+	}
+	return *t.kept, true
 }
 
 func (t *pairedTx[DB]) Commit(ctx context.Context, resp store.Response) error {
@@ -246,7 +255,10 @@ func (t *pairedTx[DB]) Commit(ctx context.Context, resp store.Response) error {
 	switch {
 	case err == nil:
 		// The database has the completion; a Redis failure here is repaired by the takeover
-		// that follows the lease (see Paired), so the request has succeeded either way.
+		// that follows the lease (see Paired), so the request has succeeded either way. Redis
+		// gets what the database kept (its per-scope caps may have omitted the body).
+		resp = store.KeptResponse(t.Tx, resp)
+		t.kept = &resp
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		_ = t.p.r.Complete(cctx, t.claim.ID, t.token, resp, t.claim.Retention)
 		cancel()

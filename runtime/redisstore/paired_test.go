@@ -76,7 +76,7 @@ func newPairedForTest(t *testing.T, topo redistest.Topology) pairedT {
 // write would.
 func (p pairedT) lose(t *testing.T, id store.ID) {
 	t.Helper()
-	key := p.prefix + "{" + strconv.Itoa(len(id.Scope)) + ":" + id.Scope + ":" + id.Key + "}"
+	key := p.prefix + "{" + store.DigestOf(id).KeyUUID() + "}"
 	if n, err := p.client.Do(context.Background(), p.client.B().Del().Key(key).Build()).AsInt64(); err != nil || n != 1 {
 		t.Fatalf("lose %s: %d %v", key, n, err)
 	}

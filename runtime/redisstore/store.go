@@ -13,9 +13,10 @@
 //     answers differently from the database: on any Redis failure or slowness the database
 //     answers.
 //
-// Every key is hash-tagged ({len:scope:key}), and every script touches that one key, so every
-// call runs on one Redis Cluster node. docs/redis.md describes durability (AOF settings, what a
-// failover can lose, what each risks for money) and when to choose which store.
+// Every key is the record's digest in a hash tag ({<digest>}, no raw scope or key), and every
+// script touches that one key, so every call runs on one Redis Cluster node. docs/redis.md
+// describes durability (AOF settings, what a failover can lose, what each risks for money),
+// eviction (which maxmemory-policy each store needs) and when to choose which store.
 //
 //	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	pg := pgstore.New(pool, pgstore.Options{})
@@ -49,6 +50,15 @@ type Options struct {
 	// pgstore's Sweeper.AbandonAfter does); default 24h. Until then the key stays refused to
 	// any other request (422), however long the call takes.
 	AbandonAfter time.Duration
+	// PolicyRecheck is how often the store reads the servers' maxmemory-policy again while it
+	// runs (it also reads it when made and after every connection failure); default 10s. Claims
+	// are refused with ErrEvictionPolicy while a server's policy is not noeviction.
+	PolicyRecheck time.Duration
+	// AssumeNoEviction says that the servers' maxmemory-policy is noeviction although they
+	// refuse to tell (CONFIG GET and INFO both refused, as on some managed services): without
+	// it, such a server is refused with ErrPolicyUnknown. A policy the server does tell is
+	// checked whatever this says.
+	AssumeNoEviction bool
 }
 
 // Store is the lease-mode store on Redis: one hash per record under a hash-tagged key, changed
@@ -67,11 +77,15 @@ type Store struct {
 	c       rueidis.Client
 	prefix  string
 	abandon string // Options.AbandonAfter in µs
+	policy  *policyGuard
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns the lease store on client (a standalone, sentinel or cluster client of rueidis).
+// It reads every server's maxmemory-policy (within 5 s) and fails with ErrEvictionPolicy when
+// one is not noeviction, or ErrPolicyUnknown when one will not say (see
+// Options.AssumeNoEviction); a server that does not answer is checked before the first claim.
 // It fails when opts.Prefix contains a brace.
 func New(client rueidis.Client, opts Options) (*Store, error) {
 	if opts.Prefix == "" {
@@ -86,7 +100,17 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 	if opts.AbandonAfter <= 0 {
 		opts.AbandonAfter = 24 * time.Hour
 	}
-	return &Store{c: client, prefix: opts.Prefix, abandon: micros(opts.AbandonAfter)}, nil
+	if opts.PolicyRecheck <= 0 {
+		opts.PolicyRecheck = 10 * time.Second
+	}
+	s := &Store{c: client, prefix: opts.Prefix, abandon: micros(opts.AbandonAfter),
+		policy: &policyGuard{c: client, every: opts.PolicyRecheck, assume: opts.AssumeNoEviction}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.policy.allow(ctx); err != nil && (errors.Is(err, ErrEvictionPolicy) || errors.Is(err, ErrPolicyUnknown)) {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *Store) key(id store.ID) []string { return []string{keyName(s.prefix, id)} }
@@ -96,6 +120,7 @@ func (s *Store) key(id store.ID) []string { return []string{keyName(s.prefix, id
 func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error) {
 	m, err := scriptGet.Exec(ctx, s.c, s.key(id), nil).ToMessage()
 	if err != nil {
+		s.policy.failed(err)
 		return store.Record{}, false, fmt.Errorf("redisstore: get: %w", err)
 	}
 	rec, found, err := parseRecord(&m)
@@ -109,10 +134,14 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 // record. A running record stays until it is completed (then it replays for c.Retention after
 // completion) or released, or until Options.AbandonAfter after its lease ended.
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
+	if err := s.policy.allow(ctx); err != nil {
+		return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
+	}
 	m, err := scriptReserve.Exec(ctx, s.c, s.key(c.ID), []string{
 		c.Operation, fingerprintBytes(c.Fingerprint), micros(c.Lease), s.abandon,
 	}).ToMessage()
 	if err != nil {
+		s.policy.failed(err)
 		return store.Reservation{}, fmt.Errorf("redisstore: reserve: %w", err)
 	}
 	if m.IsString() {
@@ -136,11 +165,15 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 // lease of c.Lease, and returns the new token; store.ErrLost when the record is not running under
 // old with an ended lease.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
+	if err := s.policy.allow(ctx); err != nil {
+		return 0, fmt.Errorf("redisstore: take over: %w", err)
+	}
 	m, err := scriptTakeOver.Exec(ctx, s.c, s.key(c.ID), []string{strconv.FormatInt(old, 10), micros(c.Lease), s.abandon}).ToMessage()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, store.ErrLost
 	case err != nil:
+		s.policy.failed(err)
 		return 0, fmt.Errorf("redisstore: take over: %w", err)
 	}
 	tok, err := parseToken(&m)
@@ -187,6 +220,7 @@ func (s *Store) complete(ctx context.Context, id store.ID, token int64, rec *sto
 // under token is left alone (nil).
 func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
 	if err := scriptRelease.Exec(ctx, s.c, s.key(id), []string{strconv.FormatInt(token, 10)}).Error(); err != nil {
+		s.policy.failed(err)
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	return nil
@@ -257,6 +291,7 @@ func (s *Store) cas(ctx context.Context, what string, script *rueidis.Lua, id st
 	n, err := script.Exec(ctx, s.c, s.key(id), args).AsInt64()
 	switch {
 	case err != nil:
+		s.policy.failed(err)
 		return fmt.Errorf("redisstore: %s: %w", what, err)
 	case n == 0:
 		return store.ErrLost

@@ -194,6 +194,28 @@ type Tx[DB any] interface {
 	Abort(ctx context.Context) error
 }
 
+// Kept is an optional capability of a Tx: the response as the store kept it, after a Commit
+// that returned nil. A store that bounds what one scope may keep (pgstore.Limits: stored body
+// bytes per scope) can keep less than it was given: the status and headers without the body
+// (BodyOmitted). A store in front of another (a replay cache, a paired lease store) copies what
+// the other kept, never what it was given, so every tier replays a key alike.
+type Kept interface {
+	// Kept returns the response stored by the last Commit; ok is false before a successful
+	// Commit.
+	Kept() (resp Response, ok bool)
+}
+
+// KeptResponse returns what tx kept of resp at its Commit (Kept), or resp itself when tx does
+// not say.
+func KeptResponse[DB any](tx Tx[DB], resp Response) Response {
+	if k, ok := tx.(Kept); ok {
+		if r, ok := k.Kept(); ok {
+			return r
+		}
+	}
+	return resp
+}
+
 var (
 	// ErrBusy: a concurrent request holds the key (the client gets 409 in-flight).
 	ErrBusy = errors.New("store: the key is held by a concurrent request")
