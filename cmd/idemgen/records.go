@@ -64,16 +64,20 @@ func newRecordsCmd() *cobra.Command {
 	var rf recordsFlags
 	cmd := &cobra.Command{
 		Use:   "records",
-		Short: "Read the idempotency records of a running service (get one by tenant and key; stats)",
+		Short: "Read the idempotency records of a running service (get one by tenant and key; stats; uncertain)",
 		Long: `Read the PostgreSQL idempotency store of a running service, as support staff need it,
-and print JSON. Nothing is written.
+and print JSON (records uncertain: a table unless --format json). Nothing is written.
 
   idemgen records get   the records a tenant's key names: state, operation, fingerprint
                         version, stored status and headers, Location, created, completed and
                         expiry times, the lease and until when it runs, and the tenant_hash
                         and key_hash that the service's log lines carry
   idemgen records stats counts by state and operation, the oldest running claim, stale
-                        claims, bytes stored, expired records not yet swept (reads every row)
+                        claims, uncertain records, bytes stored, expired records not yet
+                        swept (reads every row)
+  idemgen records uncertain
+                        the lease-mode records whose outcome is uncertain, with their
+                        provider keys (a table, or JSON with --format json)
 
 Connect with --dsn (a URL or key=value string; prefer $IDEMGEN_DSN, which does not show in the
 process list). Exit codes: 0 success (also when no record is found: "found" is false),
@@ -81,7 +85,7 @@ process list). Exit codes: 0 success (also when no record is found: "found" is f
 		Args: cobra.NoArgs,
 	}
 	rf.register(cmd)
-	cmd.AddCommand(newRecordsGetCmd(&rf), newRecordsStatsCmd(&rf))
+	cmd.AddCommand(newRecordsGetCmd(&rf), newRecordsStatsCmd(&rf), newRecordsUncertainCmd(&rf))
 	return cmd
 }
 
