@@ -37,9 +37,9 @@ func TestReportCSVAndJSONLines(t *testing.T) {
 		format Format
 		line   int
 	}{
-		"csv": {"\xEF\xBB\xBFid,Idempotency_Key,amount,currency,status,created\nch_1," + pk1 + ",1250,eur, succeeded ,2026-11-02T10:30:00Z\n", Detect, 2},
-		"csv-quoted": {"idempotency_key,amount,currency,status,created\n\"" + pk1 + "\",\"1250\",EUR,succeeded,\"2026-11-02 10:30:00\"\n", CSV, 2},
-		"jsonl": {"\n{\"idempotency_key\":\"" + pk1 + "\",\"amount\":1250,\"currency\":\"eur\",\"status\":\"succeeded\",\"created\":1793615400}\n", Detect, 2},
+		"csv":                    {"\xEF\xBB\xBFid,Idempotency_Key,amount,currency,status,created\nch_1," + pk1 + ",1250,eur, succeeded ,2026-11-02T10:30:00Z\n", Detect, 2},
+		"csv-quoted":             {"idempotency_key,amount,currency,status,created\n\"" + pk1 + "\",\"1250\",EUR,succeeded,\"2026-11-02 10:30:00\"\n", CSV, 2},
+		"jsonl":                  {"\n{\"idempotency_key\":\"" + pk1 + "\",\"amount\":1250,\"currency\":\"eur\",\"status\":\"succeeded\",\"created\":1793615400}\n", Detect, 2},
 		"jsonl-no-final-newline": {"{\"idempotency_key\":\"" + pk1 + "\",\"amount\":\"1250\",\"currency\":\"EUR\",\"status\":\"succeeded\",\"created\":\"2026-11-02T11:30:00+01:00\"}", JSONLines, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
