@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/template"
 	"time"
 
-	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/idemgen/idemgen/runtime/prometheus"
 	"github.com/idemgen/idemgen/runtime/reconcile"
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -129,14 +128,9 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 		return &exitError{code: exitUsage, err: err}
 	}
 	defer closeReport()
-	var metrics *promclient.Registry
+	var summary *reconcile.Summary
 	if f.metricsFile != "" {
-		metrics = promclient.NewRegistry()
-		obs, err := prometheus.NewReconcileObserver(metrics)
-		if err != nil {
-			return err
-		}
-		opts.Observer = obs
+		opts.Observer = observerFunc(func(s reconcile.Summary) { summary = &s })
 	}
 
 	ctx := cmd.Context()
@@ -157,8 +151,8 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 	case err != nil:
 		return &exitError{code: exitStore, err: err}
 	}
-	if metrics != nil {
-		if err := promclient.WriteToTextfile(f.metricsFile, metrics); err != nil {
+	if summary != nil {
+		if err := writeMetricsFile(f.metricsFile, *summary); err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--metrics-file: %w", err)}
 		}
 	}
@@ -181,6 +175,33 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 		return &exitError{code: exitDesync}
 	}
 	return nil
+}
+
+// observerFunc is a reconcile.Observer.
+type observerFunc func(reconcile.Summary)
+
+func (f observerFunc) Reconciled(s reconcile.Summary) { f(s) }
+
+// writeMetricsFile replaces file with the run's metrics (reconcile.WriteMetrics) through a
+// temporary file in its folder, so that the textfile collector never reads half of it.
+func writeMetricsFile(file string, s reconcile.Summary) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := reconcile.WriteMetrics(tmp, s); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }
 
 // desyncLeft is the number of desynchronisations that no resolution settled.

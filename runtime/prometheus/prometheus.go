@@ -210,15 +210,15 @@ func NewReconcileObserver(reg prometheus.Registerer) (*ReconcileObserver, error)
 	o := &ReconcileObserver{
 		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "idemgen_reconcile_findings",
-			Help: "Findings of the last reconciliation with the provider's report, by class (charged_no_record: money moved, the client may not know).",
+			Help: reconcile.HelpFindings,
 		}, []string{"class"}),
 		lines: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "idemgen_reconcile_report_lines",
-			Help: "Lines of the provider's report the last reconciliation read.",
+			Help: reconcile.HelpLines,
 		}),
 		last: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "idemgen_reconcile_last_run_timestamp_seconds",
-			Help: "Unix time the last reconciliation with the provider's report ended.",
+			Help: reconcile.HelpLastRun,
 		}),
 	}
 	for _, c := range []prometheus.Collector{o.findings, o.lines, o.last} {

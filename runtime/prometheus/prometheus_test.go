@@ -134,4 +134,14 @@ idemgen_reconcile_last_run_timestamp_seconds 1.7936154e+09
 		"idemgen_reconcile_findings", "idemgen_reconcile_report_lines", "idemgen_reconcile_last_run_timestamp_seconds"); err != nil {
 		t.Fatal(err)
 	}
+	// reconcile.WriteMetrics (`idemgen reconcile --metrics-file`) writes the same metrics.
+	var file strings.Builder
+	if err := reconcile.WriteMetrics(&file, reconcile.Summary{Counts: map[reconcile.Class]int64{reconcile.ChargedNoRecord: 2, reconcile.AmountMismatch: 1},
+		Lines: 1000, At: time.Unix(1793615400, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(file.String()), "idemgen_reconcile_findings", "idemgen_reconcile_report_lines",
+		"idemgen_reconcile_last_run_timestamp_seconds"); err != nil {
+		t.Fatalf("reconcile.WriteMetrics differs from ReconcileObserver: %v\n%s", err, file.String())
+	}
 }
