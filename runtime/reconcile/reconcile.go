@@ -25,8 +25,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -161,13 +159,13 @@ func Run(ctx context.Context, src store.Reconcilable, report io.Reader, opts Opt
 				r.last = l.Time
 			}
 		}
-		pk, ok := parseKey(l.ProviderKey)
+		pk, p, ok := parseKey(l.ProviderKey)
 		if !ok {
 			r.res.Foreign++
 			continue
 		}
 		l.ProviderKey = pk
-		r.seen = append(r.seen, prefix(pk))
+		r.seen = append(r.seen, p)
 		if lines = append(lines, l); len(lines) == batch {
 			if err := r.lookUp(ctx, lines); err != nil {
 				return nil, err
@@ -264,8 +262,10 @@ func (r *run) unreported(ctx context.Context) error {
 	r.res.Window.From, r.res.Window.To = from, to
 	slices.SortFunc(r.seen, keyPrefix.compare)
 	err := r.src.ScanCalls(ctx, from, to, func(c *store.CallRecord) error {
-		if _, ok := slices.BinarySearchFunc(r.seen, prefix(c.ProviderKey), keyPrefix.compare); ok {
-			return nil
+		if p, valid := prefixOf(c.ProviderKey); valid {
+			if _, ok := slices.BinarySearchFunc(r.seen, p, keyPrefix.compare); ok {
+				return nil
+			}
 		}
 		f, ok := classifyUnreported(c, r.opts.ReportComplete)
 		if !ok {
@@ -327,24 +327,44 @@ func statusSet(o Options) map[string]statusKind {
 	return m
 }
 
-// parseKey returns a report key as a provider key (64 lowercase hex digits), or false.
-func parseKey(k string) (string, bool) {
-	if len(k) != 64 {
-		return "", false
+// parseKey returns a report key as a provider key (64 lowercase hex digits) with its prefix,
+// or false.
+func parseKey(k string) (string, keyPrefix, bool) {
+	p, ok := prefixOf(k)
+	if !ok {
+		return "", p, false
 	}
-	if _, err := hex.DecodeString(k); err != nil {
-		return "", false
-	}
-	return strings.ToLower(k), true
+	return strings.ToLower(k), p, true
 }
 
 // keyPrefix is the first 128 bits of a provider key: what the set of keys a report mentions
 // keeps of each (two keys that share it are about 2^64 keys away).
 type keyPrefix [2]uint64
 
-func prefix(pk string) keyPrefix {
-	b, _ := hex.DecodeString(pk[:32])
-	return keyPrefix{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16])}
+// prefixOf checks that k is 64 hex digits (any case) and returns its prefix, without
+// allocating.
+func prefixOf(k string) (keyPrefix, bool) {
+	var p keyPrefix
+	if len(k) != 64 {
+		return p, false
+	}
+	for i := 0; i < 64; i++ {
+		var v byte
+		switch c := k[i]; {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return keyPrefix{}, false
+		}
+		if i < 32 {
+			p[i/16] = p[i/16]<<4 | uint64(v)
+		}
+	}
+	return p, true
 }
 
 func (a keyPrefix) compare(b keyPrefix) int {

@@ -120,3 +120,21 @@ func TestParseAmountAndTime(t *testing.T) {
 		t.Errorf("fractional seconds: %v, %v", frac, err)
 	}
 }
+
+// prefixOf reads the first 128 bits of a provider key in any case, and refuses anything that is
+// not 64 hex digits.
+func TestKeyPrefix(t *testing.T) {
+	p, ok := prefixOf(pk1)
+	up, okUp := prefixOf(strings.ToUpper(pk1))
+	if !ok || !okUp || p != up || p != (keyPrefix{0x8d23cf6c86e834a7, 0xaa6eded54c26ce2b}) {
+		t.Fatalf("prefixOf(%s) = %x %v, upper %x %v", pk1, p, ok, up, okUp)
+	}
+	for _, bad := range []string{"", pk1[:63], pk1 + "0", pk1[:63] + "g", "ch_1"} {
+		if _, ok := prefixOf(bad); ok {
+			t.Errorf("prefixOf(%q) accepted", bad)
+		}
+	}
+	if k, _, ok := parseKey(strings.ToUpper(pk1)); !ok || k != pk1 {
+		t.Errorf("parseKey of the upper-case key: %q %v", k, ok)
+	}
+}
