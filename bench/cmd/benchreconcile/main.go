@@ -77,11 +77,11 @@ func main() {
 }
 
 // The planted desynchronisations, by call number g (1..records), among the report's calls.
-func uncertain(g int64) bool     { return g%1000 == 7 }         // running, lease ended, charged
-func otherAmount(g int64) bool   { return g%200 == 3 }          // charged 1 cent more
-func failedAtProv(g int64) bool  { return g%200 == 5 }          // the provider says failed
-func missingAtProv(g int64) bool { return g%200 == 9 }          // no line in the report
-func amount(g int64) int64       { return 1000 + g%100 }        // what the handler recorded
+func uncertain(g int64) bool     { return g%1000 == 7 }  // running, lease ended, charged
+func otherAmount(g int64) bool   { return g%200 == 3 }   // charged 1 cent more
+func failedAtProv(g int64) bool  { return g%200 == 5 }   // the provider says failed
+func missingAtProv(g int64) bool { return g%200 == 9 }   // no line in the report
+func amount(g int64) int64       { return 1000 + g%100 } // what the handler recorded
 func providerKey(g int64) string { return hex.EncodeToString(sha(g)) }
 func sha(g int64) []byte         { s := sha256.Sum256([]byte(fmt.Sprint(g))); return s[:] }
 
