@@ -30,7 +30,7 @@ type reconcileFlags struct {
 	format, metricsFile                         string
 	resolve, yes                                bool
 	operator, reason, responseTemplate, tplFile string
-	responseStatus                              int
+	responseStatus, concurrency                 int
 }
 
 func newReconcileCmd() *cobra.Command {
@@ -97,6 +97,7 @@ outcomes and reconciliation".`,
 	fl.StringVar(&f.to, "to", "", "record-side checks until this `TIME` (RFC 3339; default: the report's latest line)")
 	fl.DurationVar(&f.margin, "margin", 5*time.Minute, "leave the window's last `DURATION` out of the record-side checks (charges dated after the report's end)")
 	fl.BoolVar(&f.complete, "report-complete", false, "the report lists every call the provider received in its window: an uncertain record it does not mention never charged")
+	fl.IntVar(&f.concurrency, "concurrency", 4, "`N` reads of the call log in flight at once (each a database connection)")
 	fl.StringVar(&f.format, "format", "text", "output `FORMAT`: text or json (JSON lines)")
 	fl.StringVar(&f.metricsFile, "metrics-file", "", "write the run's idemgen_reconcile_* metrics to this `FILE` (Prometheus text format, replaced atomically)")
 	fl.BoolVar(&f.resolve, "resolve", false, "write the resolutions of uncertain records after confirmation (needs --operator)")
@@ -134,6 +135,7 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 	}
 
 	ctx := cmd.Context()
+	rf.maxConns = int32(opts.Concurrency + 1)
 	st, pool, err := rf.open(ctx)
 	if err != nil {
 		return err
@@ -241,7 +243,10 @@ func (f *reconcileFlags) options() (reconcile.Options, error) {
 	if f.cols.Key == "-" || f.cols.Status == "-" || f.cols.Key == "" || f.cols.Status == "" {
 		return o, errorf("--key-column and --status-column name columns the report must have")
 	}
-	o.Columns, o.AmountDecimal, o.ReportComplete, o.Margin = f.cols, f.decimal, f.complete, f.margin
+	if f.concurrency < 1 || f.concurrency > 64 {
+		return o, errorf("--concurrency %d: want 1 to 64", f.concurrency)
+	}
+	o.Columns, o.AmountDecimal, o.ReportComplete, o.Margin, o.Concurrency = f.cols, f.decimal, f.complete, f.margin, f.concurrency
 	o.Charged, o.NotCharged = f.charged, f.notCharged
 	for name, v := range map[string]*time.Time{f.from: &o.From, f.to: &o.To} {
 		if name == "" {

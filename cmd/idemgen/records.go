@@ -24,6 +24,8 @@ import (
 type recordsFlags struct {
 	dsn     string
 	timeout time.Duration
+	// maxConns is the pool's size; 0: 2.
+	maxConns int32
 }
 
 func (f *recordsFlags) register(cmd *cobra.Command) {
@@ -48,7 +50,7 @@ func (f *recordsFlags) open(ctx context.Context) (*pgstore.Store, *pgxpool.Pool,
 		// pgx's message may quote the DSN, password included: say only what is wrong.
 		return nil, nil, &exitError{code: exitUsage, err: errorf("--dsn is not a PostgreSQL connection string or URL")}
 	}
-	cfg.MaxConns = 2
+	cfg.MaxConns = max(f.maxConns, 2)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}

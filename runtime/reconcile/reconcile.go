@@ -64,7 +64,10 @@ type Options struct {
 	// (UncertainNotCharged, released by a resolution) instead of UncertainUnreported.
 	ReportComplete bool
 	// BatchSize is how many report lines one read of the call log looks up; default 2000.
-	BatchSize int
+	// Concurrency is how many of those reads are in flight at once, while earlier batches are
+	// classified (each holds a connection of the store's pool); default 4. Memory holds
+	// Concurrency + 1 batches.
+	BatchSize, Concurrency int
 	// Finding, when set, receives every finding as it is found (streaming: Run keeps only the
 	// resolvable ones). An error it returns stops Run.
 	Finding func(Finding) error
@@ -141,6 +144,8 @@ func Run(ctx context.Context, src store.Reconcilable, report io.Reader, opts Opt
 	if batch <= 0 {
 		batch = 2000
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the lookups still in flight when Run returns early
 	lines := make([]Line, 0, batch)
 	for {
 		l, err := rd.next()
@@ -167,14 +172,19 @@ func Run(ctx context.Context, src store.Reconcilable, report io.Reader, opts Opt
 		l.ProviderKey = pk
 		r.seen = append(r.seen, p)
 		if lines = append(lines, l); len(lines) == batch {
-			if err := r.lookUp(ctx, lines); err != nil {
+			if err := r.submit(ctx, lines); err != nil {
 				return nil, err
 			}
-			lines = lines[:0]
+			lines = make([]Line, 0, batch)
 		}
 	}
-	if err := r.lookUp(ctx, lines); err != nil {
+	if err := r.submit(ctx, lines); err != nil {
 		return nil, err
+	}
+	for len(r.queue) > 0 {
+		if err := r.classifyNext(); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.unreported(ctx); err != nil {
 		return nil, err
@@ -202,21 +212,54 @@ type run struct {
 	statuses    map[string]statusKind
 	seen        []keyPrefix
 	first, last time.Time
+	// queue holds the batches whose calls are being read, oldest first: they are classified
+	// in the report's order.
+	queue []*lookup
 }
 
-// lookUp reads the calls of a batch of lines and classifies each line.
-func (r *run) lookUp(ctx context.Context, lines []Line) error {
+// lookup is one batch of lines and the read of its calls.
+type lookup struct {
+	lines []Line
+	done  chan struct{}
+	calls []store.CallRecord
+	err   error
+}
+
+// submit starts the read of a batch's calls, and classifies the oldest batch once Concurrency
+// reads are in flight.
+func (r *run) submit(ctx context.Context, lines []Line) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	keys := make([]string, len(lines))
-	for i := range lines {
-		keys[i] = lines[i].ProviderKey
+	lk := &lookup{lines: lines, done: make(chan struct{})}
+	go func() {
+		defer close(lk.done)
+		keys := make([]string, len(lines))
+		for i := range lines {
+			keys[i] = lines[i].ProviderKey
+		}
+		lk.calls, lk.err = r.src.FindCalls(ctx, keys)
+	}()
+	r.queue = append(r.queue, lk)
+	n := r.opts.Concurrency
+	if n <= 0 {
+		n = 4
 	}
-	calls, err := r.src.FindCalls(ctx, keys)
-	if err != nil {
-		return fmt.Errorf("reconcile: %w", err)
+	if len(r.queue) >= n {
+		return r.classifyNext()
 	}
+	return nil
+}
+
+// classifyNext waits for the oldest batch's calls and classifies its lines.
+func (r *run) classifyNext() error {
+	lk := r.queue[0]
+	r.queue = r.queue[1:]
+	<-lk.done
+	if lk.err != nil {
+		return fmt.Errorf("reconcile: %w", lk.err)
+	}
+	lines, calls := lk.lines, lk.calls
 	byKey := make(map[string]*store.CallRecord, len(calls))
 	for i := range calls {
 		byKey[calls[i].ProviderKey] = &calls[i]
