@@ -59,9 +59,20 @@ func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	// external effect has happened).
 	ctx = context.WithoutCancel(ctx)
 	if failure != nil {
-		if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return st.Release(ctx, claim.ID, token) }); err != nil {
-			// The lease ends on its own; the retry then takes it over.
-			x.rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", append(x.logAttrs(), slog.Any("error", err))...)
+		var notRecorded *callError
+		lost := errors.As(failure.err, &notRecorded) && errors.Is(notRecorded.err, store.ErrLost)
+		if !lost {
+			if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return st.Release(ctx, claim.ID, token) }); err != nil {
+				// The lease ends on its own; the retry then takes it over.
+				x.rt.log.LogAttrs(ctx, slog.LevelWarn, "release lease failed", append(x.logAttrs(), slog.Any("error", err))...)
+			}
+		}
+		if notRecorded != nil {
+			// The store failed (or the lease was lost) before a provider call the handler did
+			// not make: the store's failure, answered as one. It is "not processed" only when
+			// no earlier call of the call phase was recorded (and so possibly made).
+			x.calledOut = len(lease.recorded()) > 0
+			return x.storeFailed(notRecorded.err)
 		}
 		return x.handlerFailed(failure.err, failure.stack)
 	}
@@ -271,9 +282,12 @@ func (l *Lease) ProviderKey(ctx context.Context, label string) (string, error) {
 // framing of "idemgen/provider-key/v1", scope, the stored key (operation-qualified under scope
 // operation) and the label, so no two inputs share a framing; the secret is never stored.
 //
-// Errors (the key is "" then, and the handler must not make the call): ErrLeaseLost when the
-// claim's token is no longer the record's, an invalid label or currency, or the store's error.
-// An unguarded handle (no key) records nothing and never fails.
+// Errors (the key is "" then, and the handler must not make the call; returning the error as
+// is lets the runtime answer it as the store's failure: 409 for a lost lease, else 503 "not
+// processed" when no call was made yet): one that matches ErrLeaseLost when the claim's token is
+// no longer the record's, the store's error (wrapped), or an invalid label or currency (which
+// the runtime answers 500, a bug in the handler). An unguarded handle (no key) records nothing
+// and never fails.
 func (l *Lease) ProviderCall(ctx context.Context, c Call) (string, error) {
 	if err := c.check(); err != nil {
 		return "", err
@@ -296,14 +310,26 @@ func (l *Lease) ProviderCall(ctx context.Context, c Call) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	if err := l.st.BeginCall(ctx, l.claim, l.token, call); err != nil {
-		if errors.Is(err, store.ErrLost) {
-			return "", ErrLeaseLost
-		}
-		return "", fmt.Errorf("record the provider call %q: %w", c.Label, err)
+		return "", &callError{label: c.Label, err: err}
 	}
 	l.calls = append(l.calls, call)
 	return key, nil
 }
+
+// callError is a provider call the store could not record (ProviderCall's error). A handler that
+// returns it (wrapped or not) is answered as a store failure, not as its own: 409 when the lease
+// was lost (errors.Is(err, ErrLeaseLost)), else 503, "not processed" when no earlier call was
+// recorded.
+type callError struct {
+	label string
+	err   error
+}
+
+func (e *callError) Error() string {
+	return fmt.Sprintf("record the provider call %q: %v", e.label, e.err)
+}
+
+func (e *callError) Unwrap() error { return e.err }
 
 // check validates a Call's label and currency.
 func (c Call) check() error {

@@ -25,8 +25,18 @@ import (
 type completionStore struct {
 	*memstore.Store
 	begin, commit error
-	mu            sync.Mutex
-	marked        []store.Uncertainty
+	// callFails makes BeginCall of that label fail with callErr.
+	callFails string
+	callErr   error
+	mu        sync.Mutex
+	marked    []store.Uncertainty
+}
+
+func (s *completionStore) BeginCall(ctx context.Context, c store.Claim, token int64, call store.Call) error {
+	if call.Label == s.callFails {
+		return s.callErr
+	}
+	return s.Store.BeginCall(ctx, c, token, call)
 }
 
 func (s *completionStore) BeginCompletion(ctx context.Context, c store.Claim, token int64) (store.Tx[*memstore.DB], error) {
@@ -172,5 +182,50 @@ func TestProviderCallErrors(t *testing.T) {
 	unguarded := &Lease{nonce: []byte("0123456789abcdef")}
 	if k, err := unguarded.ProviderCall(t.Context(), Call{Label: "charge", Amount: 1, Currency: "EUR"}); err != nil || len(k) != 64 {
 		t.Errorf("unguarded ProviderCall: %q, %v", k, err)
+	}
+}
+
+// A provider call the store cannot record is the store's failure: the handler that returns the
+// error gets 503 "not processed" when nothing was called yet (the key is released), 503 "outcome
+// unknown" when an earlier call was recorded, 409 when the lease was lost; never its own 500.
+func TestProviderCallNotRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fails     string
+		err       error
+		status    int
+		detail    string
+		outcome   Outcome
+		recordGap bool // the record is gone (released)
+	}{
+		{name: "first call", fails: "charge", err: errRefused, status: 503, detail: "not processed", outcome: OutcomeStoreError, recordGap: true},
+		{name: "second call", fails: "receipt", err: errRefused, status: 503, detail: "outcome is unknown", outcome: OutcomeStoreError, recordGap: true},
+		{name: "lease lost", fails: "charge", err: store.ErrLost, status: 409, detail: "taken over", outcome: OutcomeLeaseLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs *completionStore
+			e := newMemEnv(t, func(c *Config) {
+				cs = &completionStore{Store: c.Store.(*memstore.Store), callFails: tc.fails, callErr: tc.err}
+				c.Store = cs
+			})
+			h := LeaseHandler(e.rt, leaseOp(), BindLease(decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
+				for _, label := range []string{"charge", "receipt"} {
+					pk, err := l.ProviderKey(ctx, label)
+					if err != nil {
+						return nil, fmt.Errorf("charge: %w", err) // wrapped, as handlers do
+					}
+					e.charge(pk)
+				}
+				return nil, errors.New("not reached")
+			}))
+			w := serveReq(h, req("t1", key1, body100))
+			p := problemOf(t, w)
+			if w.Code != tc.status || !strings.Contains(p.doc.Detail, tc.detail) || e.obs.get(tc.outcome) != 1 {
+				t.Errorf("%d %q, outcomes %v; want %d %q", w.Code, p.doc.Detail, e.obs, tc.status, tc.detail)
+			}
+			if _, found := e.record("t1", key1); found == tc.recordGap {
+				t.Errorf("record found %v, want %v", found, !tc.recordGap)
+			}
+		})
 	}
 }
