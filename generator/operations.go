@@ -257,10 +257,22 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if len(s.ScopeHeaders) > 0 {
 		fields = append(fields, kv{"ScopeHeaders", stringsLit(s.ScopeHeaders)})
 	}
-	if s.Profile == model.ProfileStripe {
-		fields = append(fields, kv{"Profile", jen.Qual(pkgRuntime, "ProfileStripe")})
+	if ctor := profileConstructor(s.Profile); ctor != "" {
+		fields = append(fields, kv{"Profile", jen.Qual(pkgRuntime, ctor).Call()})
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
+}
+
+// profileConstructor names the runtime's constructor of a profile a spec can name (`profile:`),
+// or "" for none. The profile's settings are already in the operation's fields (internal/spec
+// applies them; TestProfileSettings keeps them equal to the runtime's value); the value carries
+// what the runtime does at run time: errors, headers, request ids.
+func profileConstructor(p model.Profile) string {
+	switch p {
+	case model.ProfileStripe:
+		return "StripeProfile"
+	}
+	return ""
 }
 
 // The runtime's defaults (runtime.DefaultKeyMinLength, ...), which generated settings leave out

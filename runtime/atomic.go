@@ -84,7 +84,7 @@ func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h han
 		return result{outcome: released, resp: h.resp}
 	}
 	x.stamp(&h.resp)
-	stored := x.op.storable(h.resp)
+	stored := x.storable(h.resp)
 	if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return tx.Commit(ctx, stored) }); err != nil {
 		return x.storeFailed(err)
 	}

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -44,12 +43,19 @@ type exchange struct {
 	declared  string // the Operation.MediaTypes entry that admitted it
 	fp        canonical.Fingerprint
 	key       string // the validated key; "" when an optional key is absent
-	requestID string // ProfileStripe: this request's Request-Id
+	// prof is the operation's profile, or the Runtime's (Config.Profile): never nil in serve.
+	prof *Profile
+	// requestID is this request's id under prof.RequestID ("" without).
+	requestID string
 	// confirm: the handler must not start before the claim is held (Middleware).
 	confirm bool
 	// calledOut: a lease-mode call phase has run, so its external effect may have happened
 	// and no store failure may be answered as "not processed".
 	calledOut bool
+	// params are the path parameter values the router matched, one per parameter segment of
+	// the operation's template, when an adapter gives them (Guard.Serve); nil: they are found
+	// in the request's path by the template.
+	params []string
 }
 
 // id is the record the request's key names.
@@ -87,7 +93,12 @@ type runner func(ctx context.Context, x *exchange) result
 // bound to the decoded request. Nothing here is generic over the request type: a large API
 // compiles it once.
 func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, decode func(*gen.Input) (runner, error)) {
-	x := &exchange{rt: rt, op: ep.op, r: r}
+	serveRouted(w, r, rt, ep, nil, decode)
+}
+
+// serveRouted is serve with the path parameter values the router matched (exchange.params).
+func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, params []string, decode func(*gen.Input) (runner, error)) {
+	x := &exchange{rt: rt, op: ep.op, r: r, params: params, prof: rt.profileOf(ep.op)}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
 		http.NotFound(w, r)
@@ -150,8 +161,8 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	}
 	x.tenant = x.scope
 	x.scope = op.RequestScope(x.scope, r.Header)
-	if op.Profile == ProfileStripe {
-		x.requestID = newRequestID()
+	if id := x.prof.RequestID; id != nil && id.Header != "" {
+		x.requestID = id.newID()
 	}
 	x.scoped = true
 	limit := op.bodyLimit()
@@ -342,6 +353,9 @@ func (x *exchange) keyWhere() string {
 // the router (a prefix a router strips or adds does not matter): the fingerprint is the same
 // through a generated handler on http.ServeMux, on chi, or through the Middleware.
 func (x *exchange) pathValue(name string) string {
+	if x.params != nil {
+		return x.routedValue(name)
+	}
 	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
 	if !ok {
 		return ""
@@ -370,6 +384,9 @@ func (x *exchange) pathValue(name string) string {
 // segments ("{sid}.json"): a router matches such a segment as a whole, by a wildcard. Everything
 // else is the router's decision.
 func (x *exchange) pathMatches() bool {
+	if x.params != nil {
+		return routedFits(x.op.Path, x.params)
+	}
 	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
 	if !ok {
 		return true
@@ -447,11 +464,7 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 	switch {
 	case res.problem.Status != 0:
 		decorate(w.Header())
-		if x.op.Profile == ProfileStripe {
-			StripeErrors(w, x.r, res.problem)
-			return
-		}
-		rt.problems(w, x.r, res.problem)
+		rt.problemWriter(x.prof)(w, x.r, res.problem)
 	case res.replay != nil:
 		writeReplay(w, res.replay, decorate)
 	default:
@@ -459,12 +472,10 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 	}
 }
 
-// profileHeaders adds what the operation's profile puts on every answer, after any stored
-// headers: under ProfileStripe, the key echoed, a Request-Id, and Original-Request, the
-// Request-Id of the execution whose response this is. A replay gets this request's Request-Id
-// and names the stored one; other answers keep the handler's Request-Id if it set one.
+// profileHeaders adds what every answer carries besides the response, after any stored
+// headers: OASIS Repeatable Requests' Repeatability-Result for an operation that takes
+// Repeatability-First-Sent, and what the profile adds (answerHeaders).
 func (x *exchange) profileHeaders(h http.Header, res *result) {
-	replayed := res.replay != nil
 	if x.op.Key.FirstSent != "" {
 		// OASIS Repeatable Requests: whether the server took the request as repeatable.
 		switch {
@@ -474,56 +485,68 @@ func (x *exchange) profileHeaders(h http.Header, res *result) {
 			h.Set("Repeatability-Result", "accepted")
 		}
 	}
-	if x.op.Profile != ProfileStripe {
-		return
+	if x.prof.EchoKey {
+		x.echoKey(h)
 	}
-	key := x.key
-	if key == "" && x.op.Key.Header != "" {
-		// A request refused before its key was read (a body the schema refuses, a media type
-		// the operation does not take) echoes the key as sent, as Stripe's answers do; one
-		// longer than Stripe's 255 characters is not repeated back.
-		if k := x.r.Header.Get(x.op.Key.Header); len(k) <= 255 {
+	if id := x.prof.RequestID; id != nil && x.requestID != "" {
+		x.requestIDs(h, id, res.replay != nil)
+	}
+}
+
+// echoKey repeats the key header back (Profile.EchoKey): the validated key, or, for a request
+// refused before its key was read (a body the schema refuses, a media type the operation does
+// not take), the key as sent, unless it is longer than a valid key can be.
+func (x *exchange) echoKey(h http.Header) {
+	key, name := x.key, x.op.Key.Header
+	if name == "" {
+		return // a body-carried key has no header to echo
+	}
+	if key == "" {
+		max := x.op.Key.MaxLength
+		if max == 0 {
+			max = DefaultKeyMaxLength
+		}
+		if k := x.r.Header.Get(name); len(k) <= max {
 			key = k
 		}
 	}
 	if key != "" {
-		h.Set("Idempotency-Key", key)
-	}
-	id := h.Get("Request-Id")
-	switch {
-	case replayed && id != "":
-		h.Set("Original-Request", id)
-		h.Set("Request-Id", x.requestID)
-	case id != "":
-		h.Set("Original-Request", id)
-	default:
-		h.Set("Request-Id", x.requestID)
-		h.Set("Original-Request", x.requestID)
+		h.Set(name, key)
 	}
 }
 
-// stamp gives a response this request's Request-Id before it is stored (ProfileStripe), so
+// requestIDs sets the answer's id and names the execution whose response it is
+// (Profile.RequestID): a replay gets this request's id and names the stored one; other answers
+// keep an id the handler set.
+func (x *exchange) requestIDs(h http.Header, id *RequestID, replayed bool) {
+	stored := h.Get(id.Header)
+	original := x.requestID
+	switch {
+	case replayed && stored != "":
+		original = stored
+		h.Set(id.Header, x.requestID)
+	case stored != "":
+		original = stored
+	default:
+		h.Set(id.Header, x.requestID)
+	}
+	if id.Original != "" {
+		h.Set(id.Original, original)
+	}
+}
+
+// stamp gives a final response this request's id before it is stored (Profile.RequestID), so
 // that its replays can name it.
 func (x *exchange) stamp(resp *Response) {
-	if x.requestID == "" || resp.Header.Get("Request-Id") != "" {
+	id := x.prof.RequestID
+	if x.requestID == "" || resp.Header.Get(id.Header) != "" {
 		return
 	}
 	resp.Header = resp.Header.Clone()
 	if resp.Header == nil {
 		resp.Header = http.Header{}
 	}
-	resp.Header.Set("Request-Id", x.requestID)
-}
-
-// newRequestID returns a Stripe-style request id: "req_" and 14 random alphanumerics.
-func newRequestID() string {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [14]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "req_" + string(b[:])
+	resp.Header.Set(id.Header, x.requestID)
 }
 
 // logResult writes the log line an outcome deserves, with the request's context (so a

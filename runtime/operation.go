@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -48,21 +50,6 @@ const (
 	ScopeTenant Scope = iota
 	// ScopeOperation: keys are unique per tenant and operation.
 	ScopeOperation
-)
-
-// Profile adapts the runtime's answers to the contract of an API that clients already know.
-type Profile uint8
-
-const (
-	// ProfileDefault answers with RFC 9457 problems (Config.ProblemWriter) and adds no headers
-	// beyond the replay marker.
-	ProfileDefault Profile = iota
-	// ProfileStripe answers as Stripe's API does, so Stripe's SDKs work unchanged: errors in
-	// Stripe's envelope (StripeErrors, whatever Config.ProblemWriter is), a Request-Id on every
-	// response (stored and replayed; a replay gets a new Request-Id and Original-Request naming
-	// the first execution's), and the Idempotency-Key echoed. Key rules, concurrency.wait and
-	// the Stripe-Account scope come from the generated settings (x-idempotency profile: stripe).
-	ProfileStripe
 )
 
 // KeyRule says where the idempotency key travels and what a valid key looks like.
@@ -144,8 +131,10 @@ type Operation struct {
 	// ScopeFunc's tenant: the same key sent for another value (Stripe's Stripe-Account, a
 	// connected account) names another request and never replays its response.
 	ScopeHeaders []string
-	// Profile adapts the answers to a known API's contract; see ProfileStripe.
-	Profile Profile
+	// Profile, when set, is the contract of a known API the operation answers in (its errors,
+	// request ids, echoed key, extra replayed headers); nil leaves it to Config.Profile. See
+	// Profile and StripeProfile.
+	Profile *Profile
 }
 
 // Response is what a handler answers. Body is sent as is; Header may be nil. A zero Status
@@ -154,6 +143,20 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+}
+
+// JSON returns the Response a handler answers with v as its JSON body: status, Content-Type
+// application/json, and v encoded by encoding/json (HTML characters escaped, no trailing
+// newline). Its error is encoding/json's for a value it cannot encode (a channel, a NaN),
+// wrapped; a handler returns it as is, which answers 500 and releases the key:
+//
+//	return runtime.JSON(http.StatusCreated, order)
+func JSON(status int, v any) (Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Response{}, fmt.Errorf("runtime.JSON: encode %T: %w", v, err)
+	}
+	return Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 }
 
 var defaultStatuses = []StatusRule{

@@ -67,12 +67,21 @@ func ProblemJSON(base string) ProblemWriter {
 			Detail  string `json:"detail,omitempty"`
 			Pointer string `json:"pointer,omitempty"`
 		}{base + p.Name, p.Title, p.Status, p.Detail, p.Pointer})
-		writeProblemBody(w, p, "application/problem+json", body)
+		WriteProblem(w, p, "application/problem+json", body)
 	}
 }
 
-// writeProblemBody sends body as the answer to p with the headers every format shares.
-func writeProblemBody(w http.ResponseWriter, p Problem, contentType string, body []byte) {
+// WriteProblem sends body as the answer to p, with the headers every error format shares:
+// Content-Type contentType, `Cache-Control: no-store` (an error is about this request; no cache
+// may answer another with it), and, when p.RetryAfter is positive, Retry-After in whole seconds,
+// rounded up and at least 1 (RFC 9110 section 10.2.3). The status is p.Status. A ProblemWriter
+// written by hand builds its body and calls it:
+//
+//	func(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
+//		body, _ := json.Marshal(myError{Code: p.Name, Message: p.Detail})
+//		runtime.WriteProblem(w, p, "application/json", body)
+//	}
+func WriteProblem(w http.ResponseWriter, p Problem, contentType string, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-store")
@@ -159,7 +168,7 @@ func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
 	body, _ := json.Marshal(struct {
 		Error stripeError `json:"error"`
 	}{e})
-	writeProblemBody(w, p, "application/json", body)
+	WriteProblem(w, p, "application/json", body)
 }
 
 // stripeParam turns a JSON pointer into Stripe's parameter spelling: /metadata/order_id is

@@ -37,8 +37,10 @@ var neverStored = map[string]bool{
 }
 
 // storableHeaders returns the allow-listed headers of h as a JSON object of string arrays
-// (names in canonical MIME form, sorted; values in order), or nil when there are none.
-func storableHeaders(op *Operation, h http.Header) []byte {
+// (names in canonical MIME form, sorted; values in order), or nil when there are none. The
+// allow-list is the default one, the operation's ReplayHeaders, and what its profile prof (nil:
+// none) stores: its ReplayHeaders and its request id header.
+func storableHeaders(op *Operation, prof *Profile, h http.Header) []byte {
 	var names []string
 	add := func(name string) {
 		name = http.CanonicalHeaderKey(name)
@@ -53,8 +55,13 @@ func storableHeaders(op *Operation, h http.Header) []byte {
 	for _, n := range op.ReplayHeaders {
 		add(n)
 	}
-	if op.Profile == ProfileStripe {
-		add("Request-Id") // its replay names it in Original-Request
+	if prof != nil {
+		for _, n := range prof.ReplayHeaders {
+			add(n)
+		}
+		if prof.RequestID != nil && prof.RequestID.Header != "" {
+			add(prof.RequestID.Header) // its replay names it (RequestID.Original)
+		}
 	}
 	if len(names) == 0 {
 		return nil
@@ -151,8 +158,9 @@ func writeReplay(w http.ResponseWriter, stored *store.Response, decorate func(ht
 
 // storable prepares a final response for the record: the allow-listed headers, and the body
 // unless it is above the operation's stored-response limit (then it is delivered, not kept).
-func (op *Operation) storable(resp Response) store.Response {
-	s := store.Response{Status: resp.Status, Header: storableHeaders(op, resp.Header), Body: resp.Body}
+func (x *exchange) storable(resp Response) store.Response {
+	op := x.op
+	s := store.Response{Status: resp.Status, Header: storableHeaders(op, x.prof, resp.Header), Body: resp.Body}
 	if s.Status == 0 {
 		s.Status = http.StatusOK
 	}

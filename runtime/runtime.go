@@ -55,8 +55,15 @@ type Config struct {
 	SingleTenant bool
 	// ScopeStatus is the status of the `unauthenticated` problem when Scope fails; default 401.
 	ScopeStatus int
-	// ProblemWriter writes every error the runtime answers; default ProblemJSON("").
+	// ProblemWriter writes every error the runtime answers, except those of operations whose
+	// profile has a writer of its own (Profile.Problems); default ProblemJSON("").
 	ProblemWriter ProblemWriter
+	// Profile is the profile of every operation that names none (Operation.Profile nil): its
+	// errors (Profile.Problems, instead of ProblemWriter: set one of the two), request ids,
+	// echoed key and replayed headers. Its settings (key lengths, scope headers, wait) are not
+	// applied at run time: put them in the spec's x-idempotency, or use Profile.Apply on
+	// operations built by hand. Default none.
+	Profile *Profile
 	// Logger receives structured logs, with each request's context; keys appear as a short
 	// hash, never raw. Default slog.Default().
 	Logger *slog.Logger
@@ -91,7 +98,9 @@ type Runtime struct {
 	obs      Observer
 	exec     ExecutionObserver // obs, when it implements it
 	problems ProblemWriter
-	tracer   trace.Tracer
+	// profile is Config.Profile, or an empty profile: never nil.
+	profile *Profile
+	tracer  trace.Tracer
 	// matcher compiles key and schema patterns once per Runtime.
 	matcher gen.Matcher
 	// inputs keeps decoding inputs (*gen.Input) between requests: an Input holds a decoder and
@@ -100,7 +109,8 @@ type Runtime struct {
 }
 
 // New checks cfg and returns a Runtime. It fails when Store is nil, when neither Scope nor
-// SingleTenant is set (or both are), or when ScopeStatus is not an error status.
+// SingleTenant is set (or both are), when ScopeStatus is not an error status, or when both
+// ProblemWriter and Profile.Problems are set.
 func New(cfg Config) (*Runtime, error) {
 	switch {
 	case cfg.Store == nil:
@@ -115,6 +125,13 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.ScopeStatus < 400 || cfg.ScopeStatus > 599 {
 		return nil, fmt.Errorf("runtime: Config.ScopeStatus %d is not an error status", cfg.ScopeStatus)
+	}
+	profile := cfg.Profile
+	if profile == nil {
+		profile = &Profile{}
+	}
+	if profile.Problems != nil && cfg.ProblemWriter != nil {
+		return nil, fmt.Errorf("runtime: set Config.ProblemWriter or Config.Profile.Problems (profile %q), not both", profile.Name)
 	}
 	if cfg.ProblemWriter == nil {
 		cfg.ProblemWriter = ProblemJSON("")
@@ -133,7 +150,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	exec, _ := cfg.Observer.(ExecutionObserver)
 	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}
+		profile: profile, tracer: cfg.TracerProvider.Tracer(tracerName)}
 	rt.inputs.New = func() any { return new(gen.Input) }
 	return rt, nil
 }

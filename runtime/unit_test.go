@@ -125,7 +125,7 @@ func TestStorableHeaders(t *testing.T) {
 		h.Add(kv[0], kv[1])
 	}
 	var got map[string][]string
-	if err := json.Unmarshal(storableHeaders(op, h), &got); err != nil {
+	if err := json.Unmarshal(storableHeaders(op, nil, h), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int{"Content-Type": 1, "Location": 1, "Etag": 1, "Link": 2, "X-Request-Cost": 1}
@@ -183,7 +183,7 @@ func TestSetStoredHeaders(t *testing.T) {
 		"X-Request-Note": {"caf\u00e9 \\ \"quoted\"\ttab"},
 		"Set-Cookie":     {"secret=1"},
 	}
-	doc := storableHeaders(op, orig)
+	doc := storableHeaders(op, nil, orig)
 	var m map[string][]string
 	if err := json.Unmarshal(doc, &m); err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestStorableHeadersJSON(t *testing.T) {
 		"Content-Type": {"application/json"},
 		"Set-Cookie":   {"no"},
 	}
-	got := storableHeaders(op, h)
+	got := storableHeaders(op, nil, h)
 	want := map[string][]string{"Content-Type": h["Content-Type"], "Location": h["Location"], "X-Note": h["X-Note"]}
 	wantJSON, _ := json.Marshal(want)
 	var gotMap, wantMap map[string][]string
@@ -236,7 +236,7 @@ func TestStorableHeadersJSON(t *testing.T) {
 	if !strings.HasPrefix(string(got), `{"Content-Type":["application/json"],"Location":`) {
 		t.Errorf("names not sorted: %s", got)
 	}
-	if none := storableHeaders(op, http.Header{"Set-Cookie": {"x"}}); none != nil {
+	if none := storableHeaders(op, nil, http.Header{"Set-Cookie": {"x"}}); none != nil {
 		t.Errorf("no storable header: %s, want nil", none)
 	}
 }
@@ -318,5 +318,18 @@ func TestLeaseDerivations(t *testing.T) {
 	}
 	if err := n1.Extend(t.Context(), time.Second); err != nil {
 		t.Errorf("Extend of an unguarded handle: %v", err)
+	}
+}
+
+// JSON is the response a handler answers with a JSON body; a value encoding/json refuses is an
+// error the handler returns (a 500 that releases the key), not a response.
+func TestJSONResponse(t *testing.T) {
+	resp, err := JSON(http.StatusCreated, map[string]any{"id": 7, "note": "<b>"})
+	if err != nil || resp.Status != 201 || resp.Header.Get("Content-Type") != "application/json" ||
+		string(resp.Body) != `{"id":7,"note":"\u003cb\u003e"}` {
+		t.Errorf("JSON: %+v %s %v", resp, resp.Body, err)
+	}
+	if _, err := JSON(200, make(chan int)); err == nil || !strings.Contains(err.Error(), "chan int") {
+		t.Errorf("JSON of a channel: %v", err)
 	}
 }

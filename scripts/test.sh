@@ -5,17 +5,13 @@
 # (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
 # them fails rather than skips when it is missing. Installs, from Debian's packages and only when
 # they are missing, Chromium (the admin page's browser test) and promtool (the alert rules'
-# tests); with them present those tests may not skip.
+# tests); with them present those tests may not skip. Both are installed system-wide, with
+# their dependencies (Chromium's are about 300 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# apt_install PKG...: installs Debian packages as root, or through sudo.
-apt_install() {
-  local run=()
-  [ "$(id -u)" = 0 ] || run=(sudo)
-  "${run[@]}" apt-get update -qq >&2
-  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
-}
+# apt_install PKG...: Debian packages, waiting for another apt-get's or dpkg's lock.
+. scripts/apt.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
@@ -23,12 +19,14 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi) are modules of their own, with
-# a replace of github.com/idemgen/idemgen to this checkout, so the main module does not depend on
-# their frameworks; ./... does not reach them, and each step below runs in each of them too.
-example_modules=$(for m in examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi, ...), the framework adapters
+# (adapters/*/go.mod: echo, gin) and the adapters' benchmark server (bench/frameworks) are
+# modules of their own, with a replace of github.com/idemgen/idemgen to this checkout, so the
+# main module does not depend on their frameworks; ./... does not reach them, and each step
+# below runs in each of them too.
+example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
 # The glob picks up a new module by itself; these must never drop out of CI unnoticed.
-for d in examples/chi examples/oapi-codegen examples/ogen examples/stripe; do
+for d in adapters/echo adapters/gin bench/frameworks examples/chi examples/echo examples/gin examples/oapi-codegen examples/ogen examples/sdk-client examples/stripe; do
   case " $(echo $example_modules) " in
     *" $d "*) ;;
     *) echo "$d/go.mod is missing: CI would no longer run that example module's tests" >&2; exit 1 ;;
@@ -39,13 +37,13 @@ echo "== generated code is up to date (go generate, then no diff)"
 go generate ./...
 for d in $example_modules; do (cd "$d" && go generate ./...); done
 if git rev-parse --git-dir >/dev/null 2>&1; then
-  if ! git diff --exit-code --stat -- examples internal golden; then
+  if ! git diff --exit-code --stat -- adapters examples internal golden; then
     echo "committed generated code differs from what idemgen generates now: run 'make generate' and commit" >&2
     exit 1
   fi
 fi
 
-echo "== example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
+echo "== adapter and example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
 for d in $example_modules; do
   if ! (cd "$d" && go mod tidy -diff); then
     echo "$d/go.mod or go.sum is not tidy: run (cd $d && go mod tidy) and commit" >&2
@@ -56,6 +54,9 @@ done
 echo "== go vet"
 go vet ./...
 for d in $example_modules; do (cd "$d" && go vet ./...); done
+
+echo "== public API against the last release point (scripts/apicheck: an incompatible change must be marked in CHANGELOG.md)"
+(cd scripts/apicheck && go vet ./... && go mod tidy -diff && go test -count=1 ./... && go run . -repo ../..)
 
 echo "== tools: Chromium (admin page test), promtool (alert rules)"
 missing=()
@@ -92,7 +93,7 @@ awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && 
 grep -E '^(ok|---)' "$log" || true
 rm -f "$log"
 
-echo "== example modules: go test (their services run the cases on PostgreSQL)"
+echo "== adapter and example modules: go test (their services run the cases on PostgreSQL)"
 for d in $example_modules; do
   echo "-- $d"
   (cd "$d" && IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 10m ./...)
@@ -104,6 +105,11 @@ IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
+echo "== framework adapters' benchmark, short mode (bench/frameworks; checks it runs)"
+log=$(mktemp)
+if ! ./bench/frameworks/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
 echo "== scale benchmark, short mode (20,000 records, both layouts; checks it runs)"

@@ -24,9 +24,8 @@ server=$(command -v redis-server || true)
 cli=$(command -v redis-cli || true)
 if [ -z "$server" ] || [ -z "$cli" ]; then
   echo "with-redis: redis-server not found; installing the Debian package" >&2
-  sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq >&2 && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >&2
+  . "$(dirname "$0")/apt.sh"
+  apt_install redis-server
   server=$(command -v redis-server)
   cli=$(command -v redis-cli)
 fi

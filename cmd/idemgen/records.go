@@ -94,15 +94,17 @@ process list). Exit codes: 0 success (also when no record is found: "found" is f
 func newRecordsGetCmd(rf *recordsFlags) *cobra.Command {
 	var tenant, key, operation string
 	var scopeHeaders []string
-	var body bool
+	var body, singleTenant bool
 	cmd := &cobra.Command{
-		Use:   "get --tenant TENANT --key KEY",
+		Use:   "get (--tenant TENANT | --single-tenant) --key KEY",
 		Short: "Print the records of a tenant's idempotency key as JSON",
 		Long: `Print the records that an idempotency key names in a tenant, as JSON:
 
   {"tenant": ..., "key": ..., "found": true, "records": [{"operation": ..., "state": ...}]}
 
-A key is searched tenant-wide (the default scope). For an operation declared
+A key is searched tenant-wide (the default scope). A service that runs with
+` + "`Config.SingleTenant`" + ` has one tenant, whose scope is empty: pass --single-tenant
+instead of --tenant. For an operation declared
 ` + "`scope: operation`" + ` pass --operation: its per-operation record is searched too, and only
 records of that operation are printed. An operation whose scope includes request headers
 (Operation.ScopeHeaders, such as Stripe-Account) stores its records under the tenant and
@@ -110,11 +112,15 @@ those headers' values: pass each with --scope-header, in the order the operation
 The stored body is printed only with --body (base64 in "body", and as text in "body_text" when
 it is UTF-8). docs/cli.md shows the output.`,
 		Example: `  IDEMGEN_DSN=postgres://support@db/payments idemgen records get --tenant acme --key 6f1c2a9e-0002
-  idemgen records get --dsn "$DSN" --tenant acme --key k-123 --operation captureCharge --body`,
+  idemgen records get --dsn "$DSN" --tenant acme --key k-123 --operation captureCharge --body
+  idemgen records get --dsn "$DSN" --single-tenant --key k-123`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tenant == "" || key == "" {
-				return &exitError{code: exitUsage, err: errorf("records get needs --tenant and --key")}
+			switch {
+			case tenant != "" && singleTenant:
+				return &exitError{code: exitUsage, err: errorf("records get takes --tenant or --single-tenant, not both")}
+			case (tenant == "" && !singleTenant) || key == "":
+				return &exitError{code: exitUsage, err: errorf("records get needs --key and --tenant (or --single-tenant for a service with Config.SingleTenant)")}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
@@ -160,6 +166,7 @@ it is UTF-8). docs/cli.md shows the output.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&tenant, "tenant", "", "the `TENANT` (the scope the service's ScopeFunc returns)")
+	fl.BoolVar(&singleTenant, "single-tenant", false, "the service runs with Config.SingleTenant: its records have the empty scope")
 	fl.StringVar(&key, "key", "", "the idempotency `KEY` as the client sent it")
 	fl.StringVar(&operation, "operation", "", "only records of this `OPERATION` ID, including its per-operation key")
 	fl.StringArrayVar(&scopeHeaders, "scope-header", nil, "`NAME: VALUE` of a header that is part of the operation's scope (Stripe-Account: acct_1); repeat in the declared order")

@@ -90,9 +90,22 @@ func TestRecordsCommands(t *testing.T) {
 		t.Errorf("another tenant: exit %d %s", code, out)
 	}
 
+	// A SingleTenant service's records have the empty scope: --single-tenant finds them.
+	single := claim("k-cli-single-00000001", "createPayment")
+	single.ID.Scope = (&runtime.Operation{}).RequestScope("", http.Header{})
+	if _, err := st.Reserve(ctx, single); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = idemgen(t, "records", "get", "--single-tenant", "--key", "k-cli-single-00000001")
+	got.Records = nil
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || !got.Found || len(got.Records) != 1 ||
+		got.Records[0].Operation != "createPayment" || got.Records[0].State != "running" {
+		t.Errorf("get --single-tenant: exit %d %s %s", code, out, errOut)
+	}
+
 	code, out, errOut = idemgen(t, "records", "stats")
 	var s store.Stats
-	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 2 || s.Completed != 1 || len(s.Operations) != 3 ||
+	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 3 || s.Completed != 1 || len(s.Operations) != 3 ||
 		s.OldestRunning == nil || s.StorageBytes == 0 {
 		t.Errorf("stats: exit %d %s %s", code, out, errOut)
 	}
@@ -102,6 +115,8 @@ func TestRecordsCommands(t *testing.T) {
 		code int
 	}{
 		{[]string{"records", "get", "--tenant", "acme"}, exitUsage},
+		{[]string{"records", "get", "--key", "k-cli-0000000000000001"}, exitUsage},
+		{[]string{"records", "get", "--tenant", "acme", "--single-tenant", "--key", "k-cli-0000000000000001"}, exitUsage},
 		{[]string{"records", "get", "--tenant", "acme", "--key", "two words"}, exitUsage},
 		{[]string{"records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--scope-header", "no colon"}, exitUsage},
 		{[]string{"records", "stats", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, exitStore},

@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
-	root.AddCommand(newListCmd(), newCheckCmd(), newVersionCmd(), newRecordsCmd(), newReconcileCmd(), newConformCmd())
+	root.AddCommand(newListCmd(), newCheckCmd(), newSpecCmd(), newVersionCmd(), newRecordsCmd(), newReconcileCmd(), newConformCmd())
 	addGeneratorCommands(root)
 	return root
 }

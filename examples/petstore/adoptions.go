@@ -80,7 +80,7 @@ VALUES ($1, $2, $3, $4, 'queued', 0, 'waiting for a worker') RETURNING id, creat
 	}
 	a.PetID, a.Adopter, a.Status, a.Step = p.PetID, body.Adopter, adoptionQueued, "waiting for a worker"
 	a.StatusURL = adoptionURL(a.ID)
-	resp, err := jsonResponse(http.StatusAccepted, a)
+	resp, err := runtime.JSON(http.StatusAccepted, a)
 	if err != nil {
 		return runtime.Response{}, err
 	}
@@ -120,7 +120,7 @@ func (s *store) getAdoption(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if a.Status == adoptionApproved || !time.Now().Before(deadline) {
-			resp, err := jsonResponse(http.StatusOK, a)
+			resp, err := runtime.JSON(http.StatusOK, a)
 			if err != nil {
 				writeProblem(w, http.StatusInternalServerError, "internal", "the adoption could not be encoded")
 				return

@@ -81,7 +81,7 @@ func (s *store) placeOrder(ctx context.Context, tx pgstore.DBTX, _ api.PlaceOrde
 	if err != nil {
 		return runtime.Response{}, fmt.Errorf("read order: %w", err)
 	}
-	resp, err := jsonResponse(http.StatusCreated, saved)
+	resp, err := runtime.JSON(http.StatusCreated, saved)
 	if err != nil {
 		return runtime.Response{}, err
 	}

@@ -201,11 +201,3 @@ func writeProblem(w http.ResponseWriter, status int, name, detail string) {
 	w.WriteHeader(status)
 	w.Write(p.Body)
 }
-
-func jsonResponse(status int, v any) (runtime.Response, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return runtime.Response{}, fmt.Errorf("encode response: %w", err)
-	}
-	return runtime.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}, nil
-}

@@ -83,6 +83,12 @@ func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration, partit
 	}
 	switch {
 	case kind == nil:
+	case !hasColumn(ctx, tx, "key_id"):
+		// idemgen 0.1.0 kept raw scopes and keys in scope and key columns, and recorded its
+		// schema as version 1 too: applying the later versions over it would leave a table every
+		// request fails on.
+		return errors.New("idempotency_records has the layout of idemgen 0.1.0 (scope and key columns), which this version does not read: " +
+			"rename it and clear idemgen_schema_versions, then migrate again (CHANGELOG.md, Unreleased, Breaking: the store's table)")
 	case partitioned && *kind != "p":
 		return errors.New("idempotency_records exists with the plain layout: use Migrate and Options{Partitioned: false}")
 	case !partitioned && *kind == "p":
@@ -116,6 +122,15 @@ ON CONFLICT (version) DO NOTHING`, m.Version, m.Name); err != nil {
 		}
 	}
 	return nil
+}
+
+// hasColumn reports whether idempotency_records has the column; an error reading the catalog
+// counts as having it, so that the migration goes on and reports its own error.
+func hasColumn(ctx context.Context, tx pgx.Tx, name string) bool {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass('idempotency_records') AND attname = $1 AND NOT attisdropped)`, name).Scan(&ok)
+	return ok || err != nil
 }
 
 // isConcurrentDDL reports the errors two replicas creating the same objects at once can meet

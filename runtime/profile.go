@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"time"
+)
+
+// Profile is the contract of an API that its clients already know, as one value: how the
+// runtime's errors are written, what every answer carries besides the response, and the
+// idempotency settings the contract implies. The HTTP layer reads a profile's fields, never its
+// name: a team writes its own profile the way StripeProfile is written (docs/runtime.md,
+// "Profiles").
+//
+// A profile reaches an operation in one of two ways: the Operation names it (Operation.Profile;
+// idemgen writes StripeProfile() for `profile: stripe`), or the Runtime's Config.Profile serves
+// every operation that names none.
+//
+// The settings fields (KeyMinLength, KeyMaxLength, ScopeHeaders, Wait) are what an operation
+// under the profile is given: idemgen writes them into the generated operations (where an
+// explicit setting in the spec still wins), and Apply writes them into an Operation built by
+// hand. At run time the Operation's own fields decide; the runtime reads the others (Problems,
+// EchoKey, ReplayHeaders, RequestID) from the profile.
+type Profile struct {
+	// Name names the profile in docs and tools ("stripe"). The runtime does not read it.
+	Name string
+	// Problems writes every error answer of the profile's operations: status, headers and
+	// body. Nil leaves them to Config.ProblemWriter.
+	Problems ProblemWriter
+	// KeyMinLength and KeyMaxLength bound the idempotency key's length in bytes (Stripe: 1 to
+	// 255); zero leaves the Operation's rule as it is.
+	KeyMinLength, KeyMaxLength int
+	// ScopeHeaders are request headers folded into the scope after the tenant
+	// (Operation.ScopeHeaders): the same key sent for another value names another request.
+	ScopeHeaders []string
+	// Wait is concurrency.wait (Operation.Wait): how long a duplicate waits for the first
+	// request to finish, then replays, before it gets 409.
+	Wait time.Duration
+	// EchoKey: every answer carries the key header as the request sent it, also when the
+	// request was refused before its key was read (a body the schema refuses); a key longer
+	// than the operation's maximum key length is not repeated back. Stripe's answers echo
+	// Idempotency-Key.
+	EchoKey bool
+	// ReplayHeaders are response headers stored and replayed for every operation of the
+	// profile, in addition to the default allow-list and the Operation's ReplayHeaders.
+	// Headers that are never stored (Set-Cookie, Authorization, hop-by-hop) stay unstored.
+	ReplayHeaders []string
+	// RequestID, when set, gives every answer an id of its own and names the execution whose
+	// response it is.
+	RequestID *RequestID
+}
+
+// RequestID is a profile's request ids, as Stripe's Request-Id and Original-Request: every
+// answer carries Header with a new id, and Original with the id of the execution whose response
+// it is (the answer's own id for the first execution and for errors; the stored one for a
+// replay). The id is stored with a final response, so that its replays can name it. A handler
+// that sets Header itself keeps its id, which Original then names.
+type RequestID struct {
+	// Header is the response header of the answer's id ("Request-Id"); "" sends no ids.
+	Header string
+	// Original is the response header naming the execution whose response it is
+	// ("Original-Request"); "" leaves it out.
+	Original string
+	// New returns a new id; nil makes "req_" and 14 random alphanumerics (Stripe's form).
+	New func() string
+}
+
+// profileOf is the profile that serves op: its own, or the Runtime's (Config.Profile, an empty
+// profile when none).
+func (rt *Runtime) profileOf(op *Operation) *Profile {
+	if op.Profile != nil {
+		return op.Profile
+	}
+	return rt.profile
+}
+
+// problemWriter is the writer of p's errors: its own, or Config.ProblemWriter.
+func (rt *Runtime) problemWriter(p *Profile) ProblemWriter {
+	if p.Problems != nil {
+		return p.Problems
+	}
+	return rt.problems
+}
+
+// newID returns a new id for one request.
+func (r *RequestID) newID() string {
+	if r.New != nil {
+		return r.New()
+	}
+	return randomRequestID()
+}
+
+// Apply puts op under p: it sets op.Profile and gives op the profile's settings where op has
+// none of its own (a zero key length bound, nil ScopeHeaders, a zero Wait). It is for an
+// Operation built by hand, or taken from a package generated without the profile before it is
+// passed to Middleware; generated operations under a profile have its settings already. Call it
+// before the operation is served: the runtime never changes an Operation.
+func (p *Profile) Apply(op *Operation) {
+	op.Profile = p
+	if op.Key.MinLength == 0 {
+		op.Key.MinLength = p.KeyMinLength
+	}
+	if op.Key.MaxLength == 0 {
+		op.Key.MaxLength = p.KeyMaxLength
+	}
+	if op.ScopeHeaders == nil && len(p.ScopeHeaders) > 0 {
+		op.ScopeHeaders = append([]string(nil), p.ScopeHeaders...)
+	}
+	if op.Wait == 0 {
+		op.Wait = p.Wait
+	}
+}
+
+// StripeProfile returns Stripe's contract, so that Stripe's SDKs work unchanged against the
+// runtime (docs/stripe.md gives the sources: docs.stripe.com/api/idempotent_requests, /errors,
+// /error-codes, and stripe-go's retry rules):
+//   - errors in Stripe's envelope (StripeErrors);
+//   - keys of 1 to 255 characters, Stripe's rule;
+//   - Stripe-Account folded into the scope, so a connected account's keys are its own;
+//   - concurrency.wait 5s: stripe-go does not retry a 409 in Stripe's envelope, so a duplicate
+//     waits for the first request and replays;
+//   - Idempotency-Key echoed on every answer, as Stripe's are;
+//   - a Request-Id on every answer ("req_" and 14 alphanumerics), stored with the response;
+//     Original-Request names the execution whose response it is, so a replay gets a new
+//     Request-Id and names the first one.
+//
+// Each call returns a new value; changing it changes only the operations given that value.
+func StripeProfile() *Profile {
+	return &Profile{
+		Name:         "stripe",
+		Problems:     StripeErrors,
+		KeyMinLength: 1,
+		KeyMaxLength: DefaultKeyMaxLength,
+		ScopeHeaders: []string{"Stripe-Account"},
+		Wait:         5 * time.Second,
+		EchoKey:      true,
+		RequestID:    &RequestID{Header: "Request-Id", Original: "Original-Request"},
+	}
+}
+
+// randomRequestID returns "req_" and 14 random alphanumerics.
+func randomRequestID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [14]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "req_" + string(b[:])
+}
