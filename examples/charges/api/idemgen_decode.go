@@ -32,7 +32,7 @@ func decodeCreateChargeBody(d *canonical.Decoder, v *CreateChargeBody) {
 			v.Source = d.Field(&seen, 2).Str()
 			d.Length(v.Source, 1, 64)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "currency", "source")
 		}
 	}
 	d.EndObject()
