@@ -16,7 +16,7 @@ func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 	bits, required := fieldBits(t)
 	n := len(t.fields)
 	m := func() *jen.Statement { return jen.Id("m") }
-	grp.Id("v").Op(":=").Op("&").Id("r").Dot("Body")
+	grp.Id("v").Op(":=").Add(o.bodyRef())
 	seenDecl(grp, n)
 	grp.Id("m").Op(":=").Id("in").Dot("Multipart").Call(jen.Lit(int(o.op.Settings.PartLimit)))
 	var after []jen.Code // array checks, once every part is read
