@@ -187,13 +187,13 @@ paths:
           application/x-www-form-urlencoded: {schema: {type: object, properties: {b: {type: string}}}}
       responses: {"201": {description: ok}}
 `, "error[unsupported-schema]"},
-		{"json and text/plain", `openapi: 3.0.3
+		{"a body key in json beside text/plain", `openapi: 3.0.3
 info: {title: t, version: "1"}
 paths:
   /p:
     post:
       operationId: createP
-      x-idempotent: true
+      x-idempotent: {key: {body: /a}}
       requestBody:
         content:
           application/json: {schema: {type: object, properties: {a: {type: string}}}}
