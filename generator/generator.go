@@ -168,10 +168,8 @@ type plan struct {
 	// canonicalizers, in first-use order.
 	named  []*tinfo
 	canons []*canonFunc
-	// routes are the ServeMux registrations, overlapping operations grouped; needSegMatch: a
-	// group dispatcher tests a mixed segment (segmentMatches helper).
-	routes       []*route
-	needSegMatch bool
+	// routes are the ServeMux registrations, overlapping operations grouped.
+	routes []*route
 }
 
 // planner is the state of planning: the namer, the diagnostics and the memo tables that build
@@ -228,7 +226,7 @@ func newPlanner(doc *model.Document, opts Options) *planner {
 	return &planner{
 		plan:           &plan{opts: opts},
 		doc:            doc,
-		names:          newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
+		names:          newNamer("Operations", "Register", "Handlers", "operationHandler"),
 		types:          map[*model.Schema]*tinfo{},
 		cyclic:         map[*model.Schema]bool{},
 		keyProps:       map[*model.Property]bool{},

@@ -126,6 +126,8 @@ func decodeCreateTransfer(in *gen.Input) (r CreateTransferRequest, _ error) {
 				v.Amount = f.Once(&seen, 0).Int64()
 			case "note":
 				v.Note = canonical.Ptr(f.Once(&seen, 1).Str())
+			default:
+				f.Undeclared("amount", "note")
 			}
 		}
 		f.Required(seen, "amount")
@@ -153,7 +155,7 @@ func decodeConsent(d *canonical.Decoder, v *Consent) {
 			}
 			d.EndObject()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "currency", "metadata")
 		}
 	}
 	d.EndObject()
@@ -167,7 +169,7 @@ func decodeUpdateMandateJSONBody(d *canonical.Decoder, v *UpdateMandateJSONBody)
 		case "limit":
 			v.Limit = canonical.Ptr(d.Field(&seen, 0).Int64())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "limit")
 		}
 	}
 	d.EndObject()
@@ -183,7 +185,7 @@ func decodeCreatePaymentJSONBody(d *canonical.Decoder, v *CreatePaymentJSONBody)
 		case "reference":
 			v.Reference = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "reference")
 		}
 	}
 	d.EndObject()
@@ -199,7 +201,7 @@ func decodeCreateTransferFormBody(d *canonical.Decoder, v *CreateTransferFormBod
 		case "note":
 			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "note")
 		}
 	}
 	d.EndObject()

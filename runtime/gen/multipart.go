@@ -44,13 +44,14 @@ func AppendFile(b []byte, f *File) []byte {
 	return o.End(b)
 }
 
-// part is one part of a multipart body.
+// part is one part of a multipart body; reencoded is the re-encoding of a JSON part
+// (Input.Reencode).
 type part struct {
 	name, filename, contentType string
-	data                        []byte
-	// nested: the part stands for the nested text parts of one member (Multipart's nested
-	// names), data being their values assembled as a JSON document of strings.
-	nested bool
+	data, reencoded             []byte
+	// sent: the part stands for these nested text parts of one member (Multipart's nested
+	// names), in body order, data being their values assembled as a JSON document of strings.
+	sent []part
 }
 
 // multipartState is the multipart body being read (Input.Multipart).
@@ -225,8 +226,11 @@ func (m *Multipart) JSON(seen *uint64, bit uint) *canonical.Decoder {
 	p := &m.parts[m.mpNext-1]
 	m.pdec.Reset(p.data)
 	m.pdec.SetMatcher(m.m)
-	if p.nested {
+	if p.sent != nil {
 		m.pdec.TextScalars()
+	}
+	if m.reencode {
+		m.pdec.Reencode()
 	}
 	m.pjson = true
 	return &m.pdec
@@ -249,6 +253,7 @@ func (m *Multipart) Raw(seen *uint64, bit uint) []byte {
 		if errors.As(err, &ce) && m.err == nil {
 			m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: ce.Offset, Reason: "in part " + strconv.Quote(p.name) + ": " + ce.Reason}
 		}
+		p.reencoded = b // what the fingerprint covers; a handler that reads the part gets it too
 		return b
 	case p.filename == "" && utf8.Valid(p.data):
 		return canonical.AppendString(nil, string(p.data))
@@ -265,12 +270,15 @@ func (m *Multipart) finishJSON() {
 	m.pjson = false
 	err := m.pdec.Finish()
 	var ce *canonical.Error
+	if err == nil && m.reencode {
+		m.parts[m.mpNext-1].reencoded = m.pdec.Reencoded()
+	}
 	if err == nil || m.err != nil {
 		return
 	}
 	if errors.As(err, &ce) {
 		p := &m.parts[m.mpNext-1]
-		if p.nested {
+		if p.sent != nil {
 			// The document was assembled here: its offsets are no place in the body.
 			m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: -1,
 				Reason: "in the nested parts of " + strconv.Quote(p.name) + ": " + ce.Reason}
@@ -290,14 +298,19 @@ func (m *Multipart) Reject() { m.Invalid("part not allowed by the schema") }
 
 // Unknown keeps an undeclared part of an open schema in *members for the fingerprint, as the
 // JSON decoder keeps undeclared members: a text part (no filename, UTF-8) as a JSON string, any
-// other as its file object (AppendFile). A name given twice is refused.
+// other as its file object (AppendFile). A name given twice is refused, and so is one that
+// equals one of declared up to letter case (canonical.Decoder.Undeclared).
 //
 //go:noinline
-func (m *Multipart) Unknown(members *canonical.Members) {
+func (m *Multipart) Unknown(members *canonical.Members, declared ...string) {
 	if m.err != nil {
 		return
 	}
 	p := &m.parts[m.mpNext-1]
+	if n := canonical.FoldsTo(p.name, declared); n != "" {
+		m.Invalid(canonical.CaseVariantReason(n))
+		return
+	}
 	i, found := slices.BinarySearchFunc(*members, p.name, func(x canonical.Member, n string) int {
 		return canonical.Compare(x.Name, n)
 	})

@@ -61,8 +61,9 @@ func groupNested(parts []part, names []string) ([]part, error) {
 			root = &nestedNode{}
 			roots[base] = root
 			first[base] = len(out)
-			out = append(out, part{name: base, nested: true})
+			out = append(out, part{name: base})
 		}
+		out[first[base]].sent = append(out[first[base]].sent, p)
 		if err := root.add(segs, string(p.data)); err != "" {
 			return nil, partError(p.name, err)
 		}
