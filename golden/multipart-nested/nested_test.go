@@ -197,6 +197,74 @@ func TestNestedServed(t *testing.T) {
 	}
 }
 
+// TestNestedBehindMiddleware: behind runtime.Middleware the application's own handler reads
+// the nested parts as the SDK sent them (its ParseMultipartForm sees metadata[order], not a
+// JSON part the decoder assembled), and the SDK's retry in the other spelling replays.
+func TestNestedBehindMiddleware(t *testing.T) {
+	pool := pgtest.NewPool(t, 4)
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), SingleTenant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := runtime.Middleware[pgstore.DBTX](rt, Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var runs []string
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f := r.MultipartForm
+		got := fmt.Sprintf("order=%s region=%s account=%s item0=%s item1=%s/%s files=%d metadata=%q",
+			f.Value["metadata[order]"], f.Value["metadata[region]"], f.Value["accounting[account_id]"],
+			f.Value["line_items[0][amount]"], f.Value["line_items[1][amount]"], f.Value["line_items[1][description]"], len(f.File["documents"]), f.Value["metadata"])
+		mu.Lock()
+		runs = append(runs, got)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(201)
+		w.Write([]byte(got))
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/payment_orders", mw(app))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	send := func(c fptest.Request) (int, string, string) {
+		t.Helper()
+		r, _ := http.NewRequest("POST", srv.URL+c.Target, strings.NewReader(c.Body))
+		r.Header.Set("Content-Type", mt+"; boundary="+boundary)
+		r.Header.Set("Idempotency-Key", "stainless-go-7d1e")
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get(runtime.HeaderReplayed), string(b)
+	}
+	const seen = `order=[42] region=[eu] account=[acc_1] item0=[600] item1=[400]/[fee] files=1 metadata=[]`
+	if code, _, b := send(corpus[0]); code != 201 || b != seen {
+		t.Fatalf("first: %d %q, want %q", code, b, seen)
+	}
+	if code, replayed, b := send(corpus[3]); code != 201 || replayed != "true" || b != seen {
+		t.Errorf("retry with the parts reordered: %d replayed=%q %q", code, replayed, b)
+	}
+	if code, _, b := send(corpus[4]); code != 422 {
+		t.Errorf("retry with metadata[order]=43: %d %q, want 422", code, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 1 {
+		t.Errorf("the handler ran %d times: %q", len(runs), runs)
+	}
+}
+
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
 	"v1:e9617ba2055634bc7f63d88ef7c106163a2a40b43a1c92d596e7da38409e8c48",                                                                                                            // 0 createPaymentOrder
