@@ -35,7 +35,7 @@ func TestPlaceOrderParams(t *testing.T) {
 	}
 	p := req.Params
 	if p.StoreID != 42 || len(p.Include) != 2 || p.Include[1] != PlaceOrderParamsIncludeItemStore || p.Limit == nil || *p.Limit != 7 ||
-		len(p.Ids) != 2 || p.Ids[1] != 5 {
+		len(p.IDs) != 2 || p.IDs[1] != 5 {
 		t.Fatalf("params = %+v", p)
 	}
 	// A bad parameter is 400 body-invalid whose pointer is /<in>/<name> and whose detail names

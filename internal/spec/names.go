@@ -62,8 +62,10 @@ func words(s string) []string {
 }
 
 // exportedName turns a spec name into an exported Go identifier: words title-cased, known
-// initialisms upper-cased, an "X" prefix when the result would not start with an upper-case
-// letter (a digit, or a script without case).
+// initialisms upper-cased and their plurals with a lower-case s ("tax_ids" -> TaxIDs, "urls" ->
+// URLs, as Go's own names write them: net/http's Request.URL, staticcheck's ST1003), an "X"
+// prefix when the result would not start with an upper-case letter (a digit, or a script
+// without case).
 func exportedName(s string) string {
 	var b strings.Builder
 	for _, w := range words(s) {
@@ -71,6 +73,9 @@ func exportedName(s string) string {
 		switch {
 		case initialisms[up]:
 			b.WriteString(up)
+		case len(up) > 2 && up[len(up)-1] == 'S' && initialisms[up[:len(up)-1]]:
+			b.WriteString(up[:len(up)-1])
+			b.WriteByte('s')
 		default:
 			rs := []rune(w)
 			b.WriteRune(unicode.ToUpper(rs[0]))
