@@ -30,7 +30,7 @@ func decodePlaceOrder(in *gen.Input) (r PlaceOrderRequest, _ error) {
 	r.Params.StoreID = p.Path("storeId").Int64()
 	p.Min(r.Params.StoreID, 1)
 	for p.QueryList("ids", "|", false); p.Next(); {
-		r.Params.Ids = append(r.Params.Ids, p.Int64())
+		r.Params.IDs = append(r.Params.IDs, p.Int64())
 	}
 	for p.QueryList("include", ",", false); p.Next(); {
 		r.Params.Include = append(r.Params.Include, PlaceOrderParamsIncludeItem(p.Enum("pet", "store")))

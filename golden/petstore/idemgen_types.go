@@ -116,7 +116,7 @@ type CreatePetFunc func(ctx context.Context, tx DBTX, p CreatePetParams, body Cr
 // here: the runtime reads and validates it.
 type PlaceOrderParams struct {
 	StoreID int64                         // path parameter storeId
-	Ids     []int64                       // query parameter ids
+	IDs     []int64                       // query parameter ids
 	Include []PlaceOrderParamsIncludeItem // query parameter include
 	Limit   *int32                        // query parameter limit
 }

@@ -11,10 +11,10 @@ func appendCanonicalPet(b []byte, v *Pet) []byte {
 	b = canonical.OptObject(&o, b, `"category":`, v.Category, appendCanonicalCategory)
 	b = canonical.OptInt(&o, b, `"id":`, v.ID)
 	b = o.String(b, `"name":`, v.Name)
-	if v.PhotoUrls == nil {
+	if v.PhotoURLs == nil {
 		b = o.Null(b, `"photoUrls":`)
 	} else {
-		b = canonical.AppendArray(o.Key(b, `"photoUrls":`), v.PhotoUrls, canonical.AppendString)
+		b = canonical.AppendArray(o.Key(b, `"photoUrls":`), v.PhotoURLs, canonical.AppendString)
 	}
 	b = canonical.OptString(&o, b, `"status":`, v.Status)
 	b = canonical.OptObjects(&o, b, `"tags":`, v.Tags, appendCanonicalTag)

@@ -100,9 +100,9 @@ func decodePet(d *canonical.Decoder, v *Pet) {
 			v.Category = new(Category)
 			decodeCategory(d.Field(&seen, 3), v.Category)
 		case "photoUrls":
-			v.PhotoUrls = []string{}
+			v.PhotoURLs = []string{}
 			for d.Field(&seen, 1).BeginArray(); d.NextElement(); {
-				v.PhotoUrls = append(v.PhotoUrls, d.Str())
+				v.PhotoURLs = append(v.PhotoURLs, d.Str())
 			}
 			d.EndArray()
 		case "tags":

@@ -64,7 +64,7 @@ type Pet struct {
 	ID        *int64            `json:"id,omitempty"`
 	Name      string            `json:"name"`
 	Category  *Category         `json:"category,omitempty"`
-	PhotoUrls []string          `json:"photoUrls"`
+	PhotoURLs []string          `json:"photoUrls"`
 	Tags      []Tag             `json:"tags,omitempty"`
 	Status    *PetStatus        `json:"status,omitempty"`
 	Extra     canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted

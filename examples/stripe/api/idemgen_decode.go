@@ -752,13 +752,13 @@ func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceData(f *gen.FormTree, v
 	for f.BeginObject(); f.NextMember(); {
 		switch f.Key() {
 		case "account_tax_ids":
-			v.AccountTaxIds = new(canonical.Unsettable[[]string])
-			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
-				v.AccountTaxIds.Value = []string{}
+			v.AccountTaxIDs = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIDs.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIDs.Unset {
+				v.AccountTaxIDs.Value = []string{}
 				for f.BeginArray(); f.NextElement(); {
 					e := f.Text().Str()
 					f.Length(e, -1, 5000)
-					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+					v.AccountTaxIDs.Value = append(v.AccountTaxIDs.Value, e)
 				}
 				f.EndArray()
 			}
@@ -2196,13 +2196,13 @@ func decodePostInvoicesBody(f *gen.FormTree, v *PostInvoicesBody) {
 	for f.BeginObject(); f.NextMember(); {
 		switch f.Key() {
 		case "account_tax_ids":
-			v.AccountTaxIds = new(canonical.Unsettable[[]string])
-			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
-				v.AccountTaxIds.Value = []string{}
+			v.AccountTaxIDs = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIDs.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIDs.Unset {
+				v.AccountTaxIDs.Value = []string{}
 				for f.BeginArray(); f.NextElement(); {
 					e := f.Text().Str()
 					f.Length(e, -1, 5000)
-					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+					v.AccountTaxIDs.Value = append(v.AccountTaxIDs.Value, e)
 				}
 				f.EndArray()
 			}
@@ -3961,13 +3961,13 @@ func decodePostPaymentLinksBodyInvoiceCreationInvoiceData(f *gen.FormTree, v *Po
 	for f.BeginObject(); f.NextMember(); {
 		switch f.Key() {
 		case "account_tax_ids":
-			v.AccountTaxIds = new(canonical.Unsettable[[]string])
-			if v.AccountTaxIds.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIds.Unset {
-				v.AccountTaxIds.Value = []string{}
+			v.AccountTaxIDs = new(canonical.Unsettable[[]string])
+			if v.AccountTaxIDs.Unset = f.Field(&seen, 0).Unset(); !v.AccountTaxIDs.Unset {
+				v.AccountTaxIDs.Value = []string{}
 				for f.BeginArray(); f.NextElement(); {
 					e := f.Text().Str()
 					f.Length(e, -1, 5000)
-					v.AccountTaxIds.Value = append(v.AccountTaxIds.Value, e)
+					v.AccountTaxIDs.Value = append(v.AccountTaxIDs.Value, e)
 				}
 				f.EndArray()
 			}

@@ -348,7 +348,7 @@ type PostCheckoutSessionsBodyInvoiceCreation struct {
 // PostCheckoutSessionsBodyInvoiceCreationInvoiceData is a request type (inline schema at
 // /paths/~1v1~1checkout~1sessions/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data).
 type PostCheckoutSessionsBodyInvoiceCreationInvoiceData struct {
-	AccountTaxIds    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	AccountTaxIDs    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
 	CustomFields     *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"`   // custom_fields= (empty) is Unset
 	Description      *string                                                                                     `json:"description,omitempty"`
 	Footer           *string                                                                                     `json:"footer,omitempty"`
@@ -1884,7 +1884,7 @@ const (
 // PostInvoicesBody is a request type (inline schema at
 // /paths/~1v1~1invoices/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostInvoicesBody struct {
-	AccountTaxIds               *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	AccountTaxIDs               *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
 	ApplicationFeeAmount        *int64                                                                                      `json:"application_fee_amount,omitempty"`
 	AutoAdvance                 *bool                                                                                       `json:"auto_advance,omitempty"`
 	AutomaticTax                *PostCheckoutSessionsBodyAutomaticTax                                                       `json:"automatic_tax,omitempty"`
@@ -3444,7 +3444,7 @@ type PostPaymentLinksBodyInvoiceCreation struct {
 // PostPaymentLinksBodyInvoiceCreationInvoiceData is a request type (inline schema at
 // /paths/~1v1~1payment_links/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/invoice_creation/properties/invoice_data).
 type PostPaymentLinksBodyInvoiceCreationInvoiceData struct {
-	AccountTaxIds    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
+	AccountTaxIDs    *canonical.Unsettable[[]string]                                                             `json:"account_tax_ids,omitempty"` // account_tax_ids= (empty) is Unset
 	CustomFields     *canonical.Unsettable[[]PostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem] `json:"custom_fields,omitempty"`   // custom_fields= (empty) is Unset
 	Description      *string                                                                                     `json:"description,omitempty"`
 	Footer           *string                                                                                     `json:"footer,omitempty"`
