@@ -146,8 +146,9 @@ func (p *plan) goFiles() []goFile {
 	return files
 }
 
-// render emits one Go file and formats it: jennifer runs go/format on it (TestGofmtStable checks
-// that the result is a fixed point of gofmt).
+// render emits one Go file and formats it: jennifer runs go/format on it, then the imports are
+// grouped, the standard library's first (TestGofmtStable checks that the result is a fixed
+// point of gofmt).
 func (p *plan) render(f goFile) ([]byte, error) {
 	jf := jen.NewFile(p.opts.Package)
 	jf.HeaderComment(Header[len("// "):])
@@ -160,7 +161,7 @@ func (p *plan) render(f goFile) ([]byte, error) {
 	if err := jf.Render(&buf); err != nil {
 		return nil, fmt.Errorf("generate %s: %w", f.name, err)
 	}
-	return buf.Bytes(), nil
+	return groupImports(buf.Bytes()), nil
 }
 
 // plan is every decision of one Generate call, made from the model before any file is emitted
