@@ -4,9 +4,10 @@ package bodykey
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePayoutHandler returns the http.Handler of POST /payouts (createPayout): fn runs at most

@@ -4,9 +4,10 @@ package collisions
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePaymentHandler returns the http.Handler of POST /a (create-payment): fn runs at most once

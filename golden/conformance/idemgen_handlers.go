@@ -4,9 +4,10 @@ package conformance
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateChargeHandler returns the http.Handler of POST /v1/charges (createCharge): fn runs at most

@@ -4,9 +4,10 @@ package dbmemstore
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateEntryHandler returns the http.Handler of POST /entries (createEntry): fn runs at most once

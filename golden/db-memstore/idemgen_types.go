@@ -4,6 +4,7 @@ package dbmemstore
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	memstore "github.com/idemgen/idemgen/runtime/store/memstore"

@@ -4,6 +4,7 @@ package form
 
 import (
 	"encoding/json"
+
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )

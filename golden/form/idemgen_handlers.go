@@ -4,9 +4,10 @@ package form
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateCustomerHandler returns the http.Handler of POST /v1/customers (createCustomer): fn runs at

@@ -4,9 +4,10 @@ package keypattern
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePaymentHandler returns the http.Handler of POST /payments (createPayment): fn runs at most

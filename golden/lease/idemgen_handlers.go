@@ -4,9 +4,10 @@ package lease
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CaptureChargeHandler returns the http.Handler of POST /charges/{chargeId}/capture

@@ -4,9 +4,10 @@ package mediatypes
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateBatchHandler returns the http.Handler of POST /batches (createBatch): fn runs at most once

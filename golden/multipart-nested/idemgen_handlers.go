@@ -4,9 +4,10 @@ package multipartnested
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePaymentOrderHandler returns the http.Handler of POST /api/payment_orders

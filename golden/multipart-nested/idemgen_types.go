@@ -4,6 +4,7 @@ package multipartnested
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"

@@ -4,9 +4,10 @@ package multipart
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateCatalogImageHandler returns the http.Handler of POST /catalog/images (createCatalogImage):

@@ -4,9 +4,10 @@ package nullable30
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateOrderHandler returns the http.Handler of POST /v1/orders (createOrder): fn runs at most

@@ -4,9 +4,10 @@ package nullable31
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateTransferHandler returns the http.Handler of POST /v1/transfers (createTransfer): fn runs at

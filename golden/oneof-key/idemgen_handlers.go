@@ -4,9 +4,10 @@ package oneofkey
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateTransactionHandler returns the http.Handler of POST /v1/transactions (createTransaction):

@@ -5,6 +5,7 @@ package oneofkey
 import (
 	"context"
 	"encoding/json"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

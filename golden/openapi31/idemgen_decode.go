@@ -4,6 +4,7 @@ package openapi31
 
 import (
 	"bytes"
+
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )

@@ -4,9 +4,10 @@ package openapi31
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // PostEntryHandler returns the http.Handler of POST /v2/entries (postEntry): fn runs at most once

@@ -4,9 +4,10 @@ package overlappingroutes
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CloseAccountHandler returns the http.Handler of POST /accounts/{id}/close (closeAccount): fn runs

@@ -5,10 +5,11 @@ package overlappingroutes
 import (
 	"errors"
 	"fmt"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops

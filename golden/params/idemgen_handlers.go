@@ -4,9 +4,10 @@ package params
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateExportHandler returns the http.Handler of POST /exports (createExport): fn runs at most

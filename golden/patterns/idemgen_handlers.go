@@ -4,9 +4,10 @@ package patterns
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateTransferEcmaHandler returns the http.Handler of POST /ecma/transfers (createTransferEcma):

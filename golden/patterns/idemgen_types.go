@@ -4,6 +4,7 @@ package patterns
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -4,9 +4,10 @@ package petstore
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePetHandler returns the http.Handler of POST /pets (createPet): fn runs at most once per

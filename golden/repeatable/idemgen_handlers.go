@@ -4,9 +4,10 @@ package repeatable
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // SendMessageHandler returns the http.Handler of POST /messages (sendMessage): fn runs at most once

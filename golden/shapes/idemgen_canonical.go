@@ -4,6 +4,7 @@ package shapes
 
 import (
 	"encoding/json"
+
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 

@@ -4,9 +4,10 @@ package shapes
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // BatchHandler returns the http.Handler of POST /batch (batch): fn runs at most once per

@@ -4,9 +4,10 @@ package split
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateInvoiceHandler returns the http.Handler of POST /v1/invoices (createInvoice): fn runs at

@@ -4,9 +4,10 @@ package trailingslash
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateRootHandler returns the http.Handler of POST / (createRoot): fn runs at most once per

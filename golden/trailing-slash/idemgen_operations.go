@@ -5,9 +5,10 @@ package trailingslash
 import (
 	"errors"
 	"fmt"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"net/http"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops

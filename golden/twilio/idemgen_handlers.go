@@ -4,9 +4,10 @@ package twilio
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateCallHandler returns the http.Handler of POST /2010-04-01/Accounts/{AccountSid}/Calls.json

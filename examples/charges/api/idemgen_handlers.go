@@ -4,9 +4,10 @@ package api
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreateChargeHandler returns the http.Handler of POST /charges (createCharge): fn runs at most

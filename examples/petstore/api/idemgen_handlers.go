@@ -4,9 +4,10 @@ package api
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // AddPetHandler returns the http.Handler of POST /pet (addPet): fn runs at most once per

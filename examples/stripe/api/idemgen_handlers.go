@@ -4,9 +4,10 @@ package api
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // PostChargesHandler returns the http.Handler of POST /v1/charges (PostCharges): fn runs at most
