@@ -11,17 +11,19 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
-// Defaults of docs/design.md section 2.
+// Defaults of docs/design.md section 2, from runtime/defaults (the runtime's and the
+// generator's too).
 const (
-	defaultHeader    = "Idempotency-Key"
-	defaultMinLength = 16
-	defaultMaxLength = 255
-	defaultRetention = 24 * time.Hour
-	defaultLease     = 30 * time.Second
-	defaultLimit     = 1 << 20 // 1 MiB
+	defaultHeader    = defaults.KeyHeader
+	defaultMinLength = defaults.KeyMinLength
+	defaultMaxLength = defaults.KeyMaxLength
+	defaultRetention = defaults.Retention
+	defaultLease     = defaults.Lease
+	defaultLimit     = defaults.BodyLimit // 1 MiB: limits.body, limits.response and limits.part
 )
 
 // capHint says how to accept idemgen's cap on a key longer than it allows: set key.maxLength
@@ -39,11 +41,14 @@ func capHint(id string, derived bool, method, path string) string {
 		"and tell the API's clients", defaultMaxLength, selector)
 }
 
-// defaultStatuses is replay.statuses' default: 2xx and 4xx are final except 408, 409, 425 and
-// 429, which a client is expected to retry (RFC 9110 sections 15.5.9, 15.5.10; RFC 8470; RFC 6585).
+// defaultStatuses is replay.statuses' default (defaults.Statuses): 2xx and 4xx are final except
+// 408, 409, 425 and 429, which a client is expected to retry.
 func defaultStatuses() []model.StatusRule {
-	return []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true},
-		{Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
+	var out []model.StatusRule
+	for _, r := range defaults.Statuses() {
+		out = append(out, model.StatusRule(r))
+	}
+	return out
 }
 
 // mergeSettings merges settings layers; when the result names a profile, the profile's
@@ -181,13 +186,23 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	b.resolveExclude(o, m, &s, at)
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
-			if c.Kind == model.ContentRaw {
+			if c.Kind == model.ContentRaw && !sealedMediaType(c.MediaType) {
 				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (README.md, fingerprint.body); set fingerprint.body: raw to accept this",
 					o.m.Method, o.m.Path, c.MediaType)
 			}
 		}
 	}
 	return s
+}
+
+// sealedMediaType reports whether mt is a signed or encrypted form of a body (JOSE, RFC 7515 and
+// 7516: application/jose, application/jose+jwe as open-banking APIs write it; a JWT, RFC 7519:
+// application/jwt, application/*+jwt), whose bytes are the request: no re-encoding keeps the
+// signature, so raw bytes are the only fingerprint it can have, and a client's retry resends
+// them as they were.
+func sealedMediaType(mt string) bool {
+	return mt == "application/jwt" || mt == "application/jose" || strings.HasSuffix(mt, "+jwt") ||
+		(strings.HasPrefix(mt, "application/jose+") && !strings.HasSuffix(mt, "+json"))
 }
 
 // declared is what the spec itself says about the key's parameter or property.
