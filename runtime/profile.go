@@ -64,6 +64,18 @@ type RequestID struct {
 	New func() string
 }
 
+// WithProblems returns a copy of p whose errors are written by w; on a nil p, a profile that
+// only writes errors. Generated code uses it to put a spec's own error schema (the errors
+// mapping) on an operation's profile.
+func (p *Profile) WithProblems(w ProblemWriter) *Profile {
+	var c Profile
+	if p != nil {
+		c = *p
+	}
+	c.Problems = w
+	return &c
+}
+
 // newID returns a new id for one request.
 func (r *RequestID) newID() string {
 	if r.New != nil {
