@@ -22,8 +22,8 @@ type ErrorDoc struct {
 	Status int
 	// Headers are set on the answer, in order.
 	Headers []ErrorHeader
-	// Schema names the schema the document follows, for comments: the component's name
-	// ("HttpErrorOut") or "the mapping's schema" for one written in the mapping.
+	// Schema names the schema the document follows: the component's name ("HttpErrorOut"), or
+	// "Error" for the schema the mapping writes itself.
 	Schema string
 	// Body is the document.
 	Body *ErrorValue

@@ -195,11 +195,9 @@ func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorForm
 			return nil
 		}
 		f := es.formats[fi]
-		doc.Schema = f.ref
+		doc.Schema = strings.TrimPrefix(f.ref, "#/components/schemas/")
 		if f.ref == "" {
-			doc.Schema = "the mapping's schema"
-		} else {
-			doc.Schema = strings.TrimPrefix(f.ref, "#/components/schemas/")
+			doc.Schema = "Error" // the schema the mapping writes
 		}
 		tmpl := f.body
 		loc := f.loc
