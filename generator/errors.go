@@ -2,6 +2,7 @@ package generator
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -146,7 +147,7 @@ func (p *plan) emitErrors(f *jen.File) {
 		for _, t := range w.types {
 			schemas = append(schemas, strings.TrimPrefix(t.name, "problem"))
 		}
-		comment(f, "%s writes the runtime's problems in the error schemas the spec declares for the operations' answers (%s), as their errors mapping fills them, so that the API's own clients read them. A problem this package was generated without is written as RFC 9457 problem+json.",
+		comment(f, "%s writes the runtime's problems in the error schemas of the operations' answers (%s: the spec's, or the one the errors mapping writes), filled as the mapping says, so that the API's own clients read them. A problem this package was generated without is written as RFC 9457 problem+json.",
 			w.name, strings.Join(schemas, ", "))
 		f.Func().Id(w.name).Params(jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request"), jen.Id("p").Qual(pkgRuntime, "Problem")).BlockFunc(func(g *jen.Group) {
 			g.Var().Id("doc").Any()
@@ -196,8 +197,10 @@ func emitDocType(f *jen.File, t *docType, doc string) {
 		return
 	}
 	comment(f, "%s %s", t.name, doc)
+	fields := slices.Clone(t.fields)
+	slices.SortFunc(fields, func(a, b *docField) int { return strings.Compare(a.member, b.member) })
 	f.Type().Id(t.name).StructFunc(func(g *jen.Group) {
-		for _, fl := range t.fields {
+		for _, fl := range fields {
 			tag := fl.member
 			if !fl.required {
 				tag += ",omitempty"

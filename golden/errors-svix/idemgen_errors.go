@@ -28,10 +28,10 @@ type problemHTTPValidationErrorDetailItem struct {
 	Type string   `json:"type"`
 }
 
-// writeProblems writes the runtime's problems in the error schemas the spec declares for the
-// operations' answers (HttpErrorOut, HTTPValidationError), as their errors mapping fills them, so
-// that the API's own clients read them. A problem this package was generated without is written as
-// RFC 9457 problem+json.
+// writeProblems writes the runtime's problems in the error schemas of the operations' answers
+// (HttpErrorOut, HTTPValidationError: the spec's, or the one the errors mapping writes), filled as
+// the mapping says, so that the API's own clients read them. A problem this package was generated
+// without is written as RFC 9457 problem+json.
 func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 	var doc any
 	switch p.Name {
