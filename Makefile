@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test faults bench bench-short bench-ab bench-scale bench-stripe fuzz demo clean
+.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-stripe fuzz demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3
 
 faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
 	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/faults
+
+api-check: ## compare the public Go API with CHANGELOG.md's last release point; fail on an unmarked breaking change
+	cd scripts/apicheck && $(GO) run . -repo ../..
 
 bench: ## run the full benchmark harness and rewrite bench/README.md tables
 	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh

@@ -2,8 +2,12 @@ module github.com/idemgen/idemgen
 
 go 1.26.0
 
+// The Node.js example's npm packages are no Go code.
+ignore ./examples/express/node_modules
+
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/brianvoe/gofakeit/v7 v7.18.7
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/dave/jennifer v1.7.1

@@ -53,6 +53,9 @@ echo "== go vet"
 go vet ./...
 for d in $example_modules; do (cd "$d" && go vet ./...); done
 
+echo "== public API against the last release point (scripts/apicheck: an incompatible change must be marked in CHANGELOG.md)"
+(cd scripts/apicheck && go vet ./... && go mod tidy -diff && go test -count=1 ./... && go run . -repo ../..)
+
 echo "== tools: Chromium (admin page test), promtool (alert rules)"
 missing=()
 command -v "${IDEMGEN_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
@@ -66,6 +69,14 @@ export IDEMGEN_REQUIRE_BROWSER=1 IDEMGEN_REQUIRE_PROMTOOL=1
 echo "== alert rules (promtool check rules, promtool test rules)"
 promtool check rules docs/monitoring/alerts.yaml
 promtool test rules docs/monitoring/alerts_test.yaml
+
+echo "== the Node.js example's packages (examples/express: npm ci from package-lock.json)"
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  (cd examples/express && npm ci --no-audit --no-fund --loglevel=error)
+  export IDEMGEN_REQUIRE_NODE=1
+else
+  echo "node and npm are not installed: examples/express (idemgen conform against express-idempotency) skips"
+fi
 
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/faults$')

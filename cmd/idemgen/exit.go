@@ -13,6 +13,9 @@ const (
 type exitError struct {
 	code int
 	err  error
+	// noHint leaves out the pointer to --help after the message (conform's exit 2 is "could
+	// not run", not always a usage error).
+	noHint bool
 }
 
 func (e *exitError) Error() string {

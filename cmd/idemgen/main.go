@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if msg := ee.Error(); msg != "" {
 			fmt.Fprintf(stderr, "idemgen: %s\n", msg)
 		}
-		if ee.code == exitUsage {
+		if ee.code == exitUsage && !ee.noHint {
 			fmt.Fprintln(stderr, "Run 'idemgen --help' for usage.")
 		}
 		return ee.code

@@ -7,7 +7,21 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 )
 
-require github.com/dlclark/regexp2/v2 v2.13.0 // indirect
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/brianvoe/gofakeit/v7 v7.18.7 // indirect
+	github.com/dlclark/regexp2/v2 v2.13.0 // indirect
+	github.com/dprotaso/go-yit v0.0.0-20191028211022-135eb7262960 // indirect
+	github.com/getkin/kin-openapi v0.153.0 // indirect
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/speakeasy-api/jsonpath v0.6.0 // indirect
+	github.com/speakeasy-api/openapi-overlay v0.10.2 // indirect
+	github.com/vmware-labs/yaml-jsonpath v0.3.2 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -11,3 +11,9 @@ import (
 func TestCases(t *testing.T) {
 	conformancetest.Run(t, "../..", NewHandler, nil)
 }
+
+// TestConform runs idemgen conform against this service, as a user would against theirs:
+// every check of conformance.yaml's operations passes, faults included.
+func TestConform(t *testing.T) {
+	conformancetest.Conform(t, "../..", NewHandler)
+}

@@ -14,3 +14,8 @@ import (
 func TestCases(t *testing.T) {
 	conformancetest.Run(t, "../..", conformance.NewHandler, nil)
 }
+
+// TestConform runs idemgen conform against the conformance service: every check passes.
+func TestConform(t *testing.T) {
+	conformancetest.Conform(t, "../..", conformance.NewHandler)
+}

@@ -107,7 +107,7 @@ func Audit(attempts []Attempt, eff Effects, opts AuditOptions) []string {
 	for i := range attempts {
 		a := &attempts[i]
 		logicals[a.Logical] = a.Key
-		if a.Kind.definitive() {
+		if a.Kind.Definitive() {
 			definitive[a.Logical] = true
 		}
 		if !allowed[a.Kind] {

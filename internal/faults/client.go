@@ -177,7 +177,7 @@ func (c *Client) Run(ctx context.Context, r *Request, p Policy) Attempt {
 	start := time.Now()
 	for n := 0; ; n++ {
 		a := c.Send(ctx, p.Pick(n), r)
-		if a.Kind.definitive() || a.Kind == KindOther || ctx.Err() != nil || time.Since(start) > p.Deadline {
+		if a.Kind.Definitive() || a.Kind == KindOther || ctx.Err() != nil || time.Since(start) > p.Deadline {
 			return a
 		}
 		wait := 20 * time.Millisecond

@@ -7,9 +7,9 @@
 //   - against the ground truth of the effects (business rows, provider calls): per key at most
 //     one execution, every execution seen by a client (no lost response), every success and
 //     replay carrying that execution's response, and 503 details that tell the truth;
-//   - for linearizability against a model of the contract (Model), with porcupine.
+//   - for linearizability against a model of the contract (internal/history), with porcupine.
 //
 // This file set holds what the scenarios share and what can be tested without a database: the
-// history, the model, the audit and the service the replicas run. The scenarios are the package's
+// audit, the clients and the service the replicas run. The scenarios are the package's
 // tests; README.md says how to run them and shows the last long run's figures.
 package faults

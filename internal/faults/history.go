@@ -2,128 +2,73 @@ package faults
 
 import (
 	"fmt"
-	"sort"
-	"sync"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/idemgen/idemgen/internal/history"
 )
 
-// Kind is what an answer means for the contract.
-type Kind uint8
+// The history of a run and its model live in internal/history, which `idemgen conform` shares;
+// the scenarios use them under these names.
+type (
+	Kind         = history.Kind
+	Attempt      = history.Attempt
+	History      = history.History
+	ModelOptions = history.ModelOptions
+	Verdict      = history.Verdict
+)
 
 const (
-	// KindOK is a success (2xx) that is not a replay: the request executed.
-	KindOK Kind = iota + 1
-	// KindReplay is a 2xx with Idempotent-Replayed: true.
-	KindReplay
-	// KindConflict is 409 in-flight.
-	KindConflict
-	// KindMismatch is 422 payload-mismatch.
-	KindMismatch
-	// KindUnavailable is 503 whose detail says the request was not processed.
-	KindUnavailable
-	// KindUnknown is an answer that leaves the outcome open: 503 "outcome unknown", a broken
-	// connection, a killed server, a client timeout.
-	KindUnknown
-	// KindFailed is 500: the handler failed and the key was released.
-	KindFailed
-	// KindOther is any other answer; the contract has no place for it in these scenarios.
-	KindOther
+	KindOK          = history.KindOK
+	KindReplay      = history.KindReplay
+	KindConflict    = history.KindConflict
+	KindMismatch    = history.KindMismatch
+	KindUnavailable = history.KindUnavailable
+	KindUnknown     = history.KindUnknown
+	KindFailed      = history.KindFailed
+	KindOther       = history.KindOther
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindOK:
-		return "ok"
-	case KindReplay:
-		return "replay"
-	case KindConflict:
-		return "409"
-	case KindMismatch:
-		return "422"
-	case KindUnavailable:
-		return "503-not-processed"
-	case KindUnknown:
-		return "unknown"
-	case KindFailed:
-		return "500"
-	case KindOther:
-		return "other"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
-
-// definitive reports whether an answer ends a logical request: the client has its result.
-func (k Kind) definitive() bool { return k == KindOK || k == KindReplay || k == KindMismatch }
-
-// Attempt is one HTTP attempt as its client saw it.
-type Attempt struct {
-	// ID names the attempt; the service writes it into the rows and provider calls it makes,
-	// which is how the audit knows which attempt executed.
-	ID string
-	// Logical names the logical request (one client operation, retried under one key).
-	Logical int
-	// Mode is "atomic" or "lease".
-	Mode string
-	// Key is the record key as the store sees it: tenant and idempotency key.
-	Key string
-	// Body names the request's content (the fingerprint's identity), e.g. "amount=100".
-	Body string
-	// Replica is the replica the attempt was sent to.
-	Replica string
-	// Call and Return are offsets from the history's start. An attempt whose outcome is
-	// unknown keeps its observed Return here; the model treats it as pending to the end.
-	Call, Return time.Duration
-	Status       int
-	Kind         Kind
-	// Resp identifies the response of a success or replay: status and the body's bytes.
-	Resp string
-	// ExecID and ExecAttempt are the execution the response names (the business row id and the
-	// attempt that wrote it), decoded from the body of a success or replay.
-	ExecID      int64
-	ExecAttempt string
-	// RetryAfter is the Retry-After header; Detail is a problem's detail or the transport error.
-	RetryAfter string
-	Detail     string
-}
-
-// History is the client-visible history of one scenario run. It is safe for concurrent use.
-type History struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []Attempt
-}
-
 // NewHistory starts a history now.
-func NewHistory() *History { return &History{start: time.Now()} }
+func NewHistory() *History { return history.NewHistory() }
 
-// Now is the offset of the present from the history's start (monotonic).
-func (h *History) Now() time.Duration { return time.Since(h.start) }
-
-// Add records a finished attempt.
-func (h *History) Add(a Attempt) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ops = append(h.ops, a)
+// Check checks the attempts for linearizability against the contract's model within timeout.
+// When the history is not linearizable (or the check timed out), it writes porcupine's
+// visualization under a new temporary directory named after name and returns its path in the
+// verdict.
+func Check(name string, attempts []Attempt, opts ModelOptions, timeout time.Duration) (Verdict, error) {
+	v, info := history.Check(attempts, opts, timeout)
+	if v.Result == porcupine.Ok {
+		return v, nil
+	}
+	dir, err := os.MkdirTemp("", "idemgen-faults-")
+	if err != nil {
+		return v, err
+	}
+	v.Visualization = filepath.Join(dir, sanitize(name)+".html")
+	f, err := os.Create(v.Visualization)
+	if err != nil {
+		return v, err
+	}
+	if err := history.Visualize(f, opts, info); err != nil {
+		f.Close()
+		return v, err
+	}
+	if err := f.Close(); err != nil {
+		return v, fmt.Errorf("write %s: %w", v.Visualization, err)
+	}
+	return v, nil
 }
 
-// Attempts returns the attempts recorded so far, in call order.
-func (h *History) Attempts() []Attempt {
-	h.mu.Lock()
-	out := append([]Attempt(nil), h.ops...)
-	h.mu.Unlock()
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
-	return out
-}
-
-// Count returns how many recorded attempts satisfy f.
-func (h *History) Count(f func(*Attempt) bool) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for i := range h.ops {
-		if f(&h.ops[i]) {
-			n++
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
 		}
 	}
-	return n
+	return string(b)
 }

@@ -94,7 +94,7 @@ func TestLeaseExpiry(t *testing.T) {
 		firstAnswer := <-done
 		retryFirst := &Request{Logical: first.Logical, Mode: "lease", Tenant: "tL", Key: key, Amount: 100}
 		settledFirst := firstAnswer
-		if !firstAnswer.Kind.definitive() {
+		if !firstAnswer.Kind.Definitive() {
 			settledFirst = r.settle(retryFirst, r.a.target())
 		}
 		settledOther := r.settle(other, r.b.target())
@@ -180,7 +180,7 @@ func TestLeaseExpiry(t *testing.T) {
 		again := &Request{Logical: r.c.NextLogical(), Mode: "lease", Tenant: "tL", Key: key, Amount: 100}
 		takeover := r.c.Send(ctx, r.b.target(), again)
 		owner := <-done
-		if !takeover.Kind.definitive() {
+		if !takeover.Kind.Definitive() {
 			r.settle(again, r.b.target())
 		}
 		other := r.c.Send(ctx, r.b.target(), &Request{Logical: r.c.NextLogical(), Mode: "lease", Tenant: "tL", Key: key, Amount: 250})

@@ -209,7 +209,7 @@ func storeDown(t *testing.T, c *cluster, mode string) {
 func firstDefinitiveAfter(attempts []Attempt, a Attempt) *Attempt {
 	for i := range attempts {
 		b := &attempts[i]
-		if b.Logical == a.Logical && b.Call > a.Call && b.Kind.definitive() {
+		if b.Logical == a.Logical && b.Call > a.Call && b.Kind.Definitive() {
 			return b
 		}
 	}

@@ -258,6 +258,9 @@ type Param struct {
 	Style   string
 	Explode bool
 	Schema  *Schema
+	// Example is the parameter's own example (example, else the first of examples) as JSON
+	// text, "" when absent; `idemgen conform` prefers it to the schema's.
+	Example string
 	Loc     diag.Loc
 }
 
@@ -291,7 +294,10 @@ type Content struct {
 	// property is serialized, such as {style: deepObject, explode: true} for Stripe's nested
 	// fields (metadata[key]=value).
 	Encoding map[string]Encoding
-	Loc      diag.Loc
+	// Example is the media type's example (example, else the first of examples) as JSON text,
+	// "" when absent; `idemgen conform` sends it when it is valid.
+	Example string
+	Loc     diag.Loc
 }
 
 // Encoding is one entry of a form media type's encoding object.
@@ -376,9 +382,13 @@ type Schema struct {
 	MinItems, MaxItems         *int64
 	Pattern                    string
 	// Ignore is x-idempotency-ignore: true (left out of the fingerprint).
-	Ignore      bool
-	Description string
-	Loc         diag.Loc
+	Ignore bool
+	// Example and Default are the schema's example (3.0 example, else the first of 3.1
+	// examples) and default as JSON text, "" when absent. Only `idemgen conform` reads them, to
+	// build valid requests; the generated decoder never fills in defaults.
+	Example, Default string
+	Description      string
+	Loc              diag.Loc
 }
 
 // Property is one declared member of an object schema.

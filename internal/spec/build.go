@@ -232,6 +232,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 			}
 		}
 		mp.Schema = b.sc.convert(ks.ref, ks.at)
+		mp.Example = exampleJSON(p.Example, p.Examples)
 		if mp.Schema == nil {
 			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
 		}
@@ -311,6 +312,7 @@ func (b *builder) body(o *opSource) {
 		c := &model.Content{MediaType: mt, Kind: contentKind(mt), Loc: at.loc()}
 		ks := kinSchema{media.Schema, at.at("schema")}
 		c.Schema = b.sc.convert(ks.ref, ks.at)
+		c.Example = exampleJSON(media.Example, media.Examples)
 		if c.Kind == model.ContentMultipart && c.Schema == nil {
 			// Parts are decoded by the properties of the schema; without one the body is raw
 			// bytes (and check warns, raw-fingerprint). A schema that is not an object is the

@@ -105,6 +105,10 @@ func (c *schemaConverter) convert(ref *openapi3.SchemaRef, at src) *model.Schema
 
 func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 	m.Format, m.Description = s.Format, s.Description
+	m.Example, m.Default = valueJSON(s.Example), valueJSON(s.Default)
+	if m.Example == "" && len(s.Examples) > 0 {
+		m.Example = valueJSON(s.Examples[0])
+	}
 	m.Nullable = s.Nullable || s.Type.IncludesNull()
 	m.Ignore = c.ignore(s.Extensions, m.Loc)
 
@@ -270,6 +274,34 @@ func variantType(r *openapi3.SchemaRef) model.Type {
 }
 
 // enumJSON is the JSON text of each enum value (as kin-openapi decoded it), in spec order.
+// valueJSON is a value of the document (example, default) as JSON text, "" for none.
+func valueJSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// exampleJSON is an example object's value: example, else the first of examples (by name)
+// that has an inline value, as JSON text; "" for none.
+func exampleJSON(example any, examples openapi3.Examples) string {
+	if v := valueJSON(example); v != "" {
+		return v
+	}
+	for _, name := range sortedKeys(examples) {
+		if e := examples[name]; e != nil && e.Value != nil {
+			if v := valueJSON(e.Value.Value); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
 func enumJSON(vs []any) []string {
 	var out []string
 	for _, v := range vs {

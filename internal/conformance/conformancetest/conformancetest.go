@@ -17,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/cases"
+	"github.com/idemgen/idemgen/internal/conform"
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/spec"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -124,6 +126,65 @@ func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 			}
 		}
 	})
+}
+
+// Conform runs idemgen conform against the service svc builds on a fresh database, as a user
+// runs it against theirs: every check of conformance.yaml's operations (under root, the
+// repository root relative to the test's directory), with two tenants, the service's test
+// knobs (X-Test-Fail: 500, X-Test-Delay), an effects oracle counting both tenants' rows and
+// provider calls, and the fault checks in short mode. A failed check fails the test, with the
+// report.
+func Conform(t *testing.T, root string, svc Service) {
+	res, err := spec.Load(context.Background(), spec.Options{Path: filepath.Join(root, "testdata", "specs", "conformance.yaml")})
+	if err != nil || res.Diags.HasErrors() {
+		t.Fatalf("conformance.yaml: %v %v", err, res.Diags.Sorted())
+	}
+	pool := pgtest.NewPool(t, MinPoolSize)
+	ctx := context.Background()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := conformance.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	provider := conformance.NewProvider()
+	h, err := svc(pool, provider, Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tenants := []string{"conform-a", "conform-b"}
+	effects := func(ctx context.Context) (int64, error) {
+		var n int64
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE tenant = ANY($1)) + (SELECT count(*) FROM refunds WHERE tenant = ANY($1))
+			+ (SELECT count(*) FROM orders WHERE tenant = ANY($1)) + (SELECT count(*) FROM transfers WHERE tenant = ANY($1))
+			+ (SELECT count(*) FROM charges WHERE tenant = ANY($1)) + (SELECT count(*) FROM provider_charges WHERE tenant = ANY($1))`, tenants).Scan(&n)
+		for _, tn := range tenants {
+			n += provider.Calls(tn)
+		}
+		return n, err
+	}
+	rep, err := conform.Run(ctx, res.Doc, conform.Options{
+		BaseURL:      srv.URL,
+		Header:       http.Header{"Authorization": {"Bearer " + tenants[0]}},
+		TenantHeader: http.Header{"Authorization": {"Bearer " + tenants[1]}},
+		FailHeader:   http.Header{"X-Test-Fail": {"500"}},
+		DelayHeader:  http.Header{"X-Test-Delay": {"300ms"}},
+		Effects:      effects,
+		Faults:       true,
+		Short:        true,
+		Seed:         24,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	conform.WriteText(&text, rep)
+	if rep.Failed() {
+		t.Fatalf("idemgen conform failed:\n%s", text.String())
+	}
+	t.Log(text.String())
 }
 
 // Logger sends a runtime's logs to the test log, shown when a test fails or with -v.

@@ -1,10 +1,9 @@
-package faults
+package history
 
 import (
 	"fmt"
 	"hash/fnv"
-	"os"
-	"path/filepath"
+	"io"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -183,7 +182,8 @@ type Verdict struct {
 	Result porcupine.CheckResult
 	// Partitions is how many keys were checked; Ops how many attempts.
 	Partitions, Ops int
-	// Visualization is the HTML file porcupine wrote for an illegal or undecided history.
+	// Visualization is the HTML file of porcupine's drawing of an illegal or undecided history,
+	// when the caller wrote one.
 	Visualization string
 	Took          time.Duration
 }
@@ -196,10 +196,10 @@ func (v Verdict) String() string {
 	return s
 }
 
-// Check checks the attempts for linearizability against Model(opts) within timeout. When the
-// history is not linearizable (or the check timed out), it writes porcupine's visualization under
-// a new temporary directory named after name and returns its path in the verdict.
-func Check(name string, attempts []Attempt, opts ModelOptions, timeout time.Duration) (Verdict, error) {
+// Check checks the attempts for linearizability against Model(opts) within timeout. The
+// returned information feeds Visualize; it is only meaningful when the history is not
+// linearizable or the check timed out (it is then porcupine's partial linearizations).
+func Check(attempts []Attempt, opts ModelOptions, timeout time.Duration) (Verdict, porcupine.LinearizationInfo) {
 	var end time.Duration
 	for _, a := range attempts {
 		end = max(end, a.Return, a.Call)
@@ -218,30 +218,17 @@ func Check(name string, attempts []Attempt, opts ModelOptions, timeout time.Dura
 		ops = append(ops, porcupine.Operation{ClientId: a.Logical, Input: modelInput{a: a, ret: ret},
 			Call: int64(a.Call), Output: a.Kind, Return: ret})
 	}
-	model := Model(opts)
 	began := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	v := Verdict{Result: res, Partitions: len(keys), Ops: len(ops), Took: time.Since(began)}
-	if res == porcupine.Ok {
-		return v, nil
-	}
-	dir, err := os.MkdirTemp("", "idemgen-faults-")
-	if err != nil {
-		return v, err
-	}
-	v.Visualization = filepath.Join(dir, sanitize(name)+".html")
-	if err := porcupine.VisualizePath(model, info, v.Visualization); err != nil {
-		return v, fmt.Errorf("porcupine visualization: %w", err)
-	}
-	return v, nil
+	res, info := porcupine.CheckOperationsVerbose(Model(opts), ops, timeout)
+	return Verdict{Result: res, Partitions: len(keys), Ops: len(ops), Took: time.Since(began)}, info
 }
 
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
+// Visualize writes porcupine's interactive HTML page of a checked history (Check's info) to w:
+// one timeline per key, each attempt a bar from call to return, with the longest partial
+// linearization the checker found for a history that is not linearizable.
+func Visualize(w io.Writer, opts ModelOptions, info porcupine.LinearizationInfo) error {
+	if err := porcupine.Visualize(Model(opts), info, w); err != nil {
+		return fmt.Errorf("porcupine visualization: %w", err)
 	}
-	return string(b)
+	return nil
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/conform"
+	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/spec"
+)
+
+// TestConform runs idemgen conform against the Stripe-compatible server with Stripe's own spec
+// and idemgen.yaml, so under profile: stripe: a mismatch must be Stripe's 400
+// idempotency_error, a replay carries a new Request-Id and names the first in
+// Original-Request, keys are 1 to 255 characters, a duplicate waits and replays. Two secret
+// keys are two tenants; the effects oracle counts every table's rows.
+func TestConform(t *testing.T) {
+	res, err := spec.Load(context.Background(), spec.Options{Path: "../../testdata/specs/vendor/stripe-spec3.yaml", ConfigPath: "idemgen.yaml"})
+	if err != nil || res.Diags.HasErrors() {
+		t.Fatalf("stripe spec: %v %v", err, res.Diags.Sorted())
+	}
+	pool := pgtest.NewPool(t, 24)
+	if err := Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(pool, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	effects := func(ctx context.Context) (int64, error) {
+		var n int64
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM customers) + (SELECT count(*) FROM payment_intents) + (SELECT count(*) FROM charges)
+			+ (SELECT count(*) FROM refunds) + (SELECT count(*) FROM subscriptions) + (SELECT count(*) FROM payouts) + (SELECT count(*) FROM objects)`).Scan(&n)
+		return n, err
+	}
+	rep, err := conform.Run(context.Background(), res.Doc, conform.Options{
+		BaseURL:      srv.URL,
+		Header:       http.Header{"Authorization": {"Bearer sk_test_conform_a"}},
+		TenantHeader: http.Header{"Authorization": {"Bearer sk_test_conform_b"}},
+		Effects:      effects,
+		Faults:       true,
+		Short:        true,
+		Seed:         24,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	conform.WriteText(&text, rep)
+	if rep.Failed() {
+		t.Fatalf("idemgen conform failed:\n%s", text.String())
+	}
+	t.Log(text.String())
+}
