@@ -181,7 +181,9 @@ func TestSDKReadsTheAPIsOwnErrors(t *testing.T) {
 		e := sdkError(t, err, 503)
 		var doc httpErrorOut
 		strict(t, e.Body(), &doc)
-		if doc.Code != "store-unavailable" || !strings.Contains(e.Error(), doc.Detail) {
+		// Svix's spec declares no 503, so its SDK decodes no model for it: its message is the
+		// status line, and the API's own document is in Body().
+		if doc.Code != "store-unavailable" || doc.Detail == "" || !strings.HasPrefix(e.Error(), "503") {
 			t.Errorf("503: %q %+v", e.Error(), doc)
 		}
 	})
