@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-stripe fuzz demo clean
+.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -12,10 +12,10 @@ build: ## build bin/idemgen
 
 generate: ## regenerate every generated file, then fail if committed output changed
 	$(GO) generate ./...
-	for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
+	for m in adapters/*/go.mod examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) generate ./...) || exit 1; done
 	$(GO) test ./generator -run TestGolden -update
-	@if [ -n "$$(git status --porcelain -- golden examples internal)" ]; then \
-		git status --short -- golden examples internal >&2; \
+	@if [ -n "$$(git status --porcelain -- adapters golden examples internal)" ]; then \
+		git status --short -- adapters golden examples internal >&2; \
 		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
 test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3-master cluster): the README's test command
@@ -42,6 +42,14 @@ bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 
 
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh
+
+bench-frameworks: ## the echo and gin adapters against the net/http middleware, new key and replay at c=8,32 (about 2 minutes); writes bench/out/frameworks.md
+	./scripts/with-postgres.sh ./bench/frameworks/run.sh
+
+FUZZTIME ?= 60s
+fuzz-adapters: ## the adapters' differential fuzzers: echo's and gin's JSON and form binders against the strict decoder, 60 s each (FUZZTIME=)
+	for m in adapters/echo adapters/gin; do for f in FuzzBindJSON FuzzBindForm; do \
+		(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) || exit 1; done; done
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

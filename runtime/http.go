@@ -52,6 +52,10 @@ type exchange struct {
 	// calledOut: a lease-mode call phase has run, so its external effect may have happened
 	// and no store failure may be answered as "not processed".
 	calledOut bool
+	// params are the path parameter values the router matched, one per parameter segment of
+	// the operation's template, when an adapter gives them (Guard.Serve); nil: they are found
+	// in the request's path by the template.
+	params []string
 }
 
 // id is the record the request's key names.
@@ -89,10 +93,12 @@ type runner func(ctx context.Context, x *exchange) result
 // bound to the decoded request. Nothing here is generic over the request type: a large API
 // compiles it once.
 func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, decode func(*gen.Input) (runner, error)) {
-	x := &exchange{rt: rt, op: ep.op, r: r, prof: ep.op.Profile}
-	if x.prof == nil {
-		x.prof = rt.profile
-	}
+	serveRouted(w, r, rt, ep, nil, decode)
+}
+
+// serveRouted is serve with the path parameter values the router matched (exchange.params).
+func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, params []string, decode func(*gen.Input) (runner, error)) {
+	x := &exchange{rt: rt, op: ep.op, r: r, params: params, prof: rt.profileOf(ep.op)}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
 		http.NotFound(w, r)
@@ -347,6 +353,9 @@ func (x *exchange) keyWhere() string {
 // the router (a prefix a router strips or adds does not matter): the fingerprint is the same
 // through a generated handler on http.ServeMux, on chi, or through the Middleware.
 func (x *exchange) pathValue(name string) string {
+	if x.params != nil {
+		return x.routedValue(name)
+	}
 	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
 	if !ok {
 		return ""
@@ -375,6 +384,9 @@ func (x *exchange) pathValue(name string) string {
 // segments ("{sid}.json"): a router matches such a segment as a whole, by a wildcard. Everything
 // else is the router's decision.
 func (x *exchange) pathMatches() bool {
+	if x.params != nil {
+		return routedFits(x.op.Path, x.params)
+	}
 	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
 	if !ok {
 		return true
@@ -452,11 +464,7 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 	switch {
 	case res.problem.Status != 0:
 		decorate(w.Header())
-		write := rt.problems
-		if x.prof.Problems != nil {
-			write = x.prof.Problems
-		}
-		write(w, x.r, res.problem)
+		rt.problemWriter(x.prof)(w, x.r, res.problem)
 	case res.replay != nil:
 		writeReplay(w, res.replay, decorate)
 	default:

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -59,6 +60,12 @@ type MiddlewareOptions struct {
 //
 // The wrapped handler's response is buffered until the outcome is known, so streaming
 // (http.Flusher) and connection hijacking are not available on marked operations.
+//
+// Web frameworks that route and render on their own have adapters built on Guard
+// (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin). Mounted inside echo's or gin's
+// handler chain (echo.WrapMiddleware) or around their whole engine, Middleware cannot keep the
+// contract, and answers every request to a marked operation with 500 problem `internal`,
+// logged with the adapter to use, before anything runs (frameworks.go).
 func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (func(http.Handler) http.Handler, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("middleware: nil *Runtime")
@@ -73,10 +80,15 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 		return nil, fmt.Errorf("middleware: %w", err)
 	}
 	return func(next http.Handler) http.Handler {
+		misuse := engineMisuse(next) // frameworks.go
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route := table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if why := cmp.Or(misuse, writerMisuse(w)); why != "" {
+				rt.refuseMisuse(w, r, route.Operation, why)
 				return
 			}
 			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {

@@ -76,6 +76,23 @@ func (p *Profile) WithProblems(w ProblemWriter) *Profile {
 	return &c
 }
 
+// profileOf is the profile that serves op: its own, or the Runtime's (Config.Profile, an empty
+// profile when none).
+func (rt *Runtime) profileOf(op *Operation) *Profile {
+	if op.Profile != nil {
+		return op.Profile
+	}
+	return rt.profile
+}
+
+// problemWriter is the writer of p's errors: its own, or Config.ProblemWriter.
+func (rt *Runtime) problemWriter(p *Profile) ProblemWriter {
+	if p.Problems != nil {
+		return p.Problems
+	}
+	return rt.problems
+}
+
 // newID returns a new id for one request.
 func (r *RequestID) newID() string {
 	if r.New != nil {

@@ -161,7 +161,7 @@ func TestProfileProblemWriterConflict(t *testing.T) {
 // The HTTP layer reads a profile's fields, never its name: no vendor appears in http.go, and
 // no file of the flow looks at a profile's name or a built-in profile.
 func TestHTTPLayerNamesNoProfile(t *testing.T) {
-	for _, file := range []string{"http.go", "replay.go", "atomic.go", "lease.go"} {
+	for _, file := range []string{"http.go", "replay.go", "atomic.go", "lease.go", "middleware.go", "guard.go", "frameworks.go"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

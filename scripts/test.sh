@@ -19,12 +19,14 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi) are modules of their own, with
-# a replace of github.com/idemgen/idemgen to this checkout, so the main module does not depend on
-# their frameworks; ./... does not reach them, and each step below runs in each of them too.
-example_modules=$(for m in examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+# The example modules (examples/*/go.mod: oapi-codegen, ogen, chi, ...), the framework adapters
+# (adapters/*/go.mod: echo, gin) and the adapters' benchmark server (bench/frameworks) are
+# modules of their own, with a replace of github.com/idemgen/idemgen to this checkout, so the
+# main module does not depend on their frameworks; ./... does not reach them, and each step
+# below runs in each of them too.
+example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
 # The glob picks up a new module by itself; these must never drop out of CI unnoticed.
-for d in examples/chi examples/oapi-codegen examples/ogen examples/stripe; do
+for d in adapters/echo adapters/gin bench/frameworks examples/chi examples/echo examples/gin examples/oapi-codegen examples/ogen examples/stripe; do
   case " $(echo $example_modules) " in
     *" $d "*) ;;
     *) echo "$d/go.mod is missing: CI would no longer run that example module's tests" >&2; exit 1 ;;
@@ -35,13 +37,13 @@ echo "== generated code is up to date (go generate, then no diff)"
 go generate ./...
 for d in $example_modules; do (cd "$d" && go generate ./...); done
 if git rev-parse --git-dir >/dev/null 2>&1; then
-  if ! git diff --exit-code --stat -- examples internal golden; then
+  if ! git diff --exit-code --stat -- adapters examples internal golden; then
     echo "committed generated code differs from what idemgen generates now: run 'make generate' and commit" >&2
     exit 1
   fi
 fi
 
-echo "== example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
+echo "== adapter and example modules are tidy (a dependency changed at the root needs go mod tidy there too)"
 for d in $example_modules; do
   if ! (cd "$d" && go mod tidy -diff); then
     echo "$d/go.mod or go.sum is not tidy: run (cd $d && go mod tidy) and commit" >&2
@@ -91,7 +93,7 @@ awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && 
 grep -E '^(ok|---)' "$log" || true
 rm -f "$log"
 
-echo "== example modules: go test (their services run the cases on PostgreSQL)"
+echo "== adapter and example modules: go test (their services run the cases on PostgreSQL)"
 for d in $example_modules; do
   echo "-- $d"
   (cd "$d" && IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 10m ./...)
@@ -103,6 +105,11 @@ IDEMGEN_PG_LAYOUT=partitioned IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m
 echo "== benchmark harness, short mode (checks it runs, not how fast)"
 log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
+echo "== framework adapters' benchmark, short mode (bench/frameworks; checks it runs)"
+log=$(mktemp)
+if ! ./bench/frameworks/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
 echo "== scale benchmark, short mode (20,000 records, both layouts; checks it runs)"

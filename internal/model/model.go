@@ -141,7 +141,7 @@ type Profile string
 // ProfileStripe: Stripe's contract. Its defaults: key length 1 to 255 (Stripe's rule),
 // concurrency.wait 5s (stripe-go does not retry a 409 in Stripe's envelope, so a duplicate
 // waits for the first request and replays), Stripe-Account folded into the scope, and Stripe's
-// error envelope, Request-Id and Idempotency-Key headers at run time (runtime.ProfileStripe).
+// error envelope, Request-Id and Idempotency-Key headers at run time (runtime.StripeProfile()).
 const ProfileStripe Profile = "stripe"
 
 // KeySettings are the key rules. MinLength, MaxLength and Pattern are already resolved in the

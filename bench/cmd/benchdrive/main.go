@@ -48,6 +48,9 @@ type variant struct {
 	levels []int
 	// redis: the variant needs the server's Redis (benchserver -redis); skipped without it.
 	redis bool
+	// framework: the variant is served by the framework adapters' server (bench/frameworks,
+	// which answers GET /_bench/frameworks); skipped by any other.
+	framework bool
 }
 
 // stormKeys is how many hot keys a retry storm replays.
@@ -115,34 +118,42 @@ const (
 	vStormLocal   = "retry storm (4 hot keys) via Redis cache + in-process tier"
 	vPartNew      = "A/B partitioned table, new key"
 	vPartReplay   = "A/B partitioned table, replay"
+	vEchoNew      = "echo adapter (ClaimWithStatement), new key"
+	vEchoReplay   = "echo adapter (ClaimWithStatement), replay"
+	vGinNew       = "gin adapter (ClaimWithStatement), new key"
+	vGinReplay    = "gin adapter (ClaimWithStatement), replay"
 )
 
 var variants = []variant{
-	{vBare, "/bench/bare", paymentBody, true, 0, nil, false},
-	{vPlain, "/bench/plain", paymentBody, true, 0, nil, false},
-	{vHandNew, "/bench/handwritten", paymentBody, true, 0, nil, false},
-	{vAtomicNew, "/v1/payments", paymentBody, true, 0, nil, false},
-	{vLeaseNew, "/v1/provider-charges", `{"amount": 800}`, true, 0, nil, false},
-	{vHandReplay, "/bench/handwritten", paymentBody, false, 0, nil, false},
-	{vReplay, "/v1/payments", paymentBody, false, 0, nil, false},
-	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false, 0, nil, false},
-	{vStmtNew, "/ab/withstatement/v1/payments", paymentBody, true, 0, nil, false},
-	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true, 0, nil, false},
-	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true, 0, nil, false},
-	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false, 0, nil, false},
-	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false, 0, nil, false},
-	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false, 0, nil, false},
-	{vMwNew, "/mw/v1/payments", paymentBody, true, 0, nil, false},
-	{vMwReplay, "/mw/v1/payments", paymentBody, false, 0, nil, false},
-	{vCacheReplay, "/redis/cache/v1/payments", paymentBody, false, 0, nil, true},
-	{vLocalReplay, "/redis/local/v1/payments", paymentBody, false, 0, nil, true},
-	{vCacheNew, "/redis/cache/v1/payments", paymentBody, true, 0, []int{8, 32}, true},
-	{vRedisLease, "/redis/lease/v1/provider-charges", `{"amount": 800}`, true, 0, nil, true},
-	{vStormPG, "/v1/payments", paymentBody, false, stormKeys, []int{32}, false},
-	{vStormCache, "/redis/cache/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
-	{vStormLocal, "/redis/local/v1/payments", paymentBody, false, stormKeys, []int{32}, true},
-	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true, 0, nil, false},
-	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false, 0, nil, false},
+	{vBare, "/bench/bare", paymentBody, true, 0, nil, false, false},
+	{vPlain, "/bench/plain", paymentBody, true, 0, nil, false, false},
+	{vHandNew, "/bench/handwritten", paymentBody, true, 0, nil, false, false},
+	{vAtomicNew, "/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vLeaseNew, "/v1/provider-charges", `{"amount": 800}`, true, 0, nil, false, false},
+	{vHandReplay, "/bench/handwritten", paymentBody, false, 0, nil, false, false},
+	{vReplay, "/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vMismatch, "/v1/payments", `{"amount": 1501, "currency": "EUR", "to": "acc_123"}`, false, 0, nil, false, false},
+	{vStmtNew, "/ab/withstatement/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vReadFirstNew, "/ab/readfirst/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vPipeNew, "/ab/pipelined/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vStmtReplay, "/ab/withstatement/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vReadFirstRep, "/ab/readfirst/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vMwNew, "/mw/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vMwReplay, "/mw/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vCacheReplay, "/redis/cache/v1/payments", paymentBody, false, 0, nil, true, false},
+	{vLocalReplay, "/redis/local/v1/payments", paymentBody, false, 0, nil, true, false},
+	{vCacheNew, "/redis/cache/v1/payments", paymentBody, true, 0, []int{8, 32}, true, false},
+	{vRedisLease, "/redis/lease/v1/provider-charges", `{"amount": 800}`, true, 0, nil, true, false},
+	{vStormPG, "/v1/payments", paymentBody, false, stormKeys, []int{32}, false, false},
+	{vStormCache, "/redis/cache/v1/payments", paymentBody, false, stormKeys, []int{32}, true, false},
+	{vStormLocal, "/redis/local/v1/payments", paymentBody, false, stormKeys, []int{32}, true, false},
+	{vPartNew, "/ab/partitioned/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vPartReplay, "/ab/partitioned/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vEchoNew, "/echo/v1/payments", paymentBody, true, 0, nil, false, true},
+	{vEchoReplay, "/echo/v1/payments", paymentBody, false, 0, nil, false, true},
+	{vGinNew, "/gin/v1/payments", paymentBody, true, 0, nil, false, true},
+	{vGinReplay, "/gin/v1/payments", paymentBody, false, 0, nil, false, true},
 }
 
 type sample struct {
@@ -224,6 +235,18 @@ func main() {
 		}
 		if len(kept) < len(selected) {
 			fmt.Fprintln(os.Stderr, "benchdrive: the server has no Redis (benchserver -redis): the Redis variants are skipped")
+		}
+		selected = kept
+	}
+	if !frameworksServed(ctx, client, *base) {
+		var kept []variant
+		for _, v := range selected {
+			if !v.framework {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) < len(selected) && *only != "" {
+			fmt.Fprintln(os.Stderr, "benchdrive: the server is not bench/frameworks: the adapters' variants are skipped")
 		}
 		selected = kept
 	}
@@ -414,6 +437,18 @@ func redisCPU(ctx context.Context, c *http.Client, base string) (float64, bool) 
 	}
 	x, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 	return x, err == nil
+}
+
+// frameworksServed reports whether the server serves the framework adapters' variants
+// (bench/frameworks answers GET /_bench/frameworks).
+func frameworksServed(ctx context.Context, c *http.Client, base string) bool {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/_bench/frameworks", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // postmasterPID asks the server for its PostgreSQL postmaster's process id; 0 (no database CPU
@@ -623,6 +658,14 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"middleware / generated handler, replay (req/s)", &target{bound: 0.95, at: []int{8, 32}}, vMwReplay, vStmtReplay, rps},
 		{"middleware / generated handler, new key (server + PostgreSQL CPU per request)", nil, vMwNew, vStmtNew, both},
 		{"middleware / generated handler, replay (server + PostgreSQL CPU per request)", nil, vMwReplay, vStmtReplay, both},
+		{"echo adapter / middleware, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vEchoNew, vMwNew, rps},
+		{"echo adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vEchoReplay, vMwReplay, rps},
+		{"gin adapter / middleware, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vGinNew, vMwNew, rps},
+		{"gin adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vGinReplay, vMwReplay, rps},
+		{"echo adapter / middleware, new key (server CPU per request)", nil, vEchoNew, vMwNew, cpu},
+		{"echo adapter / middleware, replay (server CPU per request)", nil, vEchoReplay, vMwReplay, cpu},
+		{"gin adapter / middleware, new key (server CPU per request)", nil, vGinNew, vMwNew, cpu},
+		{"gin adapter / middleware, replay (server CPU per request)", nil, vGinReplay, vMwReplay, cpu},
 		{"replay via Redis cache / replay via PostgreSQL (req/s)", &target{bound: 1.5}, vCacheReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / replay via PostgreSQL (req/s)", nil, vLocalReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / bare handler (req/s)", &target{bound: 0.5}, vLocalReplay, vBare, rps},

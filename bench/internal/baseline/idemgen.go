@@ -74,15 +74,9 @@ func createPayment(ctx context.Context, tx pgstore.DBTX, tenant string, req paym
 // middleware sits on the route, where http.ServeMux has set Request.Pattern, as in
 // examples/oapi-codegen.
 func Middleware(pool *pgxpool.Pool) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: pgstore.ClaimWithStatement{}}), Scope: func(r *http.Request) (string, error) {
-		t, ok := tenant(r)
-		if !ok {
-			return "", fmt.Errorf("no bearer tenant")
-		}
-		return t, nil
-	}})
+	rt, err := MiddlewareRuntime(pool)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
+		return nil, err
 	}
 	idempotency, err := runtime.Middleware[pgstore.DBTX](rt, api.Routes(), runtime.MiddlewareOptions{})
 	if err != nil {
@@ -109,3 +103,32 @@ func Middleware(pool *pgxpool.Pool) (http.Handler, error) {
 	})))
 	return mux, nil
 }
+
+// MiddlewareRuntime is the runtime of Middleware: ClaimWithStatement, the bearer tenant as the
+// scope. The framework adapters' variants (bench/frameworks) each run on one configured alike.
+func MiddlewareRuntime(pool *pgxpool.Pool) (*runtime.Runtime, error) {
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: pgstore.ClaimWithStatement{}}), Scope: func(r *http.Request) (string, error) {
+		t, ok := tenant(r)
+		if !ok {
+			return "", fmt.Errorf("no bearer tenant")
+		}
+		return t, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// PaymentRequest is the body Middleware's handler decodes; the framework adapters' handlers
+// bind it.
+type PaymentRequest = paymentRequest
+
+// CreatePayment is Middleware's business code, for the framework adapters' handlers: the
+// payment's INSERT through tx and the 201 response body.
+func CreatePayment(ctx context.Context, tx pgstore.DBTX, tenant string, req PaymentRequest) ([]byte, error) {
+	return createPayment(ctx, tx, tenant, req)
+}
+
+// Tenant returns the bearer tenant of r.
+func Tenant(r *http.Request) (string, bool) { return tenant(r) }

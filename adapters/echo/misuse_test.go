@@ -1,0 +1,137 @@
+package idemecho_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	idemecho "github.com/idemgen/idemgen/adapters/echo"
+	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// TestNetHTTPMiddlewareInEchoIsRefused: runtime.Middleware mounted the net/http way on echo
+// cannot keep the contract (echo.WrapMiddleware renders a handler's error after the middleware
+// finished, so it used to store an empty 200 and replay it; around the whole Echo it would
+// claim requests echo does not route). Each way is refused: 500 `internal` before the handler
+// runs, nothing stored, and a log line naming the adapter; the same key then runs through the
+// adapter as a new request.
+func TestNetHTTPMiddlewareInEchoIsRefused(t *testing.T) {
+	e := newEnv(t)
+	// The runtime's scope here is a plain ScopeFunc: the misuse does not depend on it.
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(e.pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: e.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := runtime.Middleware[pgstore.DBTX](rt, api.Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bind error returned by the handler: through echo.WrapMiddleware it was rendered only
+	// after the middleware had stored an empty 200.
+	bindError := func(c echo.Context) error {
+		e.calls.Add(1)
+		return echo.NewHTTPError(http.StatusBadRequest, "the service's own bind error")
+	}
+	wrapped := echo.New()
+	wrapped.POST("/v1/payments", bindError, echo.WrapMiddleware(mw))
+	whole := echo.New()
+	whole.POST("/v1/payments", bindError)
+	adapter := echo.New()
+	adapter.Use(auth)
+	adapter.POST("/v1/payments", e.createPayment, e.idem(idemecho.Options{}))
+
+	body := `{"amount": 90, "currency": "EUR", "to": "acc_1"}`
+	for _, tc := range []struct {
+		name    string
+		handler http.Handler
+		adapter string
+	}{
+		{"echo.WrapMiddleware", wrapped, "idemecho.Middleware"},
+		{"around the whole Echo", mw(whole), "idemecho.Middleware"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			t.Cleanup(srv.Close)
+			key := "k-echo-misuse-" + uuid.NewString()[:8]
+			before := e.records()
+			got := send(t, srv, "POST", "/v1/payments", "t-echo-misuse", key, body)
+			if got.status != http.StatusInternalServerError || got.problem() != "internal" {
+				t.Errorf("%s: %s, want 500 internal", tc.name, got)
+			}
+			if again := send(t, srv, "POST", "/v1/payments", "t-echo-misuse", key, body); again.status == http.StatusOK || again.replayed() {
+				t.Errorf("%s, retry: %s; an empty 200 or a replay means something was stored", tc.name, again)
+			}
+			if n := e.calls.Load(); n != 0 {
+				t.Errorf("%s: the handler ran %d times, want 0", tc.name, n)
+			}
+			if !strings.Contains(e.logs.String(), tc.adapter) {
+				t.Errorf("%s: the log does not name %s:\n%s", tc.name, tc.adapter, e.logs)
+			}
+			if n := e.records() - before; n != 0 {
+				t.Errorf("%s: %d idempotency records, want none", tc.name, n)
+			}
+			// The same key through the adapter is a new request.
+			asrv := httptest.NewServer(adapter)
+			t.Cleanup(asrv.Close)
+			if ok := send(t, asrv, "POST", "/v1/payments", "t-echo-misuse", key, body); ok.status != http.StatusCreated || ok.replayed() {
+				t.Errorf("%s, then the adapter: %s, want 201", tc.name, ok)
+			}
+			e.calls.Store(0)
+		})
+	}
+}
+
+// TestLeaseMode: a lease-mode operation through the adapter gets its claim from the
+// echo.Context (LeaseFrom), calls the provider once per key under a derived provider key, and
+// writes its row in the transaction that completes the record (OnComplete).
+func TestLeaseMode(t *testing.T) {
+	e := newEnv(t)
+	provider := conformance.NewProvider()
+	es := echo.New()
+	es.Use(auth)
+	es.POST("/v1/provider-charges", func(c echo.Context) error {
+		e.calls.Add(1)
+		var req struct {
+			Amount int64 `json:"amount"`
+		}
+		if err := c.Bind(&req); err != nil {
+			return err
+		}
+		lease := idemecho.LeaseFrom(c)
+		if lease == nil {
+			return echo.NewHTTPError(http.StatusInternalServerError, "no lease")
+		}
+		tenant := c.Get("tenant").(string)
+		ref, err := provider.Charge(c.Request().Context(), tenant, lease.ProviderKey("charge"), req.Amount)
+		if err != nil {
+			return err
+		}
+		id := "pc_" + lease.DeriveID("provider-charge")
+		if !idemecho.OnComplete(c, func(ctx context.Context, db pgstore.DBTX) error {
+			_, err := db.Exec(ctx, `INSERT INTO provider_charges (id, tenant, amount, provider_reference) VALUES ($1, $2, $3, $4)`, id, tenant, req.Amount, ref)
+			return err
+		}) {
+			return echo.NewHTTPError(http.StatusInternalServerError, "not a lease-mode request")
+		}
+		return c.JSON(http.StatusCreated, map[string]string{"id": id, "provider_reference": ref})
+	}, e.idem(idemecho.Options{}))
+	srv := httptest.NewServer(es)
+	t.Cleanup(srv.Close)
+	const tenant = "t-echo-lease"
+	first := send(t, srv, "POST", "/v1/provider-charges", tenant, "k-echo-lease-0000001", `{"amount": 700}`)
+	again := send(t, srv, "POST", "/v1/provider-charges", tenant, "k-echo-lease-0000001", `{"amount": 700}`)
+	if first.status != http.StatusCreated || again.body != first.body || !again.replayed() {
+		t.Fatalf("first %s, retry %s: want 201 and its replay", first, again)
+	}
+	if calls := provider.Calls(tenant); calls != 1 || e.count("provider_charges", tenant) != 1 || e.calls.Load() != 1 {
+		t.Errorf("provider calls %d, rows %d, handler runs %d: want 1, 1, 1", calls, e.count("provider_charges", tenant), e.calls.Load())
+	}
+}

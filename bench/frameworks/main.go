@@ -1,0 +1,120 @@
+// Command frameworks is the benchmark server of the framework adapters: benchserver's variants
+// (bench/internal/benchsrv), among them the net/http middleware at /mw/v1/payments, and the
+// same operation through the echo and gin adapters, on the same pool, the same runtime
+// configuration (baseline.MiddlewareRuntime) and the same business code
+// (baseline.CreatePayment):
+//
+//	/echo/v1/payments    POST: idemecho.Middleware on the route, an echo handler that binds the
+//	                     body with c.Bind, takes its transaction with idemecho.TxFrom and answers
+//	                     with c.JSONBlob
+//	/gin/v1/payments     POST: idemgin.Middleware on the route, a gin handler that binds with
+//	                     c.ShouldBindJSON, idemgin.TxFrom, c.Data
+//	/_bench/frameworks   GET: 200, so benchdrive runs the adapters' variants against this server
+//
+// It is a module of its own so that idemgen's module does not depend on echo or gin.
+// bench/frameworks/run.sh builds it and drives it with benchdrive (make bench-frameworks).
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	idemecho "github.com/idemgen/idemgen/adapters/echo"
+	idemgin "github.com/idemgen/idemgen/adapters/gin"
+	"github.com/idemgen/idemgen/bench/internal/baseline"
+	"github.com/idemgen/idemgen/bench/internal/benchsrv"
+	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	conns := flag.Int("conns", 64, "database pool size")
+	flag.Parse()
+	if err := benchsrv.Run(benchsrv.Options{Addr: *addr, Conns: int32(*conns), Mount: mount}); err != nil {
+		log.Fatalf("frameworks: %v", err)
+	}
+}
+
+// mount adds the adapters' variants and the probe that announces them.
+func mount(mux *http.ServeMux, pool *pgxpool.Pool) error {
+	e, err := echoServer(pool)
+	if err != nil {
+		return err
+	}
+	g, err := ginServer(pool)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/echo/", http.StripPrefix("/echo", e))
+	mux.Handle("/gin/", http.StripPrefix("/gin", g))
+	mux.HandleFunc("GET /_bench/frameworks", func(http.ResponseWriter, *http.Request) {})
+	return nil
+}
+
+func echoServer(pool *pgxpool.Pool) (http.Handler, error) {
+	rt, err := baseline.MiddlewareRuntime(pool)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idemecho.Middleware[pgstore.DBTX](rt, api.Routes(), idemecho.Options{})
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.POST("/v1/payments", func(c echo.Context) error {
+		t, _ := baseline.Tenant(c.Request())
+		var req baseline.PaymentRequest
+		if err := c.Bind(&req); err != nil {
+			return err
+		}
+		tx, ok := idemecho.TxFrom[pgstore.DBTX](c)
+		if !ok {
+			return echo.NewHTTPError(http.StatusInternalServerError, "no idempotency transaction")
+		}
+		body, err := baseline.CreatePayment(c.Request().Context(), tx, t, req)
+		if err != nil {
+			return err
+		}
+		return c.JSONBlob(http.StatusCreated, body)
+	}, idem)
+	return e, nil
+}
+
+func ginServer(pool *pgxpool.Pool) (http.Handler, error) {
+	rt, err := baseline.MiddlewareRuntime(pool)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idemgin.Middleware[pgstore.DBTX](rt, api.Routes(), idemgin.Options{})
+	if err != nil {
+		return nil, err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.POST("/v1/payments", idem, func(c *gin.Context) {
+		t, _ := baseline.Tenant(c.Request)
+		var req baseline.PaymentRequest
+		if err := c.ShouldBindJSON(&req); err != nil {
+			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+			return
+		}
+		tx, ok := idemgin.TxFrom[pgstore.DBTX](c)
+		if !ok {
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "no idempotency transaction"})
+			return
+		}
+		body, err := baseline.CreatePayment(c.Request.Context(), tx, t, req)
+		if err != nil {
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "store error"})
+			return
+		}
+		c.Data(http.StatusCreated, "application/json", body)
+	})
+	return r, nil
+}
