@@ -55,14 +55,19 @@ const conformExample = `  # the petstore of the README, on its default port
   # a vendor's spec marked by a config file, under its profile (Stripe's 400 idempotency_error)
   idemgen conform stripe.yaml --config idemgen.yaml --base-url http://127.0.0.1:12111 --header 'Authorization: Bearer sk_test_x'
 
+  # marks from an overlay, or the idempotency headers the spec already declares
+  idemgen conform paypal.json --overlay paypal.overlay.yaml --base-url http://127.0.0.1:8080
+  idemgen conform vendor.json --infer --base-url http://127.0.0.1:8080
+
   # the service's test knobs: fail after the work (5xx checks), take 300ms (in-flight duplicates)
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --fail-header 'X-Test-Fail: 500' --delay-header 'X-Test-Delay: 300ms'
 
-  # count effects from outside: executions must equal confirmed calls
-  idemgen conform api.yaml --base-url http://127.0.0.1:8080 --effects-cmd 'psql -Atc "select count(*) from payments"'
+  # count effects from outside: executions must equal confirmed calls (the command may take 30s)
+  idemgen conform api.yaml --base-url http://127.0.0.1:8080 --effects-cmd 'psql -Atc "select count(*) from payments"' --effects-timeout 30s
 
   # faults through the built-in proxy, a JUnit report for CI and an HTML page with the histories
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --faults --format junit --html conform.html > conform.xml
+  idemgen conform api.yaml --base-url http://127.0.0.1:8080 --faults --short --format json > conform.json   # a small storm
 
   # values the generator cannot guess: an existing resource, a whole body
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --param petId=1 --body 'placeOrder={"petId":1,"quantity":2}'

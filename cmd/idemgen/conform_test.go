@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/idemgen/idemgen/internal/conform/testdata/mutants"
 )
 
@@ -128,4 +130,14 @@ func TestConformFormats(t *testing.T) {
 		suites.Suites[0].Cases[1].Failure == nil || !strings.Contains(suites.Suites[0].Cases[1].Failure.Message, "copies at once") {
 		t.Errorf("junit: %+v", suites)
 	}
+}
+
+// TestConformHelpShowsEveryFlag: idemgen conform --help has an example of each of its flags.
+func TestConformHelpShowsEveryFlag(t *testing.T) {
+	cmd := newConformCmd()
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(cmd.Example, "--"+f.Name+" ") && !strings.Contains(cmd.Example, "--"+f.Name+"\n") {
+			t.Errorf("--%s has no example in idemgen conform --help", f.Name)
+		}
+	})
 }

@@ -139,7 +139,7 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 	if !ok {
 		return
 	}
-	if k := other.op.Settings.Key; len(key) < k.MinLength || (k.MaxLength > 0 && len(key) > k.MaxLength) || (k.Pattern != "" && !other.g.matcher.Match(k.Pattern, key)) {
+	if !validKeyFor(other.op.Settings.Key, key, other) {
 		c.skip("a key of %s is not a valid key of %s (their key rules differ)", o.op.ID, other.op.ID)
 		return
 	}
@@ -162,8 +162,8 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 	if why := other.exp.mismatch.judge(e); why != "" {
 		if e.ok() && !e.replayed() && e.Status >= 400 && e.Status < 500 {
 			// Is it the key, or does the other operation refuse the generated request anyway?
-			k2, err := other.newKey()
-			if err == nil {
+			k2, err := c.o.newKey() // this operation's generator: the other's belongs to its own checks
+			if err == nil && validKeyFor(other.op.Settings.Key, k2, other) {
 				alone := c.send(ctx, other.op.ID+" with a fresh key", other.req.keyed(k2).wire(spellCanonical, o.r.o.Header))
 				if alone.ok() && alone.Status == e.Status {
 					c.skip("%s refuses the generated request with a fresh key too (%d): give it one with --body", other.op.ID, e.Status)
@@ -178,6 +178,11 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 		return
 	}
 	c.expectEffects(ctx, before, has, 0, "the reused key ran "+other.op.ID, []*Exchange{first, e})
+}
+
+// validKeyFor reports whether key is valid by the key rules k of operation o.
+func validKeyFor(k model.KeySettings, key string, o *opRun) bool {
+	return len(key) >= k.MinLength && (k.MaxLength <= 0 || len(key) <= k.MaxLength) && (k.Pattern == "" || o.g.matcher.Match(k.Pattern, key))
 }
 
 // checkUnrouted: a request to a path no route takes (the router's 404) leaves nothing under

@@ -90,7 +90,7 @@ func (t *tape) send(ctx context.Context, l int, key, body string, req *request, 
 	call := time.Now()
 	e := t.c.o.r.c.sendTo(ctx, t.c.o.r.proxy.url(), fmt.Sprintf("attempt %s (%s)", id, via), w)
 	if e.Err == errBudget.Error() {
-		t.c.budgetSpent = true
+		t.c.budgetSpent.Store(true)
 	}
 	if !e.ok() && ctx.Err() != nil && patience < t.c.o.r.o.RequestTimeout {
 		e.Err = fmt.Sprintf("the client gave up after %v", patience)
@@ -265,7 +265,7 @@ func upstreamExchange(label string, u upstream, sent *Exchange) *Exchange {
 	return e
 }
 
-// faultReady skips a fault check when the operation's key cannot be made or effects show none.
+// faultKey returns a fresh key for a fault check, or skips it.
 func faultKey(c *checkRun) (string, bool) {
 	return c.key()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/model"
@@ -105,7 +106,7 @@ func (o *opRun) runCheck(ctx context.Context, d checkDef) Result {
 		defer o.r.gate.RUnlock()
 	}
 	d.run(ctx, c)
-	if c.res.Status == Fail && c.budgetSpent {
+	if c.res.Status == Fail && c.budgetSpent.Load() {
 		c.res.Status, c.res.Exchanges = Skip, nil
 		c.res.Why = errBudget.Error()
 	}
@@ -149,9 +150,11 @@ func (o *opRun) newKey() (string, error) {
 
 // checkRun is one check of one operation.
 type checkRun struct {
-	o           *opRun
-	res         Result
-	budgetSpent bool
+	o   *opRun
+	res Result
+	// budgetSpent: a request of the check was over --max-requests (set from the storm's
+	// goroutines too).
+	budgetSpent atomic.Bool
 }
 
 func (c *checkRun) fail(ex []*Exchange, format string, args ...any) {
@@ -185,7 +188,7 @@ func (c *checkRun) key() (string, bool) {
 func (c *checkRun) send(ctx context.Context, label string, w *wire) *Exchange {
 	e := c.o.r.c.send(ctx, label, w)
 	if e.Err == errBudget.Error() {
-		c.budgetSpent = true
+		c.budgetSpent.Store(true)
 	}
 	return e
 }
@@ -222,7 +225,8 @@ func (c *checkRun) expectEffects(ctx context.Context, before int64, hasBefore bo
 	}
 }
 
-// notAnswer fails the check when e has no answer; it reports whether it failed.
+// noAnswer fails the check when e has no answer (showing ex before it); it reports whether it
+// did.
 func (c *checkRun) noAnswer(e *Exchange, ex ...*Exchange) bool {
 	if e.ok() {
 		return false
@@ -292,7 +296,7 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// withHeaders returns extra header lines of h.
+// headerFields returns the header lines of h, names sorted.
 func headerFields(h http.Header) []field {
 	var out []field
 	for _, k := range sortedKeys(h) {

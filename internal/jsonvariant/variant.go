@@ -1,8 +1,9 @@
 // Package jsonvariant re-serialises a JSON document with another, equivalent spelling: member
 // order, whitespace, string escapes and number spellings chosen at random from a seed. Fuzz
-// tests use it to check that equivalent requests get equal fingerprints (issue 3, item 8): the
-// generic canonicalizer's (runtime/canonical) and the generated typed ones'
-// (golden/conformance). It is test support and has no place on a request path.
+// tests use it to check that equivalent requests get equal fingerprints: the generic
+// canonicalizer's (runtime/canonical) and the generated typed ones' (golden/conformance);
+// idemgen conform sends its variants to a live service, which must replay them. It is test
+// support and has no place on a request path.
 package jsonvariant
 
 import (
