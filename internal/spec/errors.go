@@ -51,13 +51,24 @@ type errorsSetting struct {
 	formats     []*errorFormat
 	problems    map[string]*problemOverride
 	loc         diag.Loc
+	// where locates every node of the bodies (keys and values), so that an error in a body
+	// merged from a format's and a problem's names the place it was written.
+	where map[*yaml.Node]nodeAt
+}
+
+// nodeAt is where a body's node is written: its location, and the problem whose body it is in
+// ("" for a format's).
+type nodeAt struct {
+	loc     diag.Loc
+	problem string
 }
 
 type errorFormat struct {
-	ref    string     // "#/components/schemas/X", or "" for a schema written in the mapping
-	inline *yaml.Node // the schema written in the mapping
-	body   *yaml.Node
-	loc    diag.Loc // the format's body
+	ref       string     // "#/components/schemas/X", or "" for a schema written in the mapping
+	inline    *yaml.Node // the schema written in the mapping
+	body      *yaml.Node
+	loc       diag.Loc // the format's body
+	schemaLoc diag.Loc // the format's schema
 }
 
 type problemOverride struct {
@@ -73,7 +84,7 @@ func (sd *settingsDecoder) errorsMapping(n *yaml.Node, path string) *errorsSetti
 	if !sd.mapping(n, path) {
 		return nil
 	}
-	es := &errorsSetting{contentType: "application/json", problems: map[string]*problemOverride{}, loc: sd.loc(n, path)}
+	es := &errorsSetting{contentType: "application/json", problems: map[string]*problemOverride{}, loc: sd.loc(n, path), where: map[*yaml.Node]nodeAt{}}
 	ok := true
 	sd.fields(n, path, []string{"formats", "problems", "content-type"}, func(k string, v *yaml.Node, path string) {
 		switch k {
@@ -99,10 +110,13 @@ func (sd *settingsDecoder) errorsMapping(n *yaml.Node, path string) *errorsSetti
 					case k == "body":
 						ef.body = v
 						ef.loc = sd.loc(v, path)
+						sd.index(es.where, v, path, "")
 					case v.Kind == yaml.ScalarNode:
 						ef.ref, _ = sd.str(v, path)
+						ef.schemaLoc = sd.loc(v, path)
 					case v.Kind == yaml.MappingNode:
 						ef.inline = v
+						ef.schemaLoc = sd.loc(v, path)
 					default:
 						sd.errf(v, path, "wrong-type", "must be a $ref (\"#/components/schemas/Error\") or a schema, not %s", describe(v))
 					}
@@ -135,6 +149,7 @@ func (sd *settingsDecoder) errorsMapping(n *yaml.Node, path string) *errorsSetti
 						po.status = st
 					case "body":
 						po.body = v
+						sd.index(es.where, v, path, name)
 					case "headers":
 						if !sd.mapping(v, path) {
 							return
@@ -162,6 +177,23 @@ func (sd *settingsDecoder) errorsMapping(n *yaml.Node, path string) *errorsSetti
 	return es
 }
 
+// index records where every node of a body is written.
+func (sd *settingsDecoder) index(where map[*yaml.Node]nodeAt, n *yaml.Node, path, problem string) {
+	where[n] = nodeAt{loc: sd.loc(n, path), problem: problem}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := path + "/" + escapeToken(n.Content[i].Value)
+			where[n.Content[i]] = nodeAt{loc: sd.loc(n.Content[i], p), problem: problem}
+			sd.index(where, n.Content[i+1], p, problem)
+		}
+	case yaml.SequenceNode:
+		for i, it := range n.Content {
+			sd.index(where, it, path+"/"+strconv.Itoa(i), problem)
+		}
+	}
+}
+
 // resolveErrors checks the mapping against the operation's declared error responses and builds
 // the document of every problem.
 func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorFormat {
@@ -172,7 +204,7 @@ func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorForm
 	for i, f := range es.formats {
 		s, err := b.formatSchema(f)
 		if err != nil {
-			b.d.Errorf(f.loc, "errors-schema", "errors: %v", err)
+			b.d.Errorf(f.schemaLoc, "errors-schema", "errors: %v", err)
 			return nil
 		}
 		schemas[i] = s
@@ -200,11 +232,11 @@ func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorForm
 			doc.Schema = "Error" // the schema the mapping writes
 		}
 		tmpl := f.body
-		loc := f.loc
+		at := nodeAt{loc: f.loc}
 		if po != nil && po.body != nil {
-			tmpl, loc = mergeTemplates(f.body, po.body), po.loc
+			tmpl, at = mergeTemplates(f.body, po.body), nodeAt{loc: po.loc, problem: name}
 		}
-		c := &templateChecker{b: b, loc: loc, problem: name}
+		c := &templateChecker{b: b, where: es.where, at: at}
 		doc.Body = c.value(tmpl, schemas[fi], "")
 		if c.failed {
 			return nil
@@ -308,21 +340,28 @@ func mergeTemplates(base, over *yaml.Node) *yaml.Node {
 
 // templateChecker turns a template into an ErrorValue while checking it against its schema.
 type templateChecker struct {
-	b       *builder
-	loc     diag.Loc
-	problem string
-	failed  bool
+	b      *builder
+	where  map[*yaml.Node]nodeAt
+	at     nodeAt // the template's own place: a format's body, or the problem's merged over it
+	failed bool
 }
 
+// errf reports an error at the node n of the template, at the JSON pointer at of the document
+// it writes. The error is located where n is written (the format's body, or a problem's); a
+// node the merge made is located at the problem's body.
 func (c *templateChecker) errf(n *yaml.Node, at, format string, args ...any) {
-	l := c.loc
-	if n != nil && n.Line > 0 {
-		l.Line, l.Column = n.Line, n.Column
+	w, ok := c.where[n]
+	if !ok {
+		w = c.at
 	}
 	if at == "" {
 		at = "/"
 	}
-	c.b.d.Errorf(l, "errors-template", "errors: the %s document at %s: %s", c.problem, at, fmt.Sprintf(format, args...))
+	doc := "the format's document"
+	if w.problem != "" {
+		doc = "the " + w.problem + " document"
+	}
+	c.b.d.Errorf(w.loc, "errors-template", "errors: %s at %s: %s", doc, at, fmt.Sprintf(format, args...))
 	c.failed = true
 }
 
@@ -355,7 +394,12 @@ func (c *templateChecker) value(n *yaml.Node, s *openapi3.Schema, at string) *mo
 			path := at + "/" + escapeToken(k.Value)
 			ps := s.Properties[k.Value]
 			if ps == nil || ps.Value == nil {
-				c.errf(k, path, "the schema has no member %q (it has %s)", k.Value, strings.Join(slices.Sorted(maps.Keys(s.Properties)), ", "))
+				names := slices.Sorted(maps.Keys(s.Properties))
+				hint := ""
+				if near := closest(k.Value, names); near != "" {
+					hint = fmt.Sprintf("; did you mean %q?", near)
+				}
+				c.errf(k, path, "the schema has no member %q (it has %s)%s", k.Value, strings.Join(names, ", "), hint)
 				continue
 			}
 			seen[k.Value] = true
