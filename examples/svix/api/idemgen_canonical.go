@@ -2,10 +2,7 @@
 
 package api
 
-import (
-	"encoding/json"
-	"github.com/idemgen/idemgen/runtime/canonical"
-)
+import "github.com/idemgen/idemgen/runtime/canonical"
 
 // appendCanonicalApplicationIn appends the canonical form (RFC 8785) of v to b: members metadata,
 // name, throttleRate, uid.
@@ -15,22 +12,5 @@ func appendCanonicalApplicationIn(b []byte, v *ApplicationIn) []byte {
 	b = o.String(b, `"name":`, v.Name)
 	b = canonical.OptInt(&o, b, `"throttleRate":`, v.ThrottleRate)
 	b = canonical.OptString(&o, b, `"uid":`, v.UID)
-	return o.End(b)
-}
-
-// appendCanonicalMessageIn appends the canonical form (RFC 8785) of v to b: members application,
-// channels, eventId, eventType, payload, payloadRetentionPeriod.
-func appendCanonicalMessageIn(b []byte, v *MessageIn) []byte {
-	o, b := canonical.WriteObject(b, v.Extra)
-	b = canonical.OptObject(&o, b, `"application":`, v.Application, appendCanonicalApplicationIn)
-	b = canonical.OptArray(&o, b, `"channels":`, v.Channels, canonical.AppendString)
-	b = canonical.OptString(&o, b, `"eventId":`, v.EventID)
-	b = o.String(b, `"eventType":`, v.EventType)
-	if v.Payload == nil {
-		b = o.Null(b, `"payload":`)
-	} else {
-		b = canonical.AppendMap(o.Key(b, `"payload":`), v.Payload, canonical.AppendRaw[json.RawMessage])
-	}
-	b = canonical.OptInt(&o, b, `"payloadRetentionPeriod":`, v.PayloadRetentionPeriod)
 	return o.End(b)
 }

@@ -3,7 +3,6 @@
 package api
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
@@ -17,22 +16,6 @@ func decodeV1ApplicationCreate(in *gen.Input) (r V1ApplicationCreateRequest, _ e
 	p := in.Params()
 	if p.Query("get_if_exists", false).Present() {
 		r.Params.GetIfExists = canonical.Ptr(p.Bool())
-	}
-	return r, in.Err()
-}
-
-// decodeV1MessageCreate decodes a request to v1.message.create: its body (strictly, with the
-// schema's checks), which it adds to the fingerprint, then its parameters. Errors are 400
-// body-invalid.
-func decodeV1MessageCreate(in *gen.Input) (r V1MessageCreateRequest, _ error) {
-	decodeMessageIn(in.JSON(), &r.Body)
-	in.JSONBody(appendCanonicalMessageIn(in.BodyStart(), &r.Body))
-	p := in.Params()
-	r.Params.AppID = p.Path("app_id").Str()
-	p.Length(r.Params.AppID, 1, 256)
-	p.Pattern(r.Params.AppID, "^[a-zA-Z0-9\\-_.]+$")
-	if p.Query("with_content", false).Present() {
-		r.Params.WithContent = canonical.Ptr(p.Bool())
 	}
 	return r, in.Err()
 }
@@ -67,51 +50,4 @@ func decodeApplicationIn(d *canonical.Decoder, v *ApplicationIn) {
 	}
 	d.EndObject()
 	d.Required(seen, "name")
-}
-
-func decodeMessageIn(d *canonical.Decoder, v *MessageIn) {
-	var seen uint64 // one bit per declared member
-	for d.BeginObject(); d.NextMember(); {
-		switch string(d.Name()) {
-		case "application":
-			v.Application = new(ApplicationIn)
-			decodeApplicationIn(d.Field(&seen, 2), v.Application)
-		case "channels":
-			if !d.Field(&seen, 3).Null() {
-				v.Channels = []string{}
-				for d.BeginArray(); d.NextElement(); {
-					e := d.Str()
-					d.Length(e, -1, 128)
-					d.Pattern(e, "^[a-zA-Z0-9\\-_.]+$")
-					v.Channels = append(v.Channels, e)
-				}
-				d.EndArray()
-				d.Items(len(v.Channels), 1, 5)
-			}
-		case "eventId":
-			if !d.Field(&seen, 4).Null() {
-				v.EventID = canonical.Ptr(d.Str())
-				d.Length(*v.EventID, 1, 256)
-				d.Pattern(*v.EventID, "^[a-zA-Z0-9\\-_.]+$")
-			}
-		case "eventType":
-			v.EventType = d.Field(&seen, 0).Str()
-			d.Length(v.EventType, -1, 256)
-			d.Pattern(v.EventType, "^[a-zA-Z0-9\\-_.]+$")
-		case "payload":
-			v.Payload = map[string]json.RawMessage{}
-			for d.Field(&seen, 1).BeginObject(); d.NextMember(); {
-				v.Payload[canonical.MapKey(d, v.Payload)] = d.Raw()
-			}
-			d.EndObject()
-		case "payloadRetentionPeriod":
-			v.PayloadRetentionPeriod = canonical.Ptr(d.Field(&seen, 5).Int64())
-			d.Min(*v.PayloadRetentionPeriod, 5)
-			d.Max(*v.PayloadRetentionPeriod, 90)
-		default:
-			d.Unknown(&v.Extra)
-		}
-	}
-	d.EndObject()
-	d.Required(seen, "eventType", "payload")
 }

@@ -23,17 +23,3 @@ func V1ApplicationCreateHandler(rt *runtime.Runtime, fn V1ApplicationCreateFunc)
 		}, err
 	})
 }
-
-// V1MessageCreateHandler returns the http.Handler of POST /api/v1/app/{app_id}/msg
-// (v1.message.create): fn runs at most once per idempotency key. Register mounts it at "POST
-// /api/v1/app/{app_id}/msg"; mount it yourself on another router the same way.
-//
-//go:noinline
-func V1MessageCreateHandler(rt *runtime.Runtime, fn V1MessageCreateFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationV1MessageCreate(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
-		r, err := decodeV1MessageCreate(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
-			return fn(ctx, db, r.Params, r.Body)
-		}, err
-	})
-}

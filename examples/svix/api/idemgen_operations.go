@@ -30,29 +30,12 @@ func operationV1ApplicationCreate() *runtime.Operation {
 	}
 }
 
-// operationV1MessageCreate returns the resolved idempotency settings of v1.message.create; fields
-// left out take the runtime's defaults.
-//
-//go:noinline
-func operationV1MessageCreate() *runtime.Operation {
-	return &runtime.Operation{
-		ID:         "v1.message.create",
-		Method:     "POST",
-		Path:       "/api/v1/app/{app_id}/msg",
-		Key:        runtime.KeyRule{Header: "Idempotency-Key"},
-		MediaTypes: []string{"application/json"},
-		Query:      []string{"with_content"},
-		Profile:    &runtime.Profile{Problems: writeProblems},
-	}
-}
-
 // Operations returns the resolved idempotency settings of every marked operation, in path
 // order, as `idemgen list` prints them: for metrics labels, documentation and tools. Each call
 // returns new values.
 func Operations() []*runtime.Operation {
 	return []*runtime.Operation{
 		operationV1ApplicationCreate(),
-		operationV1MessageCreate(),
 	}
 }
 
@@ -62,7 +45,6 @@ func Operations() []*runtime.Operation {
 func Routes() []runtime.Route {
 	return []runtime.Route{
 		runtime.NewRoute(operationV1ApplicationCreate(), decodeV1ApplicationCreate),
-		runtime.NewRoute(operationV1MessageCreate(), decodeV1MessageCreate),
 	}
 }
 
@@ -71,7 +53,6 @@ func Routes() []runtime.Route {
 // subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
 	V1ApplicationCreate V1ApplicationCreateFunc
-	V1MessageCreate     V1MessageCreateFunc
 }
 
 // Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
@@ -100,10 +81,6 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if h.V1ApplicationCreate != nil {
 		pattern = "POST /api/v1/app"
 		mux.Handle(pattern, V1ApplicationCreateHandler(rt, h.V1ApplicationCreate))
-	}
-	if h.V1MessageCreate != nil {
-		pattern = "POST /api/v1/app/{app_id}/msg"
-		mux.Handle(pattern, V1MessageCreateHandler(rt, h.V1MessageCreate))
 	}
 	return nil
 }

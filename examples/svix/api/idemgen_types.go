@@ -4,7 +4,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -17,17 +16,6 @@ type ApplicationIn struct {
 	ThrottleRate *int64            `json:"throttleRate,omitempty"`
 	UID          *string           `json:"uid,omitempty"`
 	Extra        canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
-}
-
-// MessageIn is a request type (schema MessageIn).
-type MessageIn struct {
-	Application            *ApplicationIn             `json:"application,omitempty"`
-	Channels               []string                   `json:"channels,omitempty"`
-	EventID                *string                    `json:"eventId,omitempty"`
-	EventType              string                     `json:"eventType"`
-	Payload                map[string]json.RawMessage `json:"payload"`
-	PayloadRetentionPeriod *int64                     `json:"payloadRetentionPeriod,omitempty"`
-	Extra                  canonical.Members          `json:"-"` // undeclared members, in canonical form: fingerprinted
 }
 
 // V1ApplicationCreateParams holds the parameters of operation v1.application.create; the
@@ -54,29 +42,3 @@ type V1ApplicationCreateRequest struct {
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
 type V1ApplicationCreateFunc func(ctx context.Context, tx pgstore.DBTX, p V1ApplicationCreateParams, body V1ApplicationCreateBody) (runtime.Response, error)
-
-// V1MessageCreateParams holds the parameters of operation v1.message.create; the idempotency key
-// header is not here: the runtime reads and validates it.
-type V1MessageCreateParams struct {
-	AppID       string // path parameter app_id
-	WithContent *bool  // query parameter with_content
-}
-
-// V1MessageCreateBody is the request body of operation v1.message.create.
-type V1MessageCreateBody = MessageIn
-
-// V1MessageCreateRequest is a decoded request to operation v1.message.create.
-type V1MessageCreateRequest struct {
-	Params V1MessageCreateParams
-	Body   V1MessageCreateBody
-}
-
-// V1MessageCreateFunc is the business function of operation v1.message.create (POST
-// /api/v1/app/{app_id}/msg): Create Message.
-//
-// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key (optional:
-// without it the request runs unguarded).
-//
-// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
-// a non-final status rolls them back.
-type V1MessageCreateFunc func(ctx context.Context, tx pgstore.DBTX, p V1MessageCreateParams, body V1MessageCreateBody) (runtime.Response, error)
