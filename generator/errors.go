@@ -37,11 +37,14 @@ type docCase struct {
 // docType is a Go type of an error document: a struct (its fields the union of the members the
 // problems' documents write), a slice, or a scalar.
 type docType struct {
-	name     string // a struct's declared name
-	kind     model.ErrorKind
-	location bool // an array that is {location}: []string
-	fields   []*docField
-	elem     *docType
+	name string // a struct's declared name
+	// schema and ref name the document's schema, on a document's own type: the component
+	// ("HttpErrorOut", its $ref), or "Error" and no $ref for the schema the mapping writes.
+	schema, ref string
+	kind        model.ErrorKind
+	location    bool // an array that is {location}: []string
+	fields      []*docField
+	elem        *docType
 }
 
 type docField struct {
@@ -69,7 +72,7 @@ func (g *planner) planErrors(o *opPlan) {
 	for _, d := range f.Docs {
 		t := bySchema[d.Schema]
 		if t == nil {
-			t = &docType{name: g.names.take("problem" + exportedIdent(d.Schema))}
+			t = &docType{name: g.names.take("problem" + d.GoName), schema: d.Schema, ref: d.SchemaRef}
 			bySchema[d.Schema] = t
 			w.types = append(w.types, t)
 		}
@@ -99,9 +102,9 @@ func (g *planner) mergeDocType(t *docType, v *model.ErrorValue) {
 				}
 			}
 			if f == nil {
-				f = &docField{member: m.Name, goName: fieldName(t, m.Name), required: m.Required, typ: &docType{}}
+				f = &docField{member: m.Name, goName: fieldName(t, m.GoName), required: m.Required, typ: &docType{}}
 				if m.Value.Kind == model.ErrorObject || (m.Value.Kind == model.ErrorArray && m.Value.Field == "") {
-					f.typ.name = g.names.take(t.name + exportedIdent(m.Name))
+					f.typ.name = g.names.take(t.name + m.GoName)
 				}
 				t.fields = append(t.fields, f)
 			}
@@ -121,9 +124,9 @@ func (g *planner) mergeDocType(t *docType, v *model.ErrorValue) {
 	}
 }
 
-// fieldName is the exported Go name of a member, unique in its struct.
-func fieldName(t *docType, member string) string {
-	name := exportedIdent(member)
+// fieldName is a member's Go name, made unique in its struct.
+func fieldName(t *docType, base string) string {
+	name := base
 	for i := 2; ; i++ {
 		taken := false
 		for _, f := range t.fields {
@@ -132,7 +135,7 @@ func fieldName(t *docType, member string) string {
 		if !taken {
 			return name
 		}
-		name = exportedIdent(member) + strconv.Itoa(i)
+		name = base + strconv.Itoa(i)
 	}
 }
 
@@ -140,14 +143,17 @@ func fieldName(t *docType, member string) string {
 func (p *plan) emitErrors(f *jen.File) {
 	for _, kw := range p.errorWriters {
 		w := kw.writer
-		for _, t := range w.types {
-			emitDocType(f, t, "is the spec's "+strings.TrimPrefix(t.name, "problem")+" schema, as the runtime's problems are answered in it.")
-		}
 		var schemas []string
 		for _, t := range w.types {
-			schemas = append(schemas, strings.TrimPrefix(t.name, "problem"))
+			what := "is an error document in the spec's schema " + t.schema + " (" + t.ref + ")."
+			schemas = append(schemas, t.schema)
+			if t.ref == "" {
+				what = "is an error document in the schema the errors mapping writes (the spec declares none)."
+				schemas[len(schemas)-1] = "one the errors mapping writes"
+			}
+			emitDocType(f, t, what)
 		}
-		comment(f, "%s writes the runtime's problems in the error schemas of the operations' answers (%s: the spec's, or the one the errors mapping writes), filled as the mapping says, so that the API's own clients read them. A problem this package was generated without is written as RFC 9457 problem+json.",
+		comment(f, "%s answers the runtime's problems in the API's own error schemas (%s), filled as the errors mapping says, so that the API's clients read them as its own errors. A problem this package was generated without (one a newer runtime adds) is written as RFC 9457 problem+json.",
 			w.name, strings.Join(schemas, ", "))
 		f.Func().Id(w.name).Params(jen.Id("w").Qual("net/http", "ResponseWriter"), jen.Id("r").Op("*").Qual("net/http", "Request"), jen.Id("p").Qual(pkgRuntime, "Problem")).BlockFunc(func(g *jen.Group) {
 			g.Var().Id("doc").Any()

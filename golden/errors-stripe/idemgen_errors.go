@@ -8,7 +8,7 @@ import (
 	"net/http"
 )
 
-// problemError is the spec's Error schema, as the runtime's problems are answered in it.
+// problemError is an error document in the spec's schema error (#/components/schemas/error).
 type problemError struct {
 	Error problemErrorError `json:"error"`
 }
@@ -16,16 +16,15 @@ type problemError struct {
 // problemErrorError is a member of the spec's error documents.
 type problemErrorError struct {
 	Code    string `json:"code,omitempty"`
-	DocUrl  string `json:"doc_url,omitempty"`
+	DocURL  string `json:"doc_url,omitempty"`
 	Message string `json:"message,omitempty"`
 	Param   string `json:"param,omitempty"`
 	Type    string `json:"type"`
 }
 
-// writeProblems writes the runtime's problems in the error schemas of the operations' answers
-// (Error: the spec's, or the one the errors mapping writes), filled as the mapping says, so that
-// the API's own clients read them. A problem this package was generated without is written as RFC
-// 9457 problem+json.
+// writeProblems answers the runtime's problems in the API's own error schemas (error), filled as
+// the errors mapping says, so that the API's clients read them as its own errors. A problem this
+// package was generated without (one a newer runtime adds) is written as RFC 9457 problem+json.
 func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 	var doc any
 	switch p.Name {
@@ -44,7 +43,7 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		w.Header().Set("Stripe-Should-Retry", "true")
 		doc = problemError{Error: problemErrorError{
 			Code:    "idempotency_key_in_use",
-			DocUrl:  "https://stripe.com/docs/error-codes/idempotency-key-in-use",
+			DocURL:  "https://stripe.com/docs/error-codes/idempotency-key-in-use",
 			Message: "There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later.",
 			Param:   p.Param(),
 			Type:    "invalid_request_error",

@@ -8,7 +8,8 @@ import (
 	"net/http"
 )
 
-// problemError is the spec's Error schema, as the runtime's problems are answered in it.
+// problemError is an error document in the schema the errors mapping writes (the spec declares
+// none).
 type problemError struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
@@ -16,10 +17,10 @@ type problemError struct {
 	Status   int    `json:"status"`
 }
 
-// writeProblems writes the runtime's problems in the error schemas of the operations' answers
-// (Error: the spec's, or the one the errors mapping writes), filled as the mapping says, so that
-// the API's own clients read them. A problem this package was generated without is written as RFC
-// 9457 problem+json.
+// writeProblems answers the runtime's problems in the API's own error schemas (one the errors
+// mapping writes), filled as the errors mapping says, so that the API's clients read them as its
+// own errors. A problem this package was generated without (one a newer runtime adds) is written as
+// RFC 9457 problem+json.
 func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 	var doc any
 	switch p.Name {

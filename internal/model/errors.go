@@ -25,6 +25,11 @@ type ErrorDoc struct {
 	// Schema names the schema the document follows: the component's name ("HttpErrorOut"), or
 	// "Error" for the schema the mapping writes itself.
 	Schema string
+	// SchemaRef is the $ref of the component ("#/components/schemas/HttpErrorOut"); "" for the
+	// schema the mapping writes.
+	SchemaRef string
+	// GoName is the exported Go identifier of Schema ("HTTPErrorOut").
+	GoName string
 	// Body is the document.
 	Body *ErrorValue
 }
@@ -64,8 +69,11 @@ type ErrorValue struct {
 
 // ErrorMember is one member of an error document's object.
 type ErrorMember struct {
-	Name  string
-	Value *ErrorValue
+	Name string
+	// GoName is the exported Go identifier of Name ("doc_url" is DocURL); the generator makes
+	// it unique in its struct.
+	GoName string
+	Value  *ErrorValue
 	// Required: the schema requires the member, so it is written even when its problem field is
 	// empty; an optional member whose only content is an empty field is left out.
 	Required bool

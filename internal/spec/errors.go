@@ -227,10 +227,11 @@ func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorForm
 			return nil
 		}
 		f := es.formats[fi]
-		doc.Schema = strings.TrimPrefix(f.ref, "#/components/schemas/")
+		doc.Schema, doc.SchemaRef = strings.TrimPrefix(f.ref, "#/components/schemas/"), f.ref
 		if f.ref == "" {
 			doc.Schema = "Error" // the schema the mapping writes
 		}
+		doc.GoName = exportedName(doc.Schema)
 		tmpl := f.body
 		at := nodeAt{loc: f.loc}
 		if po != nil && po.body != nil {
@@ -404,7 +405,7 @@ func (c *templateChecker) value(n *yaml.Node, s *openapi3.Schema, at string) *mo
 			}
 			seen[k.Value] = true
 			if ev := c.value(mv, ps.Value, path); ev != nil {
-				v.Members = append(v.Members, &model.ErrorMember{Name: k.Value, Value: ev, Required: slices.Contains(s.Required, k.Value)})
+				v.Members = append(v.Members, &model.ErrorMember{Name: k.Value, GoName: exportedName(k.Value), Value: ev, Required: slices.Contains(s.Required, k.Value)})
 			}
 		}
 		for _, r := range s.Required {

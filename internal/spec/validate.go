@@ -13,44 +13,52 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ValidateJSON checks the JSON document doc against the schema that ref names
-// ("#/components/schemas/HttpErrorOut") in the spec at path, with kin-openapi's validator. With
-// strict, an object member its schema does not declare is an error too, as for the SDKs that
-// decode strictly (Svix's). Tests use it to hold generated error documents to the spec.
-func ValidateJSON(path, ref string, doc []byte, strict bool) error {
+// Schema is a JSON schema of a spec, loaded once to hold many JSON documents to it: tests use
+// it to check generated error documents against the schema a spec (or an errors mapping)
+// declares.
+type Schema struct{ s *openapi3.Schema }
+
+// LoadSchema loads the spec at path and returns the schema that ref names
+// ("#/components/schemas/HttpErrorOut").
+func LoadSchema(path, ref string) (*Schema, error) {
 	l := openapi3.NewLoader()
 	l.IsExternalRefsAllowed = true
 	t, err := l.LoadFromFile(path)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
+		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	name, ok := strings.CutPrefix(ref, "#/components/schemas/")
-	if !ok || t.Components == nil || t.Components.Schemas[name] == nil {
-		return fmt.Errorf("%s names no schema of %s", ref, path)
+	if !ok || t.Components == nil || t.Components.Schemas[name] == nil || t.Components.Schemas[name].Value == nil {
+		return nil, fmt.Errorf("%s names no schema of %s", ref, path)
 	}
-	return validate(t.Components.Schemas[name].Value, doc, strict)
+	return &Schema{t.Components.Schemas[name].Value}, nil
 }
 
-// ValidateJSONSchema is ValidateJSON for a schema written out (YAML or JSON), such as one an
-// errors mapping writes for a spec that declares none.
-func ValidateJSONSchema(schema []byte, doc []byte, strict bool) error {
+// ParseSchema reads a schema written out (YAML or JSON), such as one an errors mapping writes
+// for a spec that declares none.
+func ParseSchema(schema []byte) (*Schema, error) {
 	var v any
 	if err := yaml.Unmarshal(schema, &v); err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s := &openapi3.Schema{}
 	if err := s.UnmarshalJSON(raw); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.Validate(context.Background()); err != nil {
-		return fmt.Errorf("the schema: %w", err)
+		return nil, fmt.Errorf("the schema: %w", err)
 	}
-	return validate(s, doc, strict)
+	return &Schema{s}, nil
 }
+
+// Validate checks the JSON document doc against the schema with kin-openapi's validator. With
+// strict, an object member its schema does not declare is an error too, as for the SDKs that
+// decode strictly (Svix's).
+func (s *Schema) Validate(doc []byte, strict bool) error { return validate(s.s, doc, strict) }
 
 func validate(s *openapi3.Schema, doc []byte, strict bool) error {
 	var v any

@@ -8,15 +8,15 @@ import (
 	"net/http"
 )
 
-// problemHttpErrorOut is the spec's HttpErrorOut schema, as the runtime's problems are answered in
-// it.
-type problemHttpErrorOut struct {
+// problemHTTPErrorOut is an error document in the spec's schema HttpErrorOut
+// (#/components/schemas/HttpErrorOut).
+type problemHTTPErrorOut struct {
 	Code   string `json:"code"`
 	Detail string `json:"detail"`
 }
 
-// problemHTTPValidationError is the spec's HTTPValidationError schema, as the runtime's problems
-// are answered in it.
+// problemHTTPValidationError is an error document in the spec's schema HTTPValidationError
+// (#/components/schemas/HTTPValidationError).
 type problemHTTPValidationError struct {
 	Detail []problemHTTPValidationErrorDetailItem `json:"detail"`
 }
@@ -28,10 +28,10 @@ type problemHTTPValidationErrorDetailItem struct {
 	Type string   `json:"type"`
 }
 
-// writeProblems writes the runtime's problems in the error schemas of the operations' answers
-// (HttpErrorOut, HTTPValidationError: the spec's, or the one the errors mapping writes), filled as
-// the mapping says, so that the API's own clients read them. A problem this package was generated
-// without is written as RFC 9457 problem+json.
+// writeProblems answers the runtime's problems in the API's own error schemas (HttpErrorOut,
+// HTTPValidationError), filled as the errors mapping says, so that the API's clients read them as
+// its own errors. A problem this package was generated without (one a newer runtime adds) is
+// written as RFC 9457 problem+json.
 func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 	var doc any
 	switch p.Name {
@@ -47,7 +47,7 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemRateLimited,
 		runtime.ProblemStoreUnavailable,
 		runtime.ProblemUnauthenticated:
-		doc = problemHttpErrorOut{
+		doc = problemHTTPErrorOut{
 			Code:   p.Name,
 			Detail: p.Message(),
 		}
