@@ -7,6 +7,7 @@ ignore ./examples/express/node_modules
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/brianvoe/gofakeit/v7 v7.18.7
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1

@@ -222,7 +222,13 @@ func (g *planner) planCanon(o *opPlan) {
 			case c.c.Kind == model.ContentForm:
 				o.formExcl = formExclusions(o.op)
 			case o.bodyCanon == nil:
-				o.bodyCanon = g.canonValue(o.bodyT, opExclusions(o.op), o)
+				excl := opExclusions(o.op)
+				if o.keyRaw != nil && len(o.op.Settings.Fingerprint.Exclude) == 0 {
+					// The key stays in a body kept whole (a oneOf/anyOf): requests under one
+					// key carry the same key, so the fingerprint compares the rest alike.
+					excl = nil
+				}
+				o.bodyCanon = g.canonValue(o.bodyT, excl, o)
 			}
 		}
 	}

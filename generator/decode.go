@@ -132,7 +132,18 @@ func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
 // emitBodyKey reports the decoded body member that carries the key; every pointer on the way
 // must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
 func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
-	if o.op.Settings.Key.Carrier == model.CarrierHeader || len(o.keyPath) == 0 {
+	if o.op.Settings.Key.Carrier == model.CarrierHeader {
+		return
+	}
+	if o.keyRaw != nil {
+		args := []jen.Code{jen.Id("r").Dot("Body")}
+		for _, tok := range o.keyRaw {
+			args = append(args, jen.Lit(tok))
+		}
+		grp.Id("in").Dot("SetBodyKeyAt").Call(args...)
+		return
+	}
+	if len(o.keyPath) == 0 {
 		return
 	}
 	var cond *jen.Statement
@@ -259,8 +270,9 @@ func (p *plan) decodeAddl(b *jen.Group, t *tinfo) {
 // marks the member read).
 func (p *plan) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 	dst := jen.Id("v").Dot(fl.name)
+	nullable := fl.p.Schema.Nullable || fl.p.Nullable
 	if !fl.ptr {
-		p.decodeInto(grp, fl.t, fl.p.Schema.Nullable, dst, 1, first)
+		p.decodeInto(grp, fl.t, nullable, dst, 1, first)
 		return
 	}
 	// Pointer fields: absent and null both leave nil.
@@ -281,7 +293,7 @@ func (p *plan) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 			b.Add(c)
 		}
 	}
-	if fl.p.Schema.Nullable {
+	if nullable {
 		grp.If(jen.Op("!").Add(first).Dot("Null").Call()).BlockFunc(func(b *jen.Group) { body(b, dec()) })
 		return
 	}

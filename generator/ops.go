@@ -42,6 +42,9 @@ type opPlan struct {
 	// keyPath are the struct fields from the body root down to a body-carried key (a JSON
 	// member or a form field); empty for header keys.
 	keyPath []*field
+	// keyRaw are the pointer tokens of a body-carried key inside a body kept as canonical
+	// JSON (a oneOf/anyOf body), read from it by gen.Input.SetBodyKeyAt.
+	keyRaw []string
 	// pparams are the non-key parameters, in model order.
 	pparams []*paramPlan
 	pattern string      // ServeMux pattern, "POST /v1/payments/{payment_id}"
@@ -353,6 +356,12 @@ func (g *planner) planKeyPath(o *opPlan) bool {
 	}
 	k := o.op.Settings.Key
 	t := o.bodyT
+	if t != nil && t.kind == kRaw && t.s != nil && t.s.Composite {
+		// A oneOf/anyOf body is kept as canonical JSON; the loader checked that its
+		// members declare the key member, which is read from the decoded value.
+		o.keyRaw = toks
+		return true
+	}
 	for _, tok := range toks {
 		var hit *field
 		if t != nil && t.kind == kStruct {
@@ -363,7 +372,7 @@ func (g *planner) planKeyPath(o *opPlan) bool {
 			}
 		}
 		if hit == nil {
-			g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
+			g.diags.Errorf(o.op.Settings.Loc, "key-body-not-string",
 				"operation %s: key.body %s does not name a string member of the body schema", o.op.ID, k.Pointer)
 			return false
 		}
@@ -371,7 +380,7 @@ func (g *planner) planKeyPath(o *opPlan) bool {
 		t = hit.t
 	}
 	if t.kind != kString {
-		g.diags.Errorf(o.op.Settings.Loc, "unsupported-schema",
+		g.diags.Errorf(o.op.Settings.Loc, "key-body-not-string",
 			"operation %s: key.body %s must be a string member", o.op.ID, k.Pointer)
 		return false
 	}
@@ -723,7 +732,7 @@ func (g *planner) multipartTypeOf(s *model.Schema, hint string) *tinfo {
 		default:
 			f.t = g.typeOf(p.Schema, t.name+p.GoName)
 		}
-		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey ||
+		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || p.Nullable || f.bodyKey ||
 			(f.t.kind == kStruct && g.cyclic[p.Schema]))
 		t.fields = append(t.fields, f)
 	}

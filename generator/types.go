@@ -226,7 +226,7 @@ func (g *planner) planStruct(t *tinfo) {
 	for _, p := range t.s.Properties {
 		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
 		f.t = g.typeOf(p.Schema, t.name+p.GoName)
-		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || f.bodyKey ||
+		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || p.Nullable || f.bodyKey ||
 			(f.t.kind == kStruct && g.cyclic[p.Schema]))
 		t.fields = append(t.fields, f)
 	}

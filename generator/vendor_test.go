@@ -80,6 +80,14 @@ func TestVendorSpecs(t *testing.T) {
 		{"squarefixed", squareFixed, "", 66, nil, nil},
 		{"azurechat", "azure-communication-chat-2021-03-07.json", "", 1, codes{"ref-outside-root": 6}, nil},
 		{"unit", "unit-openapi/openapi.json", "", -1, codes{"wrong-ref-kind": 45, "dangling-ref": 1, "load-failed": 1}, nil},
+		// Round three's small specs (internal/spec TestRoundThree pins how each loads): each
+		// generates and builds.
+		{"r3contenttype", round3 + "content-type-header.yaml", "", 1, nil, nil},
+		{"r3requestid", round3 + "request-id-wording.yaml", "", 2, nil, nil},
+		{"r3unsafe", round3 + "treasury.yaml", round3 + "treasury.unsafe.yaml", 6, nil, nil},
+		{"r3annotations", round3 + "annotations.yaml", round3 + "annotations.config.yaml", 2, nil, codes{"retries-without-key": 1}},
+		{"r3remoteref", round3 + "remote-ref.yaml", round3 + "remote-ref.config.yaml", 1, nil, nil},
+		{"r3wrongtype", round3 + "wrong-type.yaml", round3 + "annotations.config.yaml", 1, codes{"wrong-type": 1}, nil},
 	}
 	var pkgs []string
 	for _, sp := range specs {
@@ -145,6 +153,9 @@ func TestVendorSpecs(t *testing.T) {
 		}
 	}
 }
+
+// round3 holds the small specs of the third real-spec round.
+const round3 = "../testdata/specs/round3/"
 
 // vendorDirPrefix starts the name of TestVendorSpecs's temporary folder in the module's root.
 const vendorDirPrefix = "_idemgen-vendor-"

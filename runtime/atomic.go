@@ -55,7 +55,7 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
 	var tx store.Tx[DB]
 	err := x.storeCall(ctx, spanBegin, 0, func(ctx context.Context) (err error) {
-		tx, err = st.BeginPlain(ctx)
+		tx, err = st.BeginPlain(store.WithTenant(ctx, x.tenant))
 		return err
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func (x *exchange) id() store.ID { return store.ID{Scope: x.scope, Key: x.op.sto
 
 // claim is what a claim of the request's key writes.
 func (x *exchange) claim() store.Claim {
-	c := store.Claim{ID: x.id(), Operation: x.op.ID, Fingerprint: x.fp, Retention: x.op.retention(), Wait: x.op.Wait}
+	c := store.Claim{ID: x.id(), Tenant: x.tenant, Operation: x.op.ID, Fingerprint: x.fp, Retention: x.op.retention(), Wait: x.op.Wait}
 	if x.op.Mode == ModeLease {
 		c.Lease, c.Wait = x.op.lease(), 0
 	}
@@ -165,6 +165,13 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 		x.requestID = id.newID()
 	}
 	x.scoped = true
+	if name, bad := op.badScopeHeader(r.Header); bad {
+		// Refused before any lookup: a value that names no account must not make a scope of
+		// its own (each would get fresh keys and caps).
+		res := refused(http.StatusBadRequest, ProblemBodyInvalid, "The "+name+" header does not hold a valid account id.")
+		res.problem.Pointer = "/header/" + name
+		return res
+	}
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
 		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,

@@ -204,6 +204,21 @@ func (op *Operation) storedKey(key string) string {
 	return key
 }
 
+// badScopeHeader returns the first of op's scope headers whose value in h the operation's
+// profile refuses (Profile.ScopeHeaderValid); an absent header is the empty value and always
+// valid.
+func (op *Operation) badScopeHeader(h http.Header) (string, bool) {
+	if op.Profile == nil || op.Profile.ScopeHeaderValid == nil {
+		return "", false
+	}
+	for _, name := range op.ScopeHeaders {
+		if v := h.Get(name); v != "" && !op.Profile.ScopeHeaderValid(name, v) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // RequestScope returns the scope that a request of tenant with headers h is stored under for
 // op: the tenant, followed by the value of each of op.ScopeHeaders (an absent header is the
 // empty value), each as the byte 0x1F (unit separator), its length in decimal, ':' and the

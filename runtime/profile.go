@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"crypto/rand"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,10 @@ type Profile struct {
 	// RequestID, when set, gives every answer an id of its own and names the execution whose
 	// response it is.
 	RequestID *RequestID
+	// ScopeHeaderValid, when set, reports whether a scope header's value is one the vendor
+	// accepts; a request with another is refused before any lookup (400, body-invalid naming
+	// the header), so a value that names no account never makes a scope of its own.
+	ScopeHeaderValid func(name, value string) bool
 }
 
 // RequestID is a profile's request ids, as Stripe's Request-Id and Original-Request: every
@@ -138,15 +143,35 @@ func (p *Profile) Apply(op *Operation) {
 // Each call returns a new value; changing it changes only the operations given that value.
 func StripeProfile() *Profile {
 	return &Profile{
-		Name:         "stripe",
-		Problems:     StripeErrors,
-		KeyMinLength: 1,
-		KeyMaxLength: DefaultKeyMaxLength,
-		ScopeHeaders: []string{"Stripe-Account"},
-		Wait:         5 * time.Second,
-		EchoKey:      true,
-		RequestID:    &RequestID{Header: "Request-Id", Original: "Original-Request"},
+		Name:             "stripe",
+		Problems:         StripeErrors,
+		KeyMinLength:     1,
+		KeyMaxLength:     DefaultKeyMaxLength,
+		ScopeHeaders:     []string{"Stripe-Account"},
+		Wait:             5 * time.Second,
+		EchoKey:          true,
+		RequestID:        &RequestID{Header: "Request-Id", Original: "Original-Request"},
+		ScopeHeaderValid: stripeAccountValid,
 	}
+}
+
+// stripeAccountValid accepts a Stripe-Account value that is a connected account id: "acct_"
+// and letters and digits (acct_1032D82eZvKYlo2C), at most 255 bytes like every Stripe id.
+func stripeAccountValid(name, v string) bool {
+	if !strings.EqualFold(name, "Stripe-Account") {
+		return true
+	}
+	id, ok := strings.CutPrefix(v, "acct_")
+	if !ok || id == "" || len(v) > 255 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // randomRequestID returns "req_" and 14 random alphanumerics.

@@ -66,6 +66,43 @@ func TestProfileStripe(t *testing.T) {
 	}
 }
 
+// Under the Stripe profile, Stripe-Account must be a connected account id (acct_ and letters and
+// digits) or absent: anything else is refused before any lookup, 400 naming the header, and makes
+// no scope of its own (a rotated header used to give a tenant fresh keys and caps for every
+// value). Without the profile, scope headers are taken as sent.
+func TestProfileStripeAccountValidated(t *testing.T) {
+	e := newMemEnv(t, nil)
+	op := payOp()
+	op.Profile = StripeProfile()
+	op.ScopeHeaders = []string{"Stripe-Account"}
+	h := e.atomicHandler(op)
+	for _, v := range []string{"acct_1032D82eZvKYlo2C", ""} {
+		extra := []string{}
+		if v != "" {
+			extra = []string{"Stripe-Account", v}
+		}
+		if w := serveReq(h, req("t1", key1+v, body100, extra...)); w.Code != 201 {
+			t.Errorf("Stripe-Account %q: %d %s", v, w.Code, w.Body)
+		}
+	}
+	for _, v := range []string{"acct_", "x", "ACCT_1", "acct_1 2", "acct_<script>", "acct_" + strings.Repeat("a", 251), "cus_123"} {
+		w := serveReq(h, req("t1", key1, body100, "Stripe-Account", v))
+		var env struct{ Error struct{ Type, Param string } }
+		if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil || w.Code != 400 || env.Error.Type != "invalid_request_error" ||
+			env.Error.Param != "Stripe-Account" || w.Header().Get("Request-Id") == "" {
+			t.Errorf("Stripe-Account %q: %d %s, want 400 invalid_request_error on Stripe-Account", v, w.Code, w.Body)
+		}
+	}
+	if e.payments("t1") != 2 {
+		t.Errorf("payments %d, want 2: a refused account header must not run", e.payments("t1"))
+	}
+	plain := payOp()
+	plain.ScopeHeaders = []string{"Stripe-Account"}
+	if w := serveReq(e.atomicHandler(plain), req("t2", key1, body100, "Stripe-Account", "anything")); w.Code != 201 {
+		t.Errorf("without the profile: %d", w.Code)
+	}
+}
+
 // A team's own profile, given to the Runtime (Config.Profile): its writer answers the errors, its
 // request ids are made by its function under its header names, its extra replayed header is
 // stored and replayed, and the key is echoed, also for a request refused before its key was

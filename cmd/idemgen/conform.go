@@ -59,6 +59,9 @@ const conformExample = `  # the petstore of the README, on its default port
   idemgen conform paypal.json --overlay paypal.overlay.yaml --base-url http://127.0.0.1:8080
   idemgen conform vendor.json --infer --base-url http://127.0.0.1:8080
 
+  # a spec whose $refs point to the network, read from local copies
+  idemgen conform api.yaml --ref-map https://schemas.example.com/=vendor-schemas/ --base-url http://127.0.0.1:8080
+
   # the service's test knobs: fail after the work (5xx checks), take 300ms (in-flight duplicates)
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --fail-header 'X-Test-Fail: 500' --delay-header 'X-Test-Delay: 300ms'
 

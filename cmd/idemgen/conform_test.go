@@ -141,3 +141,47 @@ func TestConformHelpShowsEveryFlag(t *testing.T) {
 		}
 	})
 }
+
+// TestConformCases: --cases runs request-sequence cases (the testdata/cases format), with or
+// without a spec, each reported by name; a case that does not hold fails the run.
+func TestConformCases(t *testing.T) {
+	good := mutantServer(t, "good")
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("001-retry-replays.yaml", `about: a retry replays the first answer.
+steps:
+  - request:
+      method: POST
+      path: /v1/payments
+      headers: {Authorization: Bearer t1, Idempotency-Key: k-0001-cases-aaaaaaaaa, Content-Type: application/json}
+      body: '{"amount":100,"currency":"EUR"}'
+    expect: {status: 201}
+  - request:
+      method: POST
+      path: /v1/payments
+      headers: {Authorization: Bearer t1, Idempotency-Key: k-0001-cases-aaaaaaaaa, Content-Type: application/json}
+      body: '{"currency":"EUR","amount":100}'
+    expect: {same_as: 0, headers: {Idempotent-Replayed: "true"}}
+`)
+	code, out, errOut := idemgen(t, "conform", "--base-url", good, "--cases", dir)
+	if code != exitOK || !strings.Contains(out, "PASS 001-retry-replays") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	write("002-wrong.yaml", `about: a wrong expectation.
+steps:
+  - request:
+      method: POST
+      path: /v1/payments
+      headers: {Authorization: Bearer t1, Idempotency-Key: k-0002-cases-aaaaaaaaa, Content-Type: application/json}
+      body: '{"amount":100,"currency":"EUR"}'
+    expect: {status: 200}
+`)
+	code, out, _ = idemgen(t, "conform", mutantSpec, "--base-url", good, "--header", "Authorization: Bearer a", "--check", "replay", "--cases", dir)
+	if code != exitConformFailed || !strings.Contains(out, "FAIL 002-wrong") || !strings.Contains(out, "want 200, got 201") || !strings.Contains(out, "PASS replay") {
+		t.Fatalf("exit %d, want 1 with the failing case:\n%s", code, out)
+	}
+}

@@ -89,26 +89,36 @@ type listDoc struct {
 }
 
 type listOp struct {
-	Method             string     `json:"method"`
-	Path               string     `json:"path"`
-	OperationID        string     `json:"operationId"`
-	OperationIDDerived bool       `json:"operationIdDerived"`
-	GoName             string     `json:"goName"`
-	Mark               string     `json:"mark"`
-	Key                listKey    `json:"key"`
-	Scope              string     `json:"scope"`
-	Mode               string     `json:"mode"`
-	Retention          string     `json:"retention"`
-	RetentionSeconds   int64      `json:"retentionSeconds"`
-	Lease              string     `json:"lease"`
-	LeaseSeconds       int64      `json:"leaseSeconds"`
-	Wait               string     `json:"wait"`
-	Profile            string     `json:"profile,omitempty"`
-	ScopeHeaders       []string   `json:"scopeHeaders,omitempty"`
-	Fingerprint        listFP     `json:"fingerprint"`
-	Replay             listReplay `json:"replay"`
-	Limits             listLimits `json:"limits"`
-	Location           string     `json:"location"`
+	Method             string `json:"method"`
+	Path               string `json:"path"`
+	OperationID        string `json:"operationId"`
+	OperationIDDerived bool   `json:"operationIdDerived"`
+	GoName             string `json:"goName"`
+	Mark               string `json:"mark"`
+	// Annotations are other tools' idempotency and retry extensions on the operation (or at
+	// the root, applying to it) and what idemgen read them as: mark, key or retries.
+	Annotations      []listAnnotation `json:"annotations"`
+	Key              listKey          `json:"key"`
+	Scope            string           `json:"scope"`
+	Mode             string           `json:"mode"`
+	Retention        string           `json:"retention"`
+	RetentionSeconds int64            `json:"retentionSeconds"`
+	Lease            string           `json:"lease"`
+	LeaseSeconds     int64            `json:"leaseSeconds"`
+	Wait             string           `json:"wait"`
+	Profile          string           `json:"profile,omitempty"`
+	ScopeHeaders     []string         `json:"scopeHeaders,omitempty"`
+	Fingerprint      listFP           `json:"fingerprint"`
+	Replay           listReplay       `json:"replay"`
+	Limits           listLimits       `json:"limits"`
+	Location         string           `json:"location"`
+}
+
+type listAnnotation struct {
+	Extension string `json:"extension"`
+	Tool      string `json:"tool"`
+	Read      string `json:"read"`
+	Location  string `json:"location"`
 }
 
 type listKey struct {
@@ -172,6 +182,10 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
 			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit, Part: s.PartLimit},
 			Location:    op.Loc.String(),
+		}
+		lo.Annotations = []listAnnotation{}
+		for _, a := range op.Annotations {
+			lo.Annotations = append(lo.Annotations, listAnnotation{Extension: a.Extension, Tool: a.Tool, Read: a.Read, Location: a.Loc.String()})
 		}
 		out.Operations = append(out.Operations, lo)
 	}

@@ -19,6 +19,7 @@ type loadFlags struct {
 	config   string
 	overlays []string
 	infer    bool
+	refMap   []string
 }
 
 // register adds --config, --overlay (repeatable) and --infer to cmd.
@@ -27,6 +28,7 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.config, "config", "", "idemgen.yaml `FILE` that marks operations without editing the spec (docs/cli.md)")
 	fl.StringArrayVar(&f.overlays, "overlay", nil, "OpenAPI Overlay 1.0 `FILE` applied to the spec before reading; repeat to apply several in order")
 	fl.BoolVar(&f.infer, "infer", false, "count operations that declare an Idempotency-Key-like header or body field as marked, with the key rules the spec declares")
+	fl.StringArrayVar(&f.refMap, "ref-map", nil, "read a remote $ref from a local copy: `URL=FILE`, or a URL prefix ending in / = FOLDER; repeatable (idemgen never loads over the network)")
 }
 
 // load reads specPath with the flags' config, overlays and --infer, prints every diagnostic
@@ -63,7 +65,11 @@ func summary(specPath string, res *spec.Result) string {
 
 // result loads and prints diagnostics, leaving the verdict to the caller (check --strict).
 func (f *loadFlags) result(cmd *cobra.Command, specPath string) (*spec.Result, error) {
-	res, err := spec.Load(cmd.Context(), spec.Options{Path: specPath, ConfigPath: f.config, Overlays: f.overlays, Infer: f.infer})
+	refs, err := spec.ParseRefMap(f.refMap)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	res, err := spec.Load(cmd.Context(), spec.Options{Path: specPath, ConfigPath: f.config, Overlays: f.overlays, Infer: f.infer, RefMap: refs})
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}

@@ -45,7 +45,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
-	root.AddCommand(newListCmd(), newCheckCmd(), newVersionCmd(), newRecordsCmd(), newConformCmd())
+	root.AddCommand(newListCmd(), newCheckCmd(), newSpecCmd(), newVersionCmd(), newRecordsCmd(), newConformCmd())
 	addGeneratorCommands(root)
 	return root
 }

@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/brianvoe/gofakeit/v7 v7.18.7 // indirect
 	github.com/dlclark/regexp2/v2 v2.13.0 // indirect
 	github.com/dprotaso/go-yit v0.0.0-20191028211022-135eb7262960 // indirect

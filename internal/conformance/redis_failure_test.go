@@ -192,6 +192,13 @@ func (d redisDeployment) outage(t *testing.T) outage {
 	}
 }
 
+// loadStore is the database store of the load tests of this file, without a records cap: one
+// tenant makes thousands of new keys a minute (the outage's 503s are retried as new claims
+// afterwards), above the default cap of 6000 per minute, which is not what these tests are about.
+func loadStore(pool *pgxpool.Pool) *pgstore.Store {
+	return pgstore.New(pool, pgstore.Options{Limits: pgstore.Limits{Records: -1}})
+}
+
 // TestRedisCacheKilledMidLoad: workers create payments and replay each one twice while Redis
 // (the standalone server, or one master of the cluster) is killed and restarted. Every request
 // is answered as if Redis were not there: 201 for a new key, the same 201 replayed for a
@@ -202,7 +209,7 @@ func TestRedisCacheKilledMidLoad(t *testing.T) {
 			d := privateRedis(t, topo, "everysec")
 			var cache *redisstore.Cache[pgstore.DBTX]
 			s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
-				cache = redisstore.NewCache[pgstore.DBTX](pgstore.New(pool, pgstore.Options{}), redistest.Connect(t, d.addrs...),
+				cache = redisstore.NewCache[pgstore.DBTX](loadStore(pool), redistest.Connect(t, d.addrs...),
 					redisstore.CacheOptions{Timeout: 50 * time.Millisecond, Backoff: 100 * time.Millisecond})
 				return cache
 			})
@@ -277,7 +284,7 @@ func TestRedisLeaseKilledMidLoad(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return redisstore.Pair[pgstore.DBTX](leases, pgstore.New(pool, pgstore.Options{}))
+				return redisstore.Pair[pgstore.DBTX](leases, loadStore(pool))
 			})
 			const tenant = "lease-outage"
 			var (
@@ -380,7 +387,7 @@ func TestRedisClusterMasterRestartedWithAOF(t *testing.T) {
 			}
 			var cache *redisstore.Cache[pgstore.DBTX]
 			s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
-				cache = redisstore.NewCache[pgstore.DBTX](pgstore.New(pool, pgstore.Options{}), client,
+				cache = redisstore.NewCache[pgstore.DBTX](loadStore(pool), client,
 					redisstore.CacheOptions{Timeout: 100 * time.Millisecond, Backoff: 100 * time.Millisecond})
 				return redisstore.Pair[pgstore.DBTX](leases, cache)
 			})

@@ -35,41 +35,51 @@ func newCluster(t *testing.T) *cluster {
 		}
 		t.Skip(msg)
 	}
-	dir, err := os.MkdirTemp("", "idemgen-faults-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, bindir: bindir, dir: dir}
-	if os.Getuid() == 0 {
-		c.asUser = []string{"runuser", "-u", "postgres", "--"}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
-			t.Fatalf("chown: %v %s", err, out)
-		}
-	}
-	t.Cleanup(func() {
-		c.thaw()
-		c.run("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
-		if t.Failed() {
-			if log, err := os.ReadFile(filepath.Join(dir, "server.log")); err == nil {
-				t.Logf("private PostgreSQL log:\n%s", tail(string(log), 40))
-			}
-		}
-		os.RemoveAll(dir)
-	})
+	c := emptyCluster(t, bindir)
 	if out, err := c.run("initdb", "-D", c.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
+	c.start()
+	return c
+}
+
+// own gives the cluster's folder to the user the server runs as (postgres, as root).
+func (c *cluster) own() {
+	c.t.Helper()
+	if os.Getuid() != 0 {
+		return
+	}
+	c.asUser = []string{"runuser", "-u", "postgres", "--"}
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "postgres", c.dir).CombinedOutput(); err != nil {
+		c.t.Fatalf("chown: %v %s", err, out)
+	}
+}
+
+// remove stops the server, if it runs, and deletes its folder (its log printed first when the
+// test failed).
+func (c *cluster) remove() {
+	c.thaw()
+	c.run("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
+	if c.t.Failed() {
+		if log, err := os.ReadFile(filepath.Join(c.dir, "server.log")); err == nil {
+			c.t.Logf("private PostgreSQL log (%s):\n%s", c.dir, tail(string(log), 40))
+		}
+	}
+	os.RemoveAll(c.dir)
+}
+
+// freeTCPPort returns a loopback port that was free a moment ago.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	c.start()
-	return c
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (c *cluster) data() string { return filepath.Join(c.dir, "data") }

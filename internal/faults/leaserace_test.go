@@ -21,8 +21,8 @@ import (
 //     provider deduplicates its call); another body gets 422; the first owner's late completion
 //     (a zombie) is refused (409) and its retry replays the new owner's response.
 //   - zombie-completion-in-progress: the first owner is inside its completion transaction (the
-//     record locked) when its lease ends: the takeover must wait for it and then replay, never
-//     run again.
+//     record locked) when its lease ends: the same request is answered 409 without waiting on
+//     the lock (or replays once the owner committed), never runs again.
 
 // leaseRig is one lease race: replicas A and B of a lease-mode service with a sweeper.
 type leaseRig struct {

@@ -83,7 +83,14 @@ func replicaMain(raw string) int {
 		fmt.Fprintln(os.Stdout, line)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: Tenant,
+	// The store sets client_connection_check_interval in its transactions (1 s by default):
+	// the replica's CheckInterval is the store's too, and without one the store sets none, so
+	// that the kill scenarios compare a backend with the check and one without.
+	opts := pgstore.Options{ClientCheckInterval: -1}
+	if d, err := time.ParseDuration(cfg.CheckInterval); err == nil && d > 0 {
+		opts.ClientCheckInterval = d
+	}
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, opts), Scope: Tenant,
 		Logger: logger, StoreTimeout: cfg.StoreTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -42,8 +42,33 @@ const (
 	MarkSpec   MarkSource = "spec"   // x-idempotent in the document (possibly added by an overlay)
 	MarkConfig MarkSource = "config" // an idemgen.yaml entry
 	MarkInfer  MarkSource = "infer"  // --infer recognised an idempotency header or field
-	MarkNone   MarkSource = ""       // not marked
+	// MarkUnsafe is the config's unsafe switch: every POST, PUT, PATCH and DELETE operation
+	// not marked otherwise, because an SDK sends a key on each (Stainless SDKs do).
+	MarkUnsafe MarkSource = "unsafe"
+	// MarkStainless is the config's stainless section: Stainless's idempotency_header, which
+	// its SDKs send on every unsafe operation (as MarkUnsafe, with that header).
+	MarkStainless MarkSource = "stainless"
+	// MarkFern is Fern's x-fern-idempotent: true, with the key header of the document's
+	// x-fern-idempotency-headers.
+	MarkFern MarkSource = "fern"
+	// MarkXIdempotency is an x-idempotency object (or true) on the operation itself: the same
+	// fields as x-idempotent, in the spelling some specs and proposals use.
+	MarkXIdempotency MarkSource = "x-idempotency"
+	MarkNone         MarkSource = "" // not marked
 )
+
+// Annotation is another tool's idempotency or retry extension found on an operation (or at
+// the document's root, applying to it), reported by `idemgen list --format json`.
+type Annotation struct {
+	// Extension is the extension's name as written: x-fern-idempotent, x-speakeasy-retries.
+	Extension string
+	// Tool is the tool that defines it: fern, speakeasy, stainless, idemgen.
+	Tool string
+	// Read says what idemgen did with it: "mark" (it marked the operation), "key" (it named
+	// the key header), "retries" (a client retry policy, reported only: it marks nothing).
+	Read string
+	Loc  diag.Loc
+}
 
 // Operation is one HTTP operation.
 type Operation struct {
@@ -61,6 +86,9 @@ type Operation struct {
 	Description string
 	Loc         diag.Loc // the operation object
 	Mark        MarkSource
+	// Annotations are the other tools' idempotency and retry extensions that apply to the
+	// operation, in document order.
+	Annotations []Annotation
 	Settings    Settings
 	// Params are the operation's path, query and header parameters (path-item level ones merged
 	// in), path parameters first in template order, then query, then header, each sorted by name.
@@ -397,6 +425,12 @@ type Property struct {
 	GoName   string // Go field name, unique in the struct
 	Required bool
 	Schema   *Schema
+	// Nullable says the member may be null although Schema does not say so: the property is
+	// written as a $ref with a sibling nullable: true (which OpenAPI 3.0 says to ignore, but
+	// real specs mean), or as a oneOf/anyOf of one $ref and {type: 'null'} (OpenAPI 3.1, as
+	// Pydantic and Zod write optional members). Schema is then the referenced schema, shared
+	// with its other uses. Null and absent are both the Go zero value.
+	Nullable bool
 	// Ignore is x-idempotency-ignore on the property's schema or the property itself.
 	Ignore bool
 }

@@ -25,6 +25,8 @@ type builder struct {
 	d      *diag.List
 	sc     *schemaConverter
 	docLay *layer // document-level x-idempotency
+	// fernReported: a malformed x-fern-idempotency-headers was reported (once per run).
+	fernReported bool
 }
 
 // opSource is one operation while it is being built, with the kin-openapi pieces the settings
@@ -104,13 +106,27 @@ func (b *builder) duplicateIDs(ops []*opSource) {
 			first[o.m.ID] = o
 			continue
 		}
-		add := b.d.Warnf
+		sev := diag.Warning
 		if o.m.Mark != model.MarkNone || f.m.Mark != model.MarkNone {
-			add = b.d.Errorf
+			sev = diag.Error
 		}
-		add(o.at.at("operationId").loc(), "duplicate-operation-id", "%s %s: operationId %q is already used by %s %s at %s; operationIds must be unique",
-			o.m.Method, o.m.Path, o.m.ID, f.m.Method, f.m.Path, f.at.at("operationId").loc())
+		b.d.Add(diag.Diagnostic{Severity: sev, Code: "duplicate-operation-id", Loc: o.at.at("operationId").loc(),
+			Message: fmt.Sprintf("%s %s: operationId %q is already used by %s %s at %s; operationIds must be unique",
+				o.m.Method, o.m.Path, o.m.ID, f.m.Method, f.m.Path, f.at.at("operationId").loc()),
+			Hint: renameOverlay(o.m)})
 	}
+}
+
+// renameOverlay is the OpenAPI Overlay 1.0 document that gives an operation another
+// operationId, shown as the way out of a duplicate in a spec the user does not own.
+func renameOverlay(op *model.Operation) string {
+	name := derivedOperationID(op.Method, op.Path)
+	if name == op.ID {
+		name += "2"
+	}
+	return fmt.Sprintf("rename one of them; for a spec you do not own, save this overlay and pass it with --overlay FILE:\n"+
+		"  overlay: 1.0.0\n  info: {title: rename a duplicate operationId, version: 1.0.0}\n  actions:\n"+
+		"    - target: $.paths['%s'].%s\n      update: {operationId: %s}", strings.ReplaceAll(op.Path, "'", "\\'"), strings.ToLower(op.Method), name)
 }
 
 // extension returns the YAML node of an extension value written at at, with its location: from
@@ -191,6 +207,9 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 				continue
 			}
 			p := r.Value
+			if p.In == openapi3.ParameterInHeader && ignoredHeader(p.Name) {
+				continue
+			}
 			k := p.In + "\x00" + p.Name
 			if p.In == openapi3.ParameterInHeader {
 				k = p.In + "\x00" + strings.ToLower(p.Name)
@@ -231,7 +250,8 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 				}
 			}
 		}
-		mp.Schema = b.sc.convert(ks.ref, ks.at)
+		// A parameter's text is never null, so a nullable union is its one member's type.
+		mp.Schema, _ = b.sc.convertOptional(ks.ref, ks.at)
 		mp.Example = exampleJSON(p.Example, p.Examples)
 		if mp.Schema == nil {
 			mp.Schema = &model.Schema{Type: model.TypeString, Loc: mp.Loc}
@@ -260,6 +280,20 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 		p.GoName = names.name(p.Name)
 	}
 	o.m.Params = ps
+}
+
+// ignoredHeader reports whether a header parameter is one OpenAPI says to ignore: "If in is
+// "header" and the name field is "Accept", "Content-Type" or "Authorization", the parameter
+// definition SHALL be ignored" (OpenAPI 3.0.3 and 3.1.0, Parameter Object). The request body's
+// media types and the security schemes say what those headers carry; enforcing a declared
+// Content-Type's allowed values would refuse every multipart request, whose Content-Type
+// carries a boundary.
+func ignoredHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "accept", "content-type", "authorization":
+		return true
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -342,9 +376,12 @@ func (b *builder) body(o *opSource) {
 	o.m.Body = body
 }
 
-// matchConfig ties config entries to operations; entries naming no operation are errors.
-func (b *builder) matchConfig(ops []*opSource) map[*opSource]*configEntry {
-	out := map[*opSource]*configEntry{}
+// matchConfig ties config entries to operations: for each operation, the pattern entries
+// that match it in file order, then its exact entry (an operationId or METHOD /path), which
+// therefore wins. An entry that names no operation is an error, and so is a second exact
+// entry for one operation.
+func (b *builder) matchConfig(ops []*opSource) map[*opSource][]*configEntry {
+	out := map[*opSource][]*configEntry{}
 	if b.cfg == nil {
 		return out
 	}
@@ -356,7 +393,21 @@ func (b *builder) matchConfig(ops []*opSource) map[*opSource]*configEntry {
 		}
 		byRoute[o.m.Method+" "+o.m.Path] = o
 	}
+	exact := map[*opSource]*configEntry{}
 	for _, e := range b.cfg.entries {
+		if e.pattern {
+			n := 0
+			for _, o := range ops {
+				if e.matches(o.m.ID, o.m.Method, o.m.Path) {
+					out[o] = append(out[o], e)
+					n++
+				}
+			}
+			if n == 0 {
+				b.d.Errorf(e.loc, "config-unknown-operation", "pattern %q matches no operation of %s", e.selector, b.l.root)
+			}
+			continue
+		}
 		var o *opSource
 		if e.method != "" {
 			o = byRoute[e.method+" "+e.path]
@@ -367,13 +418,38 @@ func (b *builder) matchConfig(ops []*opSource) map[*opSource]*configEntry {
 			b.d.Errorf(e.loc, "config-unknown-operation", "%q names no operation of %s (use an operationId or \"METHOD /path\" as written in the spec)", e.selector, b.l.root)
 			continue
 		}
-		if prev, dup := out[o]; dup {
+		if prev, dup := exact[o]; dup {
 			b.d.Errorf(e.loc, "config-duplicate", "%q and %q (line %d) name the same operation %s %s", e.selector, prev.selector, prev.loc.Line, o.m.Method, o.m.Path)
 			continue
 		}
-		out[o] = e
+		exact[o] = e
+	}
+	for o, e := range exact {
+		out[o] = append(out[o], e)
+	}
+	for _, e := range b.cfg.only {
+		found := false
+		for _, o := range ops {
+			found = found || e.matches(o.m.ID, o.m.Method, o.m.Path)
+		}
+		if !found {
+			b.d.Errorf(e.loc, "config-unknown-operation", "only: %q names no operation of %s", e.selector, b.l.root)
+		}
 	}
 	return out
+}
+
+// allowed reports whether the config's only list (when there is one) names the operation.
+func (b *builder) allowed(o *opSource) bool {
+	if b.cfg == nil || b.cfg.only == nil {
+		return true
+	}
+	for _, e := range b.cfg.only {
+		if e.matches(o.m.ID, o.m.Method, o.m.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // safeMethods are never marked: they are idempotent by definition (RFC 9110 section 9.2.1).
@@ -385,29 +461,53 @@ func isSafe(method string) bool {
 	return false
 }
 
-// mark decides whether an operation is marked and resolves its settings.
-func (b *builder) mark(o *opSource, e *configEntry) {
-	var opLay, cfgLay *layer
+// mark decides whether an operation is marked and resolves its settings. The sources, the
+// later winning: the spec's x-idempotent (or x-idempotency, or Fern's x-fern-idempotent), the
+// config's entries for it; then, for an operation none of them marks or opts out, --infer, then
+// the config's unsafe switch. The config's only list, when there is one, leaves every other
+// operation unmarked.
+func (b *builder) mark(o *opSource, es []*configEntry) {
+	var opLay *layer
+	var cfgLays []*layer
 	marked, optOut := false, false
 	var source model.MarkSource
 	var markLoc diag.Loc
 	b.misspelt(o.op.Extensions, o.at, "x-idempotent")
-	if v, ok := o.op.Extensions["x-idempotent"]; ok {
-		n, base := b.extension(v, o.at.at("x-idempotent"))
+	b.annotations(o)
+	if name, src, ok := b.specMark(o); ok {
+		n, base := b.extension(o.op.Extensions[name], o.at.at(name))
 		var m bool
 		m, opLay = decodeMark(n, base, b.d)
 		if m {
-			marked, source, markLoc = true, model.MarkSpec, base
+			marked, source, markLoc = true, src, base
+		} else {
+			optOut = true
+		}
+	} else if m, lay, loc, ok := b.fernMark(o); ok {
+		if m {
+			marked, source, markLoc, opLay = true, model.MarkFern, loc, lay
 		} else {
 			optOut = true
 		}
 	}
-	if e != nil {
-		if e.marked {
-			marked, source, markLoc, cfgLay = true, model.MarkConfig, e.loc, e.layer
+	if len(es) > 0 {
+		if last := es[len(es)-1]; last.marked {
+			marked, source, markLoc = true, model.MarkConfig, last.loc
+			for _, e := range es {
+				if e.marked {
+					cfgLays = append(cfgLays, e.layer)
+				}
+			}
 		} else {
 			marked, optOut, opLay = false, true, nil
 		}
+	}
+	if !b.allowed(o) {
+		if marked && source == model.MarkConfig {
+			b.d.Errorf(markLoc, "config-conflict", "%s %s is marked here but is not in the config's only list (line %d), which leaves it unmarked; add it to only or remove this entry",
+				o.m.Method, o.m.Path, b.cfg.only[0].loc.Line)
+		}
+		return
 	}
 	safe := isSafe(o.m.Method)
 	if marked && safe {
@@ -416,10 +516,21 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 		return
 	}
 	var det *detection
+	var unsafeBase, unsafeLay *layer
 	if !marked && !optOut && !safe {
 		det = b.detect(o)
 		if det != nil && b.opts.Infer {
 			marked, source, markLoc = true, model.MarkInfer, det.loc
+		}
+		if u := b.unsafeSwitch(); !marked && u != nil && unsafeMethod(o.m.Method) {
+			// An SDK may send a key on this operation: guard it when one arrives, and run a
+			// request without one as before (key.required false unless settings say so).
+			no := false
+			marked, source, markLoc = true, u.source, u.loc
+			unsafeBase, unsafeLay = &layer{keyRequired: &no, locs: map[string]diag.Loc{}}, u.layer
+			if u.source == model.MarkStainless {
+				b.note(o, "idempotency_header", "stainless", "mark", u.loc)
+			}
 		}
 	}
 	if !marked {
@@ -429,16 +540,39 @@ func (b *builder) mark(o *opSource, e *configEntry) {
 		case !optOut && !safe:
 			b.warnPossibleKey(o)
 		}
+		if !optOut {
+			b.retriesWithoutKey(o)
+		}
 		return
 	}
 	o.m.Mark = source
 	var lays []*layer
-	for _, l := range []*layer{b.docLay, b.cfgDefaults(), opLay, cfgLay} {
+	order := append([]*layer{b.docLay, unsafeBase, b.cfgDefaults(), opLay}, cfgLays...)
+	for _, l := range append(order, unsafeLay) {
 		if l != nil {
 			lays = append(lays, l)
 		}
 	}
 	o.m.Settings = b.resolve(o, mergeSettings(lays), det, markLoc)
+}
+
+// unsafeSwitch is the config's unsafe (or stainless) switch, nil when off.
+func (b *builder) unsafeSwitch() *unsafeSwitch {
+	if b.cfg == nil {
+		return nil
+	}
+	return b.cfg.unsafe
+}
+
+// unsafeMethod reports whether a method is neither safe nor idempotent by definition, or is one
+// an SDK keys all the same: POST, PUT, PATCH, DELETE (Stainless's SDKs send their key on every
+// non-GET request).
+func unsafeMethod(method string) bool {
+	switch method {
+	case "POST", "PUT", "PATCH", "DELETE":
+		return true
+	}
+	return false
 }
 
 func (b *builder) cfgDefaults() *layer {
@@ -525,7 +659,8 @@ func reachableSchemas(ops []*model.Operation) []*model.Schema {
 func (b *builder) misspelt(ext map[string]any, at src, want string) {
 	for _, name := range sortedKeys(ext) {
 		low := strings.ToLower(name)
-		if name == want || low == "x-idempotency-ignore" || !strings.HasPrefix(low, "x-idempot") {
+		if name == want || low == "x-idempotency-ignore" || !strings.HasPrefix(low, "x-idempot") ||
+			(want == "x-idempotent" && name == extXIdempotency) { // read as a mark (specMark)
 			continue
 		}
 		b.d.Errorf(at.at(name).loc(), "unknown-extension", "unknown extension %s here; did you mean %s?", name, want)

@@ -68,7 +68,7 @@ func TestConfigUnknownTopLevelFields(t *testing.T) {
 	}
 	want := []string{
 		`2:1 unknown-field /operation unknown config field "operation"; did you mean "operations"?`,
-		`4:1 unknown-field /marks unknown config field "marks" (known: version, defaults, operations)`,
+		`4:1 unknown-field /marks unknown config field "marks" (known: version, defaults, operations, only, unsafe, stainless, refs)`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -231,3 +231,172 @@ func multipartOnly(op *model.Operation) bool {
 	}
 	return true
 }
+
+// TestRoundThree pins the faults a third run over public specs found (testdata/specs/round3
+// and the golden cases nullable30, nullable31 and oneof-key, one small spec per fault; the
+// public specs that show them are listed in testdata/specs/INDEX.md): what each now loads as,
+// with which key, from which mark, and the errors and warnings by code. Each failed before
+// its fix (docs/cli.md says how each is read).
+func TestRoundThree(t *testing.T) {
+	const dir = "../../testdata/specs/"
+	type op struct {
+		key      string // header name, body pointer or form field
+		required bool
+		mark     model.MarkSource
+	}
+	refs, err := ParseRefMap([]string{"https://schemas.example.com/payments/v1/=" + dir + "round3/remote-copy/payments/v1/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name             string
+		opts             Options
+		ops              map[string]op
+		errors, warnings map[string]int
+	}{
+		// 1. OpenAPI 3.1 nullable unions on parameters (the optional header was refused) and a
+		// 3.0 $ref with a sibling nullable: true.
+		{"nullable31", Options{Path: dir + "nullable31.yaml"}, map[string]op{"createTransfer": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
+		{"nullable30", Options{Path: dir + "nullable30.yaml"}, map[string]op{"createOrder": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
+		// 2. A key inside every oneOf member: inferred (a member only one shape has is not).
+		{"oneof-key", Options{Path: dir + "oneof-key.yaml", Infer: true}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkInfer}}, nil, nil},
+		{"oneof-key by config", Options{Path: dir + "oneof-key.yaml", ConfigPath: dir + "oneof-key.config.yaml"}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkConfig}}, nil, nil},
+		// 4. request_id described in other words, in title, with "de-dup"; not when it names
+		// another request.
+		{"request-id-wording", Options{Path: dir + "round3/request-id-wording.yaml", Infer: true},
+			map[string]op{"sendMessage": {"/request_id", false, model.MarkInfer}, "startWorkflow": {"/requestId", false, model.MarkInfer}}, nil, nil},
+		// 5a. A Content-Type header parameter is ignored, as OpenAPI says.
+		{"content-type-header", Options{Path: dir + "round3/content-type-header.yaml", Infer: true}, map[string]op{"createPaymentOrder": {"Idempotency-Key", false, model.MarkInfer}}, nil, nil},
+		// 5c. An allow-list and patterns instead of a false line per operation.
+		{"treasury only", Options{Path: dir + "round3/treasury.yaml", ConfigPath: dir + "round3/treasury.only.yaml", Infer: true}, map[string]op{
+			"createPaymentOrder": {"Idempotency-Key", false, model.MarkInfer}, "createLedger": {"Idempotency-Key", false, model.MarkInfer},
+			"createLedgerTransaction": {"Idempotency-Key", false, model.MarkInfer}, "deleteLedger": {"Idempotency-Key", true, model.MarkConfig}}, nil, nil},
+		// 5d. Every unsafe operation an SDK may key, by the unsafe switch or Stainless's setting.
+		{"treasury unsafe", Options{Path: dir + "round3/treasury.yaml", ConfigPath: dir + "round3/treasury.unsafe.yaml"}, map[string]op{
+			"createPaymentOrder": {"Idempotency-Key", false, model.MarkUnsafe}, "updatePaymentOrder": {"Idempotency-Key", false, model.MarkUnsafe},
+			"createLedger": {"Idempotency-Key", false, model.MarkUnsafe}, "deleteLedger": {"Idempotency-Key", false, model.MarkUnsafe},
+			"createLedgerTransaction": {"Idempotency-Key", false, model.MarkUnsafe}, "createCounterparty": {"Idempotency-Key", false, model.MarkUnsafe}}, nil, nil},
+		{"treasury stainless", Options{Path: dir + "round3/treasury.yaml", ConfigPath: dir + "round3/treasury.stainless.yaml"}, map[string]op{
+			"createPaymentOrder": {"Idempotency-Key", false, model.MarkStainless}, "updatePaymentOrder": {"Idempotency-Key", false, model.MarkStainless},
+			"createLedger": {"Idempotency-Key", false, model.MarkStainless}, "deleteLedger": {"Idempotency-Key", false, model.MarkStainless},
+			"createLedgerTransaction": {"Idempotency-Key", false, model.MarkStainless}, "createCounterparty": {"Idempotency-Key", false, model.MarkStainless},
+			"collectAccount": {"Idempotency-Key", false, model.MarkStainless}}, nil, nil},
+		// 6. Errors a user can act on: located, with the way out.
+		{"wrong-type", Options{Path: dir + "round3/wrong-type.yaml"}, map[string]op{"createPayment": {"Idempotency-Key", true, model.MarkSpec}}, map[string]int{"wrong-type": 1}, nil},
+		{"duplicate-ids", Options{Path: dir + "round3/duplicate-ids.yaml"}, map[string]op{"create": {"Idempotency-Key", true, model.MarkSpec}}, map[string]int{"duplicate-operation-id": 1}, nil},
+		{"remote-ref", Options{Path: dir + "round3/remote-ref.yaml"}, map[string]op{"createPayment": {"Idempotency-Key", true, model.MarkSpec}}, map[string]int{"remote-ref": 1}, nil},
+		{"remote-ref --ref-map", Options{Path: dir + "round3/remote-ref.yaml", RefMap: refs}, map[string]op{"createPayment": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
+		{"remote-ref refs:", Options{Path: dir + "round3/remote-ref.yaml", ConfigPath: dir + "round3/remote-ref.config.yaml"}, map[string]op{"createPayment": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
+		// 7. Other tools' annotations.
+		{"annotations", Options{Path: dir + "round3/annotations.yaml"}, map[string]op{
+			"createCharge": {"Idempotency-Key", true, model.MarkFern}, "createRefund": {"Idempotency-Key", true, model.MarkXIdempotency}},
+			nil, map[string]int{"retries-without-key": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := load(t, tc.opts)
+			errs, warns := countCodes(res.Diags)
+			if !maps.Equal(errs, tc.errors) || !maps.Equal(warns, tc.warnings) {
+				t.Errorf("errors %v, warnings %v; want %v, %v\n%s", errs, warns, tc.errors, tc.warnings, (&diag.Errors{List: res.Diags.Sorted()}).Error())
+			}
+			if res.Doc == nil {
+				t.Fatal("no model")
+			}
+			got := map[string]op{}
+			for _, o := range res.Doc.Operations {
+				k := o.Settings.Key
+				name := k.Header
+				if k.Carrier == model.CarrierBody {
+					name = k.Pointer
+				}
+				got[o.ID] = op{name, k.Required, o.Mark}
+			}
+			if !maps.Equal(got, tc.ops) {
+				t.Errorf("operations %v\nwant %v", got, tc.ops)
+			}
+			for _, d := range res.Diags.Sorted() {
+				if d.Loc.Line == 0 || d.Loc.Pointer == "" {
+					t.Errorf("not located: %s", d)
+				}
+			}
+			for _, o := range res.Doc.Operations {
+				for _, p := range o.Params {
+					if p.In == model.InHeader && ignoredHeader(p.Name) {
+						t.Errorf("%s: header parameter %s is read; OpenAPI says it SHALL be ignored", o.ID, p.Name)
+					}
+				}
+			}
+		})
+	}
+	// The 3.0 $ref with nullable: true is the referenced schema, shared, on a nullable member.
+	res := load(t, Options{Path: dir + "nullable30.yaml"})
+	body := res.Doc.Operations[0].Body.Contents[0].Schema
+	for _, p := range body.Properties {
+		if want := p.Name != "amount"; p.Nullable != want || (want && p.Schema.Name == "") {
+			t.Errorf("property %s: nullable %v, schema %q", p.Name, p.Nullable, p.Schema.Name)
+		}
+	}
+}
+
+// TestRoundThreeMessages: the errors of round three say where, what, and the way out.
+func TestRoundThreeMessages(t *testing.T) {
+	const dir = "../../testdata/specs/round3/"
+	for _, tc := range []struct {
+		file, code string
+		line       int
+		pointer    string
+		mention    []string
+	}{
+		{"wrong-type.yaml", "wrong-type", 18, "/paths/~1payments/post/requestBody/content/application~1json/schema/properties/amount/minimum",
+			[]string{`minimum must be a number, not the string "1"`, "write it without quotes (minimum: 1)"}},
+		{"duplicate-ids.yaml", "duplicate-operation-id", 13, "/paths/~1v1~1refunds/post/operationId",
+			[]string{`operationId "create" is already used by POST /v1/payments`, "overlay: 1.0.0", "target: $.paths['/v1/refunds'].post", "update: {operationId: postV1Refunds}"}},
+		{"remote-ref.yaml", "remote-ref", 13, "/paths/~1v1~1payments/post/requestBody/content/application~1json/schema/$ref",
+			[]string{"never loads over the network", "--ref-map https://schemas.example.com/payments/v1/payment.yaml=FILE", "refs: in idemgen.yaml"}},
+	} {
+		res := load(t, Options{Path: dir + tc.file})
+		var d *diag.Diagnostic
+		for _, e := range errorsOf(res.Diags) {
+			if e.Code == tc.code {
+				d = &e
+			}
+		}
+		if d == nil {
+			t.Fatalf("%s: no %s error in %v", tc.file, tc.code, errorsOf(res.Diags))
+		}
+		text := d.Message + "\n" + d.Hint
+		if d.Loc.Line != tc.line || d.Loc.Pointer != tc.pointer {
+			t.Errorf("%s: at %s, want line %d %s", tc.file, d.Loc, tc.line, tc.pointer)
+		}
+		for _, m := range tc.mention {
+			if !strings.Contains(text, m) {
+				t.Errorf("%s: %q does not say %q", tc.file, text, m)
+			}
+		}
+	}
+}
+
+// TestRoundThreeInVendorSpecs: faults of round three that the vendor corpus shows too. Mollie's
+// spec (published by its Speakeasy-generated SDK) declares a Content-Type header parameter on
+// its operations, which OpenAPI says to ignore and idemgen now ignores, and a root
+// x-speakeasy-retries policy, reported on every operation as a retry policy that marks nothing.
+func TestRoundThreeInVendorSpecs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a 1.5 MB spec")
+	}
+	res := load(t, Options{Path: filepath.Join(vendorDir, "mollie-api.yaml"), Infer: true})
+	if len(res.Doc.Operations) != 49 {
+		t.Fatalf("%d operations, want 49", len(res.Doc.Operations))
+	}
+	for _, op := range res.Doc.Operations {
+		for _, p := range op.Params {
+			if p.In == model.InHeader && ignoredHeader(p.Name) {
+				t.Errorf("%s %s: header parameter %s is read", op.Method, op.Path, p.Name)
+			}
+		}
+		if len(op.Annotations) != 1 || op.Annotations[0] != (model.Annotation{Extension: "x-speakeasy-retries", Tool: "speakeasy", Read: "retries", Loc: op.Annotations[0].Loc}) ||
+			op.Annotations[0].Loc.Line != 45103 {
+			t.Errorf("%s %s: annotations %+v", op.Method, op.Path, op.Annotations)
+		}
+	}
+}

@@ -37,7 +37,10 @@ const (
 // request, the server will know to ignore the request if it has already been completed").
 // request_id is a common name for other things (Adyen's Cash App "request id"), so the name
 // alone is not enough.
-var aip155Evidence = []string{"idempot", "retry", "retries", "duplicate", "already been completed", "de-dup", "dedup"}
+// "processed multiple times" and its kin say the same in other words ("the same request_id
+// should be used for retries so that it is not processed multiple times").
+var aip155Evidence = []string{"idempot", "retry", "retries", "duplicate", "already been completed", "de-dup", "dedup",
+	"processed multiple times", "processed more than once", "processed twice", "at most once", "only once", "exactly once"}
 
 func normalizeField(s string) string {
 	var b strings.Builder
@@ -109,8 +112,10 @@ func (b *builder) detect(o *opSource) *detection {
 		if toks == nil {
 			continue
 		}
+		// Generators that have no description field write the text in title instead
+		// (grpc-gateway's Swagger 2.0 output puts a comment's first paragraph there).
 		prop, _ := findProperty(o.kinBody[c].ref, toks)
-		if hasEvidence(prop.Value.Description) || hasEvidence(o.m.Description) {
+		if hasEvidence(prop.Value.Description) || hasEvidence(prop.Value.Title) || hasEvidence(o.m.Description) || hasEvidence(o.op.Summary) {
 			return b.bodyDetection(o, c, toks, model.StandardAIP155)
 		}
 	}
@@ -179,8 +184,7 @@ func searchFields(root *openapi3.SchemaRef, depth int, visit func(path []string,
 			continue
 		}
 		seen[it.ref.Value] = true
-		props, _ := objectParts(it.ref.Value, src{})
-		for _, p := range props {
+		for _, p := range commonProperties(it.ref.Value) {
 			path := append(append([]string{}, it.path...), p.name)
 			if visit(path, p.ref) {
 				return
@@ -188,6 +192,34 @@ func searchFields(root *openapi3.SchemaRef, depth int, visit func(path []string,
 			queue = append(queue, item{p.ref, path})
 		}
 	}
+}
+
+// commonProperties are an object's properties; for a oneOf/anyOf of objects, those every
+// member declares (the first member's declaration of each), since only a member every shape
+// of the body has can carry its key.
+func commonProperties(s *openapi3.Schema) []kinProp {
+	members := append(append(openapi3.SchemaRefs{}, s.OneOf...), s.AnyOf...)
+	if len(members) == 0 {
+		props, _ := objectParts(s, src{})
+		return props
+	}
+	var common []kinProp
+	for i, m := range members {
+		if m == nil || m.Value == nil {
+			return nil
+		}
+		props := commonProperties(m.Value)
+		if i == 0 {
+			common = props
+			continue
+		}
+		names := map[string]bool{}
+		for _, p := range props {
+			names[p.name] = true
+		}
+		common = slices.DeleteFunc(common, func(p kinProp) bool { return !names[p.name] })
+	}
+	return common
 }
 
 // possibleKey finds a header or a string body field that looks like an idempotency key in a

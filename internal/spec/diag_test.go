@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/diag"
+	"github.com/idemgen/idemgen/internal/model"
 )
 
 // baseSpec is a small payment API. Line 8 holds the POST's x-idempotent value (%[1]s), line 18
@@ -196,16 +198,21 @@ func TestAllErrorsInOneRunSorted(t *testing.T) {
 }
 
 // TestMisspeltExtension: an extension that looks like idemgen's but is not is an error, not a
-// silently unguarded operation.
+// silently unguarded operation. On an operation, x-idempotency is read as a mark with
+// x-idempotent's fields (the spelling some specs use there); at the root, x-idempotent is not
+// the document's defaults.
 func TestMisspeltExtension(t *testing.T) {
 	path := writeSpec(t, "true", "", "", "")
 	spec, _ := os.ReadFile(path)
-	s := strings.Replace(string(spec), "      x-idempotent: true\n", "      x-idempotency: {retention: 1h}\n", 1)
+	s := strings.Replace(string(spec), "      x-idempotent: true\n", "      x-idempotency: {retention: 1h}\n      x-idempotant: true\n", 1)
 	s = strings.Replace(s, "x-idempotency: {}\n", "x-idempotent: true\n", 1)
 	res := load(t, Options{Path: writeFile(t, "m.yaml", s)})
 	errs := errorsOf(res.Diags)
 	if len(errs) != 2 || errs[0].Code != "unknown-extension" || errs[0].Loc.Line != 2 || errs[0].Loc.Pointer != "/x-idempotent" ||
-		errs[1].Code != "unknown-extension" || errs[1].Loc.Line != 8 || !strings.Contains(errs[1].Message, "did you mean x-idempotent?") {
+		errs[1].Code != "unknown-extension" || errs[1].Loc.Line != 9 || !strings.Contains(errs[1].Message, "x-idempotant here; did you mean x-idempotent?") {
 		t.Fatalf("errors:\n%s", (&diag.Errors{List: errs}).Error())
+	}
+	if ops := res.Doc.Operations; len(ops) != 1 || ops[0].Mark != model.MarkXIdempotency || ops[0].Settings.Retention != time.Hour {
+		t.Fatalf("operations %+v", ops)
 	}
 }

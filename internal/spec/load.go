@@ -25,6 +25,8 @@ type Options struct {
 	ConfigPath string   // idemgen.yaml, optional
 	Overlays   []string // OpenAPI Overlay 1.0 files, applied in order before reading
 	Infer      bool     // --infer
+	// RefMap maps remote $refs to local copies (--ref-map); it wins over the config's refs.
+	RefMap RefMap
 }
 
 // Result is a loaded document and everything found wrong or suspicious in it.
@@ -34,6 +36,8 @@ type Result struct {
 	// OverlayFailed is set when Doc is nil because an overlay could not be applied (the
 	// document itself may be fine).
 	OverlayFailed bool
+
+	src *loaded // the resolved document Doc was built from, for Annotate
 }
 
 // Load reads opts.Path (YAML or JSON, local $refs only), applies overlays and the config file,
@@ -65,12 +69,17 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		cfg = readConfig(opts.ConfigPath, res.Diags)
 	}
 
-	doc, overlayFailed := readDocument(ctx, opts.Path, opts.Overlays, res.Diags)
+	refs := opts.RefMap
+	if cfg != nil {
+		refs = cfg.refs.Merge(opts.RefMap)
+	}
+	doc, overlayFailed := readDocument(ctx, opts.Path, opts.Overlays, refs, res.Diags)
 	if doc == nil {
 		res.OverlayFailed = overlayFailed
 		return res, nil
 	}
 	res.Doc = safeBuild(doc, cfg, opts, res.Diags)
+	res.src = doc
 	return res, nil
 }
 

@@ -23,6 +23,7 @@ import (
 // its properties, and the position of every value inside an x-idempotent object.
 type locator struct {
 	root string // the root file as the user named it
+	refs RefMap // remote $refs read from local copies
 
 	mu    sync.Mutex
 	files map[string]*parsed
@@ -206,6 +207,10 @@ func (s src) follow(ref string) src {
 		frag = f
 	}
 	file := s.file
+	if u, err := url.Parse(path); err == nil && u.Scheme != "" && s.lc != nil {
+		local, _ := s.lc.refs.Local(u)
+		path, file = "", filepath.FromSlash(local) // an unmapped remote file has no tree
+	}
 	if path != "" {
 		file = filepath.Join(filepath.Dir(s.file), filepath.FromSlash(path))
 	}

@@ -67,18 +67,28 @@ func findProperty(ref *openapi3.SchemaRef, tokens []string) (*openapi3.SchemaRef
 			return got, req && required[p.name]
 		}
 	}
-	for _, b := range append(append([]*openapi3.SchemaRef{}, s.OneOf...), s.AnyOf...) {
-		if got, _ := findProperty(b, tokens); got != nil {
-			return got, false
+	// Through a oneOf/anyOf: the first member's declaration, required when every member
+	// declares and requires it (a body of any of its shapes then carries it).
+	var found *openapi3.SchemaRef
+	members := append(append([]*openapi3.SchemaRef{}, s.OneOf...), s.AnyOf...)
+	every := len(members) > 0
+	for _, b := range members {
+		got, req := findProperty(b, tokens)
+		if found == nil {
+			found = got
 		}
+		every = every && got != nil && req
 	}
-	return nil, false
+	return found, found != nil && every
 }
 
 // isStringSchema reports whether a schema's only non-null type is string.
 func isStringSchema(ref *openapi3.SchemaRef) bool {
 	if ref == nil || ref.Value == nil {
 		return false
+	}
+	if member, _, _, ok := nullUnion(ref.Value); ok {
+		return isStringSchema(member) // anyOf: [{type: string}, {type: 'null'}]
 	}
 	n := 0
 	for _, t := range ref.Value.Type.Slice() {

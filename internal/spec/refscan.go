@@ -22,6 +22,7 @@ import (
 
 type refScanner struct {
 	d     *diag.List
+	refs  RefMap                // remote targets read from local copies
 	root  string                // absolute directory of the root document: references may not leave it
 	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
 	queue []string
@@ -38,8 +39,8 @@ type repair struct {
 
 // scanRefs reports every bad $ref under root and returns where they are, per file (cleaned
 // paths), for repairDocument.
-func scanRefs(root string, d *diag.List) map[string][]repair {
-	s := &refScanner{d: d, files: map[string]*yaml.Node{}, repairs: map[string][]repair{}}
+func scanRefs(root string, refs RefMap, d *diag.List) map[string][]repair {
+	s := &refScanner{d: d, refs: refs, files: map[string]*yaml.Node{}, repairs: map[string][]repair{}}
 	root = filepath.Clean(root)
 	s.root, _ = filepath.Abs(filepath.Dir(root))
 	s.file(root)
@@ -114,6 +115,13 @@ func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
 	}
 }
 
+// remoteDoc is a remote $ref's document: the URL without its fragment.
+func remoteDoc(u *url.URL) string {
+	c := *u
+	c.Fragment, c.RawFragment = "", ""
+	return c.String()
+}
+
 // underData reports whether path is inside a schema's properties map keyed "$ref" (a property
 // literally named $ref), which is data, not a reference.
 func underData(path []string) bool {
@@ -128,12 +136,21 @@ func (s *refScanner) ref(file string, v *yaml.Node, path []string) {
 		s.errf(file, path, loc, "bad-ref", "$ref %q is not a valid URI reference: %v", ref, err)
 		return
 	}
-	if u.Scheme != "" || u.Host != "" {
-		s.errf(file, path, loc, "remote-ref", "$ref %q is remote; idemgen never loads over the network (copy the file next to the spec and refer to it by a relative path)", ref)
-		return
-	}
 	target := file
-	if u.Path != "" {
+	mapped := false
+	if u.Scheme != "" || u.Host != "" {
+		local, ok := s.refs.Local(u)
+		if !ok {
+			s.errf(file, path, loc, "remote-ref", "$ref %q is remote; idemgen never loads over the network: save a copy and map it with --ref-map %s=FILE (or refs: in idemgen.yaml), or copy it next to the spec and refer to it by a relative path", ref, remoteDoc(u))
+			return
+		}
+		target, mapped = filepath.Clean(filepath.FromSlash(local)), true
+		if _, err := os.Stat(target); err != nil {
+			s.errf(file, path, loc, "dangling-ref", "$ref %q is mapped to the local copy %s, which does not exist", ref, target)
+			return
+		}
+	}
+	if u.Path != "" && !mapped {
 		target = filepath.Clean(filepath.Join(filepath.Dir(file), filepath.FromSlash(u.Path)))
 		if abs, err := filepath.Abs(target); err == nil {
 			if rel, err := filepath.Rel(s.root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

@@ -119,6 +119,18 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		}
 	}
 	props, required := objectParts(s, at)
+	if member, i, kw, ok := nullUnion(s); ok && member.Ref == "" {
+		// OpenAPI 3.1's nullable form, anyOf: [{type: string}, {type: 'null'}]: the one
+		// member, nullable. (A member that is a $ref is a named schema shared with other
+		// uses; convertOptional takes it as such where a property or parameter holds it.)
+		c.fill(m, member.Value, at.at(kw, strconv.Itoa(i)))
+		m.Nullable = true
+		m.Ignore = m.Ignore || c.ignore(s.Extensions, m.Loc)
+		if s.Description != "" {
+			m.Description = s.Description
+		}
+		return
+	}
 	switch {
 	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
 		m.Type, m.Composite = model.TypeAny, true
@@ -219,6 +231,77 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
 	}
+}
+
+// convertOptional converts the schema of a property or a parameter, where null may be one of
+// the values: besides what convert reads, a oneOf/anyOf of one $ref and {type: 'null'}, and a
+// $ref written with a sibling nullable: true, are the referenced schema (shared, so its Go type
+// is one), and nullable says that null is allowed.
+func (c *schemaConverter) convertOptional(ref *openapi3.SchemaRef, at src) (m *model.Schema, nullable bool) {
+	if ref == nil || ref.Value == nil {
+		return nil, false
+	}
+	if ref.Ref != "" && siblingNullable(at) {
+		return c.convert(ref, at), true
+	}
+	if member, i, kw, ok := nullUnion(ref.Value); ok && member.Ref != "" {
+		return c.convert(member, at.follow(ref.Ref).at(kw, strconv.Itoa(i))), true
+	}
+	m = c.convert(ref, at)
+	return m, m != nil && m.Nullable
+}
+
+// siblingNullable reports whether the $ref written at at has nullable: true beside it.
+func siblingNullable(at src) bool {
+	n := at.node
+	if n == nil {
+		return false
+	}
+	_, v := at.lc.member(n, "nullable")
+	return v != nil && v.Value == "true"
+}
+
+// nullUnion recognises a oneOf/anyOf whose members are one schema and {type: 'null'}
+// (OpenAPI 3.1's way to write an optional value), and returns that schema, its index and the
+// keyword. A union with other keywords beside it (type, properties, allOf) is not one.
+func nullUnion(s *openapi3.Schema) (member *openapi3.SchemaRef, index int, keyword string, ok bool) {
+	members, kw := s.OneOf, "oneOf"
+	if len(members) == 0 {
+		members, kw = s.AnyOf, "anyOf"
+	} else if len(s.AnyOf) > 0 {
+		return nil, 0, "", false
+	}
+	if len(members) < 2 || len(s.AllOf) > 0 || len(s.Properties) > 0 || s.Items != nil || len(s.Enum) > 0 {
+		return nil, 0, "", false
+	}
+	for _, t := range s.Type.Slice() {
+		if t != "null" {
+			return nil, 0, "", false
+		}
+	}
+	index = -1
+	for i, r := range members {
+		if r == nil || r.Value == nil {
+			return nil, 0, "", false
+		}
+		if isNullSchema(r.Value) {
+			continue
+		}
+		if index >= 0 {
+			return nil, 0, "", false
+		}
+		index = i
+	}
+	if index < 0 {
+		return nil, 0, "", false
+	}
+	return members[index], index, kw, true
+}
+
+// isNullSchema reports whether a schema allows only null: {type: 'null'}.
+func isNullSchema(s *openapi3.Schema) bool {
+	t := s.Type.Slice()
+	return len(t) == 1 && t[0] == "null" && len(s.Properties) == 0 && s.Items == nil && len(s.OneOf) == 0 && len(s.AnyOf) == 0 && len(s.AllOf) == 0
 }
 
 // members converts the oneOf/anyOf members of m (a parameter's schema) into m.Members, once.
@@ -582,7 +665,7 @@ func propertyOrder(ps openapi3.Schemas, at src) []string {
 func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, props []kinProp, required map[string]bool) {
 	names := newNamer()
 	for _, p := range props {
-		ms := c.convert(p.ref, p.at)
+		ms, nullable := c.convertOptional(p.ref, p.at)
 		if ms == nil {
 			ms = &model.Schema{Type: model.TypeAny, Loc: m.Loc}
 		}
@@ -596,7 +679,7 @@ func (c *schemaConverter) object(m *model.Schema, s *openapi3.Schema, at src, pr
 					p.name, typeList(p.ref), typeList(p.conflict.ref), where(c.located(m, p.conflict.at), c.located(m, p.at)), p.name),
 				Hint: "make the allOf members agree on the property's type (with an overlay if the spec is not yours)"})
 		}
-		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms}
+		prop := &model.Property{Name: p.name, GoName: names.name(p.name), Required: required[p.name], Schema: ms, Nullable: nullable && !ms.Nullable}
 		prop.Ignore = ms.Ignore || (p.ref != nil && c.ignore(p.ref.Extensions, ms.Loc))
 		m.Properties = append(m.Properties, prop)
 	}

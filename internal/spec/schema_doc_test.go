@@ -69,6 +69,14 @@ operations:
 		{"bad status class", "version: 1\ndefaults: {replay: {statuses: [6xx]}}\n", false},
 		{"empty statuses", "version: 1\ndefaults: {replay: {statuses: []}}\n", false},
 		{"required as string", "version: 1\ndefaults: {key: {required: \"no\"}}\n", false},
+		{"only and patterns", "version: 1\nonly: [createPayment, \"POST /pay*\"]\noperations: {\"* /payments\": false}\n", true},
+		{"only not a list", "version: 1\nonly: createPayment\n", false},
+		{"unsafe", "version: 1\nunsafe: {retention: 1h}\n", true},
+		{"unsafe not a switch", "version: 1\nunsafe: all\n", false},
+		{"stainless", "version: 1\nstainless: {idempotency_header: Idempotency-Key}\n", true},
+		{"stainless without a header", "version: 1\nstainless: {}\n", false},
+		{"refs", "version: 1\nrefs: {\"https://example.com/schemas/\": schemas/}\n", true},
+		{"refs not a URL", "version: 1\nrefs: {schemas.yaml: copy.yaml}\n", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

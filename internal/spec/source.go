@@ -56,7 +56,7 @@ func looksLikeSwagger2(data []byte) bool {
 // readDocument reads, overlays and resolves the root document. It returns nil after adding at
 // least one located error when the document cannot be used at all; overlayFailed says that an
 // overlay was the reason.
-func readDocument(ctx context.Context, path string, overlays []string, d *diag.List) (out *loaded, overlayFailed bool) {
+func readDocument(ctx context.Context, path string, overlays []string, refs RefMap, d *diag.List) (out *loaded, overlayFailed bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		d.Errorf(diag.Loc{File: path}, "read-failed", "cannot read the spec: %v", err)
@@ -75,7 +75,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		loader := openapi3.NewLoader()
 		loader.Context = ctx
 		loader.IsExternalRefsAllowed = true
-		loader.ReadFromURIFunc = localReader(filepath.Dir(path))
+		loader.ReadFromURIFunc = localReader(filepath.Dir(path), refs)
 		return loader
 	}
 	loader := newLoader()
@@ -84,7 +84,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	defer func() {
 		// kin-openapi can panic on some malformed documents; no panic may reach a user.
 		if r := recover(); r != nil {
-			diagnoseBroken(path, fmt.Sprintf("the OpenAPI loader failed: %v", r), d)
+			diagnoseBroken(path, refs, fmt.Sprintf("the OpenAPI loader failed: %v", r), d)
 			out = nil
 		}
 	}()
@@ -111,7 +111,7 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 			}
 			doc, err := openapi2conv.ToV3WithLoader(&doc2, loader, location)
 			if err != nil {
-				repairs := diagnoseBroken(path, err.Error(), d)
+				repairs := diagnoseBroken(path, refs, err.Error(), d)
 				if len(repairs) == 0 || len(overlays) > 0 {
 					return nil, false
 				}
@@ -137,9 +137,24 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 		}
 	}
 	l.lc = newLocator(path)
+	l.lc.refs = refs
 	doc, top, err := decodeOnce(loader, data, tree, location)
+	for try := 0; err != nil && try < 8; try++ {
+		// A value of the wrong type (minimum: "1") is reported where it is written and set
+		// aside, and the document is read again, as bad $refs are below.
+		if tree == nil {
+			if tree = parseTree(data); tree == nil {
+				break
+			}
+		}
+		if !wrongTypes(path, tree, err, d) {
+			break
+		}
+		loader = newLoader()
+		doc, top, err = decodeOnce(loader, nil, tree, location)
+	}
 	if err != nil {
-		repairs := diagnoseBroken(path, err.Error(), d)
+		repairs := diagnoseBroken(path, refs, err.Error(), d)
 		if len(repairs) == 0 || len(overlays) > 0 {
 			return nil, false
 		}
@@ -169,6 +184,15 @@ func readDocument(ctx context.Context, path string, overlays []string, d *diag.L
 	}
 	l.doc = doc
 	return l, false
+}
+
+// parseTree parses a document into a YAML tree, nil when it does not parse.
+func parseTree(data []byte) *yaml.Node {
+	root := &yaml.Node{}
+	if yaml.Unmarshal(data, root) != nil {
+		return nil
+	}
+	return root
 }
 
 // oneLine joins the lines of a library's message (errors.Join puts one error per line) with
@@ -201,10 +225,18 @@ func topLevel(root *yaml.Node, key string) string {
 }
 
 // localReader reads $ref targets from the local file system only, under the root document's
-// directory tree, so loading never touches the network or the rest of the machine.
-func localReader(rootDir string) openapi3.ReadFromURIFunc {
+// directory tree, so loading never touches the network or the rest of the machine. A remote
+// target that refs maps is read from its local copy, wherever the user put it.
+func localReader(rootDir string, refs RefMap) openapi3.ReadFromURIFunc {
 	absRoot, _ := filepath.Abs(rootDir)
 	return func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+		if local, ok := refs.Local(u); ok {
+			data, err := os.ReadFile(filepath.FromSlash(local))
+			if err != nil {
+				return nil, fmt.Errorf("the local copy %s of %s cannot be read: %w", local, u, err)
+			}
+			return bytes.TrimPrefix(data, bom), nil
+		}
 		if u.Scheme != "" && u.Scheme != "file" {
 			return nil, fmt.Errorf("remote reference %s refused: idemgen never loads over the network", u)
 		}
@@ -279,9 +311,9 @@ func yamlDiag(file string, err error) diag.Diagnostic {
 // reference scanner re-reads the files to find every bad $ref with its line; failing that, the
 // loader's own message is reported at the root file (with a line when it names one). It
 // returns the objects holding the bad $refs, per file, for loadRepaired.
-func diagnoseBroken(path, msg string, d *diag.List) map[string][]repair {
+func diagnoseBroken(path string, refs RefMap, msg string, d *diag.List) map[string][]repair {
 	var found diag.List
-	repairs := scanRefs(path, &found)
+	repairs := scanRefs(path, refs, &found)
 	if found.HasErrors() {
 		d.Merge(&found)
 		return repairs

@@ -336,3 +336,25 @@ func TestBeginFramesRequestLine(t *testing.T) {
 		t.Errorf("Begin framed %s, want %s", got, want)
 	}
 }
+
+func TestSetBodyKeyAt(t *testing.T) {
+	for _, tc := range []struct {
+		body    string
+		tokens  []string
+		key     string
+		present bool
+	}{
+		{`{"idempotency_key":"k-1","amount":1}`, []string{"idempotency_key"}, "k-1", true},
+		{`{"data":{"key":"k\u002d2"}}`, []string{"data", "key"}, "k-2", true},
+		{`{"amount":1}`, []string{"idempotency_key"}, "", false},
+		{`{"idempotency_key":null}`, []string{"idempotency_key"}, "", false},
+		{`{"idempotency_key":7}`, []string{"idempotency_key"}, "", false},
+		{`[1,2]`, []string{"idempotency_key"}, "", false},
+	} {
+		var in Input
+		in.SetBodyKeyAt([]byte(tc.body), tc.tokens...)
+		if k, ok := in.BodyKey(); k != tc.key || ok != tc.present {
+			t.Errorf("%s %v: key %q %v, want %q %v", tc.body, tc.tokens, k, ok, tc.key, tc.present)
+		}
+	}
+}

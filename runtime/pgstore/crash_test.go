@@ -47,6 +47,8 @@ func (e *env) crashHandler(mode string) http.Handler {
 	switch mode {
 	case "lease":
 		return e.leaseHandler(leaseOp(), &provider{db: e.pool})
+	case "lease-completion":
+		return e.slowCompletionHandler(leaseOp(), &provider{db: e.pool})
 	case "statement":
 		// The handler writes its row, then runs a statement that lasts a minute: the process is
 		// killed while PostgreSQL executes it.
@@ -67,7 +69,11 @@ func (e *env) crashHandler(mode string) http.Handler {
 }
 
 // crashChild starts the child, waits until it is inside the handler, and kills it.
-func crashChild(t *testing.T, mode, url string) {
+func crashChild(t *testing.T, mode, url string) { crashChildAfter(t, mode, url, nil) }
+
+// crashChildAfter is crashChild that, once the child is inside its handler, also waits (up to
+// 10 s) for ready to hold before the kill.
+func crashChildAfter(t *testing.T, mode, url string, ready func() bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envCrashChild+"="+mode, "IDEMGEN_CRASH_URL="+url)
@@ -79,21 +85,24 @@ func crashChild(t *testing.T, mode, url string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan bool, 1)
+	inHandler := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "IN_HANDLER") {
-				ready <- true
+				inHandler <- true
 				return
 			}
 		}
-		ready <- false
+		inHandler <- false
 	}()
 	var ok bool
 	select {
-	case ok = <-ready:
+	case ok = <-inHandler:
 	case <-time.After(30 * time.Second):
+	}
+	for deadline := time.Now().Add(10 * time.Second); ok && ready != nil && !ready() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -2,10 +2,8 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,37 +11,47 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Limits bound what one scope (tenant) can make the store keep (issue 16: 60 keys whose
-// responses were near 1 MiB grew the table by 55 MiB in 1.8 s). Zero values take the defaults
-// stated on each field. The counters live in idempotency_scope_usage, per scope and interval,
-// spread over a few rows (slots) so that one scope's concurrent requests do not queue on one
-// row lock until their commits; they are read under READ COMMITTED, so concurrent requests of
-// one scope can pass a limit together by what they add at once.
+// Limits bound what one tenant can make the store keep, and they hold by default (issue 16: 60
+// keys whose responses were near 1 MiB grew the table by 55 MiB in 1.8 s; later, 1,500 bodies of
+// 16 KB that were not counted stored 23 MB in 3.7 s). Zero values take the defaults stated on
+// each field; negative values turn a cap off. The tenant is the claim's (store.Claim.Tenant: the
+// runtime's ScopeFunc's, before scope headers such as Stripe-Account joined it), so rotating a
+// scope header gives no more room. The counters live in idempotency_scope_usage, per tenant and
+// interval.
 type Limits struct {
-	// BodyBytes caps the response body bytes one scope may store per BodyWindow, counting the
-	// bodies larger than BodyCountedAbove. A body that would go over it is still delivered, but
-	// its record keeps only the status and headers, and a replay says the body was omitted
+	// BodyBytes caps the bytes of stored responses (body and headers) one tenant may store per
+	// BodyWindow. A response that would go over it is still delivered, but its record keeps
+	// only the status and headers, and a replay says the body was omitted
 	// (Idempotent-Replay-Body: omitted), as for a body above the operation's limits.response.
-	// Default 256 MiB; negative: no cap. Counting a body costs one round trip in its
-	// transaction before the commit, and a row of idempotency_scope_usage per slot and window.
+	// Default 256 MiB; negative: no cap. The count travels in the commit's own round trip.
 	BodyBytes int64
 	// BodyWindow is the interval BodyBytes counts over, aligned to the Unix epoch by the
-	// database clock (so a scope may store up to BodyBytes in each window; live bytes stay below
-	// BodyBytes times (retention / BodyWindow + 1)). Default 24h.
+	// database clock (so a tenant may store up to BodyBytes in each window; live bytes stay
+	// below BodyBytes times (retention / BodyWindow + 1)). Default 24h.
 	BodyWindow time.Duration
-	// BodyCountedAbove is the body size in bytes up to which bodies are not counted: most
-	// responses are small, and their number is what Records bounds. Default 16 KiB.
+	// BodyCountedAbove is a response size in bytes up to which responses are not counted.
+	// Default 0: every stored byte counts.
 	BodyCountedAbove int64
-	// Records caps the records one scope may complete per RecordsInterval: a new key over it is
+	// Records caps the new keys one tenant may claim per RecordsInterval: a new key over it is
 	// refused before its handler runs with store.LimitError (429 rate-limited, Retry-After: the
 	// rest of the interval); replays and other answers from existing records are not limited.
-	// Default 0: no cap. With a cap, the lookup of a new key also reads the scope's count (same
-	// round trip; ClaimPipelined: one more), and each commit adds to it (same round trip).
+	// A claim counts when it is made, so concurrent new keys cannot pass the cap together (a
+	// claim that then fails or loses to a concurrent duplicate still counts). Default 6000 per
+	// minute, 100 per second on average: Stripe's documented rate limit for live-mode requests
+	// (docs/runtime.md, "Per-scope limits"); negative: no cap. The count travels with the
+	// lookup (lease mode: one statement more in the same round trip). Under a cap,
+	// ClaimPipelined claims as ClaimReadFirst, whose read counts the claim.
 	Records int64
 	// RecordsInterval is the interval Records counts over, aligned to the Unix epoch by the
 	// database clock. Default 1 minute.
 	RecordsInterval time.Duration
 }
+
+// Defaults of Limits.
+const (
+	DefaultBodyBytes = 256 << 20
+	DefaultRecords   = 6000
+)
 
 // limits are the effective Limits of a store, as statements take them.
 type limits struct {
@@ -54,18 +62,20 @@ type limits struct {
 	recordsEach int64 // seconds
 }
 
-// usageSlots is how many rows one scope's counter of one interval is spread over.
+// usageSlots is how many rows one tenant's body bytes of one window are spread over (the
+// records count is one row: a claim's count is made exact under its row lock, autocommitted).
 const usageSlots = 16
 
 func newLimits(l Limits) limits {
-	out := limits{bodyBytes: l.BodyBytes, records: max(l.Records, 0), bodyAbove: l.BodyCountedAbove}
+	out := limits{bodyBytes: l.BodyBytes, records: l.Records, bodyAbove: max(l.BodyCountedAbove, 0)}
 	if out.bodyBytes == 0 {
-		out.bodyBytes = 256 << 20
+		out.bodyBytes = DefaultBodyBytes
 	}
 	out.bodyBytes = max(out.bodyBytes, 0)
-	if out.bodyAbove <= 0 {
-		out.bodyAbove = 16 << 10
+	if out.records == 0 {
+		out.records = DefaultRecords
 	}
+	out.records = max(out.records, 0)
 	out.bodyWindow = max(int64(l.BodyWindow/time.Second), 1)
 	if l.BodyWindow <= 0 {
 		out.bodyWindow = 24 * 3600
@@ -77,8 +87,17 @@ func newLimits(l Limits) limits {
 	return out
 }
 
-// counted reports whether a body of n bytes counts against BodyBytes.
-func (l limits) counted(n int) bool { return l.bodyBytes > 0 && int64(n) > l.bodyAbove }
+// stored is the bytes a response counts for: its body and headers.
+func stored(r *store.Response) int64 {
+	n := int64(len(r.Header))
+	if !r.BodyOmitted {
+		n += int64(len(r.Body))
+	}
+	return n
+}
+
+// counted reports whether a response of n stored bytes counts against BodyBytes.
+func (l limits) counted(n int64) bool { return l.bodyBytes > 0 && n > l.bodyAbove }
 
 // intervalEnd is the SQL end (seconds since the epoch, by the database clock) of the current
 // interval of $n seconds.
@@ -92,121 +111,128 @@ const (
 	usageBody    = 2
 )
 
+// chargeClaimCTE is the data-modifying CTE "c" that counts one claim against a tenant ($owner)
+// in the current interval ($each seconds) unless that reaches the cap ($cap), from the rows of
+// src (a FROM clause with its WHERE): the count's one row is updated under its row lock, so
+// concurrent claims of a tenant are counted one after the other and never pass the cap
+// together. It returns a row when the claim was counted.
+func chargeClaimCTE(src, owner, each, cap string) string {
+	return `c AS (INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
+	SELECT ` + owner + `::bigint, 1, ` + intervalEnd(each) + `, 0, 1 ` + src + `
+	ON CONFLICT (scope_id, kind, ends_at, slot) DO UPDATE SET amount = u.amount + 1 WHERE u.amount < ` + cap + `::bigint
+	RETURNING 1)`
+}
+
+// intervalLeft is the SQL time left in the current interval of $n seconds, in µs.
+func intervalLeft(n string) string {
+	return `CAST((` + intervalEnd(n) + ` - EXTRACT(EPOCH FROM now())) * 1000000 AS bigint)`
+}
+
 var (
-	// sqlRecordsUsed reads a scope's ($1) count of completed records in the current interval
-	// ($2 seconds) and how long the interval has left (µs).
-	sqlRecordsUsed = `SELECT COALESCE(sum(amount), 0),
-	CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM now())) * 1000000 AS bigint)
-FROM idempotency_scope_usage WHERE scope_id = $1 AND kind = 1 AND ends_at = ` + intervalEnd("$2")
-	// sqlCountRecord adds one completed record to a scope's ($1) count of the current interval
-	// ($2 seconds), in slot $3.
-	sqlCountRecord = `INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
-VALUES ($1, 1, ` + intervalEnd("$2") + `, $3, 1)
-ON CONFLICT (scope_id, kind, ends_at, slot) DO UPDATE SET amount = u.amount + 1`
-	// sqlChargeBody adds a body of $4 bytes to a scope's ($1) body bytes of the current window
-	// ($2 seconds), in slot $3, unless that would take them over $5: it returns a row when the
-	// body may be stored.
+	// sqlChargeBody adds a response of $4 bytes to a tenant's ($1) stored bytes of the current
+	// window ($2 seconds), in slot $3, unless that would take them over $5, and notes in the
+	// transaction whether it did (idemgen.body_kept, read by the record statements of the
+	// commit pipeline behind it, which then store the body or omit it); it returns that note.
 	sqlChargeBody = `WITH used AS (SELECT COALESCE(sum(amount), 0) AS n FROM idempotency_scope_usage
-	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + `)
-INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
-SELECT $1, 2, ` + intervalEnd("$2") + `, $3, $4::bigint FROM used WHERE used.n + $4::bigint <= $5::bigint
-ON CONFLICT (scope_id, kind, ends_at, slot) DO UPDATE SET amount = u.amount + EXCLUDED.amount
-RETURNING 1`
+	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + `),
+c AS (INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
+	SELECT $1, 2, ` + intervalEnd("$2") + `, $3, $4::bigint FROM used WHERE used.n + $4::bigint <= $5::bigint
+	ON CONFLICT (scope_id, kind, ends_at, slot) DO UPDATE SET amount = u.amount + EXCLUDED.amount
+	RETURNING 1)
+SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), true)`
 	// sqlSweepUsage deletes the counters of intervals that have ended.
 	sqlSweepUsage = `DELETE FROM idempotency_scope_usage WHERE ends_at <= EXTRACT(EPOCH FROM now())`
 )
 
-// withRecordsUsed is a read statement (read or readProbe, "SELECT <columns> FROM ...") that
-// also returns the scope's count of completed records in the current interval ($n seconds) and
-// the interval's time left (µs).
-func withRecordsUsed(read, n string) string {
-	const from = "\nFROM "
-	cols := `,
-	(SELECT COALESCE(sum(u.amount), 0) FROM idempotency_scope_usage u
-		WHERE u.scope_id = $1 AND u.kind = 1 AND u.ends_at = ` + intervalEnd(n) + `) AS records_used,
-	CAST((` + intervalEnd(n) + ` - EXTRACT(EPOCH FROM now())) * 1000000 AS bigint) AS interval_left_us`
-	i := strings.Index(read, from)
-	if i < 0 {
-		// read and readProbe always have their FROM on a line of its own (newStatements).
-		panic("pgstore: read statement without a FROM line")
-	}
-	return read[:i] + cols + read[i:]
+// keptBody and keptOmitted are the record statements' body and body_omitted expressions for
+// parameters body and omitted: the body is left out when the commit's sqlChargeBody found the
+// tenant over its cap (idemgen.body_kept is 'false'; unset, or ” in a session that set it
+// before, keeps it).
+func keptBody(body string) string {
+	return `CASE WHEN current_setting('idemgen.body_kept', true) = 'false' THEN '\x'::bytea ELSE ` + body + `::bytea END`
 }
 
-// overLimit returns the LimitError of a scope whose count used has reached the records cap.
-func (l limits) overLimit(used, leftUS int64) error {
-	if l.records <= 0 || used < l.records {
-		return nil
-	}
+func keptOmitted(omitted string) string {
+	return `(` + omitted + `::boolean OR COALESCE(current_setting('idemgen.body_kept', true) = 'false', false))`
+}
+
+// overLimit returns the LimitError of a new key that the records cap refused; leftUS is the
+// interval's time left.
+func (l limits) overLimit(leftUS int64) error {
 	return &store.LimitError{RetryAfter: time.Duration(max(leftUS, 0)) * time.Microsecond}
 }
 
-// checkRecords reads the scope's count with its own statement (ClaimPipelined, lease mode).
-func (s *Store) checkRecords(ctx context.Context, q querier, d recordDigest) error {
-	if s.lim.records <= 0 {
-		return nil
+// limitScope is the digest a claim's counters are kept under: its tenant's.
+func (sp *claimSpec) limitScope() int64 {
+	if sp.tenant.exempt {
+		return sp.d.scope
 	}
-	var used, left int64
-	if err := q.QueryRow(ctx, sqlRecordsUsed, d.scope, s.lim.recordsEach).Scan(&used, &left); err != nil {
-		return fmt.Errorf("read the scope's record count: %w", err)
-	}
-	return s.lim.overLimit(used, left)
+	return sp.tenant.digest
 }
 
-// queueCountRecord adds the record's count to a commit pipeline, when records are capped.
-func (s *Store) queueCountRecord(b *pgx.Batch, d recordDigest) {
-	if s.lim.records > 0 {
-		b.Queue(sqlCountRecord, d.scope, s.lim.recordsEach, int16(rand.IntN(usageSlots)))
-	}
+// chargeArgs are statements.chargeClaim's parameters.
+func (s *Store) chargeArgs(sp *claimSpec) []any {
+	return []any{sp.d.scope, sp.d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records}
 }
 
 // commitStatements are the statements of a commit pipeline whose record statement is record:
 // they are prepared by name, since the pipeline stops on purpose when the record is lost.
 func (s *Store) commitStatements(record string) []string {
-	if s.lim.records > 0 {
-		return []string{record, sqlCountRecord, "COMMIT"}
+	if s.lim.bodyBytes > 0 {
+		return []string{sqlChargeBody, record, "COMMIT"}
 	}
 	return []string{record, "COMMIT"}
 }
 
-// chargeBody counts resp's body against the scope's BodyBytes, in the transaction (or
-// autocommitted) on q, and omits it from resp when the scope is over its cap.
-func (s *Store) chargeBody(ctx context.Context, q querier, d recordDigest, resp *store.Response) error {
-	if resp.BodyOmitted || !s.lim.counted(len(resp.Body)) {
+// queueChargeBody adds the count of resp's stored bytes to a commit pipeline, before its record
+// statement, when resp counts; the returned note is filled with "false" by the pipeline when
+// the tenant is over its cap (the record statement then omits the body). nil: not counted.
+func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Response) *string {
+	if n := stored(resp); resp.BodyOmitted || !s.lim.counted(n) {
 		return nil
 	}
-	var one int
-	err := q.QueryRow(ctx, sqlChargeBody, d.scope, s.lim.bodyWindow, int16(rand.IntN(usageSlots)),
-		int64(len(resp.Body)), s.lim.bodyBytes).Scan(&one)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		resp.Body, resp.BodyOmitted = nil, true
+	b.Queue(sqlChargeBody, sp.limitScope(), s.lim.bodyWindow, int16(rand.IntN(usageSlots)), stored(resp), s.lim.bodyBytes)
+	return new(string)
+}
+
+// chargeBody counts resp's stored bytes against the tenant's BodyBytes with its own statement
+// (autocommitted, on q), and omits the body from resp when the tenant is over its cap.
+func (s *Store) chargeBody(ctx context.Context, q querier, sp *claimSpec, resp *store.Response) error {
+	if n := stored(resp); resp.BodyOmitted || !s.lim.counted(n) {
 		return nil
-	case err != nil:
-		return fmt.Errorf("count the response body: %w", err)
+	}
+	var kept string
+	err := q.QueryRow(ctx, sqlChargeBody, sp.limitScope(), s.lim.bodyWindow, int16(rand.IntN(usageSlots)),
+		stored(resp), s.lim.bodyBytes).Scan(&kept)
+	if err != nil {
+		return fmt.Errorf("count the response: %w", err)
+	}
+	if kept == "false" {
+		resp.Body, resp.BodyOmitted = nil, true
 	}
 	return nil
 }
 
-// readLimited is readProbe or read with the scope's record count, for a store with a records
-// cap: it returns the LimitError when the key has no live record and the scope is over the cap.
-func (s *Store) readLimited(ctx context.Context, q querier, d recordDigest, probe bool) (r *row, busy bool, err error) {
+// readLimited is readProbe (probe) or read that also counts a new key against the tenant's
+// records cap, in the same statement (statements.readCharged): it returns the LimitError when
+// the key has no live record, no concurrent claim holds it, and the cap is reached.
+func (s *Store) readLimited(ctx context.Context, q querier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
 	var raw rawRecord
-	var used, left int64
-	targets := raw.targets()
-	sql, args := s.q.readUsed, []any{d.scope, d.key, s.lim.recordsEach}
+	var admitted bool
+	var left int64
+	d := sp.d
+	args := []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records}
+	sql := s.q.readCharged
 	if probe {
-		sql, args = s.q.readProbeUsed, []any{d.scope, d.key, d.lock, s.lim.recordsEach}
-		targets = append(targets, &busy)
+		sql = s.q.readProbeCharged
+		args = append(args, d.lock)
 	}
-	if err = q.QueryRow(ctx, sql, args...).Scan(append(targets, &used, &left)...); err != nil {
+	if err = q.QueryRow(ctx, sql, args...).Scan(raw.targets(&busy, &admitted, &left)...); err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
 	r = raw.row()
-	if r == nil || !r.live {
-		if err := s.lim.overLimit(used, left); err != nil {
-			return nil, false, err
-		}
+	if (r == nil || !r.live) && !busy && !admitted {
+		return nil, false, s.lim.overLimit(left)
 	}
 	return r, busy, nil
 }

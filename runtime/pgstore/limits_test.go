@@ -18,7 +18,7 @@ func TestScopeBodyBytesCap(t *testing.T) {
 	for _, mode := range []string{"atomic", "lease"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, func(s *setup) {
-				s.store.Limits = pgstore.Limits{BodyBytes: 3000, BodyCountedAbove: 1000}
+				s.store.Limits = pgstore.Limits{BodyBytes: 3200, BodyCountedAbove: 1000}
 			})
 			op := payOp()
 			h := e.atomicHandler(op)

@@ -101,10 +101,17 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
-	// readUsed and readProbeUsed are read and readProbe that also return the scope's count of
-	// records completed in the current interval and the interval's time left (Limits.Records):
-	// $3 (readProbeUsed: $4) is the interval in seconds. readUsed always returns one row.
-	readUsed, readProbeUsed string
+	// readCharged and readProbeCharged are read and readProbe (lock key $6) for a store with a
+	// records cap: when the key has no live record (and, probing, no concurrent claim holds it)
+	// the same statement counts the new claim against the tenant ($3) in the current interval
+	// ($4 seconds) unless the cap ($5) is reached; they return the record, busy, whether the
+	// claim was counted, and the interval's time left (µs). A replay counts nothing and writes
+	// nothing (the count's INSERT gets no row). Both always return one row.
+	readCharged, readProbeCharged string
+	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
+	// returns whether the key may be claimed (counted, or it has a live record) and
+	// the interval's time left.
+	chargeClaim string
 	// reserve inserts a running lease-mode record unless the key has a live one, and returns the
 	// record as of the statement's snapshot. Plain: ON CONFLICT DO NOTHING takes no row lock and,
 	// when the conflicting row is committed, assigns no transaction id: a replay writes nothing.
@@ -138,7 +145,9 @@ type statements struct {
 	// lock was free and the new token when the row was taken.
 	takeExpiredAtomic [2]string
 	// takeOverLease moves an expired lease to a new owner with the next fencing token; the old
-	// owner's completion then fails its compare-and-swap. $3 old token, $4 lease (µs).
+	// owner's completion then fails its compare-and-swap. A record locked by its running
+	// completion is skipped (no row: the caller's ErrLost), never waited for. $3 old token, $4
+	// lease (µs).
 	takeOverLease string
 	// extendLease is the heartbeat: it moves locked_until while the token is still ours.
 	extendLease string
@@ -180,9 +189,25 @@ func newStatements(partitioned bool) *statements {
 	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
 
-	q.readUsed = withRecordsUsed(`SELECT `+recordCols+`
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`+rlive, "$3")
-	q.readProbeUsed = withRecordsUsed(q.readProbe, "$4")
+	for _, probe := range []bool{false, true} {
+		busy := "false"
+		if probe {
+			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
+		}
+		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
+p AS (SELECT ` + busy + ` AS busy),
+` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
+SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
+FROM p LEFT JOIN r ON true`
+		if probe {
+			q.readProbeCharged = charged
+		} else {
+			q.readCharged = charged
+		}
+	}
+	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now())),
+` + chargeClaimCTE("FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM r)", "$3", "$4", "$5") + `
+SELECT EXISTS (SELECT 1 FROM c) OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
 
 	if partitioned {
 		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`
@@ -198,14 +223,19 @@ ins AS (
 SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
 FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	} else {
-		q.reserve = `WITH ins AS (
+		// The record is read first and the INSERT tried only when there is none: an INSERT
+		// that meets a row which a running completion has locked (lockLease) would wait for the
+		// whole completion, holding the duplicate's connection.
+		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
+ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
-	VALUES (` + runningValues + `)
+	SELECT ` + runningValues + `
+	WHERE NOT EXISTS (SELECT 1 FROM cur)
 	ON CONFLICT DO NOTHING
 	RETURNING fencing_token
 )
-SELECT (SELECT fencing_token FROM ins) AS claimed, ` + recordCols + `
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1`
+SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
+FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	}
 
 	for _, l := range []claimLock{lockTry, lockNone} {
@@ -245,11 +275,16 @@ SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 		}
 	}
 
-	q.takeOverLease = `UPDATE idempotency_records SET
+	// A record whose completion is running is locked (lockLease): the takeover skips it
+	// rather than wait for the completion, and the duplicate is answered 409.
+	q.takeOverLease = `WITH lk AS (SELECT 1 FROM idempotency_records
+` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
+	FOR UPDATE SKIP LOCKED)
+UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
 	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
-` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
+` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now() AND EXISTS (SELECT 1 FROM lk)
 RETURNING fencing_token`
 	q.extendLease = `UPDATE idempotency_records SET
 	locked_until = now() + $4::bigint * interval '1 microsecond',
@@ -258,7 +293,7 @@ RETURNING fencing_token`
 	q.lockLease = `UPDATE idempotency_records SET locked_until = locked_until
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
 	q.complete = `UPDATE idempotency_records SET
-	response_status = $4, response_headers = $5, response_body = $6, body_omitted = $7,
+	response_status = $4, response_headers = $5, response_body = ` + keptBody("$6") + `, body_omitted = ` + keptOmitted("$7") + `,
 	locked_until = statement_timestamp(),
 	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
@@ -273,7 +308,7 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	// has not committed yet (NoAdvisoryLocks) still meets the primary key and fails with
 	// unique_violation, whose DETAIL holds only the key's digest.
 	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
-	statement_timestamp(), $6, $4, $5, $7, $10, $3, $8, $9`
+	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9")
 	insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + completedValues + `
 	WHERE NOT EXISTS (SELECT 1 FROM idempotency_records ` + where + `)

@@ -62,10 +62,19 @@ type Options struct {
 	// lookups'. Default: a tenth of the pool's MaxConns, at least 1 (none for a pool of 1);
 	// negative: no reservation.
 	ReservedConns int
+	// TenantShare is the largest share of those handler slots (the pool less ReservedConns)
+	// that one tenant's transactions may hold at once, at least one slot and, when there are
+	// two or more, leaving at least one to the other tenants: a tenant's new key
+	// beyond it waits for one of its own slots to free (within the request's store timeout,
+	// then 503), while other tenants' new keys take the free ones. The tenant is the claim's
+	// (store.Claim.Tenant: the runtime's ScopeFunc's, whatever scope headers add), or the
+	// tenant in a request without a key's context (store.WithTenant); the empty tenant of a
+	// single-tenant service is not limited. Default 0.75; 1 or more: no share.
+	TenantShare float64
 	// ClientCheckInterval is client_connection_check_interval (PostgreSQL 14 and later) for the
-	// transactions of atomic-mode claims: a backend whose client died (a SIGKILLed process)
-	// while one of its handler's statements runs notices within this interval, ends the
-	// statement and releases the key. Without it the key stays claimed (409) until that
+	// transactions of atomic-mode claims and lease-mode completions: a backend whose client died
+	// (a SIGKILLed process) while one of its handler's statements runs notices within this
+	// interval, ends the statement and releases the key (or the record's row lock). Without it the key stays claimed (409) until that
 	// statement ends on its own. Default 1s; negative: not set (the server's setting applies).
 	// Ignored on servers older than 14, and on platforms without POLLRDHUP (PostgreSQL checks
 	// the connection on Linux only).
@@ -94,9 +103,9 @@ type Store struct {
 	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
 	// statements of batches that may fail on purpose are prepared by name (see prepare).
 	prepared bool
-	// slots holds a token for each connection a transaction may hold while its handler runs
-	// (Options.ReservedConns); nil: no limit.
-	slots chan struct{}
+	// slots are the connections transactions may hold while their handlers run
+	// (Options.ReservedConns), and each tenant's share of them (Options.TenantShare).
+	slots *handlerSlots
 	// checkInterval is ClientCheckInterval as set_config takes it, in milliseconds; "" when
 	// not set. checkable is whether the server takes it: 0 not known yet, 1 yes, 2 no.
 	checkInterval string
@@ -130,9 +139,12 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
 	}
-	if _, ok := s.strategy.(ClaimPipelined); ok && opts.Partitioned {
+	if _, ok := s.strategy.(ClaimPipelined); ok && (opts.Partitioned || s.lim.records > 0) {
 		// The pipelined claim inserts its row in the statement that takes the lock, under a
-		// snapshot older than the lock: only a unique index makes that safe.
+		// snapshot older than the lock: only a unique index makes that safe. And its claim
+		// runs in the transaction the handler then holds, so a records cap could count it
+		// there only where concurrent claims cannot see it: ClaimReadFirst counts it in its
+		// read, at no extra round trip.
 		s.strategy = ClaimReadFirst{}
 	}
 	switch pool.Config().ConnConfig.DefaultQueryExecMode {
@@ -144,9 +156,14 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	if reserved == 0 && maxConns > 1 {
 		reserved = max(1, maxConns/10)
 	}
-	if reserved > 0 && reserved < maxConns {
-		s.slots = make(chan struct{}, maxConns-reserved)
+	if reserved < 0 || reserved >= maxConns {
+		reserved = 0
 	}
+	share := opts.TenantShare
+	if share == 0 {
+		share = defaultTenantShare
+	}
+	s.slots = newHandlerSlots(maxConns-reserved, share)
 	switch {
 	case opts.ClientCheckInterval == 0:
 		s.checkInterval = "1000"
@@ -156,61 +173,50 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	return s
 }
 
-// trySlot takes a handler slot if one is free.
-func (s *Store) trySlot() bool {
-	if s.slots == nil {
-		return true
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
+// trySlot takes a handler slot for tenant if it may have one now.
+func (s *Store) trySlot(t slotTenant) bool { return s.slots.try(t) }
 
-// waitSlot waits for a handler slot until ctx ends.
-func (s *Store) waitSlot(ctx context.Context) error {
-	if s.slots == nil {
-		return nil
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for a connection free for a transaction: %w", context.Cause(ctx))
-	}
-}
+// waitSlot waits for a handler slot for tenant until ctx ends.
+func (s *Store) waitSlot(ctx context.Context, t slotTenant) error { return s.slots.wait(ctx, t) }
 
-// freeSlot returns a handler slot.
-func (s *Store) freeSlot() {
-	if s.slots != nil {
-		<-s.slots
-	}
-}
+// freeSlot returns tenant's handler slot.
+func (s *Store) freeSlot(t slotTenant) { s.slots.give(t) }
 
-// acquireTx acquires a connection for a transaction that a handler will hold: a handler slot
-// first, then the connection.
-func (s *Store) acquireTx(ctx context.Context) (*pgxpool.Conn, error) {
-	if err := s.waitSlot(ctx); err != nil {
+// acquireTx acquires a connection for a transaction that a handler of tenant will hold: a
+// handler slot first, then the connection.
+func (s *Store) acquireTx(ctx context.Context, t slotTenant) (*pgxpool.Conn, error) {
+	if err := s.waitSlot(ctx, t); err != nil {
 		return nil, err
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		s.freeSlot()
+		s.freeSlot(t)
 		return nil, fmt.Errorf("acquire: %w", err)
 	}
 	return conn, nil
 }
 
-// slotFor makes conn, acquired for a lookup, a connection a handler may hold: it takes a free
-// handler slot, or else gives conn back, waits for a slot and acquires another connection.
-func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn) (*pgxpool.Conn, error) {
-	if s.trySlot() {
+// slotFor makes conn, acquired for a lookup, a connection a handler of tenant may hold: it
+// takes a free handler slot, or else gives conn back, waits for a slot and acquires another
+// connection.
+func (s *Store) slotFor(ctx context.Context, conn *pgxpool.Conn, t slotTenant) (*pgxpool.Conn, error) {
+	if s.trySlot(t) {
 		return conn, nil
 	}
 	conn.Release()
-	return s.acquireTx(ctx)
+	return s.acquireTx(ctx, t)
+}
+
+// tenantOf is the tenant a claim's handler slot and per-scope limits count against: the
+// claim's Tenant, or its scope.
+func tenantOf(c *store.Claim, d recordDigest) slotTenant {
+	switch {
+	case c.Tenant == "" && c.ID.Scope == "":
+		return slotTenant{exempt: true}
+	case c.Tenant == "" || c.Tenant == c.ID.Scope:
+		return slotTenant{digest: d.scope}
+	}
+	return slotTenant{digest: store.ScopeDigest(c.Tenant)}
 }
 
 // checks reports whether the store sets client_connection_check_interval and the server takes
@@ -267,19 +273,23 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 // key or a live record). A key whose record expired is claimed in its row with the next token
 // (plain layout), or in a new row with the next token (partitioned).
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
-	d := digest(c.ID)
+	sp := s.spec(c)
+	d := sp.d
+	// A records cap counts the claim once, in the first attempt's pipeline.
+	charge := s.lim.records > 0 && !c.Counted
 	for range maxClaimAttempts {
 		var raw rawRecord
 		var token *int64
-		var used, left int64
+		var admitted bool
+		var left int64
 		var err error
 		targets := append([]any{&token}, raw.targets()...)
-		if s.q.partitioned || s.lim.records > 0 {
-			// One pipeline: the scope's record count (Limits.Records), the partitioned layout's
-			// lock, the claim.
+		if s.q.partitioned || charge {
+			// One pipeline: the claim's count (Limits.Records), the partitioned layout's lock,
+			// the claim.
 			b := &pgx.Batch{}
-			if s.lim.records > 0 {
-				b.Queue(sqlRecordsUsed, d.scope, s.lim.recordsEach)
+			if charge {
+				b.Queue(s.q.chargeClaim, s.chargeArgs(&sp)...)
 			}
 			args := claimArgs(&c, d, int64(1))
 			if s.q.partitioned {
@@ -288,8 +298,8 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 			}
 			b.Queue(s.q.reserve, args...)
 			br := s.pool.SendBatch(ctx, b)
-			if s.lim.records > 0 {
-				err = br.QueryRow().Scan(&used, &left)
+			if charge {
+				err = br.QueryRow().Scan(&admitted, &left)
 			}
 			if err == nil && s.q.partitioned {
 				_, err = br.Exec()
@@ -306,11 +316,15 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		if err != nil {
 			return store.Reservation{}, fmt.Errorf("reserve: %w", err)
 		}
+		over := charge && !admitted
+		if charge && admitted {
+			charge = false // counted (or the key had a live record): not again
+		}
 		if token != nil {
-			if err := s.lim.overLimit(used, left); err != nil {
-				// Claimed, but the scope is over its records cap: give the key back.
+			if over {
+				// Claimed, but the tenant is over its records cap: give the key back.
 				_ = s.Release(ctx, c.ID, *token)
-				return store.Reservation{}, err
+				return store.Reservation{}, s.lim.overLimit(left)
 			}
 			return store.Reservation{Token: *token}, nil
 		}
@@ -322,17 +336,20 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 				return store.Reservation{}, err
 			}
 			if r == nil {
+				if over {
+					return store.Reservation{}, s.lim.overLimit(left)
+				}
 				continue
 			}
 		}
 		if r.live {
 			return store.Reservation{Record: r.rec}, nil
 		}
+		if over {
+			return store.Reservation{}, s.lim.overLimit(left)
+		}
 		if s.q.partitioned {
 			continue // expired records are never reused there (and never read)
-		}
-		if err := s.lim.overLimit(used, left); err != nil {
-			return store.Reservation{}, err
 		}
 		var next int64
 		switch err := s.pool.QueryRow(ctx, s.q.takeExpired, claimArgs(&c, d, nil)...).Scan(&next); {
@@ -345,6 +362,23 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 	}
 	return store.Reservation{}, store.ErrBusy
 }
+
+// Admit reads the key's live record, and when it has none counts a new claim of it against the
+// tenant's records cap (store.Admitter): a *store.LimitError when the cap is reached. A paired
+// Redis lease store calls it as it grants a claim. One statement, autocommitted.
+func (s *Store) Admit(ctx context.Context, c store.Claim) (store.Record, bool, error) {
+	if s.lim.records <= 0 || c.Counted {
+		return s.Get(ctx, c.ID)
+	}
+	sp := s.spec(c)
+	r, _, err := s.readLimited(ctx, s.pool, &sp, false)
+	if err != nil || r == nil || !r.live {
+		return store.Record{}, false, err
+	}
+	return r.rec, true, nil
+}
+
+var _ store.Admitter = (*Store)(nil)
 
 // TakeOver moves a running record whose lease ended from token old to the next token.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
@@ -379,8 +413,9 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 // Complete stores resp under token in an autocommitted statement, for completions that write
 // nothing else (lease mode without a CompleteFunc transaction).
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	d := digest(id)
-	if err := s.chargeBody(ctx, s.pool, d, &resp); err != nil {
+	sp := s.spec(store.Claim{ID: id})
+	d := sp.d
+	if err := s.chargeBody(ctx, s.pool, &sp, &resp); err != nil {
 		return err
 	}
 	ct, err := s.pool.Exec(ctx, s.q.complete, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...)
@@ -392,13 +427,6 @@ func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp sto
 	}
 	if ct.RowsAffected() == 0 {
 		return store.ErrLost
-	}
-	if s.lim.records > 0 {
-		b := &pgx.Batch{}
-		s.queueCountRecord(b, d)
-		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("count the record: %w", err)
-		}
 	}
 	return nil
 }
@@ -437,16 +465,25 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN
 // and the lock of the running record in one round trip.
 func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64) (store.Tx[DBTX], error) {
-	conn, err := s.acquireTx(ctx)
+	sp := s.spec(c)
+	conn, err := s.acquireTx(ctx, sp.tenant)
 	if err != nil {
 		return nil, err
 	}
-	sp := s.spec(c)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// A backend whose client dies while a statement of the completion runs ends it within the
+	// interval, and with it the record's row lock, as an atomic claim's does.
+	checked := s.checks(conn.Conn())
+	if checked {
+		b.Queue(sqlSetCheckInterval, s.checkInterval)
+	}
 	b.Queue(s.q.lockLease, sp.d.scope, sp.d.key, token)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil && checked {
+		_, err = br.Exec()
+	}
 	var lock pgconn.CommandTag
 	if err == nil {
 		lock, err = br.Exec()
@@ -456,7 +493,7 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	}
 	if err != nil || lock.RowsAffected() == 0 {
 		s.discard(conn)
-		s.freeSlot()
+		s.freeSlot(sp.tenant)
 		if err == nil || isMoved(err) {
 			return nil, store.ErrLost
 		}
@@ -467,15 +504,22 @@ func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64)
 	return t, nil
 }
 
+// defaultTenantShare is Options.TenantShare's default.
+const defaultTenantShare = 0.75
+
 // BeginPlain opens a transaction with no record; its BEGIN travels with the handler's first
 // statement, so a handler that sends none costs no round trip.
 func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
-	conn, err := s.acquireTx(ctx)
+	tenant := slotTenant{exempt: true}
+	if name, ok := store.TenantFrom(ctx); ok && name != "" {
+		tenant = slotTenant{digest: store.ScopeDigest(name)}
+	}
+	conn, err := s.acquireTx(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	t := newTx(s, conn, nil, 0, commitPlain, &pendingBlock{s: s, conn: conn})
-	t.slot = true
+	t.slot, t.tenant = true, tenant
 	return t, nil
 }
 
@@ -484,13 +528,16 @@ func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
 // between claims, not inside one (waitAtomic).
 type claimSpec struct {
 	store.Claim
-	d           recordDigest
+	d recordDigest
+	// tenant is who the claim's handler slot counts against (tenantOf).
+	tenant      slotTenant
 	lock        claimLock
 	lockTimeout time.Duration
 }
 
 func (s *Store) spec(c store.Claim) claimSpec {
 	sp := claimSpec{Claim: c, d: digest(c.ID), lock: lockTry, lockTimeout: s.opts.ConflictTimeout}
+	sp.tenant = tenantOf(&c, sp.d)
 	if s.opts.NoAdvisoryLocks {
 		sp.lock = lockNone
 	}

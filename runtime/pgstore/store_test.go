@@ -40,7 +40,8 @@ func TestTransactionalSuite(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			storetest.RunTransactionalTests(t, func(t *testing.T) store.Transactional[pgstore.DBTX] {
-				return pgstore.New(newPool(t), pgstore.Options{Claim: strategy, Partitioned: partitioned()})
+				// Without a records cap, under which ClaimPipelined claims as ClaimReadFirst.
+				return pgstore.New(newPool(t), pgstore.Options{Claim: strategy, Partitioned: partitioned(), Limits: pgstore.Limits{Records: -1}})
 			})
 		})
 	}

@@ -72,8 +72,8 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 		r    *row
 		busy bool
 	)
-	if s.lim.records > 0 {
-		r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, true)
+	if s.lim.records > 0 && !sp.Counted {
+		r, busy, err = s.readLimited(ctx, conn.Conn(), sp, true)
 	} else {
 		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d)
 	}
@@ -94,7 +94,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	// A new key: the connection is held while the handler runs, so it needs a handler slot
 	// (Options.ReservedConns). If it waits for one on another connection, the read may be
 	// stale: the claim's lock and the record's INSERT at Commit catch what changed meanwhile.
-	if conn, err = s.slotFor(ctx, conn); err != nil {
+	if conn, err = s.slotFor(ctx, conn, sp.tenant); err != nil {
 		return nil, nil, err
 	}
 	delay := c.Delay
@@ -116,9 +116,9 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 		var r *row
 		var err error
 		switch {
-		case s.lim.records > 0:
+		case s.lim.records > 0 && !sp.Counted:
 			var busy bool
-			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp.d, sp.lock == lockTry); err == nil && busy {
+			if r, busy, err = s.readLimited(ctx, conn.Conn(), sp, sp.lock == lockTry); err == nil && busy {
 				return attempt{}, store.ErrBusy
 			}
 		case sp.lock == lockTry:
@@ -133,7 +133,7 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 			return attempt{row: r}, err
 		}
 		if !*held {
-			if !s.trySlot() {
+			if !s.trySlot(sp.tenant) {
 				return attempt{needSlot: true}, nil
 			}
 			*held = true
@@ -150,17 +150,11 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 }
 
 func (ClaimPipelined) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {
+	// Never under a records cap (New makes such a store claim as ClaimReadFirst).
 	return s.claimBefore(ctx, sp, func(ctx context.Context, conn *pgxpool.Conn, token int64, held *bool) (attempt, error) {
 		a, err := s.claimRow(ctx, conn, sp, token, false)
-		if err == nil && a.claimed != 0 {
-			// A new key under a records cap: the scope's count, in the claim's transaction (one
-			// more round trip, only with Limits.Records).
-			if err := s.checkRecords(ctx, conn.Conn(), sp.d); err != nil {
-				return attempt{}, err // the caller discards conn, which rolls the claim back
-			}
-		}
 		if err == nil && a.claimed != 0 && !*held {
-			if !s.trySlot() {
+			if !s.trySlot(sp.tenant) {
 				// Claimed, but every connection a handler may hold is taken: give the claim
 				// back and wait for one.
 				s.rollback(conn)
@@ -191,7 +185,7 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx con
 	held := false
 	defer func() {
 		if held {
-			s.freeSlot()
+			s.freeSlot(sp.tenant)
 		}
 	}()
 	for attempts := 0; attempts < maxClaimAttempts; {
@@ -203,13 +197,13 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx con
 		a, err := try(ctx, conn, token, &held)
 		if err == nil && a.claimed == 0 && a.row != nil && !a.row.live && !held {
 			// Expired: the key is new again, in the same row, which needs a handler slot.
-			if held = s.trySlot(); !held {
+			if held = s.trySlot(sp.tenant); !held {
 				a = attempt{needSlot: true}
 			}
 		}
 		if err == nil && a.needSlot {
 			s.discard(conn)
-			if err := s.waitSlot(ctx); err != nil {
+			if err := s.waitSlot(ctx, sp.tenant); err != nil {
 				return nil, nil, err
 			}
 			held = true

@@ -66,6 +66,7 @@ type tx struct {
 	// slot: the transaction holds one of the store's handler slots (Options.ReservedConns),
 	// given back with the connection.
 	slot   bool
+	tenant slotTenant
 	cancel context.CancelCauseFunc
 	// kept is the response stored by a successful Commit (store.Kept): its body omitted when
 	// the scope was over its stored-bytes cap.
@@ -78,7 +79,7 @@ func (t *tx) end() {
 	t.conn.Release()
 	if t.slot {
 		t.slot = false
-		t.s.freeSlot()
+		t.s.freeSlot(t.tenant)
 	}
 	if t.sp != nil {
 		t.s.waiting.signal(t.sp.d.key.Bytes)
@@ -87,6 +88,9 @@ func (t *tx) end() {
 
 func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
 	t := &tx{s: s, conn: conn, sp: sp, token: token, kind: kind, block: block}
+	if sp != nil {
+		t.tenant = sp.tenant
+	}
 	t.releaseOnAbort = kind == commitUpdate && sp != nil && sp.Lease > 0
 	return t
 }
@@ -149,14 +153,6 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 		// failed transaction, so its answer must not be stored or sent as a success.
 		t.s.rollback(t.conn)
 		return store.ErrTxFailed
-	}
-	if t.kind != commitPlain {
-		// A large body counts against the scope's stored bytes, in this transaction (one round
-		// trip, only for bodies above Limits.BodyCountedAbove).
-		if err := t.s.chargeBody(ctx, t.conn.Conn(), t.sp.d, &resp); err != nil {
-			t.s.rollback(t.conn)
-			return err
-		}
 	}
 	switch {
 	case t.kind == commitPlain && !open:
@@ -254,11 +250,11 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
+	kept := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
-	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, func(err error) error {
+	return t.sendCommit(ctx, b, kept, r, func(err error) error {
 		if isStop(err) || isUniqueViolation(err) {
 			return store.ErrLost
 		}
@@ -280,10 +276,10 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
+	kept := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
-	t.s.queueCountRecord(b, t.sp.d)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, func(err error) error {
+	return t.sendCommit(ctx, b, kept, r, func(err error) error {
 		if isStop(err) || isMoved(err) {
 			return store.ErrLost
 		}
@@ -291,10 +287,20 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	})
 }
 
-// sendCommit sends b, a record statement, the statements that go with it, then COMMIT, and reads
-// every answer; recordErr maps the record statement's error.
-func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error) error) error {
+// sendCommit sends b: the count of the response's stored bytes when kept is set (its note goes
+// to kept, and resp loses its body when the tenant was over its cap), a record statement, then
+// COMMIT, and reads every answer; recordErr maps the record statement's error.
+func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *store.Response, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
+	if kept != nil {
+		if err := br.QueryRow().Scan(kept); err != nil {
+			br.Close()
+			if isServerError(err) {
+				return fmt.Errorf("count the response: %w", err) // COMMIT never ran
+			}
+			return commitError(err)
+		}
+	}
 	if _, err := br.Exec(); err != nil {
 		br.Close()
 		var pe *pgconn.PgError
@@ -303,16 +309,8 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, recordErr func(error)
 		}
 		return commitError(err)
 	}
-	// Between the record and COMMIT: the scope's record count (Limits.Records).
-	for range b.Len() - 2 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) {
-				return fmt.Errorf("count the record: %w", err)
-			}
-			return commitError(err)
-		}
+	if kept != nil && *kept == "false" {
+		resp.Body, resp.BodyOmitted = nil, true
 	}
 	ct, err := br.Exec()
 	closeErr := br.Close()

@@ -300,6 +300,17 @@ func (c *Cache[DB]) Reserve(ctx context.Context, cl store.Claim) (store.Reservat
 	return r, err
 }
 
+// Admit is inner's (store.Admitter), or inner's Get when inner has no limits to count against:
+// it is a claim's path, so the cache does not answer it.
+func (c *Cache[DB]) Admit(ctx context.Context, cl store.Claim) (store.Record, bool, error) {
+	if a, ok := c.inner.(store.Admitter); ok {
+		return a.Admit(ctx, cl)
+	}
+	return c.inner.Get(ctx, cl.ID)
+}
+
+var _ store.Admitter = (*Cache[struct{}])(nil)
+
 // TakeOver delegates to inner.
 func (c *Cache[DB]) TakeOver(ctx context.Context, cl store.Claim, old int64) (int64, error) {
 	return c.inner.TakeOver(ctx, cl, old)

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -102,4 +103,44 @@ func redisBytes(t *testing.T, client rueidis.Client, prefix string) int {
 		}
 	}
 	return total
+}
+
+// The records cap holds on the paired store too: its Redis claims are counted in PostgreSQL as
+// they are granted (store.Admitter), so a tenant over the cap is refused before its call phase
+// (it used to be counted only at the completion's commit, after the provider call), and the
+// refused key's Redis claim is given back.
+func TestPairedRecordsCap(t *testing.T) {
+	ctx := context.Background()
+	pg := pgstore.New(newPool(t), pgstore.Options{Limits: pgstore.Limits{Records: 2, RecordsInterval: time.Hour}})
+	if _, err := pg.Pool().Exec(ctx, paymentsTable); err != nil {
+		t.Fatal(err)
+	}
+	leases, err := redisstore.New(redistest.NewClient(t, redistest.Standalone), redisstore.Options{Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []store.Transactional[pgstore.DBTX]{pg, redisstore.NewCache[pgstore.DBTX](pg, redistest.NewClient(t, redistest.Standalone), testCacheOptions(t, false))} {
+		if _, err := pg.Pool().Exec(ctx, "TRUNCATE idempotency_scope_usage, idempotency_records"); err != nil {
+			t.Fatal(err)
+		}
+		paired := redisstore.Pair[pgstore.DBTX](leases, db)
+		for i := range 2 {
+			c := leaseClaim(fmt.Sprintf("capped-key-%010d-%p", i, db), `{"a":1}`, time.Minute)
+			r, err := paired.Reserve(ctx, c)
+			if err != nil || !r.Claimed() {
+				t.Fatalf("claim %d: %+v %v", i, r, err)
+			}
+			if err := complete(ctx, paired, c, r.Token, `{"id":1}`); err != nil {
+				t.Fatalf("completion %d under the cap: %v", i, err)
+			}
+		}
+		over := leaseClaim(fmt.Sprintf("capped-key-over-%p", db), `{"a":1}`, time.Minute)
+		var limited *store.LimitError
+		if _, err := paired.Reserve(ctx, over); !errors.As(err, &limited) {
+			t.Fatalf("the third new key: %v, want a LimitError", err)
+		}
+		if _, found, err := leases.Get(ctx, over.ID); err != nil || found {
+			t.Errorf("the refused key's Redis claim: found %v (%v), want it given back", found, err)
+		}
+	}
 }

@@ -76,7 +76,20 @@ func (p *Paired[DB]) Reserve(ctx context.Context, c store.Claim) (store.Reservat
 	if err != nil || !res.Claimed() {
 		return res, err
 	}
-	rec, found, err := p.db.Get(ctx, c.ID)
+	// The database's record, if any; a new claim is counted against the tenant's limits
+	// there (store.Admitter), so the same caps hold as on the database alone.
+	var rec store.Record
+	var found bool
+	if a, ok := p.db.(store.Admitter); ok {
+		rec, found, err = a.Admit(ctx, c)
+	} else {
+		rec, found, err = p.db.Get(ctx, c.ID)
+	}
+	var limited *store.LimitError
+	if errors.As(err, &limited) {
+		p.release(ctx, c.ID, res.Token)
+		return store.Reservation{}, err
+	}
 	if err != nil {
 		p.release(ctx, c.ID, res.Token)
 		return store.Reservation{}, fmt.Errorf("redisstore: read the database's record: %w", err)
@@ -171,6 +184,9 @@ func (p *Paired[DB]) BeginCompletion(ctx context.Context, c store.Claim, token i
 	}
 	dc := c
 	dc.Lease, dc.Wait = 0, 0
+	if _, ok := p.db.(store.Admitter); ok {
+		dc.Counted = true // at Reserve
+	}
 	tx, rec, err := p.db.BeginAtomic(ctx, dc)
 	switch {
 	case err != nil:

@@ -49,6 +49,19 @@ func DigestOf(id ID) Digest {
 	return d
 }
 
+// ScopeDigest returns the Scope digest of scope alone (the same as DigestOf's for any key):
+// what per-tenant counters are kept under.
+func ScopeDigest(scope string) int64 {
+	const scopeTag = "idemgen/scope/v1\x00"
+	var stack [256]byte
+	buf := stack[:0]
+	if n := len(scopeTag) + len(scope); n > len(stack) {
+		buf = make([]byte, 0, n)
+	}
+	sum := sha256.Sum256(append(append(buf, scopeTag...), scope...))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
 // KeyUUID returns Key in the text form of a UUID (8-4-4-4-12 lowercase hex digits), as
 // PostgreSQL prints pgstore's key_id column and as Redis key names carry it.
 func (d Digest) KeyUUID() string {

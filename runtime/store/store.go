@@ -85,7 +85,12 @@ type Record struct {
 
 // Claim is what a new claim of a key writes.
 type Claim struct {
-	ID          ID
+	ID ID
+	// Tenant is who the claim counts against for a store's per-tenant bounds (pgstore's
+	// per-scope limits and handler shares): the tenant the runtime's ScopeFunc returned,
+	// before an operation's scope headers (Stripe-Account) joined it to make ID.Scope, so that
+	// rotating such a header never gives a tenant more room. Empty: ID.Scope.
+	Tenant      string
 	Operation   string
 	Fingerprint canonical.Fingerprint
 	// Retention is how long the completed record replays, counted from completion by the
@@ -94,6 +99,10 @@ type Claim struct {
 	// Lease is how long a lease-mode claim holds the key before another request with the same
 	// fingerprint may take it over. Zero for atomic-mode claims.
 	Lease time.Duration
+	// Counted says that the claim was already counted against the tenant's per-scope limits
+	// when it was granted elsewhere (a paired lease store's completion, counted at its Redis
+	// claim through Admitter): the store must neither count nor refuse it again.
+	Counted bool
 	// Wait is, for an atomic-mode claim, how long it may wait for a concurrent claim of the key
 	// to end (concurrency.wait) before ErrBusy. Zero answers ErrBusy at once.
 	Wait time.Duration
@@ -150,6 +159,15 @@ type Transactional[DB any] interface {
 	// BeginPlain opens a transaction with no record, for a request whose optional key is
 	// absent: its writes commit with Commit, whose response argument is ignored.
 	BeginPlain(ctx context.Context) (Tx[DB], error)
+}
+
+// Admitter is an optional capability of a Store with per-tenant limits (pgstore): Admit reads
+// the key's live record and, when it has none, counts a new claim of it against the tenant's
+// caps (store.LimitError when they are reached), without claiming it. A store that claims
+// elsewhere (a Redis lease store paired with the database) calls it when it grants a claim, and
+// marks the claim Counted when it completes it through the database.
+type Admitter interface {
+	Admit(ctx context.Context, c Claim) (rec Record, found bool, err error)
 }
 
 // Tx is a transaction that a handler writes through and that the runtime ends with exactly one
@@ -217,6 +235,21 @@ var (
 	// because a claim it sent in the background failed. It wraps ErrBusy or the store's error.
 	ErrClaimLost = errors.New("store: the claim of the idempotency key failed; the handler's work is discarded")
 )
+
+// tenantKey is the context key of WithTenant.
+type tenantKey struct{}
+
+// WithTenant returns ctx carrying tenant, for store calls that take no Claim (BeginPlain): a
+// store counts their transactions against it as it counts a Claim's against Claim.Tenant.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// TenantFrom returns the tenant WithTenant put in ctx.
+func TenantFrom(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(tenantKey{}).(string)
+	return t, ok
+}
 
 // ErrLimited is what a LimitError is (errors.Is): the store refused a new record because the
 // scope is over one of its per-scope limits.

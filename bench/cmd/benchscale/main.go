@@ -144,7 +144,7 @@ func runLayout(ctx context.Context, server, layout string, cfg config) (*report,
 	if _, err := pool.Exec(ctx, `CREATE TABLE payments (id bigserial PRIMARY KEY, tenant text NOT NULL, amount bigint NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("bench schema: %w", err)
 	}
-	st := pgstore.New(pool, pgstore.Options{Partitioned: partitioned, ReservedConns: -1})
+	st := pgstore.New(pool, pgstore.Options{Partitioned: partitioned, ReservedConns: -1, Limits: pgstore.Limits{Records: -1}})
 	if err := checkDigestSQL(ctx, pool); err != nil {
 		return nil, err
 	}

@@ -243,7 +243,7 @@ func mountRedis(mux *http.ServeMux, pool *pgxpool.Pool, opt rueidis.ClientOption
 	if err != nil {
 		return err
 	}
-	pg := pgstore.New(pool, pgstore.Options{})
+	pg := pgstore.New(pool, pgstore.Options{Limits: pgstore.Limits{Records: -1}}) // the load runs far above the default records cap
 	for _, v := range []struct {
 		name  string
 		store store.Transactional[pgstore.DBTX]

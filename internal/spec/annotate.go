@@ -1,0 +1,428 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// Annotate writes the document of res as idemgen enforces it (docs/cli.md, idemgen spec), so
+// that SDK generators and API docs know the contract the generated server keeps: for every
+// marked operation
+//   - x-idempotent with its resolved settings (so idemgen reads the same operations from the
+//     output, without --infer or a config);
+//   - the key header parameter with its rules (required, minLength, maxLength, pattern);
+//   - the Idempotent-Replayed response header on every declared response a replay can repeat;
+//   - the responses the runtime answers itself, where the operation declares none for the
+//     code: 400, 409 and 503 (with Retry-After), 412 (OASIS Repeatability-First-Sent only),
+//     413, 415, 422 (400 under profile stripe), 429, with the error schema in use (RFC 9457
+//     problem details, or Stripe's error envelope under profile stripe);
+//   - other tools' annotations: x-fern-idempotent and the document's
+//     x-fern-idempotency-headers (header keys), and x-speakeasy-retries for 409 and 503 with
+//     the backoff the client contract recommends (docs/client.md).
+//
+// format is "yaml" or "json". The document is the one kin-openapi resolved (overlays applied);
+// its $refs are kept, so a split spec's output refers to its files by the same relative paths.
+// res must be a Load result without errors.
+func Annotate(res *Result, format string) ([]byte, error) {
+	if res == nil || res.Doc == nil || res.src == nil || res.Diags.HasErrors() {
+		return nil, fmt.Errorf("annotate: the document has errors")
+	}
+	if format != "yaml" && format != "json" {
+		return nil, fmt.Errorf("annotate: format must be yaml or json, not %q", format)
+	}
+	doc := res.src.doc
+	a := &annotator{doc: doc, schemas: map[string]string{}}
+	for _, op := range res.Doc.Operations {
+		pi := doc.Paths.Find(op.Path)
+		if pi == nil {
+			continue
+		}
+		if kop := pi.GetOperation(op.Method); kop != nil {
+			a.operation(op, pi, kop)
+		}
+	}
+	if len(a.fernHeaders) > 0 {
+		var list []any
+		for _, h := range a.fernHeaders {
+			list = append(list, map[string]any{"header": h, "name": snakeName(h)})
+		}
+		if doc.Extensions == nil {
+			doc.Extensions = map[string]any{}
+		}
+		doc.Extensions[extFernHeaders] = list
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("annotate: %w", err)
+	}
+	if format == "json" {
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
+			return nil, fmt.Errorf("annotate: %w", err)
+		}
+		b.WriteByte('\n')
+		return b.Bytes(), nil
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("annotate: %w", err)
+	}
+	clearStyle(&n)
+	topOrder(&n)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s as idemgen enforces it (written by idemgen spec; docs/cli.md).\n", res.Doc.Source)
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
+		return nil, fmt.Errorf("annotate: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// clearStyle drops the flow and quoted styles JSON input gives every node, so the YAML reads
+// as people write it (the encoder still quotes a string that would read as another type).
+func clearStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		clearStyle(c)
+	}
+}
+
+// topOrder puts a document's top-level members in the order the OpenAPI specification lists
+// them (encoding/json sorts them), the rest after.
+func topOrder(n *yaml.Node) {
+	top := n
+	if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
+		top = top.Content[0]
+	}
+	if top.Kind != yaml.MappingNode {
+		return
+	}
+	order := []string{"openapi", "info", "jsonSchemaDialect", "servers", "security", "tags", "externalDocs", "paths", "webhooks", "components"}
+	rank := func(k string) int {
+		if i := slices.Index(order, k); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	type pair struct{ k, v *yaml.Node }
+	var pairs []pair
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		pairs = append(pairs, pair{top.Content[i], top.Content[i+1]})
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int { return rank(a.k.Value) - rank(b.k.Value) })
+	top.Content = top.Content[:0]
+	for _, p := range pairs {
+		top.Content = append(top.Content, p.k, p.v)
+	}
+}
+
+type annotator struct {
+	doc *openapi3.T
+	// schemas are the component names of the error schemas added, by kind.
+	schemas     map[string]string
+	fernHeaders []string
+}
+
+// Header names of the contract (docs/runtime.md).
+const (
+	replayedHeader   = "Idempotent-Replayed"
+	retryAfterHeader = "Retry-After"
+)
+
+func (a *annotator) operation(op *model.Operation, pi *openapi3.PathItem, kop *openapi3.Operation) {
+	s := op.Settings
+	if kop.Extensions == nil {
+		kop.Extensions = map[string]any{}
+	}
+	delete(kop.Extensions, extXIdempotency)
+	kop.Extensions["x-idempotent"] = settingsValue(s)
+	if s.Key.Carrier == model.CarrierHeader {
+		a.keyParam(op, pi, kop)
+		kop.Extensions[extFernIdempotent] = true
+		if !slices.ContainsFunc(a.fernHeaders, func(h string) bool { return strings.EqualFold(h, s.Key.Header) }) {
+			a.fernHeaders = append(a.fernHeaders, s.Key.Header)
+		}
+	}
+	kop.Extensions[extSpeakeasyRetry] = speakeasyRetries(s)
+	if kop.Responses == nil {
+		kop.Responses = openapi3.NewResponses()
+	}
+	a.replayedHeaders(s, kop)
+	a.problemResponses(op, kop)
+}
+
+// settingsValue is the x-idempotent object of resolved settings: every field, so that reading
+// it back gives the same settings whatever marked the operation.
+func settingsValue(s model.Settings) map[string]any {
+	k := s.Key
+	key := map[string]any{"required": k.Required, "minLength": k.MinLength, "maxLength": k.MaxLength}
+	switch k.Carrier {
+	case model.CarrierBody:
+		key["body"] = k.Pointer
+	case model.CarrierForm:
+		key["body"] = k.Field
+	default:
+		key["header"] = k.Header
+	}
+	if k.Pattern != "" {
+		key["pattern"] = k.Pattern
+	}
+	exclude := []string{}
+	for _, p := range s.Fingerprint.Exclude {
+		exclude = append(exclude, p.Raw)
+	}
+	var statuses []string
+	for _, r := range s.Replay.Statuses {
+		v := strconv.Itoa(r.Code)
+		if r.Class != 0 {
+			v = strconv.Itoa(r.Class) + "xx"
+		}
+		if r.Exclude {
+			v = "!" + v
+		}
+		statuses = append(statuses, v)
+	}
+	out := map[string]any{
+		"key":         key,
+		"scope":       string(s.Scope),
+		"mode":        string(s.Mode),
+		"retention":   durationText(s.Retention),
+		"lease":       durationText(s.Lease),
+		"fingerprint": map[string]any{"exclude": exclude, "headers": nonNilStrings(s.Fingerprint.Headers), "body": string(s.Fingerprint.Body)},
+		"replay":      map[string]any{"headers": nonNilStrings(s.Replay.Headers), "statuses": statuses},
+		"concurrency": map[string]any{"wait": durationText(s.Wait)},
+		"limits":      map[string]any{"body": s.BodyLimit, "response": s.ResponseLimit, "part": s.PartLimit},
+	}
+	if s.Profile != "" {
+		out["profile"] = string(s.Profile)
+	}
+	return out
+}
+
+func nonNilStrings(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// durationText writes a duration as people do: 24h, 30s, 1h30m (not 24h0m0s).
+func durationText(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
+}
+
+// keyParam declares the key header with the rules the runtime applies, replacing the
+// operation's own declaration of it (a copy, never a shared component) or, for one declared on
+// the path item, overriding it on the operation.
+func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *openapi3.Operation) {
+	k := op.Settings.Key
+	min, max := uint64(k.MinLength), uint64(k.MaxLength)
+	schema := &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, MinLength: min, MaxLength: &max, Pattern: k.Pattern}
+	desc := fmt.Sprintf("Idempotency key (%s): %d to %d visible ASCII characters other than a comma", keyStandardName(k.Standard), k.MinLength, k.MaxLength)
+	if k.Pattern != "" {
+		desc += ", matching " + k.Pattern
+	}
+	desc += fmt.Sprintf(". Send the same key on every retry of one request; it is remembered for %s, and a key reused with another request is refused.", durationText(op.Settings.Retention))
+	if !k.Required {
+		desc += " Without a key the request runs unguarded."
+	}
+	param := &openapi3.Parameter{Name: k.Header, In: openapi3.ParameterInHeader, Required: k.Required, Description: desc,
+		Schema: &openapi3.SchemaRef{Value: schema}}
+	for i, r := range kop.Parameters {
+		if r != nil && r.Value != nil && r.Value.In == openapi3.ParameterInHeader && strings.EqualFold(r.Value.Name, k.Header) {
+			param.Name = r.Value.Name
+			kop.Parameters[i] = &openapi3.ParameterRef{Value: param}
+			return
+		}
+	}
+	for _, r := range pi.Parameters {
+		if r != nil && r.Value != nil && r.Value.In == openapi3.ParameterInHeader && strings.EqualFold(r.Value.Name, k.Header) {
+			param.Name = r.Value.Name
+		}
+	}
+	kop.Parameters = append(kop.Parameters, &openapi3.ParameterRef{Value: param})
+}
+
+func keyStandardName(s model.Standard) string {
+	switch s {
+	case model.StandardRepeatable:
+		return "OASIS Repeatable Requests 1.0"
+	case model.StandardAIP155:
+		return "Google AIP-155"
+	}
+	return "draft-ietf-httpapi-idempotency-key-header"
+}
+
+// replayedHeaders declares Idempotent-Replayed on every declared response whose status the
+// operation stores (replay.statuses), on a copy of a shared response.
+func (a *annotator) replayedHeaders(s model.Settings, kop *openapi3.Operation) {
+	for code, r := range kop.Responses.Map() {
+		if r == nil || r.Value == nil || !stored(code, s.Replay.Statuses) {
+			continue
+		}
+		c := *r.Value
+		c.Headers = openapi3.Headers{}
+		for n, h := range r.Value.Headers {
+			c.Headers[n] = h
+		}
+		c.Headers[replayedHeader] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: "true when this response is the stored answer to an earlier request with the same idempotency key; the operation did not run again.",
+			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Enum: []any{"true"}}}}}}
+		kop.Responses.Set(code, &openapi3.ResponseRef{Value: &c})
+	}
+}
+
+// stored reports whether a declared response code (201, 2XX) is one the operation stores and
+// replays: the last replay.statuses rule that matches it decides.
+func stored(code string, rules []model.StatusRule) bool {
+	class, n := 0, 0
+	switch up := strings.ToUpper(code); {
+	case len(up) == 3 && strings.HasSuffix(up, "XX") && up[0] >= '1' && up[0] <= '5':
+		class = int(up[0] - '0')
+	default:
+		v, err := strconv.Atoi(code)
+		if err != nil {
+			return false // default
+		}
+		n, class = v, v/100
+	}
+	keep := false
+	for _, r := range rules {
+		if (r.Class != 0 && r.Class == class) || (r.Code != 0 && r.Code == n) {
+			keep = !r.Exclude
+		}
+	}
+	return keep
+}
+
+// problemResponses declares the answers the runtime writes itself, for each code the operation
+// does not declare.
+func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operation) {
+	stripe := op.Settings.Profile == model.ProfileStripe
+	type answer struct {
+		code, desc string
+		retry      bool
+	}
+	answers := []answer{
+		{"400", "The idempotency key is missing or malformed (key-missing, key-invalid), or the request does not match its schema (body-invalid); nothing ran and nothing was stored.", false},
+		{"409", "A request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key.", true},
+		{"413", "The body is larger than the operation accepts (body-too-large); nothing ran.", false},
+		{"415", "The Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran.", false},
+		{"422", "The idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request.", false},
+		{"429", "Too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds.", true},
+		{"503", "The idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key.", true},
+	}
+	if stripe {
+		answers[0].desc = "The idempotency key is malformed, the key was used with other parameters (idempotency_error), or the request does not match its schema: nothing ran."
+		answers = slices.DeleteFunc(answers, func(x answer) bool { return x.code == "422" })
+	}
+	if op.Settings.Key.FirstSent != "" {
+		answers = append(answers, answer{"412", "The first attempt (" + op.Settings.Key.FirstSent + ") is older than the server keeps requests for (key-expired): send a new request with a new key.", false})
+	}
+	for _, x := range answers {
+		if kop.Responses.Value(x.code) != nil {
+			continue
+		}
+		mt, ref := a.errorSchema(stripe)
+		resp := &openapi3.Response{Description: &x.desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
+		if x.retry {
+			resp.Headers = openapi3.Headers{retryAfterHeader: &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+				Description: "Seconds to wait before retrying (RFC 9110 section 10.2.3).",
+				Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}}}}}}}
+		}
+		kop.Responses.Set(x.code, &openapi3.ResponseRef{Value: resp})
+	}
+}
+
+// errorSchema adds (once) the component schema of the runtime's errors and returns its media
+// type and component name: RFC 9457 problem details, or Stripe's error envelope.
+func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
+	kind, want, mt := "problem", "IdempotencyProblem", "application/problem+json"
+	if stripe {
+		kind, want, mt = "stripe", "IdempotencyStripeError", "application/json"
+	}
+	if n, ok := a.schemas[kind]; ok {
+		return mt, n
+	}
+	if a.doc.Components == nil {
+		a.doc.Components = &openapi3.Components{}
+	}
+	if a.doc.Components.Schemas == nil {
+		a.doc.Components.Schemas = openapi3.Schemas{}
+	}
+	name = want
+	for i := 2; a.doc.Components.Schemas[name] != nil; i++ {
+		name = want + strconv.Itoa(i)
+	}
+	str := func(desc string) *openapi3.SchemaRef {
+		return &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: desc}}
+	}
+	var s *openapi3.Schema
+	if stripe {
+		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"error"},
+			Description: "Stripe's error envelope, as the runtime writes it under profile stripe (runtime.StripeErrors).",
+			Properties: openapi3.Schemas{"error": {Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "message"},
+				Properties: openapi3.Schemas{
+					"type":    str("invalid_request_error, idempotency_error or api_error"),
+					"code":    str("idempotency_key_in_use for a key still in progress, rate_limit"),
+					"message": str("what went wrong, for people"),
+					"param":   str("the parameter at fault, in Stripe's bracket form (metadata[order_id]), or Idempotency-Key"),
+					"doc_url": str("a page about the error"),
+				}}}}}
+	} else {
+		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "title", "status"},
+			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, payload-mismatch, key-expired, body-too-large, media-type-unsupported, rate-limited, store-unavailable).",
+			Properties: openapi3.Schemas{
+				"type":    &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Format: "uri", Description: "the problem's URI: a base followed by its name"}},
+				"title":   str("the problem's title"),
+				"status":  &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}, Description: "the HTTP status code"}},
+				"detail":  str("what went wrong with this request"),
+				"pointer": str("for body-invalid, the JSON pointer of the member at fault"),
+			}}
+	}
+	a.doc.Components.Schemas[name] = &openapi3.SchemaRef{Value: s}
+	a.schemas[kind] = name
+	return mt, name
+}
+
+// speakeasyRetries is the x-speakeasy-retries policy of the client contract (docs/client.md):
+// retry 409 (in flight) and 503 (store unavailable) and connection errors with full-jitter
+// exponential backoff from 250 ms, at most 30 s a wait, giving up well before the key's
+// retention ends (half of it, at most an hour).
+func speakeasyRetries(s model.Settings) map[string]any {
+	elapsed := min(s.Retention/2, time.Hour)
+	return map[string]any{
+		"strategy": "backoff",
+		"backoff": map[string]any{
+			"initialInterval": 250,
+			"maxInterval":     30000,
+			"maxElapsedTime":  elapsed.Milliseconds(),
+			"exponent":        2,
+		},
+		"statusCodes":           []string{"409", "503"},
+		"retryConnectionErrors": true,
+	}
+}
+
+// snakeName is a header's parameter name for Fern's SDKs: Idempotency-Key is idempotency_key.
+func snakeName(header string) string {
+	return strings.ToLower(strings.ReplaceAll(header, "-", "_"))
+}

@@ -1,0 +1,162 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/internal/model"
+)
+
+// TestAnnotatedSpecRoundTrips: the spec idemgen spec writes loads and validates (kin-openapi's
+// Validate, as SDK generators check a document), and idemgen reads the same operations from it
+// with the same settings, without --infer or a config, in both formats. Its additions are there:
+// the key header with its rules, Idempotent-Replayed on stored responses, the error responses
+// with the error schema in use, and the other tools' annotations.
+func TestAnnotatedSpecRoundTrips(t *testing.T) {
+	const dir = "../../testdata/specs/"
+	for _, opts := range []Options{
+		{Path: dir + "petstore.yaml"},
+		{Path: dir + "body-key.yaml"},
+		{Path: dir + "lease.yaml"},
+		{Path: dir + "repeatable.yaml"},
+		{Path: dir + "stripe-profile.yaml"},
+		{Path: dir + "nullable31.yaml"},
+		{Path: dir + "form.yaml"},
+		{Path: dir + "oneof-key.yaml", ConfigPath: dir + "oneof-key.config.yaml"},
+		{Path: dir + "round3/treasury.yaml", ConfigPath: dir + "round3/treasury.stainless.yaml"},
+		{Path: dir + "round3/annotations.yaml"},
+		{Path: dir + "vendor/adyen-checkout-v71.json", Infer: true},
+	} {
+		for _, format := range []string{"yaml", "json"} {
+			t.Run(filepath.Base(opts.Path)+"."+format, func(t *testing.T) {
+				if testing.Short() && strings.Contains(opts.Path, "vendor") {
+					t.Skip("a vendor spec")
+				}
+				res := load(t, opts)
+				if errs := errorsOf(res.Diags); len(errs) > 0 {
+					t.Fatal(errs)
+				}
+				out, err := Annotate(res, format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := writeFile(t, "annotated."+format, string(out))
+
+				// It is a valid OpenAPI document.
+				loader := openapi3.NewLoader()
+				doc, err := loader.LoadFromFile(path)
+				if err != nil {
+					t.Fatalf("the annotated spec does not load: %v", err)
+				}
+				if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+					t.Fatalf("the annotated spec does not validate: %v", err)
+				}
+
+				// idemgen reads the same operations, with the same settings, from its own marks.
+				again := load(t, Options{Path: path})
+				if errs := errorsOf(again.Diags); len(errs) > 0 {
+					t.Fatalf("reading the annotated spec: %v", errs)
+				}
+				if len(again.Doc.Operations) != len(res.Doc.Operations) {
+					t.Fatalf("%d operations, want %d", len(again.Doc.Operations), len(res.Doc.Operations))
+				}
+				for i, op := range res.Doc.Operations {
+					got := again.Doc.Operations[i]
+					if got.Method != op.Method || got.Path != op.Path || got.ID != op.ID || got.Mark != model.MarkSpec {
+						t.Errorf("operation %d: %s %s %s (%s), want %s %s %s", i, got.Method, got.Path, got.ID, got.Mark, op.Method, op.Path, op.ID)
+					}
+					if a, b := settingsValue(got.Settings), settingsValue(op.Settings); !equalJSON(t, a, b) {
+						t.Errorf("%s: settings\n%v\nwant\n%v", op.ID, a, b)
+					}
+				}
+
+				// What it adds.
+				for _, op := range res.Doc.Operations {
+					kop := doc.Paths.Find(op.Path).GetOperation(op.Method)
+					if op.Settings.Key.Carrier == model.CarrierHeader {
+						var key *openapi3.Parameter
+						for _, p := range kop.Parameters {
+							if strings.EqualFold(p.Value.Name, op.Settings.Key.Header) {
+								key = p.Value
+							}
+						}
+						if key == nil || key.Required != op.Settings.Key.Required || key.Schema.Value.MinLength != uint64(op.Settings.Key.MinLength) ||
+							*key.Schema.Value.MaxLength != uint64(op.Settings.Key.MaxLength) || key.Schema.Value.Pattern != op.Settings.Key.Pattern {
+							t.Errorf("%s: key parameter %+v", op.ID, key)
+						}
+						if kop.Extensions[extFernIdempotent] != true || doc.Extensions[extFernHeaders] == nil {
+							t.Errorf("%s: no Fern annotations", op.ID)
+						}
+					}
+					retries, _ := kop.Extensions[extSpeakeasyRetry].(map[string]any)
+					if codes, _ := retries["statusCodes"].([]any); len(codes) != 2 || codes[0] != "409" || codes[1] != "503" {
+						t.Errorf("%s: x-speakeasy-retries %v", op.ID, kop.Extensions[extSpeakeasyRetry])
+					}
+					mismatch := "422"
+					mt := "application/problem+json"
+					if op.Settings.Profile == model.ProfileStripe {
+						mismatch, mt = "400", "application/json"
+					}
+					for _, code := range []string{"400", "409", mismatch, "429", "503"} {
+						r := kop.Responses.Value(code)
+						if r == nil {
+							t.Errorf("%s: no %s response", op.ID, code)
+							continue
+						}
+						if _, own := res.src.doc.Paths.Find(op.Path).GetOperation(op.Method).Responses.Map()[code]; own {
+							continue // the operation's own answer, left as written
+						}
+						if r.Value.Content[mt] == nil {
+							t.Errorf("%s: the %s response has no %s content", op.ID, code, mt)
+						}
+						if (code == "409" || code == "503") && r.Value.Headers[retryAfterHeader] == nil {
+							t.Errorf("%s: the %s response declares no Retry-After", op.ID, code)
+						}
+					}
+					if (kop.Responses.Value("412") != nil) != (op.Settings.Key.FirstSent != "") {
+						t.Errorf("%s: a 412 response only where Repeatability-First-Sent is checked", op.ID)
+					}
+					replayed := 0
+					for code, r := range kop.Responses.Map() {
+						if r.Value.Headers[replayedHeader] != nil {
+							replayed++
+							if !stored(code, op.Settings.Replay.Statuses) {
+								t.Errorf("%s: %s is never replayed but declares %s", op.ID, code, replayedHeader)
+							}
+						}
+					}
+					if replayed == 0 {
+						t.Errorf("%s: no response declares %s", op.ID, replayedHeader)
+					}
+				}
+			})
+		}
+	}
+}
+
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	return mustJSON(t, a) == mustJSON(t, b)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestAnnotateRefusesADocumentWithErrors: nothing is written for a document with errors.
+func TestAnnotateRefusesADocumentWithErrors(t *testing.T) {
+	res := load(t, Options{Path: "../../testdata/specs/round3/duplicate-ids.yaml"})
+	if _, err := Annotate(res, "yaml"); err == nil {
+		t.Fatal("annotated a document with errors")
+	}
+}
