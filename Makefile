@@ -51,6 +51,26 @@ fuzz-adapters: ## the adapters' differential fuzzers: echo's and gin's JSON and 
 	for m in adapters/echo adapters/gin; do for f in FuzzBindJSON FuzzBindForm; do \
 		(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) || exit 1; done; done
 
+# Every fuzzer, as package:Name. Their seed corpora run as plain tests in `make test` (CI's short
+# mode); `make fuzz` mutates each for FUZZTIME.
+FUZZERS := \
+	./golden/conformance:FuzzReencodedBody \
+	./golden/form:FuzzReencodedForm \
+	./golden/multipart:FuzzReencodedMultipart \
+	./golden/conformance:FuzzCreatePaymentBody \
+	./runtime/canonical:FuzzCanonical \
+	./runtime/canonical:FuzzVariants \
+	./runtime/canonical:FuzzForm \
+	./runtime/gen:FuzzFormTree \
+	./runtime/gen:FuzzMultipart \
+	./internal/spec:FuzzLoad
+
+fuzz: ## run every fuzzer for FUZZTIME each (default 60s): the middleware's differential fuzzers first
+	@set -e; for f in $(FUZZERS); do \
+		pkg=$${f%%:*}; name=$${f##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh
 

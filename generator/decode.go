@@ -36,14 +36,6 @@ func (p *plan) emitDecoders(f *jen.File) {
 			p.emitStructDecoder(f, t)
 		}
 	}
-	if p.needSegMatch {
-		emitMatchSegment(f)
-		f.Comment("segmentMatches reports whether matchSegment accepts seg.")
-		f.Func().Id("segmentMatches").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Bool().Block(
-			jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("matchSegment").Call(jen.Id("seg"), jen.Id("lits").Op("...")),
-			jen.Return(jen.Id("ok")),
-		)
-	}
 }
 
 // emitDecodeOp writes decode<Op>(in).
@@ -226,11 +218,18 @@ func (p *plan) emitStructDecoder(f *jen.File, t *tinfo) {
 		n := len(t.fields)
 		seenDecl(grp, n)
 		var other jen.Code
+		names := declaredNames(t)
+		addl := func(b *jen.Group) {
+			if len(names) > 0 {
+				b.Add(dec()).Dot("Undeclared").Call(names...)
+			}
+			p.decodeAddl(b, t)
+		}
 		switch {
 		case t.addl != nil:
-			other = jen.BlockFunc(func(b *jen.Group) { p.decodeAddl(b, t) })
+			other = jen.BlockFunc(addl)
 		case t.extra != "":
-			other = dec().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
+			other = dec().Dot("Unknown").Call(append([]jen.Code{jen.Op("&").Id("v").Dot(t.extra)}, names...)...)
 		default:
 			other = dec().Dot("Reject").Call()
 		}
@@ -246,7 +245,7 @@ func (p *plan) emitStructDecoder(f *jen.File, t *tinfo) {
 					sw.Case(jen.Lit(fl.p.Name)).BlockFunc(func(cg *jen.Group) { p.decodeField(cg, fl, first) })
 				}
 				if t.addl != nil {
-					sw.Default().BlockFunc(func(b *jen.Group) { p.decodeAddl(b, t) })
+					sw.Default().BlockFunc(addl)
 				} else {
 					sw.Default().Add(other)
 				}
@@ -256,6 +255,16 @@ func (p *plan) emitStructDecoder(f *jen.File, t *tinfo) {
 		requiredCalls(grp, dec(), n, required)
 	})
 	f.Line()
+}
+
+// declaredNames are the names of t's declared members as literals, for Undeclared: an
+// undeclared member equal to one of them up to letter case is refused.
+func declaredNames(t *tinfo) []jen.Code {
+	var out []jen.Code
+	for _, fl := range t.fields {
+		out = append(out, jen.Lit(fl.p.Name))
+	}
+	return out
 }
 
 // decodeAddl decodes an undeclared member into the typed additionalProperties map, allocated on

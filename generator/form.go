@@ -283,14 +283,18 @@ func (p *plan) emitTreeDecoder(f *jen.File, t *tinfo) {
 		bits, required := fieldBits(t)
 		n := len(t.fields)
 		seenDecl(grp, n)
+		names := declaredNames(t)
 		other := func(b *jen.Group) {
 			switch {
 			case t.addl != nil:
+				if len(names) > 0 {
+					b.Add(ft()).Dot("Undeclared").Call(names...)
+				}
 				m := jen.Id("v").Dot(t.extra)
 				b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(t.addl.code()).Values())
 				p.treeEntry(b, t.addl, m, 1)
 			case t.extra != "":
-				b.Add(ft()).Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra))
+				b.Add(ft()).Dot("Unknown").Call(append([]jen.Code{jen.Op("&").Id("v").Dot(t.extra)}, names...)...)
 			default:
 				b.Add(ft()).Dot("Reject").Call()
 			}
@@ -472,9 +476,13 @@ func (p *plan) emitFormBody(grp *jen.Group, o *opPlan) {
 			convert(cb, fl.t, jen.Id("f").Dot("Once").Call(seen...), jen.Id("f"), dst)
 		}
 	}
+	names := declaredNames(t)
 	other := func(b *jen.Group) {
-		if t.s.ClosedObject {
+		switch {
+		case t.s.ClosedObject:
 			b.Id("f").Dot("Reject").Call()
+		case len(names) > 0:
+			b.Id("f").Dot("Undeclared").Call(names...)
 		}
 	}
 	byBase := func(b *jen.Group) {
@@ -486,7 +494,7 @@ func (p *plan) emitFormBody(grp *jen.Group, o *opPlan) {
 			for _, i := range arrays {
 				sw.Case(jen.Lit(t.fields[i].p.Name)).BlockFunc(func(cb *jen.Group) { field(cb, i) })
 			}
-			if t.s.ClosedObject {
+			if t.s.ClosedObject || len(names) > 0 {
 				sw.Default().BlockFunc(other)
 			}
 		})
@@ -500,7 +508,7 @@ func (p *plan) emitFormBody(grp *jen.Group, o *opPlan) {
 			for _, i := range exact {
 				sw.Case(jen.Lit(t.fields[i].p.Name)).BlockFunc(func(cb *jen.Group) { field(cb, i) })
 			}
-			if len(arrays) > 0 || t.s.ClosedObject {
+			if len(arrays) > 0 || t.s.ClosedObject || len(names) > 0 {
 				sw.Default().BlockFunc(byBase)
 			}
 		})

@@ -171,10 +171,8 @@ type plan struct {
 	// canonicalizers, in first-use order.
 	named  []*tinfo
 	canons []*canonFunc
-	// routes are the ServeMux registrations, overlapping operations grouped; needSegMatch: a
-	// group dispatcher tests a mixed segment (segmentMatches helper).
-	routes       []*route
-	needSegMatch bool
+	// routes are the ServeMux registrations, overlapping operations grouped.
+	routes []*route
 	// errorWriters are the ProblemWriters of errors mappings (errors.go), in first-use order.
 	errorWriters []*keyedWriter
 }
@@ -233,7 +231,7 @@ func newPlanner(doc *model.Document, opts Options) *planner {
 	return &planner{
 		plan:           &plan{opts: opts},
 		doc:            doc,
-		names:          newNamer("Operations", "Register", "Handlers", "operationHandler", "matchSegment", "segmentMatches"),
+		names:          newNamer("Operations", "Register", "Handlers", "operationHandler"),
 		types:          map[*model.Schema]*tinfo{},
 		cyclic:         map[*model.Schema]bool{},
 		keyProps:       map[*model.Property]bool{},

@@ -118,30 +118,3 @@ func (p *plan) emitHandler(f *jen.File, o *opPlan) {
 	)
 	f.Line()
 }
-
-// emitMatchSegment writes the helper that splits a path segment such as "CA123.json" around
-// its literal pieces ("", ".json"). It is emitted only when some path needs it.
-func emitMatchSegment(f *jen.File) {
-	f.Comment("matchSegment splits one path segment into parameter values around the literal pieces lits")
-	f.Comment("(one more than there are parameters): each value ends at the first occurrence of the next")
-	f.Comment("literal, the last one at the suffix. ok is false when a literal does not match or a value is")
-	f.Comment("empty; the wrapper then answers 404, as ServeMux would for a path it does not know.")
-	f.Func().Id("matchSegment").Params(jen.Id("seg").String(), jen.Id("lits").Op("...").String()).Params(jen.Id("vals").Index().String(), jen.Id("ok").Bool()).Block(
-		jen.Id("last").Op(":=").Id("lits").Index(jen.Len(jen.Id("lits")).Op("-").Lit(1)),
-		jen.If(jen.Op("!").Qual("strings", "HasPrefix").Call(jen.Id("seg"), jen.Id("lits").Index(jen.Lit(0))).Op("||").
-			Len(jen.Id("seg")).Op("<").Len(jen.Id("lits").Index(jen.Lit(0))).Op("+").Len(jen.Id("last")).Op("||").
-			Op("!").Qual("strings", "HasSuffix").Call(jen.Id("seg"), jen.Id("last"))).Block(
-			jen.Return(jen.Nil(), jen.False()),
-		),
-		jen.Id("rest").Op(":=").Id("seg").Index(jen.Len(jen.Id("lits").Index(jen.Lit(0))).Op(":").Len(jen.Id("seg")).Op("-").Len(jen.Id("last"))),
-		jen.For(jen.List(jen.Id("_"), jen.Id("lit")).Op(":=").Range().Id("lits").Index(jen.Lit(1).Op(":").Len(jen.Id("lits")).Op("-").Lit(1))).Block(
-			jen.Id("i").Op(":=").Qual("strings", "Index").Call(jen.Id("rest"), jen.Id("lit")),
-			jen.If(jen.Id("i").Op("<=").Lit(0)).Block(jen.Return(jen.Nil(), jen.False())),
-			jen.Id("vals").Op("=").Append(jen.Id("vals"), jen.Id("rest").Index(jen.Op(":").Id("i"))),
-			jen.Id("rest").Op("=").Id("rest").Index(jen.Id("i").Op("+").Len(jen.Id("lit")).Op(":")),
-		),
-		jen.If(jen.Id("rest").Op("==").Lit("")).Block(jen.Return(jen.Nil(), jen.False())),
-		jen.Return(jen.Append(jen.Id("vals"), jen.Id("rest")), jen.True()),
-	)
-	f.Line()
-}

@@ -58,7 +58,7 @@ func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 			}
 			sw.Default().BlockFunc(func(d *jen.Group) {
 				if t.extra != "" && t.addl == nil {
-					d.Add(m().Dot("Unknown").Call(jen.Op("&").Id("v").Dot(t.extra)))
+					d.Add(m().Dot("Unknown").Call(append([]jen.Code{jen.Op("&").Id("v").Dot(t.extra)}, declaredNames(t)...)...))
 				} else {
 					d.Add(m().Dot("Reject").Call())
 				}

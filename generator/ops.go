@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	runtimegen "github.com/idemgen/idemgen/runtime/gen"
 )
 
 // opPlan is everything decided about one operation before emission.
@@ -669,26 +670,15 @@ func (g *planner) planRoute(o *opPlan) {
 	o.pattern = o.op.Method + " " + pattern
 }
 
-// splitSegment splits "{a}.{b}.json" into literals ["", ".", ".json"] and params [a b].
+// splitSegment splits "{a}.{b}.json" into literals ["", ".", ".json"] and params [a b], with
+// the runtime's template parser (runtime/gen), so that generated code and the runtime read a
+// path alike.
 func splitSegment(seg string) (lits, params []string, ok bool) {
-	rest := seg
-	for {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			if strings.Contains(rest, "}") {
-				return nil, nil, false
-			}
-			lits = append(lits, rest)
-			return lits, params, true
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 || strings.Contains(rest[:i], "}") {
-			return nil, nil, false
-		}
-		lits = append(lits, rest[:i])
-		params = append(params, rest[i+1:i+j])
-		rest = rest[i+j+1:]
+	s, ok := runtimegen.ParseSegment(seg)
+	if !ok {
+		return nil, nil, false
 	}
+	return s.Pieces, s.Params, true
 }
 
 // binary reports whether s is a file in a multipart body: a string of format binary (OpenAPI

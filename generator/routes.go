@@ -79,6 +79,9 @@ func (g *planner) planRoutes() {
 	for {
 		i, j := firstConflict(routes)
 		if i < 0 {
+			i, j = firstShadow(routes)
+		}
+		if i < 0 {
 			break
 		}
 		m, ok := g.merge(routes[i], routes[j])
@@ -94,15 +97,6 @@ func (g *planner) planRoutes() {
 		routes = append(routes[:j], routes[j+1:]...)
 	}
 	g.routes = routes
-	for _, r := range routes {
-		for i, p := range r.parts {
-			for _, o := range r.members {
-				if p == "" && len(r.members) > 1 && o.parts[i].lits != nil {
-					g.needSegMatch = true
-				}
-			}
-		}
-	}
 }
 
 // invalidPattern returns why ServeMux refuses pattern on its own, or "".
@@ -145,6 +139,39 @@ func firstConflict(routes []*route) (int, int) {
 		}
 	}
 	return -1, -1
+}
+
+// firstShadow returns a group route and another route (i < j) that ServeMux would hold
+// together although some path matches both, or -1, -1. The group's pattern has wildcards
+// wherever its members differ, so a route more specific than that pattern (and so no conflict
+// for ServeMux) would take paths that one of the members should win: "/{t}/accounts/{r}.csv"
+// beside a group "/{a}/{b}/{c}" holding "/{t}/accounts/close". Such a route joins the group,
+// whose dispatcher orders all members by specificity.
+func firstShadow(routes []*route) (int, int) {
+	for j := range routes {
+		for i := range routes {
+			if i == j || len(routes[i].members) < 2 && len(routes[j].members) < 2 {
+				continue
+			}
+			a, b := routes[i], routes[j]
+			if a.method == b.method && len(a.parts) == len(b.parts) && a.trail == b.trail && overlap(a.parts, b.parts) {
+				return min(i, j), max(i, j)
+			}
+		}
+	}
+	return -1, -1
+}
+
+// overlap reports whether some path matches both patterns' segments: at every position a
+// wildcard on either side, or the same literal.
+func overlap(a, b []string) bool {
+	for i := range a {
+		wa, wb := a[i] == "" || strings.HasPrefix(a[i], "{"), b[i] == "" || strings.HasPrefix(b[i], "{")
+		if !wa && !wb && a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // merge makes one group route of a and b: literal where every member has the same literal,
@@ -249,7 +276,7 @@ func (p *plan) emitMemberCase(sw *jen.Group, r *route, o *opPlan) {
 			for _, l := range p.lits {
 				args = append(args, jen.Lit(l))
 			}
-			cond = cond.Op("&&").Id("segmentMatches").Call(args...)
+			cond = cond.Op("&&").Qual(pkgGen, "SegmentMatches").Call(args...)
 			sets = append(sets, jen.Id("r").Dot("SetPathValue").Call(jen.Lit(p.wild), val.Clone()))
 		default:
 			sets = append(sets, jen.Id("r").Dot("SetPathValue").Call(jen.Lit(p.wild), val.Clone()))

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -74,12 +75,16 @@ func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h han
 	if x.key == "" {
 		done, released = OutcomeUnguarded, OutcomeUnguarded
 	}
-	if h.failure != nil || !x.op.isFinal(h.resp.Status) {
+	if h.failure != nil || h.foreign != nil || !x.op.isFinal(h.resp.Status) {
 		if err := x.storeCall(ctx, spanComplete, 0, tx.Abort); err != nil {
 			return x.storeFailed(err)
 		}
 		if h.failure != nil {
 			return x.handlerFailed(h.failure.err, h.failure.stack)
+		}
+		if h.foreign != nil {
+			// Not the operation's answer (Middleware): delivered as it is, never stored.
+			return result{outcome: released, resp: h.resp, err: h.foreign}
 		}
 		return result{outcome: released, resp: h.resp}
 	}
@@ -92,9 +97,12 @@ func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h han
 }
 
 // handled is what a handler did: its response, or its failure (an error or a recovered panic).
+// foreign is set when the response is not the operation's own (a router's 404 in front of
+// which the Middleware ran): it is delivered but never stored.
 type handled struct {
 	resp    Response
 	failure *handlerError
+	foreign *foreignResponse
 }
 
 // handlerError is a handler that returned an error or panicked (stack set).
@@ -119,7 +127,10 @@ func callHandler[DB any](ctx context.Context, x *exchange, db DB, fn func(contex
 		endSpan(span, err)
 	}()
 	resp, err := fn(ctx, db)
+	var foreign *foreignResponse
 	switch {
+	case errors.As(err, &foreign):
+		return handled{resp: foreign.resp, foreign: foreign}
 	case err != nil:
 		return handled{failure: &handlerError{err: err}}
 	case resp.Status == 0:

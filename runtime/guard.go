@@ -1,11 +1,8 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -63,12 +60,6 @@ func (g *GuardRoute) Operation() *Operation { return g.candidates[0].Operation }
 // the transaction rolled back, the key released, and the error logged.
 type Exec func(w http.ResponseWriter, r *http.Request) error
 
-// ErrNoResponse is the error of a request whose handler wrote nothing (no status, no body): a
-// response the handler did not produce is never stored, so the request fails with 500 problem
-// `internal` and its key is free for the retry. An explicit WriteHeader with an empty body is
-// a response.
-var ErrNoResponse = errors.New("the handler wrote no response (no status, no body)")
-
 // NewGuard returns the Guard of routes (the generated Routes function) on rt. It fails when
 // routes hold an operation twice, or when rt's store cannot run DB writes in its transactions.
 func NewGuard[DB any](rt *Runtime, routes []Route) (*Guard[DB], error) {
@@ -99,7 +90,7 @@ func NewGuard[DB any](rt *Runtime, routes []Route) (*Guard[DB], error) {
 	}
 	for _, gr := range g.byShape {
 		sort.SliceStable(gr.candidates, func(i, j int) bool {
-			return paramLiterals(gr.candidates[i].Operation.Path) > paramLiterals(gr.candidates[j].Operation.Path)
+			return paramLiterals(&gr.candidates[i].ep.tmpl) > paramLiterals(&gr.candidates[j].ep.tmpl)
 		})
 	}
 	empty := map[patternKey]*GuardRoute{}
@@ -149,9 +140,11 @@ func (g *Guard[DB]) RouteByID(id string) *GuardRoute { return g.byID[id] }
 // stored), the key, then the state machine of the operation's mode. When the request runs,
 // exec runs the framework's handler chain (see Exec); its response is stored when final and
 // written to w, as are replays and the runtime's problems. A concurrent duplicate never reaches
-// exec. The request exec gets carries only the query parameters the operation declares (and
-// the fingerprint covers): the others are removed, since frameworks' form binders merge the
-// query into the body's fields.
+// exec. The request exec gets is the one Middleware hands its wrapped handler: its body is a
+// re-encoding of the body as the operation's decoder read it (gen.Input.ReencodedBody), so the
+// framework's binders read what the fingerprint covers, and it carries only the query
+// parameters the operation declares (the others are removed, since frameworks' form binders
+// merge the query into the body's fields).
 //
 // params are the values the router matched for the route's path parameters, one per
 // parameter segment in order (echo's c.ParamValues(), the values of gin's c.Params): they are
@@ -169,12 +162,17 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 		return
 	}
 	tr := route.pick(params)
-	if params != nil && len(params) != paramSegments(tr.Operation.Path) {
+	if params != nil && len(params) != paramSegments(&tr.ep.tmpl) {
 		params = nil
 	}
 	serveRouted(w, r, g.rt, tr.ep, params, func(in *gen.Input) (runner, error) {
+		in.Reencode()
 		if err := tr.Decode(in); err != nil {
 			return nil, err
+		}
+		body, contentType := in.ReencodedBody()
+		run := func(exec Exec, ctx context.Context) (Response, error) {
+			return execute(exec, handedOn(r, ctx, tr.Operation, body, contentType))
 		}
 		return func(ctx context.Context, x *exchange) result {
 			x.confirm = true
@@ -182,7 +180,7 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 				return runLease(ctx, x, g.st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
 					c := &completion[DB]{}
 					ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
-					resp, err := execute(exec, x.op, r, x.body, ctx)
+					resp, err := run(exec, ctx)
 					if err != nil {
 						return nil, err
 					}
@@ -192,7 +190,7 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 				})
 			}
 			return runAtomic(ctx, x, g.st, func(ctx context.Context, db DB) (Response, error) {
-				return execute(exec, x.op, r, x.body, context.WithValue(ctx, txKey{}, db))
+				return run(exec, context.WithValue(ctx, txKey{}, db))
 			})
 		}, nil
 	})
@@ -203,7 +201,7 @@ func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRo
 func (g *GuardRoute) pick(params []string) *tableRoute {
 	if len(g.candidates) > 1 && params != nil {
 		for _, c := range g.candidates {
-			if routedFits(c.Operation.Path, params) {
+			if c.ep.tmpl.Match(routedSegments(&c.ep.tmpl, params), false) {
 				return c
 			}
 		}
@@ -211,20 +209,14 @@ func (g *GuardRoute) pick(params []string) *tableRoute {
 	return g.candidates[0]
 }
 
-// execute runs exec on a copy of r that carries ctx, the request's body and only the query
-// parameters op declares, and returns what it wrote; nothing written is ErrNoResponse.
-func execute(exec Exec, op *Operation, r *http.Request, body []byte, ctx context.Context) (Response, error) {
-	r2 := r.WithContext(ctx)
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.ContentLength = int64(len(body))
-	if r.URL.RawQuery != "" {
-		r2.URL = declaredQuery(r.URL, op.Query)
-	}
+// execute runs exec on r2 (handedOn) and returns what it wrote; nothing written is
+// ErrNoResponse.
+func execute(exec Exec, r2 *http.Request) (Response, error) {
 	rec := &recorder{header: http.Header{}}
 	if err := exec(rec, r2); err != nil {
 		return Response{}, err
 	}
-	if rec.status == 0 {
+	if !rec.wrote {
 		return Response{}, ErrNoResponse
 	}
 	return Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
@@ -270,10 +262,10 @@ func routeShape(p string) string {
 }
 
 // paramSegments counts the template's segments that hold parameters.
-func paramSegments(template string) int {
+func paramSegments(t *gen.Template) int {
 	n := 0
-	for seg := range strings.SplitSeq(strings.Trim(template, "/"), "/") {
-		if strings.Contains(seg, "{") {
+	for _, s := range t.Segments() {
+		if !s.Literal() {
 			n++
 		}
 	}
@@ -283,71 +275,36 @@ func paramSegments(template string) int {
 // paramLiterals is the length of the literal text in the template's parameter segments: of
 // two operations with one route shape, the one with more literal text is tried first
 // ("{id}:cancel" before "{id}").
-func paramLiterals(template string) int {
+func paramLiterals(t *gen.Template) int {
 	n := 0
-	for seg := range strings.SplitSeq(strings.Trim(template, "/"), "/") {
-		if !strings.Contains(seg, "{") {
+	for _, s := range t.Segments() {
+		if s.Literal() {
 			continue
 		}
-		for seg != "" {
-			open := strings.IndexByte(seg, '{')
-			if open < 0 {
-				n += len(seg)
-				break
-			}
-			n += open
-			end := strings.IndexByte(seg[open:], '}')
-			if end < 0 {
-				break
-			}
-			seg = seg[open+end+1:]
+		for _, p := range s.Pieces {
+			n += len(p)
 		}
 	}
 	return n
 }
 
-// routedFits reports whether the router's values, one per parameter segment of template, fit
-// the template's segments (splitSegment: literal text around the parameters, no value empty).
-func routedFits(template string, params []string) bool {
+// routedSegments returns the path segments of a request an adapter routed: the template's
+// literal segments as they are, and in its parameter segments the router's values, one per
+// parameter segment in order (Guard.Serve has checked their number). Template.Match of them
+// tells whether the values fit (literal text around parameters, no empty value); pathValue
+// reads the values from them as the router decoded them, so the handler reads the same.
+func routedSegments(t *gen.Template, params []string) []string {
+	segs := make([]string, t.Len())
 	k := 0
-	for seg := range strings.SplitSeq(strings.Trim(template, "/"), "/") {
-		if !strings.Contains(seg, "{") {
+	for i, s := range t.Segments() {
+		if s.Literal() {
+			segs[i] = s.Pieces[0]
 			continue
 		}
-		if k >= len(params) {
-			return false
-		}
-		if _, _, ok := splitSegment(seg, params[k]); !ok {
-			return false
+		if k < len(params) {
+			segs[i] = params[k]
 		}
 		k++
 	}
-	return k == len(params)
-}
-
-// routedValue returns the path parameter name from the router's values (exchange.params), as
-// the router decoded them: the handler reads the same value.
-func (x *exchange) routedValue(name string) string {
-	k := 0
-	for seg := range strings.SplitSeq(strings.Trim(x.op.Path, "/"), "/") {
-		if !strings.Contains(seg, "{") {
-			continue
-		}
-		if k >= len(x.params) {
-			return ""
-		}
-		if strings.Contains(seg, "{"+name+"}") {
-			names, vals, ok := splitSegment(seg, x.params[k])
-			if !ok {
-				return ""
-			}
-			for j, n := range names {
-				if n == name {
-					return vals[j]
-				}
-			}
-		}
-		k++
-	}
-	return ""
+	return segs
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -52,10 +51,11 @@ type exchange struct {
 	// calledOut: a lease-mode call phase has run, so its external effect may have happened
 	// and no store failure may be answered as "not processed".
 	calledOut bool
-	// params are the path parameter values the router matched, one per parameter segment of
-	// the operation's template, when an adapter gives them (Guard.Serve); nil: they are found
-	// in the request's path by the template.
-	params []string
+	// tmpl is the operation's path template and segs the request's decoded path segments
+	// (pathValue); for a request an adapter routed (Guard.Serve), segs are the template's
+	// segments with the router's values in its parameter segments.
+	tmpl *gen.Template
+	segs []string
 }
 
 // id is the record the request's key names.
@@ -96,9 +96,19 @@ func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, de
 	serveRouted(w, r, rt, ep, nil, decode)
 }
 
-// serveRouted is serve with the path parameter values the router matched (exchange.params).
+// serveRouted is serve with the path parameter values the router matched, one per parameter
+// segment of the operation's template (Guard.Serve); nil: they are found in the request's path
+// by the template. A value that does not fit its segment (the literal text of "{id}:cancel",
+// an empty value) is not this operation: 404.
 func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, params []string, decode func(*gen.Input) (runner, error)) {
-	x := &exchange{rt: rt, op: ep.op, r: r, params: params, prof: rt.profileOf(ep.op)}
+	x := &exchange{rt: rt, op: ep.op, r: r, tmpl: &ep.tmpl, prof: rt.profileOf(ep.op)}
+	if params != nil {
+		x.segs = routedSegments(&ep.tmpl, params)
+		if !ep.tmpl.Match(x.segs, false) {
+			http.NotFound(w, r)
+			return
+		}
+	}
 	if !x.pathMatches() {
 		// Only a mixed segment's literal text can differ: the router matched the rest.
 		http.NotFound(w, r)
@@ -134,14 +144,15 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 // endpoint is an operation as the HTTP layer serves it, with what is made once per operation
 // rather than once per request.
 type endpoint struct {
-	op *Operation
+	op   *Operation
+	tmpl gen.Template // op.Path
 	// spanStart are the request span's start options: its kind, and the operation and mode as
 	// attributes, so that a Sampler sees them.
 	spanStart []trace.SpanStartOption
 }
 
 func newEndpoint(op *Operation) *endpoint {
-	return &endpoint{op: op, spanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
+	return &endpoint{op: op, tmpl: gen.ParseTemplate(op.Path), spanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String()))}}
 }
 
@@ -355,53 +366,28 @@ func (x *exchange) keyWhere() string {
 	return "The idempotency key at " + x.op.Key.BodyPointer
 }
 
-// pathValue returns the path parameter name of the request, found by matching the operation's
-// path template against the end of the request's escaped path, so that it does not depend on
-// the router (a prefix a router strips or adds does not matter): the fingerprint is the same
-// through a generated handler on http.ServeMux, on chi, or through the Middleware.
+// pathValue returns the value of the path parameter name of the request, found by matching
+// the operation's path template against the end of the request's percent-decoded path
+// segments (runtime/gen's template matcher), so that it does not depend on the router (a prefix
+// a router strips or adds does not matter): the fingerprint is the same through a generated
+// handler on http.ServeMux, on chi, or through the Middleware.
 func (x *exchange) pathValue(name string) string {
-	if x.params != nil {
-		return x.routedValue(name)
-	}
-	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
-	if !ok {
-		return ""
-	}
-	for i, seg := range tmpl {
-		if !strings.Contains(seg, "{"+name+"}") {
-			continue
-		}
-		names, vals, ok := splitSegment(seg, path[i])
-		if !ok {
-			return ""
-		}
-		for j, n := range names {
-			if n == name {
-				if u, err := url.PathUnescape(vals[j]); err == nil {
-					return u
-				}
-				return vals[j]
-			}
-		}
-	}
-	return ""
+	v, _ := x.template().Value(x.segments(), name)
+	return v
 }
 
 // pathMatches reports whether the request's path has the literal text of the template's mixed
 // segments ("{sid}.json"): a router matches such a segment as a whole, by a wildcard. Everything
 // else is the router's decision.
 func (x *exchange) pathMatches() bool {
-	if x.params != nil {
-		return routedFits(x.op.Path, x.params)
-	}
-	tmpl, path, ok := alignPath(x.op.Path, x.r.URL.EscapedPath())
-	if !ok {
+	t, segs := x.template(), x.segments()
+	if len(segs) < t.Len() {
 		return true
 	}
-	for i, seg := range tmpl {
-		mixed := strings.Contains(seg, "{") && (seg[0] != '{' || seg[len(seg)-1] != '}' || strings.Count(seg, "{") > 1)
-		if mixed {
-			if _, _, ok := splitSegment(seg, path[i]); !ok {
+	segs = segs[len(segs)-t.Len():]
+	for i, s := range t.Segments() {
+		if !s.Literal() && !s.Whole() {
+			if _, ok := gen.MatchSegment(segs[i], s.Pieces...); !ok {
 				return false
 			}
 		}
@@ -409,57 +395,21 @@ func (x *exchange) pathMatches() bool {
 	return true
 }
 
-// alignPath splits a path template and a request path into segments and aligns the path's last
-// segments with the template's.
-func alignPath(template, path string) (tmpl, segs []string, ok bool) {
-	tmpl = strings.Split(strings.Trim(template, "/"), "/")
-	segs = strings.Split(strings.Trim(path, "/"), "/")
-	if len(segs) < len(tmpl) {
-		return nil, nil, false
+// template is the operation's path template (parsed once per endpoint).
+func (x *exchange) template() *gen.Template {
+	if x.tmpl == nil {
+		t := gen.ParseTemplate(x.op.Path)
+		x.tmpl = &t
 	}
-	return tmpl, segs[len(segs)-len(tmpl):], true
+	return x.tmpl
 }
 
-// splitSegment matches one path segment against one template segment: a literal must be equal;
-// "{a}" takes the whole segment; a mixed segment ("{a}-{b}.json") is split around its literal
-// pieces, each value ending at the first occurrence of the next piece. Values are never empty.
-func splitSegment(tmpl, seg string) (names, vals []string, ok bool) {
-	var lits []string
-	rest := tmpl
-	for {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			lits = append(lits, rest)
-			break
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			return nil, nil, rest == seg
-		}
-		lits = append(lits, rest[:open])
-		names = append(names, rest[open+1:open+end])
-		rest = rest[open+end+1:]
+// segments are the request's path segments, percent-decoded, split once per request.
+func (x *exchange) segments() []string {
+	if x.segs == nil {
+		x.segs = gen.DecodeSegments(gen.SplitPath(x.r.URL.EscapedPath()))
 	}
-	if len(names) == 0 {
-		return nil, nil, tmpl == seg
-	}
-	first, last := lits[0], lits[len(lits)-1]
-	if len(seg) <= len(first)+len(last) || !strings.HasPrefix(seg, first) || !strings.HasSuffix(seg, last) {
-		return nil, nil, false
-	}
-	s := seg[len(first) : len(seg)-len(last)]
-	for _, lit := range lits[1 : len(lits)-1] {
-		i := strings.Index(s, lit)
-		if i <= 0 {
-			return nil, nil, false
-		}
-		vals = append(vals, s[:i])
-		s = s[i+len(lit):]
-	}
-	if s == "" {
-		return nil, nil, false
-	}
-	return names, append(vals, s), true
+	return x.segs
 }
 
 // finish ends the request with res: the observer counts it, the log records what needs a
@@ -570,10 +520,17 @@ func (rt *Runtime) logResult(x *exchange, res *result) {
 	case OutcomeCanceled:
 		level, msg = slog.LevelInfo, "client went away during the idempotency store call"
 	case OutcomeReleased, OutcomeInternal:
-		if res.err == nil {
+		var foreign *foreignResponse
+		switch {
+		case res.err == nil:
 			return // a non-final status: the handler's own answer
+		case errors.As(res.err, &foreign):
+			// A router's 404 or redirect in front of which the Middleware ran: a client can
+			// cause it at will, so it is not an error.
+			level, msg = slog.LevelInfo, "response not produced by the operation's handler; not stored, key released"
+		default:
+			level, msg = slog.LevelError, "idempotent handler failed; key released"
 		}
-		level, msg = slog.LevelError, "idempotent handler failed; key released"
 	case OutcomeLeaseLost:
 		level, msg = slog.LevelWarn, "lease lost before completion; result discarded"
 	case OutcomeUnauthorized:

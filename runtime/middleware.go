@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
+	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -46,10 +48,23 @@ type MiddlewareOptions struct {
 // server safe to retry, without changing its handlers. For a request to one of routes it reads
 // and checks the request with the operation's generated decoder before any key lookup (a
 // malformed request is refused and never stored, exactly as through the generated wrappers),
-// then runs the state machine; when the request runs, the wrapped handler gets the original
-// body and its status, allow-listed headers and body are recorded to be stored and replayed. A
-// concurrent duplicate never reaches the wrapped handler. Requests to other operations pass
-// through untouched.
+// then runs the state machine; when the request runs, the wrapped handler gets the request as it
+// was fingerprinted, and its status, allow-listed headers and body are recorded to be stored
+// and replayed. A concurrent duplicate never reaches the wrapped handler. Requests to other
+// operations pass through untouched.
+//
+// As it was fingerprinted: the body the wrapped handler reads is a re-encoding of the body as
+// the decoder read it (gen.Input.ReencodedBody: JSON compact with integers as digits, forms
+// and multipart parts in body order), so encoding/json, url.ParseQuery and mime/multipart
+// read the values the fingerprint covers; members equal to a declared name up to case are
+// refused with 400 before any lookup; query parameters the operation does not declare are
+// removed (r.FormValue and form binders merge the query into the body's fields).
+//
+// The middleware claims exactly the requests the router behind it routes to the operation
+// (percent-decoded segments and path cleaning as http.ServeMux does; chi's empty parameters),
+// and stores only the operation's own answers: a response the router or an inner middleware
+// wrote instead (404, 405, a redirect, another route's answer) is delivered and never stored,
+// and a handler that wrote nothing is ErrNoResponse.
 //
 // In atomic mode the wrapped handler must write through the transaction it takes from its
 // context, TxFrom[DB](r.Context()) (DB is the store's handle type: pgstore.DBTX for
@@ -82,7 +97,7 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 	return func(next http.Handler) http.Handler {
 		misuse := engineMisuse(next) // frameworks.go
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			route := table.find(r, opts)
+			route, how := table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
 				return
@@ -92,16 +107,23 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				return
 			}
 			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {
+				in.Reencode()
 				if err := route.Decode(in); err != nil {
 					return nil, err
 				}
+				body, contentType := in.ReencodedBody()
 				return func(ctx context.Context, x *exchange) result {
 					x.confirm = true
+					d := &dispatch{table: table, route: route, how: how, pattern: r.Pattern, body: body, contentType: contentType}
+					ctx = context.WithValue(ctx, dispatchKey{}, d)
 					if x.op.Mode == ModeLease {
 						return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
 							c := &completion[DB]{}
 							ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
-							resp, err := record(next, r, x.body, ctx)
+							resp, err := d.record(next, r, ctx)
+							if errors.Is(err, ErrNoResponse) {
+								return nil, err // the call phase failed: the key is released
+							}
 							return func(ctx context.Context, db DB) (Response, error) {
 								if err != nil {
 									return resp, err
@@ -111,12 +133,124 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 						})
 					}
 					return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
-						return record(next, r, x.body, context.WithValue(ctx, txKey{}, db))
+						return d.record(next, r, context.WithValue(ctx, txKey{}, db))
 					})
 				}, nil
 			})
 		})
 	}, nil
+}
+
+// dispatch is one request the Middleware runs through the wrapped handler: how its route was
+// found, and whether the operation's handler is known to have run (it took its transaction or
+// lease, or the router named the operation's route).
+type dispatch struct {
+	table   *routeTable
+	route   *tableRoute
+	how     found
+	pattern string // the request's Pattern when the middleware got it
+	// body is what the wrapped handler reads (gen.Input.ReencodedBody), with contentType when
+	// it is not the request's.
+	body        []byte
+	contentType string
+	// took: TxFrom, LeaseFrom or OnComplete was called from inside the wrapped handler.
+	took atomic.Bool
+}
+
+type dispatchKey struct{}
+
+// mark records that the handler of a request served by the Middleware took its transaction or
+// lease.
+func mark(ctx context.Context) {
+	if d, ok := ctx.Value(dispatchKey{}).(*dispatch); ok {
+		d.took.Store(true)
+	}
+}
+
+// ErrNoResponse is the error of a request whose handler wrote nothing (neither WriteHeader nor
+// Write was called): a response the handler did not produce is never stored, so the request
+// fails with 500 problem `internal`, the transaction rolls back and the key is free for the
+// retry (echo.WrapMiddleware, for one, renders a handler's returned error only after the chain
+// has finished). An explicit WriteHeader with an empty body is a response. Middleware and
+// Guard return it; a framework adapter's Exec may return it (wrapped) when the framework's
+// error rendering wrote nothing either.
+var ErrNoResponse = errors.New("the handler wrote no response (neither WriteHeader nor Write was called)")
+
+// foreignResponse is a response the operation's handler did not produce: the router's 404,
+// 405 or redirect, another route's answer, an answer an inner middleware wrote instead of
+// calling the handler. It is delivered as it is, never stored, and the key is released.
+type foreignResponse struct {
+	resp   Response
+	reason string
+}
+
+func (f *foreignResponse) Error() string {
+	return "response not produced by the operation's handler: " + f.reason
+}
+
+// record runs next on the request handed on (handedOn) and returns what it wrote. A handler
+// that wrote nothing is ErrNoResponse; an answer verify does not attribute to the operation's
+// handler is a *foreignResponse.
+func (d *dispatch) record(next http.Handler, r *http.Request, ctx context.Context) (Response, error) {
+	r2 := handedOn(r, ctx, d.route.Operation, d.body, d.contentType)
+	rec := &recorder{header: http.Header{}}
+	next.ServeHTTP(rec, r2)
+	if !rec.wrote {
+		return Response{}, ErrNoResponse
+	}
+	resp := Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+	return resp, d.verify(r2, resp)
+}
+
+// handedOn returns the request the operation's handler gets from Middleware (the wrapped
+// handler) and Guard (the framework's chain): a copy of r that carries ctx, the body as the
+// decoder read it (gen.Input.ReencodedBody, with contentType when it is not the request's), and
+// only the query parameters op declares (declaredQuery). Its parsed forms are cleared, so a
+// handler that reads a form parses that body, not a form an outer middleware parsed from the
+// original one.
+func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, contentType string) *http.Request {
+	r2 := r.WithContext(ctx)
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	if contentType != "" {
+		r2.Header = r.Header.Clone()
+		r2.Header.Set("Content-Type", contentType)
+	}
+	r2.TransferEncoding = nil
+	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
+	if r.URL.RawQuery != "" {
+		r2.URL = declaredQuery(r.URL, op.Query)
+	}
+	return r2
+}
+
+// verify decides whether resp is the answer of the operation's handler. A route found by the
+// caller (MiddlewareOptions.Match, or the pattern of a router that had already routed the
+// request) is. For a route the middleware found by method and path in front of the router, the
+// router decides: a router that sets Request.Pattern on the request it was handed
+// (http.ServeMux, chi behind Use on its root router) names the route it dispatched to, and the
+// operation's handler takes its transaction (TxFrom) or lease (LeaseFrom, OnComplete). With
+// neither sign the response is a *foreignResponse. When the router names another route but
+// that route's handler took the operation's transaction, what it wrote there cannot be kept or
+// known: that is an error (500, rolled back).
+func (d *dispatch) verify(r2 *http.Request, resp Response) error {
+	if d.how == foundByCaller {
+		return nil
+	}
+	took := d.took.Load()
+	if r2.Pattern != d.pattern {
+		if route := d.table.byPattern(r2.Pattern, r2.Method); route == d.route {
+			return nil
+		}
+		if took {
+			return fmt.Errorf("the router dispatched the request to %q, not to operation %s, and that handler used the operation's transaction or lease", r2.Pattern, d.route.Operation.ID)
+		}
+		return &foreignResponse{resp: resp, reason: fmt.Sprintf("the router dispatched the request to %q (status %d)", r2.Pattern, resp.Status)}
+	}
+	if took {
+		return nil
+	}
+	return &foreignResponse{resp: resp, reason: fmt.Sprintf("status %d from a handler that took neither the transaction nor the lease, under no route pattern of the operation", resp.Status)}
 }
 
 type txKey struct{}
@@ -148,6 +282,7 @@ func OnComplete[DB any](ctx context.Context, write func(ctx context.Context, db 
 	c, ok := ctx.Value(completionKey{}).(*completion[DB])
 	if ok {
 		c.writes = append(c.writes, write)
+		mark(ctx)
 	}
 	return ok
 }
@@ -156,6 +291,9 @@ func OnComplete[DB any](ctx context.Context, write func(ctx context.Context, db 
 // (DB is the store's handle type, pgstore.DBTX for PostgreSQL); false outside such a request.
 func TxFrom[DB any](ctx context.Context) (DB, bool) {
 	db, ok := ctx.Value(txKey{}).(DB)
+	if ok {
+		mark(ctx)
+	}
 	return db, ok
 }
 
@@ -163,21 +301,10 @@ func TxFrom[DB any](ctx context.Context) (DB, bool) {
 // request.
 func LeaseFrom(ctx context.Context) *Lease {
 	l, _ := ctx.Value(leaseKey{}).(*Lease)
-	return l
-}
-
-// record runs next on a copy of r that carries ctx and the original body, and returns what it
-// wrote.
-func record(next http.Handler, r *http.Request, body []byte, ctx context.Context) (Response, error) {
-	r2 := r.WithContext(ctx)
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.ContentLength = int64(len(body))
-	rec := &recorder{header: http.Header{}}
-	next.ServeHTTP(rec, r2)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
+	if l != nil {
+		mark(ctx)
 	}
-	return Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
+	return l
 }
 
 // recorder is the http.ResponseWriter the wrapped handler writes to: everything is kept until
@@ -186,45 +313,61 @@ type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	// wrote: WriteHeader with a final status, or Write, was called.
+	wrote bool
 }
 
 func (r *recorder) Header() http.Header { return r.header }
 
+// WriteHeader keeps the first final status. An informational one (1xx but 101, such as 103
+// Early Hints) is not the answer, and is not sent: the answer is sent once the outcome is known.
 func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
+	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
+		return
+	}
+	if !r.wrote {
+		r.status, r.wrote = status, true
 	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
 	}
 	return r.body.Write(b)
 }
 
 // routeTable finds the route of a request.
 type routeTable struct {
-	byID      map[string]*tableRoute
-	byPattern map[string]*tableRoute // "POST /v1/payments/{id}"
+	byID map[string]*tableRoute
 	// byMethod holds each method's routes, most specific template first (literal segments
-	// before parameters, left to right), for matching method and path.
-	byMethod map[string][]templateRoute
+	// before parameters, left to right), for matching a pattern or a path.
+	byMethod map[string][]*tableRoute
 }
 
-type templateRoute struct {
-	segs  []string
-	route *tableRoute
-}
-
-// tableRoute is a Route as the table holds it: a copy, with its endpoint.
+// tableRoute is a Route as the table holds it: a copy, with its endpoint (and so its template).
 type tableRoute struct {
 	Route
 	ep *endpoint
 }
 
+// found says how the table found a request's route, and so whether the router is known to
+// dispatch the request to the operation's handler.
+type found uint8
+
+const (
+	// foundByCaller: MiddlewareOptions.Match named the operation, or a router that had
+	// already routed the request named it in Request.Pattern: the wrapped handler is the
+	// operation's.
+	foundByCaller found = iota + 1
+	// foundByPath: the middleware is in front of the router and matched method and path; the
+	// router may still send the request elsewhere (a 404, a redirect, another route), which
+	// verify finds out after the wrapped handler returns.
+	foundByPath
+)
+
 func newRouteTable(routes []Route) (*routeTable, error) {
-	t := &routeTable{byID: map[string]*tableRoute{}, byPattern: map[string]*tableRoute{}, byMethod: map[string][]templateRoute{}}
+	t := &routeTable{byID: map[string]*tableRoute{}, byMethod: map[string][]*tableRoute{}}
 	for i, route := range routes {
 		op := route.Operation
 		if op == nil || route.Decode == nil {
@@ -235,92 +378,164 @@ func newRouteTable(routes []Route) (*routeTable, error) {
 			return nil, fmt.Errorf("operation %s is listed twice", op.ID)
 		}
 		t.byID[op.ID] = rt
-		t.byPattern[op.Method+" "+op.Path] = rt
-		t.byMethod[op.Method] = append(t.byMethod[op.Method], templateRoute{segs: splitPath(op.Path), route: rt})
+		t.byMethod[op.Method] = append(t.byMethod[op.Method], rt)
 	}
 	for _, list := range t.byMethod {
-		sort.SliceStable(list, func(i, j int) bool { return moreSpecific(list[i].segs, list[j].segs) })
+		sort.SliceStable(list, func(i, j int) bool { return list[i].ep.tmpl.MoreSpecific(list[j].ep.tmpl) })
 	}
 	return t, nil
 }
 
-func (t *routeTable) find(r *http.Request, opts MiddlewareOptions) *tableRoute {
+// find returns the route of r and how it was found, or nil when r is not to a marked
+// operation.
+func (t *routeTable) find(r *http.Request, opts MiddlewareOptions) (*tableRoute, found) {
 	if opts.Match != nil {
 		id, ok := opts.Match(r)
-		if !ok {
-			return nil
+		if !ok || t.byID[id] == nil {
+			return nil, 0
 		}
-		return t.byID[id]
+		return t.byID[id], foundByCaller
 	}
-	if p := r.Pattern; p != "" {
-		// http.ServeMux sets "POST /v1/payments/{id}"; chi sets the path alone, and for a
-		// mounted sub-router the whole joined pattern, which ends with the template.
-		method, path, ok := strings.Cut(p, " ")
-		if !ok {
-			method, path = r.Method, p
-		}
-		if route := t.byPattern[method+" "+path]; route != nil {
-			return route
-		}
-		segs := splitPath(path)
-		for _, c := range t.byMethod[method] {
-			if len(segs) > len(c.segs) && slices.Equal(segs[len(segs)-len(c.segs):], c.segs) {
-				return c.route
-			}
+	if route := t.byPattern(r.Pattern, r.Method); route != nil {
+		return route, foundByCaller
+	}
+	if route := t.byPath(r, opts.Prefix); route != nil {
+		return route, foundByPath
+	}
+	return nil, 0
+}
+
+// byPattern returns the route whose template has the shape of a router's pattern, or whose
+// template the pattern ends with (a router mounted under a prefix), or nil. http.ServeMux
+// writes "POST /v1/payments/{id}" (perhaps with a host); chi writes the path alone, and for a
+// mounted sub-router the whole joined pattern, with regexp parameters ("{id:[0-9]+}").
+func (t *routeTable) byPattern(pattern, method string) *tableRoute {
+	if pattern == "" {
+		return nil
+	}
+	pm, tmpl, ok := parsePattern(pattern)
+	if !ok {
+		return nil
+	}
+	if pm != "" {
+		method = pm
+	}
+	list := t.byMethod[method]
+	for _, c := range list {
+		if tmpl.SameShape(c.ep.tmpl) {
+			return c
 		}
 	}
-	escaped := r.URL.EscapedPath()
-	if opts.Prefix != "" {
-		rest, ok := strings.CutPrefix(escaped, strings.TrimSuffix(opts.Prefix, "/"))
-		if !ok {
-			return nil
-		}
-		escaped = rest
-	}
-	path := splitPath(escaped)
-	for _, c := range t.byMethod[r.Method] {
-		if templateMatches(c.segs, path) {
-			return c.route
+	for _, c := range list {
+		if tmpl.EndsWith(c.ep.tmpl) {
+			return c
 		}
 	}
 	return nil
 }
 
-func splitPath(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
-
-// templateMatches reports whether the path segments fit the template's: literal segments
-// equal, a segment with a {param} (possibly between literals, "{sid}.json") non-empty around
-// them.
-func templateMatches(tmpl, path []string) bool {
-	if len(tmpl) != len(path) {
-		return false
+// parsePattern reads a router's pattern: http.ServeMux's "[METHOD ][HOST]/PATH" (wildcards
+// "{name}", "{name...}", and "{$}" for an exact trailing slash) or chi's "/PATH" (wildcards
+// "{name}" and "{name:regexp}"), into its method ("" when it has none) and its template.
+func parsePattern(p string) (method string, t gen.Template, ok bool) {
+	if m, rest, cut := strings.Cut(p, " "); cut {
+		method, p = m, strings.TrimLeft(rest, " \t")
 	}
-	for i, seg := range tmpl {
-		open, end := strings.IndexByte(seg, '{'), strings.IndexByte(seg, '}')
-		if open < 0 || end < open {
-			if seg != path[i] {
-				return false
-			}
-			continue
-		}
-		p := path[i]
-		if len(p) <= open+len(seg)-end-1 || !strings.HasPrefix(p, seg[:open]) || !strings.HasSuffix(p, seg[end+1:]) {
-			return false
-		}
+	slash := strings.IndexByte(p, '/')
+	if slash < 0 {
+		return "", gen.Template{}, false
 	}
-	return true
+	p = p[slash:] // drop a host
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(p, '{')
+		if open < 0 {
+			b.WriteString(p)
+			break
+		}
+		end := strings.IndexByte(p[open:], '}')
+		if end < 0 {
+			b.WriteString(p)
+			break
+		}
+		b.WriteString(p[:open])
+		name := p[open+1 : open+end]
+		if name != "$" { // "{$}" matches only the trailing slash before it
+			name, _, _ = strings.Cut(name, ":")
+			b.WriteString("{" + strings.TrimSuffix(name, "...") + "}")
+		}
+		p = p[open+end+1:]
+	}
+	return method, gen.ParseTemplate(b.String()), true
 }
 
-// moreSpecific orders templates so that a literal segment wins over a parameter at the first
-// position where they differ.
-func moreSpecific(a, b []string) bool {
-	for i := range min(len(a), len(b)) {
-		la, lb := !strings.Contains(a[i], "{"), !strings.Contains(b[i], "{")
-		if la != lb {
-			return la
+// byPath matches the request's method and path against the operations' templates, after
+// removing prefix, as the routers the middleware can sit in front of route it: http.ServeMux
+// (Go 1.22 patterns) percent-decodes each segment before comparing it ("/v1/%70ayments" is
+// "/v1/payments") and redirects a path that is not clean ("//", "/./", "/../") instead of
+// routing it; chi compares the path as sent (Request.URL.RawPath when set), does not clean it,
+// and lets a parameter match an empty segment ("/v1/payments//refunds"). A request either
+// would route to an operation is that operation's. Nothing else is: not a trailing slash the
+// template does not have, another letter case, a ';' parameter, or a method override header.
+func (t *routeTable) byPath(r *http.Request, prefix string) *tableRoute {
+	list := t.byMethod[r.Method]
+	if len(list) == 0 {
+		return nil
+	}
+	escaped, ok := cutPrefix(r.URL.EscapedPath(), prefix)
+	if !ok {
+		return nil
+	}
+	raw := r.URL.RawPath
+	if raw == "" {
+		raw = r.URL.Path
+	}
+	raw, rawOK := cutPrefix(raw, prefix)
+	var decoded []string
+	if cleanPath(escaped) == escaped {
+		decoded = gen.DecodeSegments(gen.SplitPath(escaped))
+	}
+	var sent []string
+	if rawOK {
+		sent = gen.SplitPath(raw)
+	}
+	for _, c := range list {
+		if decoded != nil && c.ep.tmpl.Match(decoded, false) || sent != nil && c.ep.tmpl.Match(sent, true) {
+			return c
 		}
 	}
-	return false
+	return nil
+}
+
+// cutPrefix removes prefix (a path, with or without its trailing slash) from path; ok is false
+// when path is not under it.
+func cutPrefix(path, prefix string) (string, bool) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		return path, true
+	}
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok || rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	return rest, true
+}
+
+// cleanPath is http.ServeMux's canonical form of a path: "." and ".." resolved, repeated
+// slashes collapsed, a trailing slash kept. ServeMux redirects a request whose path differs
+// from it.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // NewRoute is the Route of op with its decoder (the decoded value is dropped: the wrapped

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store/memstore"
 )
 
@@ -229,5 +231,340 @@ func TestMiddlewareLeaseOnComplete(t *testing.T) {
 	}
 	if OnComplete(context.Background(), func(context.Context, *memstore.DB) error { return nil }) {
 		t.Error("OnComplete outside a request reported success")
+	}
+}
+
+// opHandler stands for an operation's handler in a router, so a test can ask the router which
+// operation it would dispatch a request to.
+type opHandler string
+
+func (opHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// The middleware in front of http.ServeMux claims exactly the requests ServeMux routes to a
+// marked operation: the same percent-decoding of segments ("/v1/%70ayments"), "%2F" inside one
+// segment, no trailing slash, letter case or ';' of its own, unclean paths redirected rather
+// than routed, and a method override header ignored, as ServeMux ignores it. The only requests
+// it claims beyond ServeMux's are those chi routes (unclean paths with an empty parameter):
+// the router then answers something else, which verify keeps from being stored.
+func TestMiddlewareClaimsWhatServeMuxRoutes(t *testing.T) {
+	refundOp := &Operation{ID: "createRefund", Method: "POST", Path: "/v1/payments/{payment_id}/refunds",
+		Key: KeyRule{Header: "Idempotency-Key", Required: true}}
+	recordingOp := &Operation{ID: "updateRecording", Method: "POST", Path: "/Accounts/{AccountSid}/Recordings/{Sid}.{Format}",
+		Key: KeyRule{Header: "Idempotency-Key", Required: true}}
+	table, err := newRouteTable([]Route{NewRoute(payOp(), decodePay), NewRoute(refundOp, decodePay), NewRoute(recordingOp, decodePay)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", opHandler("createPayment"))
+	mux.Handle("POST /v1/payments/{payment_id}/refunds", opHandler("createRefund"))
+	mux.Handle("POST /Accounts/{AccountSid}/Recordings/{seg3}", opHandler("updateRecording")) // as idemgen registers it
+	mux.Handle("GET /v1/payments/{id}", opHandler("getPayment"))
+	recording := gen.ParseTemplate(recordingOp.Path)
+	chiOnly := map[string]bool{"/v1/payments//refunds": true, "/v1/payments/./refunds": true}
+	for _, tt := range []struct {
+		method, path string
+		header       []string
+		want         string // the operation the middleware claims the request for
+	}{
+		{"POST", "/v1/payments", nil, "createPayment"},
+		{"POST", "/v1/%70ayments", nil, "createPayment"},
+		{"POST", "/v1/pay%6Dents", nil, "createPayment"},
+		{"POST", "/v1/payments?x=1", nil, "createPayment"},
+		{"POST", "/v1/payments/", nil, ""},
+		{"POST", "/v1/payments%2F", nil, ""},
+		{"POST", "/v1%2Fpayments", nil, ""},
+		{"POST", "//v1/payments", nil, ""},
+		{"POST", "/v1//payments", nil, ""},
+		{"POST", "/v1/./payments", nil, ""},
+		{"POST", "/v1/x/../payments", nil, ""},
+		{"POST", "/V1/payments", nil, ""},
+		{"POST", "/v1/Payments", nil, ""},
+		{"POST", "/v1/payments;x", nil, ""},
+		{"POST", "/v1/payments;", nil, ""},
+		{"PUT", "/v1/payments", nil, ""},
+		{"GET", "/v1/payments", []string{"X-HTTP-Method-Override", "POST"}, ""},
+		{"POST", "/v1/payments", []string{"X-HTTP-Method-Override", "DELETE"}, "createPayment"},
+		{"POST", "/v1/payments", []string{"X-Method-Override", "PUT"}, "createPayment"},
+		{"POST", "/v1/payments/pay_1/refunds", nil, "createRefund"},
+		{"POST", "/v1/payments/a%2Fb/refunds", nil, "createRefund"},
+		{"POST", "/v1/payments/%2E/refunds", nil, "createRefund"},
+		{"POST", "/v1/payments/pay_1/refunds/", nil, ""},
+		{"POST", "/v1/payments//refunds", nil, "createRefund"},  // chi routes it with an empty id
+		{"POST", "/v1/payments/./refunds", nil, "createRefund"}, // chi routes it with id "."
+		{"POST", "/v1/payments/pay_1/../refunds", nil, ""},
+		{"POST", "/Accounts/AC1/Recordings/RE1.mp3", nil, "updateRecording"},
+		{"POST", "/Accounts/AC1/Recordings/RE1%2Emp3", nil, "updateRecording"},
+		{"POST", "/Accounts/AC1/Recordings/RE1", nil, ""}, // the wrapper answers 404
+	} {
+		r := httptestRequest(tt.method, "http://api.test"+tt.path)
+		for i := 0; i+1 < len(tt.header); i += 2 {
+			r.Header.Set(tt.header[i], tt.header[i+1])
+		}
+		got := ""
+		if route, how := table.find(r, MiddlewareOptions{}); route != nil {
+			got = route.Operation.ID
+			if how != foundByPath {
+				t.Errorf("%s %s: found %v, want by path", tt.method, tt.path, how)
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s %s: claimed for %q, want %q", tt.method, tt.path, got, tt.want)
+		}
+		h, _ := mux.Handler(r)
+		routed, _ := h.(opHandler)
+		switch {
+		case routed == "getPayment":
+			routed = ""
+		case routed == "updateRecording" && !recording.Match(gen.DecodeSegments(gen.SplitPath(r.URL.EscapedPath())), false):
+			// ServeMux cannot express "{Sid}.{Format}": the route's handler checks the literal
+			// text (a generated wrapper answers 404), and the middleware leaves it to the router.
+			routed = ""
+		}
+		switch {
+		case routed != "" && string(routed) != got:
+			t.Errorf("%s %s: ServeMux routes it to %s, the middleware claims it for %q", tt.method, tt.path, routed, got)
+		case routed == "" && got != "" && !chiOnly[tt.path]:
+			t.Errorf("%s %s: claimed for %s, which ServeMux does not route it to", tt.method, tt.path, got)
+		}
+	}
+}
+
+// middlewareAround wraps h in the middleware for payOp (and leaseOp when lease is set).
+func (e *memEnv) middlewareAround(t *testing.T, h http.Handler, lease bool) http.Handler {
+	t.Helper()
+	op := payOp()
+	if lease {
+		op = leaseOp()
+	}
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(op, decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw(h)
+}
+
+// A handler that returns without writing anything has no answer to store (echo.WrapMiddleware
+// renders a returned error only after the chain): its writes roll back, the key is released, the
+// client gets the 500 internal problem and the log says why. An explicit WriteHeader with an
+// empty body is an answer, stored and replayed.
+func TestMiddlewareNothingWritten(t *testing.T) {
+	for _, lease := range []bool{false, true} {
+		t.Run(map[bool]string{false: "atomic", true: "lease"}[lease], func(t *testing.T) {
+			e := newMemEnv(t, nil)
+			calls := 0
+			h := e.middlewareAround(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls++
+				if db, ok := TxFrom[*memstore.DB](r.Context()); ok {
+					e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
+				}
+				if l := LeaseFrom(r.Context()); l != nil {
+					OnComplete(r.Context(), func(ctx context.Context, db *memstore.DB) error {
+						e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
+						return nil
+					})
+				}
+				w.Header().Set("X-Only-A-Header", "1") // headers alone are not an answer
+				if r.Header.Get("X-Answer") != "" {
+					w.WriteHeader(http.StatusNoContent)
+				}
+			}), lease)
+			for i := range 2 {
+				w := serveReq(h, req("t1", key1, body100))
+				if w.Code != 500 || problemType(t, w) != ProblemInternal || w.Header().Get("X-Only-A-Header") != "" {
+					t.Fatalf("attempt %d: %d %v %s, want the 500 internal problem", i, w.Code, w.Header(), w.Body)
+				}
+			}
+			if calls != 2 || e.payments("t1") != 0 {
+				t.Errorf("handler ran %d times (want 2: the key was released), %d payments kept (want 0)", calls, e.payments("t1"))
+			}
+			if _, found := e.record("t1", key1); found {
+				t.Error("a record was kept for a request that was not answered")
+			}
+			if !strings.Contains(e.logs.String(), "wrote no response") {
+				t.Errorf("the log does not say the handler wrote no response:\n%s", e.logs)
+			}
+			const k = "k-test-0002-bbbbbbbbbbbb"
+			first := serveReq(h, req("t1", k, body100, "X-Answer", "1"))
+			again := serveReq(h, req("t1", k, body100, "X-Answer", "1"))
+			if first.Code != 204 || again.Code != 204 || again.Header().Get(HeaderReplayed) != "true" || calls != 3 || e.payments("t1") != 1 {
+				t.Errorf("empty 204: %d then %d (replayed %q), handler ran %d times, %d payments", first.Code, again.Code,
+					again.Header().Get(HeaderReplayed), calls, e.payments("t1"))
+			}
+		})
+	}
+}
+
+// The recorder keeps the final status, not an informational one sent before it.
+func TestMiddlewareInformationalStatus(t *testing.T) {
+	e := newMemEnv(t, nil)
+	h := e.middlewareAround(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		TxFrom[*memstore.DB](r.Context())
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusCreated)
+	}), false)
+	if w := serveReq(h, req("t1", key1, body100)); w.Code != 201 {
+		t.Fatalf("status %d, want 201", w.Code)
+	}
+	if rec, _ := e.record("t1", key1); rec.Response.Status != 201 {
+		t.Errorf("stored status %d, want 201", rec.Response.Status)
+	}
+}
+
+// In front of the router, the middleware stores only what the operation's handler answered:
+// the router's own 404 or redirect, an inner middleware's refusal and another route's answer
+// are delivered as they are, never stored, and the key stays free for the request that does
+// reach the handler. The handler's answer is stored when the router names its route
+// (Request.Pattern) or when it takes its transaction.
+func TestMiddlewareStoresOnlyTheHandlersAnswer(t *testing.T) {
+	e := newMemEnv(t, nil)
+	refundOp := &Operation{ID: "createRefund", Method: "POST", Path: "/v1/payments/{payment_id}/refunds",
+		Key: KeyRule{Header: "Idempotency-Key", Required: true}, MediaTypes: []string{"application/json"}}
+	handled := map[string]int{}
+	handler := func(name string, status int, takeTx bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			handled[name]++
+			if takeTx {
+				if db, ok := TxFrom[*memstore.DB](r.Context()); ok {
+					e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
+				}
+			}
+			w.WriteHeader(status)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", handler("createPayment", 201, true))
+	mux.Handle("POST /v1/payments/{id}/refunds", handler("createRefund", 402, false)) // a decline, no write
+	mux.Handle("DELETE /v1/payments", handler("deletePayments", 204, false))
+	// An override middleware that rewrites the method in place (as gorilla/handlers does), and
+	// an authentication middleware that answers on its own, both between the idempotency
+	// middleware and the router.
+	override := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if m := r.Header.Get("X-HTTP-Method-Override"); m != "" {
+				r.Method = m
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Session") == "expired" {
+				http.Error(w, "session expired", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay), NewRoute(refundOp, decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(auth(override(mux)))
+	refund := func(key, path string) *http.Request {
+		r := req("t1", key, body100)
+		r.URL.Path = path
+		return r
+	}
+	// chi routes "/v1/payments//refunds" (an empty id): ServeMux redirects it.
+	const k2 = "k-test-0002-bbbbbbbbbbbb"
+	if w := serveReq(h, refund(k2, "/v1/payments//refunds")); w.Code != http.StatusTemporaryRedirect {
+		t.Fatalf("unclean path: %d, want ServeMux's redirect", w.Code)
+	}
+	if _, found := e.record("t1", k2); found {
+		t.Error("the router's redirect was stored")
+	}
+	if w := serveReq(h, req("t1", key1, body100, "X-Session", "expired")); w.Code != 401 {
+		t.Fatalf("expired session: %d", w.Code)
+	}
+	if w := serveReq(h, req("t1", key1, body100, "X-HTTP-Method-Override", "DELETE")); w.Code != 204 || handled["deletePayments"] != 1 {
+		t.Fatalf("override: %d, delete handler ran %d times", w.Code, handled["deletePayments"])
+	}
+	if _, found := e.record("t1", key1); found {
+		t.Fatal("an answer the operation's handler did not produce was stored")
+	}
+	// The request that reaches the handler runs, and only its answer is replayed.
+	if w := serveReq(h, req("t1", key1, body100)); w.Code != 201 || handled["createPayment"] != 1 {
+		t.Fatalf("first request to reach the handler: %d, ran %d times", w.Code, handled["createPayment"])
+	}
+	if w := serveReq(h, req("t1", key1, body100)); w.Code != 201 || w.Header().Get(HeaderReplayed) != "true" || handled["createPayment"] != 1 {
+		t.Errorf("retry: %d replayed %q, handler ran %d times", w.Code, w.Header().Get(HeaderReplayed), handled["createPayment"])
+	}
+	// A decline written without the transaction is stored: ServeMux named the route.
+	for range 2 {
+		serveReq(h, refund("k-test-0003-cccccccccccc", "/v1/payments/pay_1/refunds"))
+	}
+	if handled["createRefund"] != 1 {
+		t.Errorf("the stored decline ran %d times, want 1", handled["createRefund"])
+	}
+	if !strings.Contains(e.logs.String(), "not produced by the operation's handler") {
+		t.Errorf("the log does not say a response was not the handler's:\n%s", e.logs)
+	}
+}
+
+// Behind a middleware that hands the router a copy of the request (r.WithContext), the
+// router's Request.Pattern is out of sight: a handler that takes its transaction still has its
+// answer stored; one that takes nothing has it delivered without being stored, so the key stays
+// free (nothing it did is in the transaction).
+func TestMiddlewareBehindACopyingMiddleware(t *testing.T) {
+	e := newMemEnv(t, nil)
+	calls := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/payments", func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if r.Header.Get("X-Decline") == "" {
+			db, _ := TxFrom[*memstore.DB](r.Context())
+			e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		w.WriteHeader(http.StatusPaymentRequired)
+	})
+	type ctxKey struct{}
+	copying := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, "request-id")))
+	})
+	h := e.middlewareAround(t, copying, false)
+	for range 2 {
+		serveReq(h, req("t1", key1, body100))
+	}
+	if calls != 1 || e.payments("t1") != 1 {
+		t.Errorf("a handler that took its transaction ran %d times, %d payments (want 1, 1)", calls, e.payments("t1"))
+	}
+	for range 2 {
+		if w := serveReq(h, req("t1", "k-test-0002-bbbbbbbbbbbb", body100, "X-Decline", "1")); w.Code != 402 {
+			t.Fatalf("decline: %d", w.Code)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("a decline without the transaction ran %d times in all, want 3 (not stored)", calls)
+	}
+}
+
+// The wrapped handler gets only the query parameters the operation declares, which the
+// fingerprint covers: r.FormValue and form binders merge the query into the body's fields, so
+// an undeclared "?description=x" would reach the handler under the same key whatever it says.
+func TestMiddlewareHandsOnOnlyTheDeclaredQuery(t *testing.T) {
+	e := newMemEnv(t, nil)
+	op := payOp()
+	op.Query = []string{"expand", "filter"}
+	var seen []string
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(op, decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		TxFrom[*memstore.DB](r.Context())
+		seen = append(seen, r.URL.RawQuery+"|"+r.FormValue("description"))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	r := req("t1", key1, body100)
+	r.URL.RawQuery = "description=evil&expand=customer&filter%5Bstatus%5D=open"
+	if w := serveReq(h, r); w.Code != 201 {
+		t.Fatalf("status %d %s, want 201", w.Code, w.Body)
+	}
+	if want := "expand=customer&filter%5Bstatus%5D=open|"; len(seen) != 1 || seen[0] != want {
+		t.Errorf("the handler saw %q, want %q: the declared parameters and the deepObject's field, no description", seen, want)
 	}
 }

@@ -18,6 +18,13 @@ import (
 // x-idempotent and lets the others through), plus GET /_effects for the cases. The pool's
 // idempotency table (pgstore.Migrate) and business tables (conformance.Migrate) must exist.
 func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	return newHandler(pool, provider, log, false)
+}
+
+// newHandler is NewHandler with the middleware around the whole ServeMux when wholeMux is set
+// (docs/integrate.md, for a spec that declares the key header as a parameter): in front of the
+// router, it matches method and path as ServeMux does.
+func newHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger, wholeMux bool) (http.Handler, error) {
 	strict := api.NewStrictHandler(&Service{pool: pool, provider: provider}, []api.StrictMiddlewareFunc{testKnobs})
 
 	// idemgen: the runtime over PostgreSQL, and its middleware over the generated operation
@@ -32,6 +39,11 @@ func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Lo
 	}
 
 	mux := http.NewServeMux()
+	if wholeMux {
+		api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux})
+		mux.Handle("GET /_effects", conformance.Effects(pool, provider))
+		return conformance.WithKnobs(idempotency(mux)), nil
+	}
 	// The std-http server's per-operation middlewares run after the ServeMux has routed the
 	// request, so the middleware finds the operation by its pattern ("POST /v1/payments").
 	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, Middlewares: []api.MiddlewareFunc{idempotency}})

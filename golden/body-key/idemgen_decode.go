@@ -25,7 +25,7 @@ func decodeCreatePayoutBody(d *canonical.Decoder, v *CreatePayoutBody) {
 		case "data":
 			decodeCreatePayoutBodyData(d.Field(&seen, 0), &v.Data)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "data")
 		}
 	}
 	d.EndObject()
@@ -41,7 +41,7 @@ func decodeCreatePayoutBodyData(d *canonical.Decoder, v *CreatePayoutBodyData) {
 		case "attributes":
 			decodeCreatePayoutBodyDataAttributes(d.Field(&seen, 0), &v.Attributes)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "type", "attributes")
 		}
 	}
 	d.EndObject()
@@ -59,7 +59,7 @@ func decodeCreatePayoutBodyDataAttributes(d *canonical.Decoder, v *CreatePayoutB
 		case "currency":
 			v.Currency = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "idempotencyKey", "amount", "currency")
 		}
 	}
 	d.EndObject()

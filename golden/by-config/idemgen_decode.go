@@ -32,7 +32,7 @@ func decodeCreatePayoutBody(d *canonical.Decoder, v *CreatePayoutBody) {
 		case "note":
 			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "note")
 		}
 	}
 	d.EndObject()

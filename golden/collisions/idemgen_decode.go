@@ -38,7 +38,7 @@ func decodeCreatePaymentParams(d *canonical.Decoder, v *CreatePaymentParams) {
 		case "amount":
 			v.Amount = canonical.Ptr(d.Field(&seen, 0).Int64())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount")
 		}
 	}
 	d.EndObject()
@@ -51,7 +51,7 @@ func decodeHandlers2(d *canonical.Decoder, v *Handlers2) {
 		case "kind":
 			v.Kind = canonical.Ptr(Handlers2Kind(d.Field(&seen, 0).Enum("a", "A", "a!")))
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "kind")
 		}
 	}
 	d.EndObject()
@@ -68,7 +68,7 @@ func decodeCreatePayment3Body(d *canonical.Decoder, v *CreatePayment3Body) {
 		case "Extra":
 			v.Extra = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
-			d.Unknown(&v.Extra2)
+			d.Unknown(&v.Extra2, "user_id", "userId", "Extra")
 		}
 	}
 	d.EndObject()

@@ -24,6 +24,8 @@ func decodePostCustomers(in *gen.Input) (r PostCustomersRequest, _ error) {
 			case "name":
 				v.Name = canonical.Ptr(f.Once(&seen, 1).Str())
 				f.Length(*v.Name, -1, 256)
+			default:
+				f.Undeclared("email", "name")
 			}
 		}
 		in.FormBody()
@@ -42,7 +44,7 @@ func decodePostCustomersBody(d *canonical.Decoder, v *PostCustomersBody) {
 			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 			d.Length(*v.Name, -1, 256)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "email", "name")
 		}
 	}
 	d.EndObject()

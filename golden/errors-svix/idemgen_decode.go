@@ -26,7 +26,7 @@ func decodeApplicationIn(d *canonical.Decoder, v *ApplicationIn) {
 			v.RateLimit = canonical.Ptr(d.Field(&seen, 1).Int64())
 			d.Min(*v.RateLimit, 1)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "name", "rateLimit")
 		}
 	}
 	d.EndObject()

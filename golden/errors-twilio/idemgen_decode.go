@@ -21,6 +21,8 @@ func decodeCreatePayments(in *gen.Input) (r CreatePaymentsRequest, _ error) {
 			v.StatusCallback = f.Once(&seen, 0).Str()
 		case "ChargeAmount":
 			v.ChargeAmount = canonical.Ptr(f.Once(&seen, 2).Str())
+		default:
+			f.Undeclared("IdempotencyKey", "StatusCallback", "ChargeAmount")
 		}
 	}
 	f.Required(seen, "StatusCallback")
@@ -47,7 +49,7 @@ func decodeCreatePaymentsBody(d *canonical.Decoder, v *CreatePaymentsBody) {
 		case "ChargeAmount":
 			v.ChargeAmount = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "IdempotencyKey", "StatusCallback", "ChargeAmount")
 		}
 	}
 	d.EndObject()

@@ -33,6 +33,8 @@ func decodeCreateCustomer(in *gen.Input) (r CreateCustomerRequest, _ error) {
 			switch f.Base() {
 			case "preferred_locales":
 				f.Item(&seen, 6)
+			default:
+				f.Undeclared("idempotency_key", "email", "balance", "metadata[order]", "tax_exempt", "client_ip", "preferred_locales")
 			}
 		}
 	}
@@ -78,6 +80,8 @@ func decodeCreateNote(in *gen.Input) (r CreateNoteRequest, _ error) {
 					v.Text = f.Once(&seen, 0).Str()
 				case "pinned":
 					v.Pinned = canonical.Ptr(f.Once(&seen, 1).Bool())
+				default:
+					f.Undeclared("text", "pinned")
 				}
 			}
 			f.Required(seen, "text")
@@ -109,7 +113,7 @@ func decodeNote(d *canonical.Decoder, v *Note) {
 		case "pinned":
 			v.Pinned = canonical.Ptr(d.Field(&seen, 1).Bool())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "text", "pinned")
 		}
 	}
 	d.EndObject()
@@ -141,7 +145,7 @@ func decodeCreateCustomerBody(d *canonical.Decoder, v *CreateCustomerBody) {
 			d.EndArray()
 			d.Items(len(v.PreferredLocales), -1, 3)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "idempotency_key", "email", "balance", "metadata[order]", "tax_exempt", "client_ip", "preferred_locales")
 		}
 	}
 	d.EndObject()
@@ -253,7 +257,7 @@ func decodeCreatePaymentIntentBodyItemsItem(f *gen.FormTree, v *CreatePaymentInt
 				f.EndArray()
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "price", "quantity", "note", "tax_rates")
 		}
 	}
 	f.EndObject()
@@ -288,7 +292,7 @@ func decodeShippingFormAddress(f *gen.FormTree, v *ShippingFormAddress) {
 		case "line1":
 			v.Line1 = canonical.Ptr(f.Scalar(&seen, 1).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "city", "line1")
 		}
 	}
 	f.EndObject()

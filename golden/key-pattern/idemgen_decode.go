@@ -34,7 +34,7 @@ func decodeCreateRefundBody(d *canonical.Decoder, v *CreateRefundBody) {
 			v.Amount = d.Field(&seen, 0).Int64()
 			d.Min(v.Amount, 1)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "idempotency_key", "amount")
 		}
 	}
 	d.EndObject()

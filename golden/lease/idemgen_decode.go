@@ -28,7 +28,7 @@ func decodeCaptureChargeBody(d *canonical.Decoder, v *CaptureChargeBody) {
 			v.StatementDescriptor = canonical.Ptr(d.Field(&seen, 1).Str())
 			d.Length(*v.StatementDescriptor, -1, 22)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "statement_descriptor")
 		}
 	}
 	d.EndObject()

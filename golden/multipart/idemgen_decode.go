@@ -22,7 +22,7 @@ func decodeCreateCatalogImage(in *gen.Input) (r CreateCatalogImageRequest2, _ er
 		case "image_file":
 			v.ImageFile = canonical.Ptr(m.File(&seen, 1))
 		default:
-			m.Unknown(&v.Extra)
+			m.Unknown(&v.Extra, "request", "image_file")
 		}
 	}
 	m.End()
@@ -103,7 +103,7 @@ func decodeCreateLetter(in *gen.Input) (r CreateLetterRequest, _ error) {
 				}
 				d.EndObject()
 			default:
-				m.Unknown(&v.Extra)
+				m.Unknown(&v.Extra, "to", "color", "file", "metadata")
 			}
 		}
 		m.Required(seen, "to", "color")
@@ -125,7 +125,7 @@ func decodeCreateCatalogImageRequest(d *canonical.Decoder, v *CreateCatalogImage
 		case "is_primary":
 			v.IsPrimary = canonical.Ptr(d.Field(&seen, 2).Bool())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "idempotency_key", "object_id", "is_primary")
 		}
 	}
 	d.EndObject()
@@ -148,7 +148,7 @@ func decodeLetter(d *canonical.Decoder, v *Letter) {
 			}
 			d.EndObject()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "to", "color", "file", "metadata")
 		}
 	}
 	d.EndObject()
@@ -164,7 +164,7 @@ func decodeLetterTo(d *canonical.Decoder, v *LetterTo) {
 		case "zip":
 			v.Zip = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "name", "zip")
 		}
 	}
 	d.EndObject()
@@ -177,7 +177,7 @@ func decodeCreateDocumentBodyMeta(d *canonical.Decoder, v *CreateDocumentBodyMet
 		case "source":
 			v.Source = d.Field(&seen, 0).Str()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "source")
 		}
 	}
 	d.EndObject()

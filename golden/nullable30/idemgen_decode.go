@@ -22,7 +22,7 @@ func decodeAddress(d *canonical.Decoder, v *Address) {
 		case "line1":
 			v.Line1 = canonical.Ptr(d.Field(&seen, 0).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "line1")
 		}
 	}
 	d.EndObject()
@@ -44,7 +44,7 @@ func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
 				v.Status = canonical.Ptr(Status(d.Enum("open", "closed")))
 			}
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "shipping", "status")
 		}
 	}
 	d.EndObject()

@@ -33,7 +33,7 @@ func decodeAddress(d *canonical.Decoder, v *Address) {
 				v.City = canonical.Ptr(d.Str())
 			}
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "line1", "city")
 		}
 	}
 	d.EndObject()
@@ -74,7 +74,7 @@ func decodeTransfer(d *canonical.Decoder, v *Transfer) {
 				d.MinFloat(*v.Fee, 0.0)
 			}
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "memo", "tags", "address", "origin", "fee")
 		}
 	}
 	d.EndObject()

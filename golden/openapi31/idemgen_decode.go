@@ -87,7 +87,7 @@ func decodePostEntryBody(d *canonical.Decoder, v *PostEntryBody) {
 			v.Context = new(PostEntryBodyContext)
 			decodePostEntryBodyContext(d.Field(&seen, 14), v.Context)
 		default:
-			d.Unknown(&v.Extra2)
+			d.Unknown(&v.Extra2, "amount", "account", "memo", "rate", "counterparty", "labels", "extra", "priority", "ratio", "confirmed", "code", "ref", "tag", "reference", "context")
 		}
 	}
 	d.EndObject()
@@ -101,7 +101,7 @@ func decodePostEntryBodyContext(d *canonical.Decoder, v *PostEntryBodyContext) {
 		case "trace":
 			v.Trace = canonical.Ptr(d.Field(&seen, 0).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "trace")
 		}
 	}
 	d.EndObject()

@@ -28,6 +28,15 @@ func decodeCloseTenantAccounts(in *gen.Input) (r CloseTenantAccountsRequest, _ e
 	return r, in.Err()
 }
 
+// decodeExportAccounts decodes a request to exportAccounts: its parameters. Errors are 400
+// body-invalid.
+func decodeExportAccounts(in *gen.Input) (r ExportAccountsRequest, _ error) {
+	p := in.Params()
+	r.Params.Tenant = p.Path("tenant").Str()
+	r.Params.Report = p.Path("report").Str()
+	return r, in.Err()
+}
+
 // decodeExportCSV decodes a request to exportCSV: its parameters. Errors are 400 body-invalid.
 func decodeExportCSV(in *gen.Input) (r ExportCSVRequest, _ error) {
 	p := in.Params()

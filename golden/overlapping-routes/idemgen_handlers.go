@@ -52,6 +52,20 @@ func CloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc)
 	})
 }
 
+// ExportAccountsHandler returns the http.Handler of POST /{tenant}/accounts/{report}.csv
+// (exportAccounts): fn runs at most once per idempotency key. Register mounts it at "POST
+// /{tenant}/accounts/{seg2}"; mount it yourself on another router the same way.
+//
+//go:noinline
+func ExportAccountsHandler(rt *runtime.Runtime, fn ExportAccountsFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationExportAccounts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+		r, err := decodeExportAccounts(in)
+		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params)
+		}, err
+	})
+}
+
 // ExportCSVHandler returns the http.Handler of POST /{tenant}/exports/{file}.csv (exportCSV): fn
 // runs at most once per idempotency key. Register mounts it at "POST /{tenant}/exports/{seg2}";
 // mount it yourself on another router the same way.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
@@ -54,6 +55,19 @@ func operationCloseTenantAccounts() *runtime.Operation {
 	}
 }
 
+// operationExportAccounts returns the resolved idempotency settings of exportAccounts; fields left
+// out take the runtime's defaults.
+//
+//go:noinline
+func operationExportAccounts() *runtime.Operation {
+	return &runtime.Operation{
+		ID:     "exportAccounts",
+		Method: "POST",
+		Path:   "/{tenant}/accounts/{report}.csv",
+		Key:    runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+	}
+}
+
 // operationExportCSV returns the resolved idempotency settings of exportCSV; fields left out take
 // the runtime's defaults.
 //
@@ -75,6 +89,7 @@ func Operations() []*runtime.Operation {
 		operationCloseAccount(),
 		operationAcmeThing(),
 		operationCloseTenantAccounts(),
+		operationExportAccounts(),
 		operationExportCSV(),
 	}
 }
@@ -87,6 +102,7 @@ func Routes() []runtime.Route {
 		runtime.NewRoute(operationCloseAccount(), decodeCloseAccount),
 		runtime.NewRoute(operationAcmeThing(), decodeAcmeThing),
 		runtime.NewRoute(operationCloseTenantAccounts(), decodeCloseTenantAccounts),
+		runtime.NewRoute(operationExportAccounts(), decodeExportAccounts),
 		runtime.NewRoute(operationExportCSV(), decodeExportCSV),
 	}
 }
@@ -98,6 +114,7 @@ type Handlers struct {
 	CloseAccount        CloseAccountFunc
 	AcmeThing           AcmeThingFunc
 	CloseTenantAccounts CloseTenantAccountsFunc
+	ExportAccounts      ExportAccountsFunc
 	ExportCSV           ExportCSVFunc
 }
 
@@ -124,12 +141,14 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 			err = fmt.Errorf("register %s: %v", pattern, r)
 		}
 	}()
-	// One route for closeAccount, closeTenantAccounts, acmeThing: ServeMux cannot hold their patterns together.
-	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil {
+	// One route for closeAccount, closeTenantAccounts, acmeThing, exportAccounts, exportCSV: ServeMux cannot hold their patterns together.
+	if h.CloseAccount != nil || h.CloseTenantAccounts != nil || h.AcmeThing != nil || h.ExportAccounts != nil || h.ExportCSV != nil {
 		pattern = "POST /{idemgenSeg0}/{idemgenSeg1}/{idemgenSeg2}"
 		hCloseAccount := CloseAccountHandler(rt, h.CloseAccount)
 		hCloseTenantAccounts := CloseTenantAccountsHandler(rt, h.CloseTenantAccounts)
 		hAcmeThing := AcmeThingHandler(rt, h.AcmeThing)
+		hExportAccounts := ExportAccountsHandler(rt, h.ExportAccounts)
+		hExportCSV := ExportCSVHandler(rt, h.ExportCSV)
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case h.CloseAccount != nil && r.PathValue("idemgenSeg0") == "accounts" && r.PathValue("idemgenSeg2") == "close":
@@ -142,14 +161,18 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 				r.SetPathValue("kind", r.PathValue("idemgenSeg1"))
 				r.SetPathValue("name", r.PathValue("idemgenSeg2"))
 				hAcmeThing.ServeHTTP(w, r)
+			case h.ExportAccounts != nil && r.PathValue("idemgenSeg1") == "accounts" && gen.SegmentMatches(r.PathValue("idemgenSeg2"), "", ".csv"):
+				r.SetPathValue("tenant", r.PathValue("idemgenSeg0"))
+				r.SetPathValue("seg2", r.PathValue("idemgenSeg2"))
+				hExportAccounts.ServeHTTP(w, r)
+			case h.ExportCSV != nil && r.PathValue("idemgenSeg1") == "exports" && gen.SegmentMatches(r.PathValue("idemgenSeg2"), "", ".csv"):
+				r.SetPathValue("tenant", r.PathValue("idemgenSeg0"))
+				r.SetPathValue("seg2", r.PathValue("idemgenSeg2"))
+				hExportCSV.ServeHTTP(w, r)
 			default:
 				http.NotFound(w, r)
 			}
 		}))
-	}
-	if h.ExportCSV != nil {
-		pattern = "POST /{tenant}/exports/{seg2}"
-		mux.Handle(pattern, ExportCSVHandler(rt, h.ExportCSV))
 	}
 	return nil
 }

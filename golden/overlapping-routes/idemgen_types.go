@@ -67,6 +67,27 @@ type CloseTenantAccountsRequest struct {
 // a non-final status rolls them back.
 type CloseTenantAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p CloseTenantAccountsParams) (runtime.Response, error)
 
+// ExportAccountsParams holds the parameters of operation exportAccounts; the idempotency key header
+// is not here: the runtime reads and validates it.
+type ExportAccountsParams struct {
+	Tenant string // path parameter tenant
+	Report string // path parameter report
+}
+
+// ExportAccountsRequest is a decoded request to operation exportAccounts.
+type ExportAccountsRequest struct {
+	Params ExportAccountsParams
+}
+
+// ExportAccountsFunc is the business function of operation exportAccounts (POST
+// /{tenant}/accounts/{report}.csv).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type ExportAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p ExportAccountsParams) (runtime.Response, error)
+
 // ExportCSVParams holds the parameters of operation exportCSV; the idempotency key header is not
 // here: the runtime reads and validates it.
 type ExportCSVParams struct {

@@ -43,6 +43,9 @@ func TestOverlappingRoutes(t *testing.T) {
 		ExportCSV: func(_ context.Context, _ pgstore.DBTX, p ExportCSVParams) (runtime.Response, error) {
 			return reply("exportCSV " + p.Tenant + " " + p.File)
 		},
+		ExportAccounts: func(_ context.Context, _ pgstore.DBTX, p ExportAccountsParams) (runtime.Response, error) {
+			return reply("exportAccounts " + p.Tenant + " " + p.Report)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +60,11 @@ func TestOverlappingRoutes(t *testing.T) {
 		{"/t9/exports/june.csv", "exportCSV t9 june"},
 		{"/t9/other/close", "404"},
 		{"/t9/exports/june.txt", "404"},
+		{"/t9/accounts/june.csv", "exportAccounts t9 june"}, // a mixed segment inside the group
+		{"/t9/accounts/%6Aune.csv", "exportAccounts t9 june"},
+		{"/t9/accounts/june.txt", "404"},
+		{"/t9/accounts/.csv", "404"},
+		{"/acme/exports/june", "acmeThing exports june"}, // not taken by exportCSV, which shares the route
 	} {
 		req, _ := http.NewRequest("POST", srv.URL+tt.path, nil)
 		req.Header.Set("Idempotency-Key", "route-key-000000000"+string(rune('a'+i)))

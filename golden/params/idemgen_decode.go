@@ -178,7 +178,7 @@ func decodeCreateExportParamsFilterCreated(d *canonical.Decoder, v *CreateExport
 		case "lt":
 			v.Lt = canonical.Ptr(d.Field(&seen, 1).Int64())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "gte", "lt")
 		}
 	}
 	d.EndObject()
@@ -195,7 +195,7 @@ func decodeCreateExportParamsPage(d *canonical.Decoder, v *CreateExportParamsPag
 		case "after":
 			v.After = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "size", "after")
 		}
 	}
 	d.EndObject()

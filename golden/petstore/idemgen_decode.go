@@ -80,7 +80,7 @@ func decodeNewPet(d *canonical.Decoder, v *NewPet) {
 			v.Preferences = new(Preferences)
 			decodePreferences(d.Field(&seen, 8), v.Preferences)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "name", "species", "age", "weight_kg", "vaccinated", "tags", "owner", "attributes", "preferences")
 		}
 	}
 	d.EndObject()
@@ -96,7 +96,7 @@ func decodeNewPetTagsItem(d *canonical.Decoder, v *NewPetTagsItem) {
 		case "note":
 			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "label", "note")
 		}
 	}
 	d.EndObject()
@@ -128,6 +128,7 @@ func decodePreferences(d *canonical.Decoder, v *Preferences) {
 		case "food":
 			v.Food = d.Field(&seen, 0).Str()
 		default:
+			d.Undeclared("food")
 			if v.AdditionalProperties == nil {
 				v.AdditionalProperties = map[string]int64{}
 			}
@@ -157,7 +158,7 @@ func decodeOrder(d *canonical.Decoder, v *Order) {
 		case "complete":
 			v.Complete = canonical.Ptr(d.Field(&seen, 4).Bool())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "petId", "quantity", "status", "shipDate", "complete")
 		}
 	}
 	d.EndObject()

@@ -28,7 +28,7 @@ func decodeSendMessageBody(d *canonical.Decoder, v *SendMessageBody) {
 		case "text":
 			v.Text = d.Field(&seen, 1).Str()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "to", "text")
 		}
 	}
 	d.EndObject()

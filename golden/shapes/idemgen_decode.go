@@ -79,7 +79,7 @@ func decodeItem(d *canonical.Decoder, v *Item) {
 			v.Qty = canonical.Ptr(d.Field(&seen, 1).Int64())
 			d.Min(*v.Qty, 1)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "sku", "qty")
 		}
 	}
 	d.EndObject()
@@ -205,7 +205,7 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 				v.Level = canonical.Ptr(KitchenSinkBodyLevel(d.Enum("low", "high")))
 			}
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "id", "maybe", "matrix", "grid", "byName", "nestedMaps", "mapOfLists", "colors", "nullableList", "nullableObject", "closedEmpty", "freeForm", "anything", "tags", "level")
 		}
 	}
 	d.EndObject()
@@ -221,7 +221,7 @@ func decodeKitchenSinkBodyGridItemItem(d *canonical.Decoder, v *KitchenSinkBodyG
 		case "note":
 			v.Note = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "v", "note")
 		}
 	}
 	d.EndObject()
@@ -236,7 +236,7 @@ func decodeKitchenSinkBodyByNameValue(d *canonical.Decoder, v *KitchenSinkBodyBy
 		case "stamp":
 			v.Stamp = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "count", "stamp")
 		}
 	}
 	d.EndObject()
@@ -249,7 +249,7 @@ func decodeKitchenSinkBodyNullableObject(d *canonical.Decoder, v *KitchenSinkBod
 		case "a":
 			v.A = canonical.Ptr(d.Field(&seen, 0).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "a")
 		}
 	}
 	d.EndObject()

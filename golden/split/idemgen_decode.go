@@ -31,7 +31,7 @@ func decodeInvoice(d *canonical.Decoder, v *Invoice) {
 			v.Parent = new(Invoice2)
 			decodeInvoice2(d.Field(&seen, 2), v.Parent)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "customer", "lines", "parent")
 		}
 	}
 	d.EndObject()
@@ -47,7 +47,7 @@ func decodeLine(d *canonical.Decoder, v *Line) {
 		case "description":
 			v.Description = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "description")
 		}
 	}
 	d.EndObject()
@@ -70,7 +70,7 @@ func decodeInvoice2(d *canonical.Decoder, v *Invoice2) {
 			v.Parent = new(Invoice2)
 			decodeInvoice2(d.Field(&seen, 2), v.Parent)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "customer", "lines", "parent")
 		}
 	}
 	d.EndObject()
@@ -86,7 +86,7 @@ func decodeLine2(d *canonical.Decoder, v *Line2) {
 		case "description":
 			v.Description = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "description")
 		}
 	}
 	d.EndObject()

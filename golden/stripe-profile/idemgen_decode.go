@@ -23,6 +23,8 @@ func decodePostCustomers(in *gen.Input) (r PostCustomersRequest, _ error) {
 				f.Length(*v.Email, -1, 512)
 			case "name":
 				v.Name = canonical.Ptr(f.Once(&seen, 1).Str())
+			default:
+				f.Undeclared("email", "name")
 			}
 		}
 		in.FormBody()
@@ -42,6 +44,8 @@ func decodePostRefunds(in *gen.Input) (r PostRefundsRequest, _ error) {
 			v.Charge = f.Once(&seen, 0).Str()
 		case "amount":
 			v.Amount = canonical.Ptr(f.Once(&seen, 1).Int64())
+		default:
+			f.Undeclared("charge", "amount")
 		}
 	}
 	f.Required(seen, "charge")
@@ -59,7 +63,7 @@ func decodePostCustomersBody(d *canonical.Decoder, v *PostCustomersBody) {
 		case "name":
 			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "email", "name")
 		}
 	}
 	d.EndObject()
@@ -74,7 +78,7 @@ func decodePostRefundsBody(d *canonical.Decoder, v *PostRefundsBody) {
 		case "amount":
 			v.Amount = canonical.Ptr(d.Field(&seen, 1).Int64())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "charge", "amount")
 		}
 	}
 	d.EndObject()

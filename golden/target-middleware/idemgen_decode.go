@@ -46,7 +46,7 @@ func decodeCreatePaymentBody(d *canonical.Decoder, v *CreatePaymentBody) {
 			}
 			d.EndObject()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "currency", "metadata")
 		}
 	}
 	d.EndObject()
@@ -61,7 +61,7 @@ func decodeRefundPaymentBody(d *canonical.Decoder, v *RefundPaymentBody) {
 			v.Amount = canonical.Ptr(d.Field(&seen, 0).Int64())
 			d.Min(*v.Amount, 1)
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount")
 		}
 	}
 	d.EndObject()

@@ -50,7 +50,7 @@ func decodeCreatePaymentSlashBody(d *canonical.Decoder, v *CreatePaymentSlashBod
 		case "amount":
 			v.Amount = d.Field(&seen, 0).Int64()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount")
 		}
 	}
 	d.EndObject()

@@ -21,6 +21,8 @@ func decodeCreateCall(in *gen.Input) (r CreateCallRequest, _ error) {
 			v.From = f.Once(&seen, 1).Str()
 		case "Url":
 			v.URL = canonical.Ptr(f.Once(&seen, 2).Str())
+		default:
+			f.Undeclared("To", "From", "Url")
 		}
 	}
 	f.Required(seen, "To", "From")
@@ -41,6 +43,8 @@ func decodeUpdateCall(in *gen.Input) (r UpdateCallRequest, _ error) {
 		switch f.Name() {
 		case "Status":
 			v.Status = canonical.Ptr(UpdateCallBodyStatus(f.Once(&seen, 0).Enum("canceled", "completed")))
+		default:
+			f.Undeclared("Status")
 		}
 	}
 	in.FormBody()
@@ -71,7 +75,7 @@ func decodeCreateCallBody(d *canonical.Decoder, v *CreateCallBody) {
 		case "Url":
 			v.URL = canonical.Ptr(d.Field(&seen, 2).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "To", "From", "Url")
 		}
 	}
 	d.EndObject()
@@ -85,7 +89,7 @@ func decodeUpdateCallBody(d *canonical.Decoder, v *UpdateCallBody) {
 		case "Status":
 			v.Status = canonical.Ptr(UpdateCallBodyStatus(d.Field(&seen, 0).Enum("canceled", "completed")))
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "Status")
 		}
 	}
 	d.EndObject()

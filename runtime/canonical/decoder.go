@@ -3,6 +3,7 @@ package canonical
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Decoder reads one strict JSON document (RFC 8259 plus the rules in the package doc) token by
@@ -35,6 +36,9 @@ type Decoder struct {
 	skip  []byte // Skip's discarded output
 	// matcher matches schema patterns (Pattern); kept across Reset.
 	matcher Matcher
+	// reencoding: the values read so far are also written to reenc (Reencode).
+	reencoding bool
+	reenc      []byte
 }
 
 type frame struct {
@@ -58,8 +62,33 @@ func (d *Decoder) Reset(data []byte) {
 	d.err = nil
 	d.name = nil
 	d.text = ""
+	d.reencoding, d.reenc = false, nil
 	if len(data) > maxInput {
 		d.fail(0, "document larger than 2 GiB")
+	}
+}
+
+// Reencode makes d write, from now until the next Reset, everything it reads to a re-encoding
+// that Reencoded returns: compact JSON in the document's order, member names and strings with
+// RFC 8785's minimal escapes, integers ([Decoder.Int64]) as their exact digits, numbers
+// ([Decoder.Float64]) and generic values ([Decoder.Raw], [Decoder.Unknown], [Decoder.Skip]) in
+// their canonical form. Whatever reads the re-encoding reads the values d decoded, whichever
+// spelling the document used (1.5e3 for an integer is 1500), which is what the fingerprint
+// covers; the Middleware hands it to the wrapped handler in place of the body. Call it right
+// after Reset, before the first read.
+func (d *Decoder) Reencode() {
+	d.reencoding = true
+	d.reenc = make([]byte, 0, len(d.data))
+}
+
+// Reencoded returns the re-encoding of what d read since Reencode (nil without Reencode), valid
+// once Finish has returned nil.
+func (d *Decoder) Reencoded() []byte { return d.reenc }
+
+// emit appends to the re-encoding.
+func (d *Decoder) emit(b ...byte) {
+	if d.reencoding {
+		d.reenc = append(d.reenc, b...)
 	}
 }
 
@@ -210,6 +239,7 @@ func (d *Decoder) BeginObject() bool {
 		}
 		return false
 	}
+	d.emit('{')
 	return d.push(false)
 }
 
@@ -234,6 +264,7 @@ func (d *Decoder) NextMember() bool {
 		case '}':
 			d.pos++
 			f.closed = true
+			d.emit('}')
 			return false
 		default:
 			if d.err == nil {
@@ -244,6 +275,7 @@ func (d *Decoder) NextMember() bool {
 	} else if c == '}' {
 		d.pos++
 		f.closed = true
+		d.emit('}')
 		return false
 	}
 	if c != '"' {
@@ -273,6 +305,12 @@ func (d *Decoder) NextMember() bool {
 		return false
 	}
 	d.pos++
+	if d.reencoding {
+		if f.count > 1 {
+			d.reenc = append(d.reenc, ',')
+		}
+		d.reenc = append(appendQuotedValid(d.reenc, d.name), ':')
+	}
 	return true
 }
 
@@ -345,6 +383,39 @@ func (d *Decoder) Reject() {
 	d.fail(int(f.nameStart)-1, "member not allowed by the schema")
 }
 
+// Undeclared refuses the current member, which the schema does not declare, when its name equals
+// one of the object's declared names up to letter case ("Amount" beside a declared "amount"):
+// encoding/json, and the binders built on it, match member names to fields that way and let
+// the last one win, so such a member would set the declared field for a handler that decodes
+// the body again while the fingerprint and the generated handlers hold it as another member.
+// Names compare under Unicode simple case folding, as encoding/json does (so the Kelvin sign K
+// folds to k). It does nothing once an error is recorded.
+func (d *Decoder) Undeclared(declared ...string) {
+	if d.err != nil || d.depth == 0 || len(declared) == 0 {
+		return
+	}
+	if n := FoldsTo(string(d.name), declared); n != "" {
+		f := &d.frames[d.depth-1]
+		d.fail(int(f.nameStart)-1, CaseVariantReason(n))
+	}
+}
+
+// FoldsTo returns the name in declared that name equals up to letter case (Unicode simple case
+// folding, strings.EqualFold) without being equal to it, or "".
+func FoldsTo(name string, declared []string) string {
+	for _, n := range declared {
+		if n != name && strings.EqualFold(n, name) {
+			return n
+		}
+	}
+	return ""
+}
+
+// CaseVariantReason is the reason a name that folds to the declared name is refused with.
+func CaseVariantReason(declared string) string {
+	return "name differs from the declared " + strconv.Quote(declared) + " only in letter case, which decoders that match names case-insensitively (encoding/json) would take for it: send " + strconv.Quote(declared) + " or another name"
+}
+
 // BeginArray consumes '[' and reports whether an array was opened. Read its elements with
 // NextElement, then call EndArray.
 func (d *Decoder) BeginArray() bool {
@@ -354,6 +425,7 @@ func (d *Decoder) BeginArray() bool {
 		}
 		return false
 	}
+	d.emit('[')
 	return d.push(true)
 }
 
@@ -381,6 +453,7 @@ func (d *Decoder) NextElement() bool {
 		case ']':
 			d.pos++
 			f.closed = true
+			d.emit(']')
 			return false
 		default:
 			if d.err == nil {
@@ -391,12 +464,16 @@ func (d *Decoder) NextElement() bool {
 	} else if c == ']' {
 		d.pos++
 		f.closed = true
+		d.emit(']')
 		return false
 	}
 	if d.err != nil {
 		return false
 	}
 	f.count++
+	if f.count > 1 {
+		d.emit(',')
+	}
 	return true
 }
 
@@ -417,7 +494,11 @@ func (d *Decoder) Null() bool {
 	if d.next() != 'n' {
 		return false
 	}
-	return d.literal("null")
+	if !d.literal("null") {
+		return false
+	}
+	d.emit('n', 'u', 'l', 'l')
+	return true
 }
 
 func (d *Decoder) literal(lit string) bool {
@@ -433,9 +514,15 @@ func (d *Decoder) literal(lit string) bool {
 func (d *Decoder) Bool() bool {
 	switch d.next() {
 	case 't':
-		return d.literal("true")
+		if d.literal("true") {
+			d.emit('t', 'r', 'u', 'e')
+			return true
+		}
+		return false
 	case 'f':
-		d.literal("false")
+		if d.literal("false") {
+			d.emit('f', 'a', 'l', 's', 'e')
+		}
 		return false
 	}
 	if d.err == nil {
@@ -455,7 +542,13 @@ func (d *Decoder) Str() string {
 		return ""
 	}
 	s, e, escaped := d.scanString()
-	if d.err != nil || s == e {
+	if d.err != nil {
+		return ""
+	}
+	if d.reencoding {
+		d.reenc = appendCanonicalRaw(d.reenc, d.data[s:e], escaped)
+	}
+	if s == e {
 		return ""
 	}
 	if !escaped {
@@ -481,6 +574,9 @@ func (d *Decoder) Int64() int64 {
 	if reason != "" {
 		d.fail(start, reason)
 	}
+	if d.reencoding {
+		d.reenc = AppendInt(d.reenc, v)
+	}
 	return v
 }
 
@@ -501,6 +597,9 @@ func (d *Decoder) Float64() float64 {
 	}
 	if !shortPlainDecimal(num) && !exactDouble(num, f) {
 		d.fail(start, reasonInexact)
+	}
+	if d.reencoding {
+		d.reenc = AppendFloat(d.reenc, f)
 	}
 	return f
 }

@@ -41,7 +41,7 @@ func (d *Decoder) Raw() []byte {
 	if d.next() == 0 {
 		return nil
 	}
-	b := d.appendValue(nil, nil)
+	b := d.generic(nil)
 	if d.err != nil {
 		return nil
 	}
@@ -51,21 +51,39 @@ func (d *Decoder) Raw() []byte {
 // AppendRaw reads any value and appends its canonical form to b.
 func (d *Decoder) AppendRaw(b []byte) []byte {
 	n := len(b)
-	b = d.appendValue(b, nil)
+	b = d.generic(b)
 	if d.err != nil {
 		return b[:n]
 	}
 	return b
 }
 
-// Skip reads and checks any value, discarding it.
+// Skip reads and checks any value, discarding it (from the fingerprint: a re-encoding keeps it).
 func (d *Decoder) Skip() {
-	d.skip = d.appendValue(d.skip[:0], nil)
+	d.skip = d.generic(d.skip[:0])
+}
+
+// generic appends the canonical form of the next value to b, and to the re-encoding
+// (Reencode), which the members and elements inside it must not write to on their own.
+func (d *Decoder) generic(b []byte) []byte {
+	if !d.reencoding {
+		return d.appendValue(b, nil)
+	}
+	n := len(b)
+	d.reencoding = false
+	b = d.appendValue(b, nil)
+	d.reencoding = true
+	if d.err == nil {
+		d.reenc = append(d.reenc, b[n:]...)
+	}
+	return b
 }
 
 // Unknown reads the value of the current member, which the schema does not declare, and keeps
-// it in *m for the fingerprint; a name already in *m is the error "duplicate member name".
-func (d *Decoder) Unknown(m *Members) {
+// it in *m for the fingerprint; a name already in *m is the error "duplicate member name", and
+// one that equals a name in declared up to letter case is refused (Undeclared).
+func (d *Decoder) Unknown(m *Members, declared ...string) {
+	d.Undeclared(declared...)
 	if d.err != nil {
 		return
 	}

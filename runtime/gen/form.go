@@ -163,6 +163,25 @@ func (f *Form) NextItem() bool {
 	return true
 }
 
+// Undeclared refuses the current field, which the schema does not declare, when its name, or its
+// name up to the first '[', equals one of declared up to letter case
+// (canonical.Decoder.Undeclared): form binders that match field names case-insensitively
+// (echo's) would take it for the declared field.
+//
+//go:noinline
+func (f *Form) Undeclared(declared ...string) {
+	if f.err != nil || len(declared) == 0 {
+		return
+	}
+	n := canonical.FoldsTo(f.Name(), declared)
+	if base := f.Base(); n == "" && base != f.Name() {
+		n = canonical.FoldsTo(base, declared)
+	}
+	if n != "" {
+		f.Invalid(canonical.CaseVariantReason(n))
+	}
+}
+
 // Reject refuses the current field: the schema is closed and does not declare it.
 //
 //go:noinline

@@ -42,6 +42,9 @@ type Input struct {
 	dec canonical.Decoder
 	// json: the body is being read by dec, whose error Err reports first.
 	json bool
+	// reencode: the decoders keep a re-encoding of the body (Reencode); rawFramed: the body was
+	// fingerprinted as raw bytes (RawBody), so a handler gets it as sent.
+	reencode, rawFramed bool
 
 	// fields is the parsed form body (Form) and next the index of the field after the current.
 	fields []canonical.FormField
@@ -81,6 +84,7 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 	in.pathValue = pathValue
 	in.query, in.queried = nil, false
 	in.key, in.hasKey = "", false
+	in.reencode, in.rawFramed = false, false
 	// Scratch space is kept for the next request, but nothing that refers to this one.
 	if len(in.fields) > 0 {
 		clear(in.fields)
@@ -199,6 +203,9 @@ func (in *Input) Match(pattern, s string) bool { return in.m.Match(pattern, s) }
 func (in *Input) JSON() *canonical.Decoder {
 	in.dec.Reset(in.Body)
 	in.dec.SetMatcher(in.m)
+	if in.reencode {
+		in.dec.Reencode()
+	}
 	in.json = true
 	return &in.dec
 }
@@ -236,7 +243,10 @@ func (in *Input) FormBody(exclude ...string) {
 
 // RawBody adds the body's exact bytes to the fingerprint (fingerprint.body: raw, media types other
 // than JSON and form, and an absent optional body).
-func (in *Input) RawBody() { in.framer.RawBody(in.Body) }
+func (in *Input) RawBody() {
+	in.rawFramed = true
+	in.framer.RawBody(in.Body)
+}
 
 // Err returns why the request is refused, or nil: the JSON body's first error (a
 // *canonical.Error, including data after the document), else the first refused form field or

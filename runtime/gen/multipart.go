@@ -44,10 +44,11 @@ func AppendFile(b []byte, f *File) []byte {
 	return o.End(b)
 }
 
-// part is one part of a multipart body.
+// part is one part of a multipart body; reencoded is the re-encoding of a JSON part
+// (Input.Reencode).
 type part struct {
 	name, filename, contentType string
-	data                        []byte
+	data, reencoded             []byte
 }
 
 // multipartState is the multipart body being read (Input.Multipart).
@@ -202,6 +203,9 @@ func (m *Multipart) JSON(seen *uint64, bit uint) *canonical.Decoder {
 	m.once(seen, bit)
 	m.pdec.Reset(m.parts[m.mpNext-1].data)
 	m.pdec.SetMatcher(m.m)
+	if m.reencode {
+		m.pdec.Reencode()
+	}
 	m.pjson = true
 	return &m.pdec
 }
@@ -223,6 +227,7 @@ func (m *Multipart) Raw(seen *uint64, bit uint) []byte {
 		if errors.As(err, &ce) && m.err == nil {
 			m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: ce.Offset, Reason: "in part " + strconv.Quote(p.name) + ": " + ce.Reason}
 		}
+		p.reencoded = b // what the fingerprint covers; a handler that reads the part gets it too
 		return b
 	case p.filename == "" && utf8.Valid(p.data):
 		return canonical.AppendString(nil, string(p.data))
@@ -239,6 +244,9 @@ func (m *Multipart) finishJSON() {
 	m.pjson = false
 	err := m.pdec.Finish()
 	var ce *canonical.Error
+	if err == nil && m.reencode {
+		m.parts[m.mpNext-1].reencoded = m.pdec.Reencoded()
+	}
 	if err == nil || m.err != nil {
 		return
 	}
@@ -257,14 +265,19 @@ func (m *Multipart) Reject() { m.Invalid("part not allowed by the schema") }
 
 // Unknown keeps an undeclared part of an open schema in *members for the fingerprint, as the
 // JSON decoder keeps undeclared members: a text part (no filename, UTF-8) as a JSON string, any
-// other as its file object (AppendFile). A name given twice is refused.
+// other as its file object (AppendFile). A name given twice is refused, and so is one that
+// equals one of declared up to letter case (canonical.Decoder.Undeclared).
 //
 //go:noinline
-func (m *Multipart) Unknown(members *canonical.Members) {
+func (m *Multipart) Unknown(members *canonical.Members, declared ...string) {
 	if m.err != nil {
 		return
 	}
 	p := &m.parts[m.mpNext-1]
+	if n := canonical.FoldsTo(p.name, declared); n != "" {
+		m.Invalid(canonical.CaseVariantReason(n))
+		return
+	}
 	i, found := slices.BinarySearchFunc(*members, p.name, func(x canonical.Member, n string) int {
 		return canonical.Compare(x.Name, n)
 	})

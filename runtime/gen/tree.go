@@ -577,10 +577,12 @@ func (f *FormTree) appendRaw(b []byte, g group, level int) []byte {
 }
 
 // Unknown keeps the current member, which the open object does not declare, in *m (sorted by
-// name, as canonical.Decoder.Unknown keeps JSON members), its value read by Raw.
+// name, as canonical.Decoder.Unknown keeps JSON members), its value read by Raw; a key that
+// equals one of declared up to letter case is refused (Undeclared).
 //
 //go:noinline
-func (f *FormTree) Unknown(m *canonical.Members) {
+func (f *FormTree) Unknown(m *canonical.Members, declared ...string) {
+	f.Undeclared(declared...)
 	k := f.Key()
 	v := f.Raw()
 	if f.err != nil {
@@ -588,6 +590,20 @@ func (f *FormTree) Unknown(m *canonical.Members) {
 	}
 	i, _ := slices.BinarySearchFunc(*m, k, func(x canonical.Member, n string) int { return canonical.Compare(x.Name, n) })
 	*m = slices.Insert(*m, i, canonical.Member{Name: k, Value: v})
+}
+
+// Undeclared refuses the current member, which the object does not declare, when its key equals
+// one of declared up to letter case (canonical.Decoder.Undeclared): form binders that match
+// field names case-insensitively (echo's) would take it for the declared field.
+//
+//go:noinline
+func (f *FormTree) Undeclared(declared ...string) {
+	if f.err != nil || len(declared) == 0 {
+		return
+	}
+	if n := canonical.FoldsTo(f.Key(), declared); n != "" {
+		f.fail(f.fieldName(f.tree.cur.lo), canonical.CaseVariantReason(n))
+	}
 }
 
 // Reject refuses the current member: the object is closed (additionalProperties: false) and does

@@ -39,9 +39,10 @@ func TestWaitingDuplicatesHoldNoConnection(t *testing.T) {
 			eventually(t, "the duplicates to wait", func() bool { return e.st.WaitingForTest() == dups })
 
 			// While they wait, the pool has one connection acquired: the first request's. (Their
-			// probes take one for a round trip now and then: after half a second of doubling,
-			// each probes every quarter second or so.)
-			time.Sleep(500 * time.Millisecond)
+			// probes take one for a round trip now and then: their intervals double from 4ms, so
+			// after two seconds each probes about every two seconds, and a round trip that a
+			// loaded machine makes slow still shows in few samples.)
+			time.Sleep(2 * time.Second)
 			const samples = 20
 			one := 0
 			for range samples {

@@ -83,7 +83,7 @@ func decodePaymentRequest(d *canonical.Decoder, v *PaymentRequest) {
 		case "client_timestamp":
 			v.ClientTimestamp = canonical.Ptr(d.Field(&seen, 5).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "currency", "to", "description", "metadata", "client_timestamp")
 		}
 	}
 	d.EndObject()
@@ -122,7 +122,7 @@ func decodeCreateChargeBody(f *gen.FormTree, v *CreateChargeBody) {
 				decodeCreateChargeBodyShipping(f, &v.Shipping.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "currency", "description", "metadata", "items", "shipping")
 		}
 	}
 	f.EndObject()
@@ -139,7 +139,7 @@ func decodeCreateChargeBodyItemsItem(f *gen.FormTree, v *CreateChargeBodyItemsIt
 			v.Quantity = canonical.Ptr(f.Scalar(&seen, 1).Int64())
 			f.Min(*v.Quantity, 1)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "price", "quantity")
 		}
 	}
 	f.EndObject()
@@ -172,7 +172,7 @@ func decodeCreateChargeBodyShippingAddress(f *gen.FormTree, v *CreateChargeBodyS
 		case "line1":
 			v.Line1 = canonical.Ptr(f.Scalar(&seen, 1).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "city", "line1")
 		}
 	}
 	f.EndObject()
@@ -197,7 +197,7 @@ func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
 			}
 			d.EndObject()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "payer", "lines", "metadata")
 		}
 	}
 	d.EndObject()
@@ -213,7 +213,7 @@ func decodeCreateOrderBodyPayer(d *canonical.Decoder, v *CreateOrderBodyPayer) {
 		case "country":
 			v.Country = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "name", "country")
 		}
 	}
 	d.EndObject()
@@ -231,7 +231,7 @@ func decodeCreateOrderBodyLinesItem(d *canonical.Decoder, v *CreateOrderBodyLine
 		case "unit_price":
 			v.UnitPrice = canonical.Ptr(d.Field(&seen, 2).Float64())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "sku", "qty", "unit_price")
 		}
 	}
 	d.EndObject()
@@ -248,7 +248,7 @@ func decodeCreateRefundBody(d *canonical.Decoder, v *CreateRefundBody) {
 		case "reason":
 			v.Reason = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount", "reason")
 		}
 	}
 	d.EndObject()
@@ -262,7 +262,7 @@ func decodeCreateProviderChargeBody(d *canonical.Decoder, v *CreateProviderCharg
 		case "amount":
 			v.Amount = d.Field(&seen, 0).Int64()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "amount")
 		}
 	}
 	d.EndObject()
@@ -280,7 +280,7 @@ func decodeCreateTransferBody(d *canonical.Decoder, v *CreateTransferBody) {
 		case "destination":
 			v.Destination = d.Field(&seen, 1).Str()
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "idempotency_key", "amount", "destination")
 		}
 	}
 	d.EndObject()

@@ -43,7 +43,7 @@ func decodeAdoptionRequest(d *canonical.Decoder, v *AdoptionRequest) {
 		case "home":
 			v.Home = canonical.Ptr(AdoptionRequestHome(d.Field(&seen, 1).Enum("house", "apartment", "farm")))
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "adopter", "home")
 		}
 	}
 	d.EndObject()
@@ -59,7 +59,7 @@ func decodeCategory(d *canonical.Decoder, v *Category) {
 		case "name":
 			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "id", "name")
 		}
 	}
 	d.EndObject()
@@ -82,7 +82,7 @@ func decodeOrder(d *canonical.Decoder, v *Order) {
 		case "complete":
 			v.Complete = canonical.Ptr(d.Field(&seen, 5).Bool())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "id", "petId", "quantity", "shipDate", "status", "complete")
 		}
 	}
 	d.EndObject()
@@ -114,7 +114,7 @@ func decodePet(d *canonical.Decoder, v *Pet) {
 		case "status":
 			v.Status = canonical.Ptr(PetStatus(d.Field(&seen, 5).Enum("available", "pending", "sold")))
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "id", "name", "category", "photoUrls", "tags", "status")
 		}
 	}
 	d.EndObject()
@@ -130,7 +130,7 @@ func decodeTag(d *canonical.Decoder, v *Tag) {
 		case "name":
 			v.Name = canonical.Ptr(d.Field(&seen, 1).Str())
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "id", "name")
 		}
 	}
 	d.EndObject()

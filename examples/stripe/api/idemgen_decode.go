@@ -293,7 +293,7 @@ func decodePostChargesBodyRadarOptions(f *gen.FormTree, v *PostChargesBodyRadarO
 			v.Session = canonical.Ptr(f.Scalar(&seen, 0).Str())
 			f.Length(*v.Session, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "session")
 		}
 	}
 	f.EndObject()
@@ -318,7 +318,7 @@ func decodePostChargesBodyShipping(f *gen.FormTree, v *PostChargesBodyShipping) 
 			v.TrackingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
 			f.Length(*v.TrackingNumber, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "carrier", "name", "phone", "tracking_number")
 		}
 	}
 	f.EndObject()
@@ -348,7 +348,7 @@ func decodePostChargesBodyShippingAddress(f *gen.FormTree, v *PostChargesBodyShi
 			v.State = canonical.Ptr(f.Scalar(&seen, 5).Str())
 			f.Length(*v.State, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "city", "country", "line1", "line2", "postal_code", "state")
 		}
 	}
 	f.EndObject()
@@ -364,7 +364,7 @@ func decodePostChargesBodyTransferData(f *gen.FormTree, v *PostChargesBodyTransf
 			v.Destination = f.Scalar(&seen, 0).Str()
 			f.Length(v.Destination, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "destination")
 		}
 	}
 	f.EndObject()
@@ -510,7 +510,7 @@ func decodePostCheckoutSessionsBodyAfterExpiration(f *gen.FormTree, v *PostCheck
 			v.Recovery = new(PostCheckoutSessionsBodyAfterExpirationRecovery)
 			decodePostCheckoutSessionsBodyAfterExpirationRecovery(f.Field(&seen, 0), v.Recovery)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "recovery")
 		}
 	}
 	f.EndObject()
@@ -525,7 +525,7 @@ func decodePostCheckoutSessionsBodyAfterExpirationRecovery(f *gen.FormTree, v *P
 		case "enabled":
 			v.Enabled = f.Scalar(&seen, 0).Bool()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "allow_promotion_codes", "enabled")
 		}
 	}
 	f.EndObject()
@@ -539,7 +539,7 @@ func decodePostCheckoutSessionsBodyAutomaticTax(f *gen.FormTree, v *PostCheckout
 		case "enabled":
 			v.Enabled = f.Scalar(&seen, 0).Bool()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled")
 		}
 	}
 	f.EndObject()
@@ -555,7 +555,7 @@ func decodePostCheckoutSessionsBodyConsentCollection(f *gen.FormTree, v *PostChe
 		case "terms_of_service":
 			v.TermsOfService = (*PostCheckoutSessionsBodyConsentCollectionTermsOfService)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none", "required")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "promotions", "terms_of_service")
 		}
 	}
 	f.EndObject()
@@ -584,7 +584,7 @@ func decodePostCheckoutSessionsBodyCustomFieldsItem(f *gen.FormTree, v *PostChec
 		case "type":
 			v.Type = PostCheckoutSessionsBodyCustomFieldsItemType(f.Scalar(&seen, 2).Enum("dropdown", "numeric", "text"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "dropdown", "key", "label", "numeric", "optional", "text", "type")
 		}
 	}
 	f.EndObject()
@@ -603,7 +603,7 @@ func decodePostCheckoutSessionsBodyCustomFieldsItemDropdown(f *gen.FormTree, v *
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "options")
 		}
 	}
 	f.EndObject()
@@ -621,7 +621,7 @@ func decodePostCheckoutSessionsBodyCustomFieldsItemDropdownOptionsItem(f *gen.Fo
 			v.Value = f.Scalar(&seen, 1).Str()
 			f.Length(v.Value, -1, 100)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "label", "value")
 		}
 	}
 	f.EndObject()
@@ -638,7 +638,7 @@ func decodePostCheckoutSessionsBodyCustomFieldsItemLabel(f *gen.FormTree, v *Pos
 		case "type":
 			v.Type = PostCheckoutSessionsBodyCustomFieldsItemLabelType(f.Scalar(&seen, 1).Enum("custom"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom", "type")
 		}
 	}
 	f.EndObject()
@@ -654,7 +654,7 @@ func decodePostCheckoutSessionsBodyCustomFieldsItemNumeric(f *gen.FormTree, v *P
 		case "minimum_length":
 			v.MinimumLength = canonical.Ptr(f.Scalar(&seen, 1).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "maximum_length", "minimum_length")
 		}
 	}
 	f.EndObject()
@@ -675,7 +675,7 @@ func decodePostCheckoutSessionsBodyCustomText(f *gen.FormTree, v *PostCheckoutSe
 				decodePostCheckoutSessionsBodyCustomTextShippingAddress(f, &v.Submit.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "shipping_address", "submit")
 		}
 	}
 	f.EndObject()
@@ -689,7 +689,7 @@ func decodePostCheckoutSessionsBodyCustomTextShippingAddress(f *gen.FormTree, v 
 			v.Message = f.Scalar(&seen, 0).Str()
 			f.Length(v.Message, -1, 1000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "message")
 		}
 	}
 	f.EndObject()
@@ -707,7 +707,7 @@ func decodePostCheckoutSessionsBodyCustomerUpdate(f *gen.FormTree, v *PostChecko
 		case "shipping":
 			v.Shipping = (*PostCheckoutSessionsBodyCustomerUpdateShipping)(canonical.Ptr(f.Scalar(&seen, 2).Enum("auto", "never")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "name", "shipping")
 		}
 	}
 	f.EndObject()
@@ -724,7 +724,7 @@ func decodePostCheckoutSessionsBodyDiscountsItem(f *gen.FormTree, v *PostCheckou
 			v.PromotionCode = canonical.Ptr(f.Scalar(&seen, 1).Str())
 			f.Length(*v.PromotionCode, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "coupon", "promotion_code")
 		}
 	}
 	f.EndObject()
@@ -740,7 +740,7 @@ func decodePostCheckoutSessionsBodyInvoiceCreation(f *gen.FormTree, v *PostCheck
 			v.InvoiceData = new(PostCheckoutSessionsBodyInvoiceCreationInvoiceData)
 			decodePostCheckoutSessionsBodyInvoiceCreationInvoiceData(f.Field(&seen, 1), v.InvoiceData)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled", "invoice_data")
 		}
 	}
 	f.EndObject()
@@ -790,7 +790,7 @@ func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceData(f *gen.FormTree, v
 				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_tax_ids", "custom_fields", "description", "footer", "metadata", "rendering_options")
 		}
 	}
 	f.EndObject()
@@ -807,7 +807,7 @@ func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataCustomFieldsItem(f 
 			v.Value = f.Scalar(&seen, 1).Str()
 			f.Length(v.Value, -1, 30)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "name", "value")
 		}
 	}
 	f.EndObject()
@@ -821,7 +821,7 @@ func decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f 
 		case "amount_tax_display":
 			v.AmountTaxDisplay = (*PostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptionsAmountTaxDisplay)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "exclude_tax", "include_inclusive_tax")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount_tax_display")
 		}
 	}
 	f.EndObject()
@@ -859,7 +859,7 @@ func decodePostCheckoutSessionsBodyLineItemsItem(f *gen.FormTree, v *PostCheckou
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "adjustable_quantity", "dynamic_tax_rates", "price", "price_data", "quantity", "tax_rates")
 		}
 	}
 	f.EndObject()
@@ -876,7 +876,7 @@ func decodePostCheckoutSessionsBodyLineItemsItemAdjustableQuantity(f *gen.FormTr
 		case "minimum":
 			v.Minimum = canonical.Ptr(f.Scalar(&seen, 2).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled", "maximum", "minimum")
 		}
 	}
 	f.EndObject()
@@ -905,7 +905,7 @@ func decodePostCheckoutSessionsBodyLineItemsItemPriceData(f *gen.FormTree, v *Po
 		case "unit_amount_decimal":
 			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 6).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "product", "product_data", "recurring", "tax_behavior", "unit_amount", "unit_amount_decimal")
 		}
 	}
 	f.EndObject()
@@ -938,7 +938,7 @@ func decodePostCheckoutSessionsBodyLineItemsItemPriceDataProductData(f *gen.Form
 			v.TaxCode = canonical.Ptr(f.Scalar(&seen, 4).Str())
 			f.Length(*v.TaxCode, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "description", "images", "metadata", "name", "tax_code")
 		}
 	}
 	f.EndObject()
@@ -954,7 +954,7 @@ func decodePostCheckoutSessionsBodyLineItemsItemPriceDataRecurring(f *gen.FormTr
 		case "interval_count":
 			v.IntervalCount = canonical.Ptr(f.Scalar(&seen, 1).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "interval", "interval_count")
 		}
 	}
 	f.EndObject()
@@ -999,7 +999,7 @@ func decodePostCheckoutSessionsBodyPaymentIntentData(f *gen.FormTree, v *PostChe
 		case "transfer_group":
 			v.TransferGroup = canonical.Ptr(f.Scalar(&seen, 11).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "application_fee_amount", "capture_method", "description", "metadata", "on_behalf_of", "receipt_email", "setup_future_usage", "shipping", "statement_descriptor", "statement_descriptor_suffix", "transfer_data", "transfer_group")
 		}
 	}
 	f.EndObject()
@@ -1024,7 +1024,7 @@ func decodePostCheckoutSessionsBodyPaymentIntentDataShipping(f *gen.FormTree, v 
 			v.TrackingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
 			f.Length(*v.TrackingNumber, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "carrier", "name", "phone", "tracking_number")
 		}
 	}
 	f.EndObject()
@@ -1054,7 +1054,7 @@ func decodePostCheckoutSessionsBodyPaymentIntentDataShippingAddress(f *gen.FormT
 			v.State = canonical.Ptr(f.Scalar(&seen, 5).Str())
 			f.Length(*v.State, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "city", "country", "line1", "line2", "postal_code", "state")
 		}
 	}
 	f.EndObject()
@@ -1070,7 +1070,7 @@ func decodePostCheckoutSessionsBodyPaymentIntentDataTransferData(f *gen.FormTree
 		case "destination":
 			v.Destination = f.Scalar(&seen, 0).Str()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "destination")
 		}
 	}
 	f.EndObject()
@@ -1166,7 +1166,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptions(f *gen.FormTree, v *Post
 			v.WechatPay = new(PostCheckoutSessionsBodyPaymentMethodOptionsWechatPay)
 			decodePostCheckoutSessionsBodyPaymentMethodOptionsWechatPay(f.Field(&seen, 27), v.WechatPay)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "boleto", "card", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "sepa_debit", "sofort", "us_bank_account", "wechat_pay")
 		}
 	}
 	f.EndObject()
@@ -1186,7 +1186,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree
 		case "verification_method":
 			v.VerificationMethod = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 3).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "mandate_options", "setup_future_usage", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -1215,7 +1215,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptions(f
 		case "transaction_type":
 			v.TransactionType = (*PostCheckoutSessionsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 4).Enum("business", "personal")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom_mandate_url", "default_for", "interval_description", "payment_schedule", "transaction_type")
 		}
 	}
 	f.EndObject()
@@ -1228,7 +1228,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f *gen.FormTree, v
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsAffirmSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1241,7 +1241,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsBacsDebit(f *gen.FormTree
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsBacsDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1256,7 +1256,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsBoleto(f *gen.FormTree, v
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsBoletoSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "expires_after_days", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1278,7 +1278,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *
 			v.StatementDescriptorSuffixKanji = canonical.Ptr(f.Scalar(&seen, 3).Str())
 			f.Length(*v.StatementDescriptorSuffixKanji, -1, 17)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "installments", "setup_future_usage", "statement_descriptor_suffix_kana", "statement_descriptor_suffix_kanji")
 		}
 	}
 	f.EndObject()
@@ -1291,7 +1291,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsCardInstallments(f *gen.F
 		case "enabled":
 			v.Enabled = canonical.Ptr(f.Scalar(&seen, 0).Bool())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled")
 		}
 	}
 	f.EndObject()
@@ -1309,7 +1309,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalance(f *gen.Fo
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank_transfer", "funding_type", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1331,7 +1331,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransf
 		case "type":
 			v.Type = PostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransferType(f.Scalar(&seen, 0).Enum("eu_bank_transfer", "gb_bank_transfer", "jp_bank_transfer", "mx_bank_transfer", "us_bank_transfer"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "eu_bank_transfer", "requested_address_types", "type")
 		}
 	}
 	f.EndObject()
@@ -1346,7 +1346,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsCustomerBalanceBankTransf
 			v.Country = f.Scalar(&seen, 0).Str()
 			f.Length(v.Country, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "country")
 		}
 	}
 	f.EndObject()
@@ -1362,7 +1362,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsKonbini(f *gen.FormTree, 
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsKonbiniSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "expires_after_days", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1375,7 +1375,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsLink(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsLinkSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1390,7 +1390,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsP24(f *gen.FormTree, v *P
 		case "tos_shown_and_accepted":
 			v.TosShownAndAccepted = canonical.Ptr(f.Scalar(&seen, 1).Bool())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage", "tos_shown_and_accepted")
 		}
 	}
 	f.EndObject()
@@ -1413,7 +1413,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsPaypal(f *gen.FormTree, v
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsPaypalSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 4).Enum("", "none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "preferred_locale", "reference", "risk_correlation_id", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1426,7 +1426,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsPix(f *gen.FormTree, v *P
 		case "expires_after_seconds":
 			v.ExpiresAfterSeconds = canonical.Ptr(f.Scalar(&seen, 0).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "expires_after_seconds")
 		}
 	}
 	f.EndObject()
@@ -1444,7 +1444,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccount(f *gen.Form
 		case "verification_method":
 			v.VerificationMethod = (*PostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "financial_connections", "setup_future_usage", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -1467,7 +1467,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsUsBankAccountFinancialCon
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "permissions", "prefetch")
 		}
 	}
 	f.EndObject()
@@ -1485,7 +1485,7 @@ func decodePostCheckoutSessionsBodyPaymentMethodOptionsWechatPay(f *gen.FormTree
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostCheckoutSessionsBodyPaymentMethodOptionsWechatPaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "app_id", "client", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -1508,7 +1508,7 @@ func decodePostCheckoutSessionsBodySetupIntentData(f *gen.FormTree, v *PostCheck
 		case "on_behalf_of":
 			v.OnBehalfOf = canonical.Ptr(f.Scalar(&seen, 2).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "description", "metadata", "on_behalf_of")
 		}
 	}
 	f.EndObject()
@@ -1525,7 +1525,7 @@ func decodePostCheckoutSessionsBodyShippingAddressCollection(f *gen.FormTree, v 
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "allowed_countries")
 		}
 	}
 	f.EndObject()
@@ -1543,7 +1543,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItem(f *gen.FormTree, v *PostC
 			v.ShippingRateData = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateData)
 			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateData(f.Field(&seen, 1), v.ShippingRateData)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "shipping_rate", "shipping_rate_data")
 		}
 	}
 	f.EndObject()
@@ -1575,7 +1575,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateData(f *gen.Fo
 		case "type":
 			v.Type = (*PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataType)(canonical.Ptr(f.Scalar(&seen, 6).Enum("fixed_amount")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "delivery_estimate", "display_name", "fixed_amount", "metadata", "tax_behavior", "tax_code", "type")
 		}
 	}
 	f.EndObject()
@@ -1593,7 +1593,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEs
 			v.Minimum = new(PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum)
 			decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEstimateMaximum(f.Field(&seen, 1), v.Minimum)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "maximum", "minimum")
 		}
 	}
 	f.EndObject()
@@ -1608,7 +1608,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataDeliveryEs
 		case "value":
 			v.Value = f.Scalar(&seen, 1).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "unit", "value")
 		}
 	}
 	f.EndObject()
@@ -1633,7 +1633,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmoun
 			}
 			f.EndObject()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "currency", "currency_options")
 		}
 	}
 	f.EndObject()
@@ -1649,7 +1649,7 @@ func decodePostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmoun
 		case "tax_behavior":
 			v.TaxBehavior = (*PostCheckoutSessionsBodyShippingOptionsItemShippingRateDataFixedAmountCurrencyOptionsValueTaxBehavior)(canonical.Ptr(f.Scalar(&seen, 1).Enum("exclusive", "inclusive", "unspecified")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "tax_behavior")
 		}
 	}
 	f.EndObject()
@@ -1696,7 +1696,7 @@ func decodePostCheckoutSessionsBodySubscriptionData(f *gen.FormTree, v *PostChec
 			v.TrialSettings = new(PostCheckoutSessionsBodySubscriptionDataTrialSettings)
 			decodePostCheckoutSessionsBodySubscriptionDataTrialSettings(f.Field(&seen, 10), v.TrialSettings)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "application_fee_percent", "billing_cycle_anchor", "default_tax_rates", "description", "metadata", "on_behalf_of", "proration_behavior", "transfer_data", "trial_end", "trial_period_days", "trial_settings")
 		}
 	}
 	f.EndObject()
@@ -1711,7 +1711,7 @@ func decodePostCheckoutSessionsBodySubscriptionDataTransferData(f *gen.FormTree,
 		case "destination":
 			v.Destination = f.Scalar(&seen, 0).Str()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount_percent", "destination")
 		}
 	}
 	f.EndObject()
@@ -1725,7 +1725,7 @@ func decodePostCheckoutSessionsBodySubscriptionDataTrialSettings(f *gen.FormTree
 		case "end_behavior":
 			decodePostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior(f.Field(&seen, 0), &v.EndBehavior)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "end_behavior")
 		}
 	}
 	f.EndObject()
@@ -1739,7 +1739,7 @@ func decodePostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehavior(f *g
 		case "missing_payment_method":
 			v.MissingPaymentMethod = PostCheckoutSessionsBodySubscriptionDataTrialSettingsEndBehaviorMissingPaymentMethod(f.Scalar(&seen, 0).Enum("cancel", "create_invoice", "pause"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "missing_payment_method")
 		}
 	}
 	f.EndObject()
@@ -1819,7 +1819,7 @@ func decodePostCouponsBodyAppliesTo(f *gen.FormTree, v *PostCouponsBodyAppliesTo
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "products")
 		}
 	}
 	f.EndObject()
@@ -1832,7 +1832,7 @@ func decodePostCouponsBodyCurrencyOptionsValue(f *gen.FormTree, v *PostCouponsBo
 		case "amount_off":
 			v.AmountOff = f.Scalar(&seen, 0).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount_off")
 		}
 	}
 	f.EndObject()
@@ -1945,7 +1945,7 @@ func decodePostCustomersBodyCashBalance(f *gen.FormTree, v *PostCustomersBodyCas
 			v.Settings = new(PostCustomersBodyCashBalanceSettings)
 			decodePostCustomersBodyCashBalanceSettings(f.Field(&seen, 0), v.Settings)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "settings")
 		}
 	}
 	f.EndObject()
@@ -1958,7 +1958,7 @@ func decodePostCustomersBodyCashBalanceSettings(f *gen.FormTree, v *PostCustomer
 		case "reconciliation_mode":
 			v.ReconciliationMode = (*PostCustomersBodyCashBalanceSettingsReconciliationMode)(canonical.Ptr(f.Scalar(&seen, 0).Enum("automatic", "manual", "merchant_default")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "reconciliation_mode")
 		}
 	}
 	f.EndObject()
@@ -1990,7 +1990,7 @@ func decodePostCustomersBodyInvoiceSettings(f *gen.FormTree, v *PostCustomersBod
 				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom_fields", "default_payment_method", "footer", "rendering_options")
 		}
 	}
 	f.EndObject()
@@ -2009,7 +2009,7 @@ func decodePostCustomersBodyShipping(f *gen.FormTree, v *PostCustomersBodyShippi
 			v.Phone = canonical.Ptr(f.Scalar(&seen, 2).Str())
 			f.Length(*v.Phone, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "name", "phone")
 		}
 	}
 	f.EndObject()
@@ -2026,7 +2026,7 @@ func decodePostCustomersBodyTax(f *gen.FormTree, v *PostCustomersBodyTax) {
 				v.IPAddress.Value = f.Text().Str()
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "ip_address")
 		}
 	}
 	f.EndObject()
@@ -2041,7 +2041,7 @@ func decodePostCustomersBodyTaxIDDataItem(f *gen.FormTree, v *PostCustomersBodyT
 		case "value":
 			v.Value = f.Scalar(&seen, 1).Str()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "type", "value")
 		}
 	}
 	f.EndObject()
@@ -2146,7 +2146,7 @@ func decodePostInvoiceitemsBodyDiscountsItem(f *gen.FormTree, v *PostInvoiceitem
 			v.Discount = canonical.Ptr(f.Scalar(&seen, 1).Str())
 			f.Length(*v.Discount, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "coupon", "discount")
 		}
 	}
 	f.EndObject()
@@ -2161,7 +2161,7 @@ func decodePostInvoiceitemsBodyPeriod(f *gen.FormTree, v *PostInvoiceitemsBodyPe
 		case "start":
 			v.Start = f.Scalar(&seen, 1).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "end", "start")
 		}
 	}
 	f.EndObject()
@@ -2184,7 +2184,7 @@ func decodePostInvoiceitemsBodyPriceData(f *gen.FormTree, v *PostInvoiceitemsBod
 		case "unit_amount_decimal":
 			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 4).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "product", "tax_behavior", "unit_amount", "unit_amount_decimal")
 		}
 	}
 	f.EndObject()
@@ -2330,7 +2330,7 @@ func decodePostInvoicesBodyFromInvoice(f *gen.FormTree, v *PostInvoicesBodyFromI
 			v.Invoice = f.Scalar(&seen, 1).Str()
 			f.Length(v.Invoice, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "action", "invoice")
 		}
 	}
 	f.EndObject()
@@ -2360,7 +2360,7 @@ func decodePostInvoicesBodyPaymentSettings(f *gen.FormTree, v *PostInvoicesBodyP
 				f.EndArray()
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "default_mandate", "payment_method_options", "payment_method_types")
 		}
 	}
 	f.EndObject()
@@ -2405,7 +2405,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptions(f *gen.FormTree, 
 				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f, &v.UsBankAccount.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "bancontact", "card", "customer_balance", "konbini", "us_bank_account")
 		}
 	}
 	f.EndObject()
@@ -2421,7 +2421,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebit(f *gen.F
 		case "verification_method":
 			v.VerificationMethod = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 1).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -2434,7 +2434,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOp
 		case "transaction_type":
 			v.TransactionType = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 0).Enum("business", "personal")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "transaction_type")
 		}
 	}
 	f.EndObject()
@@ -2447,7 +2447,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontact(f *gen.
 		case "preferred_language":
 			v.PreferredLanguage = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsBancontactPreferredLanguage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("de", "en", "fr", "nl")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "preferred_language")
 		}
 	}
 	f.EndObject()
@@ -2463,7 +2463,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCard(f *gen.FormTr
 		case "request_three_d_secure":
 			v.RequestThreeDSecure = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 1).Enum("any", "automatic")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "installments", "request_three_d_secure")
 		}
 	}
 	f.EndObject()
@@ -2481,7 +2481,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallments(f
 				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlan(f, &v.Plan.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled", "plan")
 		}
 	}
 	f.EndObject()
@@ -2498,7 +2498,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPl
 		case "type":
 			v.Type = PostInvoicesBodyPaymentSettingsPaymentMethodOptionsCardInstallmentsPlanType(f.Scalar(&seen, 2).Enum("fixed_count"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "count", "interval", "type")
 		}
 	}
 	f.EndObject()
@@ -2515,7 +2515,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalance(f 
 		case "funding_type":
 			v.FundingType = canonical.Ptr(f.Scalar(&seen, 1).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank_transfer", "funding_type")
 		}
 	}
 	f.EndObject()
@@ -2531,7 +2531,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsCustomerBalanceBan
 		case "type":
 			v.Type = canonical.Ptr(f.Scalar(&seen, 1).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "eu_bank_transfer", "type")
 		}
 	}
 	f.EndObject()
@@ -2547,7 +2547,7 @@ func decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f *g
 		case "verification_method":
 			v.VerificationMethod = (*PostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 1).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "financial_connections", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -2569,7 +2569,7 @@ func decodePostInvoicesBodyShippingDetails(f *gen.FormTree, v *PostInvoicesBodyS
 				f.Length(v.Phone.Value, -1, 5000)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "name", "phone")
 		}
 	}
 	f.EndObject()
@@ -2688,7 +2688,7 @@ func decodePostPaymentIntentsBodyAutomaticPaymentMethods(f *gen.FormTree, v *Pos
 		case "enabled":
 			v.Enabled = f.Scalar(&seen, 0).Bool()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "allow_redirects", "enabled")
 		}
 	}
 	f.EndObject()
@@ -2702,7 +2702,7 @@ func decodePostPaymentIntentsBodyMandateData(f *gen.FormTree, v *PostPaymentInte
 		case "customer_acceptance":
 			decodePostPaymentIntentsBodyMandateDataCustomerAcceptance(f.Field(&seen, 0), &v.CustomerAcceptance)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "customer_acceptance")
 		}
 	}
 	f.EndObject()
@@ -2727,7 +2727,7 @@ func decodePostPaymentIntentsBodyMandateDataCustomerAcceptance(f *gen.FormTree, 
 		case "type":
 			v.Type = PostPaymentIntentsBodyMandateDataCustomerAcceptanceType(f.Scalar(&seen, 0).Enum("offline", "online"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "accepted_at", "offline", "online", "type")
 		}
 	}
 	f.EndObject()
@@ -2744,7 +2744,7 @@ func decodePostPaymentIntentsBodyMandateDataCustomerAcceptanceOnline(f *gen.Form
 			v.UserAgent = f.Scalar(&seen, 1).Str()
 			f.Length(v.UserAgent, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "ip_address", "user_agent")
 		}
 	}
 	f.EndObject()
@@ -2920,7 +2920,7 @@ func decodePostPaymentIntentsBodyPaymentMethodData(f *gen.FormTree, v *PostPayme
 			}
 			f.EndObject()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "billing_details", "blik", "boleto", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "interac_present", "klarna", "konbini", "link", "metadata", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "radar_options", "sepa_debit", "sofort", "type", "us_bank_account", "wechat_pay", "zip")
 		}
 	}
 	f.EndObject()
@@ -2941,7 +2941,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataAcssDebit(f *gen.FormTree, v *
 			v.TransitNumber = f.Scalar(&seen, 2).Str()
 			f.Length(v.TransitNumber, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_number", "institution_number", "transit_number")
 		}
 	}
 	f.EndObject()
@@ -2959,7 +2959,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataAuBecsDebit(f *gen.FormTree, v
 			v.BsbNumber = f.Scalar(&seen, 1).Str()
 			f.Length(v.BsbNumber, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_number", "bsb_number")
 		}
 	}
 	f.EndObject()
@@ -2977,7 +2977,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataBacsDebit(f *gen.FormTree, v *
 			v.SortCode = canonical.Ptr(f.Scalar(&seen, 1).Str())
 			f.Length(*v.SortCode, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_number", "sort_code")
 		}
 	}
 	f.EndObject()
@@ -3010,7 +3010,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataBillingDetails(f *gen.FormTree
 				f.Length(v.Phone.Value, -1, 5000)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "address", "email", "name", "phone")
 		}
 	}
 	f.EndObject()
@@ -3024,7 +3024,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataBoleto(f *gen.FormTree, v *Pos
 			v.TaxID = f.Scalar(&seen, 0).Str()
 			f.Length(v.TaxID, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "tax_id")
 		}
 	}
 	f.EndObject()
@@ -3038,7 +3038,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataEps(f *gen.FormTree, v *PostPa
 		case "bank":
 			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataEpsBank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("arzte_und_apotheker_bank", "austrian_anadi_bank_ag", "bank_austria", "bankhaus_carl_spangler", "bankhaus_schelhammer_und_schattera_ag", "bawag_psk_ag", "bks_bank_ag", "brull_kallmus_bank_ag", "btv_vier_lander_bank", "capital_bank_grawe_gruppe_ag", "deutsche_bank_ag", "dolomitenbank", "easybank_ag", "erste_bank_und_sparkassen", "hypo_alpeadriabank_international_ag", "hypo_bank_burgenland_aktiengesellschaft", "hypo_noe_lb_fur_niederosterreich_u_wien", "hypo_oberosterreich_salzburg_steiermark", "hypo_tirol_bank_ag", "hypo_vorarlberg_bank_ag", "marchfelder_bank", "oberbank_ag", "raiffeisen_bankengruppe_osterreich", "schoellerbank_ag", "sparda_bank_wien", "volksbank_gruppe", "volkskreditbank_ag", "vr_bank_braunau")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank")
 		}
 	}
 	f.EndObject()
@@ -3051,7 +3051,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataFpx(f *gen.FormTree, v *PostPa
 		case "bank":
 			v.Bank = PostPaymentIntentsBodyPaymentMethodDataFpxBank(f.Scalar(&seen, 0).Enum("affin_bank", "agrobank", "alliance_bank", "ambank", "bank_islam", "bank_muamalat", "bank_of_china", "bank_rakyat", "bsn", "cimb", "deutsche_bank", "hong_leong_bank", "hsbc", "kfh", "maybank2e", "maybank2u", "ocbc", "pb_enterprise", "public_bank", "rhb", "standard_chartered", "uob"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank")
 		}
 	}
 	f.EndObject()
@@ -3065,7 +3065,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataIdeal(f *gen.FormTree, v *Post
 		case "bank":
 			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataIdealBank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("abn_amro", "asn_bank", "bunq", "handelsbanken", "ing", "knab", "moneyou", "n26", "rabobank", "regiobank", "revolut", "sns_bank", "triodos_bank", "van_lanschot", "yoursafe")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank")
 		}
 	}
 	f.EndObject()
@@ -3079,7 +3079,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataKlarna(f *gen.FormTree, v *Pos
 			v.Dob = new(PostPaymentIntentsBodyPaymentMethodDataKlarnaDob)
 			decodePostPaymentIntentsBodyPaymentMethodDataKlarnaDob(f.Field(&seen, 0), v.Dob)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "dob")
 		}
 	}
 	f.EndObject()
@@ -3096,7 +3096,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataKlarnaDob(f *gen.FormTree, v *
 		case "year":
 			v.Year = f.Scalar(&seen, 2).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "day", "month", "year")
 		}
 	}
 	f.EndObject()
@@ -3110,7 +3110,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataP24(f *gen.FormTree, v *PostPa
 		case "bank":
 			v.Bank = (*PostPaymentIntentsBodyPaymentMethodDataP24Bank)(canonical.Ptr(f.Scalar(&seen, 0).Enum("alior_bank", "bank_millennium", "bank_nowy_bfg_sa", "bank_pekao_sa", "banki_spbdzielcze", "blik", "bnp_paribas", "boz", "citi_handlowy", "credit_agricole", "envelobank", "etransfer_pocztowy24", "getin_bank", "ideabank", "ing", "inteligo", "mbank_mtransfer", "nest_przelew", "noble_pay", "pbac_z_ipko", "plus_bank", "santander_przelew24", "tmobile_usbugi_bankowe", "toyota_bank", "volkswagen_bank")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "bank")
 		}
 	}
 	f.EndObject()
@@ -3124,7 +3124,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataSepaDebit(f *gen.FormTree, v *
 			v.Iban = f.Scalar(&seen, 0).Str()
 			f.Length(v.Iban, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "iban")
 		}
 	}
 	f.EndObject()
@@ -3138,7 +3138,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataSofort(f *gen.FormTree, v *Pos
 		case "country":
 			v.Country = PostPaymentIntentsBodyPaymentMethodDataSofortCountry(f.Scalar(&seen, 0).Enum("AT", "BE", "DE", "ES", "IT", "NL"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "country")
 		}
 	}
 	f.EndObject()
@@ -3163,7 +3163,7 @@ func decodePostPaymentIntentsBodyPaymentMethodDataUsBankAccount(f *gen.FormTree,
 			v.RoutingNumber = canonical.Ptr(f.Scalar(&seen, 4).Str())
 			f.Length(*v.RoutingNumber, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_holder_type", "account_number", "account_type", "financial_connections_account", "routing_number")
 		}
 	}
 	f.EndObject()
@@ -3343,7 +3343,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptions(f *gen.FormTree, v *PostPa
 				decodePostCheckoutSessionsBodyPaymentMethodOptionsAffirm(f, &v.Zip.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "affirm", "afterpay_clearpay", "alipay", "au_becs_debit", "bacs_debit", "bancontact", "blik", "boleto", "card", "card_present", "cashapp", "customer_balance", "eps", "fpx", "giropay", "grabpay", "ideal", "interac_present", "klarna", "konbini", "link", "oxxo", "p24", "paynow", "paypal", "pix", "promptpay", "sepa_debit", "sofort", "us_bank_account", "wechat_pay", "zip")
 		}
 	}
 	f.EndObject()
@@ -3361,7 +3361,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree, 
 		case "verification_method":
 			v.VerificationMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options", "setup_future_usage", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -3384,7 +3384,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptions(f *
 		case "transaction_type":
 			v.TransactionType = (*PostPaymentIntentsBodyPaymentMethodOptionsAcssDebitMandateOptionsTransactionType)(canonical.Ptr(f.Scalar(&seen, 3).Enum("business", "personal")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom_mandate_url", "interval_description", "payment_schedule", "transaction_type")
 		}
 	}
 	f.EndObject()
@@ -3402,7 +3402,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAffirm(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAffirmSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "preferred_locale", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3420,7 +3420,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpay(f *gen.For
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAfterpayClearpaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "reference", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3433,7 +3433,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAlipay(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAlipaySetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3446,7 +3446,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebit(f *gen.FormTree
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsAuBecsDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 0).Enum("", "none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3461,7 +3461,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsBancontact(f *gen.FormTree,
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsBancontactSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "preferred_language", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3475,7 +3475,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsBlik(f *gen.FormTree, v *Po
 			v.Code = canonical.Ptr(f.Scalar(&seen, 0).Str())
 			f.Length(*v.Code, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "code")
 		}
 	}
 	f.EndObject()
@@ -3490,7 +3490,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsBoleto(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsBoletoSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "expires_after_days", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3530,7 +3530,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *Po
 				f.Length(v.StatementDescriptorSuffixKanji.Value, -1, 17)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "cvc_token", "installments", "mandate_options", "network", "request_three_d_secure", "setup_future_usage", "statement_descriptor_suffix_kana", "statement_descriptor_suffix_kanji")
 		}
 	}
 	f.EndObject()
@@ -3565,7 +3565,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsCardMandateOptions(f *gen.F
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "amount_type", "description", "end_date", "interval", "interval_count", "reference", "start_date", "supported_types")
 		}
 	}
 	f.EndObject()
@@ -3581,7 +3581,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsCardPresent(f *gen.FormTree
 		case "request_incremental_authorization_support":
 			v.RequestIncrementalAuthorizationSupport = canonical.Ptr(f.Scalar(&seen, 1).Bool())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "request_extended_authorization", "request_incremental_authorization_support")
 		}
 	}
 	f.EndObject()
@@ -3596,7 +3596,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsCashapp(f *gen.FormTree, v 
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsCashappSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3613,7 +3613,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsKlarna(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsKlarnaSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "preferred_locale", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3648,7 +3648,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsKonbini(f *gen.FormTree, v 
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsKonbiniSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 4).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "confirmation_number", "expires_after_days", "expires_at", "product_description", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3663,7 +3663,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsLink(f *gen.FormTree, v *Po
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsLinkSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3680,7 +3680,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsPix(f *gen.FormTree, v *Pos
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsPixSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 2).Enum("none")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "expires_after_seconds", "expires_at", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3699,7 +3699,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsSepaDebit(f *gen.FormTree, 
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsSepaDebitSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3714,7 +3714,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsSofort(f *gen.FormTree, v *
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentIntentsBodyPaymentMethodOptionsSofortSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("", "none", "off_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "preferred_language", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -3737,7 +3737,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccount(f *gen.FormTr
 		case "verification_method":
 			v.VerificationMethod = (*PostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 4).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "financial_connections", "networks", "preferred_settlement_speed", "setup_future_usage", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -3763,7 +3763,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountFinancialConne
 			v.ReturnURL = canonical.Ptr(f.Scalar(&seen, 2).Str())
 			f.Length(*v.ReturnURL, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "permissions", "prefetch", "return_url")
 		}
 	}
 	f.EndObject()
@@ -3780,7 +3780,7 @@ func decodePostPaymentIntentsBodyPaymentMethodOptionsUsBankAccountNetworks(f *ge
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "requested")
 		}
 	}
 	f.EndObject()
@@ -3903,7 +3903,7 @@ func decodePostPaymentLinksBodyAfterCompletion(f *gen.FormTree, v *PostPaymentLi
 		case "type":
 			v.Type = PostPaymentLinksBodyAfterCompletionType(f.Scalar(&seen, 0).Enum("hosted_confirmation", "redirect"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "hosted_confirmation", "redirect", "type")
 		}
 	}
 	f.EndObject()
@@ -3918,7 +3918,7 @@ func decodePostPaymentLinksBodyAfterCompletionHostedConfirmation(f *gen.FormTree
 			v.CustomMessage = canonical.Ptr(f.Scalar(&seen, 0).Str())
 			f.Length(*v.CustomMessage, -1, 500)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom_message")
 		}
 	}
 	f.EndObject()
@@ -3932,7 +3932,7 @@ func decodePostPaymentLinksBodyAfterCompletionRedirect(f *gen.FormTree, v *PostP
 			v.URL = f.Scalar(&seen, 0).Str()
 			f.Length(v.URL, -1, 2048)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "url")
 		}
 	}
 	f.EndObject()
@@ -3949,7 +3949,7 @@ func decodePostPaymentLinksBodyInvoiceCreation(f *gen.FormTree, v *PostPaymentLi
 			v.InvoiceData = new(PostPaymentLinksBodyInvoiceCreationInvoiceData)
 			decodePostPaymentLinksBodyInvoiceCreationInvoiceData(f.Field(&seen, 1), v.InvoiceData)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled", "invoice_data")
 		}
 	}
 	f.EndObject()
@@ -4002,7 +4002,7 @@ func decodePostPaymentLinksBodyInvoiceCreationInvoiceData(f *gen.FormTree, v *Po
 				decodePostCheckoutSessionsBodyInvoiceCreationInvoiceDataRenderingOptions(f, &v.RenderingOptions.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "account_tax_ids", "custom_fields", "description", "footer", "metadata", "rendering_options")
 		}
 	}
 	f.EndObject()
@@ -4021,7 +4021,7 @@ func decodePostPaymentLinksBodyLineItemsItem(f *gen.FormTree, v *PostPaymentLink
 		case "quantity":
 			v.Quantity = f.Scalar(&seen, 1).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "adjustable_quantity", "price", "quantity")
 		}
 	}
 	f.EndObject()
@@ -4037,7 +4037,7 @@ func decodePostPaymentLinksBodyPaymentIntentData(f *gen.FormTree, v *PostPayment
 		case "setup_future_usage":
 			v.SetupFutureUsage = (*PostPaymentLinksBodyPaymentIntentDataSetupFutureUsage)(canonical.Ptr(f.Scalar(&seen, 1).Enum("off_session", "on_session")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "capture_method", "setup_future_usage")
 		}
 	}
 	f.EndObject()
@@ -4051,7 +4051,7 @@ func decodePostPaymentLinksBodyShippingOptionsItem(f *gen.FormTree, v *PostPayme
 			v.ShippingRate = canonical.Ptr(f.Scalar(&seen, 0).Str())
 			f.Length(*v.ShippingRate, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "shipping_rate")
 		}
 	}
 	f.EndObject()
@@ -4067,7 +4067,7 @@ func decodePostPaymentLinksBodySubscriptionData(f *gen.FormTree, v *PostPaymentL
 		case "trial_period_days":
 			v.TrialPeriodDays = canonical.Ptr(f.Scalar(&seen, 1).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "description", "trial_period_days")
 		}
 	}
 	f.EndObject()
@@ -4390,7 +4390,7 @@ func decodePostPlansBodyTiersItem(f *gen.FormTree, v *PostPlansBodyTiersItem) {
 		case "up_to":
 			v.UpTo = f.Field(&seen, 0).Raw()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "flat_amount", "flat_amount_decimal", "unit_amount", "unit_amount_decimal", "up_to")
 		}
 	}
 	f.EndObject()
@@ -4406,7 +4406,7 @@ func decodePostPlansBodyTransformUsage(f *gen.FormTree, v *PostPlansBodyTransfor
 		case "round":
 			v.Round = PostPlansBodyTransformUsageRound(f.Scalar(&seen, 1).Enum("down", "up"))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "divide_by", "round")
 		}
 	}
 	f.EndObject()
@@ -4513,7 +4513,7 @@ func decodePostPricesBodyCurrencyOptionsValue(f *gen.FormTree, v *PostPricesBody
 		case "unit_amount_decimal":
 			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 4).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "custom_unit_amount", "tax_behavior", "tiers", "unit_amount", "unit_amount_decimal")
 		}
 	}
 	f.EndObject()
@@ -4532,7 +4532,7 @@ func decodePostPricesBodyCurrencyOptionsValueCustomUnitAmount(f *gen.FormTree, v
 		case "preset":
 			v.Preset = canonical.Ptr(f.Scalar(&seen, 3).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "enabled", "maximum", "minimum", "preset")
 		}
 	}
 	f.EndObject()
@@ -4567,7 +4567,7 @@ func decodePostPricesBodyProductData(f *gen.FormTree, v *PostPricesBodyProductDa
 			v.UnitLabel = canonical.Ptr(f.Scalar(&seen, 6).Str())
 			f.Length(*v.UnitLabel, -1, 12)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "active", "id", "metadata", "name", "statement_descriptor", "tax_code", "unit_label")
 		}
 	}
 	f.EndObject()
@@ -4587,7 +4587,7 @@ func decodePostPricesBodyRecurring(f *gen.FormTree, v *PostPricesBodyRecurring) 
 		case "usage_type":
 			v.UsageType = (*PostPricesBodyRecurringUsageType)(canonical.Ptr(f.Scalar(&seen, 3).Enum("licensed", "metered")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "aggregate_usage", "interval", "interval_count", "usage_type")
 		}
 	}
 	f.EndObject()
@@ -4688,7 +4688,7 @@ func decodePostProductsBodyDefaultPriceData(f *gen.FormTree, v *PostProductsBody
 		case "unit_amount_decimal":
 			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 5).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "currency_options", "recurring", "tax_behavior", "unit_amount", "unit_amount_decimal")
 		}
 	}
 	f.EndObject()
@@ -4703,7 +4703,7 @@ func decodePostProductsBodyFeaturesItem(f *gen.FormTree, v *PostProductsBodyFeat
 			v.Name = f.Scalar(&seen, 0).Str()
 			f.Length(v.Name, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "name")
 		}
 	}
 	f.EndObject()
@@ -4723,7 +4723,7 @@ func decodePostProductsBodyPackageDimensions(f *gen.FormTree, v *PostProductsBod
 		case "width":
 			v.Width = f.Scalar(&seen, 3).Float64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "height", "length", "weight", "width")
 		}
 	}
 	f.EndObject()
@@ -4794,7 +4794,7 @@ func decodePostPromotionCodesBodyRestrictions(f *gen.FormTree, v *PostPromotionC
 		case "minimum_amount_currency":
 			v.MinimumAmountCurrency = canonical.Ptr(f.Scalar(&seen, 3).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency_options", "first_time_transaction", "minimum_amount", "minimum_amount_currency")
 		}
 	}
 	f.EndObject()
@@ -4807,7 +4807,7 @@ func decodePostPromotionCodesBodyRestrictionsCurrencyOptionsValue(f *gen.FormTre
 		case "minimum_amount":
 			v.MinimumAmount = canonical.Ptr(f.Scalar(&seen, 0).Int64())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "minimum_amount")
 		}
 	}
 	f.EndObject()
@@ -4967,7 +4967,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptions(f *gen.FormTree, v *PostSetu
 			v.UsBankAccount = new(PostSetupIntentsBodyPaymentMethodOptionsUsBankAccount)
 			decodePostSetupIntentsBodyPaymentMethodOptionsUsBankAccount(f.Field(&seen, 5), v.UsBankAccount)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "card", "link", "paypal", "sepa_debit", "us_bank_account")
 		}
 	}
 	f.EndObject()
@@ -4985,7 +4985,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsAcssDebit(f *gen.FormTree, v 
 		case "verification_method":
 			v.VerificationMethod = (*PostSetupIntentsBodyPaymentMethodOptionsAcssDebitVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "mandate_options", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -5003,7 +5003,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsCard(f *gen.FormTree, v *Post
 		case "request_three_d_secure":
 			v.RequestThreeDSecure = (*PostSetupIntentsBodyPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 2).Enum("any", "automatic")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options", "network", "request_three_d_secure")
 		}
 	}
 	f.EndObject()
@@ -5040,7 +5040,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsCardMandateOptions(f *gen.For
 			}
 			f.EndArray()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "amount_type", "currency", "description", "end_date", "interval", "interval_count", "reference", "start_date", "supported_types")
 		}
 	}
 	f.EndObject()
@@ -5055,7 +5055,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsPaypal(f *gen.FormTree, v *Po
 			v.BillingAgreementID = canonical.Ptr(f.Scalar(&seen, 0).Str())
 			f.Length(*v.BillingAgreementID, -1, 5000)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "billing_agreement_id")
 		}
 	}
 	f.EndObject()
@@ -5072,7 +5072,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsSepaDebit(f *gen.FormTree, v 
 			}
 			f.EndObject()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options")
 		}
 	}
 	f.EndObject()
@@ -5091,7 +5091,7 @@ func decodePostSetupIntentsBodyPaymentMethodOptionsUsBankAccount(f *gen.FormTree
 		case "verification_method":
 			v.VerificationMethod = (*PostSetupIntentsBodyPaymentMethodOptionsUsBankAccountVerificationMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("automatic", "instant", "microdeposits")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "financial_connections", "networks", "verification_method")
 		}
 	}
 	f.EndObject()
@@ -5106,7 +5106,7 @@ func decodePostSetupIntentsBodySingleUse(f *gen.FormTree, v *PostSetupIntentsBod
 		case "currency":
 			v.Currency = f.Scalar(&seen, 1).Str()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "currency")
 		}
 	}
 	f.EndObject()
@@ -5305,7 +5305,7 @@ func decodePostSubscriptionsBodyAddInvoiceItemsItem(f *gen.FormTree, v *PostSubs
 				f.EndArray()
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "price", "price_data", "quantity", "tax_rates")
 		}
 	}
 	f.EndObject()
@@ -5320,7 +5320,7 @@ func decodePostSubscriptionsBodyBillingThresholds(f *gen.FormTree, v *PostSubscr
 		case "reset_billing_cycle_anchor":
 			v.ResetBillingCycleAnchor = canonical.Ptr(f.Scalar(&seen, 1).Bool())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount_gte", "reset_billing_cycle_anchor")
 		}
 	}
 	f.EndObject()
@@ -5361,7 +5361,7 @@ func decodePostSubscriptionsBodyItemsItem(f *gen.FormTree, v *PostSubscriptionsB
 				f.EndArray()
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "billing_thresholds", "metadata", "price", "price_data", "quantity", "tax_rates")
 		}
 	}
 	f.EndObject()
@@ -5374,7 +5374,7 @@ func decodePostSubscriptionsBodyItemsItemBillingThresholds(f *gen.FormTree, v *P
 		case "usage_gte":
 			v.UsageGte = f.Scalar(&seen, 0).Int64()
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "usage_gte")
 		}
 	}
 	f.EndObject()
@@ -5399,7 +5399,7 @@ func decodePostSubscriptionsBodyItemsItemPriceData(f *gen.FormTree, v *PostSubsc
 		case "unit_amount_decimal":
 			v.UnitAmountDecimal = canonical.Ptr(f.Scalar(&seen, 5).Str())
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "currency", "product", "recurring", "tax_behavior", "unit_amount", "unit_amount_decimal")
 		}
 	}
 	f.EndObject()
@@ -5425,7 +5425,7 @@ func decodePostSubscriptionsBodyPaymentSettings(f *gen.FormTree, v *PostSubscrip
 		case "save_default_payment_method":
 			v.SaveDefaultPaymentMethod = (*PostSubscriptionsBodyPaymentSettingsSaveDefaultPaymentMethod)(canonical.Ptr(f.Scalar(&seen, 2).Enum("off", "on_subscription")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "payment_method_options", "payment_method_types", "save_default_payment_method")
 		}
 	}
 	f.EndObject()
@@ -5470,7 +5470,7 @@ func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptions(f *gen.FormT
 				decodePostInvoicesBodyPaymentSettingsPaymentMethodOptionsUsBankAccount(f, &v.UsBankAccount.Value)
 			}
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "acss_debit", "bancontact", "card", "customer_balance", "konbini", "us_bank_account")
 		}
 	}
 	f.EndObject()
@@ -5488,7 +5488,7 @@ func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCard(f *gen.F
 		case "request_three_d_secure":
 			v.RequestThreeDSecure = (*PostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardRequestThreeDSecure)(canonical.Ptr(f.Scalar(&seen, 2).Enum("any", "automatic")))
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "mandate_options", "network", "request_three_d_secure")
 		}
 	}
 	f.EndObject()
@@ -5506,7 +5506,7 @@ func decodePostSubscriptionsBodyPaymentSettingsPaymentMethodOptionsCardMandateOp
 			v.Description = canonical.Ptr(f.Scalar(&seen, 2).Str())
 			f.Length(*v.Description, -1, 200)
 		default:
-			f.Unknown(&v.Extra)
+			f.Unknown(&v.Extra, "amount", "amount_type", "description")
 		}
 	}
 	f.EndObject()

@@ -45,7 +45,7 @@ func decodeApplicationIn(d *canonical.Decoder, v *ApplicationIn) {
 				d.Pattern(*v.UID, "^[a-zA-Z0-9\\-_.]+$")
 			}
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "metadata", "name", "throttleRate", "uid")
 		}
 	}
 	d.EndObject()

@@ -54,6 +54,8 @@ func decodeCreatePayments(in *gen.Input) (r CreatePaymentsRequest, _ error) {
 				v.RequireMatchingInputs = canonical.Ptr(f.Once(&seen, 16).Str())
 			case "Confirmation":
 				v.Confirmation = canonical.Ptr(CreatePaymentsBodyConfirmation(f.Once(&seen, 17).Enum("true", "false")))
+			default:
+				f.Undeclared("IdempotencyKey", "StatusCallback", "BankAccountType", "ChargeAmount", "Currency", "Description", "Input", "MinPostalCodeLength", "Parameter", "PaymentConnector", "PaymentMethod", "PostalCode", "SecurityCode", "Timeout", "TokenType", "ValidCardTypes", "RequireMatchingInputs", "Confirmation")
 			}
 		}
 		f.Required(seen, "StatusCallback")
@@ -113,7 +115,7 @@ func decodeCreatePaymentsBody(d *canonical.Decoder, v *CreatePaymentsBody) {
 		case "Confirmation":
 			v.Confirmation = canonical.Ptr(CreatePaymentsBodyConfirmation(d.Field(&seen, 17).Enum("true", "false")))
 		default:
-			d.Unknown(&v.Extra)
+			d.Unknown(&v.Extra, "IdempotencyKey", "StatusCallback", "BankAccountType", "ChargeAmount", "Currency", "Description", "Input", "MinPostalCodeLength", "Parameter", "PaymentConnector", "PaymentMethod", "PostalCode", "SecurityCode", "Timeout", "TokenType", "ValidCardTypes", "RequireMatchingInputs", "Confirmation")
 		}
 	}
 	d.EndObject()
