@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
+.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ bench-ab: ## A/B the benchmarks of the working tree against another revision bui
 bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
+
+bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 10,000,000 records (not CI: about 10 minutes, most of it the fill); writes bench/out/reconcile.md
+	mkdir -p bench/out
+	./scripts/with-postgres.sh go run ./bench/cmd/benchreconcile -records 10000000 -lines 1000000 | tee bench/out/reconcile.md
 
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh

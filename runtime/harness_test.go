@@ -150,7 +150,11 @@ func (e *memEnv) atomicHandler(op *Operation) http.Handler {
 // "error" and "panic" fail the call phase), then writes one payment in the completion.
 func (e *memEnv) leaseHandler(op *Operation) http.Handler {
 	return LeaseHandler(e.rt, op, BindLease(decodePay, func(ctx context.Context, l *Lease, req *payReq) (CompleteFunc[*memstore.DB], error) {
-		e.charge(l.ProviderKey("charge"))
+		pk, err := l.ProviderKey(ctx, "charge")
+		if err != nil {
+			return nil, err
+		}
+		e.charge(pk)
 		e.hold(req)
 		switch req.Header.Get("X-Fail") {
 		case "error":

@@ -57,9 +57,27 @@ type RecordInfo struct {
 	PerOperation bool              `json:"per_operation,omitempty"`
 	// Operation is the operation ID whose request claimed the key.
 	Operation string `json:"operation"`
-	// State is "completed", "running" (a lease-mode claim whose handler has not finished) or
-	// "expired" (past ExpiresAt: the key counts as new; the row waits for the sweeper).
+	// State is "completed", "running" (a lease-mode claim whose handler has not finished),
+	// "uncertain" (running, and its outcome is uncertain: see Uncertain) or "expired" (past
+	// ExpiresAt: the key counts as new; the row waits for the sweeper).
 	State string `json:"state"`
+	// Uncertain says why a running record's outcome is uncertain (store.Uncertainty's names:
+	// "lease_ended", "completion_failed", "outcome_unknown", "taken_over"): its call phase
+	// recorded provider calls (Lease.ProviderCall) that may have reached the provider, and no
+	// completion is known. UncertainSince is when the runtime or a takeover marked it (absent
+	// for lease_ended: since LeaseUntil). docs/runtime.md, "Uncertain outcomes and
+	// reconciliation".
+	Uncertain      string     `json:"uncertain,omitempty"`
+	UncertainSince *time.Time `json:"uncertain_since,omitempty"`
+	// ProviderCalls are the calls its call phase recorded, in the order they started: the
+	// label, the provider key the handler sent (search the provider's dashboard for it), and
+	// the amount in minor units and currency when the handler gave them. No secret is shown:
+	// Config.ProviderKeySecret never leaves the runtime.
+	ProviderCalls []ProviderCallInfo `json:"provider_calls,omitempty"`
+	// RecordRef is the store's own name of the record (runtime/pgstore: its key_id digest as a
+	// UUID, docs/runtime.md); the listing of uncertain records (runtime.Uncertain) shows it
+	// instead of the tenant and key, which the store does not keep.
+	RecordRef string `json:"record_ref,omitempty"`
 	// FingerprintVersion is the framing version of Fingerprint, the request's SHA-256
 	// fingerprint in hex (runtime.Fingerprint recomputes it for a request).
 	FingerprintVersion int    `json:"fingerprint_version"`
@@ -94,6 +112,14 @@ type RecordInfo struct {
 	// (tenant_hash, key_hash: see LogDigests).
 	TenantHash string `json:"tenant_hash"`
 	KeyHash    string `json:"key_hash"`
+}
+
+// ProviderCallInfo is one provider call of a record (RecordInfo.ProviderCalls).
+type ProviderCallInfo struct {
+	Label       string `json:"label"`
+	ProviderKey string `json:"provider_key"`
+	Amount      *int64 `json:"amount,omitempty"`
+	Currency    string `json:"currency,omitempty"`
 }
 
 // Lookup finds the records that the idempotency key key names in tenant, reading through st's
@@ -192,6 +218,11 @@ func LookupOperation(ctx context.Context, st store.Store, tenant, operation, key
 	return recs[0], true, nil
 }
 
+// Uncertain is the package function Uncertain on rt's store (Config.Store), with its errors.
+func (rt *Runtime) Uncertain(ctx context.Context, opts UncertainOptions) ([]RecordInfo, error) {
+	return Uncertain(ctx, rt.cfg.Store, opts)
+}
+
 // Lookup is the package function Lookup on rt's store (Config.Store), with its errors.
 func (rt *Runtime) Lookup(ctx context.Context, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
 	return Lookup(ctx, rt.cfg.Store, tenant, key, opts)
@@ -210,6 +241,38 @@ func Stats(ctx context.Context, st store.Store) (store.Stats, error) {
 		return s, fmt.Errorf("stats: %w", err)
 	}
 	return s, nil
+}
+
+// UncertainOptions narrows Uncertain.
+type UncertainOptions struct {
+	// Since, when set, lists only records claimed at or after it.
+	Since time.Time
+	// Limit is the most records returned, oldest first; 0: all.
+	Limit int
+}
+
+// Uncertain lists the uncertain records of st (store.Inspector.Uncertain): running lease-mode
+// records whose call phase recorded provider calls and that were marked uncertain or whose lease
+// ended (their process died in the call phase), oldest claim first. The store keeps digests, not
+// tenants and keys: each RecordInfo carries RecordRef, its ProviderCalls and its state, with
+// Tenant and Key empty (and the log digests, which need them). Errors: ErrNoInspector, or the
+// store's error (wrapped).
+func Uncertain(ctx context.Context, st store.Store, opts UncertainOptions) ([]RecordInfo, error) {
+	in, ok := st.(store.Inspector)
+	if !ok {
+		return nil, ErrNoInspector
+	}
+	snaps, err := in.Uncertain(ctx, opts.Since, opts.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("uncertain records: %w", err)
+	}
+	out := make([]RecordInfo, 0, len(snaps))
+	for i := range snaps {
+		r := recordInfo(&snaps[i], "", nil, "")
+		r.TenantHash, r.KeyHash, r.PerOperation = "", "", false
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // normalizeLookupKey turns a key as support staff paste it into the stored form: surrounding
@@ -250,13 +313,29 @@ func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]strin
 		ReadAt:             sn.ReadAt.UTC(),
 	}
 	r.TenantHash, r.KeyHash = tenantDigest(tenant), keyHash(sn.ID.Scope, key)
+	r.RecordRef = sn.Ref
 	switch {
 	case !sn.Live:
 		r.State = "expired"
+	case sn.State == store.Running && sn.Uncertain != store.NotUncertain:
+		r.State = "uncertain"
+		r.Uncertain = sn.Uncertain.String()
+		if !sn.UncertainSince.IsZero() {
+			t := sn.UncertainSince.UTC()
+			r.UncertainSince = &t
+		}
 	case sn.State == store.Running:
 		r.State = "running"
 	default:
 		r.State = "completed"
+	}
+	for _, c := range sn.Calls {
+		ci := ProviderCallInfo{Label: c.Label, ProviderKey: c.ProviderKey, Currency: c.Currency}
+		if c.Currency != "" {
+			a := c.Amount
+			ci.Amount = &a
+		}
+		r.ProviderCalls = append(r.ProviderCalls, ci)
 	}
 	if sn.State == store.Completed {
 		r.Status = sn.Response.Status

@@ -518,7 +518,11 @@ func TestMachineUnguarded(t *testing.T) {
 	var mu sync.Mutex
 	lh := LeaseHandler(e.rt, lop, BindLease(decodePay, func(ctx context.Context, l *Lease, r *payReq) (CompleteFunc[*memstore.DB], error) {
 		mu.Lock()
-		keys = append(keys, l.ProviderKey("charge"))
+		pk, err := l.ProviderKey(ctx, "charge")
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, pk)
 		mu.Unlock()
 		if l.Token() != 0 || l.Extend(ctx, time.Second) != nil {
 			return nil, errors.New("an unguarded handle has token 0 and extends nothing")

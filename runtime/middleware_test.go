@@ -209,7 +209,12 @@ func TestMiddlewareLeaseOnComplete(t *testing.T) {
 			t.Error("no lease in the handler's context")
 			return
 		}
-		e.charge(l.ProviderKey("charge"))
+		pk, err := l.ProviderKey(r.Context(), "charge")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		e.charge(pk)
 		OnComplete(r.Context(), func(ctx context.Context, db *memstore.DB) error {
 			e.pay(db, &payReq{Amount: 1, Tenant: "t1"})
 			return nil

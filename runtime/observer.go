@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
 
 // Outcome is how the runtime ended one request to a marked operation. Its string is the metrics
 // label value.
@@ -51,6 +55,15 @@ func (NopObserver) Swept(int64)                              {}
 // requests without a key) are not reported.
 type ExecutionObserver interface {
 	Execution(op string, mode Mode, o Outcome, d time.Duration)
+}
+
+// UncertainObserver is an optional extension of Observer (runtime/prometheus implements it):
+// Uncertain reports a lease-mode request whose completion failed after its call phase had
+// recorded provider calls, leaving an uncertain record (store.Uncertainty says why). Records
+// that become uncertain without the runtime knowing (a process killed in its call phase) are
+// counted by the sweeper's sample instead (store.SweepReport.Uncertain).
+type UncertainObserver interface {
+	Uncertain(op string, reason store.Uncertainty)
 }
 
 // executed reports, to an ExecutionObserver, a request that held its claim since start.

@@ -275,36 +275,36 @@ func TestReadBodyBeyondContentLength(t *testing.T) {
 // unguarded handle derives from its nonce, so two of them never share a key.
 func TestLeaseDerivations(t *testing.T) {
 	id := store.ID{Scope: "t1", Key: key1}
-	a := &Lease{id: id, token: 1}
-	b := &Lease{id: store.ID{Scope: "t1", Key: key1}, token: 7}
-	if a.ProviderKey("charge") != b.ProviderKey("charge") || a.DeriveID("payment") != b.DeriveID("payment") {
+	a := &Lease{claim: store.Claim{ID: id}, token: 1}
+	b := &Lease{claim: store.Claim{ID: store.ID{Scope: "t1", Key: key1}}, token: 7}
+	if a.providerKey("charge") != b.providerKey("charge") || a.DeriveID("payment") != b.DeriveID("payment") {
 		t.Fatal("derivations must not depend on the attempt")
 	}
 	if a.Token() != 1 || b.Token() != 7 {
 		t.Errorf("tokens %d %d", a.Token(), b.Token())
 	}
-	pk := a.ProviderKey("charge")
+	pk := a.providerKey("charge")
 	if len(pk) != 64 || strings.Trim(pk, "0123456789abcdef") != "" {
 		t.Fatalf("provider key %q: want 64 lowercase hex digits", pk)
 	}
 	others := []*Lease{
-		{id: store.ID{Scope: "t2", Key: key1}},
-		{id: store.ID{Scope: "t1", Key: key1 + "x"}},
-		{id: id, secret: []byte("s")},
+		{claim: store.Claim{ID: store.ID{Scope: "t2", Key: key1}}},
+		{claim: store.Claim{ID: store.ID{Scope: "t1", Key: key1 + "x"}}},
+		{claim: store.Claim{ID: id}, secret: []byte("s")},
 		// Framing: moving a byte from scope to key must change the result.
-		{id: store.ID{Scope: "t", Key: "1" + key1}},
+		{claim: store.Claim{ID: store.ID{Scope: "t", Key: "1" + key1}}},
 	}
 	for i, o := range others {
-		if o.ProviderKey("charge") == pk {
+		if o.providerKey("charge") == pk {
 			t.Errorf("variant %d collides", i)
 		}
 	}
-	if pk == a.ProviderKey("refund") {
+	if pk == a.providerKey("refund") {
 		t.Error("labels must separate keys")
 	}
 	// The first 6 bytes of a DeriveID are the derivation's own (version and variant bits come
 	// later): equal to ProviderKey's only if both used one domain.
-	if a.ProviderKey("payment")[:12] == strings.ReplaceAll(a.DeriveID("payment"), "-", "")[:12] {
+	if a.providerKey("payment")[:12] == strings.ReplaceAll(a.DeriveID("payment"), "-", "")[:12] {
 		t.Error("ProviderKey and DeriveID must use different domains")
 	}
 	u := a.DeriveID("payment")
@@ -313,7 +313,7 @@ func TestLeaseDerivations(t *testing.T) {
 	}
 	n1 := &Lease{nonce: []byte("0123456789abcdef")}
 	n2 := &Lease{nonce: []byte("fedcba9876543210")}
-	if n1.ProviderKey("charge") == n2.ProviderKey("charge") || n1.Token() != 0 {
+	if n1.providerKey("charge") == n2.providerKey("charge") || n1.Token() != 0 {
 		t.Error("unguarded handles must derive from their nonce")
 	}
 	if err := n1.Extend(t.Context(), time.Second); err != nil {

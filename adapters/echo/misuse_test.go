@@ -110,7 +110,11 @@ func TestLeaseMode(t *testing.T) {
 			return echo.NewHTTPError(http.StatusInternalServerError, "no lease")
 		}
 		tenant := c.Get("tenant").(string)
-		ref, err := provider.Charge(c.Request().Context(), tenant, lease.ProviderKey("charge"), req.Amount)
+		pk, err := lease.ProviderKey(c.Request().Context(), "charge")
+		if err != nil {
+			return err
+		}
+		ref, err := provider.Charge(c.Request().Context(), tenant, pk, req.Amount)
 		if err != nil {
 			return err
 		}

@@ -315,7 +315,12 @@ func TestLeaseMode(t *testing.T) {
 			return
 		}
 		tenant := c.GetString("tenant")
-		ref, err := provider.Charge(c.Request.Context(), tenant, lease.ProviderKey("charge"), req.Amount)
+		pk, err := lease.ProviderKey(c.Request.Context(), "charge")
+		if err != nil {
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
+			return
+		}
+		ref, err := provider.Charge(c.Request.Context(), tenant, pk, req.Amount)
 		if err != nil {
 			c.AbortWithStatusJSON(http.StatusBadGateway, gin.H{"error": err.Error()})
 			return

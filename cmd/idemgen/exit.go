@@ -5,7 +5,10 @@ const (
 	exitOK    = 0 // success
 	exitSpec  = 1 // spec, config, overlay or annotation errors (or --check found stale output)
 	exitUsage = 2 // wrong flags or arguments
-	exitStore = 3 // records: the idempotency store could not be read
+	exitStore = 3 // records, reconcile: the idempotency store could not be read or written
+	// exitDesync: reconcile found a desynchronisation with the provider that no resolution
+	// settled (charged_no_record, record_no_charge, amount_mismatch).
+	exitDesync = 4
 )
 
 // exitError carries an exit code from a command to main. Its message, when not empty, has not

@@ -24,6 +24,8 @@ import (
 type recordsFlags struct {
 	dsn     string
 	timeout time.Duration
+	// maxConns is the pool's size; 0: 2.
+	maxConns int32
 }
 
 func (f *recordsFlags) register(cmd *cobra.Command) {
@@ -48,7 +50,7 @@ func (f *recordsFlags) open(ctx context.Context) (*pgstore.Store, *pgxpool.Pool,
 		// pgx's message may quote the DSN, password included: say only what is wrong.
 		return nil, nil, &exitError{code: exitUsage, err: errorf("--dsn is not a PostgreSQL connection string or URL")}
 	}
-	cfg.MaxConns = 2
+	cfg.MaxConns = max(f.maxConns, 2)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}
@@ -64,16 +66,20 @@ func newRecordsCmd() *cobra.Command {
 	var rf recordsFlags
 	cmd := &cobra.Command{
 		Use:   "records",
-		Short: "Read the idempotency records of a running service (get one by tenant and key; stats)",
+		Short: "Read the idempotency records of a running service (get one by tenant and key; stats; uncertain)",
 		Long: `Read the PostgreSQL idempotency store of a running service, as support staff need it,
-and print JSON. Nothing is written.
+and print JSON (records uncertain: a table unless --format json). Nothing is written.
 
   idemgen records get   the records a tenant's key names: state, operation, fingerprint
                         version, stored status and headers, Location, created, completed and
                         expiry times, the lease and until when it runs, and the tenant_hash
                         and key_hash that the service's log lines carry
   idemgen records stats counts by state and operation, the oldest running claim, stale
-                        claims, bytes stored, expired records not yet swept (reads every row)
+                        claims, uncertain records, bytes stored, expired records not yet
+                        swept (reads every row)
+  idemgen records uncertain
+                        the lease-mode records whose outcome is uncertain, with their
+                        provider keys (a table, or JSON with --format json)
 
 Connect with --dsn (a URL or key=value string; prefer $IDEMGEN_DSN, which does not show in the
 process list). Exit codes: 0 success (also when no record is found: "found" is false),
@@ -81,7 +87,7 @@ process list). Exit codes: 0 success (also when no record is found: "found" is f
 		Args: cobra.NoArgs,
 	}
 	rf.register(cmd)
-	cmd.AddCommand(newRecordsGetCmd(&rf), newRecordsStatsCmd(&rf))
+	cmd.AddCommand(newRecordsGetCmd(&rf), newRecordsStatsCmd(&rf), newRecordsUncertainCmd(&rf))
 	return cmd
 }
 

@@ -20,6 +20,9 @@ Start here:
   idemgen generate openapi.yaml -o DIR  write the Go code
   idemgen records get --tenant T --key K --dsn URL
                                         find a request's record in a running service
+  idemgen reconcile --report FILE --dsn URL
+                                        match a payment provider's report against the
+                                        records, and settle uncertain ones (--resolve)
 
 A minimal mark, on an operation:
   post:
@@ -27,8 +30,9 @@ A minimal mark, on an operation:
     x-idempotent: true                  # key in the Idempotency-Key header, all defaults
 
 Exit codes: 0 success, 1 errors in the spec, config or overlays (or warnings under
-check --strict), 2 wrong flags, arguments or a missing file, 3 the idempotency store
-could not be read (records).
+check --strict), 2 wrong flags, arguments, a missing file or an unreadable report, 3 the
+idempotency store could not be read or written (records, reconcile), 4 reconcile found a
+desynchronisation with the provider.
 
 Reference: docs/cli.md.`
 
@@ -45,7 +49,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
-	root.AddCommand(newListCmd(), newCheckCmd(), newSpecCmd(), newVersionCmd(), newRecordsCmd(), newConformCmd())
+	root.AddCommand(newListCmd(), newCheckCmd(), newSpecCmd(), newVersionCmd(), newRecordsCmd(), newReconcileCmd(), newConformCmd())
 	addGeneratorCommands(root)
 	return root
 }

@@ -300,7 +300,11 @@ func (s *Service) CreateProviderCharge(c echo.Context) error {
 	}
 	var out map[string]string
 	err := work(c, func(ctx context.Context, tenant string) error {
-		ref, err := s.provider.Charge(ctx, tenant, lease.ProviderKey("charge"), req.Amount)
+		pk, err := lease.ProviderKey(ctx, "charge")
+		if err != nil {
+			return err
+		}
+		ref, err := s.provider.Charge(ctx, tenant, pk, req.Amount)
 		if err != nil {
 			return err
 		}

@@ -154,7 +154,11 @@ func (s *Service) CreateCharge(ctx context.Context, req *api.CreateChargeReq) (*
 // retry's insert of the same id changes nothing.
 func (s *Service) CreateProviderCharge(ctx context.Context, req *api.CreateProviderChargeReq) (*api.CreateProviderChargeCreated, error) {
 	lease, tenant := runtime.LeaseFrom(ctx), conformance.Tenant(ctx)
-	ref, err := s.provider.Charge(ctx, tenant, lease.ProviderKey("charge"), req.Amount)
+	pk, err := lease.ProviderKey(ctx, "charge")
+	if err != nil {
+		return nil, err
+	}
+	ref, err := s.provider.Charge(ctx, tenant, pk, req.Amount)
 	if err != nil {
 		return nil, err
 	}

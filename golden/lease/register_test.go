@@ -33,7 +33,10 @@ func TestLeaseModeThroughRegister(t *testing.T) {
 	err = Register(mux, rt, Handlers{
 		CaptureCharge: func(ctx context.Context, lease *runtime.Lease, p CaptureChargeParams, body CaptureChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error) {
 			calls.Add(1)
-			ref := lease.ProviderKey("capture") // what a real handler sends to the provider
+			ref, err := lease.ProviderKey(ctx, "capture") // what a real handler sends to the provider
+			if err != nil {
+				return nil, err
+			}
 			status := 200
 			if body.Amount > 1000 {
 				status = 402 // a final decline: replay.statuses stores it

@@ -208,7 +208,11 @@ func (s *service) createProviderCharge(ctx context.Context, lease *runtime.Lease
 	if err := k.sleep(ctx); err != nil {
 		return nil, err
 	}
-	ref, err := s.provider.Charge(ctx, k.tenant, lease.ProviderKey("charge"), amount)
+	pk, err := lease.ProviderKey(ctx, "charge")
+	if err != nil {
+		return nil, err
+	}
+	ref, err := s.provider.Charge(ctx, k.tenant, pk, amount)
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,11 @@ func NewService(rt *runtime.Runtime, pool *pgxpool.Pool, c ServiceConfig) http.H
 		})))
 	mux.Handle("POST /v1/charges", runtime.LeaseHandler(rt, LeaseOp(c), runtime.BindLease(decode,
 		func(ctx context.Context, l *runtime.Lease, r *request) (runtime.CompleteFunc[pgstore.DBTX], error) {
-			ref, err := provider.Charge(ctx, ChargeRequest{Tenant: r.tenant, Key: r.key, ProviderKey: l.ProviderKey("charge"),
+			pk, err := l.ProviderKey(ctx, "charge")
+			if err != nil {
+				return nil, err
+			}
+			ref, err := provider.Charge(ctx, ChargeRequest{Tenant: r.tenant, Key: r.key, ProviderKey: pk,
 				Attempt: r.attempt, Amount: r.amount})
 			if err != nil {
 				return nil, err

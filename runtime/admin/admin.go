@@ -18,6 +18,10 @@
 //	                    form or query "h:Name=value"), which operations declaring
 //	                    Operation.ScopeHeaders store in their scope
 //	GET  /stats       JSON: store.Stats (reads every record: use sparingly)
+//	GET  /uncertain   JSON: {"records": [runtime.RecordInfo...]}, the uncertain records
+//	                    (runtime.Uncertain), oldest first; query parameters since (RFC 3339, or
+//	                    a duration back from now such as 24h) and limit (default 100, at most
+//	                    1000). The page lists the 50 oldest too.
 //	GET  /style.css   the page's style sheet
 //
 // The page's search form posts, so tenants and keys stay out of URLs, access logs and
@@ -159,6 +163,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.serveStats(w, r)
+	case "/uncertain":
+		if !allow(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		h.serveUncertain(w, r)
 	case "/style.css":
 		if !allow(w, r, http.MethodGet, http.MethodHead) {
 			return
@@ -166,7 +175,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Content-Type", "text/css; charset=utf-8")
 		w.Write(h.css)
 	default:
-		writeProblem(w, http.StatusNotFound, "not-found", "No such page: the admin handler serves /, /records, /stats and /style.css.")
+		writeProblem(w, http.StatusNotFound, "not-found", "No such page: the admin handler serves /, /records, /stats, /uncertain and /style.css.")
 	}
 }
 
@@ -282,6 +291,50 @@ func (h *handler) serveStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s)
 }
 
+// serveUncertain answers the uncertain records as JSON.
+func (h *handler) serveUncertain(w http.ResponseWriter, r *http.Request) {
+	opts := runtime.UncertainOptions{Limit: 100}
+	q := r.URL.Query()
+	if v := q.Get("since"); v != "" {
+		since, err := parseSince(v, time.Now())
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, "search-invalid", err.Error())
+			return
+		}
+		opts.Since = since
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeProblem(w, http.StatusBadRequest, "search-invalid", "limit must be a number from 1 to 1000.")
+			return
+		}
+		opts.Limit = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	recs, err := runtime.Uncertain(ctx, h.st, opts)
+	if err != nil {
+		status, name := failure(err)
+		writeProblem(w, status, name, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Records []runtime.RecordInfo `json:"records"`
+	}{recs})
+}
+
+// parseSince reads a point in time: RFC 3339, or a duration before now ("24h").
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("since %q: want an RFC 3339 time or a positive duration such as 24h", v)
+}
+
 // failure maps a lookup error to a status: a malformed key is the caller's (400), anything else
 // the store's (503).
 func failure(err error) (int, string) {
@@ -301,7 +354,15 @@ type pageData struct {
 	Searched     bool
 	Error        string
 	Records      []recordView
+	// Uncertain are the oldest uncertain records (pageUncertain of them); UncertainError is
+	// why they could not be read.
+	Uncertain      []recordView
+	UncertainMore  bool
+	UncertainError string
 }
+
+// pageUncertain is how many uncertain records the page lists.
+const pageUncertain = 50
 
 // recordView is one record laid out for the page.
 type recordView struct {
@@ -345,6 +406,18 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	for _, name := range h.scopeHeaders {
 		d.ScopeHeaders = append(d.ScopeHeaders, [2]string{name, d.Q.ScopeHeaders[name]})
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	uncertain, err := runtime.Uncertain(ctx, h.st, runtime.UncertainOptions{Limit: pageUncertain + 1})
+	cancel()
+	if err != nil {
+		d.UncertainError = "The uncertain records could not be read: " + err.Error()
+	}
+	if len(uncertain) > pageUncertain {
+		uncertain, d.UncertainMore = uncertain[:pageUncertain], true
+	}
+	for _, rec := range uncertain {
+		d.Uncertain = append(d.Uncertain, view(rec, false))
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
@@ -363,6 +436,8 @@ func view(rec runtime.RecordInfo, bodyAsked bool) recordView {
 		v.StateLabel = "completed: retries replay the stored response"
 	case "running":
 		v.StateLabel = "running: the first request has not finished"
+	case "uncertain":
+		v.StateLabel = "uncertain (" + strings.ReplaceAll(rec.Uncertain, "_", " ") + "): provider calls were made and no completion is known"
 	case "expired":
 		v.StateLabel = "expired: the key counts as new; the record waits for the sweeper"
 	}

@@ -17,7 +17,11 @@ import (
 // statement of a minute): a completion that holds its transaction, and the record's row lock.
 func (e *env) slowCompletionHandler(op *runtime.Operation, p *provider) http.Handler {
 	return runtime.LeaseHandler(e.rt, op, runtime.BindLease(decodePay, func(ctx context.Context, l *runtime.Lease, r *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
-		p.charge(l.ProviderKey("charge"))
+		pk, err := l.ProviderKey(ctx, "charge")
+		if err != nil {
+			return nil, err
+		}
+		p.charge(pk)
 		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
 			var id int64
 			if err := db.QueryRow(ctx, insertPay+" RETURNING id", r.Tenant, r.Amount).Scan(&id); err != nil {

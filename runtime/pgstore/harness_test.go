@@ -318,7 +318,11 @@ func (e *env) handlerWith(op *runtime.Operation, fn func(ctx context.Context, db
 // panic), then writes one payments row in the completion.
 func (e *env) leaseHandler(op *runtime.Operation, p *provider) http.Handler {
 	return runtime.LeaseHandler(e.rt, op, runtime.BindLease(decodePay, func(ctx context.Context, l *runtime.Lease, r *payReq) (runtime.CompleteFunc[pgstore.DBTX], error) {
-		p.charge(l.ProviderKey("charge"))
+		pk, err := l.ProviderKey(ctx, "charge")
+		if err != nil {
+			return nil, err
+		}
+		p.charge(pk)
 		if r.Header.Get("X-Extend") != "" {
 			if err := l.Extend(ctx, 2*time.Second); err != nil {
 				return nil, err

@@ -26,7 +26,7 @@ const sqlInspect = `SELECT r.key_id, r.operation, r.fingerprint, r.fingerprint_v
 	(r.response_status = 0 OR r.expires_at > now()), r.created_at, r.expires_at, r.locked_until,
 	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), now(),
 	r.response_headers, CASE WHEN $3::boolean THEN r.response_body END,
-	octet_length(r.response_body), r.body_omitted
+	octet_length(r.response_body), r.body_omitted, r.uncertain_at, ` + recordUncertain + `, ` + recordCallsJSON + `
 FROM idempotency_records r WHERE r.scope_id = $1 AND r.key_id = ANY($2::uuid[])
 ORDER BY r.expires_at`
 
@@ -85,15 +85,27 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 			status      int16
 			lockedUntil time.Time
 			leftUS      int64
+			since       *time.Time
+			reason      int16
+			calls       []byte
 		)
 		sn.ID.Scope = scope
 		err := row.Scan(&kid, &sn.Operation, &fp, &fpVersion, &status, &sn.Token, &sn.Live,
 			&sn.CreatedAt, &sn.ExpiresAt, &lockedUntil, &leftUS, &sn.ReadAt,
-			&sn.Response.Header, &sn.Response.Body, &sn.BodySize, &sn.Response.BodyOmitted)
+			&sn.Response.Header, &sn.Response.Body, &sn.BodySize, &sn.Response.BodyOmitted,
+			&since, &reason, &calls)
 		if err != nil {
 			return sn, err
 		}
 		sn.ID.Key = byDigest[kid]
+		sn.Ref = uuidText(kid)
+		sn.Uncertain = store.Uncertainty(reason)
+		if since != nil && sn.Uncertain != store.NotUncertain && sn.Uncertain != store.UncertainLeaseEnded {
+			sn.UncertainSince = *since
+		}
+		if sn.Calls, err = parseCalls(calls); err != nil {
+			return sn, err
+		}
 		copy(sn.Fingerprint.Sum[:], fp)
 		sn.Fingerprint.Version = uint16(fpVersion)
 		if status == 0 {
@@ -157,6 +169,14 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("stats: %w", err)
 	}
+	uncertain, err := uncertainByOperation(ctx, s.pool)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	for i := range ops {
+		ops[i].Uncertain = uncertain[ops[i].Operation]
+		st.Uncertain += ops[i].Uncertain
+	}
 	st.Operations = ops
 	if st.Operations == nil {
 		st.Operations = []store.OperationStats{}
@@ -174,9 +194,23 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	return st, nil
 }
 
-// sampleBacklog reads what the sweeper reports after a sweep: stale running claims by operation
-// and the lag of the oldest expired row. Both statements go through an index.
+// sampleBacklog reads what the sweeper reports after a sweep: stale running claims and uncertain
+// records by operation, and the lag of the oldest expired row. Every statement goes through an
+// index.
 func sampleBacklog(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (stale, uncertain map[string]int64, lag time.Duration, err error) {
+	if uncertain, err = uncertainByOperation(ctx, q); err != nil {
+		return nil, nil, 0, err
+	}
+	stale, lag, err = sampleStale(ctx, q)
+	return stale, uncertain, lag, err
+}
+
+// sampleStale reads the stale running claims by operation and the lag of the oldest expired
+// row.
+func sampleStale(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (map[string]int64, time.Duration, error) {

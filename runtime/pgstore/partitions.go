@@ -54,6 +54,9 @@ type PartitionSweeper struct {
 	// failures of Run. Defaults: none and slog.Default().
 	Observer interface{ Swept(rows int64) }
 	Logger   *slog.Logger
+	// CallRetention is how long the provider call log keeps a call after it started; default
+	// 30 days (Sweeper.CallRetention).
+	CallRetention time.Duration
 }
 
 // partitionLockID is the advisory lock key of partition creation, "idemgenp" in ASCII.
@@ -91,7 +94,12 @@ func (p *PartitionSweeper) SweepOnce(ctx context.Context) (int64, error) {
 	if err := p.create(ctx); err != nil {
 		return 0, err
 	}
-	return p.drop(ctx)
+	n, err := p.drop(ctx)
+	if err == nil {
+		// The provider call log is a plain table: its old calls are deleted row by row.
+		_, err = sweepCalls(ctx, p.Pool, p.CallRetention, 500, 50*time.Millisecond, false)
+	}
+	return n, err
 }
 
 // Run runs a round every Interval until ctx ends, logging (not returning) failures, and returns

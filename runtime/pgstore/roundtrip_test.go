@@ -110,8 +110,10 @@ func currentXid(t *testing.T, e *env) int64 {
 	return x
 }
 
-// Lease mode: a new key costs the claim (autocommitted), BEGIN+lock under the token, the
-// completion's own statements, then store+COMMIT; a replay costs one and assigns no id.
+// Lease mode: a new key costs the claim (autocommitted), the record of its provider call (one
+// INSERT, before the call), BEGIN+lock under the token, the completion's own statements, then
+// store+COMMIT (the call's outcome rides in that round trip); a replay costs one and assigns no
+// id.
 func TestRoundTripsLease(t *testing.T) {
 	e := newEnv(t, nil)
 	h := e.leaseHandler(leaseOp(), &provider{})
@@ -124,7 +126,7 @@ func TestRoundTripsLease(t *testing.T) {
 			t.Fatalf("new key: %d %s", w.Code, w.Body)
 		}
 	})
-	if want := int64(completionStatements + 3); n != want || writes != want {
+	if want := int64(completionStatements + 4); n != want || writes != want {
 		t.Errorf("new key took %d round trips (%d socket writes), want %d: %q", n, writes, want, log)
 	}
 	extra := xidsAssigned(t, e, func() {

@@ -169,7 +169,12 @@ type statements struct {
 	// runs. $6 claim id, $7 status, $8 headers (JSON), $9 body, $10 body omitted, $11 retention
 	// (µs).
 	insertCompleted string
-	// release frees the key after a failed lease-mode handler: the retry is a new request.
+	// completeSettling is complete for an autocommitted completion (Store.Complete): it also
+	// writes the outcome to the record's started calls, and returns how many records it
+	// completed.
+	completeSettling string
+	// release frees the key after a failed lease-mode handler: the retry is a new request. The
+	// record's started calls are marked released.
 	release string
 }
 
@@ -276,12 +281,16 @@ SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 	}
 
 	// A record whose completion is running is locked (lockLease): the takeover skips it
-	// rather than wait for the completion, and the duplicate is answered 409.
+	// rather than wait for the completion, and the duplicate is answered 409. A takeover of a
+	// record whose call phase started calls marks it uncertain (taken over); the new owner's
+	// completion clears the mark.
 	q.takeOverLease = `WITH lk AS (SELECT 1 FROM idempotency_records
 ` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now()
 	FOR UPDATE SKIP LOCKED)
 UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
+	uncertain = CASE WHEN ` + callsStarted + ` THEN 4 ELSE uncertain END,
+	uncertain_at = CASE WHEN ` + callsStarted + ` THEN now() ELSE uncertain_at END,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
 	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
 ` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now() AND EXISTS (SELECT 1 FROM lk)
@@ -294,6 +303,7 @@ RETURNING fencing_token`
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
 	q.complete = `UPDATE idempotency_records SET
 	response_status = $4, response_headers = $5, response_body = ` + keptBody("$6") + `, body_omitted = ` + keptOmitted("$7") + `,
+	uncertain = 0, uncertain_at = NULL,
 	locked_until = statement_timestamp(),
 	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
@@ -317,8 +327,13 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ins) THEN '1'
 	ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
 
-	q.release = `DELETE FROM idempotency_records
-` + where + ` AND fencing_token = $3 AND response_status = 0`
+	q.completeSettling = `WITH done AS (` + q.complete + ` RETURNING 1),
+settled AS (` + strings.Replace(sqlSettleCalls, "$3", "$4", 1) + ` AND EXISTS (SELECT 1 FROM done))
+SELECT count(*) FROM done`
+
+	q.release = `WITH released AS (DELETE FROM idempotency_records
+` + where + ` AND fencing_token = $3 AND response_status = 0 RETURNING 1)
+` + sqlReleaseCalls + ` AND EXISTS (SELECT 1 FROM released)`
 	return q
 }
 

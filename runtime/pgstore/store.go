@@ -411,21 +411,23 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 }
 
 // Complete stores resp under token in an autocommitted statement, for completions that write
-// nothing else (lease mode without a CompleteFunc transaction).
+// nothing else (lease mode without a CompleteFunc transaction); the record's started calls get
+// its outcome in the same statement.
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
 	sp := s.spec(store.Claim{ID: id})
 	d := sp.d
 	if err := s.chargeBody(ctx, s.pool, &sp, &resp); err != nil {
 		return err
 	}
-	ct, err := s.pool.Exec(ctx, s.q.complete, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...)
+	var n int64
+	err := s.pool.QueryRow(ctx, s.q.completeSettling, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...).Scan(&n)
 	if isMoved(err) {
 		return store.ErrLost
 	}
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
-	if ct.RowsAffected() == 0 {
+	if n == 0 {
 		return store.ErrLost
 	}
 	return nil

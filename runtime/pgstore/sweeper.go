@@ -34,6 +34,10 @@ type Sweeper struct {
 	// Portable replaces FOR UPDATE SKIP LOCKED with a plain bounded DELETE, for engines that lack
 	// it in subqueries; concurrent sweepers then may wait on each other's rows.
 	Portable bool
+	// CallRetention is how long the provider call log (idempotency_provider_calls) keeps a
+	// call after it started, for reconciliation with the provider's reports (`idemgen
+	// reconcile`); default 30 days. Keep it longer than the oldest report you reconcile.
+	CallRetention time.Duration
 	// Observer receives the rows deleted per batch; Logger, sweep failures. Defaults: none and
 	// slog.Default(). An Observer that also implements store.SweepObserver (runtime/prometheus
 	// does) receives a store.SweepReport after every sweep: the sweep's outcome, the running
@@ -75,9 +79,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	n, err := s.sweep(ctx)
 	r := store.SweepReport{Deleted: n, Err: err}
 	if ctx.Err() == nil {
-		stale, lag, serr := sampleBacklog(ctx, s.Pool)
+		stale, uncertain, lag, serr := sampleBacklog(ctx, s.Pool)
 		if serr == nil {
-			r.Sampled, r.StaleRunning, r.Lag = true, stale, lag
+			r.Sampled, r.StaleRunning, r.Uncertain, r.Lag = true, stale, uncertain, lag
 		} else if r.Err == nil {
 			r.Err = serr
 		}
@@ -120,6 +124,10 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 			// The counters of the per-scope limits whose intervals have ended.
 			if _, err := s.Pool.Exec(ctx, sqlSweepUsage); err != nil {
 				return total, fmt.Errorf("sweep usage counters: %w", err)
+			}
+			// The provider calls past CallRetention (not counted: they are not records).
+			if _, err := sweepCalls(ctx, s.Pool, s.CallRetention, batch, pause, s.Portable); err != nil {
+				return total, err
 			}
 			return total, nil
 		}

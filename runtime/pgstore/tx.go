@@ -203,9 +203,14 @@ func (t *tx) Abort(ctx context.Context) error {
 	if wasClosed {
 		err = errSessionEnded
 	}
-	if t.releaseOnAbort {
+	switch {
+	case t.releaseOnAbort:
 		// A failed release leaves the lease to end on its own; the retry then takes over.
 		_ = t.s.Release(ctx, t.sp.ID, t.token)
+	case t.sp != nil && t.sp.Calls:
+		// A paired lease store's completion (its claim is elsewhere, which it releases itself):
+		// its calls are released with it. A failure leaves them started, as for a killed process.
+		_ = t.s.ReleaseCalls(ctx, t.sp.ID)
 	}
 	if err != nil {
 		return err
@@ -253,6 +258,7 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	kept := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, kept, r, func(err error) error {
 		if isStop(err) || isUniqueViolation(err) {
@@ -278,6 +284,7 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	b := &pgx.Batch{}
 	kept := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, kept, r, func(err error) error {
 		if isStop(err) || isMoved(err) {
@@ -287,9 +294,19 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	})
 }
 
+// queueSettleCalls queues, for a lease-mode completion whose call phase recorded calls
+// (store.Claim.Calls), the statement that writes the completion's outcome to them: it commits
+// with the record, in the same round trip.
+func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
+	if t.sp.Calls {
+		b.Queue(sqlSettleCalls, t.sp.d.scope, t.sp.d.key, int16(r.Status))
+	}
+}
+
 // sendCommit sends b: the count of the response's stored bytes when kept is set (its note goes
-// to kept, and resp loses its body when the tenant was over its cap), a record statement, then
-// COMMIT, and reads every answer; recordErr maps the record statement's error.
+// to kept, and resp loses its body when the tenant was over its cap), a record statement, the
+// statements that go with it, then COMMIT, and reads every answer; recordErr maps the record
+// statement's error.
 func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *store.Response, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
 	if kept != nil {
@@ -311,6 +328,21 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *s
 	}
 	if kept != nil && *kept == "false" {
 		resp.Body, resp.BodyOmitted = nil, true
+	}
+	// Between the record and COMMIT: the outcome of the calls (Claim.Calls).
+	extra := b.Len() - 2
+	if kept != nil {
+		extra--
+	}
+	for range extra {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("store response: %w", err)
+			}
+			return commitError(err)
+		}
 	}
 	ct, err := br.Exec()
 	closeErr := br.Close()

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/reconcile"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -41,7 +42,14 @@ func exported(t *testing.T) (series map[string]bool, families []string) {
 	o.ClaimLatency("op", runtime.ModeAtomic, time.Millisecond)
 	o.Execution("op", runtime.ModeAtomic, runtime.OutcomeExecuted, time.Millisecond)
 	o.Swept(1)
-	o.SweepDone(store.SweepReport{Sampled: true, StaleRunning: map[string]int64{"op": 1}})
+	o.SweepDone(store.SweepReport{Sampled: true, StaleRunning: map[string]int64{"op": 1}, Uncertain: map[string]int64{"op": 1}})
+	o.Uncertain("op", store.UncertainCompletionFailed)
+	// The reconciliation metrics come from a ReconcileObserver, in the process that reconciles.
+	ro, err := NewReconcileObserver(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Reconciled(reconcile.Summary{Counts: map[reconcile.Class]int64{reconcile.ChargedNoRecord: 1}, Lines: 1, At: time.Now()})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,17 @@
 //     expired, sampled after each sweep (0 when the sweeper has caught up).
 //   - idemgen_stale_running_records{operation}: gauge, running claims whose lease has ended
 //     (older than their lease), sampled after each sweep.
+//   - idemgen_uncertain_records{operation}: gauge, lease-mode records whose outcome is
+//     uncertain (their call phase recorded provider calls, and no completion is known),
+//     sampled after each sweep.
+//   - idemgen_uncertain_outcomes_total{operation, reason}: counter of completions that failed
+//     after provider calls (reason completion_failed or outcome_unknown: runtime.UncertainObserver).
+//
+// ReconcileObserver, registered by the process that reconciles with the provider's reports
+// (a scheduled job, or `idemgen reconcile --metrics-file`), exports what the last run found:
+//   - idemgen_reconcile_findings{class}: gauge, findings of each reconcile.Class.
+//   - idemgen_reconcile_report_lines: gauge, lines of the report.
+//   - idemgen_reconcile_last_run_timestamp_seconds: gauge, Unix time the run ended.
 //
 // docs/monitoring holds alert rules and a Grafana dashboard over these names.
 package prometheus
@@ -32,6 +43,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/reconcile"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -47,17 +59,21 @@ type Observer struct {
 	lastSuccess prometheus.Gauge
 	lag         prometheus.Gauge
 	stale       *prometheus.GaugeVec
+	uncertain   *prometheus.GaugeVec
+	marked      *prometheus.CounterVec
 
-	// staleOps are the operations the stale gauge has a series for: a later sample without
-	// them sets them to 0 instead of leaving a stale value.
-	mu       sync.Mutex
-	staleOps map[string]bool
+	// staleOps and uncertainOps are the operations the stale and uncertain gauges have a
+	// series for: a later sample without them sets them to 0 instead of leaving a stale value.
+	mu           sync.Mutex
+	staleOps     map[string]bool
+	uncertainOps map[string]bool
 }
 
 var (
 	_ runtime.Observer          = (*Observer)(nil)
 	_ runtime.ExecutionObserver = (*Observer)(nil)
 	_ store.SweepObserver       = (*Observer)(nil)
+	_ runtime.UncertainObserver = (*Observer)(nil)
 )
 
 // New creates the collectors and registers them on reg. It returns the registry's error (for
@@ -98,9 +114,18 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Name: "idemgen_stale_running_records",
 			Help: "Running idempotency claims whose lease has ended (older than their lease), sampled after each sweep.",
 		}, []string{"operation"}),
-		staleOps: map[string]bool{},
+		uncertain: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "idemgen_uncertain_records",
+			Help: "Lease-mode records whose outcome is uncertain (provider calls recorded, no completion known), sampled after each sweep.",
+		}, []string{"operation"}),
+		marked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgen_uncertain_outcomes_total",
+			Help: "Lease-mode completions that failed after provider calls, leaving an uncertain record, by reason (completion_failed, outcome_unknown).",
+		}, []string{"operation", "reason"}),
+		staleOps:     map[string]bool{},
+		uncertainOps: map[string]bool{},
 	}
-	for _, c := range []prometheus.Collector{o.outcomes, o.claims, o.executions, o.swept, o.sweeps, o.lastSuccess, o.lag, o.stale} {
+	for _, c := range []prometheus.Collector{o.outcomes, o.claims, o.executions, o.swept, o.sweeps, o.lastSuccess, o.lag, o.stale, o.uncertain, o.marked} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register idemgen metrics: %w", err)
 		}
@@ -153,4 +178,63 @@ func (o *Observer) SweepDone(r store.SweepReport) {
 		o.staleOps[op] = true
 		o.stale.WithLabelValues(op).Set(float64(n))
 	}
+	for op := range o.uncertainOps {
+		if _, ok := r.Uncertain[op]; !ok {
+			o.uncertain.WithLabelValues(op).Set(0)
+		}
+	}
+	for op, n := range r.Uncertain {
+		o.uncertainOps[op] = true
+		o.uncertain.WithLabelValues(op).Set(float64(n))
+	}
+}
+
+// Uncertain counts a completion that failed after provider calls.
+func (o *Observer) Uncertain(op string, reason store.Uncertainty) {
+	o.marked.WithLabelValues(op, reason.String()).Inc()
+}
+
+// ReconcileObserver is a reconcile.Observer that records what each reconciliation run found.
+// Register it in the process that reconciles (docs/monitoring alerts on it).
+type ReconcileObserver struct {
+	findings *prometheus.GaugeVec
+	lines    prometheus.Gauge
+	last     prometheus.Gauge
+}
+
+var _ reconcile.Observer = (*ReconcileObserver)(nil)
+
+// NewReconcileObserver creates the reconciliation gauges and registers them on reg. It returns
+// the registry's error, wrapped.
+func NewReconcileObserver(reg prometheus.Registerer) (*ReconcileObserver, error) {
+	o := &ReconcileObserver{
+		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "idemgen_reconcile_findings",
+			Help: reconcile.HelpFindings,
+		}, []string{"class"}),
+		lines: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "idemgen_reconcile_report_lines",
+			Help: reconcile.HelpLines,
+		}),
+		last: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "idemgen_reconcile_last_run_timestamp_seconds",
+			Help: reconcile.HelpLastRun,
+		}),
+	}
+	for _, c := range []prometheus.Collector{o.findings, o.lines, o.last} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register idemgen reconcile metrics: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// Reconciled records one run: every class's count (zeros included), the report's lines, and
+// when it ended.
+func (o *ReconcileObserver) Reconciled(s reconcile.Summary) {
+	for _, c := range reconcile.Classes {
+		o.findings.WithLabelValues(string(c)).Set(float64(s.Counts[c]))
+	}
+	o.lines.Set(float64(s.Lines))
+	o.last.Set(float64(s.At.UnixNano()) / 1e9)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/reconcile"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -86,5 +87,61 @@ idemgen_sweeps_total{outcome="ok"} 2
 	}
 	if n := testutil.CollectAndCount(o.executions); n != 1 {
 		t.Errorf("execution series = %d", n)
+	}
+}
+
+// The uncertain gauge follows the sweeper's samples (an operation that drops out goes to 0), the
+// counter counts the runtime's marks, and the reconciliation gauges hold the last run's counts,
+// every class included.
+func TestUncertainAndReconcileMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SweepDone(store.SweepReport{Sampled: true, Uncertain: map[string]int64{"createCharge": 4, "refund": 1}})
+	o.SweepDone(store.SweepReport{Sampled: true, Uncertain: map[string]int64{"createCharge": 3}})
+	o.Uncertain("createCharge", store.UncertainOutcomeUnknown)
+	o.Uncertain("createCharge", store.UncertainOutcomeUnknown)
+	ro, err := NewReconcileObserver(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Reconciled(reconcile.Summary{Counts: map[reconcile.Class]int64{reconcile.ChargedNoRecord: 2, reconcile.AmountMismatch: 1}, Lines: 1000, At: time.Unix(1793615400, 0)})
+	want := `
+# HELP idemgen_uncertain_records Lease-mode records whose outcome is uncertain (provider calls recorded, no completion known), sampled after each sweep.
+# TYPE idemgen_uncertain_records gauge
+idemgen_uncertain_records{operation="createCharge"} 3
+idemgen_uncertain_records{operation="refund"} 0
+# HELP idemgen_uncertain_outcomes_total Lease-mode completions that failed after provider calls, leaving an uncertain record, by reason (completion_failed, outcome_unknown).
+# TYPE idemgen_uncertain_outcomes_total counter
+idemgen_uncertain_outcomes_total{operation="createCharge",reason="outcome_unknown"} 2
+# HELP idemgen_reconcile_findings Findings of the last reconciliation with the provider's report, by class (charged_no_record: money moved, the client may not know).
+# TYPE idemgen_reconcile_findings gauge
+idemgen_reconcile_findings{class="amount_mismatch"} 1
+idemgen_reconcile_findings{class="charged_no_record"} 2
+idemgen_reconcile_findings{class="record_no_charge"} 0
+idemgen_reconcile_findings{class="uncertain_not_charged"} 0
+idemgen_reconcile_findings{class="uncertain_unreported"} 0
+# HELP idemgen_reconcile_report_lines Lines of the provider's report the last reconciliation read.
+# TYPE idemgen_reconcile_report_lines gauge
+idemgen_reconcile_report_lines 1000
+# HELP idemgen_reconcile_last_run_timestamp_seconds Unix time the last reconciliation with the provider's report ended.
+# TYPE idemgen_reconcile_last_run_timestamp_seconds gauge
+idemgen_reconcile_last_run_timestamp_seconds 1.7936154e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "idemgen_uncertain_records", "idemgen_uncertain_outcomes_total",
+		"idemgen_reconcile_findings", "idemgen_reconcile_report_lines", "idemgen_reconcile_last_run_timestamp_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	// reconcile.WriteMetrics (`idemgen reconcile --metrics-file`) writes the same metrics.
+	var file strings.Builder
+	if err := reconcile.WriteMetrics(&file, reconcile.Summary{Counts: map[reconcile.Class]int64{reconcile.ChargedNoRecord: 2, reconcile.AmountMismatch: 1},
+		Lines: 1000, At: time.Unix(1793615400, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(file.String()), "idemgen_reconcile_findings", "idemgen_reconcile_report_lines",
+		"idemgen_reconcile_last_run_timestamp_seconds"); err != nil {
+		t.Fatalf("reconcile.WriteMetrics differs from ReconcileObserver: %v\n%s", err, file.String())
 	}
 }

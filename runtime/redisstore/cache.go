@@ -331,6 +331,33 @@ func (c *Cache[DB]) Release(ctx context.Context, id store.ID, token int64) error
 	return c.inner.Release(ctx, id, token)
 }
 
+// BeginCall delegates to inner.
+func (c *Cache[DB]) BeginCall(ctx context.Context, cl store.Claim, token int64, call store.Call) error {
+	return c.inner.BeginCall(ctx, cl, token, call)
+}
+
+// MarkUncertain delegates to inner.
+func (c *Cache[DB]) MarkUncertain(ctx context.Context, id store.ID, token int64, reason store.Uncertainty) error {
+	return c.inner.MarkUncertain(ctx, id, token, reason)
+}
+
+// LogCall delegates to inner (store.CallLog), so that a paired lease store in front of the cache
+// logs its calls in the database; it does nothing when inner keeps no call log.
+func (c *Cache[DB]) LogCall(ctx context.Context, cl store.Claim, token int64, call store.Call) error {
+	if l, ok := c.inner.(store.CallLog); ok {
+		return l.LogCall(ctx, cl, token, call)
+	}
+	return nil
+}
+
+// ReleaseCalls delegates to inner (store.CallLog); it does nothing when inner keeps no call log.
+func (c *Cache[DB]) ReleaseCalls(ctx context.Context, id store.ID) error {
+	if l, ok := c.inner.(store.CallLog); ok {
+		return l.ReleaseCalls(ctx, id)
+	}
+	return nil
+}
+
 // BeginAtomic answers from a cached completed record without calling inner; otherwise it
 // delegates, keeps a completed record inner returns, and wraps inner's transaction so that its
 // committed record is kept.

@@ -28,14 +28,16 @@ var (
 var errNoInspector = errors.New("redisstore: the database store does not implement store.Inspector")
 
 // scriptInspect returns what Inspect needs of one record: {o, f, s, t, l, rs, rh, ro, ca, da,
-// pttl ms, server clock µs, body length, body ("" unless ARGV[1] is "1")}, or an empty array.
+// pttl ms, server clock µs, body length, body ("" unless ARGV[1] is "1"), u, ua, pc}, or an
+// empty array.
 var scriptInspect = rueidis.NewLuaScriptReadOnly(prelude + `
-local v = redis.call('HMGET', KEYS[1], 'o', 'f', 's', 't', 'l', 'rs', 'rh', 'ro', 'ca', 'da')
+local v = redis.call('HMGET', KEYS[1], 'o', 'f', 's', 't', 'l', 'rs', 'rh', 'ro', 'ca', 'da', 'u', 'ua', 'pc')
 if not v[3] then return {} end
 local body = ''
 if ARGV[1] == '1' then body = redis.call('HGET', KEYS[1], 'rb') or '' end
 return {v[1], v[2], v[3], v[4], v[5] or '', v[6] or '', v[7] or '', v[8] or '', v[9] or '', v[10] or '',
-  redis.call('PTTL', KEYS[1]), fmt(now_us()), redis.call('HSTRLEN', KEYS[1], 'rb'), body}
+  redis.call('PTTL', KEYS[1]), fmt(now_us()), redis.call('HSTRLEN', KEYS[1], 'rb'), body,
+  v[11] or '', v[12] or '', v[13] or ''}
 `)
 
 // Inspect reads the records of keys in scope (stored keys), one script per key, in the order of
@@ -58,6 +60,7 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 			continue
 		}
 		snap, err := parseSnapshot(id, a, withBody)
+		snap.Ref = s.key(id)[0]
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: inspect: %w", err)
 		}
@@ -68,10 +71,10 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 
 func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.Snapshot, error) {
 	snap := store.Snapshot{ID: id, Live: true}
-	if len(a) != 14 {
+	if len(a) != 17 {
 		return snap, errFormat
 	}
-	var f [14]string
+	var f [17]string
 	for i := range a {
 		if i == 10 || i == 12 {
 			continue // integers
@@ -103,6 +106,11 @@ func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.
 		snap.ExpiresAt = snap.ReadAt.Add(time.Duration(pttl) * time.Millisecond)
 	}
 	snap.BodySize = size
+	calls, err := parseCalls(f[16])
+	if err != nil {
+		return snap, err
+	}
+	snap.Calls = calls
 	switch f[2] {
 	case "r":
 		snap.State = store.Running
@@ -110,6 +118,7 @@ func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.
 		if !snap.LockedUntil.IsZero() {
 			snap.LeaseLeft = snap.LockedUntil.Sub(snap.ReadAt)
 		}
+		snap.Uncertain, snap.UncertainSince = uncertainty(f[14], at(f[15]), len(calls) > 0, snap.LeaseLeft)
 	case "c":
 		snap.State = store.Completed
 		snap.Response.Status, _ = strconv.Atoi(f[5])
@@ -124,6 +133,111 @@ func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.
 		return snap, errFormat
 	}
 	return snap, nil
+}
+
+// uncertainty is a running record's store.Uncertainty from its mark u (marked at ua), whether
+// its call phase started calls, and its lease's time left.
+func uncertainty(u string, ua time.Time, calls bool, left time.Duration) (store.Uncertainty, time.Time) {
+	if n, err := strconv.Atoi(u); err == nil && n > 0 {
+		return store.Uncertainty(n), ua
+	}
+	if calls && left <= 0 {
+		return store.UncertainLeaseEnded, time.Time{}
+	}
+	return store.NotUncertain, time.Time{}
+}
+
+// Uncertain lists the uncertain records (store.Inspector): it SCANs every node for the store's
+// prefix, as Stats does, and reads each running record's state, lease, mark and calls. It is for
+// support tools, never the request path. Snapshot.Ref is the record's Redis key; Snapshot.ID is
+// left empty. Errors are Redis's, wrapped.
+func (s *Store) Uncertain(ctx context.Context, since time.Time, limit int) ([]store.Snapshot, error) {
+	var out []store.Snapshot
+	for _, node := range s.c.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(s.prefix)+"*").Count(500).Build()).AsScanEntry()
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: uncertain records: %w", err)
+			}
+			found, err := s.uncertainOf(ctx, node, e.Elements, since)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, found...)
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Snapshot) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Ref, b.Ref)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// uncertainOf reads the records named keys (on node) and returns the uncertain ones claimed at
+// or after since.
+func (s *Store) uncertainOf(ctx context.Context, node rueidis.Client, keys []string, since time.Time) ([]store.Snapshot, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(keys)+1)
+	for _, k := range keys {
+		cmds = append(cmds, node.B().Hmget().Key(k).Field("o", "f", "s", "t", "l", "ca", "u", "ua", "pc").Build())
+	}
+	cmds = append(cmds, node.B().Time().Build())
+	res := node.DoMulti(ctx, cmds...)
+	t, err := res[len(res)-1].AsIntSlice()
+	if err != nil || len(t) != 2 {
+		return nil, fmt.Errorf("redisstore: uncertain records: TIME: %v", err)
+	}
+	now := time.UnixMicro(t[0]*1_000_000 + t[1])
+	var out []store.Snapshot
+	for i, k := range keys {
+		v, err := res[i].ToArray()
+		if err != nil || len(v) != 9 {
+			continue // gone meanwhile
+		}
+		var f [9]string
+		for j := range v {
+			f[j], _ = v[j].ToString() // nil fields read as ""
+		}
+		if f[2] != "r" || f[8] == "" {
+			continue // completed, or no call started
+		}
+		us := func(s string) time.Time {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return time.Time{}
+			}
+			return time.UnixMicro(n)
+		}
+		sn := store.Snapshot{Ref: k, Operation: f[0], State: store.Running, Live: true, ReadAt: now,
+			CreatedAt: us(f[5]), LockedUntil: us(f[4])}
+		sn.LeaseLeft = sn.LockedUntil.Sub(now)
+		calls, err := parseCalls(f[8])
+		if err != nil {
+			continue // not written by this package
+		}
+		sn.Calls = calls
+		sn.Uncertain, sn.UncertainSince = uncertainty(f[6], us(f[7]), true, sn.LeaseLeft)
+		if sn.Uncertain == store.NotUncertain || sn.CreatedAt.Before(since) {
+			continue
+		}
+		if sn.Fingerprint, err = parseFingerprint(f[1]); err != nil {
+			continue
+		}
+		sn.Token, _ = strconv.ParseInt(f[3], 10, 64)
+		out = append(out, sn)
+	}
+	return out, nil
 }
 
 // Stats summarises every record of the store: it SCANs every node for the store's prefix and
@@ -168,7 +282,7 @@ func (s *Store) count(ctx context.Context, node rueidis.Client, keys []string, s
 	}
 	cmds := make(rueidis.Commands, 0, 2*len(keys)+1)
 	for _, k := range keys {
-		cmds = append(cmds, node.B().Hmget().Key(k).Field("o", "s", "l", "ca", "rh").Build(), node.B().Hstrlen().Key(k).Field("rb").Build())
+		cmds = append(cmds, node.B().Hmget().Key(k).Field("o", "s", "l", "ca", "rh", "u", "pc").Build(), node.B().Hstrlen().Key(k).Field("rb").Build())
 	}
 	cmds = append(cmds, node.B().Time().Build())
 	res := node.DoMulti(ctx, cmds...)
@@ -180,7 +294,7 @@ func (s *Store) count(ctx context.Context, node rueidis.Client, keys []string, s
 	st.ReadAt = now
 	for i := range keys {
 		v, err := res[2*i].ToArray()
-		if err != nil || len(v) != 5 || v[1].IsNil() {
+		if err != nil || len(v) != 7 || v[1].IsNil() {
 			continue // gone meanwhile
 		}
 		op, _ := v[0].ToString()
@@ -201,9 +315,15 @@ func (s *Store) count(ctx context.Context, node rueidis.Client, keys []string, s
 		}
 		o.Running++
 		st.Running++
+		ended := false
 		if l, err := v[2].AsInt64(); err == nil && time.UnixMicro(l).Before(now) {
+			ended = true
 			o.Stale++
 			st.Stale++
+		}
+		if u, _ := v[5].ToString(); u != "" || (!v[6].IsNil() && ended) {
+			o.Uncertain++
+			st.Uncertain++
 		}
 		if ca, err := v[3].AsInt64(); err == nil {
 			c := time.UnixMicro(ca)
@@ -269,6 +389,11 @@ func (p *Paired[DB]) Inspect(ctx context.Context, scope string, keys []string, w
 	return snaps, nil
 }
 
+// Uncertain is Redis's: the running lease records, and so the uncertain ones, are there.
+func (p *Paired[DB]) Uncertain(ctx context.Context, since time.Time, limit int) ([]store.Snapshot, error) {
+	return p.r.Uncertain(ctx, since, limit)
+}
+
 // Stats is the database's summary (every completed record is there) plus the running lease
 // records, which only Redis holds.
 func (p *Paired[DB]) Stats(ctx context.Context) (store.Stats, error) {
@@ -301,6 +426,7 @@ func (p *Paired[DB]) Stats(ctx context.Context) (store.Stats, error) {
 		d := &st.Operations[i]
 		d.Running += o.Running
 		d.Stale += o.Stale
+		d.Uncertain += o.Uncertain
 		if o.OldestRunning != nil && (d.OldestRunning == nil || o.OldestRunning.Before(*d.OldestRunning)) {
 			d.OldestRunning = o.OldestRunning
 		}
@@ -308,6 +434,7 @@ func (p *Paired[DB]) Stats(ctx context.Context) (store.Stats, error) {
 	slices.SortFunc(st.Operations, func(a, b store.OperationStats) int { return strings.Compare(a.Operation, b.Operation) })
 	st.Running += rs.Running
 	st.Stale += rs.Stale
+	st.Uncertain += rs.Uncertain
 	if rs.OldestRunning != nil && (st.OldestRunning == nil || rs.OldestRunning.Before(*st.OldestRunning)) {
 		st.OldestRunning = rs.OldestRunning
 	}
@@ -321,6 +448,15 @@ func (c *Cache[DB]) Inspect(ctx context.Context, scope string, keys []string, wi
 		return nil, errNoInspector
 	}
 	return in.Inspect(ctx, scope, keys, withBody)
+}
+
+// Uncertain is the database's (the cache holds only completed records).
+func (c *Cache[DB]) Uncertain(ctx context.Context, since time.Time, limit int) ([]store.Snapshot, error) {
+	in, ok := c.inner.(store.Inspector)
+	if !ok {
+		return nil, errNoInspector
+	}
+	return in.Uncertain(ctx, since, limit)
 }
 
 // Stats is the database's.

@@ -133,7 +133,7 @@ func (p *Paired[DB]) Complete(ctx context.Context, id store.ID, token int64, res
 	if !found || rec.State != store.Running || rec.Token != token {
 		return store.ErrLost
 	}
-	tx, err := p.BeginCompletion(ctx, store.Claim{ID: id, Operation: rec.Operation, Fingerprint: rec.Fingerprint, Retention: retention}, token)
+	tx, err := p.BeginCompletion(ctx, store.Claim{ID: id, Operation: rec.Operation, Fingerprint: rec.Fingerprint, Retention: retention, Calls: true}, token)
 	if err != nil {
 		var done *store.CompletedError
 		if errors.As(err, &done) {
@@ -152,9 +152,36 @@ func (p *Paired[DB]) Complete(ctx context.Context, id store.ID, token int64, res
 	return nil
 }
 
-// Release deletes the Redis record held under token.
+// Release deletes the Redis record held under token, and marks its calls released in the
+// database's call log (store.CallLog).
 func (p *Paired[DB]) Release(ctx context.Context, id store.ID, token int64) error {
-	return p.r.Release(ctx, id, token)
+	if err := p.r.Release(ctx, id, token); err != nil {
+		return err
+	}
+	if l, ok := p.db.(store.CallLog); ok {
+		return l.ReleaseCalls(ctx, id)
+	}
+	return nil
+}
+
+// BeginCall records the call in the Redis record held under token (store.ErrLost when the token
+// no longer holds it), then in the database's call log (store.CallLog), where reconciliation
+// reads it.
+func (p *Paired[DB]) BeginCall(ctx context.Context, c store.Claim, token int64, call store.Call) error {
+	if err := p.r.BeginCall(ctx, c, token, call); err != nil {
+		return err
+	}
+	if l, ok := p.db.(store.CallLog); ok {
+		if err := l.LogCall(ctx, c, token, call); err != nil {
+			return fmt.Errorf("redisstore: log the call in the database: %w", err)
+		}
+	}
+	return nil
+}
+
+// MarkUncertain marks the Redis record; see Store.MarkUncertain.
+func (p *Paired[DB]) MarkUncertain(ctx context.Context, id store.ID, token int64, reason store.Uncertainty) error {
+	return p.r.MarkUncertain(ctx, id, token, reason)
 }
 
 // BeginAtomic is db's (atomic-mode records live in the database).

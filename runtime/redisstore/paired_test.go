@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -338,6 +340,62 @@ func TestPairedInspect(t *testing.T) {
 			}
 			if st.Running != 1 || st.Completed != 2 {
 				t.Errorf("stats %+v: want 1 running (Redis) and 2 completed (PostgreSQL)", st)
+			}
+		})
+	}
+}
+
+// TestPairedCallLog: the paired store records a call in Redis and in PostgreSQL's call log,
+// where reconciliation reads it; the completion commits the call's outcome with the record, a
+// release marks it released.
+func TestPairedCallLog(t *testing.T) {
+	for _, topo := range redistest.Topologies {
+		t.Run(string(topo), func(t *testing.T) {
+			p := newPairedForTest(t, topo)
+			ctx := context.Background()
+			outcome := func(pk string) store.CallOutcome {
+				t.Helper()
+				got, err := p.pg.FindCalls(ctx, []string{pk})
+				if err != nil || len(got) != 1 {
+					t.Fatalf("FindCalls: %+v, %v", got, err)
+				}
+				return got[0].Outcome
+			}
+			for _, end := range []string{"complete", "release"} {
+				c := leaseClaim("k-call-"+end, "a", time.Minute)
+				res, err := p.Reserve(ctx, c)
+				if err != nil || !res.Claimed() {
+					t.Fatalf("Reserve: %+v, %v", res, err)
+				}
+				pk := strings.Repeat("0", 63) + strconv.Itoa(len(end))
+				if err := p.BeginCall(ctx, c, res.Token+1, store.Call{Label: "charge", ProviderKey: pk}); !errors.Is(err, store.ErrLost) {
+					t.Fatalf("BeginCall under another token: %v, want ErrLost", err)
+				}
+				if err := p.BeginCall(ctx, c, res.Token, store.Call{Label: "charge", ProviderKey: pk}); err != nil {
+					t.Fatal(err)
+				}
+				if o := outcome(pk); o != store.CallStarted {
+					t.Fatalf("%s: logged call %s, want started", end, o)
+				}
+				snaps, err := p.Inspect(ctx, c.ID.Scope, []string{c.ID.Key}, false)
+				if err != nil || len(snaps) != 1 || len(snaps[0].Calls) != 1 || snaps[0].Calls[0].ProviderKey != pk {
+					t.Fatalf("Inspect: %+v, %v", snaps, err)
+				}
+				want := store.CallCompleted
+				if end == "complete" {
+					c.Calls = true
+					if err := complete(ctx, p, c, res.Token, "done"); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					want = store.CallReleased
+					if err := p.Release(ctx, c.ID, res.Token); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if o := outcome(pk); o != want {
+					t.Errorf("%s: logged call %s, want %s", end, o, want)
+				}
 			}
 		})
 	}

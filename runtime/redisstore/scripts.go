@@ -15,6 +15,9 @@ import "github.com/redis/rueidis"
 //	rb  response body                ro  "1" when the body was omitted
 //
 //	ca  claimed at, server clock in µs   da  completed at, µs (completed only)
+//	pc  the calls its call phase started (Store.BeginCall): a JSON array of
+//	    {"l": label, "k": provider key, "a": amount, "c": currency, "t": µs}, in start order
+//	u   running only: why it is uncertain (store.Uncertainty, decimal)   ua  when it was marked, µs
 //
 // The key's own expiry (PEXPIRE) does what a sweeper would: a completed record vanishes when its
 // retention ends (the key is new again); a running record is kept, whatever its retention, until
@@ -81,6 +84,10 @@ if v[1] ~= 'r' or v[2] ~= ARGV[1] or tonumber(v[3]) > now then return false end
 local l = now + tonumber(ARGV[2])
 local tok = fmt(math.max(tonumber(v[2]) + 1, now))
 redis.call('HSET', KEYS[1], 't', tok, 'l', fmt(l))
+if redis.call('HEXISTS', KEYS[1], 'pc') == 1 then
+  -- its call phase had started calls: uncertain (taken over) until the new owner completes
+  redis.call('HSET', KEYS[1], 'u', '4', 'ua', fmt(now))
+end
 keep(KEYS[1], l, now, tonumber(ARGV[3]))
 return tok
 `)
@@ -108,7 +115,7 @@ var scriptComplete = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', ARGV[3]) end
 redis.call('HSET', KEYS[1], 's', 'c', 'rs', ARGV[4], 'rh', ARGV[5], 'rb', ARGV[6], 'ro', ARGV[7], 'da', fmt(now_us()))
-redis.call('HDEL', KEYS[1], 'l')
+redis.call('HDEL', KEYS[1], 'l', 'u', 'ua')
 redis.call('PEXPIRE', KEYS[1], ms(tonumber(ARGV[8])))
 return 1
 `)
@@ -118,6 +125,32 @@ return 1
 var scriptRelease = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// scriptBeginCall records a call (ARGV[3], a JSON object without "t") of the record running
+// under ARGV[1], unless a call labelled ARGV[2] is recorded already; 1, or 0 when the record is
+// not held under that token.
+var scriptBeginCall = rueidis.NewLuaScript(prelude + `
+if not held(KEYS[1], ARGV[1]) then return 0 end
+local pc = redis.call('HGET', KEYS[1], 'pc')
+local calls = {}
+if pc then calls = cjson.decode(pc) end
+for _, c in ipairs(calls) do
+  if c.l == ARGV[2] then return 1 end
+end
+local c = cjson.decode(ARGV[3])
+c.t = fmt(now_us())
+table.insert(calls, c)
+redis.call('HSET', KEYS[1], 'pc', cjson.encode(calls))
+return 1
+`)
+
+// scriptMarkUncertain marks the record running under ARGV[1] uncertain for reason ARGV[2] when
+// its call phase started calls; 1 when it did.
+var scriptMarkUncertain = rueidis.NewLuaScript(prelude + `
+if not held(KEYS[1], ARGV[1]) or redis.call('HEXISTS', KEYS[1], 'pc') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'u', ARGV[2], 'ua', fmt(now_us()))
 return 1
 `)
 

@@ -29,6 +29,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -223,6 +224,66 @@ func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	return nil
+}
+
+// BeginCall records call in the record running under token (store.Store): one script on its
+// key. store.ErrLost when token no longer holds the record.
+func (s *Store) BeginCall(ctx context.Context, c store.Claim, token int64, call store.Call) error {
+	enc, err := json.Marshal(encodeCall(call))
+	if err != nil {
+		return fmt.Errorf("redisstore: begin call: %w", err)
+	}
+	return s.cas(ctx, "begin call", scriptBeginCall, c.ID, strconv.FormatInt(token, 10), call.Label, string(enc))
+}
+
+// MarkUncertain marks the record running under token uncertain when its call phase started
+// calls (store.Store); a record no longer held under token is left alone.
+func (s *Store) MarkUncertain(ctx context.Context, id store.ID, token int64, reason store.Uncertainty) error {
+	if err := scriptMarkUncertain.Exec(ctx, s.c, s.key(id), []string{strconv.FormatInt(token, 10), strconv.Itoa(int(reason))}).Error(); err != nil {
+		return fmt.Errorf("redisstore: mark uncertain: %w", err)
+	}
+	return nil
+}
+
+// storedCall is a call as the record's "pc" field holds it; amounts travel as decimal strings
+// (Lua's numbers are doubles).
+type storedCall struct {
+	Label       string `json:"l"`
+	ProviderKey string `json:"k"`
+	Amount      string `json:"a,omitempty"`
+	Currency    string `json:"c,omitempty"`
+	At          string `json:"t,omitempty"`
+}
+
+func encodeCall(c store.Call) storedCall {
+	sc := storedCall{Label: c.Label, ProviderKey: c.ProviderKey}
+	if c.Currency != "" {
+		sc.Amount, sc.Currency = strconv.FormatInt(c.Amount, 10), c.Currency
+	}
+	return sc
+}
+
+// parseCalls reads a record's "pc" field.
+func parseCalls(pc string) ([]store.Call, error) {
+	if pc == "" {
+		return nil, nil
+	}
+	var raw []storedCall
+	if err := json.Unmarshal([]byte(pc), &raw); err != nil {
+		return nil, errFormat
+	}
+	out := make([]store.Call, len(raw))
+	for i, r := range raw {
+		out[i] = store.Call{Label: r.Label, ProviderKey: r.ProviderKey}
+		if r.Currency != "" {
+			n, err := strconv.ParseInt(r.Amount, 10, 64)
+			if err != nil {
+				return nil, errFormat
+			}
+			out[i].Amount, out[i].Currency = n, r.Currency
+		}
+	}
+	return out, nil
 }
 
 // cas runs a compare-and-swap script that answers 1 (done) or 0 (the token does not hold).

@@ -23,6 +23,13 @@ type Inspector interface {
 	// Stats summarises every row of the store. It may read every row: it is for support tools
 	// and the command line, never for the request path. Errors are the store's, wrapped.
 	Stats(ctx context.Context) (Stats, error)
+	// Uncertain returns the uncertain records: running lease-mode records whose call phase
+	// started a call (Store.BeginCall) and that were marked uncertain or whose lease has ended
+	// (Snapshot.Uncertain says which), claimed at or after since (zero: any), oldest claim
+	// first, at most limit of them (0: no limit). Snapshot.Ref is set, Snapshot.ID only when
+	// the store knows the scope and key (pgstore stores digests: it does not). No body is read.
+	// Errors are the store's, wrapped.
+	Uncertain(ctx context.Context, since time.Time, limit int) ([]Snapshot, error)
 }
 
 // Snapshot is one stored row as an Inspector reads it. Times come from the store's clock.
@@ -49,6 +56,18 @@ type Snapshot struct {
 	// asked for; BodySize is its length in bytes either way.
 	Response Response
 	BodySize int64
+	// Uncertain says why a running record's outcome is uncertain (NotUncertain otherwise);
+	// UncertainSince is when it was marked, zero when the store derived it
+	// (UncertainLeaseEnded: since LockedUntil).
+	Uncertain      Uncertainty
+	UncertainSince time.Time
+	// Calls are the downstream calls the record's call phase started (Store.BeginCall), in the
+	// order they started.
+	Calls []Call
+	// Ref is the store's own name of the record, for support staff when the scope and key are
+	// not known: pgstore's key_id digest as a UUID (docs/runtime.md shows the digest in SQL),
+	// the Redis key of a redisstore record.
+	Ref string
 }
 
 // Stats summarises a store's rows at one instant (ReadAt, the store's clock).
@@ -59,6 +78,8 @@ type Stats struct {
 	Running   int64 `json:"running"`
 	Completed int64 `json:"completed"`
 	Stale     int64 `json:"stale_running"`
+	// Uncertain counts the running records whose outcome is uncertain (Inspector.Uncertain).
+	Uncertain int64 `json:"uncertain"`
 	// OldestRunning is the creation time of the oldest running row; nil when none runs.
 	OldestRunning *time.Time `json:"oldest_running,omitempty"`
 	// Expired counts rows past their expiry that the sweeper has not deleted yet;
@@ -79,6 +100,7 @@ type OperationStats struct {
 	Running       int64      `json:"running"`
 	Completed     int64      `json:"completed"`
 	Stale         int64      `json:"stale_running"`
+	Uncertain     int64      `json:"uncertain"`
 	OldestRunning *time.Time `json:"oldest_running,omitempty"`
 	Expired       int64      `json:"expired_not_swept"`
 	ResponseBytes int64      `json:"response_bytes"`
@@ -101,6 +123,8 @@ type SweepReport struct {
 	// Lag is how long ago the oldest expired row still present expired, by the store's clock,
 	// read after the sweep: zero when the sweeper has caught up.
 	Lag time.Duration
+	// Uncertain counts, by operation, the uncertain records (Inspector.Uncertain).
+	Uncertain map[string]int64
 }
 
 // SweepObserver is the optional extension of a sweeper's observer (pgstore.Sweeper.Observer)

@@ -106,6 +106,10 @@ type Claim struct {
 	// Wait is, for an atomic-mode claim, how long it may wait for a concurrent claim of the key
 	// to end (concurrency.wait) before ErrBusy. Zero answers ErrBusy at once.
 	Wait time.Duration
+	// Calls is set on the claim of a lease-mode completion (Transactional.BeginCompletion)
+	// whose call phase recorded calls (Store.BeginCall): a store that keeps the call log
+	// records their outcome with the completion's commit, or with its release.
+	Calls bool
 }
 
 // Reservation is the answer of Store.Reserve: either this request now holds the key (Token is
@@ -140,6 +144,17 @@ type Store interface {
 	// Release deletes the running record held under token, so the key is new again; a record no
 	// longer held under token is left alone.
 	Release(ctx context.Context, id ID, token int64) error
+	// BeginCall records that the call phase of the record running under c.ID's token starts
+	// call, before the handler makes it, so that the record's outcome counts as uncertain from
+	// then until it completes or is released (see Uncertainty): a takeover marks it
+	// UncertainTakenOver, an ended lease makes it UncertainLeaseEnded. Recording a call of the
+	// same label again does nothing. ErrLost when token no longer holds the record.
+	BeginCall(ctx context.Context, c Claim, token int64, call Call) error
+	// MarkUncertain marks the record running under token uncertain for reason
+	// (UncertainCompletionFailed or UncertainOutcomeUnknown): its call phase started calls and
+	// its completion failed. A record no longer running under token, or whose call phase
+	// started no call, is left alone (nil). Completion clears the mark.
+	MarkUncertain(ctx context.Context, id ID, token int64, reason Uncertainty) error
 }
 
 // Transactional is a Store that runs the handler's own writes, through a database handle of

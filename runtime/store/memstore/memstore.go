@@ -27,6 +27,9 @@ type entry struct {
 	rec         store.Record
 	lockedUntil time.Time
 	expires     time.Time
+	// calls are the calls its call phase recorded (BeginCall); uncertain its mark.
+	calls     []store.Call
+	uncertain store.Uncertainty
 }
 
 var _ store.Transactional[*DB] = (*Store)(nil)
@@ -112,7 +115,55 @@ func (s *Store) TakeOver(_ context.Context, c store.Claim, old int64) (int64, er
 	}
 	e.rec.Token++
 	e.moveLease(now.Add(c.Lease))
+	if len(e.calls) > 0 {
+		e.uncertain = store.UncertainTakenOver
+	}
 	return e.rec.Token, nil
+}
+
+// BeginCall records a call of the record running under token.
+func (s *Store) BeginCall(_ context.Context, c store.Claim, token int64, call store.Call) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.held1(c.ID, token)
+	if e == nil {
+		return store.ErrLost
+	}
+	for _, have := range e.calls {
+		if have.Label == call.Label {
+			return nil
+		}
+	}
+	e.calls = append(e.calls, call)
+	return nil
+}
+
+// MarkUncertain marks the record running under token uncertain, when its call phase started a
+// call.
+func (s *Store) MarkUncertain(_ context.Context, id store.ID, token int64, reason store.Uncertainty) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.held1(id, token); e != nil && len(e.calls) > 0 {
+		e.uncertain = reason
+	}
+	return nil
+}
+
+// Uncertain returns, for assertions, the key's running record's uncertainty (its mark, or
+// UncertainLeaseEnded when its lease ended after its call phase started calls) and the calls its
+// call phase recorded; NotUncertain and nil calls when it has no running record.
+func (s *Store) Uncertain(id store.ID) (store.Uncertainty, []store.Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.records[id]
+	if e == nil || e.rec.State != store.Running {
+		return store.NotUncertain, nil
+	}
+	u := e.uncertain
+	if u == store.NotUncertain && len(e.calls) > 0 && !s.now().Before(e.lockedUntil) {
+		u = store.UncertainLeaseEnded
+	}
+	return u, append([]store.Call(nil), e.calls...)
 }
 
 // Extend moves the running record's lease end to d from now.
@@ -141,6 +192,7 @@ func (s *Store) completeLocked(id store.ID, token int64, resp store.Response, re
 	}
 	e.rec.State, e.rec.Response = store.Completed, resp
 	e.expires = s.now().Add(retention)
+	e.uncertain = store.NotUncertain
 	return nil
 }
 

@@ -215,6 +215,127 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("Reserve of an expired key: %+v, %v; want a claim with a token above %d", again, err, r.Token)
 		}
 	})
+	t.Run("BeginCallNeedsTheToken", func(t *testing.T) {
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		if err := s.BeginCall(ctx, c, r.Token+1, call(c, "charge")); !errors.Is(err, store.ErrLost) {
+			t.Errorf("BeginCall under another token: %v, want ErrLost", err)
+		}
+		for range 2 {
+			if err := s.BeginCall(ctx, c, r.Token, call(c, "charge")); err != nil {
+				t.Fatalf("BeginCall: %v", err)
+			}
+		}
+		if err := s.Complete(ctx, c.ID, r.Token, response("x"), long); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BeginCall(ctx, c, r.Token, call(c, "refund")); !errors.Is(err, store.ErrLost) {
+			t.Errorf("BeginCall on a completed record: %v, want ErrLost", err)
+		}
+		if err := s.MarkUncertain(ctx, c.ID, r.Token, store.UncertainCompletionFailed); err != nil {
+			t.Errorf("MarkUncertain of a completed record: %v, want nil (left alone)", err)
+		}
+	})
+	t.Run("UncertainOutcomes", func(t *testing.T) {
+		s := newStore(t)
+		in, ok := s.(store.Inspector)
+		if !ok {
+			t.Skip("the store does not implement store.Inspector")
+		}
+		// ended: a call started, then the lease ended with nobody completing (a killed process).
+		ended := claim("ended", "a", short, long)
+		re := mustReserve(t, s, ended)
+		charge := call(ended, "charge")
+		charge.Amount, charge.Currency = 1999, "EUR"
+		mustBeginCall(t, s, ended, re.Token, charge)
+		mustBeginCall(t, s, ended, re.Token, call(ended, "customer"))
+		// failed: a call started, then the completion failed while the lease still runs.
+		failed := claim("failed", "a", long, long)
+		rf := mustReserve(t, s, failed)
+		mustBeginCall(t, s, failed, rf.Token, call(failed, "charge"))
+		if err := s.MarkUncertain(ctx, failed.ID, rf.Token+1, store.UncertainCompletionFailed); err != nil {
+			t.Fatal(err)
+		}
+		checkUncertain(t, in, failed.ID, store.NotUncertain, 1) // another token marks nothing
+		if err := s.MarkUncertain(ctx, failed.ID, rf.Token, store.UncertainCompletionFailed); err != nil {
+			t.Fatal(err)
+		}
+		// quiet: no call started: neither a mark nor an ended lease makes it uncertain.
+		quiet := claim("quiet", "a", short, long)
+		rq := mustReserve(t, s, quiet)
+		if err := s.MarkUncertain(ctx, quiet.ID, rq.Token, store.UncertainOutcomeUnknown); err != nil {
+			t.Fatal(err)
+		}
+		// taken: a call started, the lease ended, a retry took it over, then completed.
+		taken := claim("taken", "a", short, long)
+		rt := mustReserve(t, s, taken)
+		mustBeginCall(t, s, taken, rt.Token, call(taken, "charge"))
+		// released: a call started, then the handler failed.
+		released := claim("released", "a", long, long)
+		rr := mustReserve(t, s, released)
+		mustBeginCall(t, s, released, rr.Token, call(released, "charge"))
+		if err := s.Release(ctx, released.ID, rr.Token); err != nil {
+			t.Fatal(err)
+		}
+		// running: a call started, its lease runs: in progress, not uncertain.
+		running := claim("running", "a", long, long)
+		rn := mustReserve(t, s, running)
+		mustBeginCall(t, s, running, rn.Token, call(running, "charge"))
+		checkUncertain(t, in, running.ID, store.NotUncertain, 1)
+		time.Sleep(short + 50*time.Millisecond)
+
+		snap := checkUncertain(t, in, ended.ID, store.UncertainLeaseEnded, 2)
+		if len(snap.Calls) == 2 && snap.Calls[0] != charge {
+			t.Errorf("first call = %+v, want %+v (in the order they started)", snap.Calls[0], charge)
+		}
+		if !snap.UncertainSince.IsZero() {
+			t.Errorf("UncertainSince of a derived uncertainty = %v, want zero", snap.UncertainSince)
+		}
+		if f := checkUncertain(t, in, failed.ID, store.UncertainCompletionFailed, 1); f.UncertainSince.IsZero() || f.LeaseLeft <= 0 {
+			t.Errorf("marked record: UncertainSince %v, LeaseLeft %v; want a time and a running lease", f.UncertainSince, f.LeaseLeft)
+		}
+		checkUncertain(t, in, quiet.ID, store.NotUncertain, 0)
+		list, err := in.Uncertain(ctx, time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs := map[string]bool{}
+		for _, sn := range list {
+			refs[sn.Ref] = true
+			if sn.Ref == "" || sn.State != store.Running || sn.Uncertain == store.NotUncertain || len(sn.Calls) == 0 || sn.Operation != ended.Operation {
+				t.Errorf("listed: %+v", sn)
+			}
+		}
+		if len(list) != 3 || !refs[snap.Ref] {
+			t.Fatalf("Uncertain listed %d records (%v), want ended, failed and taken", len(list), refs)
+		}
+		if len(list) == 3 && (!list[0].CreatedAt.Before(list[1].CreatedAt) && !list[0].CreatedAt.Equal(list[1].CreatedAt)) {
+			t.Errorf("not oldest first: %v then %v", list[0].CreatedAt, list[1].CreatedAt)
+		}
+		if one, err := in.Uncertain(ctx, time.Time{}, 1); err != nil || len(one) != 1 || one[0].Ref != list[0].Ref {
+			t.Errorf("Uncertain with limit 1: %d records, %v; want the oldest", len(one), err)
+		}
+		if none, err := in.Uncertain(ctx, time.Now().Add(time.Hour), 0); err != nil || len(none) != 0 {
+			t.Errorf("Uncertain since an hour from now: %d records, %v; want none", len(none), err)
+		}
+
+		next, err := s.TakeOver(ctx, taken, rt.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkUncertain(t, in, taken.ID, store.UncertainTakenOver, 1)
+		if err := s.BeginCall(ctx, taken, next, call(taken, "charge")); err != nil {
+			t.Fatalf("the new owner's BeginCall: %v", err)
+		}
+		if err := s.Complete(ctx, taken.ID, next, response("done"), long); err != nil {
+			t.Fatal(err)
+		}
+		checkUncertain(t, in, taken.ID, store.NotUncertain, 1)
+		if list, err := in.Uncertain(ctx, time.Time{}, 0); err != nil || len(list) != 2 {
+			t.Errorf("after the takeover's completion Uncertain listed %d records, %v; want 2", len(list), err)
+		}
+	})
 	t.Run("ConcurrentReservesOneWins", func(t *testing.T) {
 		s := newStore(t)
 		const n = 20
@@ -424,6 +545,33 @@ func checkRetentionLeft(t *testing.T, rec store.Record, retention time.Duration)
 	if rec.RetentionLeft < 0 || rec.RetentionLeft > retention {
 		t.Errorf("RetentionLeft = %v, want 0 (unknown) or within (0, %v]", rec.RetentionLeft, retention)
 	}
+}
+
+// call is the call labelled label of c's request, with a provider key unique to both.
+func call(c store.Claim, label string) store.Call {
+	sum := sha256.Sum256([]byte(c.ID.Scope + "\x00" + c.ID.Key + "\x00" + label))
+	return store.Call{Label: label, ProviderKey: fmt.Sprintf("%x", sum)}
+}
+
+func mustBeginCall(t *testing.T, s store.Store, c store.Claim, token int64, cl store.Call) {
+	t.Helper()
+	if err := s.BeginCall(context.Background(), c, token, cl); err != nil {
+		t.Fatalf("BeginCall %s %s: %v", c.ID.Key, cl.Label, err)
+	}
+}
+
+// checkUncertain inspects the record of id and checks its uncertainty and its number of calls.
+func checkUncertain(t *testing.T, in store.Inspector, id store.ID, want store.Uncertainty, calls int) store.Snapshot {
+	t.Helper()
+	snaps, err := in.Inspect(context.Background(), id.Scope, []string{id.Key}, false)
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("Inspect %s: %d snapshots, %v", id.Key, len(snaps), err)
+	}
+	sn := snaps[0]
+	if sn.Uncertain != want || len(sn.Calls) != calls || sn.Ref == "" {
+		t.Errorf("%s: Uncertain %q with %d calls (ref %q), want %q with %d", id.Key, sn.Uncertain, len(sn.Calls), sn.Ref, want, calls)
+	}
+	return sn
 }
 
 func mustReserve(t *testing.T, s store.Store, c store.Claim) store.Reservation {
