@@ -217,6 +217,8 @@ func (g *planner) planCanon(o *opPlan) {
 	if o.bodyT != nil && !o.failed && !o.frameRaw() {
 		for _, c := range o.contents {
 			switch {
+			case c.c.Kind == model.ContentRaw:
+				// A mixed body's raw media types are framed as their bytes.
 			case c.c.Kind == model.ContentForm && o.tree:
 				o.treeExcl = g.formTreeExclusions(o)
 			case c.c.Kind == model.ContentForm:

@@ -62,10 +62,22 @@ func (p *plan) emitDecodeOp(f *jen.File, o *opPlan) {
 }
 
 // emitBody decodes and frames the body by media type (the runtime has already refused other
-// types with 415), then reports a body-carried key.
+// types with 415), then reports a body-carried key. A mixed body records which media type
+// arrived, and takes a raw one as its exact bytes.
 func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
 	frameRaw := o.frameRaw()
 	one := func(b *jen.Group, c *contentPlan) {
+		if o.mixed {
+			b.Id("r").Dot("Body").Dot("MediaType").Op("=").Lit(c.c.MediaType)
+			if c.c.Kind == model.ContentRaw {
+				b.Id("r").Dot("Body").Dot("Raw").Op("=").Id("in").Dot("Body")
+				b.Id("in").Dot("RawBody").Call()
+				return
+			}
+			if o.typedPtr {
+				b.Id("r").Dot("Body").Dot(o.typedField).Op("=").New(o.bodyT.code())
+			}
+		}
 		if c.c.Kind == model.ContentForm && o.tree {
 			p.emitTreeBody(b, o, frameRaw)
 			return
@@ -79,10 +91,10 @@ func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
 			p.emitMultipartBody(b, o)
 		case o.bodyT.kind == kStruct:
 			// in.Err reports the decoder's error; until then everything reads straight on.
-			b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("JSON").Call(), jen.Op("&").Id("r").Dot("Body"))
+			b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("JSON").Call(), o.bodyRef())
 		default:
 			b.Id("d").Op(":=").Id("in").Dot("JSON").Call()
-			p.decodeInto(b, o.bodyT, false, jen.Id("r").Dot("Body"), 0, dec())
+			p.decodeInto(b, o.bodyT, false, o.bodyVal(), 0, dec())
 		}
 		switch {
 		case frameRaw:
@@ -90,9 +102,9 @@ func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
 		case c.c.Kind == model.ContentForm:
 			b.Id("in").Dot("FormBody").Call(lits(o.formExcl)...)
 		case c.c.Kind == model.ContentMultipart:
-			b.Id("in").Dot("MultipartBody").Call(p.appendExpr(o.bodyCanon, jen.Id("r").Dot("Body"), jen.Id("in").Dot("MultipartStart").Call(), 0))
+			b.Id("in").Dot("MultipartBody").Call(p.bodyAppend(o, jen.Id("in").Dot("MultipartStart").Call()))
 		default:
-			b.Id("in").Dot("JSONBody").Call(p.appendExpr(o.bodyCanon, jen.Id("r").Dot("Body"), jen.Id("in").Dot("BodyStart").Call(), 0))
+			b.Id("in").Dot("JSONBody").Call(p.bodyAppend(o, jen.Id("in").Dot("BodyStart").Call()))
 		}
 	}
 	sw := func(b *jen.Group) {
@@ -121,6 +133,34 @@ func (p *plan) emitBody(grp *jen.Group, o *opPlan) {
 	p.emitBodyKey(grp, o)
 }
 
+// bodyVal is the typed body as an addressable value: r.Body, or the typed field of a mixed
+// body ((*r.Body.JSON) when it is a pointer, allocated before decoding).
+func (o *opPlan) bodyVal() *jen.Statement {
+	switch {
+	case !o.mixed:
+		return jen.Id("r").Dot("Body")
+	case o.typedPtr:
+		return jen.Parens(jen.Op("*").Id("r").Dot("Body").Dot(o.typedField))
+	}
+	return jen.Id("r").Dot("Body").Dot(o.typedField)
+}
+
+// bodyAppend is the expression that appends the canonical form of the typed body to start.
+func (p *plan) bodyAppend(o *opPlan, start jen.Code) jen.Code {
+	if o.bodyCanon.t.kind == kStruct {
+		return jen.Id(o.bodyCanon.fn.name).Call(start, o.bodyRef())
+	}
+	return p.appendExpr(o.bodyCanon, o.bodyVal(), start, 0)
+}
+
+// bodyRef is a pointer to the typed body (&r.Body, or the typed field of a mixed body).
+func (o *opPlan) bodyRef() *jen.Statement {
+	if o.mixed && o.typedPtr {
+		return jen.Id("r").Dot("Body").Dot(o.typedField)
+	}
+	return jen.Op("&").Add(o.bodyVal())
+}
+
 // emitBodyKey reports the decoded body member that carries the key; every pointer on the way
 // must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
 func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
@@ -128,7 +168,7 @@ func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
 		return
 	}
 	if o.keyRaw != nil {
-		args := []jen.Code{jen.Id("r").Dot("Body")}
+		args := []jen.Code{o.bodyVal()}
 		for _, tok := range o.keyRaw {
 			args = append(args, jen.Lit(tok))
 		}
@@ -139,7 +179,7 @@ func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
 		return
 	}
 	var cond *jen.Statement
-	expr := jen.Id("r").Dot("Body")
+	expr := o.bodyVal()
 	for _, fl := range o.keyPath {
 		expr = expr.Clone().Dot(fl.name)
 		if fl.ptr {

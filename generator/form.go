@@ -262,7 +262,7 @@ func (g *planner) formTreeExclusions(o *opPlan) []string {
 // emitTreeBody decodes a bracketed form body into r.Body and adds its sorted fields to the
 // fingerprint (as a flat form's), leaving out the excluded ones.
 func (p *plan) emitTreeBody(b *jen.Group, o *opPlan, frameRaw bool) {
-	b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("FormTree").Call(), jen.Op("&").Id("r").Dot("Body"))
+	b.Id(o.bodyT.decodeFn).Call(jen.Id("in").Dot("FormTree").Call(), o.bodyRef())
 	if frameRaw {
 		b.Id("in").Dot("RawBody").Call()
 		return
@@ -445,7 +445,7 @@ func (p *plan) emitFormBody(grp *jen.Group, o *opPlan) {
 	t := o.bodyT
 	bits, required := fieldBits(t)
 	n := len(t.fields)
-	grp.Id("v").Op(":=").Op("&").Id("r").Dot("Body")
+	grp.Id("v").Op(":=").Add(o.bodyRef())
 	seenDecl(grp, n)
 	grp.Id("f").Op(":=").Id("in").Dot("Form").Call()
 	var exact, arrays []int // fields matched by their name, and by their name before '['

@@ -1,6 +1,10 @@
 package generator
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/idemgen/idemgen/internal/model"
@@ -44,6 +48,9 @@ func (p *plan) emitOpTypes(f *jen.File, o *opPlan) {
 		f.Type().Id(o.body).Op("=").Add(target)
 		f.Line()
 	}
+	if o.op.Body != nil && o.mixed {
+		emitMixedBody(f, o)
+	}
 	f.Comment(o.request + " is a decoded request to operation " + o.op.ID + ".")
 	f.Type().Id(o.request).StructFunc(func(grp *jen.Group) {
 		grp.Id("Params").Id(o.params)
@@ -72,6 +79,73 @@ func (p *plan) emitOpTypes(f *jen.File, o *opPlan) {
 	}
 	f.Type().Id(o.fn).Func().Params(params...).Params(results...)
 	f.Line()
+}
+
+// emitMixedBody declares the body struct of an operation with typed and raw media types: which
+// one arrived, the typed value, and the exact bytes of a raw one.
+func emitMixedBody(f *jen.File, o *opPlan) {
+	var typed, raw, all []string
+	for _, c := range o.contents {
+		all = append(all, c.c.MediaType)
+		if c.c.Kind == model.ContentRaw {
+			raw = append(raw, c.c.MediaType)
+		} else {
+			typed = append(typed, c.c.MediaType)
+		}
+	}
+	absent := "."
+	if !o.op.Body.Required {
+		absent = `; "" when the request has no body (it is optional).`
+	}
+	nilWhen := ", else nil."
+	if !o.typedPtr {
+		nilWhen = ", else its zero value."
+	}
+	which := "Exactly one of them is set."
+	if !o.op.Body.Required {
+		which = "One of them is set, unless the request has no body (it is optional)."
+	}
+	comment(f, "%s is the request body of operation %s in the media type the request's Content-Type named: the decoded %s body (%s), or the exact bytes of %s (Raw). %s",
+		o.body, o.op.ID, orList(typed), o.typedField, orList(raw), which)
+	var t jen.Code = o.bodyT.code()
+	if o.typedPtr {
+		t = jen.Op("*").Add(t)
+	}
+	f.Type().Id(o.body).StructFunc(func(grp *jen.Group) {
+		for _, line := range wrapText(fmt.Sprintf("MediaType is the operation's media type that admitted the request: %s%s", quotedList(all), absent), 93) {
+			grp.Comment(line)
+		}
+		grp.Id("MediaType").String()
+		for _, line := range wrapText(fmt.Sprintf("%s is the decoded body when MediaType is %s%s", o.typedField, orList(typed), nilWhen), 93) {
+			grp.Comment(line)
+		}
+		grp.Id(o.typedField).Add(t)
+		for _, line := range wrapText(fmt.Sprintf("Raw is the body as sent when MediaType is %s, else nil: the fingerprint covers these bytes exactly (a signed or encrypted body cannot be re-encoded).", orList(raw)), 93) {
+			grp.Comment(line)
+		}
+		grp.Id("Raw").Index().Byte()
+	})
+	f.Line()
+}
+
+// orList joins media types as "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// quotedList is orList of the items as Go strings.
+func quotedList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return orList(q)
 }
 
 // emitHandlers writes each operation's exported handler constructor.

@@ -1,6 +1,8 @@
 package generator
 
 import (
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 )
 
@@ -9,16 +11,22 @@ import (
 // gen.File, an array of them the part repeated; a scalar is a text part converted and checked
 // like a form field, an array of scalars the part repeated; a schema-less value is a JSON part
 // or text (Raw); objects, maps and other arrays are JSON parts decoded strictly by the JSON
-// decoders. Undeclared parts are refused for closed objects and kept for the fingerprint
-// otherwise. Parts above limits.part are refused with 413.
+// decoders, also when they arrive as one text part per nested field (metadata[order],
+// accounting.class_id: gen.Input.Multipart's nested names). Undeclared parts are refused for
+// closed objects and kept for the fingerprint otherwise. Parts above limits.part are refused
+// with 413.
 func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 	t := o.bodyT
 	bits, required := fieldBits(t)
 	n := len(t.fields)
 	m := func() *jen.Statement { return jen.Id("m") }
-	grp.Id("v").Op(":=").Op("&").Id("r").Dot("Body")
+	grp.Id("v").Op(":=").Add(o.bodyRef())
 	seenDecl(grp, n)
-	grp.Id("m").Op(":=").Id("in").Dot("Multipart").Call(jen.Lit(int(o.op.Settings.PartLimit)))
+	args := []jen.Code{jen.Lit(int(o.op.Settings.PartLimit))}
+	for _, name := range nestedParts(t) {
+		args = append(args, jen.Lit(name))
+	}
+	grp.Id("m").Op(":=").Id("in").Dot("Multipart").Call(args...)
 	var after []jen.Code // array checks, once every part is read
 	field := func(cb *jen.Group, i int) {
 		fl := t.fields[i]
@@ -73,4 +81,33 @@ func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 		return
 	}
 	requiredCalls(grp, m(), n, required)
+}
+
+// nestedParts names the members of a multipart body that are read as JSON parts and hold
+// objects, maps or arrays, so that their nested text parts (metadata[order], metadata.order)
+// are read as their value too; not one whose nested names a declared member spells literally
+// (a property named "metadata[order]" beside metadata keeps its own part).
+func nestedParts(t *tinfo) []string {
+	var names []string
+	for _, fl := range t.fields {
+		switch fl.t.kind {
+		case kStruct, kMap:
+		case kSlice:
+			if fl.t.elem.kind == kFile || formScalar(fl.t.elem) {
+				continue // repeated parts
+			}
+		default:
+			continue
+		}
+		literal := false
+		for _, other := range t.fields {
+			if strings.HasPrefix(other.p.Name, fl.p.Name+"[") || strings.HasPrefix(other.p.Name, fl.p.Name+".") {
+				literal = true
+			}
+		}
+		if !literal {
+			names = append(names, fl.p.Name)
+		}
+	}
+	return names
 }

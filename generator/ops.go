@@ -28,6 +28,13 @@ type opPlan struct {
 	// is raw (the handler then gets []byte).
 	bodyT   *tinfo
 	rawBody bool // the handler's body is the exact bytes
+	// mixed: the body has typed media types (JSON, form, multipart) and raw ones beside them (a
+	// signed or encrypted form such as application/jose+jwe or application/jwt): the body type
+	// is a struct of its own with the media type that arrived, the typed value in the field
+	// typedField (a pointer when typedPtr) and the exact bytes of a raw one (emitMixedBody).
+	mixed      bool
+	typedField string
+	typedPtr   bool
 	// tree: the body is a form with bracketed fields (gen.FormTree), framed as the canonical
 	// JSON of its decoded value; a flat form (gen.Form) is framed as its sorted fields.
 	tree     bool
@@ -201,13 +208,17 @@ func (g *planner) contentSchema(c *model.Content) *model.Schema {
 }
 
 // bodySchema validates the body's media types and returns the schema of its typed body: the one
-// schema of its JSON and form media types (they must agree, the handler gets one typed body), or
-// nil when every media type is raw. A null body cannot be a value the handler gets.
+// schema of its JSON, form and multipart media types (they must agree, the handler gets one
+// typed body), or nil when every media type is raw. Raw media types beside typed ones make the
+// body mixed; such a body cannot carry the key, since a raw body has no member to read it from.
+// A null body cannot be a value the handler gets.
 func (g *planner) bodySchema(o *opPlan) (typed *model.Schema, ok bool) {
 	var typedMT string
+	var raws []*model.Content
 	for _, c := range o.op.Body.Contents {
 		s := g.contentSchema(c)
 		if s == nil {
+			raws = append(raws, c)
 			continue
 		}
 		if typed != nil && s != typed {
@@ -219,14 +230,20 @@ func (g *planner) bodySchema(o *opPlan) (typed *model.Schema, ok bool) {
 		}
 		typed, typedMT = s, c.MediaType
 	}
-	for _, c := range o.op.Body.Contents {
-		if typed != nil && g.contentSchema(c) == nil {
+	if typed != nil && len(raws) > 0 {
+		if k := o.op.Settings.Key; k.Carrier != model.CarrierHeader {
+			where := "the body member " + k.Pointer
+			if k.Carrier == model.CarrierForm {
+				where = "the form field " + k.Field
+			}
+			c := raws[0]
 			g.diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "unsupported-schema", Loc: c.Loc,
-				Message: fmt.Sprintf("operation %s: media type %s is raw bytes (neither JSON nor form) while another media type has a schema; idemgen generates one typed body per operation",
-					o.op.ID, c.MediaType),
-				Hint: "set fingerprint.body: raw (the handler then gets the exact bytes of every media type), or remove the media type with an overlay"})
+				Message: fmt.Sprintf("operation %s: the idempotency key is %s, which a %s body cannot carry: idemgen takes that media type as raw bytes, with no member to read the key from",
+					o.op.ID, where, c.MediaType),
+				Hint: "carry the key in a header (key.header), or remove the media type with an overlay"})
 			return nil, false
 		}
+		o.mixed = true
 	}
 	if typed != nil && typed.Nullable && typed.Type != model.TypeAny {
 		// The handler receives the body as a value, so a null body has no Go form; refusing
@@ -247,7 +264,9 @@ func (g *planner) bodySchema(o *opPlan) (typed *model.Schema, ok bool) {
 // typeBody decides the Go type and name of the body: []byte when it has no typed schema; the
 // struct of a multipart-only body with file parts; types of its own for a form with bracketed
 // fields; else the JSON type of the schema. An inline struct is declared under the operation's
-// body name itself; anything else gets an alias of that name.
+// body name itself; anything else gets an alias of that name. A mixed body's type is a struct
+// of its own under that name (emitMixedBody), and its typed value's inline struct is named after
+// the field that holds it (CreateConsentJSONBody).
 func (g *planner) typeBody(o *opPlan, typed *model.Schema) {
 	want := o.name + "Body"
 	if typed == nil {
@@ -265,6 +284,11 @@ func (g *planner) typeBody(o *opPlan, typed *model.Schema) {
 			multipartOnly = false
 		}
 	}
+	if o.mixed {
+		o.body = g.names.take(want)
+		o.typedField = typedFieldName(o.op.Body.Contents)
+		want = o.name + o.typedField + "Body"
+	}
 	_, planned := g.types[typed]
 	switch {
 	case multipartOnly:
@@ -281,12 +305,37 @@ func (g *planner) typeBody(o *opPlan, typed *model.Schema) {
 	default:
 		o.bodyT = g.typeOf(typed, want)
 	}
-	if !planned && o.bodyT.kind == kStruct {
+	switch {
+	case o.mixed:
+		o.typedPtr = o.bodyT.pointerable()
+	case !planned && o.bodyT.kind == kStruct:
 		o.body = o.bodyT.name
-	} else {
+	default:
 		o.body = g.names.take(want)
 		o.bodyAlias = true
 	}
+}
+
+// typedFieldName names the field of a mixed body that holds the typed value, after the kind of
+// its typed media types: JSON, Form or Multipart, or Value when they are of several kinds.
+func typedFieldName(contents []*model.Content) string {
+	var kind model.ContentKind
+	for _, c := range contents {
+		switch {
+		case c.Kind == model.ContentRaw:
+		case kind == "":
+			kind = c.Kind
+		case kind != c.Kind:
+			return "Value"
+		}
+	}
+	switch kind {
+	case model.ContentForm:
+		return "Form"
+	case model.ContentMultipart:
+		return "Multipart"
+	}
+	return "JSON"
 }
 
 // checkContents plans each media type of the body and checks that the body type suits it: a

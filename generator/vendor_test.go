@@ -73,6 +73,7 @@ func TestVendorSpecs(t *testing.T) {
 		{"stripe", "stripe-spec3.yaml", "", 0, nil, nil},
 		{"petstore", "swagger-petstore-v3.yaml", "", 0, nil, nil},
 		{"azuresms", "azure-communication-sms-2021-03-07.json", "", 0, nil, nil},
+		{"obie", "obie-payment-initiation-v4.yaml", "", 15, nil, nil}, // JSON beside application/jose+jwe on every keyed operation
 		// Specs that fail, each with true, located errors naming the limitation.
 		{"mollie", "mollie-api.yaml", "", 49, nil, nil}, // oneOf path parameters (strings), lookahead patterns: generates and builds
 		{"lob", "lob-api-bundled.yml", "", 6, codes{"ref-not-allowed": 52, "unsupported-schema": 5}, codes{"key-length-capped": 6}}, // content: {$ref}; nested form fields beside JSON (multipart is decoded)
@@ -83,6 +84,7 @@ func TestVendorSpecs(t *testing.T) {
 		// Round three's small specs (internal/spec TestRoundThree pins how each loads): each
 		// generates and builds.
 		{"r3contenttype", round3 + "content-type-header.yaml", "", 1, nil, nil},
+		{"r3openbanking", round3 + "open-banking.yaml", "", 2, nil, nil},
 		{"r3requestid", round3 + "request-id-wording.yaml", "", 2, nil, nil},
 		{"r3unsafe", round3 + "treasury.yaml", round3 + "treasury.unsafe.yaml", 6, nil, nil},
 		{"r3annotations", round3 + "annotations.yaml", round3 + "annotations.config.yaml", 2, nil, codes{"retries-without-key": 1}},

@@ -187,13 +187,13 @@ paths:
           application/x-www-form-urlencoded: {schema: {type: object, properties: {b: {type: string}}}}
       responses: {"201": {description: ok}}
 `, "error[unsupported-schema]"},
-		{"json and text/plain", `openapi: 3.0.3
+		{"a body key in json beside text/plain", `openapi: 3.0.3
 info: {title: t, version: "1"}
 paths:
   /p:
     post:
       operationId: createP
-      x-idempotent: true
+      x-idempotent: {key: {body: /a}}
       requestBody:
         content:
           application/json: {schema: {type: object, properties: {a: {type: string}}}}
@@ -328,7 +328,8 @@ func TestListInferOnVendorSpecs(t *testing.T) {
 
 // oneRunSpec has one fault of each stage in different operations: a settings error the loader
 // reports (bad-duration), schema shapes the generator refuses (unsupported-schema), and a raw
-// media type beside a JSON one, which the loader alone would only warn about.
+// media type beside a JSON body that carries the key, which the loader alone would only warn
+// about.
 const oneRunSpec = `openapi: 3.0.3
 info: {title: t, version: "1"}
 paths:
@@ -344,14 +345,14 @@ paths:
       parameters:
         - {name: id, in: path, required: true, schema: {type: array, items: {type: string}}}
       responses: {"201": {description: ok}}
-  /jwe:
+  /text:
     post:
-      operationId: jwe
-      x-idempotent: true
+      operationId: text
+      x-idempotent: {key: {body: /request_id}}
       requestBody:
         content:
-          application/json: {schema: {type: object}}
-          application/jose+jwe: {schema: {type: string}}
+          application/json: {schema: {type: object, properties: {request_id: {type: string}}}}
+          text/plain: {schema: {type: string}}
       responses: {"201": {description: ok}}
   /ok:
     post:
@@ -371,7 +372,7 @@ func TestOneRunShowsEveryError(t *testing.T) {
 	if code != exitSpec || !strings.HasSuffix(strings.TrimSpace(out), want) {
 		t.Fatalf("check: exit %d, stdout %q\n%s", code, out, errOut)
 	}
-	for _, w := range []string{":7:33: error[bad-duration]", ":14:11: error[unsupported-schema]", ":23:11: error[unsupported-schema]", "fingerprint.body: raw"} {
+	for _, w := range []string{":7:33: error[bad-duration]", ":14:11: error[unsupported-schema]", ":23:11: error[unsupported-schema]", "carry the key in a header"} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("check output lacks %q:\n%s", w, errOut)
 		}

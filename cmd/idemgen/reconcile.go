@@ -141,7 +141,7 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 		return err
 	}
 	defer pool.Close()
-	out := &reconcileOutput{w: cmd.OutOrStdout(), json: f.format == "json"}
+	out := &reconcileOutput{w: cmd.OutOrStdout(), json: f.format == "json", margin: f.margin}
 	opts.Finding = out.finding
 	res, err := reconcile.Run(ctx, st, report, opts)
 	var le *reconcile.LineError
@@ -360,6 +360,8 @@ func (f *reconcileFlags) confirm(cmd *cobra.Command, res *reconcile.Result) erro
 type reconcileOutput struct {
 	w    io.Writer
 	json bool
+	// margin is --margin, named when it left no window for the record-side checks.
+	margin time.Duration
 }
 
 func (o *reconcileOutput) finding(fd reconcile.Finding) error {
@@ -432,9 +434,13 @@ func (o *reconcileOutput) summary(res *reconcile.Result, resolved []reconcile.Re
 	}
 	fmt.Fprintf(o.w, "\nReport: %d lines: %d matched, %d in flight, %d not idemgen's provider keys, %d with another status, %d not charged and unknown.\n",
 		res.Lines, res.Matched, res.InFlight, res.Foreign, res.Ignored, res.Unknown)
-	if res.Window.From.IsZero() {
+	switch {
+	case res.Window.From.IsZero() && res.Span.First.IsZero():
 		fmt.Fprintln(o.w, "Record-side checks skipped: the report has no times (set --from and --to).")
-	} else {
+	case res.Window.From.IsZero():
+		fmt.Fprintf(o.w, "Record-side checks skipped: the report's times (%s to %s) span less than --margin (%s): set --from and --to.\n",
+			res.Span.First.Format(time.RFC3339), res.Span.Last.Format(time.RFC3339), o.margin)
+	default:
 		fmt.Fprintf(o.w, "Record-side checks: calls started from %s to %s.\n", res.Window.From.Format(time.RFC3339), res.Window.To.Format(time.RFC3339))
 	}
 	notes := map[reconcile.Class]string{reconcile.ChargedNoRecord: "money moved, the client may not know"}

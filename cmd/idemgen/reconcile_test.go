@@ -109,6 +109,12 @@ func TestReconcileCommands(t *testing.T) {
 		t.Fatalf("reconcile --format json: exit %d\n%s", code, out)
 	}
 
+	// A margin longer than the report's span leaves no window, and the summary says so.
+	code, out, _ = idemgen(t, append(base, "--amount-decimal", "--margin", "3h")...)
+	if code != exitDesync || !strings.Contains(out, "span less than --margin (3h0m0s)") {
+		t.Fatalf("reconcile --margin 3h: exit %d\n%s", code, out)
+	}
+
 	for name, args := range map[string][]string{
 		"no report":         {"reconcile", "--dsn", dsn},
 		"missing file":      {"reconcile", "--dsn", dsn, "--report", filepath.Join(dir, "nope.csv")},

@@ -8,7 +8,8 @@
 //	DATABASE_URL=postgres://... charges [-addr 127.0.0.1:8080] [-provider URL] [-report FILE] [-reconcile-every 24h]
 //
 // Without -provider it runs a fake provider in the same process and keeps its report in -report
-// (default charges-report.csv), as a provider's daily export would be; -reconcile-every runs
+// (default charges-report.csv), as a provider's daily export would be (a restart reads the
+// charges back from it); -reconcile-every runs
 // the reconciliation job on that file. Clients name their merchant account in X-Account (the
 // idempotency scope).
 package main
@@ -68,6 +69,9 @@ func run(ctx context.Context, addr, providerURL, report string, every time.Durat
 	}
 	if providerURL == "" {
 		fake := newProvider()
+		if err := fake.loadReport(report); err != nil {
+			return fmt.Errorf("fake provider: %w", err)
+		}
 		fake.report = report
 		srv := httptest.NewServer(fake)
 		defer srv.Close()

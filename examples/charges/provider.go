@@ -20,8 +20,10 @@ import (
 // provider is a fake payment provider, shaped like Stripe's charges API where it matters here:
 // POST /v1/charges charges a card once per Idempotency-Key (a retry with the same key gets the
 // same charge back; the key reused with other parameters is a 400), the card "tok_decline" is
-// declined (402, a charge with status failed), and it exports its own daily report of charges
-// (WriteReport): the file `idemgen reconcile` matches against the service's records.
+// declined (402, a charge with status failed), the card "tok_slow" is charged at once and
+// answered after slowAnswer (time to kill the service by hand in its call phase, README), and
+// it exports its own daily report of charges (WriteReport): the file `idemgen reconcile`
+// matches against the service's records.
 type provider struct {
 	mu      sync.Mutex
 	byKey   map[string]*providerCharge
@@ -41,6 +43,10 @@ type providerCharge struct {
 	Status   string    `json:"status"`
 	Created  time.Time `json:"-"`
 }
+
+// slowAnswer is how long the provider takes to answer a charge of the card "tok_slow" (after
+// it charged it): within the service's 10 s client timeout.
+const slowAnswer = 8 * time.Second
 
 func newProvider() *provider { return &provider{byKey: map[string]*providerCharge{}} }
 
@@ -76,18 +82,58 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprintln(os.Stderr, "fake provider: report:", err)
 			}
 		}
-	case c.Amount != in.Amount || c.Currency != strings.ToLower(in.Currency) || c.Source != in.Source:
+	case c.Amount != in.Amount || c.Currency != strings.ToLower(in.Currency) || (c.Source != "" && c.Source != in.Source):
 		p.mu.Unlock()
 		http.Error(w, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`, http.StatusBadRequest)
 		return
 	}
 	out := *c
 	p.mu.Unlock()
+	if out.Source == "tok_slow" {
+		select {
+		case <-time.After(slowAnswer):
+		case <-r.Context().Done():
+			return // the caller gave up (or died): the charge stands
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if out.Status == "failed" {
 		w.WriteHeader(http.StatusPaymentRequired)
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// loadReport reads the charges of an earlier run from the report file, when there is one, so
+// that a restarted example's fake provider still knows them (and deduplicates their keys, as
+// a real provider does across the service's restarts). The report has no card: a loaded
+// charge's key reused with another card is not refused.
+func (p *provider) loadReport(file string) error {
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for i, row := range rows {
+		if i == 0 || len(row) != 6 {
+			continue // the header
+		}
+		amount, err1 := strconv.ParseInt(row[2], 10, 64)
+		created, err2 := time.Parse(time.RFC3339Nano, row[5])
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("%s line %d: %w", file, i+1, err)
+		}
+		c := &providerCharge{ID: row[0], Key: row[1], Amount: amount, Currency: row[3], Status: row[4], Created: created}
+		p.byKey[c.Key] = c
+		p.charges = append(p.charges, c)
+	}
+	return nil
 }
 
 // charged returns the provider's charges, in the order they were made.

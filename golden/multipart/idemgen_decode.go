@@ -12,7 +12,7 @@ import (
 func decodeCreateCatalogImage(in *gen.Input) (r CreateCatalogImageRequest2, _ error) {
 	v := &r.Body
 	var seen uint64 // one bit per declared member
-	m := in.Multipart(1048576)
+	m := in.Multipart(1048576, "request")
 	for m.Next() {
 		switch m.Name() {
 		case "request":
@@ -38,7 +38,7 @@ func decodeCreateCatalogImage(in *gen.Input) (r CreateCatalogImageRequest2, _ er
 func decodeCreateDocument(in *gen.Input) (r CreateDocumentRequest, _ error) {
 	v := &r.Body
 	var seen uint64 // one bit per declared member
-	m := in.Multipart(1024)
+	m := in.Multipart(1024, "meta")
 	for m.Next() {
 		switch m.Name() {
 		case "title":
@@ -85,7 +85,7 @@ func decodeCreateLetter(in *gen.Input) (r CreateLetterRequest, _ error) {
 	case "multipart/form-data":
 		v := &r.Body
 		var seen uint64 // one bit per declared member
-		m := in.Multipart(1048576)
+		m := in.Multipart(1048576, "to", "metadata")
 		for m.Next() {
 			switch m.Name() {
 			case "to":

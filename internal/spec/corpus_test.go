@@ -21,7 +21,7 @@ const vendorDir = "../../testdata/specs/vendor"
 // counts agree with an independent scan of the raw documents.
 func TestVendorCorpus(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 18 MB of specs")
+		t.Skip("loads 19 MB of specs")
 	}
 	cases := []struct {
 		file     string
@@ -42,6 +42,7 @@ func TestVendorCorpus(t *testing.T) {
 		{"swagger-petstore-v3.yaml", 0, "", "", "", 0, nil, nil},
 		{"dwolla-openapi.yml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},
 		{"resend.yaml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"key-length-capped": 2}},
+		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, nil},                                                      // application/jose+jwe beside JSON: no raw-fingerprint warning
 		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, nil},                                                                         // its lookahead patterns run on the ECMAScript engine
 		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"key-length-capped": 6}}, // multipart is decoded, no longer raw
 		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                    // 4 in a multipart part: /request/idempotency_key
@@ -261,6 +262,11 @@ func TestRoundThree(t *testing.T) {
 		// 2. A key inside every oneOf member: inferred (a member only one shape has is not).
 		{"oneof-key", Options{Path: dir + "oneof-key.yaml", Infer: true}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkInfer}}, nil, nil},
 		{"oneof-key by config", Options{Path: dir + "oneof-key.yaml", ConfigPath: dir + "oneof-key.config.yaml"}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkConfig}}, nil, nil},
+		// 3. JSON beside its JOSE or JWT form (open banking): loaded with no raw-fingerprint
+		// warning, since a signed or encrypted body has no other fingerprint than its bytes
+		// (generator TestVendorSpecs r3openbanking generates and builds it).
+		{"open-banking", Options{Path: dir + "round3/open-banking.yaml", Infer: true}, map[string]op{
+			"createDomesticPaymentConsent": {"x-idempotency-key", true, model.MarkInfer}, "createPixPayment": {"x-idempotency-key", true, model.MarkInfer}}, nil, nil},
 		// 4. request_id described in other words, in title, with "de-dup"; not when it names
 		// another request.
 		{"request-id-wording", Options{Path: dir + "round3/request-id-wording.yaml", Infer: true},

@@ -183,13 +183,23 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	s.Errors = b.resolveErrors(o, m.errors)
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
-			if c.Kind == model.ContentRaw {
+			if c.Kind == model.ContentRaw && !sealedMediaType(c.MediaType) {
 				b.d.Warnf(c.Loc, "raw-fingerprint", "%s %s: request media type %s is fingerprinted as raw bytes, so two requests that differ only in formatting count as different (README.md, fingerprint.body); set fingerprint.body: raw to accept this",
 					o.m.Method, o.m.Path, c.MediaType)
 			}
 		}
 	}
 	return s
+}
+
+// sealedMediaType reports whether mt is a signed or encrypted form of a body (JOSE, RFC 7515 and
+// 7516: application/jose, application/jose+jwe as open-banking APIs write it; a JWT, RFC 7519:
+// application/jwt, application/*+jwt), whose bytes are the request: no re-encoding keeps the
+// signature, so raw bytes are the only fingerprint it can have, and a client's retry resends
+// them as they were.
+func sealedMediaType(mt string) bool {
+	return mt == "application/jwt" || mt == "application/jose" || strings.HasSuffix(mt, "+jwt") ||
+		(strings.HasPrefix(mt, "application/jose+") && !strings.HasSuffix(mt, "+json"))
 }
 
 // declared is what the spec itself says about the key's parameter or property.

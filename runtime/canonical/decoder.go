@@ -36,6 +36,9 @@ type Decoder struct {
 	skip  []byte // Skip's discarded output
 	// matcher matches schema patterns (Pattern); kept across Reset.
 	matcher Matcher
+	// textScalars: numbers and booleans may be written as strings (TextScalars); Reset clears
+	// it.
+	textScalars bool
 	// reencoding: the values read so far are also written to reenc (Reencode).
 	reencoding bool
 	reenc      []byte
@@ -62,11 +65,19 @@ func (d *Decoder) Reset(data []byte) {
 	d.err = nil
 	d.name = nil
 	d.text = ""
+	d.textScalars = false
 	d.reencoding, d.reenc = false, nil
 	if len(data) > maxInput {
 		d.fail(0, "document larger than 2 GiB")
 	}
 }
+
+// TextScalars makes d, until the next Reset, also take a number or a boolean written as a JSON
+// string holding exactly its JSON text ("42", "-1.5", "true"), for documents assembled from
+// text fields, such as multipart parts named metadata[order] or accounting.class_id, whose
+// values have no JSON type of their own. The value's rules are JSON's (Int64: "1.0" is 1, "1.5"
+// and " 1" are errors); a plain number or boolean is still taken.
+func (d *Decoder) TextScalars() { d.textScalars = true }
 
 // Reencode makes d write, from now until the next Reset, everything it reads to a re-encoding
 // that Reencoded returns: compact JSON in the document's order, member names and strings with
@@ -524,6 +535,21 @@ func (d *Decoder) Bool() bool {
 			d.emit('f', 'a', 'l', 's', 'e')
 		}
 		return false
+	case '"':
+		if d.textScalars {
+			start := d.pos
+			s, e, _ := d.scanString()
+			switch string(d.data[s:e]) {
+			case "true":
+				d.emit('t', 'r', 'u', 'e')
+				return true
+			case "false":
+				d.emit('f', 'a', 'l', 's', 'e')
+				return false
+			}
+			d.fail(start, "expected a boolean (true or false), found the text "+strconv.Quote(string(d.data[s:e])))
+			return false
+		}
 	}
 	if d.err == nil {
 		d.unexpected("a boolean")
@@ -608,6 +634,9 @@ func (d *Decoder) Float64() float64 {
 func (d *Decoder) number() (int, int) {
 	c := d.next()
 	if c != '-' && (c < '0' || c > '9') {
+		if c == '"' && d.textScalars {
+			return d.textNumber()
+		}
 		if d.err == nil {
 			d.unexpected("a number")
 		}
@@ -620,5 +649,19 @@ func (d *Decoder) number() (int, int) {
 		return 0, 0
 	}
 	d.pos = e
+	return s, e
+}
+
+// textNumber scans a string holding a number (TextScalars) and returns the number's span.
+func (d *Decoder) textNumber() (int, int) {
+	start := d.pos
+	s, e, escaped := d.scanString()
+	if d.err != nil {
+		return 0, 0
+	}
+	if end, _, ok := scanNumber(d.data, s); escaped || s == e || !ok || end != e {
+		d.fail(start, "expected a number, found the text "+strconv.Quote(string(d.data[s:e])))
+		return 0, 0
+	}
 	return s, e
 }

@@ -3,6 +3,7 @@ package canonical
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -335,5 +336,58 @@ func TestSkip(t *testing.T) {
 	d.Skip()
 	if d.Finish() == nil {
 		t.Error("Skip accepted a duplicate")
+	}
+}
+
+// TestTextScalars: under TextScalars a number or boolean may be a string holding its JSON text,
+// with JSON's rules; without it such a string stays an error, and Reset turns it off.
+func TestTextScalars(t *testing.T) {
+	read := func(in string, text bool, f func(*Decoder)) error {
+		var d Decoder
+		d.Reset([]byte(in))
+		if text {
+			d.TextScalars()
+		}
+		f(&d)
+		return d.Finish()
+	}
+	var n int64
+	var x float64
+	var b bool
+	for in, want := range map[string]int64{`"42"`: 42, `"-7"`: -7, `"1.0"`: 1, `"1e2"`: 100, `12`: 12} {
+		if err := read(in, true, func(d *Decoder) { n = d.Int64() }); err != nil || n != want {
+			t.Errorf("Int64(%s) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+	if err := read(`"2.5"`, true, func(d *Decoder) { x = d.Float64() }); err != nil || x != 2.5 {
+		t.Errorf("Float64 = %v, %v", x, err)
+	}
+	for in, want := range map[string]bool{`"true"`: true, `"false"`: false, `true`: true} {
+		if err := read(in, true, func(d *Decoder) { b = d.Bool() }); err != nil || b != want {
+			t.Errorf("Bool(%s) = %v, %v", in, b, err)
+		}
+	}
+	bad := map[string]string{
+		`"1.5"`: "not an integer", `" 1"`: `expected a number, found the text " 1"`, `"1 "`: `found the text "1 "`,
+		`""`: `found the text ""`, `"0x10"`: `found the text "0x10"`, `"\u0031"`: `found the text "\\u0031"`,
+	}
+	for in, want := range bad {
+		err := read(in, true, func(d *Decoder) { d.Int64() })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Int64(%s): %v, want an error with %q", in, err, want)
+		}
+	}
+	if err := read(`"yes"`, true, func(d *Decoder) { d.Bool() }); err == nil || !strings.Contains(err.Error(), `expected a boolean (true or false), found the text "yes"`) {
+		t.Errorf("Bool(yes): %v", err)
+	}
+	if err := read(`"42"`, false, func(d *Decoder) { d.Int64() }); err == nil || !strings.Contains(err.Error(), "expected a number, found a string") {
+		t.Errorf("without TextScalars: %v", err)
+	}
+	var d Decoder
+	d.Reset([]byte(`"1"`))
+	d.TextScalars()
+	d.Reset([]byte(`"1"`))
+	if d.Int64(); d.Finish() == nil {
+		t.Error("Reset kept TextScalars")
 	}
 }

@@ -49,6 +49,9 @@ func AppendFile(b []byte, f *File) []byte {
 type part struct {
 	name, filename, contentType string
 	data, reencoded             []byte
+	// sent: the part stands for these nested text parts of one member (Multipart's nested
+	// names), in body order, data being their values assembled as a JSON document of strings.
+	sent []part
 }
 
 // multipartState is the multipart body being read (Input.Multipart).
@@ -73,11 +76,30 @@ type Multipart Input
 // Multipart returns the multipart reader of the request, parsing the body on the first call:
 // the boundary comes from the request's Content-Type; every part must have a form-data
 // Content-Disposition with a name; a part larger than partLimit bytes is refused (413).
-func (in *Input) Multipart(partLimit int64) *Multipart {
+//
+// nested names the body's object, map and array members that may also arrive as one text part
+// per nested field, as SDK generators write them: bracketed (metadata[order], items[0][price],
+// tags[]) or dotted (metadata.order, accounting.class_id). The parts of each such member are
+// read as one part under the member's name, at the place of the first of them, whose JSON (JSON)
+// holds their values as strings: arrays where the segments below a field are the indices 0, 1,
+// 2, … without gaps (in any order) or empty (tags[]=a&tags[]=b, in body order), objects
+// otherwise (so items[0]&items[2] is an object, which an array member's decoder refuses, and a
+// map member whose keys are exactly 0, 1, … cannot be sent this way: send it as a JSON part).
+// Its decoder takes numbers and booleans written as text (canonical.Decoder.TextScalars), so
+// the member is decoded and checked by its JSON decoder, as a JSON part of the same value would
+// be, and fingerprinted as that value. Refused (400, naming the part): a file among them, text that is not UTF-8, a
+// value given twice, a value where other parts have nested fields, an empty segment before the
+// last, [] beside indices or keys; a part named after the member beside its nested parts is
+// that part given twice.
+func (in *Input) Multipart(partLimit int64, nested ...string) *Multipart {
 	if !in.mpParsed {
 		in.mpParsed = true
 		in.mpNext = 0
-		if err := in.parseMultipart(partLimit); err != nil && in.err == nil {
+		err := in.parseMultipart(partLimit)
+		if err == nil && len(nested) > 0 {
+			in.parts, err = groupNested(in.parts, nested)
+		}
+		if err != nil && in.err == nil {
 			in.err = err
 		}
 	}
@@ -201,8 +223,12 @@ func (m *Multipart) file() File {
 //go:noinline
 func (m *Multipart) JSON(seen *uint64, bit uint) *canonical.Decoder {
 	m.once(seen, bit)
-	m.pdec.Reset(m.parts[m.mpNext-1].data)
+	p := &m.parts[m.mpNext-1]
+	m.pdec.Reset(p.data)
 	m.pdec.SetMatcher(m.m)
+	if p.sent != nil {
+		m.pdec.TextScalars()
+	}
 	if m.reencode {
 		m.pdec.Reencode()
 	}
@@ -251,8 +277,15 @@ func (m *Multipart) finishJSON() {
 		return
 	}
 	if errors.As(err, &ce) {
+		p := &m.parts[m.mpNext-1]
+		if p.sent != nil {
+			// The document was assembled here: its offsets are no place in the body.
+			m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: -1,
+				Reason: "in the nested parts of " + strconv.Quote(p.name) + ": " + ce.Reason}
+			return
+		}
 		m.err = &canonical.Error{Pointer: "/" + m.name + ce.Pointer, Offset: ce.Offset,
-			Reason: "in part " + strconv.Quote(m.parts[m.mpNext-1].name) + ": " + ce.Reason}
+			Reason: "in part " + strconv.Quote(p.name) + ": " + ce.Reason}
 		return
 	}
 	m.err = err

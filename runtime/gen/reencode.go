@@ -36,8 +36,9 @@ func (in *Input) Reencode() { in.reencode = true }
 //     the fields the decoder read;
 //   - a multipart body read by Multipart: its parts in body order with their name, filename and
 //     Content-Type only (no Content-Transfer-Encoding, which mime/multipart would apply and the
-//     fingerprint does not), JSON parts re-encoded like a JSON body; the boundary is kept unless
-//     a part's bytes contain it;
+//     fingerprint does not), JSON parts re-encoded like a JSON body, the nested text parts of a
+//     member (metadata[order]) as sent, together at the place of the first; the boundary is
+//     kept unless a part's bytes contain it;
 //   - otherwise the body as sent: one fingerprinted as raw bytes (fingerprint.body: raw, a
 //     signed body; media types without a decoder), none, or one a hand-written decode function
 //     read by itself.
@@ -88,7 +89,8 @@ func appendFormText(b []byte, s string) []byte {
 func (in *Input) reencodeMultipart() ([]byte, string) {
 	_, params, _ := mime.ParseMediaType(in.Request.Header.Get("Content-Type"))
 	boundary, contentType := params["boundary"], ""
-	for _, p := range in.parts {
+	parts := sentParts(in.parts)
+	for _, p := range parts {
 		if bytes.Contains(p.content(), []byte("--"+boundary)) {
 			boundary = newBoundary()
 			contentType = mime.FormatMediaType("multipart/form-data", map[string]string{"boundary": boundary})
@@ -97,7 +99,7 @@ func (in *Input) reencodeMultipart() ([]byte, string) {
 	}
 	size := len(in.Body)
 	b := make([]byte, 0, size+size/8)
-	for _, p := range in.parts {
+	for _, p := range parts {
 		b = append(b, "--"...)
 		b = append(b, boundary...)
 		b = append(b, "\r\nContent-Disposition: "...)
@@ -118,6 +120,29 @@ func (in *Input) reencodeMultipart() ([]byte, string) {
 	b = append(b, boundary...)
 	b = append(b, "--\r\n"...)
 	return b, contentType
+}
+
+// sentParts is parts with the nested text parts of a member (Multipart's nested names) in place
+// of the one part they were read as: a handler that reads metadata[order] gets it as sent (its
+// text, like any text part's), in body order among the member's parts, at the place of the
+// first of them.
+func sentParts(parts []part) []part {
+	grouped := false
+	for i := range parts {
+		grouped = grouped || parts[i].sent != nil
+	}
+	if !grouped {
+		return parts
+	}
+	out := make([]part, 0, len(parts))
+	for _, p := range parts {
+		if p.sent != nil {
+			out = append(out, p.sent...)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // content is what a part holds for a handler: its JSON re-encoded, or its bytes as sent.

@@ -107,8 +107,12 @@ type Result struct {
 	// Counts is the number of findings of each class (every class of Classes is present).
 	Counts map[Class]int64
 	// Window is the range of call starts of the record-side checks; zero when they were skipped
-	// (the report has no times: set Options.From and To).
+	// (the report has no times, or its times span less than Options.Margin: set Options.From
+	// and To).
 	Window struct{ From, To time.Time }
+	// Span is the earliest and the latest time of the report's lines; zero when the report
+	// has no times.
+	Span struct{ First, Last time.Time }
 	// Resolvable are the findings whose Action is not NoAction, for Resolve.
 	Resolvable []Finding
 	// Duration is how long the run took.
@@ -287,6 +291,7 @@ func (r *run) classifyNext() error {
 
 // unreported runs the record-side checks: the calls of the window that no line mentions.
 func (r *run) unreported(ctx context.Context) error {
+	r.res.Span.First, r.res.Span.Last = r.first, r.last
 	from, to := r.opts.From, r.opts.To
 	if from.IsZero() {
 		from = r.first

@@ -221,3 +221,18 @@ func TestRunWithoutTimes(t *testing.T) {
 		t.Fatalf("explicit window: %+v, %v", res, err)
 	}
 }
+
+// A report whose times span less than the margin skips the records' side, and says why: its
+// span is in the result (one line, as a service that has taken one charge writes).
+func TestRunShorterThanTheMargin(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	f := fixture{t, st}
+	f.completed("charged", 201)
+	at := time.Now().UTC().Truncate(time.Second)
+	report := "idempotency_key,amount,currency,status,created\n" + f.pk("charged") + ",1250,eur,succeeded," + at.Format(time.RFC3339) + "\n"
+	res, err := reconcile.Run(ctx, st, strings.NewReader(report), reconcile.Options{})
+	if err != nil || !res.Window.From.IsZero() || !res.Span.First.Equal(at) || !res.Span.Last.Equal(at) || res.Matched != 1 {
+		t.Fatalf("one line: window %v, span %v, %+v, %v", res.Window, res.Span, res, err)
+	}
+}
