@@ -69,11 +69,12 @@ FUZZERS := \
 	./runtime/gen:FuzzMultipart \
 	./internal/spec:FuzzLoad
 
-fuzz: ## run every fuzzer for FUZZTIME each (default 60s): the middleware's differential fuzzers first
+fuzz: ## run every fuzzer for FUZZTIME each (default 60s): the middleware's differential fuzzers first, the adapters' (fuzz-adapters) last
 	@set -e; for f in $(FUZZERS); do \
 		pkg=$${f%%:*}; name=$${f##*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+	$(MAKE) fuzz-adapters FUZZTIME=$(FUZZTIME)
 
 demo: build ## list and generate the petstore, serve it on a throwaway PostgreSQL, show the four answers
 	./scripts/with-postgres.sh ./scripts/demo.sh

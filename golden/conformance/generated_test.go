@@ -329,3 +329,25 @@ func TestOperationsAreDistinct(t *testing.T) {
 		t.Error("two operations share a fingerprint")
 	}
 }
+
+// A bracketed form field whose brackets do not parse after a declared name is refused: the
+// decoder would keep it as an undeclared field, while gin's PostFormMap("metadata") reads
+// "metadata[[]" as metadata's key "[" and "metadata[a]]" as its key "a". An undeclared name
+// with such brackets is no declared field's and stays accepted. Empty brackets inside an
+// object ("metadata[]") are refused too: a key "" to the decoder, none to PostFormMap.
+func TestFormBracketsThatDoNotParse(t *testing.T) {
+	charge := func(body string) error {
+		_, _, err := fptest.Decode(operationCreateCharge(), decodeCreateCharge, httptest.NewRequest("POST", "/v1/charges", nil), "application/x-www-form-urlencoded", []byte(body))
+		return err
+	}
+	for _, bad := range []string{"amount=1&currency=usd&metadata[[]=x", "amount=1&currency=usd&metadata[a]]=x", "amount=1&currency=usd&Metadata[a]]=x", "amount=1&currency=usd&items[0][price]=p&items[0][price[]=q",
+		"amount=1&currency=usd&metadata[]=x", "amount=1&currency=usd&metadata[]=&metadata[a]=1"} {
+		var ce *canonical.Error
+		if err := charge(bad); !errors.As(err, &ce) {
+			t.Errorf("%q: %v, want a located refusal", bad, err)
+		}
+	}
+	if err := charge("amount=1&currency=usd&extra[[]=x&metadata[a]=1"); err != nil {
+		t.Errorf("an undeclared field with unparsed brackets: %v", err)
+	}
+}

@@ -341,6 +341,12 @@ func (f *FormTree) NextMember() bool {
 	}
 	t.cur = t.group(lv.pos, lv.parent.hi, lv.depth)
 	lv.pos = t.cur.hi
+	if lv.depth > 0 && t.key(t.cur.lo, t.cur.depth) == "" {
+		// "metadata[]" inside an object: a map key "" to this reader, no key at all to binders
+		// that skip empty brackets (gin's PostFormMap), so the two would read other maps.
+		f.fail(f.fieldName(t.cur.lo), "empty brackets name no member of an object (\"[]\" appends to an array): name the key")
+		return false
+	}
 	return true
 }
 
@@ -594,15 +600,32 @@ func (f *FormTree) Unknown(m *canonical.Members, declared ...string) {
 
 // Undeclared refuses the current member, which the object does not declare, when its key equals
 // one of declared up to letter case (canonical.Decoder.Undeclared): form binders that match
-// field names case-insensitively (echo's) would take it for the declared field.
+// field names case-insensitively (echo's) would take it for the declared field. A key that
+// still holds a '[' is a name whose brackets do not parse ("metadata[[]", "metadata[a]]"); it
+// is refused when its name before the '[' is a declared one up to case, since binders that
+// split brackets their own way (gin's PostFormMap, echo's) would read it as a field of that
+// member, which the decoder did not.
 //
 //go:noinline
 func (f *FormTree) Undeclared(declared ...string) {
 	if f.err != nil || len(declared) == 0 {
 		return
 	}
-	if n := canonical.FoldsTo(f.Key(), declared); n != "" {
+	k := f.Key()
+	if n := canonical.FoldsTo(k, declared); n != "" {
 		f.fail(f.fieldName(f.tree.cur.lo), canonical.CaseVariantReason(n))
+		return
+	}
+	base, _, bracket := strings.Cut(k, "[")
+	if !bracket {
+		return
+	}
+	for _, n := range declared {
+		if strings.EqualFold(n, base) {
+			f.fail(f.fieldName(f.tree.cur.lo), "brackets that do not parse after the declared "+strconv.Quote(n)+
+				", which form binders that split brackets their own way would read as a field of it: send "+strconv.Quote(n+"[key]")+" or another name")
+			return
+		}
 	}
 }
 
