@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 	"github.com/idemgen/idemgen/templates"
 )
@@ -133,10 +134,9 @@ func execute(name string, data any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// defaultStatuses reports whether rules are docs/design.md section 2's default replay.statuses.
+// defaultStatuses reports whether rules are replay.statuses' default (defaults.Statuses).
 func defaultStatuses(rules []model.StatusRule) bool {
-	want := []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true}, {Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
-	return slices.Equal(rules, want)
+	return slices.EqualFunc(rules, defaults.Statuses(), func(r model.StatusRule, d defaults.StatusRule) bool { return defaults.StatusRule(r) == d })
 }
 
 // fmtSize prints a byte count with the binary suffixes of docs/design.md section 2.

@@ -10,16 +10,6 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 )
 
-// Generated settings leave out fields at the runtime's defaults, so the generator's copies of
-// those defaults must be the runtime's.
-func TestRuntimeDefaults(t *testing.T) {
-	if runtimeDefaultKeyMin != runtime.DefaultKeyMinLength || runtimeDefaultKeyMax != runtime.DefaultKeyMaxLength ||
-		runtimeDefaultRetention != runtime.DefaultRetention || runtimeDefaultLease != runtime.DefaultLease ||
-		runtimeDefaultLimit != runtime.DefaultBodyLimit {
-		t.Fatal("the generator's copies of the runtime's defaults differ from runtime's")
-	}
-}
-
 // `profile: stripe` in a spec gives an operation the settings of runtime.StripeProfile(): the
 // loader's copy of the profile's settings and the runtime's value are one contract.
 func TestProfileSettings(t *testing.T) {

@@ -63,6 +63,14 @@ type Options struct {
 	// TargetMiddleware leaves them out, for a server that keeps its own handlers and serves the
 	// marked operations through runtime.Middleware with Routes().
 	Target Target
+	// DB is the database handle the business functions write through (sqlc's sql_package), a
+	// Go type named by its import path, * first for a pointer:
+	// "*github.com/idemgen/idemgen/runtime/store/memstore.DB". "" takes the config file's db
+	// (model.Document.DB), else DefaultDB. The generated package declares it once, type DBTX =
+	// <DB>, and every signature uses DBTX; the runtime's store must run writes through it in
+	// its transactions (store.Transactional[DBTX]), which Register checks. SQL needs the
+	// PostgreSQL store's handle: no other store's schema is idemgen's to write.
+	DB string
 }
 
 // Target is what Generate writes around the operation table and decoders.
@@ -107,7 +115,7 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 		files[FileContract] = b
 	}
 	if p.opts.SQL {
-		b, err := SQL()
+		b, err := p.db.schema()()
 		if err != nil {
 			return nil, err
 		}
@@ -166,6 +174,7 @@ func (p *plan) render(f goFile) ([]byte, error) {
 // so output is deterministic.
 type plan struct {
 	opts Options
+	db   dbHandle // the handle the business functions write through (planDB)
 	ops  []*opPlan
 	// named are the struct and enum types to declare, in first-use order; canons the struct
 	// canonicalizers, in first-use order.
@@ -220,6 +229,9 @@ func newPlan(doc *model.Document, opts Options) (p *plan, err error) {
 		return nil, fmt.Errorf("generate: target %q is not one of %q, %q", opts.Target, TargetHandlers, TargetMiddleware)
 	}
 	g := newPlanner(doc, opts)
+	if err := g.planDB(); err != nil {
+		return nil, err
+	}
 	g.planAll()
 	if err := g.diags.Err(); err != nil {
 		return nil, err
@@ -231,7 +243,7 @@ func newPlanner(doc *model.Document, opts Options) *planner {
 	return &planner{
 		plan:           &plan{opts: opts},
 		doc:            doc,
-		names:          newNamer("Operations", "Register", "Handlers", "operationHandler"),
+		names:          newNamer("Operations", "Register", "Handlers", dbAlias, "operationHandler"),
 		types:          map[*model.Schema]*tinfo{},
 		cyclic:         map[*model.Schema]bool{},
 		keyProps:       map[*model.Property]bool{},

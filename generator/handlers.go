@@ -67,10 +67,10 @@ func (p *plan) emitOpTypes(f *jen.File, o *opPlan) {
 	if o.op.Settings.Mode == model.ModeLease {
 		comment(f, "%s is the business function of %s\n\nLease mode: it runs outside any transaction (call external services with lease.ProviderKey), then returns the completion phase, which writes its rows through the transaction that completes the idempotency record.", o.fn, opDoc(o))
 		params = append(params, jen.Id("lease").Op("*").Qual(pkgRuntime, "Lease"))
-		results = []jen.Code{jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Qual(pkgPgstore, "DBTX")), jen.Error()}
+		results = []jen.Code{jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Id(dbAlias)), jen.Error()}
 	} else {
 		comment(f, "%s is the business function of %s\n\nAtomic mode: its writes through tx commit together with the stored response; an error, a panic or a non-final status rolls them back.", o.fn, opDoc(o))
-		params = append(params, jen.Id("tx").Qual(pkgPgstore, "DBTX"))
+		params = append(params, jen.Id("tx").Id(dbAlias))
 		results = []jen.Code{jen.Qual(pkgRuntime, "Response"), jen.Error()}
 	}
 	params = append(params, jen.Id("p").Id(o.params))
@@ -175,17 +175,17 @@ func (p *plan) emitHandler(f *jen.File, o *opPlan) {
 		call = append(call, jen.Id("r").Dot("Body"))
 	}
 	run, bound := "AtomicHandler", "AtomicFunc"
-	inner := jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("db").Qual(pkgPgstore, "DBTX")).
+	inner := jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("db").Id(dbAlias)).
 		Params(jen.Qual(pkgRuntime, "Response"), jen.Error())
 	if o.op.Settings.Mode == model.ModeLease {
 		run, bound = "LeaseHandler", "LeaseFunc"
 		call[1] = jen.Id("lease")
 		inner = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("lease").Op("*").Qual(pkgRuntime, "Lease")).
-			Params(jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Qual(pkgPgstore, "DBTX")), jen.Error())
+			Params(jen.Qual(pkgRuntime, "CompleteFunc").Types(jen.Id(dbAlias)), jen.Error())
 	}
 	f.Func().Id(o.handler).Params(jen.Id("rt").Op("*").Qual(pkgRuntime, "Runtime"), jen.Id("fn").Id(o.fn)).Qual("net/http", "Handler").Block(
 		jen.Return(jen.Qual(pkgRuntime, run).Call(jen.Id("rt"), jen.Id(o.operation).Call(),
-			jen.Func().Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(jen.Qual(pkgRuntime, bound).Types(jen.Qual(pkgPgstore, "DBTX")), jen.Error()).Block(
+			jen.Func().Params(jen.Id("in").Op("*").Qual(pkgGen, "Input")).Params(jen.Qual(pkgRuntime, bound).Types(jen.Id(dbAlias)), jen.Error()).Block(
 				jen.List(jen.Id("r"), jen.Err()).Op(":=").Id(o.decode).Call(jen.Id("in")),
 				jen.Return(jen.Add(inner).Block(jen.Return(jen.Id("fn").Call(call...))), jen.Err()),
 			))),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // emitOperations writes one constructor per operation returning its resolved settings as a
@@ -77,7 +78,11 @@ func (p *plan) emitOperations(f *jen.File) {
 	if len(p.ops) > 0 {
 		o := p.ops[0]
 		f.Comment("")
-		f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
+		if p.db.pgstore() {
+			f.Comment("\trt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})")
+		} else {
+			f.Comment("\trt, err := runtime.New(runtime.Config{Store: st, Scope: tenantOf}) // st: a store.Transactional[" + dbAlias + "]")
+		}
 		f.Comment("\t...")
 		f.Comment("\tmux := http.NewServeMux()")
 		f.Comment(fmt.Sprintf("\terr = %s.Register(mux, rt, %s.Handlers{%s: %s})", p.opts.Package, p.opts.Package, o.name, lowerFirst(o.name)))
@@ -91,8 +96,8 @@ func (p *plan) emitOperations(f *jen.File) {
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit("register: mux and runtime must not be nil"))),
 		)
 		if len(p.ops) > 0 {
-			// Every operation writes through pgstore.DBTX: one check covers them all.
-			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Qual(pkgPgstore, "DBTX")).Call(jen.Id("rt"), jen.Id(p.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
+			// Every operation writes through DBTX: one check covers them all.
+			grp.If(jen.Err().Op(":=").Qual(pkgRuntime, "CheckStore").Types(jen.Id(dbAlias)).Call(jen.Id("rt"), jen.Id(p.ops[0].operation).Call()), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register: %w"), jen.Err())),
 			)
 		}
@@ -145,7 +150,8 @@ func sizeLit(n int64) jen.Code {
 }
 
 // operationValue is the runtime.Operation literal of one operation, fields in the order of
-// runtime.Operation's declaration; a setting equal to the runtime's default is left out.
+// runtime.Operation's declaration; a setting equal to its default (runtime/defaults, which the
+// runtime applies to a zero field) is left out.
 func (p *plan) operationValue(o *opPlan) jen.Code {
 	s := o.op.Settings
 	var key []kv
@@ -160,10 +166,10 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if s.Key.Required {
 		key = append(key, kv{"Required", jen.True()})
 	}
-	if s.Key.MinLength != runtimeDefaultKeyMin {
+	if s.Key.MinLength != defaults.KeyMinLength {
 		key = append(key, kv{"MinLength", jen.Lit(s.Key.MinLength)})
 	}
-	if s.Key.MaxLength != runtimeDefaultKeyMax {
+	if s.Key.MaxLength != defaults.KeyMaxLength {
 		key = append(key, kv{"MaxLength", jen.Lit(s.Key.MaxLength)})
 	}
 	if s.Key.Pattern != "" {
@@ -190,19 +196,19 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopeOperation")})
 	}
 	fields = append(fields, kv{"Key", inline(jen.Qual(pkgRuntime, "KeyRule"), key)})
-	if s.Retention != runtimeDefaultRetention {
+	if s.Retention != defaults.Retention {
 		fields = append(fields, kv{"Retention", durationLit(s.Retention)})
 	}
-	if s.Mode == model.ModeLease && s.Lease != runtimeDefaultLease {
+	if s.Mode == model.ModeLease && s.Lease != defaults.Lease {
 		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
 	}
 	if s.Wait > 0 {
 		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
 	}
-	if s.BodyLimit != runtimeDefaultLimit {
+	if s.BodyLimit != defaults.BodyLimit {
 		fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)})
 	}
-	if s.ResponseLimit != runtimeDefaultLimit {
+	if s.ResponseLimit != defaults.ResponseLimit {
 		fields = append(fields, kv{"ResponseLimit", sizeLit(s.ResponseLimit)})
 	}
 	if o.op.Body != nil {
@@ -277,17 +283,6 @@ func profileConstructor(p model.Profile) string {
 	}
 	return ""
 }
-
-// The runtime's defaults (runtime.DefaultKeyMinLength, ...), which generated settings leave out
-// (a zero field takes them). TestRuntimeDefaults keeps the copies equal; the generator does not
-// import the runtime.
-const (
-	runtimeDefaultKeyMin    = 16
-	runtimeDefaultKeyMax    = 255
-	runtimeDefaultRetention = 24 * time.Hour
-	runtimeDefaultLease     = 30 * time.Second
-	runtimeDefaultLimit     = 1 << 20
-)
 
 func stringsLit(ss []string) jen.Code {
 	return jen.Index().String().ValuesFunc(func(grp *jen.Group) {

@@ -241,9 +241,14 @@ func (g *planner) planStruct(t *tinfo) {
 	t.decodeFn = g.names.take("decode" + t.name)
 }
 
-// emitTypes declares every planned struct and enum type, and the per-operation parameter and
-// handler types.
+// emitTypes declares the database handle, every planned struct and enum type, and the
+// per-operation parameter and handler types.
 func (p *plan) emitTypes(f *jen.File) {
+	if p.opts.Target != TargetMiddleware {
+		comment(f, "%s is the database handle the business functions write through: in atomic mode the transaction that also stores the response, in lease mode the one that completes the record. It was chosen at generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run writes through it in its transactions, which Register checks.", dbAlias)
+		f.Type().Id(dbAlias).Op("=").Add(p.db.code())
+		f.Line()
+	}
 	for _, t := range p.named {
 		switch t.kind {
 		case kEnum:

@@ -129,12 +129,25 @@ func Fingerprint[T any](op *Operation, decode DecodeFunc[T], r *http.Request) (T
 			x.declared = matchMediaType(op.MediaTypes, x.mediaType)
 		}
 	}
-	in := &gen.Input{}
-	in.Reset(r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
+	return decodeRequest(x, &gen.Input{}, decode)
+}
+
+// decodeRequest is the decode protocol, the one path by which a request to a marked operation is
+// decoded and fingerprinted: by generated handlers and the Middleware (prepare), and by support
+// tools and tests (Fingerprint). It resets in on the exchange's request, body, media type and
+// declared entry, its path values (found by the operation's path template, whatever the router
+// named its wildcards: exchange.pathValue) and the runtime's Matcher; begins the fingerprint
+// with the operation's framing (operation, method, path template and values, declared query
+// parameters, media type, fingerprint headers); runs decode, which adds the body; then sums the
+// fingerprint, or releases the framing when decode refused the request.
+func decodeRequest[T any](x *exchange, in *gen.Input, decode func(*gen.Input) (T, error)) (T, canonical.Fingerprint, error) {
+	op := x.op
+	in.Reset(x.r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
 	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
 	v, err := decode(in)
 	if err != nil {
 		in.Release()
+		var zero T
 		return zero, canonical.Fingerprint{}, err
 	}
 	return v, in.Sum(), nil

@@ -262,14 +262,11 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 		in.Reset(nil, nil, "", "", nil, nil) // nothing of this request stays in the pool
 		x.rt.inputs.Put(in)
 	}()
-	in.Reset(x.r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
-	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-	run, err := decode(in)
+	run, fp, err := decodeRequest(x, in, decode)
 	if err != nil {
-		in.Release()
 		return nil, x.rt.decodeFailed(err)
 	}
-	x.fp = in.Sum()
+	x.fp = fp
 	k := rawKey{}
 	if op.Key.Header != "" {
 		if vals := x.r.Header.Values(op.Key.Header); len(vals) > 0 {

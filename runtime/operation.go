@@ -6,19 +6,22 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
-// Defaults of the x-idempotent settings, used when an Operation leaves a field zero.
+// Defaults of the x-idempotent settings, used when an Operation leaves a field zero: the values
+// of runtime/defaults, which the loader and the generator read too.
 const (
-	// DefaultRetention is `retention`: how long a completed record replays.
-	DefaultRetention = 24 * time.Hour
-	// DefaultLease is `lease`: how long a lease-mode claim blocks others before takeover.
-	DefaultLease = 30 * time.Second
+	// DefaultRetention is `retention`: how long a completed record replays (24h).
+	DefaultRetention = defaults.Retention
+	// DefaultLease is `lease`: how long a lease-mode claim blocks others before takeover (30s).
+	DefaultLease = defaults.Lease
 	// DefaultBodyLimit is `limits.body` and `limits.response`: 1 MiB.
-	DefaultBodyLimit = 1 << 20
-	// DefaultKeyMinLength and DefaultKeyMaxLength bound a key's length in bytes.
-	DefaultKeyMinLength = 16
-	DefaultKeyMaxLength = 255
+	DefaultBodyLimit = defaults.BodyLimit
+	// DefaultKeyMinLength and DefaultKeyMaxLength bound a key's length in bytes (16 and 255).
+	DefaultKeyMinLength = defaults.KeyMinLength
+	DefaultKeyMaxLength = defaults.KeyMaxLength
 )
 
 // Mode is how an operation's effects are made at most once.
@@ -159,11 +162,15 @@ func JSON(status int, v any) (Response, error) {
 	return Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 }
 
-var defaultStatuses = []StatusRule{
-	{Class: 2}, {Class: 4},
-	{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
-	{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
-}
+// defaultStatuses is replay.statuses' default (defaults.Statuses), converted once; nothing
+// writes to it.
+var defaultStatuses = func() []StatusRule {
+	var out []StatusRule
+	for _, r := range defaults.Statuses() {
+		out = append(out, StatusRule(r))
+	}
+	return out
+}()
 
 // isFinal reports whether status is final under the operation's replay.statuses: the last
 // matching rule decides. A non-final outcome is never stored and releases the key, so the

@@ -22,7 +22,7 @@ func newGenerateCmd() *cobra.Command {
 	var lf loadFlags
 	var out, pkg string
 	var check, docs, sql bool
-	var target string
+	var target, db string
 	cmd := &cobra.Command{
 		Use:   "generate SPEC --out DIR [--package NAME]",
 		Short: "Write the Go code that makes the marked operations idempotent",
@@ -40,9 +40,13 @@ Output is deterministic and gofmt'd, in files named idemgen_*.go that start with
 written; idemgen files that are no longer produced are removed; nothing else in DIR is
 touched, and a file of the same name without that header is never overwritten.
 
+The business functions write through DBTX, which the package declares once as the
+store's database handle: runtime/pgstore's DBTX unless --db (or db in the config file)
+names another, such as "*github.com/idemgen/idemgen/runtime/store/memstore.DB".
+
 --docs also writes idemgen_contract.md (the contract for your API's clients) and --sql
-idemgen_schema.sql (the idempotency table). --check writes nothing and exits 1 when DIR
-is not up to date, for CI.
+idemgen_schema.sql (the idempotency table of the PostgreSQL store). --check writes nothing
+and exits 1 when DIR is not up to date, for CI.
 
 Typical use, in the package that serves the API (go run needs no idemgen on PATH; it
 builds the version your go.mod requires):
@@ -66,11 +70,19 @@ or, with idemgen installed on PATH:
 			if t := generator.Target(target); t != generator.TargetHandlers && t != generator.TargetMiddleware {
 				return &exitError{code: exitUsage, err: errorf("--target %q: use %s or %s", target, generator.TargetHandlers, generator.TargetMiddleware)}
 			}
+			if db != "" {
+				if err := generator.CheckDB(db); err != nil {
+					return &exitError{code: exitUsage, err: errorf("--db %v", err)}
+				}
+				if sql && db != generator.DefaultDB {
+					return &exitError{code: exitUsage, err: errorf("--sql writes the PostgreSQL store's schema, and --db %s names another store's handle: that store ships its own schema", db)}
+				}
+			}
 			doc, err := lf.load(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			files, err := generator.Generate(doc, generator.Options{Package: pkg, Docs: docs, SQL: sql, Target: generator.Target(target)})
+			files, err := generator.Generate(doc, generator.Options{Package: pkg, Docs: docs, SQL: sql, Target: generator.Target(target), DB: db})
 			if err != nil {
 				return &exitError{code: exitSpec, err: err}
 			}
@@ -110,6 +122,7 @@ or, with idemgen installed on PATH:
 	fl.BoolVar(&check, "check", false, "write nothing; exit 1 when DIR differs from what would be generated")
 	fl.BoolVar(&docs, "docs", false, "also write idemgen_contract.md, the client-facing Markdown contract")
 	fl.BoolVar(&sql, "sql", false, "also write idemgen_schema.sql, the idempotency store schema")
+	fl.StringVar(&db, "db", "", "Go `TYPE` of the database handle the business functions write through, import/path.Type (* first for a pointer); default: the config file's db, else "+generator.DefaultDB)
 	fl.StringVar(&target, "target", string(generator.TargetHandlers), "`handlers`: typed handlers, <Op>Handler and Register; middleware: only the operation table, decoders and Routes(), for runtime.Middleware in front of a server's own handlers")
 	return cmd
 }

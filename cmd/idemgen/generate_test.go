@@ -169,3 +169,52 @@ func TestGenerateTargetMiddleware(t *testing.T) {
 		t.Errorf("unknown target: %d %s", code, se)
 	}
 }
+
+// TestGenerateDB: --db names the handle the business functions write through, declared once as
+// DBTX; the config file's db does the same and the flag wins; a type that is not
+// import/path.Exported, and --sql beside another store's handle, are usage errors.
+func TestGenerateDB(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	types := func(out string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(out, "idemgen_types.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	out := filepath.Join(t.TempDir(), "api")
+	if code, so, se := idemgen(t, "generate", spec, "--out", out); code != exitOK || !strings.Contains(types(out), "\ntype DBTX = pgstore.DBTX\n") {
+		t.Fatalf("default handle: %d\n%s%s", code, so, se)
+	}
+	const mem = "*github.com/idemgen/idemgen/runtime/store/memstore.DB"
+	if code, so, se := idemgen(t, "generate", spec, "--out", out, "--db", mem); code != exitOK || !strings.Contains(types(out), "\ntype DBTX = *memstore.DB\n") {
+		t.Fatalf("--db %s: %d\n%s%s\n%s", mem, code, so, se, types(out))
+	}
+
+	cfg := writeTemp(t, "idemgen.yaml", "version: 1\ndb: \""+mem+"\"\n")
+	out2 := filepath.Join(t.TempDir(), "api")
+	if code, so, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2); code != exitOK || !strings.Contains(types(out2), "\ntype DBTX = *memstore.DB\n") {
+		t.Fatalf("db in the config: %d\n%s%s", code, so, se)
+	}
+	if code, so, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2, "--db", "github.com/idemgen/idemgen/runtime/pgstore.DBTX"); code != exitOK || !strings.Contains(types(out2), "\ntype DBTX = pgstore.DBTX\n") {
+		t.Fatalf("--db over the config's db: %d\n%s%s", code, so, se)
+	}
+	if code, _, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2, "--sql"); code != exitSpec || !strings.Contains(se, "runtime/pgstore's") {
+		t.Errorf("--sql beside the config's memstore handle: %d %s", code, se)
+	}
+
+	for _, bad := range []string{"DBTX", "github.com/x/store.dbtx", "github.com/x/store.", "github.com/x/store/"} {
+		if code, _, se := idemgen(t, "generate", spec, "--out", out, "--db", bad); code != exitUsage || !strings.Contains(se, "--db") {
+			t.Errorf("--db %q: %d %s", bad, code, se)
+		}
+	}
+	if code, _, se := idemgen(t, "generate", spec, "--out", out, "--db", mem, "--sql"); code != exitUsage || !strings.Contains(se, "--sql") {
+		t.Errorf("--sql with --db %s: %d %s", mem, code, se)
+	}
+
+	badCfg := writeTemp(t, "bad.yaml", "version: 1\ndb: \"example.com/store.db\"\n")
+	if code, _, se := idemgen(t, "check", spec, "--config", badCfg); code != exitSpec || !strings.Contains(se, "bad.yaml:2:5: error[config-invalid]: db \"example.com/store.db\"") {
+		t.Errorf("a bad db in the config, located by check: %d %s", code, se)
+	}
+}

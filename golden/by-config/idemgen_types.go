@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreatePayoutBody is a request type (inline schema at
 // /paths/~1payouts/post/requestBody/content/application~1json/schema).
 type CreatePayoutBody struct {
@@ -34,7 +40,7 @@ type CreatePayoutRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
+type CreatePayoutFunc func(ctx context.Context, tx DBTX, p CreatePayoutParams, body CreatePayoutBody) (runtime.Response, error)
 
 // CancelPayoutParams holds the parameters of operation cancelPayout; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -53,4 +59,4 @@ type CancelPayoutRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CancelPayoutFunc func(ctx context.Context, tx pgstore.DBTX, p CancelPayoutParams) (runtime.Response, error)
+type CancelPayoutFunc func(ctx context.Context, tx DBTX, p CancelPayoutParams) (runtime.Response, error)

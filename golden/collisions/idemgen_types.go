@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreatePaymentParams is a request type (schema CreatePaymentParams).
 type CreatePaymentParams struct {
 	Amount *int64            `json:"amount,omitempty"`
@@ -58,7 +64,7 @@ type CreatePaymentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams2, body CreatePaymentBody) (runtime.Response, error)
+type CreatePaymentFunc func(ctx context.Context, tx DBTX, p CreatePaymentParams2, body CreatePaymentBody) (runtime.Response, error)
 
 // CreatePayment2Params holds the parameters of operation createPayment; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -79,7 +85,7 @@ type CreatePayment2Request struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePayment2Func func(ctx context.Context, tx pgstore.DBTX, p CreatePayment2Params, body CreatePayment2Body) (runtime.Response, error)
+type CreatePayment2Func func(ctx context.Context, tx DBTX, p CreatePayment2Params, body CreatePayment2Body) (runtime.Response, error)
 
 // CreatePayment3Params holds the parameters of operation create_payment; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -97,4 +103,4 @@ type CreatePayment3Request struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePayment3Func func(ctx context.Context, tx pgstore.DBTX, p CreatePayment3Params, body CreatePayment3Body) (runtime.Response, error)
+type CreatePayment3Func func(ctx context.Context, tx DBTX, p CreatePayment3Params, body CreatePayment3Body) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCharge(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateCharge(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateCharge(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateChargeHandler(rt *runtime.Runtime, fn CreateChargeFunc) http.Handler 
 //
 //go:noinline
 func CreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateOrder(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateOrder(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func CreateOrderHandler(rt *runtime.Runtime, fn CreateOrderFunc) http.Handler {
 //
 //go:noinline
 func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePayment(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -58,9 +57,9 @@ func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handle
 //
 //go:noinline
 func CreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateRefund(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateRefund(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateRefund(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -72,9 +71,9 @@ func CreateRefundHandler(rt *runtime.Runtime, fn CreateRefundFunc) http.Handler 
 //
 //go:noinline
 func CreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFunc) http.Handler {
-	return runtime.LeaseHandler(rt, operationCreateProviderCharge(), func(in *gen.Input) (runtime.LeaseFunc[pgstore.DBTX], error) {
+	return runtime.LeaseHandler(rt, operationCreateProviderCharge(), func(in *gen.Input) (runtime.LeaseFunc[DBTX], error) {
 		r, err := decodeCreateProviderCharge(in)
-		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[pgstore.DBTX], error) {
+		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[DBTX], error) {
 			return fn(ctx, lease, r.Params, r.Body)
 		}, err
 	})
@@ -86,9 +85,9 @@ func CreateProviderChargeHandler(rt *runtime.Runtime, fn CreateProviderChargeFun
 //
 //go:noinline
 func CreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateTransfer(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

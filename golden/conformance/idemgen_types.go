@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // PaymentRequest is a request type (schema PaymentRequest).
 type PaymentRequest struct {
 	Amount          int64             `json:"amount"`
@@ -121,7 +127,7 @@ type CreateChargeRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateChargeFunc func(ctx context.Context, tx pgstore.DBTX, p CreateChargeParams, body CreateChargeBody) (runtime.Response, error)
+type CreateChargeFunc func(ctx context.Context, tx DBTX, p CreateChargeParams, body CreateChargeBody) (runtime.Response, error)
 
 // CreateOrderParams holds the parameters of operation createOrder; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -140,7 +146,7 @@ type CreateOrderRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateOrderFunc func(ctx context.Context, tx pgstore.DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
+type CreateOrderFunc func(ctx context.Context, tx DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
 
 // CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -162,7 +168,7 @@ type CreatePaymentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
+type CreatePaymentFunc func(ctx context.Context, tx DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
 
 // CreateRefundParams holds the parameters of operation createRefund; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -183,7 +189,7 @@ type CreateRefundRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
+type CreateRefundFunc func(ctx context.Context, tx DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
 
 // CreateProviderChargeParams holds the parameters of operation createProviderCharge; the
 // idempotency key header is not here: the runtime reads and validates it.
@@ -203,7 +209,7 @@ type CreateProviderChargeRequest struct {
 // Lease mode: it runs outside any transaction (call external services with lease.ProviderKey), then
 // returns the completion phase, which writes its rows through the transaction that completes the
 // idempotency record.
-type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateProviderChargeParams, body CreateProviderChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error)
+type CreateProviderChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateProviderChargeParams, body CreateProviderChargeBody) (runtime.CompleteFunc[DBTX], error)
 
 // CreateTransferParams holds the parameters of operation createTransfer.
 type CreateTransferParams struct{}
@@ -220,4 +226,4 @@ type CreateTransferRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTransferFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)
+type CreateTransferFunc func(ctx context.Context, tx DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCustomer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateCustomer(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateCustomer(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateCustomerHandler(rt *runtime.Runtime, fn CreateCustomerFunc) http.Hand
 //
 //go:noinline
 func UploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUploadFile(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationUploadFile(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeUploadFile(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func UploadFileHandler(rt *runtime.Runtime, fn UploadFileFunc) http.Handler {
 //
 //go:noinline
 func CreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateNote(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateNote(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateNote(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -58,9 +57,9 @@ func CreateNoteHandler(rt *runtime.Runtime, fn CreateNoteFunc) http.Handler {
 //
 //go:noinline
 func CreatePaymentIntentHandler(rt *runtime.Runtime, fn CreatePaymentIntentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePaymentIntent(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePaymentIntent(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePaymentIntent(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

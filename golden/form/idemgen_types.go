@@ -10,6 +10,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Note is a request type (schema Note).
 type Note struct {
 	Text   string            `json:"text"`
@@ -110,7 +116,7 @@ type CreateCustomerRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateCustomerFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCustomerParams, body CreateCustomerBody) (runtime.Response, error)
+type CreateCustomerFunc func(ctx context.Context, tx DBTX, p CreateCustomerParams, body CreateCustomerBody) (runtime.Response, error)
 
 // UploadFileParams holds the parameters of operation uploadFile; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -132,7 +138,7 @@ type UploadFileRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type UploadFileFunc func(ctx context.Context, tx pgstore.DBTX, p UploadFileParams, body UploadFileBody) (runtime.Response, error)
+type UploadFileFunc func(ctx context.Context, tx DBTX, p UploadFileParams, body UploadFileBody) (runtime.Response, error)
 
 // CreateNoteParams holds the parameters of operation createNote; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -153,7 +159,7 @@ type CreateNoteRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateNoteFunc func(ctx context.Context, tx pgstore.DBTX, p CreateNoteParams, body CreateNoteBody) (runtime.Response, error)
+type CreateNoteFunc func(ctx context.Context, tx DBTX, p CreateNoteParams, body CreateNoteBody) (runtime.Response, error)
 
 // CreatePaymentIntentParams holds the parameters of operation createPaymentIntent.
 type CreatePaymentIntentParams struct{}
@@ -173,4 +179,4 @@ type CreatePaymentIntentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentIntentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentIntentParams, body CreatePaymentIntentBody) (runtime.Response, error)
+type CreatePaymentIntentFunc func(ctx context.Context, tx DBTX, p CreatePaymentIntentParams, body CreatePaymentIntentBody) (runtime.Response, error)

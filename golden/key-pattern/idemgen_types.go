@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateRefundBody is a request type (inline schema at
 // /paths/~1refunds/post/requestBody/content/application~1json/schema).
 type CreateRefundBody struct {
@@ -32,7 +38,7 @@ type CreatePaymentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
+type CreatePaymentFunc func(ctx context.Context, tx DBTX, p CreatePaymentParams) (runtime.Response, error)
 
 // CreateRefundParams holds the parameters of operation createRefund.
 type CreateRefundParams struct{}
@@ -49,4 +55,4 @@ type CreateRefundRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)
+type CreateRefundFunc func(ctx context.Context, tx DBTX, p CreateRefundParams, body CreateRefundBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CaptureChargeHandler(rt *runtime.Runtime, fn CaptureChargeFunc) http.Handler {
-	return runtime.LeaseHandler(rt, operationCaptureCharge(), func(in *gen.Input) (runtime.LeaseFunc[pgstore.DBTX], error) {
+	return runtime.LeaseHandler(rt, operationCaptureCharge(), func(in *gen.Input) (runtime.LeaseFunc[DBTX], error) {
 		r, err := decodeCaptureCharge(in)
-		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[pgstore.DBTX], error) {
+		return func(ctx context.Context, lease *runtime.Lease) (runtime.CompleteFunc[DBTX], error) {
 			return fn(ctx, lease, r.Params, r.Body)
 		}, err
 	})

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateBatchHandler(rt *runtime.Runtime, fn CreateBatchFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateBatch(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateBatch(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateBatch(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateBatchHandler(rt *runtime.Runtime, fn CreateBatchFunc) http.Handler {
 //
 //go:noinline
 func CreateConsentHandler(rt *runtime.Runtime, fn CreateConsentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateConsent(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateConsent(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateConsent(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func CreateConsentHandler(rt *runtime.Runtime, fn CreateConsentFunc) http.Handle
 //
 //go:noinline
 func UpdateMandateHandler(rt *runtime.Runtime, fn UpdateMandateFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUpdateMandate(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationUpdateMandate(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeUpdateMandate(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -58,9 +57,9 @@ func UpdateMandateHandler(rt *runtime.Runtime, fn UpdateMandateFunc) http.Handle
 //
 //go:noinline
 func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePayment(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -72,9 +71,9 @@ func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handle
 //
 //go:noinline
 func CreateReceiptHandler(rt *runtime.Runtime, fn CreateReceiptFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateReceipt(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateReceipt(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateReceipt(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -86,9 +85,9 @@ func CreateReceiptHandler(rt *runtime.Runtime, fn CreateReceiptFunc) http.Handle
 //
 //go:noinline
 func CreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateTransfer(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Consent is a request type (schema Consent).
 type Consent struct {
 	Amount   string            `json:"amount"`
@@ -70,7 +76,7 @@ type CreateBatchRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateBatchFunc func(ctx context.Context, tx pgstore.DBTX, p CreateBatchParams, body CreateBatchBody) (runtime.Response, error)
+type CreateBatchFunc func(ctx context.Context, tx DBTX, p CreateBatchParams, body CreateBatchBody) (runtime.Response, error)
 
 // CreateConsentParams holds the parameters of operation createConsent; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -102,7 +108,7 @@ type CreateConsentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateConsentFunc func(ctx context.Context, tx pgstore.DBTX, p CreateConsentParams, body CreateConsentBody) (runtime.Response, error)
+type CreateConsentFunc func(ctx context.Context, tx DBTX, p CreateConsentParams, body CreateConsentBody) (runtime.Response, error)
 
 // UpdateMandateParams holds the parameters of operation updateMandate; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -136,7 +142,7 @@ type UpdateMandateRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type UpdateMandateFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateMandateParams, body UpdateMandateBody) (runtime.Response, error)
+type UpdateMandateFunc func(ctx context.Context, tx DBTX, p UpdateMandateParams, body UpdateMandateBody) (runtime.Response, error)
 
 // CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -169,7 +175,7 @@ type CreatePaymentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
+type CreatePaymentFunc func(ctx context.Context, tx DBTX, p CreatePaymentParams, body CreatePaymentBody) (runtime.Response, error)
 
 // CreateReceiptParams holds the parameters of operation createReceipt; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -190,7 +196,7 @@ type CreateReceiptRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateReceiptFunc func(ctx context.Context, tx pgstore.DBTX, p CreateReceiptParams, body CreateReceiptBody) (runtime.Response, error)
+type CreateReceiptFunc func(ctx context.Context, tx DBTX, p CreateReceiptParams, body CreateReceiptBody) (runtime.Response, error)
 
 // CreateTransferParams holds the parameters of operation createTransfer; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -222,4 +228,4 @@ type CreateTransferRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTransferFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)
+type CreateTransferFunc func(ctx context.Context, tx DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)

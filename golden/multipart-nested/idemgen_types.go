@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreatePaymentOrderBody is a request type (inline schema at
 // /paths/~1api~1payment_orders/post/requestBody/content/multipart~1form-data/schema).
 type CreatePaymentOrderBody struct {
@@ -61,4 +67,4 @@ type CreatePaymentOrderRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentOrderFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentOrderParams, body CreatePaymentOrderBody) (runtime.Response, error)
+type CreatePaymentOrderFunc func(ctx context.Context, tx DBTX, p CreatePaymentOrderParams, body CreatePaymentOrderBody) (runtime.Response, error)

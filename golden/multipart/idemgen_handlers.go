@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateCatalogImageHandler(rt *runtime.Runtime, fn CreateCatalogImageFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCatalogImage(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateCatalogImage(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateCatalogImage(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateCatalogImageHandler(rt *runtime.Runtime, fn CreateCatalogImageFunc) h
 //
 //go:noinline
 func CreateDocumentHandler(rt *runtime.Runtime, fn CreateDocumentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateDocument(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateDocument(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateDocument(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func CreateDocumentHandler(rt *runtime.Runtime, fn CreateDocumentFunc) http.Hand
 //
 //go:noinline
 func CreateLetterHandler(rt *runtime.Runtime, fn CreateLetterFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateLetter(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateLetter(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateLetter(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

@@ -11,6 +11,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateCatalogImageRequest is a request type (schema CreateCatalogImageRequest).
 type CreateCatalogImageRequest struct {
 	IdempotencyKey *string           `json:"idempotency_key,omitempty"` // idempotency key: not part of the fingerprint
@@ -90,7 +96,7 @@ type CreateCatalogImageRequest2 struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateCatalogImageFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCatalogImageParams, body CreateCatalogImageBody) (runtime.Response, error)
+type CreateCatalogImageFunc func(ctx context.Context, tx DBTX, p CreateCatalogImageParams, body CreateCatalogImageBody) (runtime.Response, error)
 
 // CreateDocumentParams holds the parameters of operation createDocument; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -109,7 +115,7 @@ type CreateDocumentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateDocumentFunc func(ctx context.Context, tx pgstore.DBTX, p CreateDocumentParams, body CreateDocumentBody) (runtime.Response, error)
+type CreateDocumentFunc func(ctx context.Context, tx DBTX, p CreateDocumentParams, body CreateDocumentBody) (runtime.Response, error)
 
 // CreateLetterParams holds the parameters of operation createLetter; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -130,4 +136,4 @@ type CreateLetterRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateLetterFunc func(ctx context.Context, tx pgstore.DBTX, p CreateLetterParams, body CreateLetterBody) (runtime.Response, error)
+type CreateLetterFunc func(ctx context.Context, tx DBTX, p CreateLetterParams, body CreateLetterBody) (runtime.Response, error)

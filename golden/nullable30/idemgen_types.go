@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Address is a request type (schema Address).
 type Address struct {
 	Line1 *string           `json:"line1,omitempty"`
@@ -48,4 +54,4 @@ type CreateOrderRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateOrderFunc func(ctx context.Context, tx pgstore.DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)
+type CreateOrderFunc func(ctx context.Context, tx DBTX, p CreateOrderParams, body CreateOrderBody) (runtime.Response, error)

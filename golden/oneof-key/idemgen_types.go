@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateTransactionParams holds the parameters of operation createTransaction.
 type CreateTransactionParams struct{}
 
@@ -28,4 +34,4 @@ type CreateTransactionRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTransactionFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransactionParams, body CreateTransactionBody) (runtime.Response, error)
+type CreateTransactionFunc func(ctx context.Context, tx DBTX, p CreateTransactionParams, body CreateTransactionBody) (runtime.Response, error)

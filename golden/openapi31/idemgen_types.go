@@ -10,6 +10,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // PostEntryBody is a request type (inline schema at
 // /paths/~1v2~1entries/post/requestBody/content/application~1json/schema).
 type PostEntryBody struct {
@@ -54,4 +60,4 @@ type PostEntryRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostEntryFunc func(ctx context.Context, tx pgstore.DBTX, p PostEntryParams, body PostEntryBody) (runtime.Response, error)
+type PostEntryFunc func(ctx context.Context, tx DBTX, p PostEntryParams, body PostEntryBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCloseAccount(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler 
 //
 //go:noinline
 func AcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationAcmeThing(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationAcmeThing(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeAcmeThing(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -44,9 +43,9 @@ func AcmeThingHandler(rt *runtime.Runtime, fn AcmeThingFunc) http.Handler {
 //
 //go:noinline
 func CloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseTenantAccounts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCloseTenantAccounts(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCloseTenantAccounts(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -58,9 +57,9 @@ func CloseTenantAccountsHandler(rt *runtime.Runtime, fn CloseTenantAccountsFunc)
 //
 //go:noinline
 func ExportAccountsHandler(rt *runtime.Runtime, fn ExportAccountsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationExportAccounts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationExportAccounts(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeExportAccounts(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -72,9 +71,9 @@ func ExportAccountsHandler(rt *runtime.Runtime, fn ExportAccountsFunc) http.Hand
 //
 //go:noinline
 func ExportCSVHandler(rt *runtime.Runtime, fn ExportCSVFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationExportCSV(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationExportCSV(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeExportCSV(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})

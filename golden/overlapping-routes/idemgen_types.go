@@ -8,6 +8,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CloseAccountParams holds the parameters of operation closeAccount; the idempotency key header is
 // not here: the runtime reads and validates it.
 type CloseAccountParams struct {
@@ -25,7 +31,7 @@ type CloseAccountRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
+type CloseAccountFunc func(ctx context.Context, tx DBTX, p CloseAccountParams) (runtime.Response, error)
 
 // AcmeThingParams holds the parameters of operation acmeThing; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -45,7 +51,7 @@ type AcmeThingRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type AcmeThingFunc func(ctx context.Context, tx pgstore.DBTX, p AcmeThingParams) (runtime.Response, error)
+type AcmeThingFunc func(ctx context.Context, tx DBTX, p AcmeThingParams) (runtime.Response, error)
 
 // CloseTenantAccountsParams holds the parameters of operation closeTenantAccounts; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -65,7 +71,7 @@ type CloseTenantAccountsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CloseTenantAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p CloseTenantAccountsParams) (runtime.Response, error)
+type CloseTenantAccountsFunc func(ctx context.Context, tx DBTX, p CloseTenantAccountsParams) (runtime.Response, error)
 
 // ExportAccountsParams holds the parameters of operation exportAccounts; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -86,7 +92,7 @@ type ExportAccountsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type ExportAccountsFunc func(ctx context.Context, tx pgstore.DBTX, p ExportAccountsParams) (runtime.Response, error)
+type ExportAccountsFunc func(ctx context.Context, tx DBTX, p ExportAccountsParams) (runtime.Response, error)
 
 // ExportCSVParams holds the parameters of operation exportCSV; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -107,4 +113,4 @@ type ExportCSVRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type ExportCSVFunc func(ctx context.Context, tx pgstore.DBTX, p ExportCSVParams) (runtime.Response, error)
+type ExportCSVFunc func(ctx context.Context, tx DBTX, p ExportCSVParams) (runtime.Response, error)

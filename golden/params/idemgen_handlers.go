@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateExportHandler(rt *runtime.Runtime, fn CreateExportFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateExport(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateExport(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateExport(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateExportHandler(rt *runtime.Runtime, fn CreateExportFunc) http.Handler 
 //
 //go:noinline
 func EnableMethodHandler(rt *runtime.Runtime, fn EnableMethodFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationEnableMethod(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationEnableMethod(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeEnableMethod(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})

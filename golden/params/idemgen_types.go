@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateExportParamsFilter is a request type (inline schema at
 // /paths/~1exports/post/parameters/0/schema).
 type CreateExportParamsFilter struct {
@@ -64,7 +70,7 @@ type CreateExportRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateExportFunc func(ctx context.Context, tx pgstore.DBTX, p CreateExportParams) (runtime.Response, error)
+type CreateExportFunc func(ctx context.Context, tx DBTX, p CreateExportParams) (runtime.Response, error)
 
 // EnableMethodParams holds the parameters of operation enableMethod; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -88,4 +94,4 @@ type EnableMethodRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type EnableMethodFunc func(ctx context.Context, tx pgstore.DBTX, p EnableMethodParams) (runtime.Response, error)
+type EnableMethodFunc func(ctx context.Context, tx DBTX, p EnableMethodParams) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateTransferEcmaHandler(rt *runtime.Runtime, fn CreateTransferEcmaFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTransferEcma(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateTransferEcma(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateTransferEcma(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateTransferEcmaHandler(rt *runtime.Runtime, fn CreateTransferEcmaFunc) h
 //
 //go:noinline
 func CreateTransferHandler(rt *runtime.Runtime, fn CreateTransferFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateTransfer(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateTransfer(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

@@ -8,6 +8,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Transfer is a request type (schema Transfer).
 type Transfer struct {
 	Currency      string   `json:"currency"`
@@ -64,7 +70,7 @@ type CreateTransferEcmaRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTransferEcmaFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransferEcmaParams, body CreateTransferEcmaBody) (runtime.Response, error)
+type CreateTransferEcmaFunc func(ctx context.Context, tx DBTX, p CreateTransferEcmaParams, body CreateTransferEcmaBody) (runtime.Response, error)
 
 // CreateTransferParams holds the parameters of operation createTransfer; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -85,4 +91,4 @@ type CreateTransferRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTransferFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)
+type CreateTransferFunc func(ctx context.Context, tx DBTX, p CreateTransferParams, body CreateTransferBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreatePetHandler(rt *runtime.Runtime, fn CreatePetFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePet(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePet(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreatePetHandler(rt *runtime.Runtime, fn CreatePetFunc) http.Handler {
 //
 //go:noinline
 func PlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePlaceOrder(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // NewPet is a request type (schema NewPet).
 type NewPet struct {
 	Name        string            `json:"name"`
@@ -104,7 +110,7 @@ type CreatePetRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePetFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePetParams, body CreatePetBody) (runtime.Response, error)
+type CreatePetFunc func(ctx context.Context, tx DBTX, p CreatePetParams, body CreatePetBody) (runtime.Response, error)
 
 // PlaceOrderParams holds the parameters of operation placeOrder; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -130,4 +136,4 @@ type PlaceOrderRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PlaceOrderFunc func(ctx context.Context, tx pgstore.DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)
+type PlaceOrderFunc func(ctx context.Context, tx DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func BatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationBatch(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationBatch(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeBatch(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func BatchHandler(rt *runtime.Runtime, fn BatchFunc) http.Handler {
 //
 //go:noinline
 func PatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPatchChoice(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPatchChoice(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePatchChoice(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func PatchChoiceHandler(rt *runtime.Runtime, fn PatchChoiceFunc) http.Handler {
 //
 //go:noinline
 func PostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostFree(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostFree(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostFree(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -58,9 +57,9 @@ func PostFreeHandler(rt *runtime.Runtime, fn PostFreeFunc) http.Handler {
 //
 //go:noinline
 func KitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationKitchenSink(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationKitchenSink(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeKitchenSink(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -72,9 +71,9 @@ func KitchenSinkHandler(rt *runtime.Runtime, fn KitchenSinkFunc) http.Handler {
 //
 //go:noinline
 func PutSettingsHandler(rt *runtime.Runtime, fn PutSettingsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPutSettings(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPutSettings(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePutSettings(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

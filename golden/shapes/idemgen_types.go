@@ -10,6 +10,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Item is a request type (schema Item).
 type Item struct {
 	Sku   string            `json:"sku"`
@@ -111,7 +117,7 @@ type BatchRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type BatchFunc func(ctx context.Context, tx pgstore.DBTX, p BatchParams, body BatchBody) (runtime.Response, error)
+type BatchFunc func(ctx context.Context, tx DBTX, p BatchParams, body BatchBody) (runtime.Response, error)
 
 // PatchChoiceParams holds the parameters of operation patchChoice; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -132,7 +138,7 @@ type PatchChoiceRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PatchChoiceFunc func(ctx context.Context, tx pgstore.DBTX, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
+type PatchChoiceFunc func(ctx context.Context, tx DBTX, p PatchChoiceParams, body PatchChoiceBody) (runtime.Response, error)
 
 // PostFreeParams holds the parameters of operation postFree; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -153,7 +159,7 @@ type PostFreeRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostFreeFunc func(ctx context.Context, tx pgstore.DBTX, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
+type PostFreeFunc func(ctx context.Context, tx DBTX, p PostFreeParams, body PostFreeBody) (runtime.Response, error)
 
 // KitchenSinkParams holds the parameters of operation kitchenSink; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -172,7 +178,7 @@ type KitchenSinkRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type KitchenSinkFunc func(ctx context.Context, tx pgstore.DBTX, p KitchenSinkParams, body KitchenSinkBody) (runtime.Response, error)
+type KitchenSinkFunc func(ctx context.Context, tx DBTX, p KitchenSinkParams, body KitchenSinkBody) (runtime.Response, error)
 
 // PutSettingsParams holds the parameters of operation putSettings; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -193,4 +199,4 @@ type PutSettingsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PutSettingsFunc func(ctx context.Context, tx pgstore.DBTX, p PutSettingsParams, body PutSettingsBody) (runtime.Response, error)
+type PutSettingsFunc func(ctx context.Context, tx DBTX, p PutSettingsParams, body PutSettingsBody) (runtime.Response, error)

@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // Invoice is a request type (schema Invoice).
 type Invoice struct {
 	Customer string            `json:"customer"`
@@ -58,4 +64,4 @@ type CreateInvoiceRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateInvoiceFunc func(ctx context.Context, tx pgstore.DBTX, p CreateInvoiceParams, body CreateInvoiceBody) (runtime.Response, error)
+type CreateInvoiceFunc func(ctx context.Context, tx DBTX, p CreateInvoiceParams, body CreateInvoiceBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateRootHandler(rt *runtime.Runtime, fn CreateRootFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateRoot(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateRoot(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateRoot(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -30,9 +29,9 @@ func CreateRootHandler(rt *runtime.Runtime, fn CreateRootFunc) http.Handler {
 //
 //go:noinline
 func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCloseAccount(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCloseAccount(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -44,9 +43,9 @@ func CloseAccountHandler(rt *runtime.Runtime, fn CloseAccountFunc) http.Handler 
 //
 //go:noinline
 func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePayment(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})
@@ -58,9 +57,9 @@ func CreatePaymentHandler(rt *runtime.Runtime, fn CreatePaymentFunc) http.Handle
 //
 //go:noinline
 func CreatePaymentSlashHandler(rt *runtime.Runtime, fn CreatePaymentSlashFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreatePaymentSlash(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreatePaymentSlash(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreatePaymentSlash(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -72,9 +71,9 @@ func CreatePaymentSlashHandler(rt *runtime.Runtime, fn CreatePaymentSlashFunc) h
 //
 //go:noinline
 func CreateTenantRefundHandler(rt *runtime.Runtime, fn CreateTenantRefundFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateTenantRefund(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateTenantRefund(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateTenantRefund(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})

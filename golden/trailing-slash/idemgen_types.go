@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreatePaymentSlashBody is a request type (inline schema at
 // /paths/~1payments~1/post/requestBody/content/application~1json/schema).
 type CreatePaymentSlashBody struct {
@@ -31,7 +37,7 @@ type CreateRootRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateRootFunc func(ctx context.Context, tx pgstore.DBTX, p CreateRootParams) (runtime.Response, error)
+type CreateRootFunc func(ctx context.Context, tx DBTX, p CreateRootParams) (runtime.Response, error)
 
 // CloseAccountParams holds the parameters of operation closeAccount; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -50,7 +56,7 @@ type CloseAccountRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CloseAccountFunc func(ctx context.Context, tx pgstore.DBTX, p CloseAccountParams) (runtime.Response, error)
+type CloseAccountFunc func(ctx context.Context, tx DBTX, p CloseAccountParams) (runtime.Response, error)
 
 // CreatePaymentParams holds the parameters of operation createPayment; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -67,7 +73,7 @@ type CreatePaymentRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentParams) (runtime.Response, error)
+type CreatePaymentFunc func(ctx context.Context, tx DBTX, p CreatePaymentParams) (runtime.Response, error)
 
 // CreatePaymentSlashParams holds the parameters of operation createPaymentSlash; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -86,7 +92,7 @@ type CreatePaymentSlashRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentSlashFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentSlashParams, body CreatePaymentSlashBody) (runtime.Response, error)
+type CreatePaymentSlashFunc func(ctx context.Context, tx DBTX, p CreatePaymentSlashParams, body CreatePaymentSlashBody) (runtime.Response, error)
 
 // CreateTenantRefundParams holds the parameters of operation createTenantRefund; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -106,4 +112,4 @@ type CreateTenantRefundRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateTenantRefundFunc func(ctx context.Context, tx pgstore.DBTX, p CreateTenantRefundParams) (runtime.Response, error)
+type CreateTenantRefundFunc func(ctx context.Context, tx DBTX, p CreateTenantRefundParams) (runtime.Response, error)

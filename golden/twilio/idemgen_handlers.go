@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func CreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationCreateCall(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationCreateCall(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeCreateCall(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -31,9 +30,9 @@ func CreateCallHandler(rt *runtime.Runtime, fn CreateCallFunc) http.Handler {
 //
 //go:noinline
 func UpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUpdateCall(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationUpdateCall(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeUpdateCall(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -47,9 +46,9 @@ func UpdateCallHandler(rt *runtime.Runtime, fn UpdateCallFunc) http.Handler {
 //
 //go:noinline
 func UpdateRecordingHandler(rt *runtime.Runtime, fn UpdateRecordingFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationUpdateRecording(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationUpdateRecording(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeUpdateRecording(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params)
 		}, err
 	})

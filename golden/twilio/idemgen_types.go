@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateCallBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreateCallBody struct {
@@ -63,7 +69,7 @@ type CreateCallRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreateCallFunc func(ctx context.Context, tx pgstore.DBTX, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
+type CreateCallFunc func(ctx context.Context, tx DBTX, p CreateCallParams, body CreateCallBody) (runtime.Response, error)
 
 // UpdateCallParams holds the parameters of operation UpdateCall; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -85,7 +91,7 @@ type UpdateCallRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type UpdateCallFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
+type UpdateCallFunc func(ctx context.Context, tx DBTX, p UpdateCallParams, body UpdateCallBody) (runtime.Response, error)
 
 // UpdateRecordingParams holds the parameters of operation UpdateRecording; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -107,4 +113,4 @@ type UpdateRecordingRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type UpdateRecordingFunc func(ctx context.Context, tx pgstore.DBTX, p UpdateRecordingParams) (runtime.Response, error)
+type UpdateRecordingFunc func(ctx context.Context, tx DBTX, p UpdateRecordingParams) (runtime.Response, error)

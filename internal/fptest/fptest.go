@@ -24,10 +24,10 @@ type Request struct {
 	Path map[string]string
 	// Header holds name, value pairs, added in order (a name may repeat).
 	Header []string
-	// MediaType is the request's media type as the runtime reports it ("" without a body);
-	// Declared the operation's entry that admitted it (MediaType when empty).
-	MediaType, Declared string
-	Body                string
+	// MediaType is the request's media type ("" without a body); the operation's entry that
+	// admits it is found as the runtime finds it.
+	MediaType string
+	Body      string
 }
 
 // HTTP builds the request with its path values and headers set.
@@ -47,14 +47,6 @@ func (c Request) HTTP() *http.Request {
 		r.Header.Set("Content-Type", c.MediaType)
 	}
 	return r
-}
-
-// DeclaredType is Declared, or MediaType when Declared is empty.
-func (c Request) DeclaredType() string {
-	if c.Declared != "" {
-		return c.Declared
-	}
-	return c.MediaType
 }
 
 // Check computes each request's fingerprint with fp and compares it with the parallel entry of

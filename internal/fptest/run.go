@@ -1,8 +1,12 @@
 package fptest
 
 import (
+	"bytes"
+	"io"
+	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -12,20 +16,14 @@ import (
 // Fingerprinter computes a corpus request's fingerprint, or refuses it.
 type Fingerprinter func(c Request, r *http.Request) (canonical.Fingerprint, error)
 
-// Run is the fingerprint of an operation's generated decode function, called as the generated
-// handler calls it: gen.Input reset on the request, the request line framed by Begin from the
-// operation's settings, then decode, then Sum.
+// Run is the fingerprint of an operation's generated decode function, computed as the runtime
+// computes it for the request (runtime.Fingerprint, the runtime's one decode path): the body and
+// media type from the request, the declared entry that admits it, the path values found by the
+// operation's path template.
 func Run[R any](op *runtime.Operation, decode func(*gen.Input) (R, error)) Fingerprinter {
-	m := &gen.Matcher{}
 	return func(c Request, r *http.Request) (canonical.Fingerprint, error) {
-		var in gen.Input
-		in.Reset(r, []byte(c.Body), c.MediaType, c.DeclaredType(), nil, m)
-		in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-		if _, err := decode(&in); err != nil {
-			in.Release()
-			return canonical.Fingerprint{}, err
-		}
-		return in.Sum(), nil
+		_, fp, err := runtime.Fingerprint(op, decode, r)
+		return fp, err
 	}
 }
 
@@ -35,35 +33,43 @@ func ByOp(ops map[string]Fingerprinter) Fingerprinter {
 }
 
 // Decode runs an operation's generated decode function on r with body (of the media type mt, ""
-// for none, which is also the declared entry) as the generated handler does, and returns the
-// decoded request and its fingerprint, or the refusal.
+// for none; r's Content-Type when it names mt) as the runtime does (runtime.Fingerprint), and
+// returns the decoded request and its fingerprint, or the refusal.
 func Decode[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r *http.Request, mt string, body []byte) (R, canonical.Fingerprint, error) {
-	var in gen.Input
-	in.Reset(r, body, mt, mt, nil, nil)
-	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-	v, err := decode(&in)
-	if err != nil {
-		in.Release()
-		return v, canonical.Fingerprint{}, err
-	}
-	return v, in.Sum(), nil
+	withBody(r, mt, body)
+	return runtime.Fingerprint(op, decode, r)
 }
 
-// Reencoded runs decode on r with body as runtime.Middleware does (gen.Input.Reencode), and
-// returns the decoded request, its fingerprint, and the body the wrapped handler reads in place
-// of body, with the Content-Type it goes with ("" for r's own), or the refusal.
+// Reencoded runs decode on r with body (of the media type mt, "" for none; r's Content-Type
+// when it names mt) as runtime.Middleware does (gen.Input.Reencode, through runtime.Fingerprint),
+// and returns the decoded request, its fingerprint, and the body the wrapped handler reads in
+// place of body, with the Content-Type it goes with ("" for r's own), or the refusal.
 func Reencoded[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r *http.Request, mt string, body []byte) (v R, fp canonical.Fingerprint, delivered []byte, contentType string, err error) {
-	var in gen.Input
-	in.Reset(r, body, mt, mt, nil, nil)
-	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-	in.Reencode()
-	v, err = decode(&in)
+	withBody(r, mt, body)
+	v, fp, err = runtime.Fingerprint(op, func(in *gen.Input) (R, error) {
+		in.Reencode()
+		v, err := decode(in)
+		if err == nil {
+			delivered, contentType = in.ReencodedBody()
+		}
+		return v, err
+	}, r)
 	if err != nil {
-		in.Release()
 		return v, canonical.Fingerprint{}, nil, "", err
 	}
-	delivered, contentType = in.ReencodedBody()
-	return v, in.Sum(), delivered, contentType, nil
+	return v, fp, delivered, contentType, nil
+}
+
+// withBody makes body r's body, of the media type mt: r's Content-Type when it names mt (with
+// its parameters, a multipart boundary), else mt.
+func withBody(r *http.Request, mt string, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if mt == "" {
+		return
+	}
+	if have, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || !strings.EqualFold(have, mt) {
+		r.Header.Set("Content-Type", mt)
+	}
 }
 
 // WithoutExtra zeroes, in the value p points to and everything it holds, every field of type

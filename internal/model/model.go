@@ -33,6 +33,11 @@ type Document struct {
 	Unmarked []*Operation
 	// Schemas are the named component schemas reachable from Operations, sorted by Name.
 	Schemas []*Schema
+	// DB is the config file's db: the Go type of the database handle generated handlers write
+	// through, as written ("*example.com/shop/store.DB"); "" when the config names none. DBLoc is
+	// where it is written. The generator parses and checks it.
+	DB    string
+	DBLoc diag.Loc
 }
 
 // MarkSource says where an operation's idempotency mark came from.

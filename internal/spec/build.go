@@ -48,6 +48,9 @@ type kinSchema struct {
 func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.lc, d)}
 	out := &model.Document{Source: opts.Path, OpenAPI: l.doc.OpenAPI}
+	if cfg != nil {
+		out.DB, out.DBLoc = cfg.db, cfg.dbLoc
+	}
 	if l.doc.Info != nil {
 		out.Title, out.Version = l.doc.Info.Title, l.doc.Info.Version
 	}

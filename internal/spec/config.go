@@ -28,10 +28,15 @@ import (
 //	  createPayment: true               # by operationId
 //	  "POST /v1/refunds": {key: {header: X-Request-Id}}   # or METHOD /path
 //	  "* /v1/internal/**": false        # or a pattern
+//	db: "*example.com/shop/store.DB"    # the handle generated handlers write through
 type config struct {
 	path     string
 	defaults *layer
 	entries  []*configEntry
+	// db is the Go type reference of the database handle (the generator checks its syntax);
+	// dbLoc is where it is written.
+	db    string
+	dbLoc diag.Loc
 	// only, when set, lists the operations that may be marked at all.
 	only []*configEntry
 	// unsafe marks every operation of an unsafe method not marked otherwise (nil: off).
@@ -62,11 +67,11 @@ type configEntry struct {
 }
 
 // configFields are the top-level fields of a config file.
-var configFields = []string{"version", "defaults", "operations", "only", "unsafe", "stainless", "refs"}
+var configFields = []string{"version", "defaults", "operations", "only", "unsafe", "stainless", "refs", "db"}
 
 // configFile is a config file's top level, each field kept as its node for located errors.
 type configFile struct {
-	Version, Defaults, Operations, Only, Unsafe, Stainless, Refs yaml.Node
+	Version, Defaults, Operations, Only, Unsafe, Stainless, Refs, DB yaml.Node
 }
 
 // configVersion is the only config format version this idemgen reads.
@@ -107,6 +112,14 @@ func readConfig(path string, d *diag.List) *config {
 	}
 	if f.Defaults.Kind != 0 {
 		c.defaults = decodeDefaults(&f.Defaults, diag.Loc{File: path, Line: f.Defaults.Line, Pointer: "/defaults"}, d)
+	}
+	if v := &f.DB; v.Kind != 0 {
+		loc := diag.Loc{File: path, Line: v.Line, Column: v.Column, Pointer: "/db"}
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
+			d.Errorf(loc, "wrong-type", "db must be a Go type as a string (\"github.com/idemgen/idemgen/runtime/pgstore.DBTX\"), not %s", describe(v))
+		} else {
+			c.db, c.dbLoc = v.Value, loc
+		}
 	}
 	c.readOnly(&f.Only, d)
 	c.readUnsafe(&f.Unsafe, &f.Stainless, d)
@@ -331,6 +344,8 @@ func configTop(path string, doc *yaml.Node, d *diag.List) (f configFile, ok bool
 			f.Defaults = *v
 		case "operations":
 			f.Operations = *v
+		case "db":
+			f.DB = *v
 		case "only":
 			f.Only = *v
 		case "unsafe":

@@ -37,6 +37,7 @@ func TestConfigDiagnostics(t *testing.T) {
 		{name: "exclude matching nothing", config: "version: 1\noperations:\n  createPayment:\n    fingerprint:\n      exclude: [/amount, /nope]\n", code: "exclude-matches-nothing", line: 5, pointer: "/operations/createPayment/fingerprint/exclude/1"},
 		{name: "mark on GET", config: "version: 1\noperations:\n  GET /payments: true\n", code: "safe-method", line: 3, pointer: "/operations/GET ~1payments"},
 		{name: "operations not a map", config: "version: 1\noperations: [createPayment]\n", code: "wrong-type", line: 2, pointer: "/operations"},
+		{name: "db not a string", config: "version: 1\ndb: [DBTX]\n", code: "wrong-type", line: 2, pointer: "/db"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +56,20 @@ func TestConfigDiagnostics(t *testing.T) {
 	}
 }
 
+// TestConfigDB: the config's db reaches the model as written, located, for the generator to
+// parse.
+func TestConfigDB(t *testing.T) {
+	specPath := writeSpec(t, "true", "", "", "")
+	cfg := writeFile(t, "idemgen.yaml", "version: 1\ndb: \"*example.com/shop/store.DB\"\n")
+	res := load(t, Options{Path: specPath, ConfigPath: cfg})
+	if res.Diags.HasErrors() {
+		t.Fatal(res.Diags.Err())
+	}
+	if d := res.Doc; d.DB != "*example.com/shop/store.DB" || d.DBLoc.File != cfg || d.DBLoc.Line != 2 || d.DBLoc.Pointer != "/db" {
+		t.Errorf("db %q at %v", d.DB, d.DBLoc)
+	}
+}
+
 // TestConfigUnknownTopLevelFields: each unknown top-level field is its own located error, with
 // the known field it is closest to, like an unknown field inside the settings.
 func TestConfigUnknownTopLevelFields(t *testing.T) {
@@ -68,7 +83,7 @@ func TestConfigUnknownTopLevelFields(t *testing.T) {
 	}
 	want := []string{
 		`2:1 unknown-field /operation unknown config field "operation"; did you mean "operations"?`,
-		`4:1 unknown-field /marks unknown config field "marks" (known: version, defaults, operations, only, unsafe, stainless, refs)`,
+		`4:1 unknown-field /marks unknown config field "marks" (known: version, defaults, operations, only, unsafe, stainless, refs, db)`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

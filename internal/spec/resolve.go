@@ -11,17 +11,19 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
-// Defaults of docs/design.md section 2.
+// Defaults of docs/design.md section 2, from runtime/defaults (the runtime's and the
+// generator's too).
 const (
-	defaultHeader    = "Idempotency-Key"
-	defaultMinLength = 16
-	defaultMaxLength = 255
-	defaultRetention = 24 * time.Hour
-	defaultLease     = 30 * time.Second
-	defaultLimit     = 1 << 20 // 1 MiB
+	defaultHeader    = defaults.KeyHeader
+	defaultMinLength = defaults.KeyMinLength
+	defaultMaxLength = defaults.KeyMaxLength
+	defaultRetention = defaults.Retention
+	defaultLease     = defaults.Lease
+	defaultLimit     = defaults.BodyLimit // 1 MiB: limits.body, limits.response and limits.part
 )
 
 // capHint says how to accept idemgen's cap on a key longer than it allows: set key.maxLength
@@ -39,11 +41,14 @@ func capHint(id string, derived bool, method, path string) string {
 		"and tell the API's clients", defaultMaxLength, selector)
 }
 
-// defaultStatuses is replay.statuses' default: 2xx and 4xx are final except 408, 409, 425 and
-// 429, which a client is expected to retry (RFC 9110 sections 15.5.9, 15.5.10; RFC 8470; RFC 6585).
+// defaultStatuses is replay.statuses' default (defaults.Statuses): 2xx and 4xx are final except
+// 408, 409, 425 and 429, which a client is expected to retry.
 func defaultStatuses() []model.StatusRule {
-	return []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 408, Exclude: true}, {Code: 409, Exclude: true},
-		{Code: 425, Exclude: true}, {Code: 429, Exclude: true}}
+	var out []model.StatusRule
+	for _, r := range defaults.Statuses() {
+		out = append(out, model.StatusRule(r))
+	}
+	return out
 }
 
 // mergeSettings merges settings layers; when the result names a profile, the profile's

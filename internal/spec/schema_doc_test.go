@@ -44,6 +44,7 @@ operations:
     concurrency: {wait: 0s}
     limits: {body: 64KiB, response: 1048576}
   GET /payments: false
+db: "*example.com/shop/store.DB"
 `
 	cases := []struct {
 		name, config string
@@ -69,6 +70,8 @@ operations:
 		{"bad status class", "version: 1\ndefaults: {replay: {statuses: [6xx]}}\n", false},
 		{"empty statuses", "version: 1\ndefaults: {replay: {statuses: []}}\n", false},
 		{"required as string", "version: 1\ndefaults: {key: {required: \"no\"}}\n", false},
+		{"db as a map", "version: 1\ndb: {type: DBTX}\n", false},
+		{"empty db", "version: 1\ndb: \"\"\n", false},
 		{"only and patterns", "version: 1\nonly: [createPayment, \"POST /pay*\"]\noperations: {\"* /payments\": false}\n", true},
 		{"only not a list", "version: 1\nonly: createPayment\n", false},
 		{"unsafe", "version: 1\nunsafe: {retention: 1h}\n", true},

@@ -1,6 +1,7 @@
 package canonical
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -8,8 +9,14 @@ import (
 
 // Schema checks for generated decoders. Each reads or tests the value just read and records a
 // violation with Invalid, so it names that value's pointer; like every Decoder method they do
-// nothing once an error is recorded. The reasons are the ones runtime/gen uses for parameters and
-// form fields, so a constraint reads the same wherever the value comes from.
+// nothing once an error is recorded.
+//
+// The rules themselves, and their wording, exist once: the Reason functions below (BoundReason
+// and the ones built on it, LengthReason, ItemsReason, PatternReason, OneOf), which return why a
+// value breaks a constraint, "" when it does not. The Decoder's check methods and those of
+// runtime/gen's readers of parameters, form fields and multipart parts report them, and
+// runtime/gen's oneOf/anyOf of scalars collects them per member, so a constraint is checked and
+// worded the same wherever the value comes from.
 
 // Matcher matches a string against a schema pattern (JSON Schema "pattern": not anchored). The
 // Decoder's owner provides it (runtime/gen's Matcher compiles each pattern once), which keeps
@@ -81,12 +88,24 @@ func OneOf(values []string) string {
 // Length checks the length of s in code points (minLength, maxLength): exactly min when min ==
 // max, else at least min and at most max; a negative bound is absent.
 func (d *Decoder) Length(s string, min, max int) {
-	if d.err != nil || (min <= 0 && max < 0) {
-		return
+	if d.err == nil {
+		d.check(StringLengthReason(s, min, max))
 	}
-	if r := LengthReason(utf8.RuneCountInString(s), min, max); r != "" {
-		d.Invalid(r)
+}
+
+// check records reason, unless it is "" (the value keeps its constraint).
+func (d *Decoder) check(reason string) {
+	if reason != "" {
+		d.Invalid(reason)
 	}
+}
+
+// StringLengthReason is why s breaks Length's bounds, counted in code points, or "".
+func StringLengthReason(s string, min, max int) string {
+	if min <= 0 && max < 0 {
+		return ""
+	}
+	return LengthReason(utf8.RuneCountInString(s), min, max)
 }
 
 // LengthReason is why a string of n code points breaks Length's bounds, or "".
@@ -106,11 +125,7 @@ func LengthReason(n, min, max int) string {
 
 // Items checks the number of items n of an array (minItems, maxItems); a negative bound is
 // absent.
-func (d *Decoder) Items(n, min, max int) {
-	if r := ItemsReason(n, min, max); r != "" {
-		d.Invalid(r)
-	}
-}
+func (d *Decoder) Items(n, min, max int) { d.check(ItemsReason(n, min, max)) }
 
 // ItemsReason is why an array of n items breaks Items's bounds, or "".
 func ItemsReason(n, min, max int) string {
@@ -125,54 +140,56 @@ func ItemsReason(n, min, max int) string {
 
 // Min checks v >= min (minimum), Max v <= max (maximum), ExclusiveMin v > min and ExclusiveMax
 // v < max, comparing integers exactly (no float64 round trip above 2^53).
-func (d *Decoder) Min(v, min int64) {
-	if v < min {
-		d.Invalid("must be at least " + Bound(float64(min)))
-	}
-}
-
-func (d *Decoder) Max(v, max int64) {
-	if v > max {
-		d.Invalid("must be at most " + Bound(float64(max)))
-	}
-}
-
-func (d *Decoder) ExclusiveMin(v, min int64) {
-	if v <= min {
-		d.Invalid("must be greater than " + Bound(float64(min)))
-	}
-}
-
-func (d *Decoder) ExclusiveMax(v, max int64) {
-	if v >= max {
-		d.Invalid("must be less than " + Bound(float64(max)))
-	}
-}
+func (d *Decoder) Min(v, min int64)          { d.check(MinReason(v, min)) }
+func (d *Decoder) Max(v, max int64)          { d.check(MaxReason(v, max)) }
+func (d *Decoder) ExclusiveMin(v, min int64) { d.check(ExclusiveMinReason(v, min)) }
+func (d *Decoder) ExclusiveMax(v, max int64) { d.check(ExclusiveMaxReason(v, max)) }
 
 // MinFloat, MaxFloat, ExclusiveMinFloat and ExclusiveMaxFloat are Min, Max, ExclusiveMin and
 // ExclusiveMax for numbers, and for integers against a bound that is not a whole int64.
-func (d *Decoder) MinFloat(v, min float64) {
-	if v < min {
-		d.Invalid("must be at least " + Bound(min))
-	}
+func (d *Decoder) MinFloat(v, min float64)          { d.check(MinReason(v, min)) }
+func (d *Decoder) MaxFloat(v, max float64)          { d.check(MaxReason(v, max)) }
+func (d *Decoder) ExclusiveMinFloat(v, min float64) { d.check(ExclusiveMinReason(v, min)) }
+func (d *Decoder) ExclusiveMaxFloat(v, max float64) { d.check(ExclusiveMaxReason(v, max)) }
+
+// Number is what a numeric bound compares: an integer, exactly, or a number.
+type Number interface{ ~int64 | ~float64 }
+
+// MinReason is why v breaks minimum min, or "".
+func MinReason[T Number](v, min T) string {
+	return BoundReason(cmp.Compare(v, min), float64(min), true, false)
 }
 
-func (d *Decoder) MaxFloat(v, max float64) {
-	if v > max {
-		d.Invalid("must be at most " + Bound(max))
-	}
+// MaxReason is why v breaks maximum max, or "".
+func MaxReason[T Number](v, max T) string {
+	return BoundReason(cmp.Compare(v, max), float64(max), false, false)
 }
 
-func (d *Decoder) ExclusiveMinFloat(v, min float64) {
-	if v <= min {
-		d.Invalid("must be greater than " + Bound(min))
-	}
+// ExclusiveMinReason is why v breaks exclusiveMinimum min (v must be greater), or "".
+func ExclusiveMinReason[T Number](v, min T) string {
+	return BoundReason(cmp.Compare(v, min), float64(min), true, true)
 }
 
-func (d *Decoder) ExclusiveMaxFloat(v, max float64) {
-	if v >= max {
-		d.Invalid("must be less than " + Bound(max))
+// ExclusiveMaxReason is why v breaks exclusiveMaximum max (v must be less), or "".
+func ExclusiveMaxReason[T Number](v, max T) string {
+	return BoundReason(cmp.Compare(v, max), float64(max), false, true)
+}
+
+// BoundReason is why a value that compares to a schema bound as c (-1 below it, 0 equal, +1
+// above, cmp.Compare's result) breaks it, or "": a minimum (minimum true) or a maximum,
+// exclusive (exclusiveMinimum, exclusiveMaximum) or not.
+func BoundReason(c int, bound float64, minimum, exclusive bool) string {
+	switch {
+	case minimum && exclusive && c <= 0:
+		return "must be greater than " + Bound(bound)
+	case minimum && !exclusive && c < 0:
+		return "must be at least " + Bound(bound)
+	case !minimum && exclusive && c >= 0:
+		return "must be less than " + Bound(bound)
+	case !minimum && !exclusive && c > 0:
+		return "must be at most " + Bound(bound)
 	}
+	return ""
 }
 
 // Bound formats a schema bound in a reason: the shortest decimal that reads back as f, with an
@@ -186,9 +203,12 @@ func (d *Decoder) Pattern(s, pattern string) {
 		return
 	}
 	if d.matcher == nil || !d.matcher.Match(pattern, s) {
-		d.Invalid("must match the pattern " + strconv.Quote(pattern))
+		d.Invalid(PatternReason(pattern))
 	}
 }
+
+// PatternReason is why a string without a match of the schema pattern is refused.
+func PatternReason(pattern string) string { return "must match the pattern " + strconv.Quote(pattern) }
 
 // MapKey reads the current member's name as a key of the map m being decoded (additionalProperties),
 // recording "duplicate member name" when m already holds it.

@@ -149,3 +149,32 @@ func TestGrowAndPtr(t *testing.T) {
 		t.Error("Ptr shares its value")
 	}
 }
+
+// TestReasonFunctions: each bound keeps its edge (a minimum admits the bound, an exclusive one does
+// not), integers compare exactly above 2^53, where float64 would round both sides to the same
+// value, and the reason names the bound.
+func TestReasonFunctions(t *testing.T) {
+	const big = int64(1)<<53 + 1
+	for _, tt := range []struct {
+		name, got, want string
+	}{
+		{"min at bound", MinReason(int64(1), 1), ""},
+		{"min below", MinReason(int64(0), 1), "must be at least 1"},
+		{"max at bound", MaxReason(2.5, 2.5), ""},
+		{"max above", MaxReason(2.6, 2.5), "must be at most 2.5"},
+		{"exclusive min at bound", ExclusiveMinReason(int64(1), 1), "must be greater than 1"},
+		{"exclusive min above", ExclusiveMinReason(1.5, 1), ""},
+		{"exclusive max at bound", ExclusiveMaxReason(0.0, 0), "must be less than 0"},
+		{"exclusive max below", ExclusiveMaxReason(-0.5, 0), ""},
+		{"min exact above 2^53", MinReason(big-1, big), "must be at least " + Bound(float64(big))},
+		{"max exact above 2^53", MaxReason(big, big-1), "must be at most " + Bound(float64(big-1))},
+		{"exclusive max exact above 2^53", ExclusiveMaxReason(big-1, big), ""},
+		{"length absent", StringLengthReason("", -1, -1), ""},
+		{"length in code points", StringLengthReason("ééé", 1, 3), ""},
+		{"length over", StringLengthReason("éééé", 1, 3), LengthReason(4, 1, 3)},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}

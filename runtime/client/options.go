@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Defaults of a Transport built without options. They keep a default client's whole retry budget
@@ -24,11 +26,12 @@ const (
 	DefaultMaxDelay = 30 * time.Second
 	// DefaultMaxElapsed bounds the time from the first attempt to the start of the last one.
 	DefaultMaxElapsed = 2 * time.Minute
-	// DefaultRetention is the server's retention; idemgen's default retention (runtime.DefaultRetention).
-	DefaultRetention = 24 * time.Hour
+	// DefaultRetention is the server's retention: idemgen's default retention, 24h
+	// (runtime/defaults).
+	DefaultRetention = defaults.Retention
 	// DefaultMaxBodyBytes caps a request body the Transport buffers for replay (1 MiB, the same
 	// as the server's default limits.body).
-	DefaultMaxBodyBytes = 1 << 20
+	DefaultMaxBodyBytes = defaults.BodyLimit
 )
 
 // defaultMethods are the methods that get a key and retries: the unsafe, non-idempotent ones

@@ -3,7 +3,6 @@ package gen
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
@@ -105,16 +104,24 @@ func (c *checker) Enum(values ...string) string {
 	return c.cur
 }
 
+// check records reason, unless it is "" (the value keeps its constraint).
+func (c *checker) check(reason string) {
+	if reason != "" {
+		c.Invalid(reason)
+	}
+}
+
+// The schema checks, as canonical.Decoder has them (and with its rules and reasons: canonical's
+// Reason functions). Each is //go:noinline: a large API's generated decoders call them tens of
+// thousands of times, and inlining them there costs build time for no run-time gain.
+
 // Length checks the length of s in code points: exactly min when min == max, else at least min
 // and at most max; a negative bound is absent.
 //
 //go:noinline
 func (c *checker) Length(s string, min, max int) {
-	if c.err != nil || (min <= 0 && max < 0) {
-		return
-	}
-	if r := canonical.LengthReason(utf8.RuneCountInString(s), min, max); r != "" {
-		c.Invalid(r)
+	if c.err == nil {
+		c.check(canonical.StringLengthReason(s, min, max))
 	}
 }
 
@@ -122,79 +129,43 @@ func (c *checker) Length(s string, min, max int) {
 // is absent.
 //
 //go:noinline
-func (c *checker) Items(n, min, max int) {
-	if r := canonical.ItemsReason(n, min, max); r != "" {
-		c.Invalid(r)
-	}
-}
+func (c *checker) Items(n, min, max int) { c.check(canonical.ItemsReason(n, min, max)) }
 
 // Min checks v >= min (minimum), Max v <= max (maximum), ExclusiveMin v > min and ExclusiveMax
 // v < max, comparing integers exactly.
 //
 //go:noinline
-func (c *checker) Min(v, min int64) {
-	if v < min {
-		c.Invalid("must be at least " + canonical.Bound(float64(min)))
-	}
-}
+func (c *checker) Min(v, min int64) { c.check(canonical.MinReason(v, min)) }
 
 //go:noinline
-func (c *checker) Max(v, max int64) {
-	if v > max {
-		c.Invalid("must be at most " + canonical.Bound(float64(max)))
-	}
-}
+func (c *checker) Max(v, max int64) { c.check(canonical.MaxReason(v, max)) }
 
 //go:noinline
-func (c *checker) ExclusiveMin(v, min int64) {
-	if v <= min {
-		c.Invalid("must be greater than " + canonical.Bound(float64(min)))
-	}
-}
+func (c *checker) ExclusiveMin(v, min int64) { c.check(canonical.ExclusiveMinReason(v, min)) }
 
 //go:noinline
-func (c *checker) ExclusiveMax(v, max int64) {
-	if v >= max {
-		c.Invalid("must be less than " + canonical.Bound(float64(max)))
-	}
-}
+func (c *checker) ExclusiveMax(v, max int64) { c.check(canonical.ExclusiveMaxReason(v, max)) }
 
 // MinFloat, MaxFloat, ExclusiveMinFloat and ExclusiveMaxFloat are Min, Max, ExclusiveMin and
 // ExclusiveMax for numbers, and for integers against a bound that is not a whole int64.
 //
 //go:noinline
-func (c *checker) MinFloat(v, min float64) {
-	if v < min {
-		c.Invalid("must be at least " + canonical.Bound(min))
-	}
-}
+func (c *checker) MinFloat(v, min float64) { c.check(canonical.MinReason(v, min)) }
 
 //go:noinline
-func (c *checker) MaxFloat(v, max float64) {
-	if v > max {
-		c.Invalid("must be at most " + canonical.Bound(max))
-	}
-}
+func (c *checker) MaxFloat(v, max float64) { c.check(canonical.MaxReason(v, max)) }
 
 //go:noinline
-func (c *checker) ExclusiveMinFloat(v, min float64) {
-	if v <= min {
-		c.Invalid("must be greater than " + canonical.Bound(min))
-	}
-}
+func (c *checker) ExclusiveMinFloat(v, min float64) { c.check(canonical.ExclusiveMinReason(v, min)) }
 
 //go:noinline
-func (c *checker) ExclusiveMaxFloat(v, max float64) {
-	if v >= max {
-		c.Invalid("must be less than " + canonical.Bound(max))
-	}
-}
+func (c *checker) ExclusiveMaxFloat(v, max float64) { c.check(canonical.ExclusiveMaxReason(v, max)) }
 
 // Pattern checks that s contains a match of the schema pattern.
 //
 //go:noinline
 func (c *checker) Pattern(s, pattern string) {
 	if c.err == nil && !c.m.Match(pattern, s) {
-		c.Invalid("must match the pattern " + strconv.Quote(pattern))
+		c.Invalid(canonical.PatternReason(pattern))
 	}
 }

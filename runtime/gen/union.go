@@ -1,10 +1,10 @@
 package gen
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
@@ -59,17 +59,15 @@ func (sc *Scalar) refuse(s string, m *Matcher) string {
 		if len(sc.Enum) > 0 && !containsText(sc.Enum, s) {
 			return canonical.OneOf(sc.Enum)
 		}
-		if sc.MinLength > 0 || sc.MaxLength > 0 {
-			max := sc.MaxLength
-			if max == 0 {
-				max = -1
-			}
-			if r := canonical.LengthReason(utf8.RuneCountInString(s), sc.MinLength, max); r != "" {
-				return r
-			}
+		max := sc.MaxLength
+		if max == 0 {
+			max = -1
+		}
+		if r := canonical.StringLengthReason(s, sc.MinLength, max); r != "" {
+			return r
 		}
 		if sc.Pattern != "" && !m.Match(sc.Pattern, s) {
-			return "must match the pattern " + strconv.Quote(sc.Pattern)
+			return canonical.PatternReason(sc.Pattern)
 		}
 		return ""
 	case "boolean":
@@ -92,27 +90,27 @@ func (sc *Scalar) refuse(s string, m *Matcher) string {
 		return sc.number(func(bound float64) int {
 			// Exact for every int64 against a whole bound inside the int64 range.
 			if bound == math.Trunc(bound) && math.Abs(bound) < 1<<62 {
-				return cmpInt(n, int64(bound))
+				return cmp.Compare(n, int64(bound))
 			}
-			return cmpFloat(float64(n), bound)
+			return cmp.Compare(float64(n), bound)
 		})
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "must be a number"
 		}
-		return sc.number(func(bound float64) int { return cmpFloat(f, bound) })
+		return sc.number(func(bound float64) int { return cmp.Compare(f, bound) })
 	}
 	return "is of an unsupported type " + sc.Type
 }
 
 // number checks an integer or number, compared with a bound or an enum value by cmp, against the
 // enum and the bounds.
-func (sc *Scalar) number(cmp func(bound float64) int) string {
+func (sc *Scalar) number(compare func(bound float64) int) string {
 	if len(sc.Enum) > 0 {
 		ok := false
 		for _, e := range sc.Enum {
-			if f, err := strconv.ParseFloat(e, 64); err == nil && cmp(f) == 0 {
+			if f, err := strconv.ParseFloat(e, 64); err == nil && compare(f) == 0 {
 				ok = true
 				break
 			}
@@ -122,19 +120,13 @@ func (sc *Scalar) number(cmp func(bound float64) int) string {
 		}
 	}
 	if b := sc.Minimum; b != nil {
-		if c := cmp(*b); c < 0 || (c == 0 && sc.ExclusiveMin) {
-			if sc.ExclusiveMin {
-				return "must be greater than " + canonical.Bound(*b)
-			}
-			return "must be at least " + canonical.Bound(*b)
+		if r := canonical.BoundReason(compare(*b), *b, true, sc.ExclusiveMin); r != "" {
+			return r
 		}
 	}
 	if b := sc.Maximum; b != nil {
-		if c := cmp(*b); c > 0 || (c == 0 && sc.ExclusiveMax) {
-			if sc.ExclusiveMax {
-				return "must be less than " + canonical.Bound(*b)
-			}
-			return "must be at most " + canonical.Bound(*b)
+		if r := canonical.BoundReason(compare(*b), *b, false, sc.ExclusiveMax); r != "" {
+			return r
 		}
 	}
 	return ""
@@ -147,24 +139,4 @@ func containsText(values []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

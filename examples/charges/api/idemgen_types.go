@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreateChargeBody is a request type (inline schema at
 // /paths/~1charges/post/requestBody/content/application~1json/schema).
 type CreateChargeBody struct {
@@ -38,4 +44,4 @@ type CreateChargeRequest struct {
 // Lease mode: it runs outside any transaction (call external services with lease.ProviderKey), then
 // returns the completion phase, which writes its rows through the transaction that completes the
 // idempotency record.
-type CreateChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateChargeParams, body CreateChargeBody) (runtime.CompleteFunc[pgstore.DBTX], error)
+type CreateChargeFunc func(ctx context.Context, lease *runtime.Lease, p CreateChargeParams, body CreateChargeBody) (runtime.CompleteFunc[DBTX], error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func AddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationAddPet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationAddPet(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeAddPet(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func AddPetHandler(rt *runtime.Runtime, fn AddPetFunc) http.Handler {
 //
 //go:noinline
 func AdoptPetHandler(rt *runtime.Runtime, fn AdoptPetFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationAdoptPet(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationAdoptPet(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeAdoptPet(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func AdoptPetHandler(rt *runtime.Runtime, fn AdoptPetFunc) http.Handler {
 //
 //go:noinline
 func PlaceOrderHandler(rt *runtime.Runtime, fn PlaceOrderFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPlaceOrder(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePlaceOrder(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

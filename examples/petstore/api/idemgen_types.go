@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // AdoptionRequest is a request type (schema AdoptionRequest).
 type AdoptionRequest struct {
 	Adopter string               `json:"adopter"`
@@ -99,7 +105,7 @@ type AddPetRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type AddPetFunc func(ctx context.Context, tx pgstore.DBTX, p AddPetParams, body AddPetBody) (runtime.Response, error)
+type AddPetFunc func(ctx context.Context, tx DBTX, p AddPetParams, body AddPetBody) (runtime.Response, error)
 
 // AdoptPetParams holds the parameters of operation adoptPet; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -123,7 +129,7 @@ type AdoptPetRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type AdoptPetFunc func(ctx context.Context, tx pgstore.DBTX, p AdoptPetParams, body AdoptPetBody) (runtime.Response, error)
+type AdoptPetFunc func(ctx context.Context, tx DBTX, p AdoptPetParams, body AdoptPetBody) (runtime.Response, error)
 
 // PlaceOrderParams holds the parameters of operation placeOrder; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -145,4 +151,4 @@ type PlaceOrderRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PlaceOrderFunc func(ctx context.Context, tx pgstore.DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)
+type PlaceOrderFunc func(ctx context.Context, tx DBTX, p PlaceOrderParams, body PlaceOrderBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func PostChargesHandler(rt *runtime.Runtime, fn PostChargesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostCharges(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostCharges(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostCharges(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -30,9 +29,9 @@ func PostChargesHandler(rt *runtime.Runtime, fn PostChargesFunc) http.Handler {
 //
 //go:noinline
 func PostCheckoutSessionsHandler(rt *runtime.Runtime, fn PostCheckoutSessionsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostCheckoutSessions(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostCheckoutSessions(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostCheckoutSessions(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -44,9 +43,9 @@ func PostCheckoutSessionsHandler(rt *runtime.Runtime, fn PostCheckoutSessionsFun
 //
 //go:noinline
 func PostCouponsHandler(rt *runtime.Runtime, fn PostCouponsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostCoupons(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostCoupons(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostCoupons(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -58,9 +57,9 @@ func PostCouponsHandler(rt *runtime.Runtime, fn PostCouponsFunc) http.Handler {
 //
 //go:noinline
 func PostCustomersHandler(rt *runtime.Runtime, fn PostCustomersFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostCustomers(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostCustomers(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostCustomers(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -72,9 +71,9 @@ func PostCustomersHandler(rt *runtime.Runtime, fn PostCustomersFunc) http.Handle
 //
 //go:noinline
 func PostInvoiceitemsHandler(rt *runtime.Runtime, fn PostInvoiceitemsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostInvoiceitems(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostInvoiceitems(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostInvoiceitems(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -86,9 +85,9 @@ func PostInvoiceitemsHandler(rt *runtime.Runtime, fn PostInvoiceitemsFunc) http.
 //
 //go:noinline
 func PostInvoicesHandler(rt *runtime.Runtime, fn PostInvoicesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostInvoices(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostInvoices(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostInvoices(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -100,9 +99,9 @@ func PostInvoicesHandler(rt *runtime.Runtime, fn PostInvoicesFunc) http.Handler 
 //
 //go:noinline
 func PostPaymentIntentsHandler(rt *runtime.Runtime, fn PostPaymentIntentsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPaymentIntents(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPaymentIntents(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPaymentIntents(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -114,9 +113,9 @@ func PostPaymentIntentsHandler(rt *runtime.Runtime, fn PostPaymentIntentsFunc) h
 //
 //go:noinline
 func PostPaymentLinksHandler(rt *runtime.Runtime, fn PostPaymentLinksFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPaymentLinks(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPaymentLinks(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPaymentLinks(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -128,9 +127,9 @@ func PostPaymentLinksHandler(rt *runtime.Runtime, fn PostPaymentLinksFunc) http.
 //
 //go:noinline
 func PostPaymentMethodsHandler(rt *runtime.Runtime, fn PostPaymentMethodsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPaymentMethods(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPaymentMethods(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPaymentMethods(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -142,9 +141,9 @@ func PostPaymentMethodsHandler(rt *runtime.Runtime, fn PostPaymentMethodsFunc) h
 //
 //go:noinline
 func PostPayoutsHandler(rt *runtime.Runtime, fn PostPayoutsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPayouts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPayouts(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPayouts(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -156,9 +155,9 @@ func PostPayoutsHandler(rt *runtime.Runtime, fn PostPayoutsFunc) http.Handler {
 //
 //go:noinline
 func PostPlansHandler(rt *runtime.Runtime, fn PostPlansFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPlans(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPlans(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPlans(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -170,9 +169,9 @@ func PostPlansHandler(rt *runtime.Runtime, fn PostPlansFunc) http.Handler {
 //
 //go:noinline
 func PostPricesHandler(rt *runtime.Runtime, fn PostPricesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPrices(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPrices(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPrices(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -184,9 +183,9 @@ func PostPricesHandler(rt *runtime.Runtime, fn PostPricesFunc) http.Handler {
 //
 //go:noinline
 func PostProductsHandler(rt *runtime.Runtime, fn PostProductsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostProducts(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostProducts(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostProducts(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -198,9 +197,9 @@ func PostProductsHandler(rt *runtime.Runtime, fn PostProductsFunc) http.Handler 
 //
 //go:noinline
 func PostPromotionCodesHandler(rt *runtime.Runtime, fn PostPromotionCodesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostPromotionCodes(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostPromotionCodes(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostPromotionCodes(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -212,9 +211,9 @@ func PostPromotionCodesHandler(rt *runtime.Runtime, fn PostPromotionCodesFunc) h
 //
 //go:noinline
 func PostRefundsHandler(rt *runtime.Runtime, fn PostRefundsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostRefunds(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostRefunds(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostRefunds(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -226,9 +225,9 @@ func PostRefundsHandler(rt *runtime.Runtime, fn PostRefundsFunc) http.Handler {
 //
 //go:noinline
 func PostSetupIntentsHandler(rt *runtime.Runtime, fn PostSetupIntentsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostSetupIntents(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostSetupIntents(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostSetupIntents(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -240,9 +239,9 @@ func PostSetupIntentsHandler(rt *runtime.Runtime, fn PostSetupIntentsFunc) http.
 //
 //go:noinline
 func PostShippingRatesHandler(rt *runtime.Runtime, fn PostShippingRatesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostShippingRates(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostShippingRates(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostShippingRates(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -254,9 +253,9 @@ func PostShippingRatesHandler(rt *runtime.Runtime, fn PostShippingRatesFunc) htt
 //
 //go:noinline
 func PostSubscriptionsHandler(rt *runtime.Runtime, fn PostSubscriptionsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostSubscriptions(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostSubscriptions(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostSubscriptions(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -268,9 +267,9 @@ func PostSubscriptionsHandler(rt *runtime.Runtime, fn PostSubscriptionsFunc) htt
 //
 //go:noinline
 func PostTaxRatesHandler(rt *runtime.Runtime, fn PostTaxRatesFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostTaxRates(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostTaxRates(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostTaxRates(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -282,9 +281,9 @@ func PostTaxRatesHandler(rt *runtime.Runtime, fn PostTaxRatesFunc) http.Handler 
 //
 //go:noinline
 func PostTopupsHandler(rt *runtime.Runtime, fn PostTopupsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostTopups(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostTopups(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostTopups(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -296,9 +295,9 @@ func PostTopupsHandler(rt *runtime.Runtime, fn PostTopupsFunc) http.Handler {
 //
 //go:noinline
 func PostTransfersHandler(rt *runtime.Runtime, fn PostTransfersFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostTransfers(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostTransfers(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostTransfers(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})
@@ -310,9 +309,9 @@ func PostTransfersHandler(rt *runtime.Runtime, fn PostTransfersFunc) http.Handle
 //
 //go:noinline
 func PostWebhookEndpointsHandler(rt *runtime.Runtime, fn PostWebhookEndpointsFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationPostWebhookEndpoints(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationPostWebhookEndpoints(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodePostWebhookEndpoints(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

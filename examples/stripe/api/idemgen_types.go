@@ -10,6 +10,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // PostChargesBody is a request type (inline schema at
 // /paths/~1v1~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostChargesBody struct {
@@ -4981,7 +4987,7 @@ type PostChargesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostChargesFunc func(ctx context.Context, tx pgstore.DBTX, p PostChargesParams, body PostChargesBody) (runtime.Response, error)
+type PostChargesFunc func(ctx context.Context, tx DBTX, p PostChargesParams, body PostChargesBody) (runtime.Response, error)
 
 // PostCheckoutSessionsParams holds the parameters of operation PostCheckoutSessions; the
 // idempotency key header is not here: the runtime reads and validates it.
@@ -5000,7 +5006,7 @@ type PostCheckoutSessionsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostCheckoutSessionsFunc func(ctx context.Context, tx pgstore.DBTX, p PostCheckoutSessionsParams, body PostCheckoutSessionsBody) (runtime.Response, error)
+type PostCheckoutSessionsFunc func(ctx context.Context, tx DBTX, p PostCheckoutSessionsParams, body PostCheckoutSessionsBody) (runtime.Response, error)
 
 // PostCouponsParams holds the parameters of operation PostCoupons; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5018,7 +5024,7 @@ type PostCouponsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostCouponsFunc func(ctx context.Context, tx pgstore.DBTX, p PostCouponsParams, body PostCouponsBody) (runtime.Response, error)
+type PostCouponsFunc func(ctx context.Context, tx DBTX, p PostCouponsParams, body PostCouponsBody) (runtime.Response, error)
 
 // PostCustomersParams holds the parameters of operation PostCustomers; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -5036,7 +5042,7 @@ type PostCustomersRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostCustomersFunc func(ctx context.Context, tx pgstore.DBTX, p PostCustomersParams, body PostCustomersBody) (runtime.Response, error)
+type PostCustomersFunc func(ctx context.Context, tx DBTX, p PostCustomersParams, body PostCustomersBody) (runtime.Response, error)
 
 // PostInvoiceitemsParams holds the parameters of operation PostInvoiceitems; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -5055,7 +5061,7 @@ type PostInvoiceitemsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostInvoiceitemsFunc func(ctx context.Context, tx pgstore.DBTX, p PostInvoiceitemsParams, body PostInvoiceitemsBody) (runtime.Response, error)
+type PostInvoiceitemsFunc func(ctx context.Context, tx DBTX, p PostInvoiceitemsParams, body PostInvoiceitemsBody) (runtime.Response, error)
 
 // PostInvoicesParams holds the parameters of operation PostInvoices; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5073,7 +5079,7 @@ type PostInvoicesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostInvoicesFunc func(ctx context.Context, tx pgstore.DBTX, p PostInvoicesParams, body PostInvoicesBody) (runtime.Response, error)
+type PostInvoicesFunc func(ctx context.Context, tx DBTX, p PostInvoicesParams, body PostInvoicesBody) (runtime.Response, error)
 
 // PostPaymentIntentsParams holds the parameters of operation PostPaymentIntents; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -5092,7 +5098,7 @@ type PostPaymentIntentsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPaymentIntentsFunc func(ctx context.Context, tx pgstore.DBTX, p PostPaymentIntentsParams, body PostPaymentIntentsBody) (runtime.Response, error)
+type PostPaymentIntentsFunc func(ctx context.Context, tx DBTX, p PostPaymentIntentsParams, body PostPaymentIntentsBody) (runtime.Response, error)
 
 // PostPaymentLinksParams holds the parameters of operation PostPaymentLinks; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -5111,7 +5117,7 @@ type PostPaymentLinksRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPaymentLinksFunc func(ctx context.Context, tx pgstore.DBTX, p PostPaymentLinksParams, body PostPaymentLinksBody) (runtime.Response, error)
+type PostPaymentLinksFunc func(ctx context.Context, tx DBTX, p PostPaymentLinksParams, body PostPaymentLinksBody) (runtime.Response, error)
 
 // PostPaymentMethodsParams holds the parameters of operation PostPaymentMethods; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -5130,7 +5136,7 @@ type PostPaymentMethodsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPaymentMethodsFunc func(ctx context.Context, tx pgstore.DBTX, p PostPaymentMethodsParams, body PostPaymentMethodsBody) (runtime.Response, error)
+type PostPaymentMethodsFunc func(ctx context.Context, tx DBTX, p PostPaymentMethodsParams, body PostPaymentMethodsBody) (runtime.Response, error)
 
 // PostPayoutsParams holds the parameters of operation PostPayouts; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5148,7 +5154,7 @@ type PostPayoutsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPayoutsFunc func(ctx context.Context, tx pgstore.DBTX, p PostPayoutsParams, body PostPayoutsBody) (runtime.Response, error)
+type PostPayoutsFunc func(ctx context.Context, tx DBTX, p PostPayoutsParams, body PostPayoutsBody) (runtime.Response, error)
 
 // PostPlansParams holds the parameters of operation PostPlans; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -5166,7 +5172,7 @@ type PostPlansRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPlansFunc func(ctx context.Context, tx pgstore.DBTX, p PostPlansParams, body PostPlansBody) (runtime.Response, error)
+type PostPlansFunc func(ctx context.Context, tx DBTX, p PostPlansParams, body PostPlansBody) (runtime.Response, error)
 
 // PostPricesParams holds the parameters of operation PostPrices; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -5184,7 +5190,7 @@ type PostPricesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPricesFunc func(ctx context.Context, tx pgstore.DBTX, p PostPricesParams, body PostPricesBody) (runtime.Response, error)
+type PostPricesFunc func(ctx context.Context, tx DBTX, p PostPricesParams, body PostPricesBody) (runtime.Response, error)
 
 // PostProductsParams holds the parameters of operation PostProducts; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5202,7 +5208,7 @@ type PostProductsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostProductsFunc func(ctx context.Context, tx pgstore.DBTX, p PostProductsParams, body PostProductsBody) (runtime.Response, error)
+type PostProductsFunc func(ctx context.Context, tx DBTX, p PostProductsParams, body PostProductsBody) (runtime.Response, error)
 
 // PostPromotionCodesParams holds the parameters of operation PostPromotionCodes; the idempotency
 // key header is not here: the runtime reads and validates it.
@@ -5221,7 +5227,7 @@ type PostPromotionCodesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostPromotionCodesFunc func(ctx context.Context, tx pgstore.DBTX, p PostPromotionCodesParams, body PostPromotionCodesBody) (runtime.Response, error)
+type PostPromotionCodesFunc func(ctx context.Context, tx DBTX, p PostPromotionCodesParams, body PostPromotionCodesBody) (runtime.Response, error)
 
 // PostRefundsParams holds the parameters of operation PostRefunds; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5239,7 +5245,7 @@ type PostRefundsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostRefundsFunc func(ctx context.Context, tx pgstore.DBTX, p PostRefundsParams, body PostRefundsBody) (runtime.Response, error)
+type PostRefundsFunc func(ctx context.Context, tx DBTX, p PostRefundsParams, body PostRefundsBody) (runtime.Response, error)
 
 // PostSetupIntentsParams holds the parameters of operation PostSetupIntents; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -5258,7 +5264,7 @@ type PostSetupIntentsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostSetupIntentsFunc func(ctx context.Context, tx pgstore.DBTX, p PostSetupIntentsParams, body PostSetupIntentsBody) (runtime.Response, error)
+type PostSetupIntentsFunc func(ctx context.Context, tx DBTX, p PostSetupIntentsParams, body PostSetupIntentsBody) (runtime.Response, error)
 
 // PostShippingRatesParams holds the parameters of operation PostShippingRates; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -5277,7 +5283,7 @@ type PostShippingRatesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostShippingRatesFunc func(ctx context.Context, tx pgstore.DBTX, p PostShippingRatesParams, body PostShippingRatesBody) (runtime.Response, error)
+type PostShippingRatesFunc func(ctx context.Context, tx DBTX, p PostShippingRatesParams, body PostShippingRatesBody) (runtime.Response, error)
 
 // PostSubscriptionsParams holds the parameters of operation PostSubscriptions; the idempotency key
 // header is not here: the runtime reads and validates it.
@@ -5296,7 +5302,7 @@ type PostSubscriptionsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostSubscriptionsFunc func(ctx context.Context, tx pgstore.DBTX, p PostSubscriptionsParams, body PostSubscriptionsBody) (runtime.Response, error)
+type PostSubscriptionsFunc func(ctx context.Context, tx DBTX, p PostSubscriptionsParams, body PostSubscriptionsBody) (runtime.Response, error)
 
 // PostTaxRatesParams holds the parameters of operation PostTaxRates; the idempotency key header is
 // not here: the runtime reads and validates it.
@@ -5314,7 +5320,7 @@ type PostTaxRatesRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostTaxRatesFunc func(ctx context.Context, tx pgstore.DBTX, p PostTaxRatesParams, body PostTaxRatesBody) (runtime.Response, error)
+type PostTaxRatesFunc func(ctx context.Context, tx DBTX, p PostTaxRatesParams, body PostTaxRatesBody) (runtime.Response, error)
 
 // PostTopupsParams holds the parameters of operation PostTopups; the idempotency key header is not
 // here: the runtime reads and validates it.
@@ -5332,7 +5338,7 @@ type PostTopupsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostTopupsFunc func(ctx context.Context, tx pgstore.DBTX, p PostTopupsParams, body PostTopupsBody) (runtime.Response, error)
+type PostTopupsFunc func(ctx context.Context, tx DBTX, p PostTopupsParams, body PostTopupsBody) (runtime.Response, error)
 
 // PostTransfersParams holds the parameters of operation PostTransfers; the idempotency key header
 // is not here: the runtime reads and validates it.
@@ -5350,7 +5356,7 @@ type PostTransfersRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostTransfersFunc func(ctx context.Context, tx pgstore.DBTX, p PostTransfersParams, body PostTransfersBody) (runtime.Response, error)
+type PostTransfersFunc func(ctx context.Context, tx DBTX, p PostTransfersParams, body PostTransfersBody) (runtime.Response, error)
 
 // PostWebhookEndpointsParams holds the parameters of operation PostWebhookEndpoints; the
 // idempotency key header is not here: the runtime reads and validates it.
@@ -5369,4 +5375,4 @@ type PostWebhookEndpointsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostWebhookEndpointsFunc func(ctx context.Context, tx pgstore.DBTX, p PostWebhookEndpointsParams, body PostWebhookEndpointsBody) (runtime.Response, error)
+type PostWebhookEndpointsFunc func(ctx context.Context, tx DBTX, p PostWebhookEndpointsParams, body PostWebhookEndpointsBody) (runtime.Response, error)

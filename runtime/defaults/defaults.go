@@ -1,0 +1,49 @@
+// Package defaults holds the defaults of the x-idempotent settings (docs/design.md section 2),
+// the one table the loader applies to every marked operation, the generator leaves out of the
+// settings it writes (a zero field means the default) and the runtime applies to a zero field.
+// It imports nothing but the standard library, so each of them can depend on it.
+package defaults
+
+import "time"
+
+// The defaults of the settings, by their names in x-idempotent.
+const (
+	// KeyHeader is key.header: the header that carries the idempotency key
+	// (draft-ietf-httpapi-idempotency-key-header).
+	KeyHeader = "Idempotency-Key"
+	// KeyMinLength and KeyMaxLength are key.minLength and key.maxLength, in bytes (key
+	// characters are ASCII). 255 is also the longest key idemgen stores.
+	KeyMinLength = 16
+	KeyMaxLength = 255
+	// Retention is how long a completed record replays; afterwards the key is new again.
+	Retention = 24 * time.Hour
+	// Lease is how long a lease-mode claim blocks others before a takeover.
+	Lease = 30 * time.Second
+	// BodyLimit, ResponseLimit and PartLimit are limits.body (the request body; 413 above it),
+	// limits.response (the stored response body) and limits.part (one part of a
+	// multipart/form-data body; 413 above it), in bytes: 1 MiB each.
+	BodyLimit     = 1 << 20
+	ResponseLimit = 1 << 20
+	PartLimit     = 1 << 20
+)
+
+// StatusRule is one rule of replay.statuses: a status code (Code) or a class (Class 2 for
+// "2xx"), excluding when Exclude ("!409"). runtime.StatusRule and the loader's model have the
+// same fields, so each converts it.
+type StatusRule struct {
+	Code    int
+	Class   int
+	Exclude bool
+}
+
+// Statuses returns replay.statuses' default, [2xx, 4xx, "!408", "!409", "!425", "!429"]: 2xx
+// and 4xx answers are final (stored and replayed) except 408, 409, 425 and 429, which a client
+// is expected to retry (RFC 9110 sections 15.5.9 and 15.5.10, RFC 8470, RFC 6585); the last
+// matching rule decides. Each call returns a new slice.
+func Statuses() []StatusRule {
+	return []StatusRule{
+		{Class: 2}, {Class: 4},
+		{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
+		{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
+	}
+}
