@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"time"
 )
 
@@ -71,7 +70,7 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
 	}
-	if err := runtime.CheckStore[pgstore.DBTX](rt, operationPostCustomers()); err != nil {
+	if err := runtime.CheckStore[DBTX](rt, operationPostCustomers()); err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string

@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // PostCustomersBody is a request type (inline schema at
 // /paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type PostCustomersBody struct {
@@ -33,4 +39,4 @@ type PostCustomersRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type PostCustomersFunc func(ctx context.Context, tx pgstore.DBTX, p PostCustomersParams, body PostCustomersBody) (runtime.Response, error)
+type PostCustomersFunc func(ctx context.Context, tx DBTX, p PostCustomersParams, body PostCustomersBody) (runtime.Response, error)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 	"net/http"
 )
 
@@ -16,9 +15,9 @@ import (
 //
 //go:noinline
 func V1ApplicationCreateHandler(rt *runtime.Runtime, fn V1ApplicationCreateFunc) http.Handler {
-	return runtime.AtomicHandler(rt, operationV1ApplicationCreate(), func(in *gen.Input) (runtime.AtomicFunc[pgstore.DBTX], error) {
+	return runtime.AtomicHandler(rt, operationV1ApplicationCreate(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
 		r, err := decodeV1ApplicationCreate(in)
-		return func(ctx context.Context, db pgstore.DBTX) (runtime.Response, error) {
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			return fn(ctx, db, r.Params, r.Body)
 		}, err
 	})

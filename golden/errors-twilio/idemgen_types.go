@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // CreatePaymentsBody is a request type (inline schema at
 // /paths/~12010-04-01~1Accounts~1{AccountSid}~1Calls~1{CallSid}~1Payments.json/post/requestBody/content/application~1x-www-form-urlencoded/schema).
 type CreatePaymentsBody struct {
@@ -37,4 +43,4 @@ type CreatePaymentsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentsFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentsParams, body CreatePaymentsBody) (runtime.Response, error)
+type CreatePaymentsFunc func(ctx context.Context, tx DBTX, p CreatePaymentsParams, body CreatePaymentsBody) (runtime.Response, error)

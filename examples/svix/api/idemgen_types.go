@@ -9,6 +9,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // ApplicationIn is a request type (schema ApplicationIn).
 type ApplicationIn struct {
 	Metadata     map[string]string `json:"metadata,omitempty"`
@@ -41,4 +47,4 @@ type V1ApplicationCreateRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type V1ApplicationCreateFunc func(ctx context.Context, tx pgstore.DBTX, p V1ApplicationCreateParams, body V1ApplicationCreateBody) (runtime.Response, error)
+type V1ApplicationCreateFunc func(ctx context.Context, tx DBTX, p V1ApplicationCreateParams, body V1ApplicationCreateBody) (runtime.Response, error)

@@ -10,6 +10,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
+// DBTX is the database handle the business functions write through: in atomic mode the transaction
+// that also stores the response, in lease mode the one that completes the record. It was chosen at
+// generation time (idemgen generate --db, or db in idemgen.yaml); the runtime's store must run
+// writes through it in its transactions, which Register checks.
+type DBTX = pgstore.DBTX
+
 // PaymentsEnumBankAccountType is a string enum (schema payments_enum_bank_account_type).
 type PaymentsEnumBankAccountType string
 
@@ -89,4 +95,4 @@ type CreatePaymentsRequest struct {
 //
 // Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
 // a non-final status rolls them back.
-type CreatePaymentsFunc func(ctx context.Context, tx pgstore.DBTX, p CreatePaymentsParams, body CreatePaymentsBody) (runtime.Response, error)
+type CreatePaymentsFunc func(ctx context.Context, tx DBTX, p CreatePaymentsParams, body CreatePaymentsBody) (runtime.Response, error)
