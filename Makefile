@@ -40,7 +40,7 @@ bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
 
-bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 10,000,000 records (not CI: about 10 minutes, most of it the fill); writes bench/out/reconcile.md
+bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 10,000,000 records (not CI: about 25 minutes on this machine, most of it the fill); writes bench/out/reconcile.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchreconcile -records 10000000 -lines 1000000 | tee bench/out/reconcile.md
 
