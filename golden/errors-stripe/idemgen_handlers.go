@@ -4,9 +4,10 @@ package errorsstripe
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // PostCustomersHandler returns the http.Handler of POST /v1/customers (PostCustomers): fn runs at

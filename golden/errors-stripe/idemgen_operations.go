@@ -5,9 +5,10 @@ package errorsstripe
 import (
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"time"
 )
 
 // This code was generated for fingerprint version 1 of runtime/canonical; a different version stops

@@ -4,6 +4,7 @@ package errorsstripe
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"

@@ -4,8 +4,9 @@ package errorssvix
 
 import (
 	"encoding/json"
-	"github.com/idemgen/idemgen/runtime"
 	"net/http"
+
+	"github.com/idemgen/idemgen/runtime"
 )
 
 // problemHTTPErrorOut is an error document in the spec's schema HttpErrorOut

@@ -4,9 +4,10 @@ package errorssvix
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // V1ApplicationCreateHandler returns the http.Handler of POST /api/v1/app (v1.application.create):

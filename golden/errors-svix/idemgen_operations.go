@@ -5,6 +5,7 @@ package errorssvix
 import (
 	"errors"
 	"fmt"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 )

@@ -4,6 +4,7 @@ package errorssvix
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"

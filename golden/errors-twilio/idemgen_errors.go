@@ -4,8 +4,9 @@ package errorstwilio
 
 import (
 	"encoding/json"
-	"github.com/idemgen/idemgen/runtime"
 	"net/http"
+
+	"github.com/idemgen/idemgen/runtime"
 )
 
 // problemError is an error document in the schema the errors mapping writes (the spec declares

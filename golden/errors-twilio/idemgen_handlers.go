@@ -4,9 +4,10 @@ package errorstwilio
 
 import (
 	"context"
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
-	"net/http"
 )
 
 // CreatePaymentsHandler returns the http.Handler of POST

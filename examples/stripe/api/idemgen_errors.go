@@ -4,8 +4,9 @@ package api
 
 import (
 	"encoding/json"
-	"github.com/idemgen/idemgen/runtime"
 	"net/http"
+
+	"github.com/idemgen/idemgen/runtime"
 )
 
 // problemError is an error document in the spec's schema error (#/components/schemas/error).

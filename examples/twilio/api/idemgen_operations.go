@@ -5,6 +5,7 @@ package api
 import (
 	"errors"
 	"fmt"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 )

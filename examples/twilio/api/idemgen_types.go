@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
