@@ -143,6 +143,9 @@ func (p *plan) goFiles() []goFile {
 	if p.opts.Target == TargetMiddleware {
 		files = append(files[:3], files[4])
 	}
+	if len(p.errorWriters) > 0 {
+		files = append(files, goFile{FileErrors, (*plan).emitErrors})
+	}
 	return files
 }
 
@@ -179,6 +182,8 @@ type plan struct {
 	canons []*canonFunc
 	// routes are the ServeMux registrations, overlapping operations grouped.
 	routes []*route
+	// errorWriters are the ProblemWriters of errors mappings (errors.go), in first-use order.
+	errorWriters []*keyedWriter
 }
 
 // planner is the state of planning: the namer, the diagnostics and the memo tables that build
@@ -264,6 +269,9 @@ func (g *planner) planAll() {
 	}
 	for _, op := range g.doc.Operations {
 		g.ops = append(g.ops, g.planOperation(op))
+	}
+	for _, o := range g.ops {
+		g.planErrors(o)
 	}
 	g.planRoutes()
 	for _, o := range g.ops {

@@ -263,7 +263,10 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if len(s.ScopeHeaders) > 0 {
 		fields = append(fields, kv{"ScopeHeaders", stringsLit(s.ScopeHeaders)})
 	}
-	if ctor := profileConstructor(s.Profile); ctor != "" {
+	switch ctor := profileConstructor(s.Profile); {
+	case o.errors != nil:
+		fields = append(fields, kv{"Profile", errorsProfile(o)})
+	case ctor != "":
 		fields = append(fields, kv{"Profile", jen.Qual(pkgRuntime, ctor).Call()})
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)

@@ -13,6 +13,8 @@ import (
 // opPlan is everything decided about one operation before emission.
 type opPlan struct {
 	op *model.Operation
+	// errors is the writer of the operation's errors mapping (errors.go); nil without one.
+	errors *errorWriter
 	// Exported names. body is the body type: an inline struct's own name, or an alias
 	// (bodyAlias) of a named schema's type, a non-struct type or []byte.
 	name, params, body, fn string

@@ -43,6 +43,50 @@ type Problem struct {
 	RetryAfter time.Duration
 }
 
+// Message is the problem's detail, or its title when it has none: the sentence for an error
+// document's message member, never empty for a problem the runtime made.
+func (p Problem) Message() string {
+	if p.Detail != "" {
+		return p.Detail
+	}
+	return p.Title
+}
+
+// Param is Pointer in the bracket form of form fields (Stripe's `param`): /metadata/order_id is
+// metadata[order_id], /items/0/price is items[0][price]; a parameter's pointer (/query/limit,
+// /header/X-Store-Id) is its name; "" without a pointer.
+func (p Problem) Param() string { return bracketParam(p.Pointer) }
+
+// Location is Pointer as a list of names, where the offending value is, in the form of
+// FastAPI's and pydantic's `loc` (which Svix's validation errors use): a body member is
+// ["body", "metadata", "order_id"], a parameter ["query", "limit"]; empty (not nil) without a
+// pointer, so that it is written as [].
+func (p Problem) Location() []string {
+	if p.Pointer == "" {
+		return []string{}
+	}
+	parts := strings.Split(strings.TrimPrefix(p.Pointer, "/"), "/")
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	switch parts[0] {
+	case "path", "query", "header", "cookie":
+		if len(parts) == 2 {
+			return parts
+		}
+	}
+	return append([]string{"body"}, parts...)
+}
+
+// RetryAfterSeconds is RetryAfter as the Retry-After header sends it: whole seconds, rounded up,
+// at least 1; 0 when the problem has none.
+func (p Problem) RetryAfterSeconds() int {
+	if p.RetryAfter <= 0 {
+		return 0
+	}
+	return retryAfterSeconds(p.RetryAfter)
+}
+
 // ProblemWriter writes a Problem as the HTTP response: status, headers and body. It is the one
 // place where the runtime's error format is chosen (Config.ProblemWriter); r is the request
 // being answered.
@@ -155,7 +199,7 @@ func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
 	case ProblemKeyMissing, ProblemKeyInvalid:
 		e.Param = "Idempotency-Key"
 	case ProblemBodyInvalid:
-		e.Param = stripeParam(p.Pointer)
+		e.Param = p.Param()
 	case ProblemRateLimited:
 		e.Code = "rate_limit"
 		w.Header().Set("Stripe-Should-Retry", "true")
@@ -171,10 +215,10 @@ func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
 	WriteProblem(w, p, "application/json", body)
 }
 
-// stripeParam turns a JSON pointer into Stripe's parameter spelling: /metadata/order_id is
-// metadata[order_id], /items/0/price is items[0][price]; a parameter pointer (/query/limit,
+// bracketParam turns a JSON pointer into the bracket spelling of form fields: /metadata/order_id
+// is metadata[order_id], /items/0/price is items[0][price]; a parameter pointer (/query/limit,
 // /header/X) is its name.
-func stripeParam(pointer string) string {
+func bracketParam(pointer string) string {
 	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
 	if pointer == "" || len(parts) == 0 {
 		return ""

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 )
@@ -108,8 +109,24 @@ func TestStripeParam(t *testing.T) {
 		"/shipping/a~0b":   "shipping[a~b]",
 		"/query/deep/name": "query[deep][name]",
 	} {
-		if got := stripeParam(in); got != want {
-			t.Errorf("stripeParam(%q) = %q, want %q", in, got, want)
+		if got := bracketParam(in); got != want {
+			t.Errorf("bracketParam(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The helpers a ProblemWriter fills an API's own error document with.
+func TestProblemHelpers(t *testing.T) {
+	p := Problem{Status: 400, Name: ProblemBodyInvalid, Title: "Request body invalid", Pointer: "/items/0/price", RetryAfter: 1500 * time.Millisecond}
+	if p.Message() != "Request body invalid" || p.Param() != "items[0][price]" || p.RetryAfterSeconds() != 2 ||
+		!slices.Equal(p.Location(), []string{"body", "items", "0", "price"}) {
+		t.Errorf("%q %q %d %q", p.Message(), p.Param(), p.RetryAfterSeconds(), p.Location())
+	}
+	p = Problem{Detail: "d", Pointer: "/query/a~1b"}
+	if p.Message() != "d" || !slices.Equal(p.Location(), []string{"query", "a/b"}) || p.RetryAfterSeconds() != 0 {
+		t.Errorf("%q %q %d", p.Message(), p.Location(), p.RetryAfterSeconds())
+	}
+	if loc := (Problem{}).Location(); loc == nil || len(loc) != 0 {
+		t.Errorf("no pointer: %#v, want an empty list", loc)
 	}
 }

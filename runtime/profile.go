@@ -69,6 +69,18 @@ type RequestID struct {
 	New func() string
 }
 
+// WithProblems returns a copy of p whose errors are written by w; on a nil p, a profile that
+// only writes errors. Generated code uses it to put a spec's own error schema (the errors
+// mapping) on an operation's profile.
+func (p *Profile) WithProblems(w ProblemWriter) *Profile {
+	var c Profile
+	if p != nil {
+		c = *p
+	}
+	c.Problems = w
+	return &c
+}
+
 // profileOf is the profile that serves op: its own, or the Runtime's (Config.Profile, an empty
 // profile when none).
 func (rt *Runtime) profileOf(op *Operation) *Profile {

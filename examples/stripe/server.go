@@ -72,6 +72,8 @@ type Options struct {
 	// Delay, when set, is called by every handler after its write and before it answers: a
 	// positive duration makes the handler that slow (a slow downstream, a long transaction).
 	Delay func(tenant, object string) time.Duration
+	// Limits are the store's per-scope limits (a cap on new keys answers 429 rate_limit).
+	Limits pgstore.Limits
 }
 
 type server struct {
@@ -84,7 +86,7 @@ type server struct {
 // secret key. Unknown routes get Stripe's 404.
 func NewHandler(pool *pgxpool.Pool, opts Options) (http.Handler, error) {
 	rt, err := runtime.New(runtime.Config{
-		Store: pgstore.New(pool, pgstore.Options{}),
+		Store: pgstore.New(pool, pgstore.Options{Limits: opts.Limits}),
 		// The tenant is the owner of the secret key; the Stripe profile adds the Stripe-Account
 		// header (a connected account) to the scope by itself.
 		Scope: func(r *http.Request) (string, error) { return callerFrom(r.Context()).tenant, nil },

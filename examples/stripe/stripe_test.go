@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -21,6 +22,8 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // env is one server on a fresh database, behind the fault-injecting proxy.
@@ -34,14 +37,14 @@ type env struct {
 	retries map[string]*retryLog     // by tenant: what its stripe-go clients said about retrying
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, limits pgstore.Limits) *env {
 	t.Helper()
 	pool := pgtest.NewPool(t, 16)
 	if err := Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{pool: pool, delay: map[string]time.Duration{}, retries: map[string]*retryLog{}}
-	h, err := NewHandler(pool, Options{Delay: func(tenant, _ string) time.Duration {
+	h, err := NewHandler(pool, Options{Limits: limits, Delay: func(tenant, _ string) time.Duration {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return e.delay[tenant]
@@ -169,7 +172,7 @@ func stripeError(t *testing.T, err error) *stripe.Error {
 }
 
 func TestStripeGo(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, pgstore.Limits{})
 	ctx := context.Background()
 
 	// Every marked operation, once, through stripe-go's own typed calls: 22 answers, 22 rows.
@@ -1004,6 +1007,86 @@ func TestStripeGo(t *testing.T) {
 			t.Errorf("rows = %d, want 2", n)
 		}
 	})
+}
+
+// The refusals of the idempotency layer that need a server of their own, each a *stripe.Error
+// with Stripe's type, code and message, read from a document in the spec's `error` schema:
+// a tenant over its cap of new keys (429 rate_limit) and an unreachable store (503
+// api_error). stripe-go retries neither (of Stripe's errors it retries only 429
+// lock_timeout), so the proxy sees each once.
+func TestStripeGoErrors(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("rate-limited-429", func(t *testing.T) {
+		const tenant = "sk_test_limited"
+		e := newEnv(t, pgstore.Limits{Records: 1, RecordsInterval: time.Hour})
+		sc := e.client(tenant)
+		t0 := time.Now()
+		if _, err := sc.V1PaymentIntents.Create(ctx, pi(1000, "limit-0001")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sc.V1PaymentIntents.Create(ctx, pi(1000, "limit-0002"))
+		se := apiError(t, err, http.StatusTooManyRequests)
+		if se.Type != stripe.ErrorTypeInvalidRequest || se.Code != stripe.ErrorCodeRateLimit || se.Msg == "" {
+			t.Errorf("got %s %s %q", se.Type, se.Code, se.Msg)
+		}
+		if h := se.LastResponse.Header; h.Get("Stripe-Should-Retry") != "true" || h.Get("Retry-After") == "" {
+			t.Errorf("Stripe-Should-Retry %q, Retry-After %q", h.Get("Stripe-Should-Retry"), h.Get("Retry-After"))
+		}
+		// A replay is an answer from an existing record: not limited.
+		again, err := sc.V1PaymentIntents.Create(ctx, pi(1000, "limit-0001"))
+		if err != nil || !replayed(again.LastResponse) {
+			t.Errorf("replay under the cap: %v", err)
+		}
+		e.expect(t, tenant, t0, "200", "429", "200r")
+		e.sdkRetries(t, tenant, 0)
+		if n := e.rows(t, tenant); n != 1 {
+			t.Errorf("rows = %d, want 1", n)
+		}
+	})
+
+	t.Run("store-unavailable-503", func(t *testing.T) {
+		const tenant = "sk_test_outage"
+		e := newEnv(t, pgstore.Limits{})
+		e.pool.Close() // the store cannot be reached: nothing runs
+		sc := e.client(tenant)
+		t0 := time.Now()
+		_, err := sc.V1Customers.Create(ctx, &stripe.CustomerCreateParams{Email: stripe.String("x@example.com")})
+		se := apiError(t, err, http.StatusServiceUnavailable)
+		if se.Type != stripe.ErrorTypeAPI || se.Msg == "" {
+			t.Errorf("got %s %s %q", se.Type, se.Code, se.Msg)
+		}
+		e.expect(t, tenant, t0, "503")
+		e.sdkRetries(t, tenant, 0)
+	})
+}
+
+// apiError checks that err is stripe-go's *stripe.Error for an answer of status whose body is
+// one of the spec's `error` documents (strictly: no member the schema does not declare), and
+// that the error's type, code and message are that document's.
+func apiError(t *testing.T, err error, status int) *stripe.Error {
+	t.Helper()
+	se := stripeError(t, err)
+	t.Logf("stripe-go: %d %s %s: %s", se.HTTPStatusCode, se.Type, se.Code, se.Msg)
+	if se.HTTPStatusCode != status || se.LastResponse == nil {
+		t.Fatalf("status %d, want %d", se.HTTPStatusCode, status)
+	}
+	body := se.LastResponse.RawJSON
+	schema, err := spec.LoadSchema("../../testdata/specs/vendor/stripe-spec3.yaml", "#/components/schemas/error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(body, true); err != nil {
+		t.Errorf("the %d body %s is not the spec's error: %v", status, body, err)
+	}
+	var doc struct {
+		Error struct{ Type, Code, Message string }
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || string(se.Type) != doc.Error.Type ||
+		string(se.Code) != doc.Error.Code || se.Msg != doc.Error.Message {
+		t.Errorf("stripe-go's error %s %s %q, the document %s", se.Type, se.Code, se.Msg, body)
+	}
+	return se
 }
 
 // customerWithAddress is a customer with an address and two metadata keys, sent by stripe-go

@@ -161,6 +161,9 @@ type Settings struct {
 	// ScopeHeaders are request headers folded into the scope after the tenant (the Stripe
 	// profile's Stripe-Account).
 	ScopeHeaders []string
+	// Errors is the errors mapping resolved for the operation: every problem's document in the
+	// error schema its spec declares (errors.go); nil: the runtime's writer.
+	Errors *ErrorFormat
 	// Loc is where the x-idempotent value (or config entry) is; its pointer names the setting.
 	Loc diag.Loc
 }

@@ -94,6 +94,7 @@ func mergeLayers(lays []*layer) *layer {
 		set(&m.respLimit, l.respLimit)
 		set(&m.partLimit, l.partLimit)
 		set(&m.profile, l.profile)
+		set(&m.errors, l.errors)
 		if l.excludeSet {
 			m.exclude, m.excludeSet = l.exclude, true
 		}
@@ -184,6 +185,7 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	b.resolveKey(o, m, det, &s, at)
 	b.resolveExclude(o, m, &s, at)
+	s.Errors = b.resolveErrors(o, m.errors)
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
 			if c.Kind == model.ContentRaw && !sealedMediaType(c.MediaType) {

@@ -52,6 +52,9 @@ db: "*example.com/shop/store.DB"
 	}{
 		{"every field", full, true},
 		{"minimal", "version: 1\n", true},
+		{"errors mapping", "version: 1\ndefaults:\n  errors:\n    formats: [{schema: '#/components/schemas/E', body: {code: '{name}'}}]\n    problems: {in-flight: {status: 409, headers: {X-Retry: 'yes'}, body: {code: busy}}}\n", true},
+		{"errors: unknown problem", "version: 1\ndefaults: {errors: {formats: [{schema: '#/x', body: {}}], problems: {in-flite: {status: 409}}}}\n", false},
+		{"errors without formats", "version: 1\ndefaults: {errors: {problems: {}}}\n", false},
 		{"mark with true", "version: 1\noperations: {createPayment: true}\n", true},
 		{"missing version", "operations: {createPayment: true}\n", false},
 		{"version 2", "version: 2\n", false},

@@ -38,6 +38,7 @@ type layer struct {
 	statusesSet                     bool
 	bodyLimit, respLimit, partLimit *int64
 	profile                         *model.Profile
+	errors                          *errorsSetting // errors.go
 
 	// locs records where each set field was written, by its path inside the settings object
 	// ("key/body", "fingerprint/exclude/0"), for errors found after merging.
@@ -126,8 +127,10 @@ func join(prefix, k string) string {
 
 func (sd *settingsDecoder) object(n *yaml.Node) {
 	l := sd.l
-	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile", "errors"}, func(k string, v *yaml.Node, path string) {
 		switch k {
+		case "errors":
+			l.errors = sd.errorsMapping(v, path)
 		case "profile":
 			if s, ok := sd.enum(v, path, string(model.ProfileStripe)); ok {
 				p := model.Profile(s)

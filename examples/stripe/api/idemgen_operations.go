@@ -27,7 +27,7 @@ func operationPostCharges() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -44,7 +44,7 @@ func operationPostCheckoutSessions() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -61,7 +61,7 @@ func operationPostCoupons() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -78,7 +78,7 @@ func operationPostCustomers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -95,7 +95,7 @@ func operationPostInvoiceitems() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -112,7 +112,7 @@ func operationPostInvoices() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -129,7 +129,7 @@ func operationPostPaymentIntents() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -146,7 +146,7 @@ func operationPostPaymentLinks() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -163,7 +163,7 @@ func operationPostPaymentMethods() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -179,7 +179,7 @@ func operationPostPayouts() *runtime.Operation {
 		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 1},
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -196,7 +196,7 @@ func operationPostPlans() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -213,7 +213,7 @@ func operationPostPrices() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -230,7 +230,7 @@ func operationPostProducts() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -247,7 +247,7 @@ func operationPostPromotionCodes() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -264,7 +264,7 @@ func operationPostRefunds() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -281,7 +281,7 @@ func operationPostSetupIntents() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -298,7 +298,7 @@ func operationPostShippingRates() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -315,7 +315,7 @@ func operationPostSubscriptions() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -332,7 +332,7 @@ func operationPostTaxRates() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -349,7 +349,7 @@ func operationPostTopups() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -366,7 +366,7 @@ func operationPostTransfers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
@@ -383,7 +383,7 @@ func operationPostWebhookEndpoints() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
 	}
 }
 
