@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ import (
 //   - the responses the runtime answers itself, where the operation declares none for the
 //     code: 400, 409 and 503 (with Retry-After), 412 (OASIS Repeatability-First-Sent only),
 //     413, 415, 422 (400 under profile stripe), 429, with the error schema in use (RFC 9457
-//     problem details, or Stripe's error envelope under profile stripe);
+//     problem details, or Stripe's error envelope under profile stripe), or, under an errors
+//     mapping, each problem at the status and in the schema the mapping answers it with;
 //   - other tools' annotations: x-fern-idempotent and the document's
 //     x-fern-idempotency-headers (header keys), and x-speakeasy-retries for 409 and 503 with
 //     the backoff the client contract recommends (docs/client.md).
@@ -314,8 +316,13 @@ func stored(code string, rules []model.StatusRule) bool {
 }
 
 // problemResponses declares the answers the runtime writes itself, for each code the operation
-// does not declare.
+// does not declare: in the operation's errors mapping when it has one (mappedResponses), else
+// in RFC 9457 problem details or Stripe's envelope.
 func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operation) {
+	if op.Settings.Errors != nil {
+		a.mappedResponses(op, kop)
+		return
+	}
 	stripe := op.Settings.Profile == model.ProfileStripe
 	type answer struct {
 		code, desc string
@@ -344,12 +351,116 @@ func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operatio
 		mt, ref := a.errorSchema(stripe)
 		resp := &openapi3.Response{Description: &x.desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
 		if x.retry {
-			resp.Headers = openapi3.Headers{retryAfterHeader: &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
-				Description: "Seconds to wait before retrying (RFC 9110 section 10.2.3).",
-				Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}}}}}}}
+			resp.Headers = openapi3.Headers{retryAfterHeader: retryAfter()}
 		}
 		kop.Responses.Set(x.code, &openapi3.ResponseRef{Value: resp})
 	}
+}
+
+// annotatedProblems are the problems whose answers the annotated spec declares, with what each
+// means for a client, in the order of their default statuses. key-expired is declared only
+// where Repeatability-First-Sent is checked; unauthenticated and internal are the application's
+// own answers as much as the runtime's, and are not declared.
+var annotatedProblems = []struct{ name, means string }{
+	{"key-missing", "the idempotency key is missing (key-missing)"},
+	{"key-invalid", "the idempotency key is malformed (key-invalid)"},
+	{"body-invalid", "the request does not match its schema (body-invalid); nothing ran and nothing was stored"},
+	{"in-flight", "a request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key"},
+	{"key-expired", "the first attempt is older than the server keeps requests for (key-expired): send a new request with a new key"},
+	{"body-too-large", "the body is larger than the operation accepts (body-too-large); nothing ran"},
+	{"media-type-unsupported", "the Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran"},
+	{"payload-mismatch", "the idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request"},
+	{"rate-limited", "too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds"},
+	{"store-unavailable", "the idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key"},
+}
+
+// retryAfterProblems are the problems answered with Retry-After.
+var retryAfterProblems = []string{"in-flight", "rate-limited", "store-unavailable"}
+
+// mappedResponses declares the runtime's answers as the operation's errors mapping writes them
+// (docs/cli.md, "Errors in the API's own schema"): each problem under the status the mapping
+// answers it with, in the schema of its format, with the headers the mapping sets. A format
+// whose schema is a $ref into the spec is that $ref, so idemgen reads the mapping back from the
+// annotated spec unchanged; a schema written in the mapping itself (a spec that declares no
+// error responses) is not copied into the spec, since the mapping picks a format by the
+// response's $ref and would then find none: the response declares its media type only.
+func (a *annotator) mappedResponses(op *model.Operation, kop *openapi3.Operation) {
+	byStatus := map[int][]*model.ErrorDoc{}
+	for _, p := range annotatedProblems {
+		if p.name == "key-expired" && op.Settings.Key.FirstSent == "" {
+			continue
+		}
+		for _, d := range op.Settings.Errors.Docs {
+			if d.Problem == p.name {
+				st := mappedStatus(d)
+				byStatus[st] = append(byStatus[st], d)
+			}
+		}
+	}
+	means := map[string]string{}
+	for _, p := range annotatedProblems {
+		means[p.name] = p.means
+	}
+	for _, st := range slices.Sorted(maps.Keys(byStatus)) {
+		code := strconv.Itoa(st)
+		if kop.Responses.Value(code) != nil {
+			continue
+		}
+		docs := byStatus[st]
+		var parts []string
+		var refs []string
+		headers := openapi3.Headers{}
+		for _, d := range docs {
+			parts = append(parts, means[d.Problem])
+			if d.SchemaRef != "" && !slices.Contains(refs, d.SchemaRef) {
+				refs = append(refs, d.SchemaRef)
+			}
+			if slices.Contains(retryAfterProblems, d.Problem) {
+				headers[retryAfterHeader] = retryAfter()
+			}
+			for _, h := range d.Headers {
+				desc := fmt.Sprintf("%s for %s", h.Value, d.Problem)
+				if old := headers[h.Name]; old != nil {
+					desc = old.Value.Description + "; " + desc
+				}
+				headers[h.Name] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{Description: desc,
+					Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}}}}}
+			}
+		}
+		desc := strings.ToUpper(parts[0][:1]) + strings.Join(parts, "; ")[1:] + "."
+		mt := &openapi3.MediaType{}
+		switch len(refs) {
+		case 0: // the schema the mapping writes itself
+		case 1:
+			mt.Schema = &openapi3.SchemaRef{Ref: refs[0]}
+		default:
+			one := &openapi3.Schema{}
+			for _, r := range refs {
+				one.OneOf = append(one.OneOf, &openapi3.SchemaRef{Ref: r})
+			}
+			mt.Schema = &openapi3.SchemaRef{Value: one}
+		}
+		resp := &openapi3.Response{Description: &desc, Content: openapi3.Content{op.Settings.Errors.ContentType: mt}}
+		if len(headers) > 0 {
+			resp.Headers = headers
+		}
+		kop.Responses.Set(code, &openapi3.ResponseRef{Value: resp})
+	}
+}
+
+// mappedStatus is the status a problem is answered with under an errors mapping.
+func mappedStatus(d *model.ErrorDoc) int {
+	if d.Status != 0 {
+		return d.Status
+	}
+	return problemStatuses[d.Problem]
+}
+
+// retryAfter is the Retry-After header of an answer to retry later.
+func retryAfter() *openapi3.HeaderRef {
+	return &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		Description: "Seconds to wait before retrying (RFC 9110 section 10.2.3).",
+		Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}}}}}}
 }
 
 // errorSchema adds (once) the component schema of the runtime's errors and returns its media
@@ -404,11 +515,23 @@ func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
 }
 
 // speakeasyRetries is the x-speakeasy-retries policy of the client contract (docs/client.md):
-// retry 409 (in flight) and 503 (store unavailable) and connection errors with full-jitter
+// retry 409 (in flight) and 503 (store unavailable), or the statuses an errors mapping answers
+// them with, and connection errors with full-jitter
 // exponential backoff from 250 ms, at most 30 s a wait, giving up well before the key's
 // retention ends (half of it, at most an hour).
 func speakeasyRetries(s model.Settings) map[string]any {
 	elapsed := min(s.Retention/2, time.Hour)
+	codes := []string{"409", "503"}
+	if s.Errors != nil {
+		// The statuses the errors mapping answers in-flight and store-unavailable with.
+		codes = codes[:0]
+		for _, d := range s.Errors.Docs {
+			if c := strconv.Itoa(mappedStatus(d)); (d.Problem == "in-flight" || d.Problem == "store-unavailable") && !slices.Contains(codes, c) {
+				codes = append(codes, c)
+			}
+		}
+		slices.Sort(codes)
+	}
 	return map[string]any{
 		"strategy": "backoff",
 		"backoff": map[string]any{
@@ -417,7 +540,7 @@ func speakeasyRetries(s model.Settings) map[string]any {
 			"maxElapsedTime":  elapsed.Milliseconds(),
 			"exponent":        2,
 		},
-		"statusCodes":           []string{"409", "503"},
+		"statusCodes":           codes,
 		"retryConnectionErrors": true,
 	}
 }

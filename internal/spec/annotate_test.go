@@ -160,3 +160,92 @@ func TestAnnotateRefusesADocumentWithErrors(t *testing.T) {
 		t.Fatal("annotated a document with errors")
 	}
 }
+
+// TestAnnotateWithErrorsMapping: under an errors mapping the annotated spec declares each
+// problem at the status and in the schema the mapping answers it with (not idemgen's own
+// problem schema), so idemgen reads the same mapping back from it (with the config that holds
+// it, when it is a config's), and the retry policy names the mapping's statuses.
+func TestAnnotateWithErrorsMapping(t *testing.T) {
+	const dir = "../../testdata/specs/"
+	for _, c := range []struct {
+		opts Options
+		// want is the schema $ref of each declared status ("" where the mapping writes its
+		// schema itself); absent statuses must not be declared.
+		want    map[string]string
+		retries string
+		header  string // a header the mapping sets, declared on the response of that status
+	}{
+		{Options{Path: dir + "errors-svix.yaml"}, map[string]string{"400": "#/components/schemas/HttpErrorOut", "413": "#/components/schemas/HttpErrorOut", "415": "#/components/schemas/HttpErrorOut", "503": "#/components/schemas/HttpErrorOut"}, "409,503", ""},
+		{Options{Path: dir + "errors-twilio.yaml", ConfigPath: dir + "errors-twilio.config.yaml"}, map[string]string{"400": "", "409": "", "413": "", "415": "", "422": "", "429": "", "503": ""}, "409,503", ""},
+		{Options{Path: dir + "errors-stripe.yaml"}, map[string]string{"400": "#/components/schemas/error", "409": "#/components/schemas/error", "503": "#/components/schemas/error"}, "409,503", "400 Stripe-Should-Retry"},
+	} {
+		t.Run(filepath.Base(c.opts.Path), func(t *testing.T) {
+			res := load(t, c.opts)
+			if errs := errorsOf(res.Diags); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			out, err := Annotate(res, "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := writeFile(t, "annotated.yaml", string(out))
+			doc, err := openapi3.NewLoader().LoadFromFile(path)
+			if err != nil {
+				t.Fatalf("the annotated spec does not load: %v", err)
+			}
+			if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+				t.Fatalf("the annotated spec does not validate: %v", err)
+			}
+			if doc.Components != nil && (doc.Components.Schemas["IdempotencyProblem"] != nil || doc.Components.Schemas["IdempotencyStripeError"] != nil) {
+				t.Error("idemgen's own error schema was added beside the mapping's")
+			}
+			again := load(t, Options{Path: path, ConfigPath: c.opts.ConfigPath})
+			if errs := errorsOf(again.Diags); len(errs) > 0 {
+				t.Fatalf("reading the annotated spec back: %v", errs)
+			}
+			for i, op := range res.Doc.Operations {
+				if e := again.Doc.Operations[i].Settings.Errors; e == nil || e.ContentType != op.Settings.Errors.ContentType || !equalJSON(t, e.Docs, op.Settings.Errors.Docs) {
+					t.Errorf("%s: the mapping read back differs:\n%s\nwant\n%s", op.ID, mustJSON(t, e), mustJSON(t, op.Settings.Errors))
+				}
+				src := res.src.doc.Paths.Find(op.Path).GetOperation(op.Method).Responses
+				kop := doc.Paths.Find(op.Path).GetOperation(op.Method)
+				for _, code := range []string{"400", "409", "412", "413", "415", "422", "429", "503"} {
+					r := kop.Responses.Value(code)
+					ref, want := c.want[code]
+					if src.Value(code) != nil {
+						continue // the operation's own answer, left as written
+					}
+					switch {
+					case !want && r != nil:
+						t.Errorf("%s: a %s response, which the mapping never answers", op.ID, code)
+					case want && r == nil:
+						t.Errorf("%s: no %s response", op.ID, code)
+					case want:
+						mt := r.Value.Content[op.Settings.Errors.ContentType]
+						got := ""
+						if mt != nil && mt.Schema != nil {
+							got = mt.Schema.Ref
+						}
+						if mt == nil || got != ref {
+							t.Errorf("%s: the %s response's schema is %q, want %q", op.ID, code, got, ref)
+						}
+					}
+				}
+				if c.header != "" {
+					code, name, _ := strings.Cut(c.header, " ")
+					if kop.Responses.Value(code).Value.Headers[name] == nil {
+						t.Errorf("%s: the %s response does not declare %s", op.ID, code, name)
+					}
+				}
+				retries, _ := kop.Extensions[extSpeakeasyRetry].(map[string]any)
+				var codes []string
+				for _, v := range retries["statusCodes"].([]any) {
+					codes = append(codes, v.(string))
+				}
+				if strings.Join(codes, ",") != c.retries {
+					t.Errorf("%s: x-speakeasy-retries for %v, want %s", op.ID, codes, c.retries)
+				}
+			}
+		})
+	}
+}
