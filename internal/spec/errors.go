@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -262,6 +263,11 @@ func (b *builder) formatSchema(f *errorFormat) (*openapi3.Schema, error) {
 		s := &openapi3.Schema{}
 		if err := s.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("the format's schema: %w", err)
+		}
+		// A written schema is checked as a spec's would be, so that a typo in it (type: objekt)
+		// is reported here and not as every body failing to fit it.
+		if err := s.Validate(context.Background()); err != nil {
+			return nil, fmt.Errorf("the format's schema is not a valid schema: %w", err)
 		}
 		return s, nil
 	}
