@@ -85,15 +85,15 @@ func pickChange(o *opRun, req *request) (change, bool) {
 				nv, ok = f.value+"x", true
 			}
 			if ok {
-				i, text := i, scalarText(nv)
-				return change{what: "form field " + f.name, apply: func(r *request) { r.form[i].value = text }}, true
+				name, nth, text := f.name, occurrence(req.form, i), scalarText(nv)
+				return change{what: "form field " + f.name, apply: func(r *request) { setNth(r.form, name, nth, text) }}, true
 			}
 		}
 	}
 	for i, f := range req.query {
 		if nv, ok := o.g.other(f.schema, paramCurrent(f)); ok {
-			i, text := i, scalarText(nv)
-			return change{what: "query parameter " + f.name, apply: func(r *request) { r.query[i].value = text }}, true
+			name, nth, text := f.name, occurrence(req.query, i), scalarText(nv)
+			return change{what: "query parameter " + f.name, apply: func(r *request) { setNth(r.query, name, nth, text) }}, true
 		}
 	}
 	for _, p := range o.op.Params {
@@ -108,6 +108,33 @@ func pickChange(o *opRun, req *request) (change, bool) {
 		}
 	}
 	return change{}, false
+}
+
+// occurrence is which of the fields named like fields[i] it is (0 for the first). A change
+// names its field by name and occurrence, not by index: placing the key (request.keyed) moves
+// a form's key field to the end, so an index picked before would point at another field.
+func occurrence(fields []field, i int) int {
+	n := 0
+	for _, f := range fields[:i] {
+		if f.name == fields[i].name {
+			n++
+		}
+	}
+	return n
+}
+
+// setNth sets the value of the nth field named name (see occurrence).
+func setNth(fields []field, name string, nth int, value string) {
+	for i := range fields {
+		if fields[i].name != name {
+			continue
+		}
+		if nth == 0 {
+			fields[i].value = value
+			return
+		}
+		nth--
+	}
 }
 
 // paramCurrent is a parameter's value as its schema reads it.

@@ -32,6 +32,7 @@ type field struct {
 	name, value string
 	schema      *model.Schema
 	ptr         string
+	param       bool // a header parameter the spec declares (not the idempotency key)
 }
 
 // wire is one request as sent: method, path with query (relative to the base URL), header
@@ -65,7 +66,7 @@ func buildRequest(op *model.Operation, g *values, o *Options) (*request, error) 
 			}
 			text = v
 		}
-		f := field{name: p.Name, value: text, schema: p.Schema}
+		f := field{name: p.Name, value: text, schema: p.Schema, param: true}
 		switch p.In {
 		case model.InPath:
 			r.path[p.Name] = text
@@ -537,7 +538,14 @@ func (r *request) wire(sp spelling, extra http.Header) *wire {
 			w.header = append(w.header, field{name: name, value: v})
 		}
 	}
-	w.header = append(w.header, r.header...)
+	for _, f := range r.header {
+		// A header parameter the credentials also set (an Authorization or tenant header the
+		// spec declares) is sent once, with the credential's value: two copies are a 400.
+		if f.param && extra.Get(f.name) != "" {
+			continue
+		}
+		w.header = append(w.header, f)
+	}
 	if r.content != nil {
 		w.header = append(w.header, field{name: "Content-Type", value: r.content.MediaType})
 		w.body = r.encodeBody(sp)
