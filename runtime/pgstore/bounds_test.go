@@ -97,8 +97,13 @@ func TestRecordsCapCountsClaims(t *testing.T) {
 				statuses[c]++
 			}
 			t.Logf("200 concurrent new keys under a cap of 5: %v", statuses)
-			if statuses[201] != 5 || e.payments("t1") != 5 {
-				t.Errorf("%d answered 201 and %d payments, want 5 and 5", statuses[201], e.payments("t1"))
+			// A counted claim that then fails (503: a store timeout on a loaded machine) still
+			// counts, so exactly 5 answer 201 only when none failed; never more than 5.
+			if statuses[201] > 5 || e.payments("t1") != statuses[201] || (statuses[503] == 0 && statuses[201] != 5) {
+				t.Errorf("%d answered 201 and %d payments, want 5 and 5 (at most 5 when some failed: %d 503)", statuses[201], e.payments("t1"), statuses[503])
+			}
+			if statuses[201]+statuses[429]+statuses[503] != n {
+				t.Errorf("answers %v, want only 201, 429 and 503", statuses)
 			}
 		})
 	}

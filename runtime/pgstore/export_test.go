@@ -7,3 +7,14 @@ func (s *Store) WaitingForTest() int { return s.waiting.count() }
 // MarkPartitionForTest returns the statement that marks table as a partition of the
 // PartitionSweeper's own.
 func MarkPartitionForTest(table string) string { return markPartition(table) }
+
+// SlotsForTest returns how many handler slots are held and how many requests wait in line for
+// one, for the tests of package pgstore_test.
+func (s *Store) SlotsForTest() (held, waiting int) {
+	s.slots.mu.Lock()
+	defer s.slots.mu.Unlock()
+	for _, n := range s.slots.held {
+		held += n
+	}
+	return held, len(s.slots.line)
+}

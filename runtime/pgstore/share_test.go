@@ -25,7 +25,12 @@ func TestTenantShareOfHandlerSlots(t *testing.T) {
 		}()
 	}
 	e.gate("a").wait(t)
-	time.Sleep(300 * time.Millisecond) // every slow request has reached its slot or the line
+	// Every slow request has reached its slot or the line (their lookups no longer hold a
+	// connection), however slow the machine.
+	eventually(t, "tenant-a's requests to reach a slot or the line", func() bool {
+		held, waiting := e.st.SlotsForTest()
+		return held+waiting == slow
+	})
 	held := e.pool.Stat().AcquiredConns()
 
 	var others []time.Duration
