@@ -87,7 +87,12 @@ func (c *cluster) data() string { return filepath.Join(c.dir, "data") }
 func (c *cluster) run(name string, args ...string) ([]byte, error) {
 	argv := append(append([]string{}, c.asUser...), filepath.Join(c.bindir, name))
 	argv = append(argv, args...)
-	return exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	// In the cluster's own folder, which the postgres user owns: a checkout under a folder only
+	// root may enter (mktemp -d) made psql warn that it cannot change into the working
+	// directory, and the warning came back as the query's value.
+	cmd.Dir = c.dir
+	return cmd.CombinedOutput()
 }
 
 func (c *cluster) url() string {
