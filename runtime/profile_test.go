@@ -68,8 +68,8 @@ func TestProfileStripe(t *testing.T) {
 
 // Under the Stripe profile, Stripe-Account must be a connected account id (acct_ and letters and
 // digits) or absent: anything else is refused before any lookup, 400 naming the header, and makes
-// no scope of its own (a rotated header used to give a tenant fresh keys and caps for every
-// value). Without the profile, scope headers are taken as sent.
+// no scope of its own (else rotating the header would give a tenant fresh keys and caps for
+// every value). Without the profile, scope headers are taken as sent.
 func TestProfileStripeAccountValidated(t *testing.T) {
 	e := newMemEnv(t, nil)
 	op := payOp()

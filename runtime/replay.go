@@ -176,7 +176,7 @@ func (x *exchange) storable(resp Response) store.Response {
 // setStoredHeaders sets the headers stored by storableHeaders (a JSON object of string arrays, as
 // PostgreSQL's jsonb prints it) on h. A document that is not such an object sets nothing. It reads
 // with the canonical package's token decoder rather than encoding/json's reflection: decoding the
-// stored headers was a sixth of what a replay allocated.
+// stored headers by reflection is a sixth of what a replay allocates.
 func setStoredHeaders(h http.Header, doc []byte) {
 	type header struct {
 		name   string

@@ -104,7 +104,7 @@ func unhex(s []byte, i int) (byte, bool) {
 	return 0, false
 }
 
-// AppendCanonicalForm appends the canonical form of a form body to b (issue 3, item 5): the
+// AppendCanonicalForm appends the canonical form of a form body to b: the
 // fields of ParseForm, without those whose name is in exclude (fingerprint.exclude for form
 // bodies, and a form-carried idempotency key), stably sorted by name in byte order (so
 // repeated fields keep their relative order), written as name=value pairs joined by '&' with

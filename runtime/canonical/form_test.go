@@ -40,7 +40,7 @@ func TestParseForm(t *testing.T) {
 	}
 }
 
-// Case 018 and issue 3 item 5: percent-decoding variants and field order do not matter,
+// Case 018: percent-decoding variants and field order do not matter,
 // repeated fields keep their order, exclusions drop fields by name.
 func TestCanonicalForm(t *testing.T) {
 	form := func(in string, exclude ...string) string {

@@ -26,7 +26,7 @@ var fuzzSeeds = []string{
 }
 
 // FuzzCanonical: the generic canonicalizer never panics, refuses only with a located *Error,
-// produces a fixed point, and agrees with gowebpki/jcs on inputs both accept (issue 3, item 8).
+// produces a fixed point, and agrees with gowebpki/jcs (RFC 8785) on inputs both accept.
 // jcs accepts more: it rounds numbers a double does not hold exactly, which idemgen refuses
 // (see "Numbers" in the package doc), so those inputs end at the refusal check.
 func FuzzCanonical(f *testing.F) {

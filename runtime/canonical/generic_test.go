@@ -131,7 +131,8 @@ func mustText(t *testing.T, in string) string {
 	return s
 }
 
-// Strict input (issue 3, item 2): every refusal is an *Error naming the value and the byte.
+// Strict input, as the generated decoder's (DESIGN section 4): every refusal is an *Error
+// naming the value and the byte.
 func TestStrictRefusals(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
 	cases := []struct {

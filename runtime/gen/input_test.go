@@ -151,7 +151,7 @@ func TestForm(t *testing.T) {
 	if err != nil || v.email != "a@b" || *v.balance != -3 || strings.Join(v.expand, ",") != "a,b" {
 		t.Fatalf("%+v, %v", v, err)
 	}
-	// Indexed items come in the order of their indices (issue 14: [1]=b&[0]=a was [b a]), also
+	// Indexed items come in the order of their indices, not of arrival ([1]=b&[0]=a is [a b]), also
 	// past 9, where the names do not sort as the numbers do.
 	long := "email=x"
 	for i := 11; i >= 0; i-- {

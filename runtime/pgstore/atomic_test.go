@@ -174,8 +174,8 @@ func TestResponseAboveLimit(t *testing.T) {
 	}
 }
 
-// Issue 7 item 10: 50 goroutines with one key make exactly one business write; the others get
-// 409 in-flight with Retry-After, or a replay.
+// DESIGN section 1, rows New, In-flight and Replay: 50 goroutines with one key make exactly one
+// business write; the others get 409 in-flight with Retry-After, or a replay.
 func TestAtomicStormOneWrite(t *testing.T) {
 	forClaimLocks(t, testAtomicStormOneWrite)
 }

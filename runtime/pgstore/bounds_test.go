@@ -13,8 +13,8 @@ import (
 )
 
 // Bounds that hold by default. Every stored byte counts against the tenant's stored-bytes cap
-// (a 16 KB response used to be below the counted size and never counted: 1,500 of them stored
-// 23 MB in 3.7 s), and the records cap is on without configuration (it used to be off).
+// (Limits.BodyCountedAbove defaults to 0: below any counted size, 1,500 responses of 16 KB store
+// 23 MB in under 4 s), and the records cap is on without configuration.
 func TestDefaultBoundsHold(t *testing.T) {
 	t.Run("every byte counts", func(t *testing.T) {
 		// A cap of 100 KB, the counted size left at its default: 16 KB responses count.
@@ -110,8 +110,8 @@ func TestRecordsCapCountsClaims(t *testing.T) {
 }
 
 // A scope header joins the scope, not the tenant's limits: rotating Stripe-Account under one
-// tenant gets no more new keys than the tenant's cap (it used to give 8 of 8 against a cap of
-// 5).
+// tenant gets no more new keys than the tenant's cap (Limits: the tenant is the claim's, before
+// scope headers join it).
 func TestScopeHeadersCountAgainstTheTenant(t *testing.T) {
 	e := newEnv(t, func(s *setup) { s.store.Limits = pgstore.Limits{Records: 5, RecordsInterval: time.Hour} })
 	op := payOp()

@@ -45,10 +45,10 @@ func (e *env) slowCompletionHandler(op *runtime.Operation, p *provider) http.Han
 
 // Lease mode: a duplicate that meets a running completion is answered 409 within its own
 // bound, as a duplicate of an atomic claim is; it never waits on the completion's row lock.
-// (30 duplicates of a completion held for 8 s used to wait the whole store timeout, 5 s, each
-// holding a pool connection, and get 503 "the request was not processed".) Whether the lease
-// still runs or has ended (a takeover must not start while a completion runs), and with the
-// pool's handler slots busy elsewhere.
+// (Waiting on the lock, 30 duplicates of a completion held for 8 s would each hold a pool
+// connection for the store timeout, 5 s, and get 503 "the request was not processed".)
+// Whether the lease still runs or has ended (a takeover must not start while a completion
+// runs), and with the pool's handler slots busy elsewhere.
 func TestLeaseCompletionHoldsNoDuplicate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -107,7 +107,7 @@ func TestLeaseCompletionHoldsNoDuplicate(t *testing.T) {
 // A process killed while PostgreSQL runs a statement of its lease completion: the orphaned
 // backend is cut short by client_connection_check_interval, as an orphaned atomic claim's is,
 // so the retry is 409 (never 503) until the lease ends, then takes over and completes once.
-// (Retries used to get 503 for about 30 s: they waited on the orphan's row lock.)
+// (Waiting on the orphan's row lock instead, retries would get 503 until its statement ended.)
 func TestCrashDuringALeaseCompletion(t *testing.T) {
 	e := newEnv(t, func(s *setup) { s.cfg.StoreTimeout = 2 * time.Second })
 	// Killed once PostgreSQL runs the completion's statement.

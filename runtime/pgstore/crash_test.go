@@ -182,7 +182,8 @@ func TestCrashLease(t *testing.T) {
 	}
 }
 
-// Issue 16, item 6: a process killed while PostgreSQL runs one of its handler's statements.
+// A process killed while PostgreSQL runs one of its handler's statements (DESIGN section 4: a
+// crash rolls everything back, so a retry simply runs again).
 // The backend notices the closed connection only when it next reads from it, so without
 // client_connection_check_interval the key stays claimed (409) until the orphaned statement
 // ends, here a minute. The store turns the check on for its transactions (PostgreSQL 14 and

@@ -11,7 +11,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// Issue 16, item 4: what one tenant can make the store keep. Large bodies count against the
+// What one tenant can make the store keep (Limits). Large bodies count against the
 // scope's stored bytes: over the cap the response is still delivered, and its replay says the
 // body was omitted; small bodies are not counted; other scopes are not affected.
 func TestScopeBodyBytesCap(t *testing.T) {

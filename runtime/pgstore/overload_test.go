@@ -10,8 +10,8 @@ import (
 	"github.com/idemgen/idemgen/runtime"
 )
 
-// Issue 16, item 4: with 100 slow requests on a pool of 20, a replay of a finished key waited 5 s
-// and got 503: lookups queued for a connection behind handlers that held the pool. Replays,
+// With 100 slow requests on a pool of 20, lookups must not queue for a connection behind the
+// handlers that hold the pool (a replay would wait the store timeout, 5 s, and get 503). Replays,
 // mismatches and 409s must be answered within their own bound while handlers hold every
 // connection they may take.
 func TestLookupsDoNotStarveBehindSlowHandlers(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
-// Issue 19, item 2: retention by time partitions. The table partitioned by expiry gets hourly
+// Retention by time partitions (DESIGN section 4: expired records count as absent and are
+// deleted; here a partition at a time). The table partitioned by expiry gets hourly
 // partitions from three sweepers at once (several replicas); a partition whose range has ended
 // is detached and dropped whole, with its rows, while the live partitions and their records
 // stay; the store works on it and a record whose expiry has no partition fails its claim
@@ -154,7 +155,7 @@ func TestMigrateRefusesTheOtherLayout(t *testing.T) {
 // idempotency_records whose range has ended, and tables it detached itself (its marker names
 // them) but did not drop. Tables whose names merely look like partitions are the user's: an
 // old plain table kept under idempotency_records_plain while changing layouts, a backup, an
-// archive. (A round used to drop all three, with their rows.)
+// archive. Dropping one would delete the user's rows, which no retention rule allows.
 func TestPartitionSweeperLeavesUserTables(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t, 4)

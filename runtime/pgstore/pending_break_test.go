@@ -18,8 +18,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Adversarial tests of ClaimWithStatement (pending.go, tx.go): each pins a behaviour that was
-// suspected, or found broken and fixed.
+// Adversarial tests of ClaimWithStatement (pending.go, tx.go): each pins one behaviour at an
+// edge of the pipelined claim (its timer, its first statement, a lost claim, a cancelled client).
 
 // spin busy-waits about d: a handler that works without blocking, around the moment the claim
 // timer fires.

@@ -9,7 +9,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// Issue 7 item 9: round trips counted with a pgx tracer and by socket writes. A new key in
+// Round trips counted with a pgx tracer and by socket writes. A new key in
 // atomic mode costs the handler's own statements plus two under ClaimWithStatement (read;
 // BEGIN+lock with the handler's first statement; record+COMMIT) and ClaimPipelined, three under
 // ClaimReadFirst; a replay costs one and assigns no transaction id (so it writes nothing and

@@ -18,9 +18,9 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// Issue 16, item 3: what PostgreSQL writes to its own log. The attacks found raw keys and
-// scopes in the server log (the DETAIL of the record INSERT's unique_violation after the
-// read→lock race) and one ERROR line per 409 (the lock-or-stop statement of ClaimWithStatement).
+// What PostgreSQL writes to its own log: no raw key or scope (DESIGN section 4: logs never print
+// raw keys; the DETAIL of the record INSERT's unique_violation after the read→lock race would
+// print both) and no ERROR line per 409 (the lock-or-stop statement of ClaimWithStatement).
 // This test runs storms, duplicates, mismatches, replays, the read→lock race and a scope of
 // 2.7 KB on a server of its own, then reads that server's log.
 
@@ -84,7 +84,7 @@ func TestServerLogHoldsNoKeysAndNo409Errors(t *testing.T) {
 		bodyMark  = "7373737373"
 	)
 	body := `{"amount":` + bodyMark + `}`
-	// Issue 16 item 5: a scope of ~2.7 KB, random so that PostgreSQL cannot compress it below
+	// A scope of ~2.7 KB, random so that PostgreSQL cannot compress it below
 	// the B-tree's row limit (2704 bytes).
 	random := make([]byte, 2040)
 	_, _ = rand.Read(random)

@@ -9,8 +9,8 @@ import (
 
 // Fair shares: no tenant holds more than its share of the handler slots (Options.TenantShare,
 // default three quarters, leaving one at least to the others), so another tenant's new key keeps its bound while one tenant's slow requests
-// pile up. (60 concurrent 8 s requests of one tenant used to take every slot of a pool of 10,
-// and another tenant's new key waited the whole store timeout and got 503.)
+// pile up. (Without shares, 60 concurrent 8 s requests of one tenant take every slot of a pool
+// of 10, and another tenant's new key waits the whole store timeout and gets 503.)
 func TestTenantShareOfHandlerSlots(t *testing.T) {
 	e := newEnv(t, func(s *setup) { s.maxConns = 10; s.cfg.StoreTimeout = 2 * time.Second })
 	h := e.atomicHandler(payOp())

@@ -38,8 +38,8 @@ INSERT INTO idempotency_records VALUES ('acme', 'k-old-000000000001', 'createPay
     201, '{}', '', false, now(), now(), now() + interval '1 day');`
 
 // A database migrated by idemgen 0.1.0: Migrate and MigratePartitioned refuse its table with
-// an error that says what to do (they used to apply version 2 over it and leave a table every
-// request failed on), and the migration CHANGELOG.md gives makes it a database Migrate takes,
+// an error that says what to do (version 2 applied over it would leave a table every request
+// fails on), and the migration CHANGELOG.md gives makes it a database Migrate takes,
 // keeping the old records aside.
 func TestMigrateRefusesTheFirstLayout(t *testing.T) {
 	ctx := context.Background()

@@ -19,9 +19,9 @@ import (
 // first request starts its Commit to the moment the waiting duplicate has the record it replays,
 // three ways in the same run, one of each per iteration:
 //
-//	lockwait   the baseline, the wait as pgstore did it before: the duplicate blocks in
+//	lockwait   the baseline, a wait by the lock alone: the duplicate blocks in
 //	           pg_advisory_xact_lock under lock_timeout on a connection of its own, then reads
-//	           the record in the same pipeline (the statements of the old lockAndRead)
+//	           the record in the same pipeline
 //	samestore  waitAtomic, the first request on the same Store: woken in process
 //	otherstore waitAtomic, the first request on another Store over another pool (another
 //	           replica): noticed by the waiter's poll (WaitPoll at its default, 100ms)
@@ -108,7 +108,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 
 	var lockwait, samestore, otherstore []time.Duration
 	for i := range b.N {
-		// The baseline: the old lockAndRead of a waiting claim, on a connection held throughout.
+		// The baseline: a waiting claim's lock, then its read, on a connection held throughout.
 		c := claim(i, "lockwait")
 		d := digest(c.ID)
 		lockwait = append(lockwait, waitFor(first(st, c), func() bool { return lockWaiting(ctx, b, pool) }, func() error {

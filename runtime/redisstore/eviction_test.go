@@ -26,9 +26,9 @@ func flood(t *testing.T, cache *redisstore.Cache[pgstore.DBTX], n, size int) {
 }
 
 // Running lease claims are never evicted. Under maxmemory with an evicting policy, one tenant's
-// 400 responses of 200 KB through the cache used to evict another tenant's running claim
-// (allkeys-lru; volatile-lru too, since running claims carry a TTL), and its duplicate was
-// granted a new claim: its call phase ran twice. The lease store now refuses such a server
+// 400 responses of 200 KB through the cache would evict another tenant's running claim
+// (allkeys-lru; volatile-lru too, since running claims carry a TTL), and its duplicate would be
+// granted a new claim: its call phase would run twice. So the lease store refuses such a server
 // (ErrEvictionPolicy) at New and at every claim; under noeviction a full Redis refuses new claims
 // (an error: 503, nothing runs) and keeps the running one, while the cache's copies simply fail
 // to be written (misses: PostgreSQL answers).

@@ -18,8 +18,8 @@ import (
 
 // One limit, every tier: the cache and the paired store keep what PostgreSQL kept under its
 // per-scope stored-bytes cap, so a replay is the same from Redis, from the in-process tier and
-// from PostgreSQL after Redis lost its copy. (PostgreSQL used to omit 48 of 100 bodies of 200 KB
-// under a 10 MB cap while Redis kept all of them, 23 MB, and replays of one key differed by tier.)
+// from PostgreSQL after Redis lost its copy (DESIGN section 5: a replay carries the stored
+// status, headers and body; which tier answers must not change them).
 func TestOneLimitEveryTier(t *testing.T) {
 	const n, size, capBytes = 60, 200 << 10, 6 << 20
 	body := strings.Repeat("y", size)
@@ -107,7 +107,7 @@ func redisBytes(t *testing.T, client rueidis.Client, prefix string) int {
 
 // The records cap holds on the paired store too: its Redis claims are counted in PostgreSQL as
 // they are granted (store.Admitter), so a tenant over the cap is refused before its call phase
-// (it used to be counted only at the completion's commit, after the provider call), and the
+// (counted only at the completion's commit, the provider call would already be made), and the
 // refused key's Redis claim is given back.
 func TestPairedRecordsCap(t *testing.T) {
 	ctx := context.Background()

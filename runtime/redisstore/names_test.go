@@ -18,8 +18,7 @@ import (
 // Redis holds no raw scope or key: names are <prefix>{<the record's digest>}, the digest
 // pgstore stores as key_id, so nothing SCAN, MONITOR, SLOWLOG, the AOF or --bigkeys show can
 // carry a tenant's credential (the conformance service's scope is its bearer token). A support
-// lookup by (tenant, key) still finds the record, by digest. (Names used to be
-// {len:scope:key}, in clear.)
+// lookup by (tenant, key) still finds the record, by digest.
 func TestRedisNamesAreDigests(t *testing.T) {
 	const scope, key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "raw-key-0123456789-secret"
 	for _, topo := range redistest.Topologies {
