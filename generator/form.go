@@ -19,8 +19,8 @@ import (
 //   - flat: every property is a scalar, an array of scalars or a schema-less value. The body
 //     struct is the JSON one (typeOf); gen.Form reads the fields by name in body order, array
 //     fields after the loop in element order (List), and the fingerprint is the body's sorted
-//     fields (Input.FormBody), as before bracketed forms existed, so these fingerprints never
-//     change. A property name is a literal field name (Stripe-era specs declare
+//     fields (Input.FormBody), a framing that does not change, so records already stored keep
+//     matching their retries. A property name is a literal field name (Stripe-era specs declare
 //     "metadata[order]" as one).
 //   - bracketed: some property is an object, a map, an array of objects, or a oneOf/anyOf with
 //     the empty-string sentinel (Stripe's anyOf [X, enum ['']]). The body is decoded by
@@ -30,7 +30,7 @@ import (
 //     fields as a flat form's (Input.FormTreeBody), with exclusions below fields: field order
 //     and percent-encoding do not count, indices and the order of unindexed elements do. So an
 //     operation keeps its fingerprints when its schema gains nested members, and no record
-//     stored before bracketed forms existed is orphaned. Two requests with one fingerprint have
+//     stored while its schema was flat is orphaned. Two requests with one fingerprint have
 //     the same fields, hence decode to the same value; the converse does not hold for spellings
 //     (amount=0100, expand=a beside expand[0]=a), which fingerprint apart, as in a flat form.
 

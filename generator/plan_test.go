@@ -11,8 +11,7 @@ import (
 
 // TestEmitOrder: every decision is in the plan and emitters only read it, so the Go files are the
 // same whatever the order they are emitted in, and whether they come from one plan or each from
-// a plan of its own. (Canonicalizers were once named while the decoders were emitted; emitting
-// the canonicalizers first then lost them.)
+// a plan of its own. (A name an emitter decided would depend on which file was emitted first.)
 func TestEmitOrder(t *testing.T) {
 	for _, c := range goldenCases(t) {
 		doc, opts, errText := loadCase(t, c)

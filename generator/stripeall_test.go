@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// TestStripeEveryPost generates Stripe's whole spec with every POST marked (222 operations,
-// issue 14 item 5) and type-checks the package with go vet, so that no schema feature of the
+// TestStripeEveryPost generates Stripe's whole spec with every POST marked (222 operations)
+// and type-checks the package with go vet, so that no schema feature of the
 // largest vendor spec can make generated code stop compiling. It runs in -short mode too: the
 // package's dependencies come from the build cache and vet type-checks it without compiling
 // it, about 10 s of CPU time. `make bench-stripe` measures what building it costs.

@@ -1,7 +1,7 @@
 package conformance
 
-// Benchmarks of the generated typed path against generic baselines in the same run (issue 3,
-// item 9). The commands, the interleaved measuring loop and the figures are in
+// Benchmarks of the generated typed path against generic baselines in the same run. The
+// commands, the interleaved measuring loop and the figures are in
 // bench/canonical/RESULTS.md; bench/run.sh runs them with the generic-canonicalizer benchmarks
 // of bench/canonical.
 //
@@ -150,7 +150,7 @@ func jcsSum(b *testing.B, raw []byte) [32]byte {
 	return sha256.Sum256(out)
 }
 
-// BenchmarkFingerprint (issue 3, item 9a): the fingerprint alone. impl=idemgen is the framing of
+// BenchmarkFingerprint: the fingerprint alone. impl=idemgen is the framing of
 // gen.Input.Begin + the generated canonical form of the decoded value + SHA-256, what the
 // generated decode function adds to the decoding; impl=jcs is gowebpki/jcs Transform of the raw bytes
 // + SHA-256; impl=jsontext (GOEXPERIMENT=jsonv2 only) is jsontext.Value.Canonicalize on a
@@ -168,7 +168,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	}
 }
 
-// BenchmarkRequest (issue 3, item 9b): the whole path a request body takes, raw bytes to (typed
+// BenchmarkRequest: the whole path a request body takes, raw bytes to (typed
 // value for the handler, fingerprint). impl=idemgen is the generated decode function (strict
 // decoder with its schema checks, canonical form) framed by gen.Input + SHA-256; impl=stdlib is encoding/json Unmarshal into the same
 // generated type + gowebpki/jcs of the raw bytes + SHA-256.
@@ -189,7 +189,8 @@ func BenchmarkRequest(b *testing.B) {
 
 // BenchmarkMiddlewareDecode: what runtime.Middleware does with a body before the wrapped
 // handler runs, with the handler's own encoding/json decoding after it, against the same
-// without the re-encoding (the behaviour before the handler read what was fingerprinted), in
+// without the re-encoding (which DESIGN section 8 requires: the wrapped handler reads exactly
+// what was fingerprinted), in
 // one run. mode=as-sent decodes and fingerprints and hands the body on as sent;
 // mode=reencoded also keeps the re-encoding the handler then reads (gen.Input.Reencode).
 func BenchmarkMiddlewareDecode(b *testing.B) {

@@ -1,7 +1,7 @@
 package conformance
 
 // The shared request-sequence cases about request identity, replayed at the fingerprint layer
-// on the generated code (issue 3, "done when"): no database, no HTTP server; each request is
+// on the generated code: no database, no HTTP server; each request is
 // routed by the generated operations' patterns, decoded and fingerprinted by the generated decode
 // function, as the generated handlers do before they call the runtime. internal/conformance runs every case end to end against PostgreSQL.
 

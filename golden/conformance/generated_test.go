@@ -170,7 +170,7 @@ func TestTypedMatchesGeneric(t *testing.T) {
 	}
 }
 
-// The fingerprint of a decoded fixed-shape body costs at most 2 allocations (issue 3, item 9a).
+// The fingerprint of a decoded fixed-shape body costs at most 2 allocations.
 // It counts allocations, not time: the count is a property of the code, not of the machine.
 func TestFingerprintAllocs(t *testing.T) {
 	v, err := decodePaymentBody(readBody(t, "payment.json"))

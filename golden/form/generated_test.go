@@ -99,8 +99,8 @@ func TestRawBodyIsByteExact(t *testing.T) {
 }
 
 // TestFlatArrayIndexOrder: a flat form's array field is read in the order of its indices
-// (issue 14: [1]=b&[0]=a reached the handler as [b a]); its fingerprint is still the sorted
-// fields, as before.
+// ([1]=b&[0]=a reaches the handler as [a b]); its fingerprint is still that of the fields sorted
+// by name (canonical.AppendCanonicalForm), so the order they arrive in does not change it.
 func TestFlatArrayIndexOrder(t *testing.T) {
 	decode := func(body string) (CreateCustomerRequest, canonical.Fingerprint, error) {
 		return fptest.Decode(operationCreateCustomer(), decodeCreateCustomer, httptest.NewRequest("POST", "/v1/customers", nil), formType, []byte(body))
