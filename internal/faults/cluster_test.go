@@ -88,9 +88,9 @@ func (c *cluster) run(name string, args ...string) ([]byte, error) {
 	argv := append(append([]string{}, c.asUser...), filepath.Join(c.bindir, name))
 	argv = append(argv, args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	// In the cluster's own folder, which the postgres user owns: a checkout under a folder only
-	// root may enter (mktemp -d) made psql warn that it cannot change into the working
-	// directory, and the warning came back as the query's value.
+	// In the cluster's own folder, which the postgres user owns: in a checkout under a folder
+	// only root may enter (mktemp -d), psql warns that it cannot change into the working
+	// directory, and the warning would be read as the query's value.
 	cmd.Dir = c.dir
 	return cmd.CombinedOutput()
 }

@@ -1,6 +1,6 @@
 // Package faults is idemgen's fault-injection suite: it attacks a running service built on the
 // runtime and pgstore (two replica processes, a real PostgreSQL, a fake payment provider over
-// HTTP) with the matrix of issue 16 — same-key storms across replicas, SIGKILL mid-handler,
+// HTTP) with a matrix of faults — same-key storms across replicas, SIGKILL mid-handler,
 // PostgreSQL stopped and frozen under load, lease expiry races, slow bodies — records every
 // attempt a client made (request, answer, timings), and checks that history two ways:
 //

@@ -13,7 +13,7 @@ import (
 
 // Scenario 4: lease expiry races, with a sweeper running on both replicas.
 //
-//   - retention-shorter-than-call: issue 16 item 1. The first request's provider call outlasts
+//   - retention-shorter-than-call: the first request's provider call outlasts
 //     its lease and its retention; requests with another body, after the lease and after
 //     lease + retention, must get 422 while the first owner can still complete, and the first
 //     request must complete (201) with one provider charge.

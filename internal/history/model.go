@@ -28,10 +28,10 @@ import (
 // One attempt is one linearization point, so a lease-mode attempt that claims and then
 // releases (a 500) cannot explain another body's 422 during its run; no scenario expects a 500.
 //
-// A running claim never expires (issue 16: a running record must not be seen as absent while its
-// owner can still complete); a completed record may expire once Retention has passed since its
-// execution began. Only lease mode has visible claims: atomic claims are uncommitted until the
-// execution commits.
+// A running claim never expires (a running record seen as absent while its owner can still
+// complete would let a second execution start); a completed record may expire once Retention
+// has passed since its execution began. Only lease mode has visible claims: atomic claims are
+// uncommitted until the execution commits.
 
 // ModelOptions tunes the model to a scenario.
 type ModelOptions struct {

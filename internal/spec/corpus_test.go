@@ -233,11 +233,11 @@ func multipartOnly(op *model.Operation) bool {
 	return true
 }
 
-// TestRoundThree pins the faults a third run over public specs found (testdata/specs/round3
-// and the golden cases nullable30, nullable31 and oneof-key, one small spec per fault; the
-// public specs that show them are listed in testdata/specs/INDEX.md): what each now loads as,
-// with which key, from which mark, and the errors and warnings by code. Each failed before
-// its fix (docs/cli.md says how each is read).
+// TestRoundThree pins how spec shapes seen in public specs are read (testdata/specs/round3
+// and the golden cases nullable30, nullable31 and oneof-key, one small spec per shape; the
+// public specs that show them are listed in testdata/specs/INDEX.md): what each loads as,
+// with which key, from which mark, and the errors and warnings by code (docs/cli.md says how
+// each is read).
 func TestRoundThree(t *testing.T) {
 	const dir = "../../testdata/specs/"
 	type op struct {
@@ -255,8 +255,8 @@ func TestRoundThree(t *testing.T) {
 		ops              map[string]op
 		errors, warnings map[string]int
 	}{
-		// 1. OpenAPI 3.1 nullable unions on parameters (the optional header was refused) and a
-		// 3.0 $ref with a sibling nullable: true.
+		// 1. OpenAPI 3.1 nullable unions on parameters (an optional header of that form is a
+		// string parameter) and a 3.0 $ref with a sibling nullable: true.
 		{"nullable31", Options{Path: dir + "nullable31.yaml"}, map[string]op{"createTransfer": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
 		{"nullable30", Options{Path: dir + "nullable30.yaml"}, map[string]op{"createOrder": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
 		// 2. A key inside every oneOf member: inferred (a member only one shape has is not).
@@ -382,9 +382,9 @@ func TestRoundThreeMessages(t *testing.T) {
 	}
 }
 
-// TestRoundThreeInVendorSpecs: faults of round three that the vendor corpus shows too. Mollie's
+// TestRoundThreeInVendorSpecs: shapes of round three that the vendor corpus shows too. Mollie's
 // spec (published by its Speakeasy-generated SDK) declares a Content-Type header parameter on
-// its operations, which OpenAPI says to ignore and idemgen now ignores, and a root
+// its operations, which idemgen ignores as OpenAPI's Parameter Object says to, and a root
 // x-speakeasy-retries policy, reported on every operation as a retry policy that marks nothing.
 func TestRoundThreeInVendorSpecs(t *testing.T) {
 	if testing.Short() {

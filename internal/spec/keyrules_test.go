@@ -37,8 +37,8 @@ paths:
 `
 
 // TestKeyPatternSettingReplacesTheDeclaredOne: with key.pattern in idemgen.yaml, as a default or
-// for one operation, the key's declared pattern is replaced and no longer an error (it was
-// reported although the docs told users to do exactly this).
+// for one operation, the key's declared pattern is replaced and is no error (docs/cli.md,
+// bad-pattern: key.pattern replaces the pattern declared on the key's schema).
 func TestKeyPatternSettingReplacesTheDeclaredOne(t *testing.T) {
 	spec := writeFile(t, "openapi.yaml", keyRulesSpec)
 	for name, cfg := range map[string]string{
