@@ -19,10 +19,10 @@ import (
 
 // TestNetHTTPMiddlewareInEchoIsRefused: runtime.Middleware mounted the net/http way on echo
 // cannot keep the contract (echo.WrapMiddleware renders a handler's error after the middleware
-// finished, so it used to store an empty 200 and replay it; around the whole Echo it would
-// claim requests echo does not route). Each way is refused: 500 `internal` before the handler
-// runs, nothing stored, and a log line naming the adapter; the same key then runs through the
-// adapter as a new request.
+// finished, so the middleware would store an empty 200 and replay it; around the whole Echo it
+// would claim requests echo does not route). Each way is refused: 500 `internal` before the
+// handler runs, nothing stored, and a log line naming the adapter; the same key then runs
+// through the adapter as a new request.
 func TestNetHTTPMiddlewareInEchoIsRefused(t *testing.T) {
 	e := newEnv(t)
 	// The runtime's scope here is a plain ScopeFunc: the misuse does not depend on it.
@@ -34,8 +34,8 @@ func TestNetHTTPMiddlewareInEchoIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A bind error returned by the handler: through echo.WrapMiddleware it was rendered only
-	// after the middleware had stored an empty 200.
+	// A bind error returned by the handler: through echo.WrapMiddleware it is rendered only
+	// after the middleware has finished, which would have stored an empty 200.
 	bindError := func(c echo.Context) error {
 		e.calls.Add(1)
 		return echo.NewHTTPError(http.StatusBadRequest, "the service's own bind error")
