@@ -440,7 +440,7 @@ func TestSummaryOfAFailedOverlay(t *testing.T) {
 }
 
 // TestNoOperationsHint: check and list on a spec where --infer recognises nothing say so and
-// how to mark operations, instead of a bare 0 (and list no longer suggests --infer to a run that
+// how to mark operations, instead of a bare 0 (and list does not suggest --infer to a run that
 // used it); for Stripe's spec, which declares no key, the hint shows the Stripe profile.
 func TestNoOperationsHint(t *testing.T) {
 	const plain = "openapi: 3.0.3\ninfo: {title: %s, version: '1'}\npaths:\n  /v1/customers:\n    post:\n      operationId: PostCustomers\n      responses: {'200': {description: ok}}\n"

@@ -26,7 +26,8 @@ import (
 )
 
 // abDefault is the variants measured in A/B mode unless -only names others: a new key in atomic
-// mode, a replay, a new key in lease mode (the routes every benchserver since issue 5 serves).
+// mode, a replay, a new key in lease mode (routes that benchservers built from older commits
+// serve too, so that an A/B run can measure both sides).
 const abDefault = `^idemgen (atomic, new key|replay|lease, new key)$`
 
 // abServer is one side of an A/B run.

@@ -1,4 +1,4 @@
-// Command benchreconcile measures reconciliation at scale (issue 28's target: a report of one
+// Command benchreconcile measures reconciliation at scale (the target: a report of one
 // million lines against ten million records in under a minute, memory bounded). It fills a fresh
 // database in SQL (generate_series) with completed lease-mode records and their provider calls,
 // spread over ten days, and a few uncertain ones; writes the provider's report of the most recent

@@ -1,4 +1,4 @@
-// Command benchscale measures the PostgreSQL store at scale (issue 19): for each table layout
+// Command benchscale measures the PostgreSQL store at scale: for each table layout
 // (the plain table with its sweeper, and the table partitioned by expiry with its partition
 // sweeper) it measures new keys and replays on the empty table, fills the table with millions
 // of realistic records in SQL (generate_series: mixed operations and tenants, ~200-byte
