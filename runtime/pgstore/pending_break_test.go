@@ -177,8 +177,8 @@ func TestEncodeErrorInFirstStatementIs500(t *testing.T) {
 
 // A first statement that pgx cannot prepare leaves the block pending with its timer still armed:
 // a handler that handles that error and works on is claimed from the Delay on, so a duplicate
-// meanwhile gets 409 (found by a tester: the timer had been stopped before the statement went
-// out).
+// meanwhile gets 409 (a timer stopped before the statement went out would leave the key
+// unclaimed while the handler works).
 func TestPreprocessingErrorKeepsTheTimer(t *testing.T) {
 	e := newEnv(t, withDelay(20*time.Millisecond))
 	started, release := make(chan struct{}), make(chan struct{})
