@@ -200,12 +200,19 @@ func (d *Decoder) MultipleOf(v, m int64)        { d.check(MultipleOfReason(v, m)
 func (d *Decoder) MultipleOfFloat(v, m float64) { d.check(MultipleOfReason(v, m)) }
 
 // MultipleOfReason is why v is not a multiple of m (JSON Schema multipleOf: v / m is an
-// integer), or "". It is exact: integers by their remainder, numbers as the rationals their
-// decimal texts denote, each the shortest decimal that reads back as the float64 (strconv's
-// 'g' format, as Bound writes them), so 19.99 is a multiple of 0.01 although neither is one in
-// binary. That is the text the client sent unless it had 16 or 17 significant digits and was
-// not its double's shortest form (0.30000000000000001 reads as 0.3): see "Numbers" in the package
-// doc. An m that is not positive (the loader refuses it) accepts every value.
+// integer), or "". It is exact: integers by their remainder (2^53+1 is not a multiple of 2),
+// numbers as the rationals their decimal texts denote, each the shortest decimal that reads
+// back as the float64 (strconv's 'g' format, as Bound writes them), so 19.99 is a multiple of
+// 0.01 although neither is one in binary, and 0.1+0.2 computed in float64 is not one of 0.1.
+//
+// The limit: a number arrives as a float64, its text not kept, so that shortest decimal is
+// what is checked. It is the text the client sent when that had at most 15 significant digits
+// (DBL_DIG); 16 or 17 digits that are not the double's shortest form (0.30000000000000001,
+// 9007199254740993 as a number) are checked as that form (0.3, 9007199254740992). Decoder.Float64
+// refuses longer numbers (see "Numbers" in the package doc); runtime/gen's readers of
+// parameters, form fields and parts parse them into their double.
+//
+// An m that is not positive (the loader refuses it) accepts every value.
 func MultipleOfReason[T Number](v, m T) string {
 	if m <= 0 || isMultiple(v, m) {
 		return ""

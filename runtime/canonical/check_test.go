@@ -231,3 +231,32 @@ func TestMultipleOfReason(t *testing.T) {
 		t.Errorf("MultipleOf(11, 5): %v", err)
 	}
 }
+
+// TestMultipleOfOfDecodedNumbers pins the limit MultipleOfReason documents: a number is checked
+// as its double's shortest decimal, which is the text sent up to 15 significant digits, not
+// for 16 or 17 digits that round (those pass as their double), and longer ones never reach the
+// check in a JSON body (Float64 refuses them).
+func TestMultipleOfOfDecodedNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		m    float64
+		want string // the reason, or "refused" when Float64 refuses the text
+	}{
+		{"19.99", 0.01, ""},
+		{"19.990000000000", 0.01, ""},
+		{"123456789012.345", 0.001, ""},
+		{"0.30000000000000004", 0.1, "must be a multiple of 0.1"},
+		{"0.30000000000000001", 0.1, ""},            // 17 digits: the double 0.3
+		{"9007199254740993", 2, ""},                 // the double 2^53
+		{"0.300000000000000000001", 0.1, "refused"}, // more digits than a double holds
+	} {
+		v, err := decodeOne(t, tt.text, (*Decoder).Float64)
+		got := MultipleOfReason(v, tt.m)
+		if err != nil {
+			got = "refused"
+		}
+		if got != tt.want {
+			t.Errorf("%s multipleOf %v: %q, want %q", tt.text, tt.m, got, tt.want)
+		}
+	}
+}
