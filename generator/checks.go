@@ -13,7 +13,7 @@ import (
 
 // checks returns the statements that test val (a Go expression of t's type, not a pointer)
 // against the schema constraints of docs/design.md section 4: minimum/maximum (exclusive too),
-// minLength/maxLength in code points, pattern, minItems/maxItems, and the enums of other than
+// multipleOf, minLength/maxLength in code points, pattern, minItems/maxItems, and the enums of other than
 // strings (a string enum is checked as it is read: readExpr). r is the reader of the value (a
 // canonical.Decoder, gen.Params or gen.Form), whose methods do the common checks and whose
 // Invalid reports the rest.
@@ -50,6 +50,9 @@ func checks(t *tinfo, val jen.Code, r jen.Code) (out []jen.Code) {
 			}
 			out = append(out, boundCall(t, val, *s.Maximum, m, call))
 		}
+		if s.MultipleOf != nil {
+			out = append(out, boundCall(t, val, *s.MultipleOf, "MultipleOf", call))
+		}
 	case kString:
 		if s.MinLength != nil || s.MaxLength != nil {
 			out = append(out, call("Length", val, optLit(s.MinLength), optLit(s.MaxLength)))
@@ -75,7 +78,7 @@ func optLit(p *int64) jen.Code {
 }
 
 // boundCall checks val against a numeric bound with the reader method m (Min, ExclusiveMin, Max,
-// ExclusiveMax). Integer values compare as int64 with an integer bound when the bound is a whole
+// ExclusiveMax, MultipleOf). Integer values compare as int64 with an integer bound when the bound is a whole
 // number inside the value's range, so the check stays exact (no float64 round trip above 2^53);
 // otherwise (a fractional or out-of-range bound) they compare in float64 (the Float methods),
 // which is exact for integers that close to such a bound.

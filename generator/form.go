@@ -147,6 +147,9 @@ func (g *planner) formShape(s *model.Schema) string {
 	fmt.Fprintf(&b, "%s|%s|%t|%t|%s|%v|%q|%q|%v|", s.Type, s.Format, s.Nullable, s.Composite, s.CompositeOf, s.Variants, s.Enum, s.EnumJSON, s.Types)
 	fmt.Fprintf(&b, "%s|%s|%t|%t|%s|%s|%s|%s|%q|%t|%t|", num(s.Minimum), num(s.Maximum), s.ExclusiveMin, s.ExclusiveMax,
 		inum(s.MinLength), inum(s.MaxLength), inum(s.MinItems), inum(s.MaxItems), s.Pattern, s.Ignore, s.ClosedObject)
+	if s.MultipleOf != nil {
+		fmt.Fprintf(&b, "mo %s|", num(s.MultipleOf))
+	}
 	for _, p := range s.Properties {
 		fmt.Fprintf(&b, "(%q %s %t %t %t %s)", p.Name, p.GoName, p.Required, p.Ignore, g.keyProps[p], g.formShape(p.Schema))
 	}

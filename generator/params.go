@@ -130,6 +130,9 @@ func unionRead(members []*model.Schema, reader *jen.Statement) jen.Code {
 			if m.ExclusiveMax && m.Maximum != nil {
 				d[jen.Id("ExclusiveMax")] = jen.True()
 			}
+			if m.MultipleOf != nil {
+				d[jen.Id("MultipleOf")] = jen.Qual(pkgCanonical, "Ptr").Call(jen.Float64().Call(jen.Lit(*m.MultipleOf)))
+			}
 		}
 		args = append(args, jen.Qual(pkgGen, "Scalar").Values(d))
 	}

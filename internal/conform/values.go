@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -300,8 +302,8 @@ func stripLookaround(p string) string {
 	return b.String()
 }
 
-// number returns a number of s near want, different from not (nil for any), inside its bounds,
-// as JSON text.
+// number returns a number of s near want, different from not (nil for any), inside its bounds
+// and a multiple of its multipleOf, as JSON text.
 func (g *values) number(s *model.Schema, want float64, not *json.Number) (json.Number, bool) {
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if s.Minimum != nil {
@@ -315,10 +317,14 @@ func (g *values) number(s *model.Schema, want float64, not *json.Number) (json.N
 		if v < lo || v > hi || (s.ExclusiveMin && v == lo) || (s.ExclusiveMax && v == hi) {
 			return false
 		}
-		if integer && v != math.Trunc(v) {
+		if integer && (v != math.Trunc(v) || math.Abs(v) >= 1<<63) {
 			return false
 		}
-		return not == nil || string(*not) != formatNumber(v, integer)
+		text := formatNumber(v, integer)
+		if s.MultipleOf != nil && !multipleOf(text, *s.MultipleOf) {
+			return false
+		}
+		return not == nil || string(*not) != text
 	}
 	cands := []float64{want, want + 1, want - 1, want * 2}
 	if !math.IsInf(lo, 0) {
@@ -326,6 +332,17 @@ func (g *values) number(s *model.Schema, want float64, not *json.Number) (json.N
 	}
 	if !math.IsInf(hi, 0) {
 		cands = append(cands, hi, hi-1, math.Floor(hi)-1)
+	}
+	if m := s.MultipleOf; m != nil {
+		step := *m
+		if integer {
+			step = integerStep(step)
+		}
+		// Each candidate's nearest multiples, below and above: a bound's own is inside it.
+		for _, c := range slices.Clone(cands) {
+			cands = append(cands, snap(c, step, math.Round), snap(c, step, math.Ceil), snap(c, step, math.Floor))
+		}
+		cands = append(cands, 0)
 	}
 	for _, c := range cands {
 		if integer {
@@ -336,6 +353,45 @@ func (g *values) number(s *model.Schema, want float64, not *json.Number) (json.N
 		}
 	}
 	return "", false
+}
+
+// multipleOf reports whether the JSON number text n is a multiple of m (multipleOf: n / m is an
+// integer), exactly: as the rationals n and m's shortest decimal denote, which is how the
+// generated decoder checks it (canonical.MultipleOfReason), so 19.99 is a multiple of 0.01.
+func multipleOf(n string, m float64) bool {
+	var v, d big.Rat
+	if _, ok := v.SetString(n); !ok {
+		return false
+	}
+	if _, ok := d.SetString(strconv.FormatFloat(m, 'g', -1, 64)); !ok || d.Sign() <= 0 {
+		return false
+	}
+	return v.Quo(&v, &d).IsInt()
+}
+
+// integerStep is the least integer that is a multiple of m: p for m = p/q in lowest terms (an
+// integer is a multiple of 2.5 when it is one of 5).
+func integerStep(m float64) float64 {
+	var d big.Rat
+	if _, ok := d.SetString(strconv.FormatFloat(m, 'g', -1, 64)); !ok {
+		return m
+	}
+	f, _ := new(big.Float).SetInt(d.Num()).Float64()
+	return f
+}
+
+// snap returns the multiple k × m nearest to c, with k = round(c / m) (math.Round, Ceil or
+// Floor), computed on m's decimal so that 3 × 0.1 is 0.3, not 0.30000000000000004.
+func snap(c, m float64, round func(float64) float64) float64 {
+	var k, d big.Rat
+	if k.SetFloat64(round(c/m)) == nil {
+		return c // c / m is not finite: no multiple near c
+	}
+	if _, ok := d.SetString(strconv.FormatFloat(m, 'g', -1, 64)); !ok {
+		return c
+	}
+	f, _ := k.Mul(&k, &d).Float64()
+	return f
 }
 
 func formatNumber(v float64, integer bool) string {
@@ -457,6 +513,9 @@ func (g *values) valid(s *model.Schema, v any) bool {
 			return false
 		}
 		if s.Minimum != nil && (f < *s.Minimum || (s.ExclusiveMin && f == *s.Minimum)) {
+			return false
+		}
+		if s.MultipleOf != nil && !multipleOf(num.String(), *s.MultipleOf) {
 			return false
 		}
 		return s.Maximum == nil || (f <= *s.Maximum && !(s.ExclusiveMax && f == *s.Maximum))

@@ -31,6 +31,12 @@ func TestValues(t *testing.T) {
 		{"lengths", str(model.Schema{MinLength: ptr[int64](40), MaxLength: ptr[int64](41)}), ""},
 		{"integer bounds", &model.Schema{Type: model.TypeInteger, Minimum: ptr(500.0), Maximum: ptr(600.0)}, ""},
 		{"exclusive bounds", &model.Schema{Type: model.TypeNumber, Minimum: ptr(0.0), Maximum: ptr(1.0), ExclusiveMin: true, ExclusiveMax: true}, ""},
+		{"multipleOf cents", &model.Schema{Type: model.TypeNumber, MultipleOf: ptr(0.01), Maximum: ptr(999999.99)}, `100`},
+		{"multipleOf an awkward step", &model.Schema{Type: model.TypeNumber, MultipleOf: ptr(0.07), Minimum: ptr(0.1), Maximum: ptr(0.2)}, `0.14`},
+		{"multipleOf of an integer", &model.Schema{Type: model.TypeInteger, MultipleOf: ptr(7.0), Minimum: ptr(1.0)}, `98`},
+		{"multipleOf of a fraction of an integer", &model.Schema{Type: model.TypeInteger, MultipleOf: ptr(2.5), Minimum: ptr(101.0), Maximum: ptr(109.0)}, `105`},
+		{"multipleOf tight bounds", &model.Schema{Type: model.TypeInteger, MultipleOf: ptr(1000.0), Minimum: ptr(1001.0), Maximum: ptr(2000.0)}, `2000`},
+		{"multipleOf invalid example", &model.Schema{Type: model.TypeNumber, MultipleOf: ptr(0.5), Example: `0.3`}, `100`},
 		{"required members only", &model.Schema{Type: model.TypeObject, Properties: []*model.Property{
 			{Name: "amount", Required: true, Schema: &model.Schema{Type: model.TypeInteger, Minimum: ptr(1.0)}},
 			{Name: "note", Schema: &model.Schema{Type: model.TypeString}},

@@ -411,7 +411,8 @@ type Schema struct {
 	// Constraints checked by the generated decoder (DESIGN section 4). nil/0 means unset.
 	Minimum, Maximum           *float64
 	ExclusiveMin, ExclusiveMax bool
-	MinLength, MaxLength       *int64 // in Unicode code points
+	MultipleOf                 *float64 // positive (the loader refuses others)
+	MinLength, MaxLength       *int64   // in Unicode code points
 	MinItems, MaxItems         *int64
 	Pattern                    string
 	// Ignore is x-idempotency-ignore: true (left out of the fingerprint).

@@ -230,6 +230,13 @@ func (c *schemaConverter) fill(m *model.Schema, s *openapi3.Schema, at src) {
 		if lo, hi := m.Minimum, m.Maximum; lo != nil && hi != nil && (*lo > *hi || (*lo == *hi && (m.ExclusiveMin || m.ExclusiveMax))) {
 			c.problem(m, at.at("minimum"), "bad-bounds", "minimum %v is above maximum %v (or equal with an exclusive bound): no number is valid", *lo, *hi)
 		}
+		// JSON Schema Validation 2020-12 section 6.2.1 (and draft 4's, which OpenAPI 3.0 uses):
+		// the value of multipleOf MUST be strictly greater than 0.
+		if s.MultipleOf != nil && !(*s.MultipleOf > 0) {
+			c.problem(m, at.at("multipleOf"), "bad-bounds", "multipleOf %v is not positive: JSON Schema requires a number greater than 0", *s.MultipleOf)
+		} else {
+			m.MultipleOf = s.MultipleOf
+		}
 	}
 }
 

@@ -48,6 +48,8 @@ func TestSchemaDiagnostics(t *testing.T) {
 	}{
 		{"minimum above maximum", `{type: integer, minimum: 10, maximum: 1}`, "bad-bounds", ptr + "/minimum", "minimum 10 is above maximum 1"},
 		{"exclusive equal bounds", `{type: number, minimum: 1, maximum: 1, exclusiveMaximum: true}`, "bad-bounds", ptr + "/minimum", "exclusive"},
+		{"multipleOf zero", `{type: number, multipleOf: 0}`, "bad-bounds", ptr + "/multipleOf", "multipleOf 0 is not positive"},
+		{"multipleOf negative", `{type: integer, multipleOf: -5}`, "bad-bounds", ptr + "/multipleOf", "multipleOf -5 is not positive"},
 		{"minItems above maxItems", `{type: array, items: {type: string}, minItems: 3, maxItems: 1}`, "bad-bounds", ptr + "/minItems", "minItems 3"},
 		{"minLength above maxLength", `{type: string, minLength: 5, maxLength: 2}`, "bad-bounds", ptr + "/minLength", "minLength 5"},
 		{"pattern neither engine compiles", `{type: string, pattern: "[z-a]"}`, "bad-pattern", ptr + "/pattern", "[z-a]"},

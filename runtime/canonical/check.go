@@ -2,6 +2,8 @@ package canonical
 
 import (
 	"cmp"
+	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,7 +14,7 @@ import (
 // nothing once an error is recorded.
 //
 // The rules themselves, and their wording, exist once: the Reason functions below (BoundReason
-// and the ones built on it, LengthReason, ItemsReason, PatternReason, OneOf), which return why a
+// and the ones built on it, MultipleOfReason, LengthReason, ItemsReason, PatternReason, OneOf), which return why a
 // value breaks a constraint, "" when it does not. The Decoder's check methods and those of
 // runtime/gen's readers of parameters, form fields and multipart parts report them, and
 // runtime/gen's oneOf/anyOf of scalars collects them per member, so a constraint is checked and
@@ -190,6 +192,55 @@ func BoundReason(c int, bound float64, minimum, exclusive bool) string {
 		return "must be at most " + Bound(bound)
 	}
 	return ""
+}
+
+// MultipleOf checks that v is a multiple of m (multipleOf, m > 0), exactly; MultipleOfFloat is
+// MultipleOf for numbers, and for integers against an m that is not a whole int64.
+func (d *Decoder) MultipleOf(v, m int64)        { d.check(MultipleOfReason(v, m)) }
+func (d *Decoder) MultipleOfFloat(v, m float64) { d.check(MultipleOfReason(v, m)) }
+
+// MultipleOfReason is why v is not a multiple of m (JSON Schema multipleOf: v / m is an
+// integer), or "". It is exact: integers by their remainder (2^53+1 is not a multiple of 2),
+// numbers as the rationals their decimal texts denote, each the shortest decimal that reads
+// back as the float64 (strconv's 'g' format, as Bound writes them), so 19.99 is a multiple of
+// 0.01 although neither is one in binary, and 0.1+0.2 computed in float64 is not one of 0.1.
+//
+// The limit: a number arrives as a float64, its text not kept, so that shortest decimal is
+// what is checked. It is the text the client sent when that had at most 15 significant digits
+// (DBL_DIG); 16 or 17 digits that are not the double's shortest form (0.30000000000000001,
+// 9007199254740993 as a number) are checked as that form (0.3, 9007199254740992). Decoder.Float64
+// refuses longer numbers (see "Numbers" in the package doc); runtime/gen's readers of
+// parameters, form fields and parts parse them into their double.
+//
+// An m that is not positive (the loader refuses it) accepts every value.
+func MultipleOfReason[T Number](v, m T) string {
+	if m <= 0 || isMultiple(v, m) {
+		return ""
+	}
+	return "must be a multiple of " + Bound(float64(m))
+}
+
+// isMultiple reports whether v / m is an integer, for m > 0.
+func isMultiple[T Number](v, m T) bool {
+	if T(1)/2 == 0 { // an integer type: T(v) % T(m) does not compile for floats
+		return int64(v)%int64(m) == 0
+	}
+	f, g := float64(v), float64(m)
+	if math.IsInf(f, 0) || math.IsNaN(f) || math.IsInf(g, 0) || math.IsNaN(g) {
+		return false
+	}
+	if f == math.Trunc(f) && g == math.Trunc(g) && math.Abs(f) <= 1<<53 && g <= 1<<53 {
+		// Whole numbers up to 2^53 are their own shortest decimals; math.Mod is exact.
+		return math.Mod(f, g) == 0
+	}
+	var q, r big.Rat
+	if _, ok := q.SetString(Bound(f)); !ok {
+		return false
+	}
+	if _, ok := r.SetString(Bound(g)); !ok {
+		return false
+	}
+	return q.Quo(&q, &r).IsInt()
 }
 
 // Bound formats a schema bound in a reason: the shortest decimal that reads back as f, with an

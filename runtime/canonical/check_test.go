@@ -178,3 +178,85 @@ func TestReasonFunctions(t *testing.T) {
 		}
 	}
 }
+
+// TestMultipleOfReason: multipleOf is exact arithmetic, not float64 division: integers by their
+// remainder (2^53+1 is odd, though float64 rounds it to the even 2^53), numbers as the decimals
+// they are written as (19.99 is a multiple of 0.01, 0.1+0.2 is not one of 0.1 although its
+// float64 quotient rounds to 3).
+func TestMultipleOfReason(t *testing.T) {
+	const big = int64(1)<<53 + 1
+	tenth := 0.1 // a variable: Go's constant arithmetic would make 0.1+0.2 exactly 0.3
+	for _, tt := range []struct {
+		name, got, want string
+	}{
+		{"integer multiple", MultipleOfReason(int64(15), 5), ""},
+		{"integer not", MultipleOfReason(int64(16), 5), "must be a multiple of 5"},
+		{"zero value", MultipleOfReason(int64(0), 7), ""},
+		{"zero number", MultipleOfReason(0.0, 0.01), ""},
+		{"negative multiple", MultipleOfReason(int64(-15), 5), ""},
+		{"negative not", MultipleOfReason(int64(-16), 5), "must be a multiple of 5"},
+		{"2^53+1 not of 2", MultipleOfReason(big, 2), "must be a multiple of 2"},
+		{"2^53+1 of 3", MultipleOfReason(big, 3), ""}, // 9007199254740993 = 3 × 3002399751580331
+		{"max int64 of 7", MultipleOfReason(int64(1<<63-1), 7), ""},
+		{"min int64 of 2", MultipleOfReason(int64(-1<<63), 2), ""},
+		{"cents", MultipleOfReason(19.99, 0.01), ""},
+		{"cents negative", MultipleOfReason(-19.99, 0.01), ""},
+		{"not cents", MultipleOfReason(19.999, 0.01), "must be a multiple of 0.01"},
+		{"float trap", MultipleOfReason(tenth+0.2, 0.1), "must be a multiple of 0.1"},
+		{"float trap written", MultipleOfReason(0.3, 0.1), ""},
+		{"quotient rounds to an integer", MultipleOfReason(1+1e-15, 1), "must be a multiple of 1"},
+		{"exponent form", MultipleOfReason(1e2, 25), ""},
+		{"exponent divisor", MultipleOfReason(3e-7, 1e-7), ""},
+		{"exponent not", MultipleOfReason(3.5e-7, 1e-7), "must be a multiple of 1e-07"},
+		{"large exponent", MultipleOfReason(1e21, 1e20), ""},
+		{"large number of 3", MultipleOfReason(3e30, 3), ""},
+		{"whole of fraction", MultipleOfReason(3.0, 0.5), ""},
+		{"fraction of whole", MultipleOfReason(2.5, 1), "must be a multiple of 1"},
+		{"divisor above 2^53", MultipleOfReason(1e17, 1e16), ""},
+		{"absent divisor", MultipleOfReason(int64(3), 0), ""},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+	var d Decoder
+	d.MultipleOfFloat(0.07, 0.01)
+	d.MultipleOf(10, 5)
+	if err := d.Err(); err != nil {
+		t.Errorf("a multiple refused: %v", err)
+	}
+	d.MultipleOf(11, 5)
+	var ce *Error
+	if err := d.Err(); !errors.As(err, &ce) || ce.Reason != "must be a multiple of 5" {
+		t.Errorf("MultipleOf(11, 5): %v", err)
+	}
+}
+
+// TestMultipleOfOfDecodedNumbers pins the limit MultipleOfReason documents: a number is checked
+// as its double's shortest decimal, which is the text sent up to 15 significant digits, not
+// for 16 or 17 digits that round (those pass as their double), and longer ones never reach the
+// check in a JSON body (Float64 refuses them).
+func TestMultipleOfOfDecodedNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		m    float64
+		want string // the reason, or "refused" when Float64 refuses the text
+	}{
+		{"19.99", 0.01, ""},
+		{"19.990000000000", 0.01, ""},
+		{"123456789012.345", 0.001, ""},
+		{"0.30000000000000004", 0.1, "must be a multiple of 0.1"},
+		{"0.30000000000000001", 0.1, ""},            // 17 digits: the double 0.3
+		{"9007199254740993", 2, ""},                 // the double 2^53
+		{"0.300000000000000000001", 0.1, "refused"}, // more digits than a double holds
+	} {
+		v, err := decodeOne(t, tt.text, (*Decoder).Float64)
+		got := MultipleOfReason(v, tt.m)
+		if err != nil {
+			got = "refused"
+		}
+		if got != tt.want {
+			t.Errorf("%s multipleOf %v: %q, want %q", tt.text, tt.m, got, tt.want)
+		}
+	}
+}

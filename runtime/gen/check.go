@@ -161,6 +161,15 @@ func (c *checker) ExclusiveMinFloat(v, min float64) { c.check(canonical.Exclusiv
 //go:noinline
 func (c *checker) ExclusiveMaxFloat(v, max float64) { c.check(canonical.ExclusiveMaxReason(v, max)) }
 
+// MultipleOf checks that v is a multiple of m (multipleOf), exactly; MultipleOfFloat is
+// MultipleOf for numbers, and for integers against an m that is not a whole int64.
+//
+//go:noinline
+func (c *checker) MultipleOf(v, m int64) { c.check(canonical.MultipleOfReason(v, m)) }
+
+//go:noinline
+func (c *checker) MultipleOfFloat(v, m float64) { c.check(canonical.MultipleOfReason(v, m)) }
+
 // Pattern checks that s contains a match of the schema pattern.
 //
 //go:noinline

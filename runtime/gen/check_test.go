@@ -12,7 +12,7 @@ import (
 // check with the same signature; a check added to one reader only fails here.
 func TestReadersOfferTheSameChecks(t *testing.T) {
 	checks := []string{"Min", "Max", "ExclusiveMin", "ExclusiveMax", "MinFloat", "MaxFloat", "ExclusiveMinFloat",
-		"ExclusiveMaxFloat", "Length", "Items", "Pattern", "Invalid", "Enum"}
+		"ExclusiveMaxFloat", "MultipleOf", "MultipleOfFloat", "Length", "Items", "Pattern", "Invalid", "Enum"}
 	dec := reflect.TypeFor[*canonical.Decoder]()
 	for _, reader := range []reflect.Type{reflect.TypeFor[*Params](), reflect.TypeFor[*Form](), reflect.TypeFor[*FormTree](), reflect.TypeFor[*Multipart]()} {
 		for _, name := range checks {

@@ -27,6 +27,9 @@ type Scalar struct {
 	// them strict.
 	Minimum, Maximum           *float64
 	ExclusiveMin, ExclusiveMax bool
+	// MultipleOf is the positive number an integer or number must be a multiple of (nil:
+	// absent), checked exactly as canonical.MultipleOfReason does.
+	MultipleOf *float64
 }
 
 // AnyOf checks the current value against the members of a oneOf or anyOf of scalars and returns
@@ -87,19 +90,28 @@ func (sc *Scalar) refuse(s string, m *Matcher) string {
 		if err != nil {
 			return what
 		}
-		return sc.number(func(bound float64) int {
+		if r := sc.number(func(bound float64) int {
 			// Exact for every int64 against a whole bound inside the int64 range.
 			if bound == math.Trunc(bound) && math.Abs(bound) < 1<<62 {
 				return cmp.Compare(n, int64(bound))
 			}
 			return cmp.Compare(float64(n), bound)
-		})
+		}); r != "" || sc.MultipleOf == nil {
+			return r
+		}
+		if m := *sc.MultipleOf; m == math.Trunc(m) && m < 1<<62 {
+			return canonical.MultipleOfReason(n, int64(m))
+		}
+		return canonical.MultipleOfReason(float64(n), *sc.MultipleOf)
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "must be a number"
 		}
-		return sc.number(func(bound float64) int { return cmp.Compare(f, bound) })
+		if r := sc.number(func(bound float64) int { return cmp.Compare(f, bound) }); r != "" || sc.MultipleOf == nil {
+			return r
+		}
+		return canonical.MultipleOfReason(f, *sc.MultipleOf)
 	}
 	return "is of an unsupported type " + sc.Type
 }

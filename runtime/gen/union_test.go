@@ -33,6 +33,10 @@ func TestParamsAnyOf(t *testing.T) {
 		{"/?v=2", []Scalar{{Type: "integer", Enum: []string{"1", "2.0"}}}, "2", true},
 		{"/?v=abcdef", []Scalar{{Type: "string", MinLength: 2, MaxLength: 4}}, "length must be at most 4", false},
 		{"/?v=%F0%9F%98%80%F0%9F%98%80", []Scalar{{Type: "string", MaxLength: 2}}, "😀😀", true}, // code points
+		{"/?v=15", []Scalar{{Type: "integer", MultipleOf: ptrF(5)}}, "15", true},
+		{"/?v=9007199254740993", []Scalar{{Type: "integer", MultipleOf: ptrF(2)}}, "must be a multiple of 2", false},
+		{"/?v=19.99", []Scalar{{Type: "number", MultipleOf: ptrF(0.01)}}, "19.99", true},
+		{"/?v=19.995", []Scalar{{Type: "number", MultipleOf: ptrF(0.01)}, {Type: "string", Enum: []string{"all"}}}, "must be a multiple of 0.01; or must be one of", false},
 		{"/", profile, "", true}, // absent: nothing to check
 	} {
 		var in Input
