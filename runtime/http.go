@@ -25,9 +25,12 @@ import (
 //	admit    scope (401), body size (413), content coding and media type (415)
 //	prepare  the operation's decoder (400 body-invalid) and fingerprint, then the key (400)
 //	run      the state machine of the operation's mode (atomic.go, lease.go)
-//	finish   one outcome: observed, logged, and written as a response, a replay or a problem
+//	finish   the answer (answers.go) observed, logged, and written as a response, a replay or
+//	         a problem
 //
-// None of the refusals before run touches the store or leaves a record.
+// Each step says only how the request ended (a result's ending and its facts); the statuses
+// above are answer's, the one place that says what the client hears. None of the refusals
+// before run touches the store or leaves a record.
 
 // exchange is one request to a marked operation on its way through the runtime.
 type exchange struct {
