@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/store"
@@ -36,7 +35,7 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	case err != nil:
 		return x.storeFailed(err)
 	case rec != nil:
-		return x.answerRecord(rec)
+		return x.meet(rec)
 	}
 	start := time.Now()
 	if x.confirm {
@@ -47,7 +46,7 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	}
 	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
 	res := completeTx(context.WithoutCancel(ctx), x, tx, h)
-	x.executed(res, start)
+	res.claimed = start
 	return res
 }
 
@@ -71,29 +70,30 @@ func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transaction
 // back and the key released. The handler has run, so ctx no longer ends when the client goes
 // away.
 func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h handled) result {
-	done, released := OutcomeExecuted, OutcomeReleased
-	if x.key == "" {
-		done, released = OutcomeUnguarded, OutcomeUnguarded
-	}
 	if h.failure != nil || h.foreign != nil || !x.op.isFinal(h.resp.Status) {
 		if err := x.storeCall(ctx, spanComplete, 0, tx.Abort); err != nil {
 			return x.storeFailed(err)
 		}
-		if h.failure != nil {
-			return x.handlerFailed(h.failure.err, h.failure.stack)
-		}
-		if h.foreign != nil {
+		switch {
+		case h.failure != nil:
+			return result{ending: endHandlerFailed, err: h.failure.err, stack: h.failure.stack}
+		case x.key == "":
+			return result{ending: endUnguarded, resp: h.resp} // without a record, nothing to keep apart
+		case h.foreign != nil:
 			// Not the operation's answer (Middleware): delivered as it is, never stored.
-			return result{outcome: released, resp: h.resp, err: h.foreign}
+			return result{ending: endForeign, resp: h.resp, err: h.foreign}
 		}
-		return result{outcome: released, resp: h.resp}
+		return result{ending: endReleased, resp: h.resp}
 	}
 	x.stamp(&h.resp)
 	stored := x.storable(h.resp)
 	if err := x.storeCall(ctx, spanComplete, 0, func(ctx context.Context) error { return tx.Commit(ctx, stored) }); err != nil {
 		return x.storeFailed(err)
 	}
-	return result{outcome: done, resp: h.resp}
+	if x.key == "" {
+		return result{ending: endUnguarded, resp: h.resp}
+	}
+	return result{ending: endExecuted, resp: h.resp}
 }
 
 // handled is what a handler did: its response, or its failure (an error or a recovered panic).
@@ -105,38 +105,30 @@ type handled struct {
 	foreign *foreignResponse
 }
 
-// handlerError is a handler that returned an error or panicked (stack set).
-type handlerError struct {
-	err   error
-	stack []byte
+// callHandler runs fn, the atomic handler, with db as one handler phase (callPhase).
+func callHandler[DB any](ctx context.Context, x *exchange, db DB, fn func(context.Context, DB) (Response, error)) handled {
+	h, failure := callPhase(ctx, x, func(ctx context.Context) (Response, error) { return fn(ctx, db) }, checkResponse)
+	if failure != nil {
+		return handled{failure: failure}
+	}
+	return h
 }
 
-// callHandler runs fn under the handler span, turning a panic into a failure with its stack, so
-// the transaction is rolled back and the client gets a 500 problem rather than a dropped
-// connection.
-func callHandler[DB any](ctx context.Context, x *exchange, db DB, fn func(context.Context, DB) (Response, error)) (h handled) {
-	ctx, span := x.rt.tracer.Start(ctx, spanHandler, internalSpan...)
-	defer func() {
-		if v := recover(); v != nil {
-			h = handled{failure: &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}}
-		}
-		var err error
-		if h.failure != nil {
-			err = h.failure.err
-		}
-		endSpan(span, err)
-	}()
-	resp, err := fn(ctx, db)
+// checkResponse checks what an atomic handler (or a completion) returned: a response the
+// operation's handler did not produce (Middleware) is delivered but never stored, an error is
+// a failure, and a status outside 100-999 is a bug in the handler. Status 0 is 200, as
+// net/http writes it.
+func checkResponse(resp Response, err error) (handled, *handlerError) {
 	var foreign *foreignResponse
 	switch {
 	case errors.As(err, &foreign):
-		return handled{resp: foreign.resp, foreign: foreign}
+		return handled{resp: foreign.resp, foreign: foreign}, nil
 	case err != nil:
-		return handled{failure: &handlerError{err: err}}
+		return handled{}, &handlerError{err: err}
 	case resp.Status == 0:
 		resp.Status = http.StatusOK
 	case resp.Status < 100 || resp.Status > 999:
-		return handled{failure: &handlerError{err: fmt.Errorf("handler answered status %d", resp.Status)}}
+		return handled{}, &handlerError{err: fmt.Errorf("handler answered status %d", resp.Status)}
 	}
-	return handled{resp: resp}
+	return handled{resp: resp}, nil
 }

@@ -9,8 +9,8 @@ import (
 
 // This file holds the decisions of the state machine as pure functions: what to do with a
 // request given what the store knows of its key, and what a store error means for the client.
-// The machines (atomic.go, lease.go) act on them; decide_test.go checks every row without a
-// database.
+// The machines (atomic.go, lease.go) act on them through machine.go, which turns them into
+// endings; decide_test.go checks every row without a database.
 
 // verdict is what the machine does next with a request.
 type verdict uint8

@@ -71,10 +71,11 @@ func typeName(v any) (pkg, name string) {
 }
 
 // refuseMisuse answers a request to op that Middleware cannot guard (engineMisuse,
-// writerMisuse): 500 problem `internal`, nothing run or stored, the reason logged as an error.
+// writerMisuse): 500 problem `internal` (answer), nothing run or stored, the reason logged as
+// an error. The request was never read, so its log line names only the operation and why.
 func (rt *Runtime) refuseMisuse(w http.ResponseWriter, r *http.Request, op *Operation, why string) {
-	rt.obs.Outcome(op.ID, op.Mode, OutcomeInternal)
-	rt.log.LogAttrs(r.Context(), slog.LevelError, "idempotency middleware mounted where it cannot guard the request; refused",
-		slog.String("operation", op.ID), slog.String("reason", why))
-	rt.problemWriter(rt.profileOf(op))(w, r, newProblem(http.StatusInternalServerError, ProblemInternal, ""))
+	a := answer(&exchange{rt: rt, op: op, r: r}, &result{ending: endMisuse})
+	rt.obs.Outcome(op.ID, op.Mode, a.outcome)
+	rt.log.LogAttrs(r.Context(), a.level, a.msg, slog.String("operation", op.ID), slog.String("reason", why))
+	rt.problemWriter(rt.profileOf(op))(w, r, a.problem)
 }

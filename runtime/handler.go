@@ -84,7 +84,7 @@ func LeaseHandler[DB any](rt *Runtime, op *Operation, decode func(in *gen.Input)
 
 // misconfigured answers a request to an operation its Runtime cannot serve (CheckStore).
 func misconfigured(err error) result {
-	return result{outcome: OutcomeInternal, err: err, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
+	return result{ending: endMisconfigured, err: err}
 }
 
 // CheckStore reports whether rt's store can serve op with handlers writing through DB: nil, or

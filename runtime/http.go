@@ -25,9 +25,12 @@ import (
 //	admit    scope (401), body size (413), content coding and media type (415)
 //	prepare  the operation's decoder (400 body-invalid) and fingerprint, then the key (400)
 //	run      the state machine of the operation's mode (atomic.go, lease.go)
-//	finish   one outcome: observed, logged, and written as a response, a replay or a problem
+//	finish   the answer (answers.go) observed, logged, and written as a response, a replay or
+//	         a problem
 //
-// None of the refusals before run touches the store or leaves a record.
+// Each step says only how the request ended (a result's ending and its facts); the statuses
+// above are answer's, the one place that says what the client hears. None of the refusals
+// before run touches the store or leaves a record.
 
 // exchange is one request to a marked operation on its way through the runtime.
 type exchange struct {
@@ -69,22 +72,6 @@ func (x *exchange) claim() store.Claim {
 	}
 	return c
 }
-
-// result is how one request ends: exactly one of a problem (Problem.Status set), a replay or
-// the handler's own response.
-type result struct {
-	outcome Outcome
-	problem Problem
-	replay  *store.Response
-	resp    Response
-	// err is what the log says about an outcome that is logged (store errors, handler
-	// failures); stack is a recovered panic's stack.
-	err   error
-	stack []byte
-}
-
-// answered reports whether r ends the request (the zero result lets it go on).
-func (r *result) answered() bool { return r.outcome != "" }
 
 // runner runs the state machine of an operation's mode for one decoded request.
 type runner func(ctx context.Context, x *exchange) result
@@ -132,13 +119,14 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 			res = run(context.WithValue(ctx, logIdentityKey{}, &logIdentity{x: x}), x)
 		}
 	}
+	a := answer(x, &res)
 	if traced {
-		span.SetAttributes(attrOutcome.String(string(res.outcome)))
-		if res.problem.Status >= 500 {
-			span.SetStatus(codes.Error, res.problem.Name)
+		span.SetAttributes(attrOutcome.String(string(a.outcome)))
+		if a.problem.Status >= 500 {
+			span.SetStatus(codes.Error, a.problem.Name)
 		}
 	}
-	rt.finish(w, x, res)
+	rt.finish(w, x, &res, &a)
 }
 
 // endpoint is an operation as the HTTP layer serves it, with what is made once per operation
@@ -164,9 +152,7 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	if !rt.cfg.SingleTenant {
 		s, err := callScope(rt.cfg.Scope, r)
 		if err != nil {
-			// The ScopeFunc's reason stays in the logs: it may describe credentials.
-			return result{outcome: OutcomeUnauthorized, err: err, problem: newProblem(rt.cfg.ScopeStatus,
-				ProblemUnauthenticated, "The request could not be attributed to a tenant; authenticate and retry.")}
+			return result{ending: endUnauthenticated, err: err}
 		}
 		x.scope = s
 	}
@@ -179,38 +165,31 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	if name, bad := op.badScopeHeader(r.Header); bad {
 		// Refused before any lookup: a value that names no account must not make a scope of
 		// its own (each would get fresh keys and caps).
-		res := refused(http.StatusBadRequest, ProblemBodyInvalid, "The "+name+" header does not hold a valid account id.")
-		res.problem.Pointer = "/header/" + name
-		return res
+		return result{ending: endScopeHeaderInvalid, sent: name}
 	}
 	limit := op.bodyLimit()
 	if r.ContentLength > limit {
-		return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
-			fmt.Sprintf("The body has %d bytes; the limit is %d.", r.ContentLength, limit))
+		return result{ending: endBodyTooLarge, size: r.ContentLength, limit: limit}
 	}
 	if r.Body != nil {
 		body, err := readBody(w, r, limit)
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			return refused(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
-				fmt.Sprintf("The body is larger than the limit of %d bytes.", limit))
+			return result{ending: endBodyOverLimit, limit: limit}
 		case err != nil:
-			return refused(http.StatusBadRequest, ProblemBodyInvalid, "The body could not be read: "+err.Error())
+			return result{ending: endBodyUnreadable, err: err}
 		}
 		x.body = body
 	}
 	if len(x.body) > 0 {
 		if coding, ok := unsupportedCoding(r.Header.Values("Content-Encoding")); !ok {
-			// RFC 9110 section 12.5.3: a 415 for a content coding lists the codings accepted.
-			w.Header().Set("Accept-Encoding", "identity")
-			return refused(http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
-				fmt.Sprintf("Content-Encoding %q is not supported: send the body without a content coding (RFC 9110 section 15.5.16); the body is fingerprinted and decoded as sent.", coding))
+			return result{ending: endCodingUnsupported, sent: coding}
 		}
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) > 1 {
 		// Which one the decoder, the fingerprint and the handler would each take is a guess.
-		return refused(http.StatusBadRequest, ProblemBodyInvalid, "The request has more than one Content-Type header line; send one.")
+		return result{ending: endContentTypeRepeated}
 	}
 	ct := r.Header.Get("Content-Type")
 	if declared := exactMediaType(op.MediaTypes, ct); declared != "" {
@@ -224,15 +203,13 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	mt, params, err := mime.ParseMediaType(ct)
 	mt = strings.ToLower(mt)
 	if len(op.MediaTypes) > 0 && (err != nil || matchMediaType(op.MediaTypes, mt) == "") {
-		return refused(http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
-			fmt.Sprintf("Content-Type %q is not one of %s.", ct, strings.Join(op.MediaTypes, ", ")))
+		return result{ending: endMediaTypeUnsupported, sent: ct}
 	}
 	if err != nil {
 		return result{}
 	}
 	if cs, ok := params["charset"]; ok && isJSONMediaType(mt) && !strings.EqualFold(cs, "utf-8") {
-		return refused(http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
-			fmt.Sprintf("Content-Type %q declares charset %q; JSON is UTF-8 (RFC 8259 section 8.1): send UTF-8 with charset=utf-8 or no charset.", ct, cs))
+		return result{ending: endCharsetUnsupported, sent: ct, charset: cs}
 	}
 	x.mediaType, x.declared = mt, matchMediaType(op.MediaTypes, mt)
 	return result{}
@@ -248,11 +225,6 @@ func callScope(f ScopeFunc, r *http.Request) (s string, err error) {
 	return f(r)
 }
 
-// refused is a request refused before its key is looked at.
-func refused(status int, name, detail string) result {
-	return result{outcome: OutcomeBodyInvalid, problem: newProblem(status, name, detail)}
-}
-
 // prepare runs the operation's decoder, which checks parameters and body and completes the
 // fingerprint, then reads and validates the key.
 func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, result) {
@@ -264,7 +236,7 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 	}()
 	run, fp, err := decodeRequest(x, in, decode)
 	if err != nil {
-		return nil, x.rt.decodeFailed(err)
+		return nil, decodeFailed(err)
 	}
 	x.fp = fp
 	k := rawKey{}
@@ -285,29 +257,23 @@ type pointerError interface {
 	Pointer() string
 }
 
-// decodeFailed answers a decoder's error: 400 body-invalid with the JSON pointer when the error
-// names one; anything else is a bug in the decoder, 500.
-func (rt *Runtime) decodeFailed(err error) result {
+// decodeFailed is the ending of a decoder's error: the body refused where the error names a
+// JSON pointer; anything else is a bug in the decoder.
+func decodeFailed(err error) result {
 	var be *gen.BodyError
 	if errors.As(err, &be) && be.Status == http.StatusRequestEntityTooLarge {
 		// A multipart part over limits.part: the body's own cap, per part.
-		p := newProblem(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, be.Error())
-		p.Pointer = be.At
-		return result{outcome: OutcomeBodyInvalid, problem: p}
+		return result{ending: endPartTooLarge, err: be, pointer: be.At}
 	}
 	var ce *canonical.Error
 	if errors.As(err, &ce) {
-		p := newProblem(http.StatusBadRequest, ProblemBodyInvalid, ce.Error())
-		p.Pointer = ce.Pointer
-		return result{outcome: OutcomeBodyInvalid, problem: p}
+		return result{ending: endBodyInvalid, err: ce, pointer: ce.Pointer}
 	}
 	var pe pointerError
 	if errors.As(err, &pe) {
-		p := newProblem(http.StatusBadRequest, ProblemBodyInvalid, pe.Error())
-		p.Pointer = pe.Pointer()
-		return result{outcome: OutcomeBodyInvalid, problem: p}
+		return result{ending: endBodyInvalid, err: pe, pointer: pe.Pointer()}
 	}
-	return result{outcome: OutcomeInternal, err: err, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
+	return result{ending: endDecoderFailed, err: err}
 }
 
 // resolveKey applies the key rules to the key the request carried. The key stays "" when it is
@@ -316,13 +282,13 @@ func (x *exchange) resolveKey(k rawKey) result {
 	rule := &x.op.Key
 	if !k.present {
 		if rule.Required {
-			return result{outcome: OutcomeKeyMissing, problem: newProblem(http.StatusBadRequest, ProblemKeyMissing, x.keyWhere()+" is required.")}
+			return result{ending: endKeyMissing}
 		}
 		return result{}
 	}
 	v, err := checkKey(k, rule, x.rt.matcher.MatchWhole)
 	if err != nil {
-		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+err.Error()+".")}
+		return result{ending: endKeyInvalid, err: err}
 	}
 	if rule.FirstSent != "" {
 		if res := x.checkFirstSent(); res.answered() {
@@ -346,12 +312,10 @@ func (x *exchange) checkFirstSent() result {
 		sent, err = http.ParseTime(vals[0])
 	}
 	if len(vals) != 1 || err != nil {
-		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusBadRequest, ProblemKeyInvalid,
-			"The "+name+" header must hold the time of the first attempt, once, as an IMF-fixdate (RFC 9110 section 5.6.7).")}
+		return result{ending: endFirstSentInvalid}
 	}
 	if time.Since(sent) > x.op.retention() {
-		return result{outcome: OutcomeKeyInvalid, problem: newProblem(http.StatusPreconditionFailed, ProblemKeyExpired,
-			fmt.Sprintf("The first attempt (%s) is older than the %s this server keeps requests for: it cannot tell whether that attempt ran. Send a new request with a new key.", vals[0], x.op.retention()))}
+		return result{ending: endKeyExpired, sent: vals[0]}
 	}
 	return result{}
 }
@@ -409,18 +373,24 @@ func (x *exchange) segments() []string {
 	return x.segs
 }
 
-// finish ends the request with res: the observer counts it, the log records what needs a
-// record, and exactly one response is written.
-func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
-	rt.obs.Outcome(x.op.ID, x.op.Mode, res.outcome)
-	rt.logResult(x, &res)
-	decorate := func(h http.Header) { x.profileHeaders(h, &res) }
+// finish ends the request with res, answered a: the observer counts it, the log records what
+// needs a record, and exactly one response is written.
+func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res *result, a *reply) {
+	if !res.claimed.IsZero() {
+		x.executed(a.outcome, res.claimed)
+	}
+	rt.obs.Outcome(x.op.ID, x.op.Mode, a.outcome)
+	rt.logResult(x, res, a)
+	decorate := func(h http.Header) { x.profileHeaders(h, a) }
 	switch {
-	case res.problem.Status != 0:
+	case a.problem.Status != 0:
+		if a.acceptEncoding != "" {
+			w.Header().Set("Accept-Encoding", a.acceptEncoding)
+		}
 		decorate(w.Header())
-		rt.problemWriter(x.prof)(w, x.r, res.problem)
-	case res.replay != nil:
-		writeReplay(w, res.replay, decorate)
+		rt.problemWriter(x.prof)(w, x.r, a.problem)
+	case a.replayed:
+		writeReplay(w, &res.rec.Response, decorate)
 	default:
 		writeResponse(w, res.resp, decorate)
 	}
@@ -429,13 +399,13 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res result) {
 // profileHeaders adds what every answer carries besides the response, after any stored
 // headers: OASIS Repeatable Requests' Repeatability-Result for an operation that takes
 // Repeatability-First-Sent, and what the profile adds (answerHeaders).
-func (x *exchange) profileHeaders(h http.Header, res *result) {
+func (x *exchange) profileHeaders(h http.Header, a *reply) {
 	if x.op.Key.FirstSent != "" {
 		// OASIS Repeatable Requests: whether the server took the request as repeatable.
 		switch {
-		case res.problem.Status >= 400 && res.problem.Status < 500:
+		case a.problem.Status >= 400 && a.problem.Status < 500:
 			h.Set("Repeatability-Result", "rejected")
-		case res.problem.Status == 0:
+		case a.problem.Status == 0:
 			h.Set("Repeatability-Result", "accepted")
 		}
 	}
@@ -443,7 +413,7 @@ func (x *exchange) profileHeaders(h http.Header, res *result) {
 		x.echoKey(h)
 	}
 	if id := x.prof.RequestID; id != nil && x.requestID != "" {
-		x.requestIDs(h, id, res.replay != nil)
+		x.requestIDs(h, id, a.replayed)
 	}
 }
 
@@ -503,40 +473,12 @@ func (x *exchange) stamp(resp *Response) {
 	resp.Header.Set(id.Header, x.requestID)
 }
 
-// logResult writes the log line an outcome deserves, with the request's context (so a
-// trace-aware handler can add its ids), the operation, and digests of the tenant and the key
+// logResult writes the log line the answer a says res deserves, with the request's context (so
+// a trace-aware handler can add its ids), the operation, and digests of the tenant and the key
 // (logAttrs), never the tenant or the key.
-func (rt *Runtime) logResult(x *exchange, res *result) {
-	var (
-		level slog.Level
-		msg   string
-	)
-	switch res.outcome {
-	case OutcomeStoreError:
-		level, msg = slog.LevelError, "idempotency store failed"
-	case OutcomeCanceled:
-		level, msg = slog.LevelInfo, "client went away during the idempotency store call"
-	case OutcomeReleased, OutcomeInternal:
-		var foreign *foreignResponse
-		switch {
-		case res.err == nil:
-			return // a non-final status: the handler's own answer
-		case errors.As(res.err, &foreign):
-			// A router's 404 or redirect in front of which the Middleware ran: a client can
-			// cause it at will, so it is not an error.
-			level, msg = slog.LevelInfo, "response not produced by the operation's handler; not stored, key released"
-		default:
-			level, msg = slog.LevelError, "idempotent handler failed; key released"
-		}
-	case OutcomeLeaseLost:
-		level, msg = slog.LevelWarn, "lease lost before completion; result discarded"
-	case OutcomeUnauthorized:
-		level, msg = slog.LevelDebug, "request refused: no scope"
-	default:
-		return
-	}
+func (rt *Runtime) logResult(x *exchange, res *result, a *reply) {
 	ctx := x.r.Context()
-	if !rt.log.Enabled(ctx, level) {
+	if a.msg == "" || !rt.log.Enabled(ctx, a.level) {
 		return
 	}
 	attrs := x.logAttrs()
@@ -546,88 +488,7 @@ func (rt *Runtime) logResult(x *exchange, res *result) {
 	if len(res.stack) > 0 {
 		attrs = append(attrs, slog.String("stack", string(res.stack)))
 	}
-	rt.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// Answers of the state machine, shared by both modes.
-
-// replayed sends the record's stored response.
-func replayed(rec *store.Record) result {
-	return result{outcome: OutcomeReplayed, replay: &rec.Response}
-}
-
-// answerRecord answers a request whose key has a live record it did not claim: replay, 422 or
-// 409. retryAfter is the 409's Retry-After.
-func (x *exchange) answerRecord(rec *store.Record) result {
-	switch decide(x.op.Mode, x.op.ID, x.fp, rec) {
-	case verdictMismatch:
-		detail := "The key was used with a different request."
-		if rec.Operation != x.op.ID {
-			detail = "The key was used with another operation."
-		}
-		return result{outcome: OutcomeMismatch, problem: newProblem(http.StatusUnprocessableEntity, ProblemPayloadMismatch, detail)}
-	case verdictReplay:
-		return replayed(rec)
-	default:
-		return x.inFlight(rec.LeaseLeft)
-	}
-}
-
-// inFlight answers 409; left is a running lease's remaining time (0: the default Retry-After).
-func (x *exchange) inFlight(left time.Duration) result {
-	p := newProblem(http.StatusConflict, ProblemInFlight, "A request with this key is still being processed; retry after the Retry-After delay.")
-	p.RetryAfter = left
-	if left <= 0 {
-		p.RetryAfter = x.rt.cfg.ConflictRetryAfter
-	}
-	return result{outcome: OutcomeConflict, problem: p}
-}
-
-// storeFailed answers a store error by what it means (classify). A failure before anything was
-// sent to be committed says the request was not processed; a commit whose outcome is unknown
-// says so, and the retry with the same key finds out. A store call cut short because the client
-// went away is not a store failure: it is counted as canceled, so a disconnecting client cannot
-// page anyone.
-func (x *exchange) storeFailed(err error) result {
-	var done *store.CompletedError
-	switch f := classify(x.op.Mode, err); {
-	case f == faultBusy:
-		return x.inFlight(0)
-	case f == faultCompleted:
-		errors.As(err, &done)
-		return x.answerRecord(&done.Record)
-	case f == faultLeaseLost:
-		p := newProblem(http.StatusConflict, ProblemInFlight, "This attempt's lease was taken over by a retry; retry to get its result.")
-		p.RetryAfter = x.rt.cfg.ConflictRetryAfter
-		return result{outcome: OutcomeLeaseLost, problem: p}
-	case f == faultHandler:
-		return x.handlerFailed(err, nil)
-	case f == faultLimited:
-		var lim *store.LimitError
-		p := newProblem(http.StatusTooManyRequests, ProblemRateLimited,
-			"This tenant has created too many new idempotency keys in the current interval; the request was not processed. Retry after the Retry-After delay.")
-		p.RetryAfter = time.Second
-		if errors.As(err, &lim) && lim.RetryAfter > 0 {
-			p.RetryAfter = lim.RetryAfter
-		}
-		return result{outcome: OutcomeLimited, problem: p}
-	case f == faultUnknown, x.calledOut:
-		p := newProblem(http.StatusServiceUnavailable, ProblemStoreUnavailable,
-			"The idempotency store failed after the request began to run; the outcome is unknown. Retry with the same key: the retry replays the result if it was stored, or completes the request once if not.")
-		p.RetryAfter = x.rt.cfg.StoreRetryAfter
-		return result{outcome: OutcomeStoreError, err: err, problem: p}
-	}
-	p := newProblem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "The idempotency store cannot be reached; the request was not processed.")
-	p.RetryAfter = x.rt.cfg.StoreRetryAfter
-	if x.r.Context().Err() != nil {
-		return result{outcome: OutcomeCanceled, err: err, problem: p}
-	}
-	return result{outcome: OutcomeStoreError, err: err, problem: p}
-}
-
-// handlerFailed answers 500 for a handler error or panic; the key is free again.
-func (x *exchange) handlerFailed(err error, stack []byte) result {
-	return result{outcome: OutcomeReleased, err: err, stack: stack, problem: newProblem(http.StatusInternalServerError, ProblemInternal, "")}
+	rt.log.LogAttrs(ctx, a.level, a.msg, attrs...)
 }
 
 // readBody reads the request body up to limit bytes. A body of announced length is read into a

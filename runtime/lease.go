@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	}
 	start := time.Now()
 	res = ownLease(ctx, x, st, fn, &claim, token)
-	x.executed(res, start)
+	res.claimed = start
 	return res
 }
 
@@ -52,7 +51,7 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 // phase, then the completion or the release.
 func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error), claim *store.Claim, token int64) result {
 	lease := &Lease{st: st, claim: *claim, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
-	complete, failure := callLease(ctx, x, fn, lease)
+	complete, failure := callPhase(ctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
 	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the
@@ -74,7 +73,7 @@ func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 			x.calledOut = len(lease.recorded()) > 0
 			return x.storeFailed(notRecorded.err)
 		}
-		return x.handlerFailed(failure.err, failure.stack)
+		return result{ending: endHandlerFailed, err: failure.err, stack: failure.stack}
 	}
 	calls := lease.recorded()
 	c := *claim
@@ -143,9 +142,10 @@ func (x *exchange) uncertain(ctx context.Context, st store.Store, c *store.Claim
 	}
 }
 
-// reserve claims the key for lease mode and returns its fencing token, or the answer when the
-// request does not get the key. A running claim of the same request is waited for while
-// Operation.Wait allows, then answered 409 until its lease ends, then taken over.
+// reserve claims the key for lease mode and returns its fencing token, or the ending of a
+// request that does not get the key. A running claim of the same request is waited for while
+// Operation.Wait allows, then answered 409 until its lease ends, then taken over. Each look at
+// the record is decided once: that verdict drives the takeover, the wait and the ending.
 func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Claim) (int64, result) {
 	deadline := time.Now().Add(x.op.Wait)
 	for attempt := 0; ; attempt++ {
@@ -154,7 +154,14 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 			r, err = st.Reserve(ctx, *claim)
 			return err
 		})
-		if err == nil && !r.Claimed() && decide(ModeLease, x.op.ID, x.fp, &r.Record) == verdictTakeover {
+		if err == nil && r.Claimed() {
+			return r.Token, result{}
+		}
+		var v verdict
+		if err == nil {
+			v = decide(ModeLease, x.op.ID, x.fp, &r.Record)
+		}
+		if v == verdictTakeover {
 			err = x.storeCall(ctx, spanClaim, 0, func(ctx context.Context) (err error) {
 				r.Token, err = st.TakeOver(ctx, *claim, r.Record.Token)
 				return err
@@ -162,25 +169,24 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 			if err == nil {
 				x.rt.obs.Outcome(x.op.ID, ModeLease, OutcomeTakeover)
 				x.rt.log.LogAttrs(ctx, slog.LevelInfo, "lease taken over", append(x.logAttrs(), slog.Int64("token", r.Token))...)
+				return r.Token, result{}
 			}
 		}
 		switch {
 		case errors.Is(err, store.ErrLost) && attempt < 3:
 			continue // someone else moved first: look again
 		case errors.Is(err, store.ErrLost):
-			return 0, x.inFlight(0) // others keep moving the record: another owner is running
+			return 0, result{ending: endInFlight} // others keep moving the record: another owner is running
 		case err != nil:
 			return 0, x.storeFailed(err)
-		case r.Claimed():
-			return r.Token, result{}
 		}
 		wait := time.Until(deadline)
-		if decide(ModeLease, x.op.ID, x.fp, &r.Record) != verdictInFlight || wait <= 0 {
-			return 0, x.answerRecord(&r.Record)
+		if v != verdictInFlight || wait <= 0 {
+			return 0, met(v, x.op.ID, &r.Record)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, x.inFlight(r.Record.LeaseLeft)
+			return 0, result{ending: endInFlight, after: r.Record.LeaseLeft}
 		case <-time.After(min(wait, 50*time.Millisecond)):
 		}
 	}
@@ -191,29 +197,18 @@ func (x *exchange) reserve(ctx context.Context, st store.Store, claim *store.Cla
 func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	complete, failure := callLease(ctx, x, fn, &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret})
+	lease := &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret}
+	complete, failure := callPhase(ctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
 	x.calledOut = true
 	if failure != nil {
-		return x.handlerFailed(failure.err, failure.stack)
+		return result{ending: endHandlerFailed, err: failure.err, stack: failure.stack}
 	}
 	return runUnguarded(ctx, x, st, complete)
 }
 
-// callLease runs the call phase under the handler span, turning a panic into a failure with its
-// stack.
-func callLease[DB any](ctx context.Context, x *exchange, fn func(context.Context, *Lease) (CompleteFunc[DB], error), l *Lease) (c func(context.Context, DB) (Response, error), herr *handlerError) {
-	ctx, span := x.rt.tracer.Start(ctx, spanHandler, internalSpan...)
-	defer func() {
-		if v := recover(); v != nil {
-			herr = &handlerError{err: fmt.Errorf("handler panicked: %v", v), stack: debug.Stack()}
-		}
-		var err error
-		if herr != nil {
-			err = herr.err
-		}
-		endSpan(span, err)
-	}()
-	complete, err := fn(ctx, l)
+// checkCallPhase checks what a lease-mode call phase returned: an error is its failure, and so
+// is a missing completion (a bug in the handler).
+func checkCallPhase[DB any](complete CompleteFunc[DB], err error) (CompleteFunc[DB], *handlerError) {
 	switch {
 	case err != nil:
 		return nil, &handlerError{err: err}

@@ -67,13 +67,13 @@ type UncertainObserver interface {
 }
 
 // executed reports, to an ExecutionObserver, a request that held its claim since start.
-func (x *exchange) executed(res result, start time.Time) {
+func (x *exchange) executed(o Outcome, start time.Time) {
 	if x.rt.exec == nil {
 		return
 	}
-	switch res.outcome {
+	switch o {
 	case OutcomeConflict, OutcomeReplayed, OutcomeMismatch, OutcomeCanceled:
 		return // the claim was lost to a concurrent request (or never made): not an owner
 	}
-	x.rt.exec.Execution(x.op.ID, x.op.Mode, res.outcome, time.Since(start))
+	x.rt.exec.Execution(x.op.ID, x.op.Mode, o, time.Since(start))
 }

@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// This file holds what the two state machines (atomic.go, lease.go) share: a live record the
+// request did not claim, or a store error, turned into the ending it means (decide.go's pure
+// decisions, applied), and the run of one handler phase. What the client then hears is
+// answers.go's.
+
+// meet is the ending of a request whose key has the live record rec, which it did not claim.
+func (x *exchange) meet(rec *store.Record) result {
+	return met(decide(x.op.Mode, x.op.ID, x.fp, rec), x.op.ID, rec)
+}
+
+// met is the ending of verdict v on rec for a request to operation op that does not get the
+// key: a replay, a mismatch, or in flight. A takeover that was not made (an atomic-mode
+// request, or a lease-mode one that ran out of attempts) is still in flight.
+func met(v verdict, op string, rec *store.Record) result {
+	switch v {
+	case verdictReplay:
+		return result{ending: endReplayed, rec: rec}
+	case verdictMismatch:
+		if rec.Operation != op {
+			return result{ending: endOtherOperation}
+		}
+		return result{ending: endMismatch}
+	default:
+		return result{ending: endInFlight, after: rec.LeaseLeft}
+	}
+}
+
+// storeFailed is the ending of a store error, by what it means (classify). A failure before
+// anything was sent to be committed means the request was not processed; a commit whose outcome
+// is unknown, or any failure after a lease-mode call phase (calledOut), does not. A store call
+// cut short because the client went away is told apart from a store that failed.
+func (x *exchange) storeFailed(err error) result {
+	switch f := classify(x.op.Mode, err); {
+	case f == faultBusy:
+		return result{ending: endInFlight}
+	case f == faultCompleted:
+		var done *store.CompletedError
+		errors.As(err, &done)
+		return x.meet(&done.Record)
+	case f == faultLeaseLost:
+		return result{ending: endLeaseLost}
+	case f == faultHandler:
+		return result{ending: endHandlerFailed, err: err}
+	case f == faultLimited:
+		res := result{ending: endLimited}
+		if lim := (*store.LimitError)(nil); errors.As(err, &lim) {
+			res.after = lim.RetryAfter
+		}
+		return res
+	case f == faultUnknown, x.calledOut:
+		return result{ending: endStoreUnknown, err: err}
+	case x.r.Context().Err() != nil:
+		return result{ending: endCanceled, err: err}
+	}
+	return result{ending: endStoreUnavailable, err: err}
+}
+
+// handlerError is a handler phase that returned an error or panicked (stack set).
+type handlerError struct {
+	err   error
+	stack []byte
+}
+
+// callPhase runs phase, one phase of a handler (an atomic handler, a lease-mode call phase or
+// completion), under the handler span, turning a panic into a failure with its stack, so that
+// the machine rolls back or releases and the client gets a 500 problem rather than a dropped
+// connection. check turns what the phase returned into its value or its failure inside the span,
+// so that the span records a failure check finds as well.
+func callPhase[T, V any](ctx context.Context, x *exchange, phase func(context.Context) (T, error), check func(T, error) (V, *handlerError)) (v V, failure *handlerError) {
+	ctx, span := x.rt.tracer.Start(ctx, spanHandler, internalSpan...)
+	defer func() {
+		if p := recover(); p != nil {
+			var zero V
+			v, failure = zero, &handlerError{err: fmt.Errorf("handler panicked: %v", p), stack: debug.Stack()}
+		}
+		var err error
+		if failure != nil {
+			err = failure.err
+		}
+		endSpan(span, err)
+	}()
+	return check(phase(ctx))
+}
