@@ -19,7 +19,6 @@ import (
 	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
@@ -36,19 +35,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	pool := pgtest.NewPool(t, 16)
-	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := conformance.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: conformancetest.Logger(t)})
+	db := conformancetest.NewEnv(t, 16, conformancetest.PGStore(pgstore.Options{}))
+	rt, err := runtime.New(runtime.Config{Store: db.Store, Scope: conformance.TenantOf, Logger: db.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{pool: pool, rt: rt, entered: make(chan struct{}), release: make(chan struct{})}
+	return &env{pool: db.DB, rt: rt, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
 // payment inserts a payment of tenant and returns its id.

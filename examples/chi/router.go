@@ -8,33 +8,38 @@
 package chiexample
 
 import (
-	"log/slog"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // NewRouter returns the conformance API on a chi router: createRefund mounted by hand in a
 // sub-router of /v1/payments/{payment_id}, next to the unmarked GET, and the other marked
-// operations through Register. The pool's idempotency table (pgstore.Migrate) and business
-// tables (conformance.Migrate) must exist.
-func NewRouter(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+// operations through Register. c is what conformance.NewHandler takes, with the same defaults:
+// the idempotency store c.Store, whose tables must exist, and the business tables
+// (conformance.Migrate) that c.Tables reads.
+func NewRouter(c conformance.Config) (http.Handler, error) {
+	if c.Store == nil || c.Tables == nil {
+		return nil, errors.New("chiexample: Config.Store and Config.Tables are required")
+	}
+	if c.Provider == nil {
+		c.Provider = conformance.NewProvider()
+	}
+	rt, err := runtime.New(runtime.Config{Store: c.Store, Scope: conformance.TenantOf, Logger: c.Logger, StoreTimeout: c.StoreTimeout})
 	if err != nil {
 		return nil, err
 	}
-	h := conformance.Handlers(pool, provider)
+	h := conformance.Handlers(c.Provider)
 
 	r := chi.NewRouter()
 	r.Use(conformance.WithKnobs)
 	r.Route("/v1/payments/{payment_id}", func(r chi.Router) {
-		r.Get("/", conformance.GetPayment(pool, provider))
+		r.Get("/", conformance.GetPayment(c.Tables, c.Provider))
 		// One operation by hand: its constructor is an http.Handler like any other. The
 		// runtime finds payment_id by the operation's path template, whatever the router.
 		r.Method(http.MethodPost, "/refunds", api.CreateRefundHandler(rt, h.CreateRefund))
@@ -43,6 +48,6 @@ func NewRouter(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Log
 	if err := api.Register(r, rt, h); err != nil {
 		return nil, err
 	}
-	r.Get("/_effects", conformance.Effects(pool, provider))
+	r.Get("/_effects", conformance.Effects(c.Tables, c.Provider))
 	return r, nil
 }

@@ -1,19 +1,26 @@
 package chiexample
 
 import (
+	"net/http"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 )
+
+// service is NewRouter on env's store, tables and provider.
+func service(env conformancetest.Env) (http.Handler, error) {
+	return NewRouter(conformance.Config{Store: env.Store, Tables: env.DB, Provider: env.Provider, Logger: env.Logger})
+}
 
 // TestCases runs every request-sequence case against the generated handlers on chi (Register,
 // and createRefund mounted by hand in a sub-router) on a real PostgreSQL.
 func TestCases(t *testing.T) {
-	conformancetest.Run(t, "../..", NewRouter, nil)
+	conformancetest.Run(t, "../..", service, nil)
 }
 
 // TestConform runs idemgen conform against this service, as a user would against theirs:
 // every check of conformance.yaml's operations passes, faults included.
 func TestConform(t *testing.T) {
-	conformancetest.Conform(t, "../..", NewRouter)
+	conformancetest.Conform(t, "../..", service)
 }

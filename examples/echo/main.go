@@ -41,7 +41,7 @@ func main() {
 	if err := conformance.Migrate(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
-	e, err := NewServer(pool, conformance.NewProvider(), nil)
+	e, err := NewServer(pool, pgstore.New(pool, pgstore.Options{}), conformance.NewProvider(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"log/slog"
 	"net/http"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 )
 
@@ -23,6 +19,7 @@ func TestConform(t *testing.T) {
 	conformancetest.Conform(t, "../..", service)
 }
 
-func service(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-	return NewServer(pool, provider, log)
+// service is NewServer on env's database, store, provider and logger.
+func service(env conformancetest.Env) (http.Handler, error) {
+	return NewServer(env.DB, env.Store, env.Provider, env.Logger)
 }

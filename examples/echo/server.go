@@ -14,14 +14,16 @@ import (
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// NewServer returns the payments API on echo. The pool's idempotency table (pgstore.Migrate)
-// and business tables (conformance.Migrate) must exist.
-func NewServer(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (*echo.Echo, error) {
-	// idemgen: the runtime over PostgreSQL, keyed by the tenant authenticate put in the
+// NewServer returns the payments API on echo. records is the idempotency store (main's is
+// pgstore.New over pool; the tests choose theirs), whose tables must exist, and so must the
+// pool's business tables (conformance.Migrate).
+func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (*echo.Echo, error) {
+	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in the
 	// echo.Context, behind the echo adapter over the generated operation table.
-	idempotent, err := idemecho.New[pgstore.DBTX](runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemecho.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemecho.Options{})
+	idempotent, err := idemecho.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemecho.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemecho.Options{})
 	if err != nil {
 		return nil, err
 	}

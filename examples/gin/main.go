@@ -43,7 +43,7 @@ func main() {
 		log.Fatal(err)
 	}
 	gin.SetMode(gin.ReleaseMode)
-	r, err := NewServer(pool, conformance.NewProvider(), nil)
+	r, err := NewServer(pool, pgstore.New(pool, pgstore.Options{}), conformance.NewProvider(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

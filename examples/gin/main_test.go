@@ -1,16 +1,12 @@
 package main
 
 import (
-	"log/slog"
 	"net/http"
 	"os"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 )
 
@@ -26,8 +22,9 @@ func TestConform(t *testing.T) {
 	conformancetest.Conform(t, "../..", service)
 }
 
-func service(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-	return NewServer(pool, provider, log)
+// service is NewServer on env's database, store, provider and logger.
+func service(env conformancetest.Env) (http.Handler, error) {
+	return NewServer(env.DB, env.Store, env.Provider, env.Logger)
 }
 
 func TestMain(m *testing.M) {

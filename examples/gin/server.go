@@ -13,15 +13,17 @@ import (
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// NewServer returns the payments API on gin. The pool's idempotency table (pgstore.Migrate)
-// and business tables (conformance.Migrate) must exist.
-func NewServer(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (*gin.Engine, error) {
-	// idemgen: the runtime over PostgreSQL, keyed by the tenant authenticate put in c.Keys,
+// NewServer returns the payments API on gin. records is the idempotency store (main's is
+// pgstore.New over pool; the tests choose theirs), whose tables must exist, and so must the
+// pool's business tables (conformance.Migrate).
+func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (*gin.Engine, error) {
+	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in c.Keys,
 	// behind the gin adapter over the generated operation table; the service's error middleware
 	// renders c.Errors inside the guard, so what is stored is what the client gets.
-	idempotent, err := idemgin.New[pgstore.DBTX](runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemgin.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemgin.Options{Errors: renderErrors})
+	idempotent, err := idemgin.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemgin.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemgin.Options{Errors: renderErrors})
 	if err != nil {
 		return nil, err
 	}

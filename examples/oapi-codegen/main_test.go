@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
@@ -9,11 +10,16 @@ import (
 // TestCases runs every request-sequence case (testdata/cases and the conformance service's own)
 // against this service on a real PostgreSQL: all of them apply to an oapi-codegen strict server.
 func TestCases(t *testing.T) {
-	conformancetest.Run(t, "../..", NewHandler, nil)
+	conformancetest.Run(t, "../..", service, nil)
 }
 
 // TestConform runs idemgen conform against this service, as a user would against theirs:
 // every check of conformance.yaml's operations passes, faults included.
 func TestConform(t *testing.T) {
-	conformancetest.Conform(t, "../..", NewHandler)
+	conformancetest.Conform(t, "../..", service)
+}
+
+// service is NewHandler on env's database, store, provider and logger.
+func service(env conformancetest.Env) (http.Handler, error) {
+	return NewHandler(env.DB, env.Store, env.Provider, env.Logger)
 }

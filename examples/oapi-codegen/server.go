@@ -11,25 +11,27 @@ import (
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // NewHandler returns the payments API: the oapi-codegen strict server on a ServeMux, with
 // idemgen's middleware in front of every operation (it serves the ones the spec marks with
-// x-idempotent and lets the others through), plus GET /_effects for the cases. The pool's
-// idempotency table (pgstore.Migrate) and business tables (conformance.Migrate) must exist.
-func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-	return newHandler(pool, provider, log, false)
+// x-idempotent and lets the others through), plus GET /_effects for the cases. records is the
+// idempotency store (main's is pgstore.New over pool; the tests choose theirs), whose tables
+// must exist, and so must the pool's business tables (conformance.Migrate).
+func NewHandler(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	return newHandler(pool, records, provider, log, false)
 }
 
 // newHandler is NewHandler with the middleware around the whole ServeMux when wholeMux is set
 // (docs/integrate.md, for a spec that declares the key header as a parameter): in front of the
 // router, it matches method and path as ServeMux does.
-func newHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger, wholeMux bool) (http.Handler, error) {
+func newHandler(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger, wholeMux bool) (http.Handler, error) {
 	strict := api.NewStrictHandler(&Service{pool: pool, provider: provider}, []api.StrictMiddlewareFunc{testKnobs})
 
-	// idemgen: the runtime over PostgreSQL, and its middleware over the generated operation
+	// idemgen: the runtime over the idempotency store, and its middleware over the generated operation
 	// table (package idem, `idemgen generate --target middleware`).
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+	rt, err := runtime.New(runtime.Config{Store: records, Scope: conformance.TenantOf, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
@@ -20,15 +18,9 @@ import (
 // createPayment for ServeMux, so it runs guarded (once per key); "/v1/payments/" is ServeMux's
 // 404, delivered and never stored, so the request to the right path runs under the same key.
 func TestWholeMux(t *testing.T) {
-	pool := pgtest.NewPool(t, 8)
-	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := conformance.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	h, err := newHandler(pool, conformance.NewProvider(), conformancetest.Logger(t), true)
+	env := conformancetest.NewEnv(t, 8, conformancetest.PGStore(pgstore.Options{}))
+	pool, ctx := env.DB, context.Background()
+	h, err := newHandler(pool, env.Store, env.Provider, env.Logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}

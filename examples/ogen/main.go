@@ -42,7 +42,7 @@ func main() {
 	if err := conformance.Migrate(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
-	h, err := NewHandler(pool, conformance.NewProvider(), nil)
+	h, err := NewHandler(pool, pgstore.New(pool, pgstore.Options{}), conformance.NewProvider(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

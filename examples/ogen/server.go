@@ -11,23 +11,25 @@ import (
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // NewHandler returns the payments API: the ogen server wrapped in idemgen's middleware (it
 // serves the operations the spec marks with x-idempotent and lets the others through), plus GET
-// /_effects for the cases. The pool's idempotency table (pgstore.Migrate) and business tables
-// (conformance.Migrate) must exist.
-func NewHandler(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+// /_effects for the cases. records is the idempotency store (main's is pgstore.New over pool;
+// the tests choose theirs), whose tables must exist, and so must the pool's business tables
+// (conformance.Migrate).
+func NewHandler(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
 	srv, err := api.NewServer(&Service{pool: pool, provider: provider}, api.WithMiddleware(testKnobs), api.WithErrorHandler(writeError))
 	if err != nil {
 		return nil, err
 	}
 
-	// idemgen: the runtime over PostgreSQL, and its middleware over the generated operation
+	// idemgen: the runtime over the idempotency store, and its middleware over the generated operation
 	// table (package idem, `idemgen generate --target middleware`). ogen's router does not set
 	// Request.Pattern, and its middlewares cannot replay stored bytes, so the middleware wraps
 	// the whole server and asks ogen's router which operation a request is for.
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: log})
+	rt, err := runtime.New(runtime.Config{Store: records, Scope: conformance.TenantOf, Logger: log})
 	if err != nil {
 		return nil, err
 	}

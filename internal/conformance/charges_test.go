@@ -1,4 +1,4 @@
-package conformance
+package conformance_test
 
 import (
 	"context"
@@ -6,19 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
-	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // TestChargeStoresBracketedFields: createCharge stores what the bracketed form fields decoded
 // to: the metadata map, the items in index order and the shipping object, "" for a field sent
 // empty to unset it, NULL for one left out.
 func TestChargeStoresBracketedFields(t *testing.T) {
-	s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
-		return pgstore.New(pool, pgstore.Options{})
-	})
+	s := newFailureService(t, conformancetest.PGStore(pgstore.Options{}))
 	form := func(key, body string) answer {
 		req, _ := http.NewRequest("POST", s.url+"/v1/charges", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer stores")

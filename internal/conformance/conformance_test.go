@@ -1,21 +1,27 @@
 package conformance_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 )
 
+// service is the conformance service on env's store, tables and provider.
+func service(env conformancetest.Env) (http.Handler, error) {
+	return conformance.NewHandler(conformance.Config{Store: env.Store, Tables: env.DB, Provider: env.Provider, Logger: env.Logger})
+}
+
 // TestCases runs every request-sequence case against the conformance service on a real
 // PostgreSQL: the shared cases (testdata/cases), the service's own (testdata/cases here), and
 // the cases in $IDEMGEN_CASES (conformancetest.EnvCases). Each case is a subtest named after its
 // file. The example services of examples/ run the same cases through conformancetest.Run.
 func TestCases(t *testing.T) {
-	conformancetest.Run(t, "../..", conformance.NewHandler, nil)
+	conformancetest.Run(t, "../..", service, nil)
 }
 
 // TestConform runs idemgen conform against the conformance service: every check passes.
 func TestConform(t *testing.T) {
-	conformancetest.Conform(t, "../..", conformance.NewHandler)
+	conformancetest.Conform(t, "../..", service)
 }

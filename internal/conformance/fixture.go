@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	api "github.com/idemgen/idemgen/golden/conformance"
 )
 
@@ -69,18 +67,18 @@ func WriteProblem(w http.ResponseWriter, status int, name, title, detail string)
 
 // Effects serves GET /_effects: the tenant's row count in every business table and the
 // provider's real charges.
-func Effects(pool *pgxpool.Pool, provider *Provider) http.HandlerFunc {
-	return (&service{pool: pool, provider: provider}).effects
+func Effects(tables Tables, provider *Provider) http.HandlerFunc {
+	return (&service{tables: tables, provider: provider}).effects
 }
 
 // GetPayment serves GET /v1/payments/{payment_id}, the unmarked operation.
-func GetPayment(pool *pgxpool.Pool, provider *Provider) http.HandlerFunc {
-	return (&service{pool: pool, provider: provider}).getPayment
+func GetPayment(tables Tables, provider *Provider) http.HandlerFunc {
+	return (&service{tables: tables, provider: provider}).getPayment
 }
 
 // Handlers returns the service's business functions as the generated api.Handlers, for
-// api.Register on another router. The handlers read the tenant and the knobs that WithKnobs
-// put in the context.
-func Handlers(pool *pgxpool.Pool, provider *Provider) api.Handlers {
-	return (&service{pool: pool, provider: provider}).handlers()
+// api.Register on another router. The handlers write through the transaction the runtime
+// gives them and read the tenant and the knobs that WithKnobs put in the context.
+func Handlers(provider *Provider) api.Handlers {
+	return (&service{provider: provider}).handlers()
 }

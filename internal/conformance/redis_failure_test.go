@@ -1,4 +1,4 @@
-package conformance
+package conformance_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 	"github.com/idemgen/idemgen/internal/redistest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -36,23 +37,18 @@ type failureService struct {
 	pool   *pgxpool.Pool
 }
 
-func newFailureService(t *testing.T, st func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX]) *failureService {
+// newFailureService serves the conformance service on a fresh database and the store stores
+// makes, with a store timeout of 1 s and its logs dropped.
+func newFailureService(t *testing.T, stores conformancetest.StoreFactory) *failureService {
 	t.Helper()
-	pool := pgtest.NewPool(t, 40)
-	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	h, err := NewHandlerWith(pool, Options{Store: st(pool), Logger: quietLogger(), StoreTimeout: time.Second})
+	env := conformancetest.NewEnv(t, conformancetest.MinPoolSize, stores)
+	h, err := conformance.NewHandler(conformance.Config{Store: env.Store, Tables: env.DB, Provider: env.Provider, Logger: quietLogger(), StoreTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &failureService{url: srv.URL, client: &http.Client{Timeout: 20 * time.Second}, pool: pool}
+	return &failureService{url: srv.URL, client: &http.Client{Timeout: 20 * time.Second}, pool: env.DB}
 }
 
 // answer is what a client saw.
@@ -208,7 +204,7 @@ func TestRedisCacheKilledMidLoad(t *testing.T) {
 		t.Run(string(topo), func(t *testing.T) {
 			d := privateRedis(t, topo, "everysec")
 			var cache *redisstore.Cache[pgstore.DBTX]
-			s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			s := newFailureService(t, func(_ testing.TB, pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				cache = redisstore.NewCache[pgstore.DBTX](loadStore(pool), redistest.Connect(t, d.addrs...),
 					redisstore.CacheOptions{Timeout: 50 * time.Millisecond, Backoff: 100 * time.Millisecond})
 				return cache
@@ -279,7 +275,7 @@ func TestRedisLeaseKilledMidLoad(t *testing.T) {
 	for _, topo := range redistest.Topologies {
 		t.Run(string(topo), func(t *testing.T) {
 			d := privateRedis(t, topo, "everysec")
-			s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			s := newFailureService(t, func(_ testing.TB, pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				leases, err := redisstore.New(redistest.Connect(t, d.addrs...), redisstore.Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -386,7 +382,7 @@ func TestRedisClusterMasterRestartedWithAOF(t *testing.T) {
 				t.Fatal(err)
 			}
 			var cache *redisstore.Cache[pgstore.DBTX]
-			s := newFailureService(t, func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			s := newFailureService(t, func(_ testing.TB, pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				cache = redisstore.NewCache[pgstore.DBTX](loadStore(pool), client,
 					redisstore.CacheOptions{Timeout: 100 * time.Millisecond, Backoff: 100 * time.Millisecond})
 				return redisstore.Pair[pgstore.DBTX](leases, cache)

@@ -1,13 +1,10 @@
 package conformance_test
 
 import (
-	"log/slog"
-	"net/http"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/conformance"
 	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
 	"github.com/idemgen/idemgen/internal/redistest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -15,26 +12,19 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// withStore is the conformance service on the idempotency store newStore makes over its pool.
-func withStore(newStore func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX]) conformancetest.Service {
-	return func(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-		return conformance.NewHandlerWith(pool, conformance.Options{Store: newStore(pool), Provider: provider, Logger: log})
-	}
-}
-
 // TestCasesRedisCache runs every case against the service whose store is the Redis replay
 // cache in front of PostgreSQL: on a standalone server with the in-process tier, and on a
 // 3-master cluster without it (every replay then goes to Redis).
 func TestCasesRedisCache(t *testing.T) {
 	for _, topo := range redistest.Topologies {
 		t.Run(string(topo), func(t *testing.T) {
-			conformancetest.Run(t, "../..", withStore(func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			conformancetest.RunOn(t, "../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				opts := redisstore.CacheOptions{Prefix: redistest.Prefix(t)}
 				if topo == redistest.Standalone {
 					opts.LocalBytes = 16 << 20
 				}
-				return redisstore.NewCache[pgstore.DBTX](pgstore.New(pool, pgstore.Options{}), redistest.NewClient(t, topo), opts)
-			}), nil)
+				return redisstore.NewCache[pgstore.DBTX](pgstore.New(db, pgstore.Options{}), redistest.NewClient(t, topo), opts)
+			}, service, nil)
 		})
 	}
 }
@@ -46,13 +36,13 @@ func TestCasesRedisCache(t *testing.T) {
 func TestCasesRedisLease(t *testing.T) {
 	for _, topo := range redistest.Topologies {
 		t.Run(string(topo), func(t *testing.T) {
-			conformancetest.Run(t, "../..", withStore(func(pool *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			conformancetest.RunOn(t, "../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				leases, err := redisstore.New(redistest.NewClient(t, topo), redisstore.Options{Prefix: redistest.Prefix(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return redisstore.Pair[pgstore.DBTX](leases, pgstore.New(pool, pgstore.Options{}))
-			}), nil)
+				return redisstore.Pair[pgstore.DBTX](leases, pgstore.New(db, pgstore.Options{}))
+			}, service, nil)
 		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
@@ -26,9 +25,10 @@ const declineAbove = 1000000
 const problemBase = "https://idemgen.dev/conformance/problems/"
 
 // service is the business logic, written against plain inputs so that it reads like any
-// handler code: each method does its work through the transaction it is given.
+// handler code: each marked operation does its work through the transaction it is given, and
+// the unmarked reads go through tables.
 type service struct {
-	pool     *pgxpool.Pool
+	tables   Tables
 	provider *Provider
 }
 
@@ -78,7 +78,7 @@ func (s *service) getPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p payment
-	err = s.pool.QueryRow(r.Context(),
+	err = s.tables.QueryRow(r.Context(),
 		`SELECT id, amount, currency, to_account FROM payments WHERE tenant = $1 AND id = $2`,
 		tenant, r.PathValue("payment_id")).Scan(&p.ID, &p.Amount, &p.Currency, &p.To)
 	switch {
@@ -240,7 +240,7 @@ func (s *service) effects(w http.ResponseWriter, r *http.Request) {
 	for _, table := range effectTables {
 		var n int64
 		// table comes from effectTables, never from the request.
-		if err := s.pool.QueryRow(r.Context(), `SELECT count(*) FROM `+table+` WHERE tenant = $1`, tenant).Scan(&n); err != nil {
+		if err := s.tables.QueryRow(r.Context(), `SELECT count(*) FROM `+table+` WHERE tenant = $1`, tenant).Scan(&n); err != nil {
 			writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "count "+table)
 			return
 		}

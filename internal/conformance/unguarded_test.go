@@ -25,7 +25,7 @@ func TestCasesCatchAnUnguardedService(t *testing.T) {
 	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	s := &service{pool: pool, provider: NewProvider()}
+	s := &service{tables: pool, provider: NewProvider()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/payments", func(w http.ResponseWriter, r *http.Request) {
 		var b struct {

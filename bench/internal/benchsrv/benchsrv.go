@@ -110,7 +110,7 @@ func Run(o Options) error {
 	if _, err := pool.Exec(ctx, baseline.Schema); err != nil {
 		return fmt.Errorf("baseline schema: %w", err)
 	}
-	svc, err := conformance.NewHandler(pool, conformance.NewProvider(), nil)
+	svc, err := conformance.NewHandler(conformance.Config{Store: pgstore.New(pool, pgstore.Options{}), Tables: pool})
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func mountRedis(mux *http.ServeMux, pool *pgxpool.Pool, opt rueidis.ClientOption
 		{"local", redisstore.NewCache[pgstore.DBTX](pg, rdb, redisstore.CacheOptions{Prefix: "bench:local:", LocalBytes: 64 << 20})},
 		{"lease", redisstore.Pair[pgstore.DBTX](leases, pg)},
 	} {
-		h, err := conformance.NewHandlerWith(pool, conformance.Options{Store: v.store})
+		h, err := conformance.NewHandler(conformance.Config{Store: v.store, Tables: pool})
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,8 @@
 // Package conformancetest runs the request-sequence cases against a service that implements the
 // conformance API (testdata/specs/conformance.yaml): idemgen's own conformance service and the
-// example services of examples/ (oapi-codegen, ogen, chi), each on a fresh database of the test
-// server (internal/pgtest).
+// example services of examples/ (oapi-codegen, ogen, chi, echo, gin), each on a fresh database
+// of the test server (internal/pgtest) and on the idempotency store the test chooses (a
+// StoreFactory; PGStore by default).
 package conformancetest
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/internal/spec"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // EnvCases names a folder of extra cases (same format) that Run runs too; a relative path is
@@ -34,12 +36,59 @@ const EnvCases = "IDEMGEN_CASES"
 // requests of the next step while the last copies release theirs.
 const MinPoolSize = 40
 
-// Service builds the service under test over pool, whose idempotency store (pgstore.Migrate)
-// and business tables (conformance.Migrate) exist, with the fake provider; the runtime logs to
-// log.
-type Service func(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.Logger) (http.Handler, error)
+// Env is what a service under test is built on.
+type Env struct {
+	// DB is a fresh database of the test server, closed when the test ends, with the
+	// idempotency store's table (pgstore.Migrate) and the business tables
+	// (conformance.Migrate). The business rows are written and counted here, whatever the
+	// store.
+	DB *pgxpool.Pool
+	// Store is the idempotency store the test chose (its StoreFactory's, over DB). A service
+	// under test keeps its records there and nowhere else.
+	Store store.Transactional[pgstore.DBTX]
+	// Provider is the fake payment provider; the effects oracles count its charges.
+	Provider *conformance.Provider
+	// Logger sends the runtime's logs to the test log (Logger).
+	Logger *slog.Logger
+}
 
-// Run runs every request-sequence case against the service svc builds on a real PostgreSQL:
+// StoreFactory makes the idempotency store of one test over db, whose pgstore table exists.
+// It may register cleanups on t and fail it.
+type StoreFactory func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX]
+
+// PGStore is the factory of the PostgreSQL store with options o: pgstore.New(db, o).
+func PGStore(o pgstore.Options) StoreFactory {
+	return func(_ testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+		return pgstore.New(db, o)
+	}
+}
+
+// NewEnv makes a fresh database with a pool of at most conns connections, creates the
+// idempotency store's and the business tables in it, and makes its store with stores. It
+// skips t when there is no test server (internal/pgtest).
+func NewEnv(t testing.TB, conns int32, stores StoreFactory) Env {
+	t.Helper()
+	db := pgtest.NewPool(t, conns)
+	ctx := context.Background()
+	if err := pgstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := conformance.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return Env{DB: db, Store: stores(t, db), Provider: conformance.NewProvider(), Logger: Logger(t)}
+}
+
+// Service builds the service under test on env.
+type Service func(env Env) (http.Handler, error)
+
+// Run is RunOn on the PostgreSQL store with its default options.
+func Run(t *testing.T, root string, svc Service, skip map[string]string) {
+	RunOn(t, root, PGStore(pgstore.Options{}), svc, skip)
+}
+
+// RunOn runs every request-sequence case against the service svc builds on a real PostgreSQL
+// and the idempotency store stores makes:
 // the shared cases (testdata/cases under root, the repository root relative to the test's
 // directory), the conformance service's own (labelled "service/"), and the cases in
 // $IDEMGEN_CASES. Each case is a subtest named after its file; then all of them run again, last
@@ -48,7 +97,7 @@ type Service func(pool *pgxpool.Pool, provider *conformance.Provider, log *slog.
 // skip names the cases that cannot apply to this service (by subtest name, "018-form-body" or
 // "service/905-refund-of-unknown-payment") with the reason, which the skipped subtest reports;
 // a name in skip that is no case fails the test, so a renamed case cannot be skipped silently.
-func Run(t *testing.T, root string, svc Service, skip map[string]string) {
+func RunOn(t *testing.T, root string, stores StoreFactory, svc Service, skip map[string]string) {
 	dirs := []struct{ label, dir string }{
 		{"", filepath.Join(root, "testdata", "cases")},
 		{"service/", filepath.Join(root, "internal", "conformance", "testdata", "cases")},
@@ -88,15 +137,8 @@ func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 		}
 	}
 
-	pool := pgtest.NewPool(t, poolSize)
 	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := conformance.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	h, err := svc(pool, conformance.NewProvider(), Logger(t))
+	h, err := svc(NewEnv(t, poolSize, stores))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,27 +170,26 @@ func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 	})
 }
 
-// Conform runs idemgen conform against the service svc builds on a fresh database, as a user
+// Conform is ConformOn on the PostgreSQL store with its default options.
+func Conform(t *testing.T, root string, svc Service) {
+	ConformOn(t, root, PGStore(pgstore.Options{}), svc)
+}
+
+// ConformOn runs idemgen conform against the service svc builds on a fresh database and the
+// idempotency store stores makes, as a user
 // runs it against theirs: every check of conformance.yaml's operations (under root, the
 // repository root relative to the test's directory), with two tenants, the service's test
 // knobs (X-Test-Fail: 500, X-Test-Delay), an effects oracle counting both tenants' rows and
 // provider calls, and the fault checks in short mode. A failed check fails the test, with the
 // report.
-func Conform(t *testing.T, root string, svc Service) {
+func ConformOn(t *testing.T, root string, stores StoreFactory, svc Service) {
 	res, err := spec.Load(context.Background(), spec.Options{Path: filepath.Join(root, "testdata", "specs", "conformance.yaml")})
 	if err != nil || res.Diags.HasErrors() {
 		t.Fatalf("conformance.yaml: %v %v", err, res.Diags.Sorted())
 	}
-	pool := pgtest.NewPool(t, MinPoolSize)
 	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := conformance.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	provider := conformance.NewProvider()
-	h, err := svc(pool, provider, Logger(t))
+	env := NewEnv(t, MinPoolSize, stores)
+	h, err := svc(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +198,11 @@ func Conform(t *testing.T, root string, svc Service) {
 	tenants := []string{"conform-a", "conform-b"}
 	effects := func(ctx context.Context) (int64, error) {
 		var n int64
-		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE tenant = ANY($1)) + (SELECT count(*) FROM refunds WHERE tenant = ANY($1))
+		err := env.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE tenant = ANY($1)) + (SELECT count(*) FROM refunds WHERE tenant = ANY($1))
 			+ (SELECT count(*) FROM orders WHERE tenant = ANY($1)) + (SELECT count(*) FROM transfers WHERE tenant = ANY($1))
 			+ (SELECT count(*) FROM charges WHERE tenant = ANY($1)) + (SELECT count(*) FROM provider_charges WHERE tenant = ANY($1))`, tenants).Scan(&n)
 		for _, tn := range tenants {
-			n += provider.Calls(tn)
+			n += env.Provider.Calls(tn)
 		}
 		return n, err
 	}
