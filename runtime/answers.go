@@ -3,10 +3,10 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -167,79 +167,82 @@ const (
 // in flight, 422 mismatch, 503 + Retry-After when the store fails, fail closed).
 func answer(x *exchange, res *result) reply {
 	cfg := &x.rt.cfg
-	problem := func(outcome Outcome, status int, name, detail string) reply {
-		return reply{outcome: outcome, problem: newProblem(status, name, detail)}
+	// The status of each problem is runtime/defaults' table, the one the loader's errors
+	// mapping and `idemgen spec` read too.
+	problem := func(outcome Outcome, name, detail string) reply {
+		return reply{outcome: outcome, problem: newProblem(defaults.ProblemStatus(name), name, detail)}
 	}
 	switch res.ending {
 	case endUnauthenticated:
 		// The ScopeFunc's reason stays in the logs: it may describe credentials.
-		a := problem(OutcomeUnauthorized, cfg.ScopeStatus, ProblemUnauthenticated, "The request could not be attributed to a tenant; authenticate and retry.")
+		a := problem(OutcomeUnauthorized, ProblemUnauthenticated, "The request could not be attributed to a tenant; authenticate and retry.")
+		a.problem.Status = cfg.ScopeStatus
 		a.level, a.msg = slog.LevelDebug, logUnauthenticated
 		return a
 	case endScopeHeaderInvalid:
-		a := problem(OutcomeBodyInvalid, http.StatusBadRequest, ProblemBodyInvalid, "The "+res.sent+" header does not hold a valid account id.")
+		a := problem(OutcomeBodyInvalid, ProblemBodyInvalid, "The "+res.sent+" header does not hold a valid account id.")
 		a.problem.Pointer = "/header/" + res.sent
 		return a
 	case endBodyTooLarge:
-		return problem(OutcomeBodyInvalid, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+		return problem(OutcomeBodyInvalid, ProblemBodyTooLarge,
 			fmt.Sprintf("The body has %d bytes; the limit is %d.", res.size, res.limit))
 	case endBodyOverLimit:
-		return problem(OutcomeBodyInvalid, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+		return problem(OutcomeBodyInvalid, ProblemBodyTooLarge,
 			fmt.Sprintf("The body is larger than the limit of %d bytes.", res.limit))
 	case endBodyUnreadable:
-		return problem(OutcomeBodyInvalid, http.StatusBadRequest, ProblemBodyInvalid, "The body could not be read: "+res.err.Error())
+		return problem(OutcomeBodyInvalid, ProblemBodyInvalid, "The body could not be read: "+res.err.Error())
 	case endCodingUnsupported:
-		a := problem(OutcomeBodyInvalid, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+		a := problem(OutcomeBodyInvalid, ProblemMediaTypeUnsupported,
 			fmt.Sprintf("Content-Encoding %q is not supported: send the body without a content coding (RFC 9110 section 15.5.16); the body is fingerprinted and decoded as sent.", res.sent))
 		// RFC 9110 section 12.5.3: a 415 for a content coding lists the codings accepted.
 		a.acceptEncoding = "identity"
 		return a
 	case endContentTypeRepeated:
-		return problem(OutcomeBodyInvalid, http.StatusBadRequest, ProblemBodyInvalid, "The request has more than one Content-Type header line; send one.")
+		return problem(OutcomeBodyInvalid, ProblemBodyInvalid, "The request has more than one Content-Type header line; send one.")
 	case endMediaTypeUnsupported:
-		return problem(OutcomeBodyInvalid, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+		return problem(OutcomeBodyInvalid, ProblemMediaTypeUnsupported,
 			fmt.Sprintf("Content-Type %q is not one of %s.", res.sent, strings.Join(x.op.MediaTypes, ", ")))
 	case endCharsetUnsupported:
-		return problem(OutcomeBodyInvalid, http.StatusUnsupportedMediaType, ProblemMediaTypeUnsupported,
+		return problem(OutcomeBodyInvalid, ProblemMediaTypeUnsupported,
 			fmt.Sprintf("Content-Type %q declares charset %q; JSON is UTF-8 (RFC 8259 section 8.1): send UTF-8 with charset=utf-8 or no charset.", res.sent, res.charset))
 	case endPartTooLarge:
-		a := problem(OutcomeBodyInvalid, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, res.err.Error())
+		a := problem(OutcomeBodyInvalid, ProblemBodyTooLarge, res.err.Error())
 		a.problem.Pointer = res.pointer
 		return a
 	case endBodyInvalid:
-		a := problem(OutcomeBodyInvalid, http.StatusBadRequest, ProblemBodyInvalid, res.err.Error())
+		a := problem(OutcomeBodyInvalid, ProblemBodyInvalid, res.err.Error())
 		a.problem.Pointer = res.pointer
 		return a
 	case endDecoderFailed, endMisconfigured:
 		// A bug on the server's side: nothing of it is for the client.
-		a := problem(OutcomeInternal, http.StatusInternalServerError, ProblemInternal, "")
+		a := problem(OutcomeInternal, ProblemInternal, "")
 		a.level, a.msg = slog.LevelError, logHandlerFailed
 		return a
 	case endMisuse:
-		a := problem(OutcomeInternal, http.StatusInternalServerError, ProblemInternal, "")
+		a := problem(OutcomeInternal, ProblemInternal, "")
 		a.level, a.msg = slog.LevelError, logMisuse
 		return a
 	case endKeyMissing:
-		return problem(OutcomeKeyMissing, http.StatusBadRequest, ProblemKeyMissing, x.keyWhere()+" is required.")
+		return problem(OutcomeKeyMissing, ProblemKeyMissing, x.keyWhere()+" is required.")
 	case endKeyInvalid:
-		return problem(OutcomeKeyInvalid, http.StatusBadRequest, ProblemKeyInvalid, x.keyWhere()+": "+res.err.Error()+".")
+		return problem(OutcomeKeyInvalid, ProblemKeyInvalid, x.keyWhere()+": "+res.err.Error()+".")
 	case endFirstSentInvalid:
-		return problem(OutcomeKeyInvalid, http.StatusBadRequest, ProblemKeyInvalid,
+		return problem(OutcomeKeyInvalid, ProblemKeyInvalid,
 			"The "+x.op.Key.FirstSent+" header must hold the time of the first attempt, once, as an IMF-fixdate (RFC 9110 section 5.6.7).")
 	case endKeyExpired:
 		// OASIS Repeatable Requests: the record of that attempt may be gone, so running it
 		// again could run it twice.
-		return problem(OutcomeKeyInvalid, http.StatusPreconditionFailed, ProblemKeyExpired,
+		return problem(OutcomeKeyInvalid, ProblemKeyExpired,
 			fmt.Sprintf("The first attempt (%s) is older than the %s this server keeps requests for: it cannot tell whether that attempt ran. Send a new request with a new key.", res.sent, x.op.retention()))
 
 	case endReplayed:
 		return reply{outcome: OutcomeReplayed, replayed: true}
 	case endMismatch:
-		return problem(OutcomeMismatch, http.StatusUnprocessableEntity, ProblemPayloadMismatch, "The key was used with a different request.")
+		return problem(OutcomeMismatch, ProblemPayloadMismatch, "The key was used with a different request.")
 	case endOtherOperation:
-		return problem(OutcomeMismatch, http.StatusUnprocessableEntity, ProblemPayloadMismatch, "The key was used with another operation.")
+		return problem(OutcomeMismatch, ProblemPayloadMismatch, "The key was used with another operation.")
 	case endInFlight:
-		a := problem(OutcomeConflict, http.StatusConflict, ProblemInFlight, "A request with this key is still being processed; retry after the Retry-After delay.")
+		a := problem(OutcomeConflict, ProblemInFlight, "A request with this key is still being processed; retry after the Retry-After delay.")
 		a.problem.RetryAfter = res.after
 		if res.after <= 0 {
 			a.problem.RetryAfter = cfg.ConflictRetryAfter
@@ -248,12 +251,12 @@ func answer(x *exchange, res *result) reply {
 	case endLeaseLost:
 		// The retry replays the new owner's result: an in-flight 409 is what tells a client
 		// to retry with the same key.
-		a := problem(OutcomeLeaseLost, http.StatusConflict, ProblemInFlight, "This attempt's lease was taken over by a retry; retry to get its result.")
+		a := problem(OutcomeLeaseLost, ProblemInFlight, "This attempt's lease was taken over by a retry; retry to get its result.")
 		a.problem.RetryAfter = cfg.ConflictRetryAfter
 		a.level, a.msg = slog.LevelWarn, logLeaseLost
 		return a
 	case endLimited:
-		a := problem(OutcomeLimited, http.StatusTooManyRequests, ProblemRateLimited,
+		a := problem(OutcomeLimited, ProblemRateLimited,
 			"This tenant has created too many new idempotency keys in the current interval; the request was not processed. Retry after the Retry-After delay.")
 		a.problem.RetryAfter = res.after
 		if res.after <= 0 {
@@ -264,7 +267,7 @@ func answer(x *exchange, res *result) reply {
 		// A store call cut short because the client went away is not a store failure: it is
 		// counted as canceled, so a disconnecting client cannot page anyone. The client, if it
 		// is still there, hears the same.
-		a := problem(OutcomeStoreError, http.StatusServiceUnavailable, ProblemStoreUnavailable, "The idempotency store cannot be reached; the request was not processed.")
+		a := problem(OutcomeStoreError, ProblemStoreUnavailable, "The idempotency store cannot be reached; the request was not processed.")
 		a.problem.RetryAfter = cfg.StoreRetryAfter
 		a.level, a.msg = slog.LevelError, logStoreFailed
 		if res.ending == endCanceled {
@@ -272,13 +275,13 @@ func answer(x *exchange, res *result) reply {
 		}
 		return a
 	case endStoreUnknown:
-		a := problem(OutcomeStoreError, http.StatusServiceUnavailable, ProblemStoreUnavailable,
+		a := problem(OutcomeStoreError, ProblemStoreUnavailable,
 			"The idempotency store failed after the request began to run; the outcome is unknown. Retry with the same key: the retry replays the result if it was stored, or completes the request once if not.")
 		a.problem.RetryAfter = cfg.StoreRetryAfter
 		a.level, a.msg = slog.LevelError, logStoreFailed
 		return a
 	case endHandlerFailed:
-		a := problem(OutcomeReleased, http.StatusInternalServerError, ProblemInternal, "")
+		a := problem(OutcomeReleased, ProblemInternal, "")
 		a.level, a.msg = slog.LevelError, logHandlerFailed
 		return a
 
@@ -295,7 +298,7 @@ func answer(x *exchange, res *result) reply {
 		return reply{outcome: OutcomeUnguarded}
 	}
 	// An ending without a case is a bug of this file (TestEveryEndingIsAnswered): fail as one.
-	a := problem(OutcomeInternal, http.StatusInternalServerError, ProblemInternal, "")
+	a := problem(OutcomeInternal, ProblemInternal, "")
 	a.level, a.msg = slog.LevelError, logNoAnswer
 	return a
 }

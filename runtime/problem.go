@@ -7,24 +7,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Problem names: the stable name of every error the runtime answers, the last path segment of
 // its RFC 9457 type URI under ProblemJSON. Clients match on them (the retrying client in
-// runtime/client retries only in-flight among the 4xx).
+// runtime/client retries only in-flight among the 4xx). Names and statuses are one table,
+// runtime/defaults.Problems, which the runtime answers with and the generator's errors mapping
+// and `idemgen spec` read.
 const (
-	ProblemKeyMissing           = "key-missing"            // 400: the required key is absent
-	ProblemKeyInvalid           = "key-invalid"            // 400: length, characters, pattern or two header lines
-	ProblemBodyInvalid          = "body-invalid"           // 400: the operation's decoder refused the request
-	ProblemUnauthenticated      = "unauthenticated"        // 401 (Config.ScopeStatus): no scope for the request
-	ProblemInFlight             = "in-flight"              // 409 + Retry-After: the same key is still executing
-	ProblemKeyExpired           = "key-expired"            // 412: the first attempt is older than the retention (OASIS Repeatable Requests)
-	ProblemBodyTooLarge         = "body-too-large"         // 413: the body is above Operation.BodyLimit
-	ProblemMediaTypeUnsupported = "media-type-unsupported" // 415: a Content-Type or Content-Encoding not declared
-	ProblemPayloadMismatch      = "payload-mismatch"       // 422: the key was used with another request
-	ProblemRateLimited          = "rate-limited"           // 429 + Retry-After: the tenant created too many records (store's per-scope limit)
-	ProblemInternal             = "internal"               // 500: the handler failed; the key is free again
-	ProblemStoreUnavailable     = "store-unavailable"      // 503 + Retry-After: the store failed (fail closed)
+	ProblemKeyMissing           = defaults.ProblemKeyMissing           // 400: the required key is absent
+	ProblemKeyInvalid           = defaults.ProblemKeyInvalid           // 400: length, characters, pattern or two header lines
+	ProblemBodyInvalid          = defaults.ProblemBodyInvalid          // 400: the operation's decoder refused the request
+	ProblemUnauthenticated      = defaults.ProblemUnauthenticated      // 401 (Config.ScopeStatus): no scope for the request
+	ProblemInFlight             = defaults.ProblemInFlight             // 409 + Retry-After: the same key is still executing
+	ProblemKeyExpired           = defaults.ProblemKeyExpired           // 412: the first attempt is older than the retention (OASIS Repeatable Requests)
+	ProblemBodyTooLarge         = defaults.ProblemBodyTooLarge         // 413: the body is above Operation.BodyLimit
+	ProblemMediaTypeUnsupported = defaults.ProblemMediaTypeUnsupported // 415: a Content-Type or Content-Encoding not declared
+	ProblemPayloadMismatch      = defaults.ProblemPayloadMismatch      // 422: the key was used with another request
+	ProblemRateLimited          = defaults.ProblemRateLimited          // 429 + Retry-After: the tenant created too many records (store's per-scope limit)
+	ProblemInternal             = defaults.ProblemInternal             // 500: the handler failed; the key is free again
+	ProblemStoreUnavailable     = defaults.ProblemStoreUnavailable     // 503 + Retry-After: the store failed (fail closed)
 )
 
 // Problem is one error answer of the runtime, before it is written in a format.

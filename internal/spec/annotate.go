@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Annotate writes the document of res as idemgen enforces it (docs/cli.md, idemgen spec), so
@@ -324,36 +325,37 @@ func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operatio
 		return
 	}
 	stripe := op.Settings.Profile == model.ProfileStripe
-	type answer struct {
-		code, desc string
-		retry      bool
-	}
+	// Each answer is named by its problem; its status and Retry-After are runtime/defaults'
+	// table, the one the runtime answers with.
+	type answer struct{ problem, desc string }
 	answers := []answer{
-		{"400", "The idempotency key is missing or malformed (key-missing, key-invalid), or the request does not match its schema (body-invalid); nothing ran and nothing was stored.", false},
-		{"409", "A request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key.", true},
-		{"413", "The body is larger than the operation accepts (body-too-large); nothing ran.", false},
-		{"415", "The Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran.", false},
-		{"422", "The idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request.", false},
-		{"429", "Too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds.", true},
-		{"503", "The idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key.", true},
+		{defaults.ProblemKeyMissing, "The idempotency key is missing or malformed (key-missing, key-invalid), or the request does not match its schema (body-invalid); nothing ran and nothing was stored."},
+		{defaults.ProblemInFlight, "A request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key."},
+		{defaults.ProblemBodyTooLarge, "The body is larger than the operation accepts (body-too-large); nothing ran."},
+		{defaults.ProblemMediaTypeUnsupported, "The Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran."},
+		{defaults.ProblemPayloadMismatch, "The idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request."},
+		{defaults.ProblemRateLimited, "Too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds."},
+		{defaults.ProblemStoreUnavailable, "The idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key."},
 	}
 	if stripe {
 		answers[0].desc = "The idempotency key is malformed, the key was used with other parameters (idempotency_error), or the request does not match its schema: nothing ran."
-		answers = slices.DeleteFunc(answers, func(x answer) bool { return x.code == "422" })
+		answers = slices.DeleteFunc(answers, func(x answer) bool { return x.problem == defaults.ProblemPayloadMismatch })
 	}
 	if op.Settings.Key.FirstSent != "" {
-		answers = append(answers, answer{"412", "The first attempt (" + op.Settings.Key.FirstSent + ") is older than the server keeps requests for (key-expired): send a new request with a new key.", false})
+		answers = append(answers, answer{defaults.ProblemKeyExpired, "The first attempt (" + op.Settings.Key.FirstSent + ") is older than the server keeps requests for (key-expired): send a new request with a new key."})
 	}
 	for _, x := range answers {
-		if kop.Responses.Value(x.code) != nil {
+		p := problemDefault(x.problem)
+		code := strconv.Itoa(p.Status)
+		if kop.Responses.Value(code) != nil {
 			continue
 		}
 		mt, ref := a.errorSchema(stripe)
 		resp := &openapi3.Response{Description: &x.desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
-		if x.retry {
+		if p.RetryAfter {
 			resp.Headers = openapi3.Headers{retryAfterHeader: retryAfter()}
 		}
-		kop.Responses.Set(x.code, &openapi3.ResponseRef{Value: resp})
+		kop.Responses.Set(code, &openapi3.ResponseRef{Value: resp})
 	}
 }
 
@@ -453,7 +455,17 @@ func mappedStatus(d *model.ErrorDoc) int {
 	if d.Status != 0 {
 		return d.Status
 	}
-	return problemStatuses[d.Problem]
+	return defaults.ProblemStatus(d.Problem)
+}
+
+// problemDefault is the runtime/defaults entry of problem name (zero for an unknown name).
+func problemDefault(name string) defaults.Problem {
+	for _, p := range defaults.Problems() {
+		if p.Name == name {
+			return p
+		}
+	}
+	return defaults.Problem{}
 }
 
 // retryAfter is the Retry-After header of an answer to retry later.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // The `errors` setting maps the runtime's problems onto the error schemas a spec declares for
@@ -35,12 +36,15 @@ import (
 // operation declares for its status (the code, else its class 4XX/5XX, else default), written
 // with the format that names that schema; without such a response, the first format.
 
-// problemStatuses are the runtime's problem names and the status each is answered with
-// (runtime's Problem... constants; TestProblemNames keeps the list equal to the runtime's).
-var problemStatuses = map[string]int{
-	"key-missing": 400, "key-invalid": 400, "body-invalid": 400, "unauthenticated": 401,
-	"in-flight": 409, "key-expired": 412, "body-too-large": 413, "media-type-unsupported": 415,
-	"payload-mismatch": 422, "rate-limited": 429, "internal": 500, "store-unavailable": 503,
+// problemNames are the runtime's problem names, sorted: the problems an errors mapping may
+// change. Their statuses are runtime/defaults' table.
+func problemNames() []string {
+	var names []string
+	for _, p := range defaults.Problems() {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // problemFields are the names a template's text can hold in braces.
@@ -134,7 +138,7 @@ func (sd *settingsDecoder) errorsMapping(n *yaml.Node, path string) *errorsSetti
 				ok = false
 				return
 			}
-			sd.fields(v, path, slices.Sorted(maps.Keys(problemStatuses)), func(name string, v *yaml.Node, path string) {
+			sd.fields(v, path, problemNames(), func(name string, v *yaml.Node, path string) {
 				if !sd.mapping(v, path) {
 					return
 				}
@@ -211,8 +215,8 @@ func (b *builder) resolveErrors(o *opSource, es *errorsSetting) *model.ErrorForm
 		schemas[i] = s
 	}
 	out := &model.ErrorFormat{ContentType: es.contentType, Loc: es.loc}
-	for _, name := range slices.Sorted(maps.Keys(problemStatuses)) {
-		status := problemStatuses[name]
+	for _, name := range problemNames() {
+		status := defaults.ProblemStatus(name)
 		po := es.problems[name]
 		doc := &model.ErrorDoc{Problem: name}
 		if po != nil {

@@ -9,14 +9,26 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
-// The errors mapping's problem names and statuses are the runtime's: every Problem... constant
-// of runtime/problem.go, with the status its comment gives.
+// The statuses runtime/problem.go's godoc gives its Problem... constants are runtime/defaults'
+// table, the one the runtime answers with and the errors mapping reads.
 func TestProblemNames(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "../../runtime/problem.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// runtime's constants are defaults' (ProblemKeyMissing = defaults.ProblemKeyMissing), whose
+	// Go names are their problem names in camel case.
+	byIdent := map[string]string{}
+	for _, p := range defaults.Problems() {
+		ident := "Problem"
+		for _, w := range strings.Split(p.Name, "-") {
+			ident += strings.ToUpper(w[:1]) + w[1:]
+		}
+		byIdent[ident] = p.Name
 	}
 	status := regexp.MustCompile(`^\s*(\d{3})\b`)
 	got := map[string]int{}
@@ -30,20 +42,28 @@ func TestProblemNames(t *testing.T) {
 			if len(vs.Names) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Problem") || len(vs.Values) != 1 || vs.Comment == nil {
 				continue
 			}
-			lit, ok := vs.Values[0].(*ast.BasicLit)
+			sel, ok := vs.Values[0].(*ast.SelectorExpr)
 			m := status.FindStringSubmatch(vs.Comment.Text())
-			if !ok || lit.Kind != token.STRING || m == nil {
+			if !ok || m == nil {
 				continue
 			}
-			name, _ := strconv.Unquote(lit.Value)
+			name, ok := byIdent[sel.Sel.Name]
+			if !ok || sel.Sel.Name != vs.Names[0].Name {
+				t.Errorf("runtime.%s = %s.%s: not the runtime/defaults problem of its name", vs.Names[0].Name, sel.X, sel.Sel.Name)
+				continue
+			}
 			got[name], _ = strconv.Atoi(m[1])
 		}
 	}
 	if len(got) == 0 {
 		t.Fatal("no Problem constants found in runtime/problem.go")
 	}
-	if !maps.Equal(got, problemStatuses) {
-		t.Errorf("runtime's problems %v, the errors mapping's %v", got, problemStatuses)
+	want := map[string]int{}
+	for _, p := range defaults.Problems() {
+		want[p.Name] = p.Status
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("runtime/problem.go documents %v, runtime/defaults answers %v", got, want)
 	}
 }
 

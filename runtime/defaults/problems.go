@@ -1,0 +1,65 @@
+package defaults
+
+// The runtime's problem names: the stable name of every error it answers, the last path segment
+// of its RFC 9457 type URI. The runtime answers with them (its Problem... constants are these),
+// the loader's `errors` mapping accepts exactly them, and `idemgen spec` documents them.
+const (
+	ProblemKeyMissing           = "key-missing"
+	ProblemKeyInvalid           = "key-invalid"
+	ProblemBodyInvalid          = "body-invalid"
+	ProblemUnauthenticated      = "unauthenticated"
+	ProblemInFlight             = "in-flight"
+	ProblemKeyExpired           = "key-expired"
+	ProblemBodyTooLarge         = "body-too-large"
+	ProblemMediaTypeUnsupported = "media-type-unsupported"
+	ProblemPayloadMismatch      = "payload-mismatch"
+	ProblemRateLimited          = "rate-limited"
+	ProblemInternal             = "internal"
+	ProblemStoreUnavailable     = "store-unavailable"
+)
+
+// Problem is one problem type with the HTTP status the runtime answers it with by default
+// (unauthenticated's is runtime.Config.ScopeStatus, 401 unless set) and whether that answer
+// carries Retry-After (RFC 9110 section 10.2.3), which tells a client to retry with the same key.
+type Problem struct {
+	Name       string
+	Status     int
+	RetryAfter bool
+}
+
+// Problems returns every problem type, in the order of their statuses. The statuses are
+// DESIGN.md's decision table: 400 for a missing or malformed key or a request that breaks its
+// schema, 409 in flight, 412 for a first attempt older than the retention (OASIS Repeatable
+// Requests), 413, 415, 422 payload mismatch, 429 (RFC 6585), 500 when the handler failed and
+// 503 when the store cannot be reached (fail closed). Each call returns a new slice.
+func Problems() []Problem {
+	t := problems // a copy: the table stays as written
+	return t[:]
+}
+
+// problems is the table Problems returns; it is never written.
+var problems = [...]Problem{
+	{Name: ProblemKeyMissing, Status: 400},
+	{Name: ProblemKeyInvalid, Status: 400},
+	{Name: ProblemBodyInvalid, Status: 400},
+	{Name: ProblemUnauthenticated, Status: 401},
+	{Name: ProblemInFlight, Status: 409, RetryAfter: true},
+	{Name: ProblemKeyExpired, Status: 412},
+	{Name: ProblemBodyTooLarge, Status: 413},
+	{Name: ProblemMediaTypeUnsupported, Status: 415},
+	{Name: ProblemPayloadMismatch, Status: 422},
+	{Name: ProblemRateLimited, Status: 429, RetryAfter: true},
+	{Name: ProblemInternal, Status: 500},
+	{Name: ProblemStoreUnavailable, Status: 503, RetryAfter: true},
+}
+
+// ProblemStatus returns the status problem name is answered with by default, or 0 for a name
+// that is not one of Problems.
+func ProblemStatus(name string) int {
+	for _, p := range problems {
+		if p.Name == name {
+			return p.Status
+		}
+	}
+	return 0
+}
