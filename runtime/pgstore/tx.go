@@ -268,8 +268,10 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	})
 }
 
-// isUniqueViolation reports SQLSTATE 23505: a record that a claim without the advisory lock
-// inserted and committed while our INSERT waited for it (Options.NoAdvisoryLocks).
+// isUniqueViolation reports SQLSTATE 23505: the plain table's primary key refused our record
+// INSERT because the key has a record anyway (one that a concurrent completion committed
+// between our read and our lock, or that a claim without the advisory lock inserted, which our
+// INSERT waited for: Options.NoAdvisoryLocks).
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
