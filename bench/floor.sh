@@ -29,14 +29,26 @@ db=$(psql "$DATABASE_URL" -Atc 'SELECT current_database()')
   echo "Plain layout:"
   echo
   echo '```'
-  psql "$DATABASE_URL" -X -q -f bench/recordbytes.sql
+  psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f bench/recordbytes.sql
   echo '```'
   echo
   echo "Partitioned layout (database ${db}_partitioned):"
   echo
   echo '```'
-  psql "$DATABASE_URL" -X -q -c "\\connect ${db}_partitioned" -f bench/recordbytes.sql
+  psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -c "\\connect ${db}_partitioned" -f bench/recordbytes.sql
   echo '```'
 } >"$out/floor.md"
+# Both layouts' floor ratios, and both tables' rows in the two queries of each layout's bytes,
+# must be there, or the harness is broken.
+check() {
+  if [ "$(grep -c -- "$1" "$out/floor.md")" -lt "$2" ]; then
+    echo "bench/floor.sh: $out/floor.md has fewer than $2 lines matching $1" >&2
+    exit 1
+  fi
+}
+check '^| floor / plain transaction |' 1
+check '^| partitioned: idemgen new key / floor |' 1
+check '^ floor_records  *| *[1-9]' 4
+check '^ idempotency_records  *| *[1-9]' 4
 sed -n '/^### The floor/,$p' "$out/floor.md"
 echo "bench: $out/floor.md" >&2
