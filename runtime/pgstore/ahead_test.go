@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
@@ -136,5 +137,22 @@ func TestBodyBytesCapUnderConcurrency(t *testing.T) {
 				t.Errorf("the table keeps %d bytes: the cap of %d refused far too early", kept, c.cap)
 			}
 		})
+	}
+}
+
+// A reservation is counted in one window and used only in it: with less than 2 s of the window
+// left, none is made, so under a 1 s window every commit counts its own bytes and the counters
+// hold exactly what the table keeps.
+func TestBodyBytesNotCountedAheadNearWindowEnd(t *testing.T) {
+	e := newEnv(t, func(s *setup) { s.store.Limits.BodyWindow = time.Second })
+	h := e.atomicHandler(payOp())
+	for i := range 5 {
+		if w := serve(h, req("t1", fmt.Sprintf("k-window-%011d", i), body100)); w.Code != 201 {
+			t.Fatalf("key %d: %d", i, w.Code)
+		}
+	}
+	amount, _ := e.bodyUsage(t)
+	if kept := e.storedBodies(t); amount != kept {
+		t.Errorf("counted %d bytes, the table keeps %d: want them equal (nothing counted ahead)", amount, kept)
 	}
 }
