@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test api-check faults bench bench-short bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
+.PHONY: help build generate test api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ bench: ## run the full benchmark harness and rewrite bench/README.md tables
 
 bench-short: ## the benchmark harness in short mode (checks it runs, not how fast)
 	./scripts/with-postgres.sh ./scripts/with-redis.sh ./bench/run.sh -short
+
+bench-floor: ## a new key against the floor (plain transaction + a record row) and the plain transaction, side by side, and bytes per record (not CI: about 4 minutes); writes bench/out/floor.md
+	./scripts/with-postgres.sh ./bench/floor.sh
 
 bench-ab: ## A/B the benchmarks of the working tree against another revision built side by side (OLD=rev, default 1b4cdd7)
 	./scripts/with-postgres.sh ./bench/ab/run.sh $(OLD)

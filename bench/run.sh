@@ -17,8 +17,9 @@
 # harness runs briefly (the storm still checks one execution and no 5xx), so the harness cannot
 # rot; its figures mean nothing, and the slow spec benchmarks are skipped.
 # -only REGEXP measures only the HTTP variants whose names match (benchdrive -only; the ratio rows
-# need both of their variants), in the full mode's rounds, and stops there: no storm, no other
-# part (the storm only when REGEXP names it), bench/README.md untouched. For example, the middleware against the generated handler:
+# need both of their variants), in the full mode's rounds (-short -only: the short mode's), and
+# stops there: no storm, no other part (the storm only when REGEXP names it), bench/README.md
+# untouched. For example, the middleware against the generated handler:
 #   scripts/with-postgres.sh bench/run.sh -only 'middleware|A/B ClaimWithStatement'
 # and the Redis section of bench/README.md:
 #   scripts/with-postgres.sh scripts/with-redis.sh bench/run.sh -only 'bare|^idemgen (replay|lease|atomic, new key)|Redis|storm'
@@ -72,7 +73,9 @@ else
 fi
 
 echo "== HTTP end to end" >&2
-if [ -n "$short" ]; then
+if [ -n "$short" ] && [ -n "$only" ]; then
+  "${drive[@]}" -short -only "$only" | tee "$out/http.md"
+elif [ -n "$short" ]; then
   "${drive[@]}" -short | tee "$out/http.md"
 elif [ -n "$only" ]; then
   "${drive[@]}" -rounds 7 -duration 1s -concurrency 1,8,16,32 -storm 200 -only "$only" | tee "$out/http.md"

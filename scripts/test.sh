@@ -107,6 +107,11 @@ log=$(mktemp)
 if ! ./bench/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
+echo "== the floor of a new key, short mode (bench/floor.sh: floor variants and bytes per record; checks it runs)"
+log=$(mktemp)
+if ! ./bench/floor.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
 echo "== framework adapters' benchmark, short mode (bench/frameworks; checks it runs)"
 log=$(mktemp)
 if ! ./bench/frameworks/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,7 +22,18 @@ type Limits struct {
 	// BodyWindow. A response that would go over it is still delivered, but its record keeps
 	// only the status and headers, and a replay says the body was omitted
 	// (Idempotent-Replay-Body: omitted), as for a body above the operation's limits.response.
-	// Default 256 MiB; negative: no cap. The count travels in the commit's own round trip.
+	// Default 256 MiB; negative: no cap. The count travels in the commit's own round trip, and
+	// is exact under concurrency: concurrent commits of a tenant, on any number of Stores,
+	// never store more than BodyBytes in a window together.
+	//
+	// A commit that counts also counts ahead a reservation of BodyBytes/1024 bytes (at most
+	// 64 KiB; none under a cap below 1 KiB, which every commit counts to the byte) for the
+	// tenant's next responses on the same Store, which are then stored without a count of
+	// their own until the reservation is used up or its window is about to end (within a
+	// second). Reserved bytes count as stored: a tenant may be refused (its body omitted) up
+	// to the reservations left unused on its Stores before it reaches BodyBytes, by at most
+	// 64 KiB per Store, and a reservation a process did not use before it stopped is lost to
+	// the tenant until the window ends.
 	BodyBytes int64
 	// BodyWindow is the interval BodyBytes counts over, aligned to the Unix epoch by the
 	// database clock (so a tenant may store up to BodyBytes in each window; live bytes stay
@@ -61,10 +71,6 @@ type limits struct {
 	records     int64 // 0: no cap
 	recordsEach int64 // seconds
 }
-
-// usageSlots is how many rows one tenant's body bytes of one window are spread over (the
-// records count is one row: a claim's count is made exact under its row lock, autocommitted).
-const usageSlots = 16
 
 func newLimits(l Limits) limits {
 	out := limits{bodyBytes: l.BodyBytes, records: l.Records, bodyAbove: max(l.BodyCountedAbove, 0)}
@@ -129,17 +135,29 @@ func intervalLeft(n string) string {
 }
 
 var (
-	// sqlChargeBody adds a response of $4 bytes to a tenant's ($1) stored bytes of the current
-	// window ($2 seconds), in slot $3, unless that would take them over $5, and notes in the
-	// transaction whether it did (idemgen.body_kept, read by the record statements of the
-	// commit pipeline behind it, which then store the body or omit it); it returns that note.
-	sqlChargeBody = `WITH used AS (SELECT COALESCE(sum(amount), 0) AS n FROM idempotency_scope_usage
-	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + `),
-c AS (INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
-	SELECT $1, 2, ` + intervalEnd("$2") + `, $3, $4::bigint FROM used WHERE used.n + $4::bigint <= $5::bigint
+	// sqlChargeBody adds a response of $3 bytes to a tenant's ($1) stored bytes of the current
+	// window ($2 seconds) unless that would take them over $4, and notes in the transaction
+	// whether it did (idemgen.body_kept, read by the record statements of the commit pipeline
+	// behind it, which then store the body or omit it); it returns that note. The count is one
+	// row, updated under its row lock with the cap checked on its latest version, so concurrent
+	// commits of a tenant never pass the cap together; counting ahead (sqlReserveBody) makes
+	// most commits skip it, so they seldom queue on that lock.
+	sqlChargeBody = `WITH c AS (INSERT INTO idempotency_scope_usage AS u (scope_id, kind, ends_at, slot, amount)
+	SELECT $1, 2, ` + intervalEnd("$2") + `, 0, $3::bigint WHERE $3::bigint <= $4::bigint
 	ON CONFLICT (scope_id, kind, ends_at, slot) DO UPDATE SET amount = u.amount + EXCLUDED.amount
+	WHERE u.amount + EXCLUDED.amount <= $4::bigint
 	RETURNING 1)
 SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), true)`
+	// sqlReserveBody follows sqlChargeBody in the same transaction: when that kept the body, it
+	// also counts $3 bytes ahead for the tenant's next responses, unless that would take the
+	// count over $4 or less than 2 s of the window are left (by the database clock at the
+	// statement). It returns whether it counted them, and the µs left in the window.
+	sqlReserveBody = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
+	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
+	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.body_kept', true) = 'true'
+	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
+	RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
 	// sqlSweepUsage deletes the counters of intervals that have ended.
 	sqlSweepUsage = `DELETE FROM idempotency_scope_usage WHERE ends_at <= EXTRACT(EPOCH FROM now())`
 )
@@ -179,35 +197,94 @@ func (s *Store) chargeArgs(sp *claimSpec) []any {
 // they are prepared by name, since the pipeline stops on purpose when the record is lost.
 func (s *Store) commitStatements(record string) []string {
 	if s.lim.bodyBytes > 0 {
-		return []string{sqlChargeBody, record, "COMMIT"}
+		return []string{sqlChargeBody, sqlReserveBody, record, "COMMIT"}
 	}
 	return []string{record, "COMMIT"}
 }
 
-// queueChargeBody adds the count of resp's stored bytes to a commit pipeline, before its record
-// statement, when resp counts; the returned note is filled with "false" by the pipeline when
-// the tenant is over its cap (the record statement then omits the body). nil: not counted.
-func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Response) *string {
-	if n := stored(resp); resp.BodyOmitted || !s.lim.counted(n) {
-		return nil
-	}
-	b.Queue(sqlChargeBody, sp.limitScope(), s.lim.bodyWindow, int16(rand.IntN(usageSlots)), stored(resp), s.lim.bodyBytes)
-	return new(string)
+// bodyCharge is the count of one response's stored bytes in a commit pipeline.
+type bodyCharge struct {
+	tenant, ahead int64 // ahead: the bytes sqlReserveBody asks for; 0: not queued
+	// kept is sqlChargeBody's note: "false" when the tenant was over its cap.
+	kept string
+	// reserved and leftUS are sqlReserveBody's answers; sent is when the pipeline was sent.
+	reserved bool
+	leftUS   int64
+	sent     time.Time
 }
 
-// chargeBody counts resp's stored bytes against the tenant's BodyBytes with its own statement
-// (autocommitted, on q), and omits the body from resp when the tenant is over its cap.
-func (s *Store) chargeBody(ctx context.Context, q querier, sp *claimSpec, resp *store.Response) error {
-	if n := stored(resp); resp.BodyOmitted || !s.lim.counted(n) {
+// statements is how many statements the charge queued.
+func (c *bodyCharge) statements() int {
+	if c == nil {
+		return 0
+	}
+	if c.ahead > 0 {
+		return 2
+	}
+	return 1
+}
+
+// read reads the charge's answers from br.
+func (c *bodyCharge) read(br pgx.BatchResults) error {
+	if err := br.QueryRow().Scan(&c.kept); err != nil {
+		return err
+	}
+	if c.ahead > 0 {
+		return br.QueryRow().Scan(&c.reserved, &c.leftUS)
+	}
+	return nil
+}
+
+// settled keeps the reservation of a charge whose transaction committed.
+func (s *Store) settled(c *bodyCharge) {
+	if c != nil && c.reserved {
+		s.ahead.add(c.tenant, c.ahead, c.leftUS, c.sent)
+	}
+}
+
+// queueChargeBody adds the count of resp's stored bytes to a commit pipeline, before its record
+// statement, when resp counts and the tenant's reservation on this Store (counted ahead by an
+// earlier commit) cannot take it; the returned charge's note is filled with "false" by the
+// pipeline when the tenant is over its cap (the record statement then omits the body). nil:
+// nothing to count in the pipeline. A reservation used by a commit that then fails is not
+// given back: the cap may only be reached early, never exceeded.
+func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Response) *bodyCharge {
+	n := stored(resp)
+	if resp.BodyOmitted || !s.lim.counted(n) || s.ahead.take(sp.limitScope(), n) {
 		return nil
 	}
-	var kept string
-	err := q.QueryRow(ctx, sqlChargeBody, sp.limitScope(), s.lim.bodyWindow, int16(rand.IntN(usageSlots)),
-		stored(resp), s.lim.bodyBytes).Scan(&kept)
+	c := &bodyCharge{tenant: sp.limitScope(), ahead: aheadOf(s.lim.bodyBytes), sent: time.Now()}
+	b.Queue(sqlChargeBody, c.tenant, s.lim.bodyWindow, n, s.lim.bodyBytes)
+	if c.ahead > 0 {
+		b.Queue(sqlReserveBody, c.tenant, s.lim.bodyWindow, c.ahead, s.lim.bodyBytes)
+	}
+	return c
+}
+
+// batcher sends a batch (a pool, a connection).
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// chargeBody counts resp's stored bytes against the tenant's BodyBytes with statements of their
+// own (one implicit transaction, on q), and omits the body from resp when the tenant is over
+// its cap.
+func (s *Store) chargeBody(ctx context.Context, q batcher, sp *claimSpec, resp *store.Response) error {
+	b := &pgx.Batch{}
+	c := s.queueChargeBody(b, sp, resp)
+	if c == nil {
+		return nil
+	}
+	br := q.SendBatch(ctx, b)
+	err := c.read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("count the response: %w", err)
 	}
-	if kept == "false" {
+	s.settled(c)
+	if c.kept == "false" {
 		resp.Body, resp.BodyOmitted = nil, true
 	}
 	return nil

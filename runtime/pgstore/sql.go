@@ -164,9 +164,10 @@ type statements struct {
 	// insertCompleted stores the completed record of a claim that holds only the advisory lock.
 	// A record that exists anyway (a claim that did not take the advisory lock: another replica
 	// with NoAdvisoryLocks, or a lease-mode operation given the same key, or a completion that
-	// slipped in between our read and our lock) makes it insert nothing, and then fail on
-	// purpose (22P02, a sentence without any value), so the COMMIT pipelined behind it never
-	// runs. $6 claim id, $7 status, $8 headers (JSON), $9 body, $10 body omitted, $11 retention
+	// slipped in between our read and our lock) makes it fail, so the COMMIT pipelined behind it
+	// never runs: with unique_violation (23505) on the plain table, whose primary key refuses
+	// it; on purpose (22P02, a sentence without any value) on the partitioned one, where it
+	// inserts nothing. $6 claim id, $7 status, $8 headers (JSON), $9 body, $10 body omitted, $11 retention
 	// (µs).
 	insertCompleted string
 	// completeSettling is complete for an autocommitted completion (Store.Complete): it also
@@ -311,21 +312,30 @@ RETURNING fencing_token`
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	ELSE 'idemgen: the record is no longer owned by this request' END AS integer)`
 
-	// NOT EXISTS, not ON CONFLICT: the claim holds the key's advisory lock since a statement
-	// before this one, so under READ COMMITTED this statement sees any record committed before
-	// the lock; ON CONFLICT would cost every new key a speculative insertion (a confirm WAL
-	// record, 48 bytes per key in bench/README.md's profile). A row that a claim without the lock
-	// has not committed yet (NoAdvisoryLocks) still meets the primary key and fails with
-	// unique_violation, whose DETAIL holds only the key's digest.
+	// The completed record of a claim that holds only the advisory lock. On the plain table it
+	// is a plain INSERT: the primary key refuses a record that exists anyway (unique_violation,
+	// whose DETAIL holds only the key's digest; a row that a claim without the lock has not
+	// committed yet, NoAdvisoryLocks, is waited for and then refused alike), which the commit
+	// takes as the lost claim, so no probe of the index is needed before the insertion. Not ON
+	// CONFLICT: that would cost every new key a speculative insertion (a confirm WAL record, 48
+	// bytes per key in bench/README.md's profile). The partitioned table has no unique index on
+	// the key alone: there NOT EXISTS, under the key's advisory lock taken by a statement before
+	// this one (so under READ COMMITTED it sees any record committed before the lock), finds
+	// the live record.
 	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
 	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9")
-	insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
+	if partitioned {
+		insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + completedValues + `
 	WHERE NOT EXISTS (SELECT 1 FROM idempotency_records ` + where + `)
 	RETURNING 1`
-	q.insertCompleted = `WITH ins AS (` + insert + `)
+		q.insertCompleted = `WITH ins AS (` + insert + `)
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ins) THEN '1'
 	ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
+	} else {
+		q.insertCompleted = `INSERT INTO idempotency_records ` + recordInsertCols + `
+	VALUES (` + completedValues + `)`
+	}
 
 	q.completeSettling = `WITH done AS (` + q.complete + ` RETURNING 1),
 settled AS (` + strings.Replace(sqlSettleCalls, "$3", "$4", 1) + ` AND EXISTS (SELECT 1 FROM done))

@@ -92,8 +92,8 @@ type Options struct {
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
 // besides the pool, its options, the count of connections its transactions hold, whether the
-// server takes client_connection_check_interval, and the duplicates waiting for a claim of their
-// key to end (wait.go).
+// server takes client_connection_check_interval, the duplicates waiting for a claim of their
+// key to end (wait.go), and each tenant's stored bytes counted ahead (ahead.go).
 type Store struct {
 	pool     *pgxpool.Pool
 	opts     Options
@@ -114,6 +114,9 @@ type Store struct {
 	// Options.WaitPoll with its default.
 	waiting  waiters
 	waitPoll time.Duration
+	// ahead holds the stored bytes counted ahead for each tenant's next responses
+	// (Limits.BodyBytes).
+	ahead ahead
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)

@@ -255,12 +255,12 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
-	kept := t.s.queueChargeBody(b, t.sp, r)
+	charge := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, kept, r, func(err error) error {
+	return t.sendCommit(ctx, b, charge, r, func(err error) error {
 		if isStop(err) || isUniqueViolation(err) {
 			return store.ErrLost
 		}
@@ -268,8 +268,10 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	})
 }
 
-// isUniqueViolation reports SQLSTATE 23505: a record that a claim without the advisory lock
-// inserted and committed while our INSERT waited for it (Options.NoAdvisoryLocks).
+// isUniqueViolation reports SQLSTATE 23505: the plain table's primary key refused our record
+// INSERT because the key has a record anyway (one that a concurrent completion committed
+// between our read and our lock, or that a claim without the advisory lock inserted, which our
+// INSERT waited for: Options.NoAdvisoryLocks).
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
@@ -282,11 +284,11 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 		return fmt.Errorf("store response: %w", err)
 	}
 	b := &pgx.Batch{}
-	kept := t.s.queueChargeBody(b, t.sp, r)
+	charge := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, kept, r, func(err error) error {
+	return t.sendCommit(ctx, b, charge, r, func(err error) error {
 		if isStop(err) || isMoved(err) {
 			return store.ErrLost
 		}
@@ -303,14 +305,14 @@ func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
 	}
 }
 
-// sendCommit sends b: the count of the response's stored bytes when kept is set (its note goes
-// to kept, and resp loses its body when the tenant was over its cap), a record statement, the
-// statements that go with it, then COMMIT, and reads every answer; recordErr maps the record
-// statement's error.
-func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *store.Response, recordErr func(error) error) error {
+// sendCommit sends b: the count of the response's stored bytes when charge is set (when the
+// tenant was over its cap resp loses its body; a reservation counted ahead is kept once the
+// transaction committed), a record statement, the statements that go with it, then COMMIT, and
+// reads every answer; recordErr maps the record statement's error.
+func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, charge *bodyCharge, resp *store.Response, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
-	if kept != nil {
-		if err := br.QueryRow().Scan(kept); err != nil {
+	if charge != nil {
+		if err := charge.read(br); err != nil {
 			br.Close()
 			if isServerError(err) {
 				return fmt.Errorf("count the response: %w", err) // COMMIT never ran
@@ -326,15 +328,11 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *s
 		}
 		return commitError(err)
 	}
-	if kept != nil && *kept == "false" {
+	if charge != nil && charge.kept == "false" {
 		resp.Body, resp.BodyOmitted = nil, true
 	}
 	// Between the record and COMMIT: the outcome of the calls (Claim.Calls).
-	extra := b.Len() - 2
-	if kept != nil {
-		extra--
-	}
-	for range extra {
+	for range b.Len() - 2 - charge.statements() {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			var pe *pgconn.PgError
@@ -350,6 +348,7 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, kept *string, resp *s
 	case err == nil && ct.String() == "COMMIT":
 		// Acknowledged: it committed, whatever the connection does next (a session terminated
 		// right after its commit still answers COMMIT, then fails the pipeline's end).
+		t.s.settled(charge)
 		return nil
 	case err == nil && closeErr == nil:
 		return fmt.Errorf("commit: the transaction rolled back (%s)", ct.String())

@@ -122,6 +122,10 @@ const (
 	vEchoReplay   = "echo adapter (ClaimWithStatement), replay"
 	vGinNew       = "gin adapter (ClaimWithStatement), new key"
 	vGinReplay    = "gin adapter (ClaimWithStatement), replay"
+	vFloor        = "floor: plain transaction + a record row (floor_records)"
+	vFloorPart    = "floor, partitioned table: plain transaction + a record row"
+	vNoCapNew     = "A/B ClaimWithStatement without the stored-bytes cap, new key"
+	vGenericNew   = "A/B ClaimWithStatement with generic plans, new key"
 )
 
 var variants = []variant{
@@ -154,6 +158,10 @@ var variants = []variant{
 	{vEchoReplay, "/echo/v1/payments", paymentBody, false, 0, nil, false, true},
 	{vGinNew, "/gin/v1/payments", paymentBody, true, 0, nil, false, true},
 	{vGinReplay, "/gin/v1/payments", paymentBody, false, 0, nil, false, true},
+	{vFloor, "/bench/floor", paymentBody, true, 0, nil, false, false},
+	{vFloorPart, "/bench/floor-partitioned", paymentBody, true, 0, nil, false, false},
+	{vNoCapNew, "/ab/nocap/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vGenericNew, "/ab/generic/v1/payments", paymentBody, true, 0, nil, false, false},
 }
 
 type sample struct {
@@ -278,6 +286,7 @@ func main() {
 		}
 	}
 	printTable(os.Stdout, selected, levels, results, *rounds, *duration)
+	printFloor(os.Stdout, levels, results)
 	if *only == "" || regexp.MustCompile(*only).MatchString("storm") {
 		stormReport(ctx, os.Stdout, *base, *storm)
 	}

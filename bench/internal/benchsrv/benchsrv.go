@@ -7,12 +7,24 @@
 //	/bench/bare          POST: decode and answer, no database
 //	/bench/plain         POST: the business insert in a plain transaction
 //	/bench/handwritten   POST: the blog recipe (three round trips for a new key, two for a replay)
+//	/bench/floor         POST: the plain transaction that also inserts a record of idemgen's size
+//	                     into floor_records (a copy of the store's table) under a fresh key: the
+//	                     floor for a new key (baseline.Floor)
+//	/bench/floor-partitioned
+//	                     POST: the same in the database of the partitioned layout (below), whose
+//	                     floor_records is partitioned alike
 //	/ab/{withstatement,readfirst,pipelined}/v1/payments
 //	                     POST: createPayment through the generated code on a runtime with
 //	                     ClaimWithStatement / ClaimReadFirst / ClaimPipelined and the same handler (baseline.Strategy)
 //	/ab/partitioned/v1/payments
 //	                     POST: the same with ClaimWithStatement on the table partitioned by expiry,
 //	                     in the database named after DATABASE_URL's with "_partitioned" appended
+//	/ab/nocap/v1/payments
+//	                     POST: /ab/withstatement's handler on a store without the stored-bytes cap
+//	                     (pgstore.Limits.BodyBytes off)
+//	/ab/generic/v1/payments
+//	                     POST: /ab/withstatement's handler on a pool of its own whose connections
+//	                     plan every statement generically (plan_cache_mode = force_generic_plan)
 //	/mw/v1/payments      POST: createPayment through runtime.Middleware in front of a net/http handler
 //	                     with the same business code (baseline.Middleware), on ClaimWithStatement
 //	/redis/cache/v1/...  with Redis: the conformance service with the Redis replay cache in
@@ -119,6 +131,12 @@ func Run(o Options) error {
 	mux.Handle("POST /bench/bare", baseline.Bare())
 	mux.Handle("POST /bench/plain", baseline.Plain(pool))
 	mux.Handle("POST /bench/handwritten", baseline.Handwritten(pool))
+	for _, q := range baseline.FloorSchema(false) {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("floor schema: %w", err)
+		}
+	}
+	mux.Handle("POST /bench/floor", baseline.Floor(pool))
 	for _, ab := range []struct {
 		name string
 		s    pgstore.ClaimStrategy
@@ -141,6 +159,29 @@ func Run(o Options) error {
 		return err
 	}
 	mux.Handle("/ab/partitioned/", http.StripPrefix("/ab/partitioned", hp))
+	for _, q := range baseline.FloorSchema(true) {
+		if _, err := ppool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("floor schema, partitioned: %w", err)
+		}
+	}
+	mux.Handle("POST /bench/floor-partitioned", baseline.Floor(ppool))
+	hn, err := baseline.WithStore(pool, pgstore.Options{Claim: pgstore.ClaimWithStatement{}, Limits: pgstore.Limits{BodyBytes: -1}})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/ab/nocap/", http.StripPrefix("/ab/nocap", hn))
+	gcfg := cfg.Copy()
+	gcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	gpool, err := pgxpool.NewWithConfig(ctx, gcfg)
+	if err != nil {
+		return fmt.Errorf("generic-plan pool: %w", err)
+	}
+	defer gpool.Close()
+	hg, err := baseline.WithStore(gpool, pgstore.Options{Claim: pgstore.ClaimWithStatement{}})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/ab/generic/", http.StripPrefix("/ab/generic", hg))
 	mw, err := baseline.Middleware(pool)
 	if err != nil {
 		return err

@@ -1,0 +1,85 @@
+package pgstore
+
+import (
+	"sync"
+	"time"
+)
+
+// Counting ahead (Limits.BodyBytes): a commit that updates a tenant's counter row also counts a
+// reservation of bytes for the tenant's next responses on the same Store, which then store
+// their bodies without touching the row until the reservation is used up. The reservation is
+// counted in the database like any stored byte, so the cap holds; what the Store has not used
+// when its window ends, or when the process stops, is lost to the tenant for that window.
+
+// maxAhead is the largest reservation one counting commit makes.
+const maxAhead = 64 << 10
+
+// aheadMargin is how long before the end of its window (by the database clock, less the time
+// the answer took to arrive) a reservation stops being used: a commit whose transaction began
+// in the next window must count there.
+const aheadMargin = time.Second
+
+// aheadOf is the reservation a counting commit asks for under a cap of bodyBytes: a thousandth
+// of the cap, at most maxAhead; 0 (none) under a cap below 1 KiB, which is counted to the byte
+// by every commit.
+func aheadOf(bodyBytes int64) int64 { return min(bodyBytes/1024, maxAhead) }
+
+// ahead is the reservations of a Store's tenants, by tenant digest (claimSpec.limitScope).
+type ahead struct {
+	mu   sync.Mutex
+	left map[int64]reserved
+	// sweepAt is the map size at which ended reservations are dropped next.
+	sweepAt int
+}
+
+// reserved is one tenant's reservation: bytes left, usable until until (monotonic clock).
+type reserved struct {
+	bytes int64
+	until time.Time
+}
+
+// take uses n bytes of tenant's reservation and reports whether it had them; a reservation
+// too small for n is kept for smaller responses.
+func (a *ahead) take(tenant, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.left[tenant]
+	if !ok || r.bytes < n || !time.Now().Before(r.until) {
+		return false
+	}
+	r.bytes -= n
+	a.left[tenant] = r
+	return true
+}
+
+// add gives tenant a reservation of n bytes that the database counted for a window of which
+// leftUS microseconds were left when the count ran (at sent, or later). A reservation left for
+// the same window adds up; an older one is replaced.
+func (a *ahead) add(tenant, n, leftUS int64, sent time.Time) {
+	until := sent.Add(time.Duration(leftUS)*time.Microsecond - aheadMargin)
+	if n <= 0 || !time.Now().Before(until) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.left == nil {
+		a.left, a.sweepAt = map[int64]reserved{}, 64
+	}
+	r, ok := a.left[tenant]
+	if ok && time.Now().Before(r.until) && r.until.Sub(until).Abs() < aheadMargin {
+		n += r.bytes
+		if r.until.Before(until) {
+			until = r.until
+		}
+	}
+	a.left[tenant] = reserved{bytes: n, until: until}
+	if len(a.left) >= a.sweepAt {
+		now := time.Now()
+		for t, r := range a.left {
+			if !now.Before(r.until) {
+				delete(a.left, t)
+			}
+		}
+		a.sweepAt = max(64, 2*len(a.left))
+	}
+}
