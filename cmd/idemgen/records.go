@@ -14,11 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/admin"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // The records commands read the PostgreSQL idempotency store for support staff: the same data
-// as runtime.Lookup and the admin page (runtime/admin), as JSON. They never write.
+// as admin.Lookup and the admin page (runtime/admin), as JSON. They never write.
 
 // recordsFlags are the flags every records command shares.
 type recordsFlags struct {
@@ -129,7 +130,7 @@ it is UTF-8). docs/cli.md shows the output.`,
 				return err
 			}
 			defer pool.Close()
-			opts := runtime.LookupOptions{Operation: operation, Body: body}
+			opts := admin.LookupOptions{Operation: operation, Body: body}
 			if len(scopeHeaders) > 0 {
 				// The operation as far as the command knows it: its scope headers in the given
 				// order; with --operation, its key may be stored per operation or tenant-wide.
@@ -149,18 +150,18 @@ it is UTF-8). docs/cli.md shows the output.`,
 				}
 				opts.Operations = []*runtime.Operation{op}
 			}
-			recs, err := runtime.Lookup(ctx, st, tenant, key, opts)
+			recs, err := admin.Lookup(ctx, st, tenant, key, opts)
 			switch {
-			case errors.Is(err, runtime.ErrLookupInvalid):
+			case errors.Is(err, admin.ErrLookupInvalid):
 				return &exitError{code: exitUsage, err: err}
 			case err != nil:
 				return &exitError{code: exitStore, err: err}
 			}
 			return writeJSON(cmd, struct {
-				Tenant  string               `json:"tenant"`
-				Key     string               `json:"key"`
-				Found   bool                 `json:"found"`
-				Records []runtime.RecordInfo `json:"records"`
+				Tenant  string             `json:"tenant"`
+				Key     string             `json:"key"`
+				Found   bool               `json:"found"`
+				Records []admin.RecordInfo `json:"records"`
 			}{tenant, key, len(recs) > 0, recs})
 		},
 	}
@@ -192,7 +193,7 @@ operation. It reads every row: run it against a replica when the table is large.
 				return err
 			}
 			defer pool.Close()
-			s, err := runtime.Stats(ctx, st)
+			s, err := admin.Stats(ctx, st)
 			if err != nil {
 				return &exitError{code: exitStore, err: err}
 			}
