@@ -50,11 +50,11 @@ idemgen reconcile --report FILE. docs/runtime.md, "Uncertain outcomes and reconc
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
-			st, pool, err := rf.open(ctx)
+			st, closeStore, err := rf.inspector(ctx)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
+			defer closeStore()
 			recs, err := admin.Uncertain(ctx, st, opts)
 			if err != nil {
 				return &exitError{code: exitStore, err: err}
