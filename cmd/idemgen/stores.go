@@ -118,11 +118,19 @@ func effectiveDB(flag, config string, configLoc diag.Loc) (handle, where string)
 }
 
 // dsnScheme is the URL scheme of dsn, lowercase; "" when dsn is not a URL (a PostgreSQL
-// key=value string, "host=db dbname=payments", which pgx also reads).
+// key=value string, "host=db dbname=payments", which pgx also reads). Only a scheme as RFC 3986
+// section 3.1 spells it counts (a letter, then letters, digits, '+', '-', '.'), so that a
+// key=value string whose password holds "://" is never taken, and printed, as a scheme.
 func dsnScheme(dsn string) string {
 	scheme, _, ok := strings.Cut(dsn, "://")
-	if !ok {
+	if !ok || scheme == "" {
 		return ""
+	}
+	for i, c := range scheme {
+		letter := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !letter && (i == 0 || !((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.')) {
+			return ""
+		}
 	}
 	return strings.ToLower(scheme)
 }

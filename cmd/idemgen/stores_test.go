@@ -37,6 +37,9 @@ func TestRecordsRefuseStoresTheyCannotOpen(t *testing.T) {
 		{[]string{"records", "uncertain", "--dsn", "mem://x:" + dsnPassword + "@local"}, exitUsage, "--dsn mem://: memstore keeps its records in the memory of the process that serves them"},
 		{[]string{"reconcile", "--report", report, "--dsn", "memstore://x:" + dsnPassword + "@local"}, exitUsage, "--dsn memstore://: memstore keeps"},
 		{[]string{"records", "stats", "--dsn", "postgres://u:" + dsnPassword + "@[::1"}, exitUsage, "--dsn is not a PostgreSQL connection string or URL"},
+		// A key=value string whose password holds "://" has no scheme: it is PostgreSQL's form.
+		{[]string{"records", "stats", "--dsn", "host=127.0.0.1 port=1 connect_timeout=2 password=" + dsnPassword + "://x"}, exitStore, "connect:"},
+		{[]string{"records", "stats", "--dsn", "host=127.0.0.1 port=1 password='" + dsnPassword + "://x"}, exitUsage, "--dsn is not a PostgreSQL connection string or URL"},
 		{[]string{"records", "stats", "--dsn", "redis://u:" + dsnPassword + "@host/a/b"}, exitUsage, "--dsn is not a Redis URL"},
 		{[]string{"records", "stats", "--timeout", "3s", "--dsn", "postgres://u:" + dsnPassword + "@127.0.0.1:1/none?connect_timeout=2"}, exitStore, "connect:"},
 		{[]string{"records", "stats", "--timeout", "3s", "--dsn", "redis://u:" + dsnPassword + "@127.0.0.1:1"}, exitStore, "connect:"},
