@@ -31,13 +31,9 @@ func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (stri
 	if k.lines > 1 {
 		return "", keyError("the key header appears more than once")
 	}
-	v := k.value
-	if len(v) > 0 && v[0] == '"' {
-		u, err := unquoteSFString(v)
-		if err != nil {
-			return "", err
-		}
-		v = u
+	v, err := UnquoteKey(k.value)
+	if err != nil {
+		return "", err
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
@@ -57,6 +53,21 @@ func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (stri
 	}
 	if rule.Pattern != "" && !match(rule.Pattern, v) {
 		return "", keyError("the key does not match the pattern " + gen.Anchored(rule.Pattern))
+	}
+	return v, nil
+}
+
+// UnquoteKey returns the key that a request whose key header (or field) carries v is served
+// under, before validation and Operation.RecordKey: v itself, or, when v starts with '"', the
+// RFC 8941 sf-string it is (section 3.3.3: `"abc"` is the key abc; the IETF draft
+// draft-ietf-httpapi-idempotency-key-header defines the header as a String item). The serving
+// path calls it on every key; support tools (runtime/admin) call it on a key pasted by hand so
+// that they read the record that was served. Errors: a quoted v that is not exactly one
+// sf-string (an invalid escape, a character outside printable ASCII, no closing quote, or
+// anything after it, such as RFC 8941 parameters).
+func UnquoteKey(v string) (string, error) {
+	if len(v) > 0 && v[0] == '"' {
+		return unquoteSFString(v)
 	}
 	return v, nil
 }

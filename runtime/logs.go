@@ -18,7 +18,7 @@ import (
 //
 // The tenant is a digest too because a scope is often a credential or a customer identifier
 // (an API key, a bearer token's subject): logs travel to places an API key must not. The
-// digests correlate lines; support tools (Lookup, runtime/admin, `idemgen records get`) print
+// digests correlate lines; support tools (runtime/admin's Lookup and page, `idemgen records get`) print
 // them next to a record, so an incident can be followed from a tenant and a key to the logs.
 
 // LogDigests returns the tenant_hash and key_hash that the runtime's log lines carry for a

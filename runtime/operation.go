@@ -201,6 +201,12 @@ func orDefault[T time.Duration | int64](v, d T) T {
 	return v
 }
 
+// RecordKey returns the key that a request with the idempotency key key (validated, RFC 8941
+// quotes removed: UnquoteKey) is stored under for op, the store.ID.Key of its record: key itself
+// for ScopeTenant, or op.ID, one space and key for ScopeOperation. Support tools
+// (runtime/admin) read records under it; the serving path stores them under it.
+func (op *Operation) RecordKey(key string) string { return op.storedKey(key) }
+
 // storedKey is the record key of a validated key: the key itself for scope tenant, or the
 // operation ID, one space and the key for scope operation. A key never contains a space, so the
 // forms never meet.

@@ -45,7 +45,9 @@ store's database handle: runtime/pgstore's DBTX unless --db (or db in the config
 names another, such as "*github.com/idemgen/idemgen/runtime/store/memstore.DB".
 
 --docs also writes idemgen_contract.md (the contract for your API's clients) and --sql
-idemgen_schema.sql (the idempotency table of the PostgreSQL store). --check writes nothing
+idemgen_schema.sql, the schema of the store whose handle --db (or db in the config file)
+names: the PostgreSQL store's tables for pgstore's DBTX, the default; an error for a store
+without a schema (memstore) or one idemgen does not know (idemgen sql --help lists them). --check writes nothing
 and exits 1 when DIR is not up to date, for CI.
 
 Typical use, in the package that serves the API (go run needs no idemgen on PATH; it
@@ -74,17 +76,31 @@ or, with idemgen installed on PATH:
 				if err := generator.CheckDB(db); err != nil {
 					return &exitError{code: exitUsage, err: errorf("--db %v", err)}
 				}
-				if sql && db != generator.DefaultDB {
-					return &exitError{code: exitUsage, err: errorf("--sql writes the PostgreSQL store's schema, and --db %s names another store's handle: that store ships its own schema", db)}
+				if sql {
+					if _, err := schemaOf(db, "--sql: --db"); err != nil {
+						return &exitError{code: exitUsage, err: err}
+					}
 				}
 			}
 			doc, err := lf.load(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			files, err := generator.Generate(doc, generator.Options{Package: pkg, Docs: docs, SQL: sql, Target: generator.Target(target), DB: db})
+			// The schema file is the store's whose handle the handlers write through (stores.go),
+			// not the generator's choice: the generator writes Go and the contract.
+			files, err := generator.Generate(doc, generator.Options{Package: pkg, Docs: docs, Target: generator.Target(target), DB: db})
 			if err != nil {
 				return &exitError{code: exitSpec, err: err}
+			}
+			if sql {
+				handle, where := effectiveDB(db, doc.DB, doc.DBLoc)
+				b, err := schemaOf(handle, "--sql: "+where)
+				if err != nil {
+					// A handle from the config file is the config's error (exit 1), as the
+					// generator's other config errors are.
+					return &exitError{code: exitSpec, err: err}
+				}
+				files[generator.FileSQL] = b
 			}
 			w := cmd.OutOrStdout()
 			if check {
@@ -121,7 +137,7 @@ or, with idemgen installed on PATH:
 	fl.StringVar(&pkg, "package", "", "Go package `NAME` of the output (default: the package of the Go files already in DIR, else DIR's base name)")
 	fl.BoolVar(&check, "check", false, "write nothing; exit 1 when DIR differs from what would be generated")
 	fl.BoolVar(&docs, "docs", false, "also write idemgen_contract.md, the client-facing Markdown contract")
-	fl.BoolVar(&sql, "sql", false, "also write idemgen_schema.sql, the idempotency store schema")
+	fl.BoolVar(&sql, "sql", false, "also write idemgen_schema.sql, the schema of the store whose handle --db (or the config's db) names")
 	fl.StringVar(&db, "db", "", "Go `TYPE` of the database handle the business functions write through, import/path.Type (* first for a pointer); default: the config file's db, else "+generator.DefaultDB)
 	fl.StringVar(&target, "target", string(generator.TargetHandlers), "`handlers`: typed handlers, <Op>Handler and Register; middleware: only the operation table, decoders and Routes(), for runtime.Middleware in front of a server's own handlers")
 	return cmd
@@ -205,22 +221,38 @@ same text to idemgen_contract.md.`,
 }
 
 func newSQLCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "sql",
+	var db string
+	cmd := &cobra.Command{
+		Use:   "sql [--db HANDLE]",
 		Short: "Print the SQL that creates the idempotency store",
-		Long: `Print the SQL schema of the idempotency store (the table, its indexes and every migration
-of the runtime, in order), for teams that manage their database schema themselves. The
-runtime can also apply it at start-up. generate --sql writes the same text to
-idemgen_schema.sql.`,
-		Example: `  idemgen sql > migrations/0001_idempotency.sql`,
-		Args:    cobra.NoArgs,
+		Long: `Print the SQL schema of the idempotency store whose database handle --db names (the
+handle generate --db takes; default pgstore's DBTX): the tables, their indexes and every
+migration of the store, in order, for teams that manage their database schema themselves.
+The runtime can also apply it at start-up (pgstore.Migrate). generate --sql writes the same
+text to idemgen_schema.sql.
+
+The stores idemgen knows:
+` + storeTable() + `
+A store without a handle is paired with, or caches, a database store: its schema is that
+store's. A handle idemgen does not know is a store of your own, which ships its own schema.`,
+		Example: `  idemgen sql > migrations/0001_idempotency.sql
+  idemgen sql --db ` + generator.DefaultDB,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := generator.SQL()
+			if db == "" {
+				db = generator.DefaultDB
+			}
+			if err := generator.CheckDB(db); err != nil {
+				return &exitError{code: exitUsage, err: errorf("--db %v", err)}
+			}
+			b, err := schemaOf(db, "--db")
 			if err != nil {
-				return &exitError{code: exitSpec, err: err}
+				return &exitError{code: exitUsage, err: err}
 			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&db, "db", "", "the database `HANDLE` of the store (generate --db's Go type); default "+generator.DefaultDB)
+	return cmd
 }

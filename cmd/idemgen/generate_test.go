@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/generator"
 )
 
 func TestGenerateWritesChecksAndRemoves(t *testing.T) {
@@ -172,7 +174,8 @@ func TestGenerateTargetMiddleware(t *testing.T) {
 
 // TestGenerateDB: --db names the handle the business functions write through, declared once as
 // DBTX; the config file's db does the same and the flag wins; a type that is not
-// import/path.Exported, and --sql beside another store's handle, are usage errors.
+// import/path.Exported, and --sql beside the handle of a store without a schema (or of one
+// idemgen does not know), are usage errors, or the config's errors when the config names it.
 func TestGenerateDB(t *testing.T) {
 	spec := writeTemp(t, "openapi.yaml", markedSpec)
 	types := func(out string) string {
@@ -200,8 +203,40 @@ func TestGenerateDB(t *testing.T) {
 	if code, so, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2, "--db", "github.com/idemgen/idemgen/runtime/pgstore.DBTX"); code != exitOK || !strings.Contains(types(out2), "\ntype DBTX = pgstore.DBTX\n") {
 		t.Fatalf("--db over the config's db: %d\n%s%s", code, so, se)
 	}
-	if code, _, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2, "--sql"); code != exitSpec || !strings.Contains(se, "runtime/pgstore's") {
+	// --sql writes the schema of the store whose handle the config's db names: memstore has
+	// none, and the error points at the config's line.
+	if code, _, se := idemgen(t, "generate", spec, "--config", cfg, "--out", out2, "--sql"); code != exitSpec ||
+		!strings.Contains(se, "idemgen.yaml:2:5: db "+mem) || !strings.Contains(se, "runtime/store/memstore, which has no SQL schema") {
 		t.Errorf("--sql beside the config's memstore handle: %d %s", code, se)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "idemgen_schema.sql")); !os.IsNotExist(err) {
+		t.Errorf("a refused --sql wrote the schema: %v", err)
+	}
+	schema, err := generator.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgCfg := writeTemp(t, "pg.yaml", "version: 1\ndb: \""+generator.DefaultDB+"\"\n")
+	for _, args := range [][]string{{"--sql"}, {"--sql", "--config", pgCfg}, {"--sql", "--config", cfg, "--db", generator.DefaultDB}} {
+		out3 := filepath.Join(t.TempDir(), "api")
+		code, so, se := idemgen(t, append([]string{"generate", spec, "--out", out3}, args...)...)
+		got, err := os.ReadFile(filepath.Join(out3, "idemgen_schema.sql"))
+		if code != exitOK || err != nil || string(got) != string(schema) {
+			t.Errorf("generate %v: %d %v %s%s: not the PostgreSQL store's schema", args, code, err, so, se)
+		}
+	}
+	// idemgen sql --db: the same table.
+	if code, so, se := idemgen(t, "sql", "--db", generator.DefaultDB); code != exitOK || so != string(schema) {
+		t.Errorf("sql --db %s: %d %s", generator.DefaultDB, code, se)
+	}
+	for _, tc := range []struct{ db, want string }{
+		{mem, "--db " + mem + " is the handle of runtime/store/memstore, which has no SQL schema"},
+		{"example.com/shop/store.DB", "--db example.com/shop/store.DB names no store idemgen knows"},
+		{"DBTX", "--db \"DBTX\" is not a Go type"},
+	} {
+		if code, so, se := idemgen(t, "sql", "--db", tc.db); code != exitUsage || so != "" || !strings.Contains(se, tc.want) {
+			t.Errorf("sql --db %s: %d %q %s", tc.db, code, so, se)
+		}
 	}
 
 	for _, bad := range []string{"DBTX", "github.com/x/store.dbtx", "github.com/x/store.", "github.com/x/store/"} {
@@ -209,8 +244,10 @@ func TestGenerateDB(t *testing.T) {
 			t.Errorf("--db %q: %d %s", bad, code, se)
 		}
 	}
-	if code, _, se := idemgen(t, "generate", spec, "--out", out, "--db", mem, "--sql"); code != exitUsage || !strings.Contains(se, "--sql") {
-		t.Errorf("--sql with --db %s: %d %s", mem, code, se)
+	for _, db := range []string{mem, "example.com/shop/store.DB"} {
+		if code, _, se := idemgen(t, "generate", spec, "--out", out, "--db", db, "--sql"); code != exitUsage || !strings.Contains(se, "--sql: --db "+db) {
+			t.Errorf("--sql with --db %s: %d %s", db, code, se)
+		}
 	}
 
 	badCfg := writeTemp(t, "bad.yaml", "version: 1\ndb: \"example.com/store.db\"\n")

@@ -136,11 +136,11 @@ func runReconcile(cmd *cobra.Command, rf *recordsFlags, f *reconcileFlags) error
 
 	ctx := cmd.Context()
 	rf.maxConns = int32(opts.Concurrency + 1)
-	st, pool, err := rf.open(ctx)
+	st, closeStore, err := rf.reconcilable(ctx)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closeStore()
 	out := &reconcileOutput{w: cmd.OutOrStdout(), json: f.format == "json", margin: f.margin}
 	opts.Finding = out.finding
 	res, err := reconcile.Run(ctx, st, report, opts)

@@ -4,21 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/admin"
+	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// The records commands read the PostgreSQL idempotency store for support staff: the same data
-// as runtime.Lookup and the admin page (runtime/admin), as JSON. They never write.
+// The records commands read a service's idempotency store for support staff, through
+// store.Inspector, opening the store that --dsn's scheme names (stores.go): the same data as
+// admin.Lookup and the support page (runtime/admin), as JSON. They never write.
 
 // recordsFlags are the flags every records command shares.
 type recordsFlags struct {
@@ -30,36 +29,30 @@ type recordsFlags struct {
 
 func (f *recordsFlags) register(cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
-	fl.StringVar(&f.dsn, "dsn", "", "PostgreSQL connection `URL` of the service's database (default $IDEMGEN_DSN, then $DATABASE_URL)")
+	fl.StringVar(&f.dsn, "dsn", "", "`URL` of the service's store, whose scheme names it: postgres:// or postgresql:// (or a PostgreSQL key=value string), redis:// or rediss:// (default $IDEMGEN_DSN, then $DATABASE_URL)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this `DURATION` (connecting and reading)")
 }
 
-// open connects to the store; the caller closes the pool.
-func (f *recordsFlags) open(ctx context.Context) (*pgstore.Store, *pgxpool.Pool, error) {
-	dsn := f.dsn
-	for _, env := range []string{"IDEMGEN_DSN", "DATABASE_URL"} {
-		if dsn == "" {
-			dsn = os.Getenv(env)
-		}
-	}
-	if dsn == "" {
-		return nil, nil, &exitError{code: exitUsage, err: errorf("records needs --dsn (or $IDEMGEN_DSN or $DATABASE_URL)")}
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+// inspector opens the store that the DSN's scheme names (stores.go) for reading, through
+// store.Inspector; the caller calls closeFn.
+func (f *recordsFlags) inspector(ctx context.Context) (st store.Store, closeFn func(), err error) {
+	dsn, err := resolveDSN(f.dsn, "records")
 	if err != nil {
-		// pgx's message may quote the DSN, password included: say only what is wrong.
-		return nil, nil, &exitError{code: exitUsage, err: errorf("--dsn is not a PostgreSQL connection string or URL")}
+		return nil, nil, err
 	}
-	cfg.MaxConns = max(f.maxConns, 2)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	st, _, closeFn, err = openStore[store.Inspector](ctx, dsn, openOptions{maxConns: f.maxConns}, "store.Inspector (records are read through it)")
+	return st, closeFn, err
+}
+
+// reconcilable opens the store that the DSN's scheme names through store.Reconcilable (the
+// provider call log and resolutions); the caller calls closeFn.
+func (f *recordsFlags) reconcilable(ctx context.Context) (rc store.Reconcilable, closeFn func(), err error) {
+	dsn, err := resolveDSN(f.dsn, "reconcile")
 	if err != nil {
-		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}
+		return nil, nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, nil, &exitError{code: exitStore, err: fmt.Errorf("connect: %w", err)}
-	}
-	return pgstore.New(pool, pgstore.Options{}), pool, nil
+	_, rc, closeFn, err = openStore[store.Reconcilable](ctx, dsn, openOptions{maxConns: f.maxConns}, "store.Reconcilable (it keeps no provider call log: reconcile against the PostgreSQL store)")
+	return rc, closeFn, err
 }
 
 func newRecordsCmd() *cobra.Command {
@@ -67,8 +60,8 @@ func newRecordsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "records",
 		Short: "Read the idempotency records of a running service (get one by tenant and key; stats; uncertain)",
-		Long: `Read the PostgreSQL idempotency store of a running service, as support staff need it,
-and print JSON (records uncertain: a table unless --format json). Nothing is written.
+		Long: `Read the idempotency store of a running service, as support staff need it, and print
+JSON (records uncertain: a table unless --format json). Nothing is written.
 
   idemgen records get   the records a tenant's key names: state, operation, fingerprint
                         version, stored status and headers, Location, created, completed and
@@ -81,8 +74,10 @@ and print JSON (records uncertain: a table unless --format json). Nothing is wri
                         the lease-mode records whose outcome is uncertain, with their
                         provider keys (a table, or JSON with --format json)
 
-Connect with --dsn (a URL or key=value string; prefer $IDEMGEN_DSN, which does not show in the
-process list). Exit codes: 0 success (also when no record is found: "found" is false),
+Connect with --dsn, whose scheme names the store: postgres:// or postgresql:// (or a
+key=value string) for runtime/pgstore, redis:// or rediss:// for runtime/redisstore's lease
+store (add ?prefix=P when the service sets redisstore.Options.Prefix). Prefer $IDEMGEN_DSN,
+which does not show in the process list. Exit codes: 0 success (also when no record is found: "found" is false),
 2 wrong flags, 3 the store could not be read.`,
 		Args: cobra.NoArgs,
 	}
@@ -124,12 +119,12 @@ it is UTF-8). docs/cli.md shows the output.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
-			st, pool, err := rf.open(ctx)
+			st, closeStore, err := rf.inspector(ctx)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
-			opts := runtime.LookupOptions{Operation: operation, Body: body}
+			defer closeStore()
+			opts := admin.LookupOptions{Operation: operation, Body: body}
 			if len(scopeHeaders) > 0 {
 				// The operation as far as the command knows it: its scope headers in the given
 				// order; with --operation, its key may be stored per operation or tenant-wide.
@@ -149,18 +144,18 @@ it is UTF-8). docs/cli.md shows the output.`,
 				}
 				opts.Operations = []*runtime.Operation{op}
 			}
-			recs, err := runtime.Lookup(ctx, st, tenant, key, opts)
+			recs, err := admin.Lookup(ctx, st, tenant, key, opts)
 			switch {
-			case errors.Is(err, runtime.ErrLookupInvalid):
+			case errors.Is(err, admin.ErrLookupInvalid):
 				return &exitError{code: exitUsage, err: err}
 			case err != nil:
 				return &exitError{code: exitStore, err: err}
 			}
 			return writeJSON(cmd, struct {
-				Tenant  string               `json:"tenant"`
-				Key     string               `json:"key"`
-				Found   bool                 `json:"found"`
-				Records []runtime.RecordInfo `json:"records"`
+				Tenant  string             `json:"tenant"`
+				Key     string             `json:"key"`
+				Found   bool               `json:"found"`
+				Records []admin.RecordInfo `json:"records"`
 			}{tenant, key, len(recs) > 0, recs})
 		},
 	}
@@ -187,12 +182,12 @@ operation. It reads every row: run it against a replica when the table is large.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
-			st, pool, err := rf.open(ctx)
+			st, closeStore, err := rf.inspector(ctx)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
-			s, err := runtime.Stats(ctx, st)
+			defer closeStore()
+			s, err := admin.Stats(ctx, st)
 			if err != nil {
 				return &exitError{code: exitStore, err: err}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/admin"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -61,7 +62,7 @@ func TestRecordsCommands(t *testing.T) {
 	}
 	var got struct {
 		Found   bool
-		Records []runtime.RecordInfo
+		Records []admin.RecordInfo
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v in %s", err, out)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/admin"
 )
 
 func newRecordsUncertainCmd(rf *recordsFlags) *cobra.Command {
@@ -34,7 +34,7 @@ idemgen reconcile --report FILE. docs/runtime.md, "Uncertain outcomes and reconc
   idemgen records uncertain --since 24h --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := runtime.UncertainOptions{Limit: limit}
+			opts := admin.UncertainOptions{Limit: limit}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {
@@ -50,19 +50,19 @@ idemgen reconcile --report FILE. docs/runtime.md, "Uncertain outcomes and reconc
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
-			st, pool, err := rf.open(ctx)
+			st, closeStore, err := rf.inspector(ctx)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
-			recs, err := runtime.Uncertain(ctx, st, opts)
+			defer closeStore()
+			recs, err := admin.Uncertain(ctx, st, opts)
 			if err != nil {
 				return &exitError{code: exitStore, err: err}
 			}
 			if format == "json" {
 				return writeJSON(cmd, struct {
-					Count   int                  `json:"count"`
-					Records []runtime.RecordInfo `json:"records"`
+					Count   int                `json:"count"`
+					Records []admin.RecordInfo `json:"records"`
 				}{len(recs), recs})
 			}
 			return writeUncertain(cmd.OutOrStdout(), recs)
@@ -76,7 +76,7 @@ idemgen reconcile --report FILE. docs/runtime.md, "Uncertain outcomes and reconc
 }
 
 // writeUncertain prints the uncertain records as a table.
-func writeUncertain(w io.Writer, recs []runtime.RecordInfo) error {
+func writeUncertain(w io.Writer, recs []admin.RecordInfo) error {
 	if len(recs) == 0 {
 		_, err := fmt.Fprintln(w, "No uncertain record.")
 		return err

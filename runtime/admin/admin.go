@@ -12,14 +12,14 @@
 //
 //	GET  /            the support page (a search form)
 //	POST /            the support page with the records of the posted tenant and key
-//	GET  /records     JSON: {"tenant", "key", "records": [runtime.RecordInfo...]}; query
+//	GET  /records     JSON: {"tenant", "key", "records": [RecordInfo...]}; query
 //	POST /records       parameters, a form or a JSON object: tenant, key, operation, body,
 //	                    and the values of scope headers (JSON "scope_headers": {"Name": "value"};
 //	                    form or query "h:Name=value"), which operations declaring
 //	                    Operation.ScopeHeaders store in their scope
 //	GET  /stats       JSON: store.Stats (reads every record: use sparingly)
-//	GET  /uncertain   JSON: {"records": [runtime.RecordInfo...]}, the uncertain records
-//	                    (runtime.Uncertain), oldest first; query parameters since (RFC 3339, or
+//	GET  /uncertain   JSON: {"records": [RecordInfo...]}, the uncertain records
+//	                    (Uncertain), oldest first; query parameters since (RFC 3339, or
 //	                    a duration back from now such as 24h) and limit (default 100, at most
 //	                    1000). The page lists the 50 oldest too.
 //	GET  /style.css   the page's style sheet
@@ -87,11 +87,11 @@ type handler struct {
 }
 
 // New returns the read-only admin handler over st. It fails when st does not implement
-// store.Inspector (runtime.ErrNoInspector) or, never in practice, when its embedded page does not
+// store.Inspector (ErrNoInspector) or, never in practice, when its embedded page does not
 // parse.
 func New(st store.Store, opts Options) (http.Handler, error) {
 	if _, ok := st.(store.Inspector); !ok || st == nil {
-		return nil, runtime.ErrNoInspector
+		return nil, ErrNoInspector
 	}
 	if opts.Title == "" {
 		opts.Title = "Idempotency records"
@@ -248,10 +248,10 @@ func (h *handler) readQuery(w http.ResponseWriter, r *http.Request) (query, erro
 	return q, nil
 }
 
-func (h *handler) lookup(ctx context.Context, q query) ([]runtime.RecordInfo, error) {
+func (h *handler) lookup(ctx context.Context, q query) ([]RecordInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	return runtime.Lookup(ctx, h.st, q.Tenant, q.Key, runtime.LookupOptions{
+	return Lookup(ctx, h.st, q.Tenant, q.Key, LookupOptions{
 		Operation: q.Operation, Operations: h.opts.Operations, Body: q.Body, ScopeHeaders: q.header(),
 	})
 }
@@ -273,16 +273,16 @@ func (h *handler) serveRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Tenant  string               `json:"tenant"`
-		Key     string               `json:"key"`
-		Records []runtime.RecordInfo `json:"records"`
+		Tenant  string       `json:"tenant"`
+		Key     string       `json:"key"`
+		Records []RecordInfo `json:"records"`
 	}{q.Tenant, q.Key, recs})
 }
 
 func (h *handler) serveStats(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
-	s, err := runtime.Stats(ctx, h.st)
+	s, err := Stats(ctx, h.st)
 	if err != nil {
 		status, name := failure(err)
 		writeProblem(w, status, name, err.Error())
@@ -293,7 +293,7 @@ func (h *handler) serveStats(w http.ResponseWriter, r *http.Request) {
 
 // serveUncertain answers the uncertain records as JSON.
 func (h *handler) serveUncertain(w http.ResponseWriter, r *http.Request) {
-	opts := runtime.UncertainOptions{Limit: 100}
+	opts := UncertainOptions{Limit: 100}
 	q := r.URL.Query()
 	if v := q.Get("since"); v != "" {
 		since, err := parseSince(v, time.Now())
@@ -313,14 +313,14 @@ func (h *handler) serveUncertain(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
-	recs, err := runtime.Uncertain(ctx, h.st, opts)
+	recs, err := Uncertain(ctx, h.st, opts)
 	if err != nil {
 		status, name := failure(err)
 		writeProblem(w, status, name, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Records []runtime.RecordInfo `json:"records"`
+		Records []RecordInfo `json:"records"`
 	}{recs})
 }
 
@@ -338,7 +338,7 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // failure maps a lookup error to a status: a malformed key is the caller's (400), anything else
 // the store's (503).
 func failure(err error) (int, string) {
-	if errors.Is(err, runtime.ErrLookupInvalid) {
+	if errors.Is(err, ErrLookupInvalid) {
 		return http.StatusBadRequest, "search-invalid"
 	}
 	return http.StatusServiceUnavailable, "store-unavailable"
@@ -366,7 +366,7 @@ const pageUncertain = 50
 
 // recordView is one record laid out for the page.
 type recordView struct {
-	runtime.RecordInfo
+	RecordInfo
 	StateLabel string
 	KeyKind    string
 	Lease      string
@@ -407,7 +407,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 		d.ScopeHeaders = append(d.ScopeHeaders, [2]string{name, d.Q.ScopeHeaders[name]})
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
-	uncertain, err := runtime.Uncertain(ctx, h.st, runtime.UncertainOptions{Limit: pageUncertain + 1})
+	uncertain, err := Uncertain(ctx, h.st, UncertainOptions{Limit: pageUncertain + 1})
 	cancel()
 	if err != nil {
 		d.UncertainError = "The uncertain records could not be read: " + err.Error()
@@ -426,7 +426,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	_ = h.page.Execute(w, d)
 }
 
-func view(rec runtime.RecordInfo, bodyAsked bool) recordView {
+func view(rec RecordInfo, bodyAsked bool) recordView {
 	v := recordView{RecordInfo: rec, KeyKind: "tenant-wide key"}
 	if rec.PerOperation {
 		v.KeyKind = "per-operation key (scope: operation)"

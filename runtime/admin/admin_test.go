@@ -178,7 +178,7 @@ func TestLookup(t *testing.T) {
 	ctx := context.Background()
 	ops := []*runtime.Operation{payOp(), captureOp()}
 
-	recs, err := runtime.Lookup(ctx, s.st, tenant, `"`+payKey+`"`, runtime.LookupOptions{Operations: ops})
+	recs, err := admin.Lookup(ctx, s.st, tenant, `"`+payKey+`"`, admin.LookupOptions{Operations: ops})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("lookup of a quoted key: %+v %v", recs, err)
 	}
@@ -190,17 +190,17 @@ func TestLookup(t *testing.T) {
 		r.TenantHash != th || r.KeyHash != kh || len(r.Fingerprint) != 64 || r.FingerprintVersion == 0 || r.Headers["X-Note"][0] != hostile {
 		t.Errorf("completed record: %+v", r)
 	}
-	withBody, err := runtime.Lookup(ctx, s.st, tenant, payKey, runtime.LookupOptions{Body: true})
+	withBody, err := admin.Lookup(ctx, s.st, tenant, payKey, admin.LookupOptions{Body: true})
 	if err != nil || len(withBody) != 1 || string(withBody[0].Body) != hostile || withBody[0].BodyText != hostile {
 		t.Errorf("with body: %+v %v", withBody, err)
 	}
 
 	// The capture's key is per operation: found through the operation table or by naming the
 	// operation, not by a bare lookup.
-	if recs, err := runtime.Lookup(ctx, s.st, tenant, capKey, runtime.LookupOptions{}); err != nil || len(recs) != 0 {
+	if recs, err := admin.Lookup(ctx, s.st, tenant, capKey, admin.LookupOptions{}); err != nil || len(recs) != 0 {
 		t.Errorf("a bare lookup found a per-operation key: %+v %v", recs, err)
 	}
-	recs, err = runtime.Lookup(ctx, s.st, tenant, capKey, runtime.LookupOptions{Operations: ops})
+	recs, err = admin.Lookup(ctx, s.st, tenant, capKey, admin.LookupOptions{Operations: ops})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("per-operation lookup: %+v %v", recs, err)
 	}
@@ -209,25 +209,25 @@ func TestLookup(t *testing.T) {
 		!c.LeaseRunning || c.LeaseUntil.Sub(c.ReadAt) < 50*time.Second || c.CompletedAt != nil || c.Status != 0 || c.FencingToken != 1 {
 		t.Errorf("running record: %+v", c)
 	}
-	one, found, err := runtime.LookupOperation(ctx, s.st, tenant, "captureCharge", capKey, false)
+	one, found, err := admin.LookupOperation(ctx, s.st, tenant, "captureCharge", capKey, false)
 	if err != nil || !found || one.Operation != "captureCharge" {
 		t.Errorf("LookupOperation: %+v %v %v", one, found, err)
 	}
-	if _, found, err := runtime.LookupOperation(ctx, s.st, tenant, "captureCharge", payKey, false); err != nil || found {
+	if _, found, err := admin.LookupOperation(ctx, s.st, tenant, "captureCharge", payKey, false); err != nil || found {
 		t.Errorf("LookupOperation of another operation's key: %v %v", found, err)
 	}
-	if recs, err := runtime.Lookup(ctx, s.st, "someone-else", payKey, runtime.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
+	if recs, err := admin.Lookup(ctx, s.st, "someone-else", payKey, admin.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
 		t.Errorf("another tenant: %+v %v", recs, err)
 	}
 	for _, bad := range []string{"", "  ", `"unterminated`, "two words"} {
-		if _, err := runtime.Lookup(ctx, s.st, tenant, bad, runtime.LookupOptions{}); !errors.Is(err, runtime.ErrLookupInvalid) {
+		if _, err := admin.Lookup(ctx, s.st, tenant, bad, admin.LookupOptions{}); !errors.Is(err, admin.ErrLookupInvalid) {
 			t.Errorf("key %q: %v, want ErrLookupInvalid", bad, err)
 		}
 	}
-	if _, err := runtime.Lookup(ctx, memstore.New(time.Now), tenant, payKey, runtime.LookupOptions{}); !errors.Is(err, runtime.ErrNoInspector) {
+	if _, err := admin.Lookup(ctx, memstore.New(time.Now), tenant, payKey, admin.LookupOptions{}); !errors.Is(err, admin.ErrNoInspector) {
 		t.Errorf("a store without Inspector: %v", err)
 	}
-	if _, err := admin.New(memstore.New(time.Now), admin.Options{}); !errors.Is(err, runtime.ErrNoInspector) {
+	if _, err := admin.New(memstore.New(time.Now), admin.Options{}); !errors.Is(err, admin.ErrNoInspector) {
 		t.Errorf("admin.New on a store without Inspector: %v", err)
 	}
 
@@ -237,10 +237,10 @@ func TestLookup(t *testing.T) {
 		t.Fatalf("refund: %v %v", r, err)
 	}
 	ops = append(ops, refundOp())
-	if recs, err := runtime.Lookup(ctx, s.st, tenant, refundKey, runtime.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
+	if recs, err := admin.Lookup(ctx, s.st, tenant, refundKey, admin.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
 		t.Errorf("found without the account: %+v %v", recs, err)
 	}
-	recs, err = runtime.Lookup(ctx, s.st, tenant, refundKey, runtime.LookupOptions{Operations: ops,
+	recs, err = admin.Lookup(ctx, s.st, tenant, refundKey, admin.LookupOptions{Operations: ops,
 		ScopeHeaders: http.Header{"Stripe-Account": {"acct_123"}}})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("with the account: %+v %v", recs, err)
@@ -252,7 +252,7 @@ func TestLookup(t *testing.T) {
 		t.Errorf("refund record: %+v", r)
 	}
 
-	st, err := runtime.Stats(ctx, s.st)
+	st, err := admin.Stats(ctx, s.st)
 	if err != nil || st.Running != 1 || st.Completed != 2 || len(st.Operations) != 3 {
 		t.Errorf("stats: %+v %v", st, err)
 	}
@@ -277,7 +277,7 @@ func TestAdminJSON(t *testing.T) {
 	resp, b := get("/records?" + url.Values{"tenant": {tenant}, "key": {payKey}}.Encode())
 	var out struct {
 		Tenant, Key string
-		Records     []runtime.RecordInfo
+		Records     []admin.RecordInfo
 	}
 	if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 || len(out.Records) != 1 || out.Records[0].Body != nil {
 		t.Fatalf("GET /records: %d %s %v", resp.StatusCode, b, err)

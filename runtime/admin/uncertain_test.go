@@ -86,7 +86,7 @@ func TestUncertainRecords(t *testing.T) {
 
 	code, js := get("/admin/uncertain?since=1h&limit=10")
 	var got struct {
-		Records []runtime.RecordInfo `json:"records"`
+		Records []admin.RecordInfo `json:"records"`
 	}
 	if code != 200 || json.Unmarshal([]byte(js), &got) != nil || len(got.Records) != 1 {
 		t.Fatalf("/uncertain: %d %s", code, js)
@@ -116,7 +116,7 @@ func TestUncertainRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var found struct {
-		Records []runtime.RecordInfo `json:"records"`
+		Records []admin.RecordInfo `json:"records"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&found)
 	resp.Body.Close()

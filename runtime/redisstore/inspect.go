@@ -14,8 +14,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// Support tools (runtime.Lookup, the admin page, `idemgen records`) read records through
-// store.Inspector. The lease store implements it on Redis; the paired store reads Redis first
+// Support tools (runtime/admin's Lookup and support page, `idemgen records`) read records
+// through store.Inspector. The lease store implements it on Redis; the paired store reads Redis first
 // and its database for the rest; the cache is its database's (it holds only copies).
 
 var (

@@ -9,7 +9,7 @@ import (
 
 // Inspector is an optional capability of a Store: reading records the way support tools need
 // them (timestamps, lease end, body size, expired rows not yet swept) and summarising the whole
-// store. It never changes a record. runtime.Lookup, the admin page (runtime/admin) and
+// store. It never changes a record. The lookups and the support page of runtime/admin and
 // `idemgen records` use it; runtime/pgstore implements it. Check for it with a type assertion:
 //
 //	in, ok := st.(store.Inspector)

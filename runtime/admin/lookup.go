@@ -1,4 +1,4 @@
-package runtime
+package admin
 
 import (
 	"context"
@@ -12,16 +12,17 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // ErrNoInspector is returned by Lookup and Stats when the store cannot be inspected (it does not
 // implement store.Inspector; runtime/pgstore does).
-var ErrNoInspector = errors.New("runtime: the store does not implement store.Inspector")
+var ErrNoInspector = errors.New("admin: the store does not implement store.Inspector")
 
 // ErrLookupInvalid is wrapped by the errors of a lookup that cannot name a record: an empty or
 // malformed key, an empty operation.
-var ErrLookupInvalid = errors.New("runtime: invalid lookup")
+var ErrLookupInvalid = errors.New("admin: invalid lookup")
 
 // LookupOptions narrows a Lookup and says what it returns.
 type LookupOptions struct {
@@ -33,19 +34,19 @@ type LookupOptions struct {
 	// without Operation also looks for the key's per-operation record of each of them that is
 	// declared `scope: operation`. Without them only tenant-wide records (the default scope) and
 	// Operation's per-operation record are found.
-	Operations []*Operation
+	Operations []*runtime.Operation
 	// Body asks for the stored response body; without it RecordInfo.Body is nil and only its
 	// size is read.
 	Body bool
-	// ScopeHeaders are the values of scope headers (Operation.ScopeHeaders, such as Stripe's
+	// ScopeHeaders are the values of scope headers (runtime.Operation.ScopeHeaders, such as Stripe's
 	// Stripe-Account) as the request carried them. An operation that declares scope headers
-	// stores its records under the tenant and those values (Operation.RequestScope): they are
+	// stores its records under the tenant and those values (runtime.Operation.RequestScope): they are
 	// found only for the operations in Operations that declare them, with these values.
 	ScopeHeaders http.Header
 }
 
 // RecordInfo is one idempotency record as support staff see it. Its JSON form is the admin API's
-// (runtime/admin) and `idemgen records get`'s. Times are the store's clock, in UTC.
+// (this package's handler) and `idemgen records get`'s. Times are the store's clock, in UTC.
 type RecordInfo struct {
 	// Tenant is the tenant (the ScopeFunc's); ScopeHeaders the values of the operation's scope
 	// headers that are part of the record's scope, if it declares any; Key the key as the
@@ -75,7 +76,7 @@ type RecordInfo struct {
 	// Config.ProviderKeySecret never leaves the runtime.
 	ProviderCalls []ProviderCallInfo `json:"provider_calls,omitempty"`
 	// RecordRef is the store's own name of the record (runtime/pgstore: its key_id digest as a
-	// UUID, docs/runtime.md); the listing of uncertain records (runtime.Uncertain) shows it
+	// UUID, docs/runtime.md); the listing of uncertain records (Uncertain) shows it
 	// instead of the tenant and key, which the store does not keep.
 	RecordRef string `json:"record_ref,omitempty"`
 	// FingerprintVersion is the framing version of Fingerprint, the request's SHA-256
@@ -109,7 +110,7 @@ type RecordInfo struct {
 	// ReadAt is the store's clock when the record was read.
 	ReadAt time.Time `json:"read_at"`
 	// TenantHash and KeyHash are what the runtime's log lines carry for this request
-	// (tenant_hash, key_hash: see LogDigests).
+	// (tenant_hash, key_hash: see runtime.LogDigests).
 	TenantHash string `json:"tenant_hash"`
 	KeyHash    string `json:"key_hash"`
 }
@@ -160,7 +161,9 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 			g.keys = append(g.keys, sk)
 		}
 	}
-	perOp := func(id string) string { return (&Operation{ID: id, Scope: ScopeOperation}).storedKey(k) }
+	perOp := func(id string) string {
+		return (&runtime.Operation{ID: id, Scope: runtime.ScopeOperation}).RecordKey(k)
+	}
 	add(tenant, nil, k)
 	known := false
 	for _, op := range opts.Operations {
@@ -176,10 +179,10 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 				headers[http.CanonicalHeaderKey(h)] = opts.ScopeHeaders.Get(h)
 			}
 		}
+		// The key tenant-wide, and the key as this operation serves it (RecordKey: the same
+		// for scope tenant, operation-qualified for scope operation).
 		add(scope, headers, k)
-		if op.Scope == ScopeOperation {
-			add(scope, headers, perOp(op.ID))
-		}
+		add(scope, headers, op.RecordKey(k))
 	}
 	if opts.Operation != "" && !known {
 		// An operation the caller did not describe: its key may be stored either way.
@@ -216,16 +219,6 @@ func LookupOperation(ctx context.Context, st store.Store, tenant, operation, key
 		return RecordInfo{}, false, err
 	}
 	return recs[0], true, nil
-}
-
-// Uncertain is the package function Uncertain on rt's store (Config.Store), with its errors.
-func (rt *Runtime) Uncertain(ctx context.Context, opts UncertainOptions) ([]RecordInfo, error) {
-	return Uncertain(ctx, rt.cfg.Store, opts)
-}
-
-// Lookup is the package function Lookup on rt's store (Config.Store), with its errors.
-func (rt *Runtime) Lookup(ctx context.Context, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
-	return Lookup(ctx, rt.cfg.Store, tenant, key, opts)
 }
 
 // Stats summarises st's records (store.Inspector.Stats: counts by state and operation, the
@@ -275,19 +268,17 @@ func Uncertain(ctx context.Context, st store.Store, opts UncertainOptions) ([]Re
 	return out, nil
 }
 
-// normalizeLookupKey turns a key as support staff paste it into the stored form: surrounding
-// whitespace dropped, an RFC 8941 quoted string unquoted.
+// normalizeLookupKey turns a key as support staff paste it into the key the runtime serves it
+// under: surrounding whitespace dropped, then runtime.UnquoteKey (an RFC 8941 quoted string is
+// its content), the function the serving path uses.
 func normalizeLookupKey(key string) (string, error) {
 	k := strings.TrimSpace(key)
 	if k == "" {
 		return "", fmt.Errorf("%w: the key is empty", ErrLookupInvalid)
 	}
-	if k[0] == '"' {
-		u, err := unquoteSFString(k)
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrLookupInvalid, err)
-		}
-		k = u
+	k, err := runtime.UnquoteKey(k)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrLookupInvalid, err)
 	}
 	if strings.ContainsAny(k, " ,") {
 		return "", fmt.Errorf("%w: a key never contains a space or a comma", ErrLookupInvalid)
@@ -312,7 +303,10 @@ func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]strin
 		ExpiresAt:          sn.ExpiresAt.UTC(),
 		ReadAt:             sn.ReadAt.UTC(),
 	}
-	r.TenantHash, r.KeyHash = tenantDigest(tenant), keyHash(sn.ID.Scope, key)
+	// The log lines' digests, as runtime.LogDigests documents them: the tenant's, and the
+	// key's under the scope the record is stored in (the tenant, with any scope headers).
+	r.TenantHash, _ = runtime.LogDigests(tenant, "")
+	_, r.KeyHash = runtime.LogDigests(sn.ID.Scope, key)
 	r.RecordRef = sn.Ref
 	switch {
 	case !sn.Live:
