@@ -22,7 +22,7 @@ test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3
 	./scripts/with-postgres.sh ./scripts/with-redis.sh ./scripts/test.sh
 
 faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
-	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/faults
+	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/testkit/faults
 
 api-check: ## compare the public Go API with CHANGELOG.md's last release point; fail on an unmarked breaking change
 	cd scripts/apicheck && $(GO) run . -repo ../..

@@ -81,12 +81,12 @@ else
 fi
 
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
-IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/faults$')
+IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/testkit/faults$')
 
-echo "== fault-injection suite, short mode (internal/faults; make faults runs the long mode)"
+echo "== fault-injection suite, short mode (internal/testkit/faults; make faults runs the long mode)"
 # Alone, after the rest: its scenarios measure timings. Its figures are printed; on failure, all of it.
 log=$(mktemp)
-if ! IDEMGEN_REQUIRE_DB=1 go test -short -count=1 -v -timeout 10m ./internal/faults >"$log" 2>&1; then
+if ! IDEMGEN_REQUIRE_DB=1 go test -short -count=1 -v -timeout 10m ./internal/testkit/faults >"$log" 2>&1; then
   cat "$log"; rm -f "$log"; exit 1
 fi
 awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && /^          /{print; next} {p=0}' "$log"

@@ -12,7 +12,7 @@ import (
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
 	api "github.com/idemgen/idemgen/golden/conformance"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

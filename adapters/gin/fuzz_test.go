@@ -12,13 +12,13 @@ import (
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	api "github.com/idemgen/idemgen/golden/conformance"
-	"github.com/idemgen/idemgen/internal/bindtest"
+	"github.com/idemgen/idemgen/internal/testkit/bindtest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
 // The differential fuzzers: for every body the strict decoder accepts, what gin's binders make
 // of the body the adapter hands the handler is the value the fingerprint covers (the generated
-// decoder's value, internal/bindtest). A binder that read another value (a member name that
+// decoder's value, internal/testkit/bindtest). A binder that read another value (a member name that
 // differs in case, a number spelling it refuses, a form field it splits otherwise) would let a
 // retry with the same key replay an answer to another request, or charge what the fingerprint
 // does not say. Short in CI (the seeds), 60 s each in `make fuzz`:

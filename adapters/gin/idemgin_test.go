@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	api "github.com/idemgen/idemgen/golden/conformance"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
-	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -3,7 +3,7 @@
 // (chi's Handle takes the same "POST /v1/payments" patterns as http.ServeMux), or one at a time
 // through the exported New<Op>Handler constructors, in sub-routers and with chi's own path
 // patterns. The generated package is the conformance service's (golden/conformance), and so
-// are the business functions (internal/conformance); middleware_test.go shows
+// are the business functions (internal/testkit/conformance); middleware_test.go shows
 // runtime.Middleware on chi in front of handlers of the team's own.
 package chiexample
 
@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 )
 

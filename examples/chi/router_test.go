@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
 
 // service is NewRouter on env's store, tables and provider.

@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
 	"github.com/idemgen/idemgen/examples/echo/idem"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"

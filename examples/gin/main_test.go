@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
 
 // TestCases runs every request-sequence case (testdata/cases and the conformance service's own)

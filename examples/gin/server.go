@@ -10,7 +10,7 @@ import (
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	"github.com/idemgen/idemgen/examples/gin/idem"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/oapi-codegen/api"
 	"github.com/idemgen/idemgen/examples/oapi-codegen/idem"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/oapi-codegen/api"
 	"github.com/idemgen/idemgen/examples/oapi-codegen/db"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
 
 // TestCases runs every request-sequence case (testdata/cases and the conformance service's own)

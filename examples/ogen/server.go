@@ -8,7 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/ogen/api"
 	"github.com/idemgen/idemgen/examples/ogen/idem"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"

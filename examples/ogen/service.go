@@ -14,7 +14,7 @@ import (
 	"github.com/ogen-go/ogen/ogenerrors"
 
 	"github.com/idemgen/idemgen/examples/ogen/api"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/sdk-client/client"
 	"github.com/idemgen/idemgen/golden/petstore"
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/idemgen/idemgen/internal/conform"
 	"github.com/idemgen/idemgen/internal/model"
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 // TestConform runs idemgen conform against the Stripe-compatible server with Stripe's own spec

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/examples/stripe/api"
-	"github.com/idemgen/idemgen/internal/gentest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/gentest"
 	"github.com/idemgen/idemgen/runtime"
 )
 

@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	svix "github.com/svix/svix-webhooks/go"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 // httpErrorOut and validationError are the spec's HttpErrorOut and HTTPValidationError; the

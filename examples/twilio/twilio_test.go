@@ -18,8 +18,8 @@ import (
 	twilioapi "github.com/twilio/twilio-go/rest/api/v2010"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 const (

@@ -7,7 +7,7 @@ package bodykey
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 const jsonAPI = "application/vnd.api+json"

@@ -3,7 +3,7 @@ package conformance
 // The shared request-sequence cases about request identity, replayed at the fingerprint layer
 // on the generated code: no database, no HTTP server; each request is
 // routed by the generated operations' patterns, decoded and fingerprinted by the generated decode
-// function, as the generated handlers do before they call the runtime. internal/conformance runs every case end to end against PostgreSQL.
+// function, as the generated handlers do before they call the runtime. internal/testkit/conformance runs every case end to end against PostgreSQL.
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"

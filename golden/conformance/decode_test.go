@@ -5,7 +5,7 @@ package conformance
 import (
 	"net/http/httptest"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 	"github.com/idemgen/idemgen/runtime/canonical"
 	"github.com/idemgen/idemgen/runtime/gen"
 )

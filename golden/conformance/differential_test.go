@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
 )

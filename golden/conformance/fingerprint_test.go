@@ -8,7 +8,7 @@ package conformance
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 const form = "application/x-www-form-urlencoded"

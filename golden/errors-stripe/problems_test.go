@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/gentest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/gentest"
 	"github.com/idemgen/idemgen/runtime"
 )
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/gentest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/gentest"
 )
 
 // Every problem the runtime answers, through the generated writer: in the schema the spec

@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/gentest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/gentest"
 )
 
 // Every problem the runtime answers, through the generated writer, in the schema the config's

@@ -7,7 +7,7 @@ package form
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 const formType = "application/x-www-form-urlencoded"

@@ -19,8 +19,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )

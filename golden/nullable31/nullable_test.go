@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 func decode(t *testing.T, body string, header ...string) (CreateTransferRequest, string, error) {

@@ -7,7 +7,7 @@ package params
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 var corpus = []fptest.Request{

@@ -8,7 +8,7 @@ package petstore
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 var corpus = []fptest.Request{

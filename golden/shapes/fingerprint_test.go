@@ -8,7 +8,7 @@ package shapes
 import (
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 const js = "application/json"

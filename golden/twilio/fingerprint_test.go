@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/fptest"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 const formType = "application/x-www-form-urlencoded"

@@ -1,7 +1,7 @@
 // Package history records the client-visible history of requests made under idempotency keys
 // (each attempt: key, request identity, call and return times, what the answer means) and checks
 // it for linearizability against a nondeterministic model of the contract with porcupine
-// (Model, Check). The fault-injection suite (internal/faults) and `idemgen conform` both judge
+// (Model, Check). The fault-injection suite (internal/testkit/faults) and `idemgen conform` both judge
 // their runs with it; it knows nothing of how the attempts were made.
 package history
 

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -30,7 +30,7 @@ import (
 
 // The runtime on PostgreSQL: handlers built with runtime.AtomicHandler and LeaseHandler, as
 // generated code builds them, over pgstore, on a database of each test's own
-// (internal/pgtest), with a pool whose round trips are counted twice: by a pgx tracer and by
+// (internal/testkit/pgtest), with a pool whose round trips are counted twice: by a pgx tracer and by
 // the writes to the server's socket.
 
 // roundTrips counts what a pgx connection sends to the server: one per Query/Exec/QueryRow and

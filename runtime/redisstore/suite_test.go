@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
-	"github.com/idemgen/idemgen/internal/redistest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/redistest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/runtime/store"

@@ -61,7 +61,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/idemgen/idemgen/bench/internal/baseline"
-	"github.com/idemgen/idemgen/internal/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/runtime/store"

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
 
 // service is the conformance service on env's store, tables and provider.
@@ -18,10 +18,10 @@ func service(env conformancetest.Env) (http.Handler, error) {
 // the cases in $IDEMGEN_CASES (conformancetest.EnvCases). Each case is a subtest named after its
 // file. The example services of examples/ run the same cases through conformancetest.Run.
 func TestCases(t *testing.T) {
-	conformancetest.Run(t, "../..", service, nil)
+	conformancetest.Run(t, "../../..", service, nil)
 }
 
 // TestConform runs idemgen conform against the conformance service: every check passes.
 func TestConform(t *testing.T) {
-	conformancetest.Conform(t, "../..", service)
+	conformancetest.Conform(t, "../../..", service)
 }

@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
-	"github.com/idemgen/idemgen/internal/redistest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/redistest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/runtime/store"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 // Scenario 2: SIGKILL of the replica serving a request, in the middle of its handler, in both

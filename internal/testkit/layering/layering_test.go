@@ -47,7 +47,7 @@ func TestImportRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	rules := readRules(t, filepath.Join("..", "..", "docs", "architecture.md"))
+	rules := readRules(t, filepath.Join("..", "..", "..", "docs", "architecture.md"))
 	pkgs := listPackages(t)
 	for _, v := range check(rules, pkgs) {
 		t.Error(v)
@@ -228,7 +228,7 @@ func readRules(t *testing.T, path string) []rule {
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}{{"\t"}}{{join .Deps " "}}`, "./...")
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
-	"github.com/idemgen/idemgen/internal/redistest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/redistest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -18,7 +18,7 @@ import (
 func TestCasesRedisCache(t *testing.T) {
 	for _, topo := range redistest.Topologies {
 		t.Run(string(topo), func(t *testing.T) {
-			conformancetest.RunOn(t, "../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			conformancetest.RunOn(t, "../../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				opts := redisstore.CacheOptions{Prefix: redistest.Prefix(t)}
 				if topo == redistest.Standalone {
 					opts.LocalBytes = 16 << 20
@@ -36,7 +36,7 @@ func TestCasesRedisCache(t *testing.T) {
 func TestCasesRedisLease(t *testing.T) {
 	for _, topo := range redistest.Topologies {
 		t.Run(string(topo), func(t *testing.T) {
-			conformancetest.RunOn(t, "../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
+			conformancetest.RunOn(t, "../../..", func(t testing.TB, db *pgxpool.Pool) store.Transactional[pgstore.DBTX] {
 				leases, err := redisstore.New(redistest.NewClient(t, topo), redisstore.Options{Prefix: redistest.Prefix(t)})
 				if err != nil {
 					t.Fatal(err)

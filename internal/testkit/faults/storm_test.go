@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 // Scenario 1: a storm of same-key requests across two replica processes (each its own runtime

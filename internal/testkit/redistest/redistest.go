@@ -6,7 +6,7 @@
 //
 // Without the servers, tests that need them fail when IDEMGEN_REQUIRE_DB=1 or CI=true (so CI
 // can never pass by skipping them) and are skipped otherwise, with a message naming the command
-// that runs them, as internal/pgtest does for PostgreSQL.
+// that runs them, as internal/testkit/pgtest does for PostgreSQL.
 package redistest
 
 import (

@@ -11,8 +11,8 @@ import (
 // and sharedFormCases the folder of the form cases kept apart from them (cases-forms).
 // testdata/cases is a verbatim copy of both; they exist only in the workspace, not in a clone.
 const (
-	sharedCases     = "../../../shared/cases"
-	sharedFormCases = "../../../shared/cases-forms"
+	sharedCases     = "../../../../shared/cases"
+	sharedFormCases = "../../../../shared/cases-forms"
 )
 
 // TestCasesCopyIsVerbatim fails when the project's copy of the shared cases has drifted from
@@ -28,7 +28,7 @@ func TestCasesCopyIsVerbatim(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared = append(append(shared, forms...), filepath.Join(sharedCases, "README.md"))
-	copied, err := filepath.Glob("../../testdata/cases/[0-9]*.yaml")
+	copied, err := filepath.Glob("../../../testdata/cases/[0-9]*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestCasesCopyIsVerbatim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join("../../testdata/cases", name))
+		b, err := os.ReadFile(filepath.Join("../../../testdata/cases", name))
 		if err != nil {
 			t.Errorf("testdata/cases lacks %s: copy it from %s", name, filepath.Dir(p))
 			continue

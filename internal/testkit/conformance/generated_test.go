@@ -18,7 +18,7 @@ import (
 // (The service's own API is golden/conformance, which TestGolden in ./generator checks.)
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	for _, g := range []struct{ src, pkg string }{
-		{"../../examples/petstore/main.go", "examples/petstore"},
+		{"../../../examples/petstore/main.go", "examples/petstore"},
 	} {
 		src := g.src
 		t.Run(g.pkg, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/cases"
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 )
 
 // minPoolSize is conformancetest.MinPoolSize (this package's tests cannot import it).
@@ -65,7 +65,7 @@ func TestCasesCatchAnUnguardedService(t *testing.T) {
 		"012-final-decline-is-replayed.yaml":     "header Idempotent-Replayed: want \"true\", got absent",
 	} {
 		t.Run(strings.TrimSuffix(file, ".yaml"), func(t *testing.T) {
-			c, err := cases.ParseFile(filepath.Join("../../testdata/cases", file))
+			c, err := cases.ParseFile(filepath.Join("../../../testdata/cases", file))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/internal/conformance/conformancetest"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 

@@ -1,7 +1,7 @@
 // Package conformancetest runs the request-sequence cases against a service that implements the
 // conformance API (testdata/specs/conformance.yaml): idemgen's own conformance service and the
 // example services of examples/ (oapi-codegen, ogen, chi, echo, gin), each on a fresh database
-// of the test server (internal/pgtest) and on the idempotency store the test chooses (a
+// of the test server (internal/testkit/pgtest) and on the idempotency store the test chooses (a
 // StoreFactory; PGStore by default).
 package conformancetest
 
@@ -19,9 +19,9 @@ import (
 
 	"github.com/idemgen/idemgen/internal/cases"
 	"github.com/idemgen/idemgen/internal/conform"
-	"github.com/idemgen/idemgen/internal/conformance"
-	"github.com/idemgen/idemgen/internal/pgtest"
 	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -65,7 +65,7 @@ func PGStore(o pgstore.Options) StoreFactory {
 
 // NewEnv makes a fresh database with a pool of at most conns connections, creates the
 // idempotency store's and the business tables in it, and makes its store with stores. It
-// skips t when there is no test server (internal/pgtest).
+// skips t when there is no test server (internal/testkit/pgtest).
 func NewEnv(t testing.TB, conns int32, stores StoreFactory) Env {
 	t.Helper()
 	db := pgtest.NewPool(t, conns)

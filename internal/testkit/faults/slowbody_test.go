@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/internal/pgtest"
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
 )
