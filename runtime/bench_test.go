@@ -12,9 +12,9 @@ import (
 
 // BenchmarkReplay is the runtime's own cost of a replay (HTTP layer, decoder, fingerprint, the
 // atomic machine) over the in-memory store, so that no database time hides it: with tracing
-// off (a no-op TracerProvider, and the global one before any is set) and with every span
-// recorded by the SDK. Logs go to a handler at Info, as in production, where a replay logs
-// nothing. Compare allocations per operation between revisions (bench/README.md).
+// off (a no-op TracerProvider; the global one before any is set, where the runtime starts no
+// span) and with every span recorded by the SDK. Logs go to a handler at Info, as in
+// production, where a replay logs nothing. Compare allocations per operation between revisions (bench/README.md).
 func BenchmarkReplay(b *testing.B) {
 	for _, tc := range []struct {
 		name   string

@@ -73,7 +73,11 @@ type Config struct {
 	// TracerProvider makes the OpenTelemetry spans of each request: "idempotency" around the
 	// runtime's work, with children for the lookup, the claim, the handler and the completion;
 	// attributes name the operation, the mode, the outcome and a hash of the key (never the
-	// key). Default otel.GetTracerProvider(), the global provider.
+	// key). Default otel.GetTracerProvider(), the global provider: while the application has
+	// not set one (otel.SetTracerProvider, before or after New), the runtime starts no span and
+	// pays nothing for tracing; from the moment it sets one, requests are traced. A provider set
+	// here is used as given, even a no-op one or OpenTelemetry's default (set the latter when the
+	// process runs under eBPF auto-instrumentation, which traces through the unset default).
 	TracerProvider trace.TracerProvider
 	// StoreTimeout bounds each store call (a claim also waits up to the operation's
 	// concurrency.wait), so that an unreachable store answers 503 instead of hanging. Default 5s.
@@ -145,12 +149,13 @@ func New(cfg Config) (*Runtime, error) {
 	cfg.StoreTimeout = orDefault(cfg.StoreTimeout, 5*time.Second)
 	cfg.StoreRetryAfter = orDefault(cfg.StoreRetryAfter, time.Second)
 	cfg.ConflictRetryAfter = orDefault(cfg.ConflictRetryAfter, time.Second)
-	if cfg.TracerProvider == nil {
+	tracerGiven := cfg.TracerProvider != nil
+	if !tracerGiven {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	exec, _ := cfg.Observer.(ExecutionObserver)
 	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
-		profile: profile, tracer: cfg.TracerProvider.Tracer(tracerName)}
+		profile: profile, tracer: newTracer(cfg.TracerProvider, tracerGiven)}
 	rt.inputs.New = func() any { return new(gen.Input) }
 	return rt, nil
 }

@@ -2,11 +2,15 @@ package runtime
 
 import (
 	"context"
+	"reflect"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Spans of one request (OpenTelemetry), children of the caller's span. They carry the
@@ -34,6 +38,56 @@ var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInte
 
 // tracerName is the instrumentation scope of the runtime's spans.
 const tracerName = "github.com/idemgen/idemgen/runtime"
+
+// newTracer is the tracer of the runtime's spans: tp's, when Config.TracerProvider is set (given);
+// otherwise the global provider's, which starts no span while that provider is still
+// OpenTelemetry's default (see globalTracer).
+func newTracer(tp trace.TracerProvider, given bool) trace.Tracer {
+	if given || !isOTelDefault(tp) {
+		return tp.Tracer(tracerName)
+	}
+	return &globalTracer{unset: tp, tracer: tp.Tracer(tracerName)}
+}
+
+// globalTracer starts the runtime's spans through OpenTelemetry's default global provider, the
+// one otel.GetTracerProvider returns until the application calls otel.SetTracerProvider. That
+// provider's tracers make a non-recording span and a new context for every span until then,
+// which costs a request allocations for nothing: globalTracer starts none, and hands back the
+// caller's context unchanged (a handler's context carries the caller's span). Once a provider is
+// set, it starts every span through the default's tracer, which OpenTelemetry forwards to the
+// first provider set in the process; an application that sets the default back gets no span.
+type globalTracer struct {
+	embedded.Tracer
+	// unset is the default provider: while otel.GetTracerProvider still returns it, no
+	// provider has been set. Its dynamic type is a pointer, so comparing it never panics.
+	unset  trace.TracerProvider
+	tracer trace.Tracer // unset's tracer
+}
+
+// noSpan is the span of a request that starts none: it records nothing, and ending it ends
+// nothing of the caller's. Never modified.
+var noSpan trace.Span = noop.Span{}
+
+// Start starts a span through the provider set, or none while none is set. The check is an
+// atomic load and a comparison: it allocates nothing.
+func (t *globalTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if otel.GetTracerProvider() == t.unset {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, name, opts...)
+}
+
+// isOTelDefault reports whether tp is OpenTelemetry's default global provider, the one
+// otel.GetTracerProvider returns before any otel.SetTracerProvider. OpenTelemetry documents no
+// way to ask this: the default is the unexported tracerProvider of its internal/global package,
+// so this is a type check by name. Should a release rename or move that type, it answers false
+// and the runtime traces through the default as it did (each span's allocations, no span lost);
+// TestOTelDefaultProvider fails then.
+func isOTelDefault(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	return t != nil && t.Kind() == reflect.Pointer &&
+		t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
+}
 
 // storeCall runs one store call f under its own span and bounded by Config.StoreTimeout plus
 // extra (a claim may also wait for a concurrent one). name == spanLookup also reports the claim
