@@ -100,7 +100,7 @@ func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 func RunOn(t *testing.T, root string, stores StoreFactory, svc Service, skip map[string]string) {
 	dirs := []struct{ label, dir string }{
 		{"", filepath.Join(root, "testdata", "cases")},
-		{"service/", filepath.Join(root, "internal", "conformance", "testdata", "cases")},
+		{"service/", filepath.Join(root, "internal", "testkit", "conformance", "testdata", "cases")},
 	}
 	if extra := os.Getenv(EnvCases); extra != "" {
 		if !filepath.IsAbs(extra) {
