@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks fuzz fuzz-adapters demo clean
+.PHONY: help build generate test api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache g
 
 bench-frameworks: ## the echo and gin adapters against the net/http middleware, new key and replay at c=8,32 (about 2 minutes); writes bench/out/frameworks.md
 	./scripts/with-postgres.sh ./bench/frameworks/run.sh
+
+bench-shards: ## new keys over 1, 2 and 4 throwaway PostgreSQL servers sharded by scope digest: per-shard WAL, syncs and CPU per new key (about 1 minute); writes bench/out/shards.md
+	./bench/shards/run.sh 1 2 4
 
 FUZZTIME ?= 60s
 fuzz-adapters: ## the adapters' differential fuzzers: echo's and gin's JSON and form binders against the strict decoder, 60 s each (FUZZTIME=)

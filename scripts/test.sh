@@ -127,4 +127,9 @@ log=$(mktemp)
 if ! go run ./bench/cmd/benchreconcile -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
+echo "== shards benchmark, short mode (1 and 2 throwaway PostgreSQL servers, new keys routed by scope digest; checks each shard's share)"
+log=$(mktemp)
+if ! ./bench/shards/run.sh -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
 echo "all checks passed"

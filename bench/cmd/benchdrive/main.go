@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/bench/internal/load"
+	"github.com/idemgen/idemgen/bench/internal/procstat"
 )
 
 // variant is one thing measured. Fresh variants send a new key with every request (the path of a
@@ -324,7 +325,7 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 	_ = roundTrips(ctx, c, base) // reset
 	m0, b0, memOK0 := mallocs(ctx, c, base)
 	wal0 := walPosition(ctx, c, base)
-	cpu0, db0, cli0 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
+	cpu0, db0, cli0 := procstat.CPUTime(pid), procstat.TreeCPUTime(postmaster), procstat.CPUTime(os.Getpid())
 	rd0, _ := redisCPU(ctx, c, base)
 	var (
 		s        sample
@@ -355,7 +356,7 @@ func measure(ctx context.Context, c *http.Client, wrk, base string, pid, postmas
 			s.statuses["transport-error"] = res.Errors
 		}
 	}
-	cpu1, db1, cli1 := cpuTime(pid), treeCPUTime(postmaster), cpuTime(os.Getpid())
+	cpu1, db1, cli1 := procstat.CPUTime(pid), procstat.TreeCPUTime(postmaster), procstat.CPUTime(os.Getpid())
 	rd1, _ := redisCPU(ctx, c, base)
 	if wrk == "" {
 		cliCPU = cli1 - cli0
@@ -472,65 +473,6 @@ func postmasterPID(ctx context.Context, c *http.Client, base string) int {
 	b, _ := io.ReadAll(resp.Body)
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n
-}
-
-// procStat returns the fields of /proc/PID/stat after the command name, starting with the state
-// (so fields[1] is the parent pid, fields[11..14] utime, stime, cutime, cstime in clock ticks).
-func procStat(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return nil
-	}
-	return strings.Fields(s[i+2:])
-}
-
-// ticks is the clock tick of /proc/PID/stat's times (USER_HZ, 100 on Linux).
-const ticks = 10 * time.Millisecond
-
-func sumFields(f []string, idx ...int) time.Duration {
-	var t int64
-	for _, i := range idx {
-		if i < len(f) {
-			n, _ := strconv.ParseInt(f[i], 10, 64)
-			t += n
-		}
-	}
-	return time.Duration(t) * ticks
-}
-
-// cpuTime is the user+system CPU time the process has used, from /proc/PID/stat.
-func cpuTime(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	return sumFields(procStat(pid), 11, 12)
-}
-
-// treeCPUTime is the CPU time of a PostgreSQL server: the postmaster's own and its reaped
-// children's (cutime, cstime: backends that have exited), plus every live child's (backends,
-// WAL writer, checkpointer, autovacuum).
-func treeCPUTime(postmaster int) time.Duration {
-	if postmaster == 0 {
-		return 0
-	}
-	t := sumFields(procStat(postmaster), 11, 12, 13, 14)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f := procStat(pid)
-		if len(f) > 12 && f[1] == strconv.Itoa(postmaster) {
-			t += sumFields(f, 11, 12)
-		}
-	}
-	return t
 }
 
 func median(xs []float64) float64 {

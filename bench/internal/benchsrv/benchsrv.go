@@ -61,6 +61,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/idemgen/idemgen/bench/internal/baseline"
+	"github.com/idemgen/idemgen/bench/internal/procstat"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -205,7 +206,7 @@ func Run(o Options) error {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		ppid, err := parentOf(backend)
+		ppid, err := procstat.Parent(backend)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -260,18 +261,6 @@ func partitionedPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, e
 		return nil, err
 	}
 	return pool, nil
-}
-
-// parentOf returns the parent process id of pid from /proc/PID/stat (field 4). A backend's
-// parent is the postmaster, whose children are every PostgreSQL process of the server.
-func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("backend %d is not on this machine: %w", pid, err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	return strconv.Atoi(f[1])
 }
 
 // mountRedis mounts the Redis variants of the conformance service and /_bench/redis.
