@@ -35,8 +35,20 @@ func TestClientFromTheAnnotatedSpec(t *testing.T) {
 	err = petstore.Register(mux, rt, petstore.Handlers{
 		PlaceOrder: func(ctx context.Context, tx pgstore.DBTX, p petstore.PlaceOrderParams, body petstore.PlaceOrderBody) (runtime.Response, error) {
 			if body.Quantity == 99 { // the slow order of the in-flight case
-				started <- struct{}{}
-				<-release
+				// The duplicate may start here too: under pgstore's default ClaimWithStatement
+				// the claim goes with the handler's first statement, or alone after its Delay,
+				// and a lost claim cancels the handler's context (store.ErrClaimLost). A
+				// handler that honours its context then ends, and the duplicate is answered
+				// 409; waiting on release alone would hold the duplicate until the first ends.
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return runtime.Response{}, context.Cause(ctx)
+				}
 			}
 			return runtime.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}},
 				Body: []byte(`{"order":"` + time.Now().Format(time.RFC3339Nano) + `"}`)}, nil
