@@ -22,13 +22,19 @@ func TestRoundTripsAtomic(t *testing.T) {
 		extra    int64 // round trips besides the handler's statements
 	}{
 		{"WithStatement", pgstore.ClaimWithStatement{}, false, 2},
+		{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}, false, 2}, // read+lock; BEGIN with the handler's statement; record+COMMIT+unlock
 		{"Pipelined", pgstore.ClaimPipelined{}, false, 2},
 		{"ReadFirst", pgstore.ClaimReadFirst{}, false, 3},
 		{"WithStatement/portable", pgstore.ClaimWithStatement{}, true, 3}, // read, then the claim INSERT before the handler
 		{"Pipelined/portable", pgstore.ClaimPipelined{}, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(c *setup) { c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable })
+			e := newEnv(t, func(c *setup) {
+				c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable
+				if s, ok := tc.strategy.(pgstore.ClaimWithStatement); ok && s.LockAtRead {
+					c.store.Limits.Records = -1 // under a records cap it claims as without LockAtRead
+				}
+			})
 			h := e.atomicHandler(payOp())
 			// Warm the connection's statement cache so the counts are the steady state.
 			serve(h, req("t1", "k-warm-up-00000001", body100))
@@ -148,9 +154,18 @@ func TestRoundTripsLease(t *testing.T) {
 // multi-statement Query: the same transaction behaviour and the same round trips, with no
 // prepared statements, under every claim strategy.
 func TestSimpleProtocolPool(t *testing.T) {
-	for _, s := range strategies {
+	cases := append(strategies[:len(strategies):len(strategies)], struct {
+		name     string
+		strategy pgstore.ClaimStrategy
+	}{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}})
+	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
-			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", withStrategy(s.strategy))
+			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", func(c *setup) {
+				c.store.Claim = s.strategy
+				if s.name == "WithStatement/LockAtRead" {
+					c.store.Limits.Records = -1
+				}
+			})
 			h := e.atomicHandler(payOp())
 			serve(h, req("t1", "k-warm-up-00000001", body100))
 			want := int64(3)

@@ -101,6 +101,15 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
+	// readLock and readLocked are read for ClaimWithStatement.LockAtRead, pipelined in one
+	// round trip. readLock, when the key has no record, tries the claim lock ($3) for the
+	// session, so that it outlives the statement: busy when a concurrent claim holds it;
+	// otherwise it notes the lock in a transaction-local setting. readLocked then reads the
+	// record again, only when that setting says the lock is ours: under READ COMMITTED its
+	// snapshot is newer than the lock, so a claim that committed (and released the lock) between
+	// the first read's snapshot and the lock is seen. A replay takes no lock and readLocked reads
+	// nothing (its condition is a constant of the statement).
+	readLock, readLocked string
 	// readCharged and readProbeCharged are read and readProbe (lock key $6) for a store with a
 	// records cap: when the key has no live record (and, probing, no concurrent claim holds it)
 	// the same statement counts the new claim against the tenant ($3) in the current interval
@@ -194,6 +203,14 @@ func newStatements(partitioned bool) *statements {
 	q.readProbe = `SELECT ` + recordCols + `,
 	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+
+	q.readLock = `SELECT ` + recordCols + `,
+	CASE WHEN r.key_id IS NOT NULL THEN false
+		WHEN pg_try_advisory_lock($3::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+		ELSE true END AS busy
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+	q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
+WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND r.scope_id = $1` + rlive
 
 	for _, probe := range []bool{false, true} {
 		busy := "false"
@@ -369,6 +386,10 @@ const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigin
 const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint)
 	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
 	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
+
+// sqlUnlock releases the session-level claim lock ($1) that ClaimWithStatement.LockAtRead took
+// with the read; true when it was held.
+const sqlUnlock = "SELECT pg_advisory_unlock($1::bigint)"
 
 // sqlSetCheckInterval turns on client_connection_check_interval ($1, milliseconds) for a
 // transaction that claims before its handler starts.
