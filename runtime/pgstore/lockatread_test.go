@@ -19,10 +19,14 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// withLockAtRead is ClaimWithStatement with LockAtRead, without a records cap (under one the
-// claim is made as without LockAtRead).
+// withLockAtRead is ClaimWithStatement with LockAtRead, under the default records cap.
 func withLockAtRead(c *setup) {
 	c.store.Claim = pgstore.ClaimWithStatement{LockAtRead: true}
+}
+
+// withLockAtReadUncapped is withLockAtRead without a records cap.
+func withLockAtReadUncapped(c *setup) {
+	withLockAtRead(c)
 	c.store.Limits.Records = -1
 }
 
@@ -104,7 +108,16 @@ func advisoryLocks(t *testing.T, e *env) int {
 // release), as the generated handler does, and the claim is held before the wrapped handler
 // starts; a replay and a mismatch cost one round trip and no transaction id.
 func TestLockAtReadMiddlewareRoundTrips(t *testing.T) {
-	e := newEnv(t, withLockAtRead)
+	for _, tc := range []struct {
+		name  string
+		tweak func(*setup)
+	}{{"capped", withLockAtRead}, {"uncapped", withLockAtReadUncapped}} {
+		t.Run(tc.name, func(t *testing.T) { testLockAtReadMiddlewareRoundTrips(t, tc.tweak) })
+	}
+}
+
+func testLockAtReadMiddlewareRoundTrips(t *testing.T, tweak func(*setup)) {
+	e := newEnv(t, tweak)
 	var entered atomic.Int64
 	h := lockedMiddleware(t, e, &entered)
 	serve(h, req("t1", "k-warm-up-00000001", body100))
@@ -275,5 +288,31 @@ func TestLockAtReadCompletedWithoutTheLock(t *testing.T) {
 	}
 	if n := advisoryLocks(t, e); n != 0 {
 		t.Errorf("%d advisory locks held, want 0", n)
+	}
+}
+
+// Under a records cap the read counts the new key too; a key the cap refuses is answered 429
+// before the handler, and the lock that the same read took goes back with the answer.
+func TestLockAtReadOverTheRecordsCap(t *testing.T) {
+	e := newEnv(t, func(c *setup) {
+		withLockAtRead(c)
+		c.store.Limits = pgstore.Limits{Records: 1, RecordsInterval: time.Hour}
+	})
+	var entered atomic.Int64
+	h := lockedMiddleware(t, e, &entered)
+	if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+		t.Fatalf("first key: %d %s", w.Code, w.Body)
+	}
+	if w := serve(h, req("t1", key1+"-over", body100)); w.Code != http.StatusTooManyRequests {
+		t.Errorf("a key over the cap: %d %s, want 429", w.Code, w.Body)
+	}
+	if w := serve(h, req("t1", key1, body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+		t.Errorf("replay over the cap: %d %s", w.Code, w.Body)
+	}
+	if got := entered.Load(); got != 1 {
+		t.Errorf("the wrapped handler ran %d times, want 1", got)
+	}
+	if n := advisoryLocks(t, e); n != 0 {
+		t.Errorf("%d advisory locks held after the refusal, want 0", n)
 	}
 }

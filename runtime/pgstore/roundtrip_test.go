@@ -29,12 +29,7 @@ func TestRoundTripsAtomic(t *testing.T) {
 		{"Pipelined/portable", pgstore.ClaimPipelined{}, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(c *setup) {
-				c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable
-				if s, ok := tc.strategy.(pgstore.ClaimWithStatement); ok && s.LockAtRead {
-					c.store.Limits.Records = -1 // under a records cap it claims as without LockAtRead
-				}
-			})
+			e := newEnv(t, func(c *setup) { c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable })
 			h := e.atomicHandler(payOp())
 			// Warm the connection's statement cache so the counts are the steady state.
 			serve(h, req("t1", "k-warm-up-00000001", body100))
@@ -160,12 +155,7 @@ func TestSimpleProtocolPool(t *testing.T) {
 	}{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}})
 	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
-			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", func(c *setup) {
-				c.store.Claim = s.strategy
-				if s.name == "WithStatement/LockAtRead" {
-					c.store.Limits.Records = -1
-				}
-			})
+			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())
 			serve(h, req("t1", "k-warm-up-00000001", body100))
 			want := int64(3)

@@ -117,6 +117,10 @@ type statements struct {
 	// claim was counted, and the interval's time left (µs). A replay counts nothing and writes
 	// nothing (the count's INSERT gets no row). Both always return one row.
 	readCharged, readProbeCharged string
+	// readLockCharged is readLock for a store with a records cap (readProbeCharged's arguments
+	// and answers): the lock it takes is the session's, noted for readLocked. When the cap
+	// refuses the claim the lock is still taken; the caller releases it.
+	readLockCharged string
 	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
 	// returns whether the key may be claimed (counted, or it has a live record) and
 	// the interval's time left.
@@ -212,19 +216,27 @@ FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.sc
 	q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
 WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND r.scope_id = $1` + rlive
 
-	for _, probe := range []bool{false, true} {
+	for _, probe := range []string{"", "probe", "lock"} {
 		busy := "false"
-		if probe {
+		switch probe {
+		case "probe":
 			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
+		case "lock":
+			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) THEN false
+	WHEN pg_try_advisory_lock($6::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+	ELSE true END`
 		}
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 p AS (SELECT ` + busy + ` AS busy),
 ` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
 SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true`
-		if probe {
+		switch probe {
+		case "probe":
 			q.readProbeCharged = charged
-		} else {
+		case "lock":
+			q.readLockCharged = charged
+		default:
 			q.readCharged = charged
 		}
 	}

@@ -663,17 +663,33 @@ func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *ro
 	return raw.row(), busy, nil
 }
 
-// readLock is the read of ClaimWithStatement.LockAtRead (statements.readLock and readLocked,
-// one round trip): the key's record, busy when a concurrent claim holds its lock, and locked
-// when the session on conn now holds the lock; r is then the record that the read under the
-// lock found, if any. On an error the lock may be held: the caller closes conn.
-func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, d recordDigest) (r *row, busy, locked bool, err error) {
+// readLock is the read of ClaimWithStatement.LockAtRead (statements.readLock, or
+// readLockCharged under a records cap, and readLocked: one round trip): the key's record, busy
+// when a concurrent claim holds its lock, and locked when the session on conn now holds the
+// lock; r is then the record that the read under the lock found, if any. Under a records cap,
+// a new key the cap refuses is store.LimitError, with locked set: the caller releases the lock.
+// On any other error the lock may be held: the caller closes conn.
+func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked bool, err error) {
+	d := sp.d
+	charged := s.lim.records > 0 && !sp.Counted
 	b := &pgx.Batch{}
-	b.Queue(s.q.readLock, d.scope, d.key, d.lock)
+	if charged {
+		b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
+	} else {
+		b.Queue(s.q.readLock, d.scope, d.key, d.lock)
+	}
 	b.Queue(s.q.readLocked, d.scope, d.key)
 	br := conn.SendBatch(ctx, b)
 	var first, again rawRecord
-	err = br.QueryRow().Scan(first.targets(&busy)...)
+	var (
+		admitted bool
+		left     int64
+	)
+	if charged {
+		err = br.QueryRow().Scan(first.targets(&busy, &admitted, &left)...)
+	} else {
+		err = br.QueryRow().Scan(first.targets(&busy)...)
+	}
 	if err == nil {
 		err = br.QueryRow().Scan(again.targets()...)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -687,7 +703,13 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, d recordDigest
 		return nil, false, false, fmt.Errorf("read record: %w", err)
 	}
 	if r = first.row(); r != nil || busy {
+		if charged && r != nil && !r.live && !admitted {
+			return nil, false, false, s.lim.overLimit(left) // an expired record takes no lock
+		}
 		return r, busy, false, nil
+	}
+	if charged && !admitted {
+		return nil, false, true, s.lim.overLimit(left)
 	}
 	return again.row(), false, true, nil
 }

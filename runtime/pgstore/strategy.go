@@ -44,17 +44,18 @@ type ClaimWithStatement struct {
 	Delay time.Duration
 	// LockAtRead makes the read of a new key take its advisory claim lock too, for the
 	// database session, in the same round trip: a new key comes back claimed, so the handler
-	// starts only once the key is ours (no duplicate runs any of its code, and the Middleware,
-	// which must confirm the claim before the opaque handler starts, needs no round trip of its
-	// own for it), BEGIN travels with the handler's first statement and the record INSERT,
-	// COMMIT and the lock's release with the last round trip: the handler's statements plus two
-	// round trips, as without it. A replay, mismatch or conflict still costs one read that takes
-	// no lock and no transaction id. Every other end (Abort, a failed commit) releases the lock
-	// in the same round trip as its ROLLBACK; a connection whose release failed is closed, never
-	// returned to the pool holding it. Under a records cap (Limits.Records) the claim is made as
-	// without it. Not behind a proxy that pools transactions (PgBouncer's pool_mode=transaction):
-	// a session lock spans the read and the transaction, which such a proxy may run on two
-	// server sessions.
+	// starts only once the key is ours (no duplicate runs any of its code, Delay has no use, and
+	// the Middleware, which must confirm the claim before the opaque handler starts, needs no
+	// round trip of its own for it). BEGIN travels with the handler's first statement, and the
+	// record INSERT, COMMIT and the lock's release with the last round trip: the handler's
+	// statements plus two round trips, as without it. A replay, mismatch or conflict still
+	// costs one read that takes no lock and no transaction id. Every other end (Abort, a failed
+	// commit) releases the lock in the same round trip as its ROLLBACK; a connection whose
+	// release failed is closed, never returned to the pool holding it. Under a records cap
+	// (Limits.Records) the same read counts the new key; one the cap refuses gives the lock
+	// back in a round trip of its own. Not behind a proxy that pools transactions (PgBouncer's
+	// pool_mode=transaction): a session lock spans the read and the transaction, which such a
+	// proxy may run on two server sessions.
 	LockAtRead bool
 }
 
@@ -82,7 +83,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire: %w", err)
 	}
-	if c.LockAtRead && (s.lim.records <= 0 || sp.Counted) {
+	if c.LockAtRead {
 		return c.beginLocked(ctx, s, sp, conn)
 	}
 	var (
@@ -129,8 +130,16 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 // beginLocked is beginAtomic with LockAtRead: the read takes the claim lock of a new key for
 // the session on conn (Store.readLock), and the transaction releases it when it ends.
 func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claimSpec, conn *pgxpool.Conn) (*tx, *store.Record, error) {
-	r, busy, locked, err := s.readLock(ctx, conn, sp.d)
+	r, busy, locked, err := s.readLock(ctx, conn, sp)
+	var over *store.LimitError
 	switch {
+	case errors.As(err, &over):
+		// The tenant's records cap refused the new key: the lock goes back with the answer.
+		if locked {
+			s.unlock(conn, sp.d.lock)
+		}
+		conn.Release()
+		return nil, nil, err
 	case err != nil:
 		// The lock may have been taken before the failure: the connection is closed, which
 		// releases it.

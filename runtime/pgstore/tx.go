@@ -356,11 +356,11 @@ func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
 	}
 }
 
-// sendCommit sends b: BEGIN when begin is set, the count of the response's stored bytes when charge is set (when the
-// tenant was over its cap resp loses its body; a reservation counted ahead is kept once the
-// transaction committed), a record statement, the statements that go with it, then COMMIT, and
-// reads every answer, and the release of the claim lock the session holds after COMMIT
-// (t.held); recordErr maps the record statement's error.
+// sendCommit sends b: BEGIN when begin is set, the count of the response's stored bytes when
+// charge is set (when the tenant was over its cap resp loses its body; a reservation counted
+// ahead is kept once the transaction committed), a record statement, the statements that go
+// with it, COMMIT, and the release of the claim lock the session holds (t.held), and reads
+// every answer; recordErr maps the record statement's error.
 func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, begin bool, charge *bodyCharge, resp *store.Response, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
 	around := 2 // the record statement and COMMIT
