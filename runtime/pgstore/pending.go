@@ -40,6 +40,9 @@ type pendingBlock struct {
 	s     *Store
 	conn  *pgxpool.Conn
 	claim *claimSpec // nil: a plain block, no lock
+	// held: the claim lock is already the session's (ClaimWithStatement.LockAtRead), so the
+	// block is BEGIN alone, with the connection check of a claim.
+	held  bool
 	delay time.Duration
 	state blockState
 	// err, when blockLost, is how the claim was lost, as the runtime answers it: store.ErrBusy,
@@ -97,7 +100,7 @@ func (p *pendingBlock) open(ctx context.Context) error {
 // lock with a statement that answers false rather than failing, then re-reads the record.
 func (p *pendingBlock) openAloneLocked(ctx context.Context) error {
 	if p.claim == nil {
-		if _, err := p.conn.Exec(ctx, "BEGIN"); err != nil {
+		if err := p.begin(ctx); err != nil {
 			return p.lost(err)
 		}
 		p.state = blockOpen
@@ -118,6 +121,18 @@ func (p *pendingBlock) openAloneLocked(ctx context.Context) error {
 	}
 	p.state = blockOpen
 	return nil
+}
+
+// begin sends BEGIN, and for a claim already held the connection check, in one round trip.
+func (p *pendingBlock) begin(ctx context.Context) error {
+	if !p.held || !p.s.checks(p.conn.Conn()) {
+		_, err := p.conn.Exec(ctx, "BEGIN")
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sqlSetCheckInterval, p.s.checkInterval)
+	return p.conn.SendBatch(ctx, b).Close()
 }
 
 func (p *pendingBlock) lost(err error) error {
@@ -163,14 +178,17 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 		}
 	}
 	b.Queue("BEGIN")
-	if p.claim != nil {
+	switch {
+	case p.claim != nil:
 		b.Queue(lock, lockArgs...)
+	case p.held && p.s.checks(p.conn.Conn()):
+		b.Queue(sqlSetCheckInterval, p.s.checkInterval)
 	}
 	b.Queue(sql, args...)
 	conn := p.conn.Conn()
 	br = conn.SendBatch(ctx, b)
 	_, err = br.Exec()
-	if err == nil && p.claim != nil {
+	for i := 2; err == nil && i < b.Len(); i++ {
 		_, err = br.Exec()
 	}
 	if err == nil {

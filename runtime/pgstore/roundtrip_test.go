@@ -22,6 +22,7 @@ func TestRoundTripsAtomic(t *testing.T) {
 		extra    int64 // round trips besides the handler's statements
 	}{
 		{"WithStatement", pgstore.ClaimWithStatement{}, false, 2},
+		{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}, false, 2}, // read+lock; BEGIN with the handler's statement; record+COMMIT+unlock
 		{"Pipelined", pgstore.ClaimPipelined{}, false, 2},
 		{"ReadFirst", pgstore.ClaimReadFirst{}, false, 3},
 		{"WithStatement/portable", pgstore.ClaimWithStatement{}, true, 3}, // read, then the claim INSERT before the handler
@@ -148,7 +149,11 @@ func TestRoundTripsLease(t *testing.T) {
 // multi-statement Query: the same transaction behaviour and the same round trips, with no
 // prepared statements, under every claim strategy.
 func TestSimpleProtocolPool(t *testing.T) {
-	for _, s := range strategies {
+	cases := append(strategies[:len(strategies):len(strategies)], struct {
+		name     string
+		strategy pgstore.ClaimStrategy
+	}{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}})
+	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
 			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", withStrategy(s.strategy))
 			h := e.atomicHandler(payOp())

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,6 +102,7 @@ func TestServerLogHoldsNoKeysAndNo409Errors(t *testing.T) {
 	}
 	variants := []variant{
 		{"WithStatement", false, withStrategy(pgstore.ClaimWithStatement{}), true},
+		{"WithStatement/LockAtRead", false, withLockAtRead, true},
 		{"ReadFirst", false, withStrategy(pgstore.ClaimReadFirst{}), true},
 		{"Pipelined", false, withStrategy(pgstore.ClaimPipelined{}), false},
 		// Without advisory locks a duplicate can only learn of a running claim by waiting on its
@@ -189,6 +191,59 @@ func TestServerLogHoldsNoKeysAndNo409Errors(t *testing.T) {
 			t.Logf("storm of 40: %v; %d ERROR lines in the server log", statuses, len(errorLines(log.since(t))))
 		})
 	}
+
+	// The Middleware with LockAtRead: new keys, replays, mismatches, duplicates of a held key,
+	// and a handler that fails, panics or answers 503: no ERROR line, and no WARNING (a release
+	// of a lock the session does not hold would write one).
+	t.Run("Middleware/LockAtRead", func(t *testing.T) {
+		e := newEnvAt(t, c.url(), withLockAtRead)
+		var entered atomic.Int64
+		h := lockedMiddleware(t, e, &entered)
+		tenant := scopeMark + "-middleware"
+		log.mark(t)
+		for _, scope := range []string{tenant, longScope} {
+			k := newKey()
+			if w := serve(h, req(scope, k, body)); w.Code != 201 {
+				t.Fatalf("new key: %d %s", w.Code, w.Body)
+			}
+			for range 2 {
+				if w := serve(h, req(scope, k, body)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+					t.Fatalf("replay: %d %s", w.Code, w.Body)
+				}
+			}
+			if w := serve(h, req(scope, k, `{"amount":5}`)); w.Code != 422 {
+				t.Fatalf("mismatch: %d %s", w.Code, w.Body)
+			}
+		}
+		k := newKey()
+		done := make(chan int)
+		go func() { done <- serve(h, req(tenant, k, body, "X-Hold", k)).Code }()
+		e.gate(k).wait(t)
+		for i := range 20 {
+			if w := serve(h, req(tenant, k, body)); w.Code != 409 {
+				t.Fatalf("duplicate %d: %d %s", i, w.Code, w.Body)
+			}
+		}
+		e.gate(k).open()
+		if code := <-done; code != 201 {
+			t.Fatalf("first: %d", code)
+		}
+		for _, mode := range []string{"panic-first", "unavailable-first", "panic", "unavailable"} {
+			if w := serve(h, req(tenant, newKey(), body, "X-Mode", mode)); w.Code < 500 {
+				t.Fatalf("%s: %d", mode, w.Code)
+			}
+		}
+		var bad []string
+		for _, line := range strings.Split(log.since(t), "\n") {
+			if strings.Contains(line, "ERROR:") || strings.Contains(line, "WARNING:") {
+				bad = append(bad, line)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("the Middleware wrote %d ERROR or WARNING lines to the server log, want 0:\n%s",
+				len(bad), strings.Join(bad[:min(4, len(bad))], "\n"))
+		}
+	})
 
 	// The read→lock race of ClaimWithStatement: the first request reads no record and works
 	// before its first statement (the claim waits for it: long Delay); a second request runs and

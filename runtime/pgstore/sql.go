@@ -101,6 +101,15 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
+	// readLock and readLocked are read for ClaimWithStatement.LockAtRead, pipelined in one
+	// round trip. readLock, when the key has no record, tries the claim lock ($3) for the
+	// session, so that it outlives the statement: busy when a concurrent claim holds it;
+	// otherwise it notes the lock in a transaction-local setting. readLocked then reads the
+	// record again, only when that setting says the lock is ours: under READ COMMITTED its
+	// snapshot is newer than the lock, so a claim that committed (and released the lock) between
+	// the first read's snapshot and the lock is seen. A replay takes no lock and readLocked reads
+	// nothing (its condition is a constant of the statement).
+	readLock, readLocked string
 	// readCharged and readProbeCharged are read and readProbe (lock key $6) for a store with a
 	// records cap: when the key has no live record (and, probing, no concurrent claim holds it)
 	// the same statement counts the new claim against the tenant ($3) in the current interval
@@ -108,6 +117,10 @@ type statements struct {
 	// claim was counted, and the interval's time left (µs). A replay counts nothing and writes
 	// nothing (the count's INSERT gets no row). Both always return one row.
 	readCharged, readProbeCharged string
+	// readLockCharged is readLock for a store with a records cap (readProbeCharged's arguments
+	// and answers): the lock it takes is the session's, noted for readLocked. When the cap
+	// refuses the claim the lock is still taken; the caller releases it.
+	readLockCharged string
 	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
 	// returns whether the key may be claimed (counted, or it has a live record) and
 	// the interval's time left.
@@ -195,19 +208,35 @@ func newStatements(partitioned bool) *statements {
 	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
 
-	for _, probe := range []bool{false, true} {
+	q.readLock = `SELECT ` + recordCols + `,
+	CASE WHEN r.key_id IS NOT NULL THEN false
+		WHEN pg_try_advisory_lock($3::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+		ELSE true END AS busy
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+	q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
+WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND r.scope_id = $1` + rlive
+
+	for _, probe := range []string{"", "probe", "lock"} {
 		busy := "false"
-		if probe {
+		switch probe {
+		case "probe":
 			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
+		case "lock":
+			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) THEN false
+	WHEN pg_try_advisory_lock($6::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+	ELSE true END`
 		}
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 p AS (SELECT ` + busy + ` AS busy),
 ` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
 SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true`
-		if probe {
+		switch probe {
+		case "probe":
 			q.readProbeCharged = charged
-		} else {
+		case "lock":
+			q.readLockCharged = charged
+		default:
 			q.readCharged = charged
 		}
 	}
@@ -369,6 +398,10 @@ const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigin
 const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint)
 	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
 	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
+
+// sqlUnlock releases the session-level claim lock ($1) that ClaimWithStatement.LockAtRead took
+// with the read; true when it was held.
+const sqlUnlock = "SELECT pg_advisory_unlock($1::bigint)"
 
 // sqlSetCheckInterval turns on client_connection_check_interval ($1, milliseconds) for a
 // transaction that claims before its handler starts.

@@ -663,6 +663,78 @@ func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *ro
 	return raw.row(), busy, nil
 }
 
+// readLock is the read of ClaimWithStatement.LockAtRead (statements.readLock, or
+// readLockCharged under a records cap, and readLocked: one round trip): the key's record, busy
+// when a concurrent claim holds its lock, and locked when the session on conn now holds the
+// lock; r is then the record that the read under the lock found, if any. Under a records cap,
+// a new key the cap refuses is store.LimitError, with locked set: the caller releases the lock.
+// On any other error the lock may be held: the caller closes conn.
+func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked bool, err error) {
+	d := sp.d
+	charged := s.lim.records > 0 && !sp.Counted
+	b := &pgx.Batch{}
+	if charged {
+		b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
+	} else {
+		b.Queue(s.q.readLock, d.scope, d.key, d.lock)
+	}
+	b.Queue(s.q.readLocked, d.scope, d.key)
+	br := conn.SendBatch(ctx, b)
+	var first, again rawRecord
+	var (
+		admitted bool
+		left     int64
+	)
+	if charged {
+		err = br.QueryRow().Scan(first.targets(&busy, &admitted, &left)...)
+	} else {
+		err = br.QueryRow().Scan(first.targets(&busy)...)
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(again.targets()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, false, false, fmt.Errorf("read record: %w", err)
+	}
+	if r = first.row(); r != nil || busy {
+		if charged && r != nil && !r.live && !admitted {
+			return nil, false, false, s.lim.overLimit(left) // an expired record takes no lock
+		}
+		return r, busy, false, nil
+	}
+	if charged && !admitted {
+		return nil, false, true, s.lim.overLimit(left)
+	}
+	return again.row(), false, true, nil
+}
+
+// unlock releases the session-level claim lock that readLock took on conn, which is idle. When
+// that fails the connection is closed (which releases it): it must never go back to the pool
+// holding the lock. It reports whether conn is still open.
+func (s *Store) unlock(conn *pgxpool.Conn, lock int64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var held bool
+	if err := conn.QueryRow(ctx, sqlUnlock, lock).Scan(&held); err != nil || !held {
+		closeConn(conn)
+		return false
+	}
+	return true
+}
+
+// closeConn closes conn's session; the pool destroys it on Release.
+func closeConn(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
+}
+
 // rollback ends conn's transaction block, if any. Failure closes the connection, which makes the
 // server roll back.
 func (s *Store) rollback(conn *pgxpool.Conn) {

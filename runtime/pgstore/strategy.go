@@ -42,6 +42,21 @@ type ClaimWithStatement struct {
 	// alone; default 10ms. It bounds the time during which a concurrent duplicate cannot see
 	// that the key is taken.
 	Delay time.Duration
+	// LockAtRead makes the read of a new key take its advisory claim lock too, for the
+	// database session, in the same round trip: a new key comes back claimed, so the handler
+	// starts only once the key is ours (no duplicate runs any of its code, Delay has no use, and
+	// the Middleware, which must confirm the claim before the opaque handler starts, needs no
+	// round trip of its own for it). BEGIN travels with the handler's first statement, and the
+	// record INSERT, COMMIT and the lock's release with the last round trip: the handler's
+	// statements plus two round trips, as without it. A replay, mismatch or conflict still
+	// costs one read that takes no lock and no transaction id. Every other end (Abort, a failed
+	// commit) releases the lock in the same round trip as its ROLLBACK; a connection whose
+	// release failed is closed, never returned to the pool holding it. Under a records cap
+	// (Limits.Records) the same read counts the new key; one the cap refuses gives the lock
+	// back in a round trip of its own. Not behind a proxy that pools transactions (PgBouncer's
+	// pool_mode=transaction): a session lock spans the read and the transaction, which such a
+	// proxy may run on two server sessions.
+	LockAtRead bool
 }
 
 // ClaimReadFirst reads the record first, then takes the advisory claim lock in a round trip of
@@ -67,6 +82,9 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire: %w", err)
+	}
+	if c.LockAtRead {
+		return c.beginLocked(ctx, s, sp, conn)
 	}
 	var (
 		r    *row
@@ -106,6 +124,52 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	p := &pendingBlock{s: s, conn: conn, claim: sp, delay: delay}
 	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
 	t.slot = true
+	return t, nil, nil
+}
+
+// beginLocked is beginAtomic with LockAtRead: the read takes the claim lock of a new key for
+// the session on conn (Store.readLock), and the transaction releases it when it ends.
+func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claimSpec, conn *pgxpool.Conn) (*tx, *store.Record, error) {
+	r, busy, locked, err := s.readLock(ctx, conn, sp)
+	var over *store.LimitError
+	switch {
+	case errors.As(err, &over):
+		// The tenant's records cap refused the new key: the lock goes back with the answer.
+		if locked {
+			s.unlock(conn, sp.d.lock)
+		}
+		conn.Release()
+		return nil, nil, err
+	case err != nil:
+		// The lock may have been taken before the failure: the connection is closed, which
+		// releases it.
+		closeConn(conn)
+		conn.Release()
+		return nil, nil, err
+	case busy:
+		conn.Release()
+		return nil, nil, store.ErrBusy
+	case locked && (r != nil || !s.trySlot(sp.tenant)):
+		// A claim completed between the read's snapshot and our lock, or every connection a
+		// handler may hold is taken: give the lock back (unlock closes conn when it cannot)
+		// and decide as ClaimReadFirst does.
+		s.unlock(conn, sp.d.lock)
+		conn.Release()
+		if r != nil && r.live {
+			return nil, &r.rec, nil
+		}
+		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
+	case r != nil && r.live:
+		conn.Release()
+		return nil, &r.rec, nil
+	case r != nil: // expired: its row is taken over under the lock, before the handler
+		conn.Release()
+		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
+	}
+	// A new key, locked by us and re-read under the lock: the block carries only BEGIN.
+	p := &pendingBlock{s: s, conn: conn, held: true}
+	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
+	t.slot, t.held, t.rechecked = true, true, true
 	return t, nil, nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,6 +63,10 @@ type tx struct {
 	// handler's statement skips that re-read; the record INSERT at Commit (unique_violation),
 	// or Abort's read, catches that rare race instead.
 	rechecked bool
+	// held: the session on conn holds the key's claim lock (ClaimWithStatement.LockAtRead),
+	// to be released after COMMIT or ROLLBACK, in the same round trip; a connection still
+	// holding it at the end is closed.
+	held bool
 	// releaseOnAbort: a lease-mode completion, whose running record Abort deletes.
 	releaseOnAbort bool
 	// slot: the transaction holds one of the store's handler slots (Options.ReservedConns),
@@ -76,6 +82,10 @@ type tx struct {
 // end gives the connection and the handler slot back, and wakes the duplicates of this
 // process that wait for the key's claim: the transaction has committed or rolled back by now.
 func (t *tx) end() {
+	if t.held && !t.conn.Conn().IsClosed() {
+		closeConn(t.conn) // never back to the pool holding the claim lock
+	}
+	t.held = false
 	t.conn.Release()
 	if t.slot {
 		t.slot = false
@@ -145,13 +155,13 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 	defer t.end()
 	open, err := t.settle(ctx, true)
 	if err != nil {
-		t.s.rollback(t.conn)
+		t.rollback()
 		return err
 	}
 	if t.conn.Conn().PgConn().TxStatus() == 'E' {
 		// A statement failed and the handler went on to answer: its writes are gone with the
 		// failed transaction, so its answer must not be stored or sent as a success.
-		t.s.rollback(t.conn)
+		t.rollback()
 		return store.ErrTxFailed
 	}
 	switch {
@@ -168,7 +178,7 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 		t.kept = &resp
 	}
 	if err != nil {
-		t.s.rollback(t.conn)
+		t.rollback()
 		if errors.Is(err, store.ErrLost) && t.kind == commitInsert {
 			// Our INSERT met a row: a concurrent request completed the key between our read
 			// and our lock (the claim rode the handler's statement without a re-read), or a row
@@ -196,7 +206,7 @@ func (t *tx) Abort(ctx context.Context) error {
 	defer t.end()
 	open, err := t.settle(ctx, false)
 	wasClosed := t.conn.Conn().IsClosed()
-	t.s.rollback(t.conn)
+	t.rollback()
 	if err != nil {
 		return err
 	}
@@ -225,6 +235,35 @@ func (t *tx) Abort(ctx context.Context) error {
 	return nil
 }
 
+// rollback ends the transaction block, if any, and releases a claim lock the session holds, in
+// one round trip; when that fails the connection is closed, which does both. The two travel as
+// one simple-protocol query: in an aborted block the extended protocol could not even describe
+// the release, and the lock key is an integer of ours, never a client's value.
+func (t *tx) rollback() {
+	c := t.conn.Conn()
+	if !t.held || c.IsClosed() {
+		t.held = false
+		t.s.rollback(t.conn)
+		return
+	}
+	t.held = false
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sql := "SELECT pg_advisory_unlock(" + strconv.FormatInt(t.sp.d.lock, 10) + ")"
+	if c.PgConn().TxStatus() != 'I' {
+		sql = "ROLLBACK; " + sql
+	}
+	res, err := c.PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil || len(res) == 0 {
+		_ = c.Close(ctx)
+		return
+	}
+	last := res[len(res)-1]
+	if last.Err != nil || len(last.Rows) != 1 || string(last.Rows[0][0]) != "t" {
+		_ = c.Close(ctx)
+	}
+}
+
 // completedMeanwhile reads the key's record after our transaction was rolled back; it returns
 // the *store.CompletedError of a live record, or nil.
 func (t *tx) completedMeanwhile(ctx context.Context) error {
@@ -250,17 +289,29 @@ func (t *tx) commitOnly(ctx context.Context) error {
 // insertAndCommit inserts the completed record and commits: one round trip.
 func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	q := t.s.q.insertCompleted
-	if err := t.s.prepare(ctx, t.conn.Conn(), t.s.commitStatements(q)...); err != nil {
+	prep := t.s.commitStatements(q)
+	if t.held {
+		prep = append(prep, "BEGIN", sqlUnlock)
+	}
+	if err := t.s.prepare(ctx, t.conn.Conn(), prep...); err != nil {
 		return fmt.Errorf("store response: %w", err)
 	}
 	resp := responseArgs(r, t.sp.Retention)
 	b := &pgx.Batch{}
+	// A claim held from the read whose handler sent no statement has no block open yet.
+	begin := t.held && t.conn.Conn().PgConn().TxStatus() == 'I'
+	if begin {
+		b.Queue("BEGIN")
+	}
 	charge := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
 		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, charge, r, func(err error) error {
+	if t.held {
+		b.Queue(sqlUnlock, t.sp.d.lock)
+	}
+	return t.sendCommit(ctx, b, begin, charge, r, func(err error) error {
 		if isStop(err) || isUniqueViolation(err) {
 			return store.ErrLost
 		}
@@ -288,7 +339,7 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
-	return t.sendCommit(ctx, b, charge, r, func(err error) error {
+	return t.sendCommit(ctx, b, false, charge, r, func(err error) error {
 		if isStop(err) || isMoved(err) {
 			return store.ErrLost
 		}
@@ -305,12 +356,27 @@ func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
 	}
 }
 
-// sendCommit sends b: the count of the response's stored bytes when charge is set (when the
-// tenant was over its cap resp loses its body; a reservation counted ahead is kept once the
-// transaction committed), a record statement, the statements that go with it, then COMMIT, and
-// reads every answer; recordErr maps the record statement's error.
-func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, charge *bodyCharge, resp *store.Response, recordErr func(error) error) error {
+// sendCommit sends b: BEGIN when begin is set, the count of the response's stored bytes when
+// charge is set (when the tenant was over its cap resp loses its body; a reservation counted
+// ahead is kept once the transaction committed), a record statement, the statements that go
+// with it, COMMIT, and the release of the claim lock the session holds (t.held), and reads
+// every answer; recordErr maps the record statement's error.
+func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, begin bool, charge *bodyCharge, resp *store.Response, recordErr func(error) error) error {
 	br := t.conn.SendBatch(ctx, b)
+	around := 2 // the record statement and COMMIT
+	if begin {
+		around++
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if isServerError(err) {
+				return fmt.Errorf("begin: %w", err) // COMMIT never ran
+			}
+			return commitError(err)
+		}
+	}
+	if t.held {
+		around++
+	}
 	if charge != nil {
 		if err := charge.read(br); err != nil {
 			br.Close()
@@ -332,7 +398,7 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, charge *bodyCharge, r
 		resp.Body, resp.BodyOmitted = nil, true
 	}
 	// Between the record and COMMIT: the outcome of the calls (Claim.Calls).
-	for range b.Len() - 2 - charge.statements() {
+	for range b.Len() - around - charge.statements() {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			var pe *pgconn.PgError
@@ -343,6 +409,14 @@ func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, charge *bodyCharge, r
 		}
 	}
 	ct, err := br.Exec()
+	if err == nil && t.held {
+		// After COMMIT (or the ROLLBACK tag of a failed one), whatever it answered: when the
+		// release fails, end closes the connection.
+		var released bool
+		if uerr := br.QueryRow().Scan(&released); uerr == nil && released {
+			t.held = false
+		}
+	}
 	closeErr := br.Close()
 	switch {
 	case err == nil && ct.String() == "COMMIT":

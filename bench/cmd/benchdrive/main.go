@@ -110,6 +110,8 @@ const (
 	vPipeReplay   = "A/B ClaimPipelined, replay"
 	vMwNew        = "middleware (ClaimWithStatement), new key"
 	vMwReplay     = "middleware (ClaimWithStatement), replay"
+	vMwLockNew    = "middleware (ClaimWithStatement LockAtRead), new key"
+	vMwLockReplay = "middleware (ClaimWithStatement LockAtRead), replay"
 	vCacheReplay  = "idemgen replay via Redis cache"
 	vLocalReplay  = "idemgen replay via Redis cache + in-process tier"
 	vCacheNew     = "idemgen atomic, new key via Redis cache"
@@ -146,6 +148,8 @@ var variants = []variant{
 	{vPipeReplay, "/ab/pipelined/v1/payments", paymentBody, false, 0, nil, false, false},
 	{vMwNew, "/mw/v1/payments", paymentBody, true, 0, nil, false, false},
 	{vMwReplay, "/mw/v1/payments", paymentBody, false, 0, nil, false, false},
+	{vMwLockNew, "/mw-lockatread/v1/payments", paymentBody, true, 0, nil, false, false},
+	{vMwLockReplay, "/mw-lockatread/v1/payments", paymentBody, false, 0, nil, false, false},
 	{vCacheReplay, "/redis/cache/v1/payments", paymentBody, false, 0, nil, true, false},
 	{vLocalReplay, "/redis/local/v1/payments", paymentBody, false, 0, nil, true, false},
 	{vCacheNew, "/redis/cache/v1/payments", paymentBody, true, 0, []int{8, 32}, true, false},
@@ -608,6 +612,9 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"middleware / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vMwNew, vStmtNew, rps},
 		{"middleware / generated handler, replay (req/s)", &target{bound: 0.95, at: []int{8, 32}}, vMwReplay, vStmtReplay, rps},
 		{"middleware / generated handler, new key (server + PostgreSQL CPU per request)", nil, vMwNew, vStmtNew, both},
+		{"middleware with LockAtRead / generated handler, new key (req/s)", nil, vMwLockNew, vStmtNew, rps},
+		{"middleware with LockAtRead / generated handler, replay (req/s)", nil, vMwLockReplay, vStmtReplay, rps},
+		{"middleware with LockAtRead / generated handler, new key (server + PostgreSQL CPU per request)", nil, vMwLockNew, vStmtNew, both},
 		{"middleware / generated handler, replay (server + PostgreSQL CPU per request)", nil, vMwReplay, vStmtReplay, both},
 		{"echo adapter / middleware, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vEchoNew, vMwNew, rps},
 		{"echo adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vEchoReplay, vMwReplay, rps},

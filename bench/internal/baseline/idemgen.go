@@ -76,7 +76,13 @@ func createPayment(ctx context.Context, tx pgstore.DBTX, tenant string, req paym
 // middleware sits on the route, where http.ServeMux has set Request.Pattern, as in
 // examples/oapi-codegen.
 func Middleware(pool *pgxpool.Pool) (http.Handler, error) {
-	rt, err := MiddlewareRuntime(pool)
+	return MiddlewareWith(pool, pgstore.ClaimWithStatement{})
+}
+
+// MiddlewareWith is Middleware on a runtime whose store claims with claim (an A/B variant:
+// ClaimWithStatement{LockAtRead: true}, whose read holds the claim the Middleware confirms).
+func MiddlewareWith(pool *pgxpool.Pool, claim pgstore.ClaimStrategy) (http.Handler, error) {
+	rt, err := middlewareRuntime(pool, claim)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +115,11 @@ func Middleware(pool *pgxpool.Pool) (http.Handler, error) {
 // MiddlewareRuntime is the runtime of Middleware: ClaimWithStatement, the bearer tenant as the
 // scope. The framework adapters' variants (bench/frameworks) each run on one configured alike.
 func MiddlewareRuntime(pool *pgxpool.Pool) (*runtime.Runtime, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: pgstore.ClaimWithStatement{}, Limits: pgstore.Limits{Records: -1}}), Scope: func(r *http.Request) (string, error) {
+	return middlewareRuntime(pool, pgstore.ClaimWithStatement{})
+}
+
+func middlewareRuntime(pool *pgxpool.Pool, claim pgstore.ClaimStrategy) (*runtime.Runtime, error) {
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{Claim: claim, Limits: pgstore.Limits{Records: -1}}), Scope: func(r *http.Request) (string, error) {
 		t, ok := tenant(r)
 		if !ok {
 			return "", fmt.Errorf("no bearer tenant")

@@ -27,6 +27,9 @@
 //	                     plan every statement generically (plan_cache_mode = force_generic_plan)
 //	/mw/v1/payments      POST: createPayment through runtime.Middleware in front of a net/http handler
 //	                     with the same business code (baseline.Middleware), on ClaimWithStatement
+//	/mw-lockatread/v1/payments
+//	                     POST: the same on ClaimWithStatement{LockAtRead: true} (the read holds the
+//	                     claim that the middleware confirms; baseline.MiddlewareWith)
 //	/redis/cache/v1/...  with Redis: the conformance service with the Redis replay cache in
 //	                     front of PostgreSQL (runtime/redisstore.Cache, no in-process tier)
 //	/redis/local/v1/...  the same with the in-process tier (64 MiB)
@@ -188,6 +191,11 @@ func Run(o Options) error {
 		return err
 	}
 	mux.Handle("/mw/", http.StripPrefix("/mw", mw))
+	mwl, err := baseline.MiddlewareWith(pool, pgstore.ClaimWithStatement{LockAtRead: true})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/mw-lockatread/", http.StripPrefix("/mw-lockatread", mwl))
 	if len(redisOpt.InitAddress) > 0 {
 		if err := mountRedis(mux, pool, redisOpt); err != nil {
 			return err
