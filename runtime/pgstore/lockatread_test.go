@@ -84,7 +84,8 @@ func lockedMiddleware(t *testing.T, e *env, entered *atomic.Int64) http.Handler 
 	}))
 }
 
-// advisoryLocks counts the advisory locks held by any session, asked on a connection of its
+// advisoryLocks counts the advisory locks any session holds in the test's own database (other
+// packages' tests share the server and take locks of their own), asked on a connection of its
 // own (one from the pool could be the very session that holds a lock).
 func advisoryLocks(t *testing.T, e *env) int {
 	t.Helper()
@@ -96,7 +97,8 @@ func advisoryLocks(t *testing.T, e *env) int {
 	defer conn.Close(ctx)
 	var n int
 	err = conn.QueryRow(ctx,
-		`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`).Scan(&n)
+		`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
