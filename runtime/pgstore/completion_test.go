@@ -114,7 +114,7 @@ func TestCrashDuringALeaseCompletion(t *testing.T) {
 	crashChildAfter(t, "lease-completion", e.url, func() bool {
 		var n int
 		err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE state = 'active' AND query = 'SELECT pg_sleep(60)'`).Scan(&n)
+			WHERE datname = current_database() AND state = 'active' AND query = 'SELECT pg_sleep(60)'`).Scan(&n)
 		return err == nil && n > 0
 	})
 	killed := time.Now()

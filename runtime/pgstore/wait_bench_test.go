@@ -163,7 +163,8 @@ func BenchmarkWaitWakeup(b *testing.B) {
 func lockWaiting(ctx context.Context, b *testing.B, pool *pgxpool.Pool) bool {
 	var waiting bool
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
-		WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting); err != nil {
+		WHERE locktype = 'advisory' AND NOT granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
 		b.Fatal(err)
 	}
 	return waiting
