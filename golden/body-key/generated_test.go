@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/testkit/fptest"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 func TestNestedBodyKey(t *testing.T) {
@@ -47,12 +46,11 @@ func TestNestedBodyKey(t *testing.T) {
 		`{"data":{"attributes":{"idempotencyKey":"key-aaaaaaaaaaaaaaaa","amount":5}}}`: "key-aaaaaaaaaaaaaaaa",
 		`{"data":{"attributes":{"amount":5}}}`:                                         "",
 	} {
-		var in gen.Input
-		in.Reset(httptest.NewRequest("POST", "/payouts", nil), []byte(body), "application/vnd.api+json", "application/vnd.api+json", nil, nil)
-		if _, err := decodeCreatePayout(&in); err != nil {
+		_, k, ok, err := fptest.BodyKey(operationCreatePayout(), decodeCreatePayout, httptest.NewRequest("POST", "/payouts", nil), "application/vnd.api+json", []byte(body))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if k, ok := in.BodyKey(); k != want || ok != (want != "") {
+		if k != want || ok != (want != "") {
 			t.Errorf("%s: body key %q, %v", body, k, ok)
 		}
 	}

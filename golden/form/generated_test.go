@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testkit/fptest"
 	"github.com/idemgen/idemgen/runtime/canonical"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 func TestFormKeyAndBracketedNames(t *testing.T) {
@@ -47,12 +46,11 @@ func TestFormKeyAndBracketedNames(t *testing.T) {
 		}
 	}
 	// The form-carried key reaches the runtime.
-	var in gen.Input
-	in.Reset(httptest.NewRequest("POST", "/v1/customers", nil), []byte(body), formType, formType, nil, nil)
-	if _, err := decodeCreateCustomer(&in); err != nil {
+	_, k, ok, err := fptest.BodyKey(operationCreateCustomer(), decodeCreateCustomer, httptest.NewRequest("POST", "/v1/customers", nil), formType, []byte(body))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if k, ok := in.BodyKey(); k != "key-0001-aaaaaaaaaaaa" || !ok {
+	if k != "key-0001-aaaaaaaaaaaa" || !ok {
 		t.Errorf("body key %q, %v", k, ok)
 	}
 }
@@ -78,9 +76,7 @@ func TestOneOperationTwoMediaTypes(t *testing.T) {
 		t.Error("absent body fingerprints like a present one")
 	}
 	// A media type the operation admits (here by a range) but has no decoder for is refused.
-	var in gen.Input
-	in.Reset(httptest.NewRequest("POST", "/v1/notes", nil), []byte("x"), "text/plain", "text/*", nil, nil)
-	if _, err := decodeCreateNote(&in); err == nil || err.Error() != "no decoder for media type text/plain" {
+	if _, _, err := fptest.Decode(operationCreateNote(), decodeCreateNote, httptest.NewRequest("POST", "/v1/notes", nil), "text/plain", []byte("x")); err == nil || err.Error() != "no decoder for media type text/plain" {
 		t.Errorf("undeclared media type: %v", err)
 	}
 }
@@ -214,12 +210,11 @@ func TestBracketedForm(t *testing.T) {
 	}
 
 	// The form-carried key reaches the runtime.
-	var in gen.Input
-	in.Reset(httptest.NewRequest("POST", "/v1/payment_intents", nil), []byte(piBody), formType, formType, nil, nil)
-	if _, err := decodeCreatePaymentIntent(&in); err != nil {
+	_, k, ok, err := fptest.BodyKey(operationCreatePaymentIntent(), decodeCreatePaymentIntent, httptest.NewRequest("POST", "/v1/payment_intents", nil), formType, []byte(piBody))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if k, ok := in.BodyKey(); k != "k-1" || !ok {
+	if k != "k-1" || !ok {
 		t.Errorf("body key %q, %v", k, ok)
 	}
 

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/gen"
+	"github.com/idemgen/idemgen/internal/testkit/fptest"
 )
 
 func TestKeyOfAOneOfBody(t *testing.T) {
@@ -18,15 +18,12 @@ func TestKeyOfAOneOfBody(t *testing.T) {
 		`{"lines":[1,2],"idempotency_key":"entry-00001"}`: "entry-00001",
 		`{"amount":5}`: "",
 	} {
-		var in gen.Input
-		in.Reset(httptest.NewRequest("POST", "/v1/transactions", nil), []byte(body), "application/json", "application/json", nil, nil)
-		in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
-		if _, err := decodeCreateTransaction(&in); err != nil {
+		_, k, ok, err := fptest.BodyKey(op, decodeCreateTransaction, httptest.NewRequest("POST", "/v1/transactions", nil), "application/json", []byte(body))
+		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if k, ok := in.BodyKey(); k != want || ok != (want != "") {
+		if k != want || ok != (want != "") {
 			t.Errorf("%s: key %q (%v), want %q", body, k, ok, want)
 		}
-		in.Release()
 	}
 }

@@ -40,6 +40,22 @@ func Decode[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r 
 	return runtime.Fingerprint(op, decode, r)
 }
 
+// BodyKey is Decode for an operation whose key is in the body: it returns the decoded request
+// and the key the decode function reported, and whether the body carried one
+// (gen.Input.BodyKey, which the runtime reads after decoding), or the refusal.
+func BodyKey[R any](op *runtime.Operation, decode func(*gen.Input) (R, error), r *http.Request, mt string, body []byte) (v R, key string, present bool, err error) {
+	withBody(r, mt, body)
+	v, _, err = runtime.Fingerprint(op, func(in *gen.Input) (R, error) {
+		v, err := decode(in)
+		key, present = in.BodyKey()
+		return v, err
+	}, r)
+	if err != nil {
+		return v, "", false, err
+	}
+	return v, key, present, nil
+}
+
 // Reencoded runs decode on r with body (of the media type mt, "" for none; r's Content-Type
 // when it names mt) as runtime.Middleware does (gen.Input.Reencode, through runtime.Fingerprint),
 // and returns the decoded request, its fingerprint, and the body the wrapped handler reads in
