@@ -106,36 +106,28 @@ func TestMultipartCorpus(t *testing.T) {
 // TestMultipartDecoded: what the handler gets, the key the runtime reads, and the 413 of a part
 // over limits.part.
 func TestMultipartDecoded(t *testing.T) {
-	run := func(c fptest.Request, decode func(*gen.Input) error) (*gen.Input, error) {
-		var in gen.Input
-		in.Reset(c.HTTP(), []byte(c.Body), mt, mt, nil, &gen.Matcher{})
-		in.Begin(c.Op, "POST", c.Target, nil, nil)
-		err := decode(&in)
-		in.Release()
-		return &in, err
-	}
-	var img CreateCatalogImageRequest2
-	in, err := run(corpus[0], func(in *gen.Input) (err error) { img, err = decodeCreateCatalogImage(in); return })
-	key, ok := in.BodyKey()
+	c := corpus[0]
+	img, key, ok, err := fptest.BodyKey(operationCreateCatalogImage(), decodeCreateCatalogImage, c.HTTP(), mt, []byte(c.Body))
 	f := img.Body.ImageFile
 	if err != nil || !ok || key != "k-1" || f == nil || f.Filename != "a.jpg" || f.ContentType != "image/jpeg" || string(f.Data) != jpeg.data ||
 		*img.Body.Request.ObjectID != "obj_1" {
 		t.Errorf("createCatalogImage: %+v key %q %v, %v", img.Body, key, ok, err)
 	}
-	var doc CreateDocumentRequest
-	_, err = run(corpus[6], func(in *gen.Input) (err error) { doc, err = decodeCreateDocument(in); return })
-	b := doc.Body
-	if err != nil || b.Title != "Invoice 7" || *b.Pages != 2 || len(b.Tags) != 2 || b.File.Filename != "doc.pdf" ||
-		b.Meta.Source != "scan" || string(b.Extra) != `{"a":[1],"b":1}` || *b.Trace != "t-1" {
-		t.Errorf("createDocument: %+v, %v", b, err)
+	c = corpus[6]
+	doc, _, err := fptest.Decode(operationCreateDocument(), decodeCreateDocument, c.HTTP(), mt, []byte(c.Body))
+	d := doc.Body
+	if err != nil || d.Title != "Invoice 7" || *d.Pages != 2 || len(d.Tags) != 2 || d.File.Filename != "doc.pdf" ||
+		d.Meta.Source != "scan" || string(d.Extra) != `{"a":[1],"b":1}` || *d.Trace != "t-1" {
+		t.Errorf("createDocument: %+v, %v", d, err)
 	}
-	_, err = run(corpus[10], func(in *gen.Input) (err error) { _, err = decodeCreateDocument(in); return })
+	c = corpus[10]
+	_, _, err = fptest.Decode(operationCreateDocument(), decodeCreateDocument, c.HTTP(), mt, []byte(c.Body))
 	var be *gen.BodyError
 	if !errors.As(err, &be) || be.Status != 413 || be.At != "/file" || !strings.Contains(be.Reason, "limits.part") {
 		t.Errorf("a part over limits.part: %#v", err)
 	}
-	var letter CreateLetterRequest
-	_, err = run(corpus[18], func(in *gen.Input) (err error) { letter, err = decodeCreateLetter(in); return })
+	c = corpus[18]
+	letter, _, err := fptest.Decode(operationCreateLetter(), decodeCreateLetter, c.HTTP(), mt, []byte(c.Body))
 	if err != nil || *letter.Body.To.Name != "Ada" || !letter.Body.Color || letter.Body.Metadata["k"] != "v" || len(letter.Body.Extra) != 1 {
 		t.Errorf("createLetter: %+v, %v", letter.Body, err)
 	}

@@ -22,21 +22,13 @@ const transferBody = `{"currency":"EUR","iban":"NL91ABNA0417164300","bic":"ABNAN
 
 func decode(op, body string) error {
 	r := httptest.NewRequest("POST", "/transfers", nil)
-	m := &gen.Matcher{}
-	var in gen.Input
-	in.Reset(r, []byte(body), "application/json", "application/json", nil, m)
 	var err error
 	switch op {
 	case "re2":
-		o := operationCreateTransfer()
-		in.Begin(o.ID, o.Method, o.Path, o.Query, o.FingerprintHeaders)
-		_, err = decodeCreateTransfer(&in)
+		_, _, err = fptest.Decode(operationCreateTransfer(), decodeCreateTransfer, r, "application/json", []byte(body))
 	default:
-		o := operationCreateTransferEcma()
-		in.Begin(o.ID, o.Method, o.Path, o.Query, o.FingerprintHeaders)
-		_, err = decodeCreateTransferEcma(&in)
+		_, _, err = fptest.Decode(operationCreateTransferEcma(), decodeCreateTransferEcma, r, "application/json", []byte(body))
 	}
-	in.Release()
 	return err
 }
 
