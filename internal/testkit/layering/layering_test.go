@@ -39,10 +39,11 @@ type pkg struct {
 }
 
 // TestImportRules: every row of docs/architecture.md's table names a package of this module (a
-// row left behind by a moved or removed package would otherwise check nothing), every package in
-// the table imports only the packages of this module its "may import" cell names, nothing outside the standard library when it says
-// "stdlib only", never (even indirectly) a module it says "Never" of, and a module it is "the
-// only importer of" is imported by no other package.
+// row left behind by a moved or removed package would otherwise check nothing), every package of
+// the module has a row (benchmark harnesses, goldens and examples aside: harness), every package
+// imports only the packages of this module its "may import" cell names, nothing outside the
+// standard library when it says "stdlib only", never (even indirectly) a module it says "Never"
+// of, and a module it is "the only importer of" is imported by no other package.
 func TestImportRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -54,7 +55,60 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// TestCheckFindsViolations: check reports each kind of violation (so TestImportRules can fail).
+// TestNoProductLinksATestKit: the idemgen binary and the runtime's packages depend on no package
+// under internal/testkit (docs/architecture.md: the idemgen binary and the runtime never link the
+// test kits). Test files are not part of a package's dependencies here, as they are not linked
+// into what users build.
+func TestNoProductLinksATestKit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}`, "./cmd/idemgen", "./runtime/...")
+	cmd.Dir = filepath.Join("..", "..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	for line := range strings.Lines(string(out)) {
+		path, imports, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		if inner, ok := strings.CutPrefix(path, module); ok {
+			pkgs = append(pkgs, pkg{path: inner, imports: strings.Fields(imports)})
+		}
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list -deps named %d packages of this module", len(pkgs))
+	}
+	for _, v := range testKitsLinked(pkgs) {
+		t.Error(v)
+	}
+}
+
+// testKitsLinked returns a violation for each test kit among pkgs (the dependencies of the
+// product's packages), naming the packages among them that import it.
+func testKitsLinked(pkgs []pkg) []string {
+	var out []string
+	for _, kit := range pkgs {
+		if !strings.HasPrefix(kit.path, testKits) {
+			continue
+		}
+		var by []string
+		for _, p := range pkgs {
+			if slices.Contains(p.imports, module+kit.path) {
+				by = append(by, p.path)
+			}
+		}
+		out = append(out, "the product links the test kit "+kit.path+" (imported by "+strings.Join(by, ", ")+
+			"): docs/architecture.md says cmd/idemgen and runtime/... never link a package under "+testKits)
+	}
+	return out
+}
+
+// testKits is the folder of the test kits.
+const testKits = "internal/testkit/"
+
+// TestCheckFindsViolations: check and testKitsLinked report each kind of violation (so
+// TestImportRules and TestNoProductLinksATestKit can fail).
 func TestCheckFindsViolations(t *testing.T) {
 	rules := []rule{
 		{pkg: "runtime", cell: "runtime/store, runtime/canonical. **Never pgx.**", never: []string{"pgx"}},
@@ -68,6 +122,8 @@ func TestCheckFindsViolations(t *testing.T) {
 		{path: "runtime/canonical", imports: []string{"strings", "github.com/some/lib"}},
 		{path: "internal/spec", imports: []string{module + "internal/model", "github.com/getkin/kin-openapi/openapi3"}},
 		{path: "generator", imports: []string{"github.com/getkin/kin-openapi/openapi3"}},
+		{path: "internal/rowless", imports: []string{"strings"}},
+		{path: "golden/petstore", imports: []string{module + "runtime"}},
 	}
 	got := strings.Join(check(rules, pkgs), "\n")
 	for _, want := range []string{
@@ -76,14 +132,24 @@ func TestCheckFindsViolations(t *testing.T) {
 		"runtime/canonical imports github.com/some/lib",
 		"generator imports github.com/getkin/kin-openapi/openapi3",
 		"docs/architecture.md has a row for runtime/moved, which is no package of this module",
+		"internal/rowless has no row in docs/architecture.md's import table",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
 	if strings.Contains(got, "internal/spec imports") || strings.Contains(got, "runtime imports runtime/store") ||
-		strings.Contains(got, "row for runtime/canonical") {
+		strings.Contains(got, "row for runtime/canonical") || strings.Contains(got, "golden/petstore") {
 		t.Errorf("an allowed import reported:\n%s", got)
+	}
+	linked := strings.Join(testKitsLinked([]pkg{
+		{path: "cmd/idemgen", imports: []string{module + "runtime", module + "internal/conform"}},
+		{path: "runtime", imports: []string{module + "runtime/gen"}},
+		{path: "internal/conform", imports: []string{module + "internal/testkit/fptest"}},
+		{path: "internal/testkit/fptest", imports: []string{module + "runtime"}},
+	}), "\n")
+	if !strings.Contains(linked, "links the test kit internal/testkit/fptest (imported by internal/conform)") || strings.Count(linked, "\n") != 0 {
+		t.Errorf("testKitsLinked: %q, want one violation, fptest imported by internal/conform", linked)
 	}
 }
 
@@ -117,6 +183,9 @@ func check(rules []rule, pkgs []pkg) []string {
 	}
 	for _, p := range pkgs {
 		r, ok := byPath[p.path]
+		if !ok && !harness(p.path) {
+			out = append(out, p.path+" has no row in docs/architecture.md's import table: its imports go unchecked (add a row with what it may import)")
+		}
 		if !ok || r.any {
 			continue
 		}
@@ -142,8 +211,11 @@ func check(rules []rule, pkgs []pkg) []string {
 }
 
 // harness reports whether a package is a benchmark harness, a generated test package or an
-// example rather than the product: the "only importer" rules bind the product (bench/load
-// measures kin-openapi's own cost beside the loader's).
+// example rather than the product: such a package needs no row, and the "only importer" rules
+// bind the product (bench/load measures kin-openapi's own cost beside the loader's). golden/ is
+// the generator's output, pinned by its golden tests; examples/ are services as a user writes
+// them, importing what a user may; bench/ drives the product from outside with whatever a
+// measurement needs. Folders starting with _idemgen are generator tests' temporary folders.
 func harness(path string) bool {
 	for _, dir := range []string{"bench/", "golden/", "examples/", "_idemgen"} {
 		if strings.HasPrefix(path, dir) {
