@@ -77,14 +77,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 			v.CustomStatuses = true
 			var rs []string
 			for _, r := range s.Replay.Statuses {
-				t := fmt.Sprintf("%dxx", r.Class)
-				if r.Code != 0 {
-					t = fmt.Sprint(r.Code)
-				}
-				if r.Exclude {
-					t = "!" + t
-				}
-				rs = append(rs, "`"+t+"`")
+				rs = append(rs, "`"+defaults.StatusRule(r).String()+"`")
 			}
 			o.Statuses = strings.Join(rs, ", ")
 		}

@@ -188,14 +188,7 @@ func settingsValue(s model.Settings) map[string]any {
 	}
 	var statuses []string
 	for _, r := range s.Replay.Statuses {
-		v := strconv.Itoa(r.Code)
-		if r.Class != 0 {
-			v = strconv.Itoa(r.Class) + "xx"
-		}
-		if r.Exclude {
-			v = "!" + v
-		}
-		statuses = append(statuses, v)
+		statuses = append(statuses, defaults.StatusRule(r).String())
 	}
 	out := map[string]any{
 		"key":         key,
