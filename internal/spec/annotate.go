@@ -388,6 +388,18 @@ func declaredProblems(op *model.Operation) []defaults.Problem {
 	return ps
 }
 
+// describedProblems are the names of the problems problemMeanings describes, in the order of
+// their default statuses.
+func describedProblems() []string {
+	var names []string
+	for _, p := range defaults.Problems() {
+		if _, ok := problemMeanings[p.Name]; ok {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
 // describeProblems is the description of a response that answers the problems names: their
 // meanings, in order, as one sentence.
 func describeProblems(names []string) string {
@@ -525,7 +537,7 @@ func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
 				}}}}}
 	} else {
 		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "title", "status"},
-			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, payload-mismatch, key-expired, body-too-large, media-type-unsupported, rate-limited, store-unavailable).",
+			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (" + strings.Join(describedProblems(), ", ") + ").",
 			Properties: openapi3.Schemas{
 				"type":    &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Format: "uri", Description: "the problem's URI: a base followed by its name"}},
 				"title":   str("the problem's title"),

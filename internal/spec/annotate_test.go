@@ -267,9 +267,12 @@ func TestAnnotateWithErrorsMapping(t *testing.T) {
 // TestProblemMeaningsNameTheRuntimesProblems: the annotated spec describes the runtime's problems
 // by runtime/defaults' names, every one but the application's own (unauthenticated, internal).
 func TestProblemMeaningsNameTheRuntimesProblems(t *testing.T) {
-	for name := range problemMeanings {
+	for name, means := range problemMeanings {
 		if defaults.ProblemStatus(name) == 0 {
 			t.Errorf("problemMeanings describes %q, which is not a runtime/defaults problem", name)
+		}
+		if !strings.Contains(means, "("+name+")") {
+			t.Errorf("the meaning of %s does not name it: %q", name, means)
 		}
 	}
 	for _, p := range defaults.Problems() {
