@@ -21,9 +21,12 @@ type contractView struct {
 	Ops            []contractOp
 	AnyTenantScope bool
 	CustomStatuses bool
-	MinRetention   string
-	MixedRetention bool
-	BodyLimit      string
+	// DefaultStatuses says which outcomes replay.statuses' default stores
+	// (defaults.Statuses), in words.
+	DefaultStatuses string
+	MinRetention    string
+	MixedRetention  bool
+	BodyLimit       string
 	// Async lists the operations that declare a 202 Accepted response (long-running
 	// operations), for the contract's section on them.
 	Async []string
@@ -45,9 +48,11 @@ type contractOp struct {
 
 // Contract renders the client-facing Markdown contract of doc's marked operations
 // (templates/contract.md.tmpl): which operations are idempotent, the key and its rules,
-// retention, status codes and problem types, the replay marker and how to retry.
+// retention, status codes and problem types, the replay marker and how to retry. The template
+// names a problem's status as {{status "in-flight"}}: runtime/defaults' table, the statuses the
+// runtime answers with.
 func Contract(doc *model.Document) ([]byte, error) {
-	v := contractView{Title: doc.Title, Version: doc.Version}
+	v := contractView{Title: doc.Title, Version: doc.Version, DefaultStatuses: statusWords(defaults.Statuses())}
 	var minRet time.Duration
 	limits := map[int64]bool{}
 	for _, op := range doc.Operations {
@@ -77,14 +82,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 			v.CustomStatuses = true
 			var rs []string
 			for _, r := range s.Replay.Statuses {
-				t := fmt.Sprintf("%dxx", r.Class)
-				if r.Code != 0 {
-					t = fmt.Sprint(r.Code)
-				}
-				if r.Exclude {
-					t = "!" + t
-				}
-				rs = append(rs, "`"+t+"`")
+				rs = append(rs, "`"+defaults.StatusRule(r).String()+"`")
 			}
 			o.Statuses = strings.Join(rs, ", ")
 		}
@@ -111,19 +109,56 @@ func Contract(doc *model.Document) ([]byte, error) {
 	}
 	v.BodyLimit = strings.Join(ls, " or ")
 	if len(doc.Operations) == 0 {
-		v.MinRetention, v.BodyLimit = "24h", "1 MiB"
+		v.MinRetention, v.BodyLimit = fmtDuration(defaults.Retention), fmtSize(defaults.BodyLimit)
 	}
-	return execute(templates.Contract, v)
+	return execute(templates.Contract, v, template.FuncMap{"status": problemStatus})
+}
+
+// problemStatus is the status runtime/defaults' table answers problem name with; an unknown
+// name is an error, so the contract cannot name a problem the runtime does not have.
+func problemStatus(name string) (int, error) {
+	if st := defaults.ProblemStatus(name); st != 0 {
+		return st, nil
+	}
+	return 0, fmt.Errorf("no problem %q in runtime/defaults", name)
+}
+
+// statusWords says in words which statuses rules store: every `2xx` and `4xx` except `408` and
+// `409`. It reads every rule that excludes as an exception to the rules that include, which
+// holds for rules whose exclusions come last, as defaults.Statuses' do.
+func statusWords(rules []defaults.StatusRule) string {
+	var in, out []string
+	for _, r := range rules {
+		if r.Exclude {
+			out = append(out, "`"+defaults.StatusRule{Code: r.Code, Class: r.Class}.String()+"`")
+		} else {
+			in = append(in, "`"+r.String()+"`")
+		}
+	}
+	s := "every " + andList(in)
+	if len(out) > 0 {
+		s += " except " + andList(out)
+	}
+	return s
+}
+
+// andList joins items as prose does: "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // SQL renders the idempotency store schema: templates/schema.sql.tmpl around the PostgreSQL
 // store's migrations in order (runtime/pgstore/migrations, which links no database driver).
 func SQL() ([]byte, error) {
-	return execute(templates.Schema, struct{ SQL string }{strings.TrimRight(migrations.SchemaSQL(), "\n")})
+	return execute(templates.Schema, struct{ SQL string }{strings.TrimRight(migrations.SchemaSQL(), "\n")}, nil)
 }
 
-func execute(name string, data any) ([]byte, error) {
-	t, err := templates.Parse(name, template.FuncMap{})
+// execute renders the template name, parsed with funcs, on data.
+func execute(name string, data any, funcs template.FuncMap) ([]byte, error) {
+	t, err := templates.Parse(name, funcs)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func numberEnum(t *tinfo, val jen.Code, fail func(string) jen.Code) jen.Code {
 			cases = append(cases, jen.Lit(int(f)))
 		}
 	}
-	reason := "must be one of " + strings.Join(shown, ", ")
+	reason := canonical.OneOfJSON(shown)
 	if len(cases) == 0 {
 		reason = "matches no value of the enum " + strings.Join(t.s.EnumJSON, ", ")
 		return jen.Add(fail(reason))
@@ -155,9 +155,9 @@ func boolEnum(enum []string, val jen.Code, fail func(string) jen.Code) []jen.Cod
 	case len(enum) == 0 || (t && f):
 		return nil
 	case t:
-		return []jen.Code{jen.If(jen.Op("!").Add(val)).Block(fail("must be true"))}
+		return []jen.Code{jen.If(jen.Op("!").Add(val)).Block(fail(canonical.BoolEnumReason(true)))}
 	case f:
-		return []jen.Code{jen.If(val).Block(fail("must be false"))}
+		return []jen.Code{jen.If(val).Block(fail(canonical.BoolEnumReason(false)))}
 	default:
 		return []jen.Code{fail("matches no value of the enum " + strings.Join(enum, ", "))}
 	}
@@ -227,7 +227,7 @@ func rawChecks(s *model.Schema, val jen.Code, fail func(string) jen.Code) []jen.
 		}
 		if len(cases) > 0 {
 			out = append(out, jen.Switch(jen.String().Call(val)).Block(jen.Case(cases...),
-				jen.Default().Add(fail("must be one of "+strings.Join(texts, ", ")))))
+				jen.Default().Add(fail(canonical.OneOfJSON(texts)))))
 		}
 	}
 	return out

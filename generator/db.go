@@ -68,16 +68,6 @@ func (h dbHandle) code() jen.Code {
 // pgstore reports whether the handle is runtime/pgstore's DBTX.
 func (h dbHandle) pgstore() bool { return !h.ptr && h.path == pkgPgstore && h.name == "DBTX" }
 
-// schema is the SQL schema of the store whose handlers write through h, which Options.SQL
-// writes: the PostgreSQL store's for pgstore.DBTX; nil for any other handle, whose store ships
-// its own schema (or has none, like memstore).
-func (h dbHandle) schema() func() ([]byte, error) {
-	if h.pgstore() {
-		return SQL
-	}
-	return nil
-}
-
 // planDB decides the handle: Options.DB, else the config's db, else DefaultDB. A bad
 // Options.DB is the caller's error (returned); a bad db in the config is located there.
 func (g *planner) planDB() error {
@@ -97,10 +87,6 @@ func (g *planner) planDB() error {
 		g.db = h
 	default:
 		g.db, _ = parseDB(DefaultDB)
-	}
-	if g.opts.SQL && g.db.schema() == nil {
-		return fmt.Errorf("generate: the SQL schema idemgen writes (--sql) is runtime/pgstore's, and the handlers write through %s: "+
-			"a store of another database ships its own schema", g.db.ref)
 	}
 	return nil
 }

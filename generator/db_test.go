@@ -41,7 +41,7 @@ func TestParseDB(t *testing.T) {
 }
 
 // TestPlanDB: Options.DB wins over the config's db; a bad db in the config is located there and
-// the rest of the plan is still checked; SQL needs the PostgreSQL store's handle.
+// the rest of the plan is still checked.
 func TestPlanDB(t *testing.T) {
 	loc := diag.Loc{File: "idemgen.yaml", Line: 2, Column: 5, Pointer: "/db"}
 	doc := &model.Document{DB: "*example.com/shop/store.DB", DBLoc: loc}
@@ -52,9 +52,6 @@ func TestPlanDB(t *testing.T) {
 	p, err = newPlan(doc, Options{Package: "api", DB: DefaultDB})
 	if err != nil || !p.db.pgstore() {
 		t.Fatalf("Options.DB over the config's: %v %v", p, err)
-	}
-	if _, err := newPlan(doc, Options{Package: "api", SQL: true}); err == nil || !strings.Contains(err.Error(), "runtime/pgstore's") {
-		t.Errorf("SQL with another store's handle: %v", err)
 	}
 	if _, err := newPlan(&model.Document{}, Options{Package: "api", DB: "store"}); err == nil || !strings.Contains(err.Error(), "generate: db") {
 		t.Errorf("a bad Options.DB: %v", err)

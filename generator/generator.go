@@ -54,10 +54,11 @@ const (
 type Options struct {
 	// Package is the Go package name of the output (required, a valid identifier).
 	Package string
-	// Docs adds FileContract, the client-facing Markdown contract; SQL adds FileSQL, the
-	// idempotency store schema.
+	// Docs adds FileContract, the client-facing Markdown contract. The store's schema
+	// (FileSQL) is not the generator's to choose: it is the schema of the store whose handle
+	// the handlers write through, which the caller knows (cmd/idemgen's table of stores; SQL
+	// is the PostgreSQL store's).
 	Docs bool
-	SQL  bool
 	// Target chooses what is generated around the decoders: TargetHandlers (the default) adds
 	// the typed handler types, <Op>Handler constructors, Handlers and Register;
 	// TargetMiddleware leaves them out, for a server that keeps its own handlers and serves the
@@ -68,8 +69,7 @@ type Options struct {
 	// "*github.com/idemgen/idemgen/runtime/store/memstore.DB". "" takes the config file's db
 	// (model.Document.DB), else DefaultDB. The generated package declares it once, type DBTX =
 	// <DB>, and every signature uses DBTX; the runtime's store must run writes through it in
-	// its transactions (store.Transactional[DBTX]), which Register checks. SQL needs the
-	// PostgreSQL store's handle: no other store's schema is idemgen's to write.
+	// its transactions (store.Transactional[DBTX]), which Register checks.
 	DB string
 }
 
@@ -113,13 +113,6 @@ func Generate(doc *model.Document, opts Options) (files map[string][]byte, err e
 			return nil, err
 		}
 		files[FileContract] = b
-	}
-	if p.opts.SQL {
-		b, err := p.db.schema()()
-		if err != nil {
-			return nil, err
-		}
-		files[FileSQL] = b
 	}
 	return files, nil
 }

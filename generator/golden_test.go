@@ -74,7 +74,9 @@ func packageName(c string) string {
 	return b.String()
 }
 
-// generateCase runs the loader and the generator on one case: the files, or error.txt.
+// generateCase runs the loader and the generator on one case: the files, or error.txt. As
+// `idemgen generate --docs --sql` does, it adds the store's schema (FileSQL): the PostgreSQL
+// store's, except in the db- cases, whose handlers write through another store's handle.
 func generateCase(t *testing.T, c goldenCase) map[string][]byte {
 	t.Helper()
 	doc, opts, errText := loadCase(t, c)
@@ -84,6 +86,11 @@ func generateCase(t *testing.T, c goldenCase) map[string][]byte {
 	files, err := Generate(doc, opts)
 	if err != nil {
 		return map[string][]byte{"error.txt": []byte(diagText(err) + "\n")}
+	}
+	if !strings.HasPrefix(c.name, "db-") {
+		if files[FileSQL], err = SQL(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return files
 }
@@ -101,12 +108,9 @@ func loadCase(t *testing.T, c goldenCase) (*model.Document, Options, string) {
 		Diagnose(res.Doc, res.Diags)
 		return nil, Options{}, diagText(res.Diags.Err()) + "\n"
 	}
-	opts := Options{Package: packageName(c.name), Docs: true, SQL: true}
+	opts := Options{Package: packageName(c.name), Docs: true}
 	if strings.HasPrefix(c.name, "target-middleware") {
 		opts.Target = TargetMiddleware
-	}
-	if strings.HasPrefix(c.name, "db-") {
-		opts.SQL = false // another store's handle: the PostgreSQL schema is not its schema
 	}
 	return res.Doc, opts, ""
 }

@@ -20,7 +20,9 @@ const (
 )
 
 // Parse returns the named template, parsed with funcs (the data-shaping helpers the generator
-// provides). It fails only if an embedded template is broken, which a test rules out.
+// provides: the contract's status, the status runtime/defaults answers a problem with, as in
+// {{status "in-flight"}}). It fails only if an embedded template is broken, which a test rules
+// out.
 func Parse(name string, funcs template.FuncMap) (*template.Template, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"text/template"
 )
 
+// funcs stands in for the helpers the generator provides: the contract's status of a problem.
+var funcs = template.FuncMap{"status": func(string) (int, error) { return 0, nil }}
+
 func TestTemplatesParseAndStartWithTheHeader(t *testing.T) {
 	for _, name := range []string{Contract, Schema} {
-		tp, err := Parse(name, template.FuncMap{})
+		tp, err := Parse(name, funcs)
 		if err != nil {
 			t.Fatal(err)
 		}

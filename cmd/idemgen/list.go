@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 func newListCmd() *cobra.Command {
@@ -224,14 +224,7 @@ func nonNil(s []string) []string {
 func statuses(rules []model.StatusRule) []string {
 	out := []string{}
 	for _, r := range rules {
-		s := strconv.Itoa(r.Code)
-		if r.Class != 0 {
-			s = strconv.Itoa(r.Class) + "xx"
-		}
-		if r.Exclude {
-			s = "!" + s
-		}
-		out = append(out, s)
+		out = append(out, defaults.StatusRule(r).String())
 	}
 	return out
 }

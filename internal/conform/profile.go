@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // expectations are the answers an operation's contract gives, by profile: the same contract
@@ -46,12 +47,25 @@ func expectationsFor(p model.Profile) expectations {
 		}
 	}
 	return expectations{
-		mismatch:   answer{status: http.StatusUnprocessableEntity, problem: "payload-mismatch"},
-		inFlight:   answer{status: http.StatusConflict, problem: "in-flight", retryAfter: true},
-		keyMissing: answer{status: http.StatusBadRequest, problem: "key-missing"},
+		mismatch:   defaultAnswer(defaults.ProblemPayloadMismatch),
+		inFlight:   defaultAnswer(defaults.ProblemInFlight),
+		keyMissing: defaultAnswer(defaults.ProblemKeyMissing),
 		// A body-carried key of the wrong type is refused by the body's decoder first.
-		keyInvalid: answer{status: http.StatusBadRequest, problem: "key-invalid|body-invalid"},
+		keyInvalid: defaultAnswer(defaults.ProblemKeyInvalid, defaults.ProblemBodyInvalid),
 	}
+}
+
+// defaultAnswer is the answer runtime/defaults' table gives the problem name: its status, with
+// Retry-After where the table says so; an answer naming any of also (of the same status) is
+// accepted too.
+func defaultAnswer(name string, also ...string) answer {
+	a := answer{problem: strings.Join(append([]string{name}, also...), "|")}
+	for _, p := range defaults.Problems() {
+		if p.Name == name {
+			a.status, a.retryAfter = p.Status, p.RetryAfter
+		}
+	}
+	return a
 }
 
 // judge returns "" when e is the answer, else what is wrong with it.

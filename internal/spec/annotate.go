@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,14 +188,7 @@ func settingsValue(s model.Settings) map[string]any {
 	}
 	var statuses []string
 	for _, r := range s.Replay.Statuses {
-		v := strconv.Itoa(r.Code)
-		if r.Class != 0 {
-			v = strconv.Itoa(r.Class) + "xx"
-		}
-		if r.Exclude {
-			v = "!" + v
-		}
-		statuses = append(statuses, v)
+		statuses = append(statuses, defaults.StatusRule(r).String())
 	}
 	out := map[string]any{
 		"key":         key,
@@ -318,66 +312,104 @@ func stored(code string, rules []model.StatusRule) bool {
 
 // problemResponses declares the answers the runtime writes itself, for each code the operation
 // does not declare: in the operation's errors mapping when it has one (mappedResponses), else
-// in RFC 9457 problem details or Stripe's envelope.
+// in RFC 9457 problem details or Stripe's envelope. Each code's answer is that of the problems
+// runtime/defaults' table answers with it, described by problemMeanings, with Retry-After when
+// one of them carries it.
 func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operation) {
 	if op.Settings.Errors != nil {
 		a.mappedResponses(op, kop)
 		return
 	}
 	stripe := op.Settings.Profile == model.ProfileStripe
-	// Each answer is named by its problem; its status and Retry-After are runtime/defaults'
-	// table, the one the runtime answers with.
-	type answer struct{ problem, desc string }
-	answers := []answer{
-		{defaults.ProblemKeyMissing, "The idempotency key is missing or malformed (key-missing, key-invalid), or the request does not match its schema (body-invalid); nothing ran and nothing was stored."},
-		{defaults.ProblemInFlight, "A request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key."},
-		{defaults.ProblemBodyTooLarge, "The body is larger than the operation accepts (body-too-large); nothing ran."},
-		{defaults.ProblemMediaTypeUnsupported, "The Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran."},
-		{defaults.ProblemPayloadMismatch, "The idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request."},
-		{defaults.ProblemRateLimited, "Too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds."},
-		{defaults.ProblemStoreUnavailable, "The idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key."},
+	byStatus := map[int][]defaults.Problem{}
+	for _, p := range declaredProblems(op) {
+		st := p.Status
+		if stripe && p.Name == defaults.ProblemPayloadMismatch {
+			st = http.StatusBadRequest // runtime.StripeErrors: a reused key is a 400 idempotency_error
+		}
+		byStatus[st] = append(byStatus[st], p)
 	}
-	if stripe {
-		answers[0].desc = "The idempotency key is malformed, the key was used with other parameters (idempotency_error), or the request does not match its schema: nothing ran."
-		answers = slices.DeleteFunc(answers, func(x answer) bool { return x.problem == defaults.ProblemPayloadMismatch })
-	}
-	if op.Settings.Key.FirstSent != "" {
-		answers = append(answers, answer{defaults.ProblemKeyExpired, "The first attempt (" + op.Settings.Key.FirstSent + ") is older than the server keeps requests for (key-expired): send a new request with a new key."})
-	}
-	for _, x := range answers {
-		p := problemDefault(x.problem)
-		code := strconv.Itoa(p.Status)
+	for _, st := range slices.Sorted(maps.Keys(byStatus)) {
+		code := strconv.Itoa(st)
 		if kop.Responses.Value(code) != nil {
 			continue
 		}
+		ps := byStatus[st]
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		desc := describeProblems(names)
+		if stripe && st == http.StatusBadRequest {
+			desc = stripeBadRequest
+		}
 		mt, ref := a.errorSchema(stripe)
-		resp := &openapi3.Response{Description: &x.desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
-		if p.RetryAfter {
+		resp := &openapi3.Response{Description: &desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
+		if slices.ContainsFunc(ps, func(p defaults.Problem) bool { return p.RetryAfter }) {
 			resp.Headers = openapi3.Headers{retryAfterHeader: retryAfter()}
 		}
 		kop.Responses.Set(code, &openapi3.ResponseRef{Value: resp})
 	}
 }
 
-// annotatedProblems are the problems whose answers the annotated spec declares, with what each
-// means for a client, in the order of their default statuses. key-expired is declared only
-// where Repeatability-First-Sent is checked; unauthenticated and internal are the application's
-// own answers as much as the runtime's, and are not declared.
-var annotatedProblems = []struct{ name, means string }{
-	{"key-missing", "the idempotency key is missing (key-missing)"},
-	{"key-invalid", "the idempotency key is malformed (key-invalid)"},
-	{"body-invalid", "the request does not match its schema (body-invalid); nothing ran and nothing was stored"},
-	{"in-flight", "a request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key"},
-	{"key-expired", "the first attempt is older than the server keeps requests for (key-expired): send a new request with a new key"},
-	{"body-too-large", "the body is larger than the operation accepts (body-too-large); nothing ran"},
-	{"media-type-unsupported", "the Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran"},
-	{"payload-mismatch", "the idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request"},
-	{"rate-limited", "too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds"},
-	{"store-unavailable", "the idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key"},
+// stripeBadRequest describes the 400 of profile stripe, which answers the malformed key, the key
+// used with other parameters and the request that breaks its schema in Stripe's envelope, whose
+// types are not the runtime's problem names.
+const stripeBadRequest = "The idempotency key is malformed, the key was used with other parameters (idempotency_error), or the request does not match its schema: nothing ran."
+
+// problemMeanings says, for each problem the annotated spec declares, what its answer means for
+// a client; the problem's status and Retry-After are runtime/defaults' table. unauthenticated
+// and internal are the application's own answers as much as the runtime's, and are not
+// declared.
+var problemMeanings = map[string]string{
+	defaults.ProblemKeyMissing:           "the idempotency key is missing (key-missing)",
+	defaults.ProblemKeyInvalid:           "the idempotency key is malformed (key-invalid)",
+	defaults.ProblemBodyInvalid:          "the request does not match its schema (body-invalid); nothing ran and nothing was stored",
+	defaults.ProblemInFlight:             "a request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key",
+	defaults.ProblemKeyExpired:           "the first attempt (Repeatability-First-Sent) is older than the server keeps requests for (key-expired): send a new request with a new key",
+	defaults.ProblemBodyTooLarge:         "the body is larger than the operation accepts (body-too-large); nothing ran",
+	defaults.ProblemMediaTypeUnsupported: "the Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran",
+	defaults.ProblemPayloadMismatch:      "the idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request",
+	defaults.ProblemRateLimited:          "too many new idempotency keys from this client (rate-limited): retry after Retry-After seconds",
+	defaults.ProblemStoreUnavailable:     "the idempotency store cannot be reached (store-unavailable): nothing ran; retry after Retry-After seconds with the same key",
 }
 
-// retryAfterProblems are the problems answered with Retry-After.
-var retryAfterProblems = []string{"in-flight", "rate-limited", "store-unavailable"}
+// declaredProblems are the runtime/defaults entries of the problems whose answers op's
+// annotated spec declares, in the order of their default statuses: those problemMeanings
+// describes, key-expired only where Repeatability-First-Sent is checked.
+func declaredProblems(op *model.Operation) []defaults.Problem {
+	var ps []defaults.Problem
+	for _, p := range defaults.Problems() {
+		if _, ok := problemMeanings[p.Name]; !ok || (p.Name == defaults.ProblemKeyExpired && op.Settings.Key.FirstSent == "") {
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// describedProblems are the names of the problems problemMeanings describes, in the order of
+// their default statuses.
+func describedProblems() []string {
+	var names []string
+	for _, p := range defaults.Problems() {
+		if _, ok := problemMeanings[p.Name]; ok {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// describeProblems is the description of a response that answers the problems names: their
+// meanings, in order, as one sentence.
+func describeProblems(names []string) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, problemMeanings[n])
+	}
+	s := strings.Join(parts, "; ")
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
 
 // mappedResponses declares the runtime's answers as the operation's errors mapping writes them
 // (docs/cli.md, "Errors in the API's own schema"): each problem under the status the mapping
@@ -388,20 +420,13 @@ var retryAfterProblems = []string{"in-flight", "rate-limited", "store-unavailabl
 // response's $ref and would then find none: the response declares its media type only.
 func (a *annotator) mappedResponses(op *model.Operation, kop *openapi3.Operation) {
 	byStatus := map[int][]*model.ErrorDoc{}
-	for _, p := range annotatedProblems {
-		if p.name == "key-expired" && op.Settings.Key.FirstSent == "" {
-			continue
-		}
+	for _, p := range declaredProblems(op) {
 		for _, d := range op.Settings.Errors.Docs {
-			if d.Problem == p.name {
+			if d.Problem == p.Name {
 				st := mappedStatus(d)
 				byStatus[st] = append(byStatus[st], d)
 			}
 		}
-	}
-	means := map[string]string{}
-	for _, p := range annotatedProblems {
-		means[p.name] = p.means
 	}
 	for _, st := range slices.Sorted(maps.Keys(byStatus)) {
 		code := strconv.Itoa(st)
@@ -409,15 +434,15 @@ func (a *annotator) mappedResponses(op *model.Operation, kop *openapi3.Operation
 			continue
 		}
 		docs := byStatus[st]
-		var parts []string
+		var names []string
 		var refs []string
 		headers := openapi3.Headers{}
 		for _, d := range docs {
-			parts = append(parts, means[d.Problem])
+			names = append(names, d.Problem)
 			if d.SchemaRef != "" && !slices.Contains(refs, d.SchemaRef) {
 				refs = append(refs, d.SchemaRef)
 			}
-			if slices.Contains(retryAfterProblems, d.Problem) {
+			if problemDefault(d.Problem).RetryAfter {
 				headers[retryAfterHeader] = retryAfter()
 			}
 			for _, h := range d.Headers {
@@ -429,7 +454,7 @@ func (a *annotator) mappedResponses(op *model.Operation, kop *openapi3.Operation
 					Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}}}}}
 			}
 		}
-		desc := strings.ToUpper(parts[0][:1]) + strings.Join(parts, "; ")[1:] + "."
+		desc := describeProblems(names)
 		mt := &openapi3.MediaType{}
 		switch len(refs) {
 		case 0: // the schema the mapping writes itself
@@ -512,7 +537,7 @@ func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
 				}}}}}
 	} else {
 		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "title", "status"},
-			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, payload-mismatch, key-expired, body-too-large, media-type-unsupported, rate-limited, store-unavailable).",
+			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (" + strings.Join(describedProblems(), ", ") + ").",
 			Properties: openapi3.Schemas{
 				"type":    &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Format: "uri", Description: "the problem's URI: a base followed by its name"}},
 				"title":   str("the problem's title"),
@@ -538,7 +563,7 @@ func speakeasyRetries(s model.Settings) map[string]any {
 		// The statuses the errors mapping answers in-flight and store-unavailable with.
 		codes = codes[:0]
 		for _, d := range s.Errors.Docs {
-			if c := strconv.Itoa(mappedStatus(d)); (d.Problem == "in-flight" || d.Problem == "store-unavailable") && !slices.Contains(codes, c) {
+			if c := strconv.Itoa(mappedStatus(d)); (d.Problem == defaults.ProblemInFlight || d.Problem == defaults.ProblemStoreUnavailable) && !slices.Contains(codes, c) {
 				codes = append(codes, c)
 			}
 		}

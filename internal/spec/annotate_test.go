@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // TestAnnotatedSpecRoundTrips: the spec idemgen spec writes loads and validates (kin-openapi's
@@ -97,12 +99,24 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 					if codes, _ := retries["statusCodes"].([]any); len(codes) != 2 || codes[0] != "409" || codes[1] != "503" {
 						t.Errorf("%s: x-speakeasy-retries %v", op.ID, kop.Extensions[extSpeakeasyRetry])
 					}
-					mismatch := "422"
+					// Each problem's answer, at its status in runtime/defaults' table, with
+					// Retry-After where the table says so.
 					mt := "application/problem+json"
 					if op.Settings.Profile == model.ProfileStripe {
-						mismatch, mt = "400", "application/json"
+						mt = "application/json"
 					}
-					for _, code := range []string{"400", "409", mismatch, "429", "503"} {
+					wantRetryAfter := map[string]bool{}
+					for _, p := range defaults.Problems() {
+						if _, declared := problemMeanings[p.Name]; !declared || p.Name == defaults.ProblemKeyExpired {
+							continue
+						}
+						code := strconv.Itoa(p.Status)
+						if op.Settings.Profile == model.ProfileStripe && p.Name == defaults.ProblemPayloadMismatch {
+							code = "400"
+						}
+						wantRetryAfter[code] = wantRetryAfter[code] || p.RetryAfter
+					}
+					for code, withRetryAfter := range wantRetryAfter {
 						r := kop.Responses.Value(code)
 						if r == nil {
 							t.Errorf("%s: no %s response", op.ID, code)
@@ -114,8 +128,8 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 						if r.Value.Content[mt] == nil {
 							t.Errorf("%s: the %s response has no %s content", op.ID, code, mt)
 						}
-						if (code == "409" || code == "503") && r.Value.Headers[retryAfterHeader] == nil {
-							t.Errorf("%s: the %s response declares no Retry-After", op.ID, code)
+						if got := r.Value.Headers[retryAfterHeader] != nil; got != withRetryAfter {
+							t.Errorf("%s: the %s response declares Retry-After: %v, want %v", op.ID, code, got, withRetryAfter)
 						}
 					}
 					if (kop.Responses.Value("412") != nil) != (op.Settings.Key.FirstSent != "") {
@@ -247,5 +261,24 @@ func TestAnnotateWithErrorsMapping(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProblemMeaningsNameTheRuntimesProblems: the annotated spec describes the runtime's problems
+// by runtime/defaults' names, every one but the application's own (unauthenticated, internal).
+func TestProblemMeaningsNameTheRuntimesProblems(t *testing.T) {
+	for name, means := range problemMeanings {
+		if defaults.ProblemStatus(name) == 0 {
+			t.Errorf("problemMeanings describes %q, which is not a runtime/defaults problem", name)
+		}
+		if !strings.Contains(means, "("+name+")") {
+			t.Errorf("the meaning of %s does not name it: %q", name, means)
+		}
+	}
+	for _, p := range defaults.Problems() {
+		_, described := problemMeanings[p.Name]
+		if own := p.Name == defaults.ProblemUnauthenticated || p.Name == defaults.ProblemInternal; described == own {
+			t.Errorf("%s: described %v", p.Name, described)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
@@ -280,7 +281,7 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 			if len(v.Content) == 0 {
 				// The runtime reads an empty list as "not set" and would store the default
 				// statuses, while list and the contract would show none: refuse it.
-				sd.d.Errorf(sd.loc(v, path), "bad-value", "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]")
+				sd.d.Errorf(sd.loc(v, path), "bad-value", "replay.statuses is empty: nothing would ever be stored; leave it out for the default %s", writtenStatuses(defaults.Statuses()))
 				return
 			}
 			rules := []model.StatusRule{}
@@ -300,6 +301,15 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 			l.statuses, l.statusesSet = rules, true
 		}
 	})
+}
+
+// writtenStatuses writes rules as a replay.statuses list: [2xx, 4xx, !408].
+func writtenStatuses(rules []defaults.StatusRule) string {
+	var ts []string
+	for _, r := range rules {
+		ts = append(ts, r.String())
+	}
+	return "[" + strings.Join(ts, ", ") + "]"
 }
 
 // parseStatus reads one replay.statuses entry: 402, "4xx", "!409", "!5xx".
@@ -396,16 +406,16 @@ func (sd *settingsDecoder) boolean(v *yaml.Node, path string) *bool {
 	return &b
 }
 
-// length reads a key length bound: a whole number from 1 to 255 (RFC 9110 leaves header lines
-// unbounded; 255 keeps keys indexable).
+// length reads a key length bound: a whole number from 1 to defaults.KeyMaxLength, the longest
+// key idemgen stores (RFC 9110 leaves header lines unbounded; 255 keeps keys indexable).
 func (sd *settingsDecoder) length(v *yaml.Node, path string) *int {
 	n, err := strconv.Atoi(v.Value)
 	if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") || err != nil {
 		sd.errf(v, path, "wrong-type", "must be a whole number, not %s", describe(v))
 		return nil
 	}
-	if n < 1 || n > 255 {
-		sd.errf(v, path, "bad-value", "%d is out of range 1-255", n)
+	if n < 1 || n > defaults.KeyMaxLength {
+		sd.errf(v, path, "bad-value", "%d is out of range 1-%d", n, defaults.KeyMaxLength)
 		return nil
 	}
 	return &n

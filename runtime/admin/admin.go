@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
@@ -359,6 +360,29 @@ type pageData struct {
 	Uncertain      []recordView
 	UncertainMore  bool
 	UncertainError string
+	// Refused and Released are the statuses of answers that leave no record (noRecord).
+	Refused, Released string
+}
+
+// noRecord lists the statuses of answers that leave no record, for the page that finds none:
+// the refusals before the key is read (the statuses runtime/defaults answers body-invalid,
+// unauthenticated, body-too-large and media-type-unsupported with), and the outcomes
+// replay.statuses' default does not store (every 5xx and the codes it excludes).
+func noRecord() (refused, released string) {
+	var rs []string
+	for _, p := range defaults.Problems() {
+		switch p.Name {
+		case defaults.ProblemBodyInvalid, defaults.ProblemUnauthenticated, defaults.ProblemBodyTooLarge, defaults.ProblemMediaTypeUnsupported:
+			rs = append(rs, strconv.Itoa(p.Status))
+		}
+	}
+	ls := []string{"5xx"}
+	for _, r := range defaults.Statuses() {
+		if r.Exclude {
+			ls = append(ls, defaults.StatusRule{Code: r.Code, Class: r.Class}.String())
+		}
+	}
+	return strings.Join(rs, ", "), strings.Join(ls, ", ")
 }
 
 // pageUncertain is how many uncertain records the page lists.
@@ -378,6 +402,7 @@ type recordView struct {
 
 func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	d := pageData{Title: h.opts.Title, Operations: h.opIDs}
+	d.Refused, d.Released = noRecord()
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		d.Searched = true

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testkit/pgtest"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/admin"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store/memstore"
@@ -387,5 +389,34 @@ func TestAdminPageEscapes(t *testing.T) {
 	}
 	if r, err := s.srv.Client().Get(s.srv.URL + "/admin"); err != nil || r.StatusCode != 200 {
 		t.Errorf("GET /admin (no slash) does not reach the page: %v %v", r, err)
+	}
+}
+
+// TestNoRecordStatuses: the page that finds no record names the statuses that leave none as
+// runtime/defaults has them: each code replay.statuses' default excludes, and the statuses of
+// the problems answered before the key is read.
+func TestNoRecordStatuses(t *testing.T) {
+	s := newService(t)
+	resp, err := s.srv.Client().PostForm(s.srv.URL+"/admin/", url.Values{"tenant": {tenant}, "key": {"never-used-key-0000000001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, none, _ := strings.Cut(string(b), `id="none"`)
+	none, _, _ = strings.Cut(none, "</p>")
+	var want []string
+	for _, r := range defaults.Statuses() {
+		if r.Exclude {
+			want = append(want, strconv.Itoa(r.Code))
+		}
+	}
+	for _, name := range []string{defaults.ProblemUnauthenticated, defaults.ProblemBodyTooLarge, defaults.ProblemMediaTypeUnsupported} {
+		want = append(want, strconv.Itoa(defaults.ProblemStatus(name)))
+	}
+	for _, code := range want {
+		if !strings.Contains(none, code) {
+			t.Errorf("the page without a record does not name %s: %q", code, none)
+		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 // nothing once an error is recorded.
 //
 // The rules themselves, and their wording, exist once: the Reason functions below (BoundReason
-// and the ones built on it, MultipleOfReason, LengthReason, ItemsReason, PatternReason, OneOf), which return why a
-// value breaks a constraint, "" when it does not. The Decoder's check methods and those of
+// and the ones built on it, MultipleOfReason, LengthReason, ItemsReason, PatternReason, and for
+// enums OneOf, OneOfJSON and BoolEnumReason), which return why a value breaks a constraint, ""
+// when it does not. The Decoder's check methods and those of
 // runtime/gen's readers of parameters, form fields and multipart parts report them, and
 // runtime/gen's oneOf/anyOf of scalars collects them per member, so a constraint is checked and
 // worded the same wherever the value comes from.
@@ -76,16 +77,20 @@ func (d *Decoder) Enum(values ...string) string {
 
 // OneOf is the reason that refuses a value outside a string enum: must be one of "a", "b".
 func OneOf(values []string) string {
-	var b strings.Builder
-	b.WriteString("must be one of ")
+	quoted := make([]string, len(values))
 	for i, v := range values {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(v))
+		quoted[i] = strconv.Quote(v)
 	}
-	return b.String()
+	return OneOfJSON(quoted)
 }
+
+// OneOfJSON is the reason that refuses a value outside an enum given as JSON texts (the values
+// of a number enum, or the canonical JSON of an enum of any type): must be one of 1, 2.5.
+func OneOfJSON(texts []string) string { return "must be one of " + strings.Join(texts, ", ") }
+
+// BoolEnumReason is the reason that refuses a boolean whose enum allows only the other one:
+// must be true.
+func BoolEnumReason(allowed bool) string { return "must be " + strconv.FormatBool(allowed) }
 
 // Length checks the length of s in code points (minLength, maxLength): exactly min when min ==
 // max, else at least min and at most max; a negative bound is absent.

@@ -172,6 +172,9 @@ func TestReasonFunctions(t *testing.T) {
 		{"length absent", StringLengthReason("", -1, -1), ""},
 		{"length in code points", StringLengthReason("ééé", 1, 3), ""},
 		{"length over", StringLengthReason("éééé", 1, 3), LengthReason(4, 1, 3)},
+		{"string enum", OneOf([]string{"a", `b"`}), `must be one of "a", "b\""`},
+		{"enum of JSON texts", OneOfJSON([]string{"1", "2.5", "null"}), "must be one of 1, 2.5, null"},
+		{"boolean enum", BoolEnumReason(false), "must be false"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, tt.got, tt.want)

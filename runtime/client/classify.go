@@ -12,11 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// inFlightProblem is the problem type name (its last segment) of idemgen's 409: another request
-// with the same key is still executing (runtime.ProblemInFlight).
-const inFlightProblem = "in-flight"
+	"github.com/idemgen/idemgen/runtime/defaults"
+)
 
 // maxProblemBytes caps, in bytes, how much of a 409 body is read to find its problem type.
 const maxProblemBytes = 64 << 10
@@ -54,7 +52,7 @@ func retryable409(resp *http.Response) bool {
 	if json.Unmarshal(head, &p) != nil {
 		return false
 	}
-	return problemIs(p.Type, inFlightProblem)
+	return problemIs(p.Type, defaults.ProblemInFlight)
 }
 
 // problemIs reports whether a problem type URI names the problem name: equal to it, or ending

@@ -15,8 +15,9 @@ import (
 // (two minutes) far inside the default server retention (24 hours).
 const (
 	// DefaultHeader is the request header that carries the key
-	// (draft-ietf-httpapi-idempotency-key-header section 2).
-	DefaultHeader = "Idempotency-Key"
+	// (draft-ietf-httpapi-idempotency-key-header section 2): the server's default key.header
+	// (runtime/defaults).
+	DefaultHeader = defaults.KeyHeader
 	// DefaultMaxAttempts counts every attempt, the first included.
 	DefaultMaxAttempts = 5
 	// DefaultBaseDelay is the backoff bound of the first retry; it doubles for each later one.

@@ -4,7 +4,10 @@
 // It imports nothing but the standard library, so each of them can depend on it.
 package defaults
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // The defaults of the settings, by their names in x-idempotent.
 const (
@@ -34,6 +37,18 @@ type StatusRule struct {
 	Code    int
 	Class   int
 	Exclude bool
+}
+
+// String writes the rule as replay.statuses does: "2xx", "402", "!409".
+func (r StatusRule) String() string {
+	s := strconv.Itoa(r.Code)
+	if r.Class != 0 {
+		s = strconv.Itoa(r.Class) + "xx"
+	}
+	if r.Exclude {
+		s = "!" + s
+	}
+	return s
 }
 
 // Statuses returns replay.statuses' default, [2xx, 4xx, "!408", "!409", "!425", "!429"]: 2xx

@@ -2,7 +2,8 @@ package defaults
 
 // The runtime's problem names: the stable name of every error it answers, the last path segment
 // of its RFC 9457 type URI. The runtime answers with them (its Problem... constants are these),
-// the loader's `errors` mapping accepts exactly them, and `idemgen spec` documents them.
+// the loader's `errors` mapping accepts exactly them, `idemgen spec` and the client contract
+// document them, and `idemgen conform` judges answers by them.
 const (
 	ProblemKeyMissing           = "key-missing"
 	ProblemKeyInvalid           = "key-invalid"

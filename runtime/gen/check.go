@@ -7,6 +7,15 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
+// The reasons that refuse a text value of the wrong type, for the checker's conversions and
+// the members of a oneOf/anyOf of scalars (Scalar) alike.
+const (
+	notInt64  = "must be an integer (int64)"
+	notInt32  = "must be an integer (int32)"
+	notNumber = "must be a number"
+	notBool   = "must be true or false"
+)
+
 // checker converts and checks the text value of a parameter or form field. Params and Form read
 // a value, which becomes the current one; conversions read it, and checks test a converted value
 // against the schema, reporting a failure at the current value's pointer. Reasons are worded as
@@ -50,7 +59,7 @@ func (c *checker) Str() string { return c.cur }
 func (c *checker) Int64() int64 {
 	n, err := strconv.ParseInt(c.cur, 10, 64)
 	if err != nil {
-		c.Invalid("must be an integer (int64)")
+		c.Invalid(notInt64)
 	}
 	return n
 }
@@ -61,7 +70,7 @@ func (c *checker) Int64() int64 {
 func (c *checker) Int32() int32 {
 	n, err := strconv.ParseInt(c.cur, 10, 32)
 	if err != nil {
-		c.Invalid("must be an integer (int32)")
+		c.Invalid(notInt32)
 	}
 	return int32(n)
 }
@@ -72,7 +81,7 @@ func (c *checker) Int32() int32 {
 func (c *checker) Float64() float64 {
 	n, err := strconv.ParseFloat(c.cur, 64)
 	if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
-		c.Invalid("must be a number")
+		c.Invalid(notNumber)
 	}
 	return n
 }
@@ -87,7 +96,7 @@ func (c *checker) Bool() bool {
 	case "false":
 		return false
 	}
-	c.Invalid("must be true or false")
+	c.Invalid(notBool)
 	return false
 }
 

@@ -75,16 +75,19 @@ func (sc *Scalar) refuse(s string, m *Matcher) string {
 		return ""
 	case "boolean":
 		if s != "true" && s != "false" {
-			return "must be true or false"
+			return notBool
 		}
 		if len(sc.Enum) > 0 && !containsText(sc.Enum, s) {
-			return "must be " + strings.Join(sc.Enum, " or ")
+			if other := s == "false"; containsText(sc.Enum, strconv.FormatBool(other)) {
+				return canonical.BoolEnumReason(other)
+			}
+			return canonical.OneOfJSON(sc.Enum)
 		}
 		return ""
 	case "integer":
-		bits, what := 64, "must be an integer (int64)"
+		bits, what := 64, notInt64
 		if sc.Int32 {
-			bits, what = 32, "must be an integer (int32)"
+			bits, what = 32, notInt32
 		}
 		n, err := strconv.ParseInt(s, 10, bits)
 		if err != nil {
@@ -106,7 +109,7 @@ func (sc *Scalar) refuse(s string, m *Matcher) string {
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "must be a number"
+			return notNumber
 		}
 		if r := sc.number(func(bound float64) int { return cmp.Compare(f, bound) }); r != "" || sc.MultipleOf == nil {
 			return r
@@ -128,7 +131,7 @@ func (sc *Scalar) number(compare func(bound float64) int) string {
 			}
 		}
 		if !ok {
-			return "must be one of " + strings.Join(sc.Enum, ", ")
+			return canonical.OneOfJSON(sc.Enum)
 		}
 	}
 	if b := sc.Minimum; b != nil {

@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
 func ptrF(f float64) *float64 { return &f }
@@ -53,6 +55,57 @@ func TestParamsAnyOf(t *testing.T) {
 			if be, ok := err.(*BodyError); !ok || be.At != "/query/v" {
 				t.Errorf("%s: %#v, want a BodyError at /query/v", tt.target, err)
 			}
+		}
+	}
+}
+
+// TestAnyOfWordsAsTheReaders: a member of a oneOf/anyOf of scalars refuses a value with the
+// reason a parameter of the member's type gives it, so a rule reads the same wherever it is.
+func TestAnyOfWordsAsTheReaders(t *testing.T) {
+	for _, tt := range []struct {
+		value  string
+		member Scalar
+		read   func(p *Params)
+	}{
+		{"x", Scalar{Type: "integer"}, func(p *Params) { p.Query("v", true).Int64() }},
+		{"3000000000", Scalar{Type: "integer", Int32: true}, func(p *Params) { p.Query("v", true).Int32() }},
+		{"x", Scalar{Type: "number"}, func(p *Params) { p.Query("v", true).Float64() }},
+		{"x", Scalar{Type: "boolean"}, func(p *Params) { p.Query("v", true).Bool() }},
+		{"c", Scalar{Type: "string", Enum: []string{"a", "b"}}, func(p *Params) { p.Query("v", true).Enum("a", "b") }},
+	} {
+		reason := func(read func(p *Params)) string {
+			var in Input
+			in.Reset(httptest.NewRequest("GET", "/?v="+tt.value, nil), nil, "", "", nil, &Matcher{})
+			read(in.Params())
+			if in.Err() == nil {
+				return ""
+			}
+			return in.Err().Error()
+		}
+		want := reason(tt.read)
+		got := reason(func(p *Params) { p.Query("v", true).AnyOf(tt.member) })
+		if want == "" || !strings.HasSuffix(got, "oneOf/anyOf: "+strings.TrimPrefix(want, `query parameter "v": `)) {
+			t.Errorf("%+v refuses %q: %q; the reader: %q", tt.member, tt.value, got, want)
+		}
+	}
+}
+
+// TestAnyOfEnumsWordAsTheDecoders: a number or boolean member's enum refuses a value as the
+// generated decoders word it (canonical.OneOfJSON, canonical.BoolEnumReason).
+func TestAnyOfEnumsWordAsTheDecoders(t *testing.T) {
+	m := &Matcher{}
+	for _, tt := range []struct {
+		value  string
+		member Scalar
+		want   string
+	}{
+		{"3", Scalar{Type: "integer", Enum: []string{"1", "2"}}, canonical.OneOfJSON([]string{"1", "2"})},
+		{"0.5", Scalar{Type: "number", Enum: []string{"1.5"}}, canonical.OneOfJSON([]string{"1.5"})},
+		{"false", Scalar{Type: "boolean", Enum: []string{"true"}}, canonical.BoolEnumReason(true)},
+		{"true", Scalar{Type: "boolean", Enum: []string{"false"}}, canonical.BoolEnumReason(false)},
+	} {
+		if got := tt.member.refuse(tt.value, m); got != tt.want {
+			t.Errorf("%+v refuses %q: %q, want %q", tt.member, tt.value, got, tt.want)
 		}
 	}
 }
