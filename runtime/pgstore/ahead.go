@@ -10,6 +10,12 @@ import (
 // their bodies without touching the row until the reservation is used up. The reservation is
 // counted in the database like any stored byte, so the cap holds; what the Store has not used
 // when its window ends, or when the process stops, is lost to the tenant for that window.
+//
+// A reservation is refilled before it runs out: once it is down to half its size, the first
+// commit that uses it also counts the next one ahead, and no other commit of the Store does so
+// for the tenant until that one has ended. Without it, every concurrent commit of a busy tenant
+// found the reservation empty at the same moment and counted for itself, one after the other
+// under the counter row's lock, each waiting for the previous one's commit to be flushed.
 
 // maxAhead is the largest reservation one counting commit makes.
 const maxAhead = 64 << 10
@@ -32,32 +38,57 @@ type ahead struct {
 	sweepAt int
 }
 
-// reserved is one tenant's reservation: bytes left, usable until until (monotonic clock).
+// refillStale is how long a refill may be on its way before another commit may start one: a
+// commit that never reported back (a process stopped mid-commit is the usual one) holds it up no
+// longer than this.
+const refillStale = 10 * time.Second
+
+// reserved is one tenant's reservation: bytes left, usable until until (monotonic clock), and
+// when the commit that refills it was started (zero: no refill on its way).
 type reserved struct {
-	bytes int64
-	until time.Time
+	bytes     int64
+	until     time.Time
+	refilling time.Time
 }
 
 // take uses n bytes of tenant's reservation and reports whether it had them; a reservation
-// too small for n is kept for smaller responses.
-func (a *ahead) take(tenant, n int64) bool {
+// too small for n is kept for smaller responses. refill reports that the caller's commit is to
+// count the next reservation ahead: the reservation is down to low bytes and no other refill
+// is on its way. The caller then reports the end of that commit with add or refillEnded.
+func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r, ok := a.left[tenant]
-	if !ok || r.bytes < n || !time.Now().Before(r.until) {
-		return false
+	r, found := a.left[tenant]
+	now := time.Now()
+	if !found || r.bytes < n || !now.Before(r.until) {
+		return false, false
 	}
 	r.bytes -= n
+	if r.bytes < low && (r.refilling.IsZero() || now.Sub(r.refilling) > refillStale) {
+		r.refilling, refill = now, true
+	}
 	a.left[tenant] = r
-	return true
+	return true, refill
+}
+
+// refillEnded notes that the refill take asked for ended without a reservation to add: the
+// next commit that finds the reservation low starts another.
+func (a *ahead) refillEnded(tenant int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.left[tenant]; ok {
+		r.refilling = time.Time{}
+		a.left[tenant] = r
+	}
 }
 
 // add gives tenant a reservation of n bytes that the database counted for a window of which
 // leftUS microseconds were left when the count ran (at sent, or later). A reservation left for
-// the same window adds up; an older one is replaced.
+// the same window adds up; an older one is replaced. It ends the refill on its way, if any.
 func (a *ahead) add(tenant, n, leftUS int64, sent time.Time) {
 	until := sent.Add(time.Duration(leftUS)*time.Microsecond - aheadMargin)
 	if n <= 0 || !time.Now().Before(until) {
+		a.refillEnded(tenant)
 		return
 	}
 	a.mu.Lock()

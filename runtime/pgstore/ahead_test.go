@@ -156,3 +156,47 @@ func TestBodyBytesNotCountedAheadNearWindowEnd(t *testing.T) {
 		t.Errorf("counted %d bytes, the table keeps %d: want them equal (nothing counted ahead)", amount, kept)
 	}
 }
+
+// A busy tenant's commits never all find the reservation empty at once: it is refilled, by one
+// commit at a time, while it still serves. After the first response counted the first
+// reservation (64 KiB under the default cap), 640 concurrent responses of 367 bytes (300 of
+// body, 67 of headers: 3.6 reservations' worth) count none of their own bytes; one commit in
+// about a hundred and fifty counts the next reservation, and the counter row holds at least
+// what the table keeps.
+func TestBodyBytesRefilledBeforeItRunsOut(t *testing.T) {
+	e := newEnv(t, nil)
+	h := e.atomicHandler(payOp())
+	if w := serve(h, req("t1", "k-refill-first-00000", body100, "X-Big", "300")); w.Code != 201 {
+		t.Fatalf("first key: %d %s", w.Code, w.Body)
+	}
+	own, refills := e.rtt.ownCharges.Load(), e.rtt.refills.Load()
+	if own != 1 || refills != 0 {
+		t.Fatalf("the first response: %d counts of its own bytes and %d refills, want 1 and 0", own, refills)
+	}
+	const workers, each = 16, 40
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if rec := serve(h, req("t1", fmt.Sprintf("k-refill-%02d-%08d", w, i), body100, "X-Big", "300")); rec.Code != 201 {
+					t.Errorf("worker %d key %d: %d %s", w, i, rec.Code, rec.Body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	own, refills = e.rtt.ownCharges.Load()-own, e.rtt.refills.Load()-refills
+	if own != 0 {
+		t.Errorf("%d of %d responses counted their own bytes: the reservation ran out under them", own, workers*each)
+	}
+	if refills < 3 || refills > 7 {
+		t.Errorf("%d refills for %d responses of 3.6 reservations' worth, want 3 to 7", refills, workers*each)
+	}
+	amount, _ := e.bodyUsage(t)
+	if kept := e.storedBodies(t); kept > amount {
+		t.Errorf("the table keeps %d bytes, more than the %d counted", kept, amount)
+	}
+}

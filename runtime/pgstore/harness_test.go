@@ -42,6 +42,10 @@ type roundTrips struct {
 	writes atomic.Int64
 	mu     sync.Mutex
 	log    []string
+	// ownCharges and refills count the counts of stored bytes sent in commit pipelines: those
+	// that count a response's own bytes, and those that only count a reservation ahead (zero
+	// bytes of their own).
+	ownCharges, refills atomic.Int64
 }
 
 func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -55,7 +59,15 @@ func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	c.note(fmt.Sprintf("batch of %d", d.Batch.Len()))
 	return ctx
 }
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.Contains(d.SQL, "set_config('idemgen.body_kept'") && len(d.Args) > 2 {
+		if n, ok := d.Args[2].(int64); ok && n == 0 {
+			c.refills.Add(1)
+		} else {
+			c.ownCharges.Add(1)
+		}
+	}
+}
 func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (c *roundTrips) note(s string) {

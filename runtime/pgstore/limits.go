@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,10 +31,13 @@ type Limits struct {
 	// 64 KiB; none under a cap below 1 KiB, which every commit counts to the byte) for the
 	// tenant's next responses on the same Store, which are then stored without a count of
 	// their own until the reservation is used up or its window is about to end (within a
-	// second). Reserved bytes count as stored: a tenant may be refused (its body omitted) up
-	// to the reservations left unused on its Stores before it reaches BodyBytes, by at most
-	// 64 KiB per Store, and a reservation a process did not use before it stopped is lost to
-	// the tenant until the window ends.
+	// second). Once a reservation is down to half, the first commit that uses it counts the
+	// next one ahead, one such commit at a time per tenant and Store, so that a busy tenant's
+	// commits do not all find it empty at once and queue on the counter row. Reserved bytes
+	// count as stored: a tenant may be refused (its body omitted) up to the reservations left
+	// unused on its Stores before it reaches BodyBytes, by at most 96 KiB per Store, and a
+	// reservation a process did not use before it stopped is lost to the tenant until the
+	// window ends.
 	BodyBytes int64
 	// BodyWindow is the interval BodyBytes counts over, aligned to the Unix epoch by the
 	// database clock (so a tenant may store up to BodyBytes in each window; live bytes stay
@@ -205,6 +209,9 @@ func (s *Store) commitStatements(record string) []string {
 // bodyCharge is the count of one response's stored bytes in a commit pipeline.
 type bodyCharge struct {
 	tenant, ahead int64 // ahead: the bytes sqlReserveBody asks for; 0: not queued
+	// refill: the response's bytes came out of the tenant's reservation, and the charge only
+	// counts the next reservation ahead (ahead.take asked for it).
+	refill bool
 	// kept is sqlChargeBody's note: "false" when the tenant was over its cap.
 	kept string
 	// reserved and leftUS are sqlReserveBody's answers; sent is when the pipeline was sent.
@@ -237,24 +244,48 @@ func (c *bodyCharge) read(br pgx.BatchResults) error {
 
 // settled keeps the reservation of a charge whose transaction committed.
 func (s *Store) settled(c *bodyCharge) {
-	if c != nil && c.reserved {
+	switch {
+	case c == nil:
+	case c.reserved:
 		s.ahead.add(c.tenant, c.ahead, c.leftUS, c.sent)
+	case c.refill:
+		s.ahead.refillEnded(c.tenant)
+	}
+}
+
+// unsettled ends a charge whose transaction did not commit (or whose outcome is unknown): a
+// refill it carried is over, with nothing to add.
+func (s *Store) unsettled(c *bodyCharge) {
+	if c != nil && c.refill {
+		s.ahead.refillEnded(c.tenant)
 	}
 }
 
 // queueChargeBody adds the count of resp's stored bytes to a commit pipeline, before its record
 // statement, when resp counts and the tenant's reservation on this Store (counted ahead by an
 // earlier commit) cannot take it; the returned charge's note is filled with "false" by the
-// pipeline when the tenant is over its cap (the record statement then omits the body). nil:
-// nothing to count in the pipeline. A reservation used by a commit that then fails is not
-// given back: the cap may only be reached early, never exceeded.
+// pipeline when the tenant is over its cap (the record statement then omits the body). When
+// the reservation takes resp but is running low, the charge counts only the next reservation
+// (refill): zero bytes of its own, under no cap, so its body is always kept. nil: nothing to
+// count in the pipeline. A reservation used by a commit that then fails is not given back: the
+// cap may only be reached early, never exceeded. The caller ends a returned charge with settled
+// or unsettled.
 func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Response) *bodyCharge {
 	n := stored(resp)
-	if resp.BodyOmitted || !s.lim.counted(n) || s.ahead.take(sp.limitScope(), n) {
+	if resp.BodyOmitted || !s.lim.counted(n) {
 		return nil
 	}
-	c := &bodyCharge{tenant: sp.limitScope(), ahead: aheadOf(s.lim.bodyBytes), sent: time.Now()}
-	b.Queue(sqlChargeBody, c.tenant, s.lim.bodyWindow, n, s.lim.bodyBytes)
+	size := aheadOf(s.lim.bodyBytes)
+	took, refill := s.ahead.take(sp.limitScope(), n, size/2)
+	if took && !refill {
+		return nil
+	}
+	c := &bodyCharge{tenant: sp.limitScope(), ahead: size, refill: refill, sent: time.Now()}
+	count, capBytes := n, s.lim.bodyBytes
+	if refill {
+		count, capBytes = 0, math.MaxInt64
+	}
+	b.Queue(sqlChargeBody, c.tenant, s.lim.bodyWindow, count, capBytes)
 	if c.ahead > 0 {
 		b.Queue(sqlReserveBody, c.tenant, s.lim.bodyWindow, c.ahead, s.lim.bodyBytes)
 	}
@@ -281,6 +312,7 @@ func (s *Store) chargeBody(ctx context.Context, q batcher, sp *claimSpec, resp *
 		err = cerr
 	}
 	if err != nil {
+		s.unsettled(c)
 		return fmt.Errorf("count the response: %w", err)
 	}
 	s.settled(c)

@@ -361,7 +361,12 @@ func (t *tx) queueSettleCalls(b *pgx.Batch, r *store.Response) {
 // ahead is kept once the transaction committed), a record statement, the statements that go
 // with it, COMMIT, and the release of the claim lock the session holds (t.held), and reads
 // every answer; recordErr maps the record statement's error.
-func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, begin bool, charge *bodyCharge, resp *store.Response, recordErr func(error) error) error {
+func (t *tx) sendCommit(ctx context.Context, b *pgx.Batch, begin bool, charge *bodyCharge, resp *store.Response, recordErr func(error) error) (err error) {
+	defer func() {
+		if err != nil {
+			t.s.unsettled(charge)
+		}
+	}()
 	br := t.conn.SendBatch(ctx, b)
 	around := 2 // the record statement and COMMIT
 	if begin {
