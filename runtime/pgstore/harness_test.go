@@ -68,7 +68,7 @@ func (c *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Trace
 		}
 	}
 }
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (c *roundTrips) note(s string) {
 	c.mu.Lock()
