@@ -25,12 +25,19 @@ const maxAhead = 64 << 10
 // in the next window must count there.
 const aheadMargin = time.Second
 
+// claimsAheadOf is the reservation of claims a counting read asks for under a records cap of
+// records per interval: a hundredth of the cap (60 under the default 6,000 a minute); 0 (none)
+// under a cap below 100, which every new key counts exactly.
+func claimsAheadOf(records int64) int64 { return records / 100 }
+
 // aheadOf is the reservation a counting commit asks for under a cap of bodyBytes: a thousandth
 // of the cap, at most maxAhead; 0 (none) under a cap below 1 KiB, which is counted to the byte
 // by every commit.
 func aheadOf(bodyBytes int64) int64 { return min(bodyBytes/1024, maxAhead) }
 
-// ahead is the reservations of a Store's tenants, by tenant digest (claimSpec.limitScope).
+// ahead is the reservations of a Store's tenants, by tenant digest (claimSpec.limitScope): of
+// stored bytes (Limits.BodyBytes), or in a second one of claims (Limits.Records, one unit a
+// claim).
 type ahead struct {
 	mu   sync.Mutex
 	left map[int64]reserved
@@ -69,6 +76,47 @@ func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	}
 	a.left[tenant] = r
 	return true, refill
+}
+
+// claimPlan is how the next claim of a tenant is counted against its records cap
+// (Limits.Records), decided before its read.
+type claimPlan int
+
+const (
+	// planCount: the read counts the claim when the key turns out new (statements.readCharged).
+	planCount claimPlan = iota
+	// planRefill: as planCount, and the same round trip counts the next reservation ahead
+	// (sqlReserveClaims); the caller ends it with add or refillEnded.
+	planRefill
+	// planLocal: the read counts nothing; a new key takes one claim of the reservation.
+	planLocal
+)
+
+// plan says how the next claim of tenant is counted: from the reservation while it holds one
+// claim and is above low, or while another commit refills it; otherwise by the read, which
+// also refills the reservation when no other refill is on its way.
+func (a *ahead) plan(tenant, low int64) claimPlan {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, found := a.left[tenant]
+	now := time.Now()
+	usable := found && r.bytes >= 1 && now.Before(r.until)
+	refilling := found && !r.refilling.IsZero() && now.Sub(r.refilling) <= refillStale
+	switch {
+	case usable && (r.bytes >= low || refilling):
+		return planLocal
+	case refilling:
+		return planCount
+	}
+	if a.left == nil {
+		a.left, a.sweepAt = map[int64]reserved{}, 64
+	}
+	if !found {
+		r = reserved{}
+	}
+	r.refilling = now
+	a.left[tenant] = r
+	return planRefill
 }
 
 // refillEnded notes that the refill take asked for ended without a reservation to add: the

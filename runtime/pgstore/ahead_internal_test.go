@@ -52,3 +52,35 @@ func TestAheadStaleRefill(t *testing.T) {
 		t.Errorf("take behind a stale refill: ok %v, refill %v; want both", ok, refill)
 	}
 }
+
+// Claims are counted by the read until the tenant has a reservation; then from it, until it is
+// down to the low mark, when one read at a time refills it while the others still take from it.
+func TestAheadClaimPlan(t *testing.T) {
+	var a ahead
+	const tenant, low = 7, 5
+	if p := a.plan(tenant, low); p != planRefill {
+		t.Fatalf("no reservation: plan %v, want planRefill", p)
+	}
+	if p := a.plan(tenant, low); p != planCount {
+		t.Fatalf("no reservation, a refill on its way: plan %v, want planCount", p)
+	}
+	a.add(tenant, 10, int64(time.Hour/time.Microsecond), time.Now())
+	for i := range 6 {
+		if p := a.plan(tenant, low); p != planLocal {
+			t.Fatalf("claim %d of 10: plan %v, want planLocal", i, p)
+		}
+		if ok, _ := a.take(tenant, 1, 0); !ok {
+			t.Fatalf("claim %d of 10: not taken", i)
+		}
+	}
+	if p := a.plan(tenant, low); p != planRefill {
+		t.Fatalf("below the low mark: plan %v, want planRefill", p)
+	}
+	if p := a.plan(tenant, low); p != planLocal {
+		t.Fatalf("below the low mark, a refill on its way: plan %v, want planLocal", p)
+	}
+	a.refillEnded(tenant)
+	if p := a.plan(tenant, low); p != planRefill {
+		t.Fatalf("after a refill that counted nothing: plan %v, want planRefill", p)
+	}
+}

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -41,11 +42,13 @@ func TestDefaultBoundsHold(t *testing.T) {
 			t.Fatal(w.Code)
 		}
 		// The tenant has claimed the default number of keys this minute (written as the count
-		// would be, rather than by 6,000 requests).
+		// would be, rather than by 6,000 requests), and another replica (a Store that holds no
+		// claims counted ahead for it) gets its next new key.
 		if _, err := e.pool.Exec(context.Background(), "UPDATE idempotency_scope_usage SET amount = $1 WHERE kind = 1", pgstore.DefaultRecords); err != nil {
 			t.Fatal(err)
 		}
-		if w := summarize(t, serve(h, req("t1", "k-over-00000000001", body100))); w.status != 429 || w.problem != runtime.ProblemRateLimited {
+		other := newEnvAt(t, e.url, nil).atomicHandler(payOp())
+		if w := summarize(t, serve(other, req("t1", "k-over-00000000001", body100))); w.status != 429 || w.problem != runtime.ProblemRateLimited {
 			t.Errorf("a new key past the default records cap: %+v, want 429", w)
 		}
 		if w := serve(h, req("t1", "k-first-0000000001", body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
@@ -124,5 +127,97 @@ func TestScopeHeadersCountAgainstTheTenant(t *testing.T) {
 	}
 	if statuses[201] != 5 || statuses[429] != 3 {
 		t.Errorf("8 Stripe-Account values under one tenant with a cap of 5: %v, want 5×201 and 3×429", statuses)
+	}
+}
+
+// Under a records cap of 100 or more a Store counts claims ahead, a hundredth of the cap at a
+// time: once a tenant's first new key counted its reservation, its replays and most of its new
+// keys read without touching the counters (a replay is one plain SELECT, as without a cap), and
+// one new key in 5 to 11 (at a reservation of 10) counts the next reservation, in its read's
+// round trip.
+func TestRecordsCountedAhead(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		tweak func(*setup)
+	}{
+		{"WithStatement", nil},
+		{"ReadFirst", withStrategy(pgstore.ClaimReadFirst{})},
+		{"LockAtRead", withLockAtRead},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			e := newEnv(t, func(s *setup) {
+				if v.tweak != nil {
+					v.tweak(s)
+				}
+				s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: time.Hour} // 10 ahead
+			})
+			h := e.atomicHandler(payOp())
+			if w := serve(h, req("t1", "k-ahead-first-0000", body100)); w.Code != 201 {
+				t.Fatalf("first key: %d %s", w.Code, w.Body)
+			}
+			before := e.rtt.usage.Load()
+			for range 20 {
+				if w := serve(h, req("t1", "k-ahead-first-0000", body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+					t.Fatalf("replay: %d %s", w.Code, w.Body)
+				}
+			}
+			if n := e.rtt.usage.Load() - before; n != 0 {
+				t.Errorf("20 replays ran %d statements on the counters, want 0", n)
+			}
+			before = e.rtt.usage.Load()
+			const keys = 100
+			for i := range keys {
+				if w := serve(h, req("t1", fmt.Sprintf("k-ahead-%010d", i), body100)); w.Code != 201 {
+					t.Fatalf("key %d: %d %s", i, w.Code, w.Body)
+				}
+			}
+			// A refill once the reservation is below half (5 claims): every 11 new keys when the
+			// refills keep up (the refilling key counts itself, then 10 more come from the
+			// reservation), every 5 at most; the read and the reservation in one round trip,
+			// two statements each.
+			if n := e.rtt.usage.Load() - before; n < 2*(keys/12) || n > 2*(keys/5)+2 {
+				t.Errorf("%d new keys ran %d statements on the counters, want %d to %d", keys, n, 2*(keys/12), 2*(keys/5)+2)
+			}
+			var counted int64
+			if err := e.pool.QueryRow(context.Background(), `SELECT amount FROM idempotency_scope_usage WHERE kind = 1`).Scan(&counted); err != nil {
+				t.Fatal(err)
+			}
+			if claimed := int64(keys + 1); counted < claimed || counted > claimed+15 {
+				t.Errorf("the counter holds %d claims for %d new keys, want them and at most a reservation and a half ahead", counted, claimed)
+			}
+		})
+	}
+}
+
+// Claims counted ahead never let a tenant past its cap: two Stores (two replicas), 300
+// concurrent new keys under a cap of 200 (2 ahead at a time) let at most 200 run, and no fewer
+// than the cap less what the two Stores may hold unused (3 each).
+func TestRecordsCapCountedAheadUnderConcurrency(t *testing.T) {
+	tweak := func(s *setup) {
+		s.store.Limits, s.maxConns = pgstore.Limits{Records: 200, RecordsInterval: time.Hour}, 20
+	}
+	e := newEnv(t, tweak)
+	other := newEnvAt(t, e.url, tweak)
+	hs := []http.Handler{e.atomicHandler(payOp()), other.atomicHandler(payOp())}
+	const n = 300
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = serve(hs[i%2], req("t1", fmt.Sprintf("k-ahead-conc-%08d", i), body100)).Code
+		}()
+	}
+	wg.Wait()
+	statuses := map[int]int{}
+	for _, c := range codes {
+		statuses[c]++
+	}
+	if statuses[201] > 200 || statuses[201] < 194 || e.payments("t1") != statuses[201] {
+		t.Errorf("answers %v and %d payments under a cap of 200, want 194 to 200 of 201 and as many payments", statuses, e.payments("t1"))
+	}
+	if statuses[201]+statuses[429] != n {
+		t.Errorf("answers %v, want only 201 and 429", statuses)
 	}
 }

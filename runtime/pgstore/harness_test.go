@@ -46,10 +46,16 @@ type roundTrips struct {
 	// that count a response's own bytes, and those that only count a reservation ahead (zero
 	// bytes of their own).
 	ownCharges, refills atomic.Int64
+	// usage counts the statements that read or write the tenants' counters
+	// (idempotency_scope_usage).
+	usage atomic.Int64
 }
 
 func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	if strings.Contains(d.SQL, "idempotency_scope_usage") {
+		c.usage.Add(1)
+	}
 	c.note(d.SQL)
 	return ctx
 }
@@ -60,6 +66,9 @@ func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	return ctx
 }
 func (c *roundTrips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.Contains(d.SQL, "idempotency_scope_usage") {
+		c.usage.Add(1)
+	}
 	if strings.Contains(d.SQL, "set_config('idemgen.body_kept'") && len(d.Args) > 2 {
 		if n, ok := d.Args[2].(int64); ok && n == 0 {
 			c.refills.Add(1)

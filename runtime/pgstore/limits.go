@@ -55,6 +55,13 @@ type Limits struct {
 	// (docs/runtime.md, "Per-scope limits"); negative: no cap. The count travels with the
 	// lookup (lease mode: one statement more in the same round trip). Under a cap,
 	// ClaimPipelined claims as ClaimReadFirst, whose read counts the claim.
+	//
+	// In atomic mode, under a cap of 100 or more, the lookup that counts a new key also counts
+	// Records/100 claims ahead for the tenant's next new keys on the same Store, which then
+	// read with the plain statement (a replay touches no counter) and take a claim of that
+	// reservation; one lookup at a time refills it once it is below half. Reserved claims count
+	// as claimed: a tenant may be refused up to a reservation and a half per Store early (90
+	// claims under the default), never let past the cap.
 	Records int64
 	// RecordsInterval is the interval Records counts over, aligned to the Unix epoch by the
 	// database clock. Default 1 minute.
@@ -133,6 +140,11 @@ func chargeClaimCTE(src, owner, each, cap string) string {
 	RETURNING 1)`
 }
 
+// admittedNoted is the charged reads' "admitted" answer: whether their CTE "c" counted the claim,
+// noted in the transaction (idemgen.claim_counted) for sqlReserveClaims behind it in the same
+// round trip.
+const admittedNoted = `CASE WHEN EXISTS (SELECT 1 FROM c) THEN set_config('idemgen.claim_counted', 'true', true) = 'true' ELSE false END`
+
 // intervalLeft is the SQL time left in the current interval of $n seconds, in µs.
 func intervalLeft(n string) string {
 	return `CAST((` + intervalEnd(n) + ` - EXTRACT(EPOCH FROM now())) * 1000000 AS bigint)`
@@ -159,6 +171,18 @@ SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), t
 	sqlReserveBody = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
 	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
 	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.body_kept', true) = 'true'
+	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
+	RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+	// sqlReserveClaims follows a charged read (statements.readCharged and its kin) in the same
+	// round trip: when the read counted its claim, it also counts $3 claims ahead for the
+	// tenant's ($1) next new keys in the current interval ($2 seconds), unless that would take
+	// the count over the cap ($4) or less than 2 s of the interval are left. It returns whether
+	// it counted them, and the µs left in the interval. A replay's read counted nothing, so
+	// this writes nothing either.
+	sqlReserveClaims = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
+	WHERE scope_id = $1 AND kind = 1 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
+	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.claim_counted', true) = 'true'
 	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
 	RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
@@ -322,13 +346,35 @@ func (s *Store) chargeBody(ctx context.Context, q batcher, sp *claimSpec, resp *
 	return nil
 }
 
-// readLimited is readProbe (probe) or read that also counts a new key against the tenant's
-// records cap, in the same statement (statements.readCharged): it returns the LimitError when
-// the key has no live record, no concurrent claim holds it, and the cap is reached.
-func (s *Store) readLimited(ctx context.Context, q querier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
-	var raw rawRecord
-	var admitted bool
-	var left int64
+// readQuerier runs the reads of a claim: a pool or a connection.
+type readQuerier interface {
+	querier
+	batcher
+}
+
+// readLimited is readProbe (probe) or read under the tenant's records cap: it returns the
+// LimitError when the key has no live record, no concurrent claim holds it, and the cap is
+// reached. While this Store holds claims counted ahead for the tenant (claimPlan), the read is
+// the plain one and a new key takes one of them; otherwise the same statement counts a new key
+// (statements.readCharged), and, when it refills the reservation, sqlReserveClaims rides in its
+// round trip. A replay or a busy key counts nothing either way.
+func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
+	size := claimsAheadOf(s.lim.records)
+	plan := planCount
+	if size > 0 {
+		plan = s.claims.plan(sp.limitScope(), size/2)
+	}
+	if plan == planLocal {
+		if probe {
+			r, busy, err = s.readProbe(ctx, q, sp.d)
+		} else {
+			r, err = s.read(ctx, q, sp.d)
+		}
+		if err != nil || busy || (r != nil && r.live) {
+			return r, busy, err
+		}
+		return r, false, s.takeClaim(ctx, q, sp)
+	}
 	d := sp.d
 	args := []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records}
 	sql := s.q.readCharged
@@ -336,12 +382,85 @@ func (s *Store) readLimited(ctx context.Context, q querier, sp *claimSpec, probe
 		sql = s.q.readProbeCharged
 		args = append(args, d.lock)
 	}
-	if err = q.QueryRow(ctx, sql, args...).Scan(raw.targets(&busy, &admitted, &left)...); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	refill := s.queueReserveClaims(b, sp, plan, size)
+	var raw rawRecord
+	var admitted bool
+	var left int64
+	br := q.SendBatch(ctx, b)
+	err = br.QueryRow().Scan(raw.targets(&busy, &admitted, &left)...)
+	if err == nil {
+		err = refill.read(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.claimsSettled(refill, false)
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
+	s.claimsSettled(refill, true)
 	r = raw.row()
 	if (r == nil || !r.live) && !busy && !admitted {
 		return nil, false, s.lim.overLimit(left)
 	}
 	return r, busy, nil
+}
+
+// claimsRefill is a refill of a tenant's claims counted ahead, queued behind a charged read.
+type claimsRefill struct {
+	tenant, size int64
+	reserved     bool
+	leftUS       int64
+	sent         time.Time
+}
+
+// queueReserveClaims queues sqlReserveClaims behind a charged read when plan refills the
+// tenant's reservation; nil otherwise.
+func (s *Store) queueReserveClaims(b *pgx.Batch, sp *claimSpec, plan claimPlan, size int64) *claimsRefill {
+	if plan != planRefill {
+		return nil
+	}
+	c := &claimsRefill{tenant: sp.limitScope(), size: size, sent: time.Now()}
+	b.Queue(sqlReserveClaims, c.tenant, s.lim.recordsEach, size, s.lim.records)
+	return c
+}
+
+// read reads sqlReserveClaims' answers from br.
+func (c *claimsRefill) read(br pgx.BatchResults) error {
+	if c == nil {
+		return nil
+	}
+	return br.QueryRow().Scan(&c.reserved, &c.leftUS)
+}
+
+// claimsSettled ends a refill: the claims it counted are the tenant's on this Store when its
+// round trip was answered (ok), and the next low reservation may be refilled.
+func (s *Store) claimsSettled(c *claimsRefill, ok bool) {
+	switch {
+	case c == nil:
+	case ok && c.reserved:
+		s.claims.add(c.tenant, c.size, c.leftUS, c.sent)
+	default:
+		s.claims.refillEnded(c.tenant)
+	}
+}
+
+// takeClaim counts a new key that a plain read found against the reservation of claims; when
+// concurrent claims used it up since the plan, it counts the key alone (statements.chargeClaim,
+// one more round trip) and returns the LimitError when the cap is reached.
+func (s *Store) takeClaim(ctx context.Context, q querier, sp *claimSpec) error {
+	if ok, _ := s.claims.take(sp.limitScope(), 1, 0); ok {
+		return nil
+	}
+	var admitted bool
+	var left int64
+	if err := q.QueryRow(ctx, s.q.chargeClaim, s.chargeArgs(sp)...).Scan(&admitted, &left); err != nil {
+		return fmt.Errorf("count the claim: %w", err)
+	}
+	if !admitted {
+		return s.lim.overLimit(left)
+	}
+	return nil
 }

@@ -229,7 +229,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 p AS (SELECT ` + busy + ` AS busy),
 ` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
-SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
+SELECT r.*, p.busy, ` + admittedNoted + ` AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true`
 		switch probe {
 		case "probe":

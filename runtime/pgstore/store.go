@@ -115,8 +115,9 @@ type Store struct {
 	waiting  waiters
 	waitPoll time.Duration
 	// ahead holds the stored bytes counted ahead for each tenant's next responses
-	// (Limits.BodyBytes).
-	ahead ahead
+	// (Limits.BodyBytes); claims the claims counted ahead for its next new keys
+	// (Limits.Records).
+	ahead, claims ahead
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
@@ -671,12 +672,21 @@ func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *ro
 // On any other error the lock may be held: the caller closes conn.
 func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked bool, err error) {
 	d := sp.d
-	charged := s.lim.records > 0 && !sp.Counted
+	capped := s.lim.records > 0 && !sp.Counted
+	plan := planCount
+	if size := claimsAheadOf(s.lim.records); capped && size > 0 {
+		plan = s.claims.plan(sp.limitScope(), size/2)
+	}
+	charged := capped && plan != planLocal
 	b := &pgx.Batch{}
 	if charged {
 		b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
 	} else {
 		b.Queue(s.q.readLock, d.scope, d.key, d.lock)
+	}
+	var refill *claimsRefill
+	if charged {
+		refill = s.queueReserveClaims(b, sp, plan, claimsAheadOf(s.lim.records))
 	}
 	b.Queue(s.q.readLocked, d.scope, d.key)
 	br := conn.SendBatch(ctx, b)
@@ -691,6 +701,9 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		err = br.QueryRow().Scan(first.targets(&busy)...)
 	}
 	if err == nil {
+		err = refill.read(br)
+	}
+	if err == nil {
 		err = br.QueryRow().Scan(again.targets()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
@@ -699,6 +712,7 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	s.claimsSettled(refill, err == nil)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("read record: %w", err)
 	}
@@ -706,12 +720,20 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		if charged && r != nil && !r.live && !admitted {
 			return nil, false, false, s.lim.overLimit(left) // an expired record takes no lock
 		}
-		return r, busy, false, nil
+		if capped && !charged && r != nil && !r.live && !busy {
+			err = s.takeClaim(ctx, conn, sp) // an expired record: a new claim of the key
+		}
+		return r, busy, false, err
 	}
 	if charged && !admitted {
 		return nil, false, true, s.lim.overLimit(left)
 	}
-	return again.row(), false, true, nil
+	if r = again.row(); capped && !charged && (r == nil || !r.live) {
+		// A new key, locked: it takes a claim of the reservation (a LimitError leaves the lock
+		// for the caller to release).
+		err = s.takeClaim(ctx, conn, sp)
+	}
+	return r, false, true, err
 }
 
 // unlock releases the session-level claim lock that readLock took on conn, which is idle. When
