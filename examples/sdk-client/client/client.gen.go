@@ -80,7 +80,7 @@ func (e PlaceOrderParamsInclude) Valid() bool {
 	}
 }
 
-// IdempotencyProblem RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, payload-mismatch, key-expired, body-too-large, media-type-unsupported, rate-limited, store-unavailable).
+// IdempotencyProblem RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, key-expired, body-too-large, media-type-unsupported, payload-mismatch, rate-limited, store-unavailable).
 type IdempotencyProblem struct {
 	// Detail what went wrong with this request
 	Detail *string `json:"detail,omitempty"`
