@@ -185,6 +185,15 @@ func (p *PartitionSweeper) create(ctx context.Context) error {
 			return err
 		}
 		for _, start := range missing {
+			// Another replica may have attached it between the look above and our lock.
+			var attached bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_inherits
+				WHERE inhrelid = to_regclass($1) AND inhparent = 'idempotency_records'::regclass)`, partitionName(start)).Scan(&attached); err != nil {
+				return err
+			}
+			if attached {
+				continue
+			}
 			name := pgx.Identifier{partitionName(start)}.Sanitize()
 			if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_partition"); err != nil {
 				return err
