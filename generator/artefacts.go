@@ -61,7 +61,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 			ID: op.ID, Method: op.Method, Path: op.Path, Summary: oneLine(op.Summary),
 			Required: s.Key.Required, MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength,
 			Pattern: s.Key.Pattern, ScopeOperation: s.Scope == model.ScopeOperation,
-			Retention: fmtDuration(s.Retention), Headers: s.Fingerprint.Headers,
+			Retention: model.DurationText(s.Retention), Headers: s.Fingerprint.Headers,
 			Raw: s.Fingerprint.Body == model.BodyRaw,
 		}
 		switch s.Key.Carrier {
@@ -100,7 +100,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 		}
 		v.Ops = append(v.Ops, o)
 	}
-	v.MinRetention = fmtDuration(minRet)
+	v.MinRetention = model.DurationText(minRet)
 	var ls []string
 	for _, op := range doc.Operations {
 		if l := fmtSize(op.Settings.BodyLimit); !contains(ls, l) {
@@ -109,7 +109,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 	}
 	v.BodyLimit = strings.Join(ls, " or ")
 	if len(doc.Operations) == 0 {
-		v.MinRetention, v.BodyLimit = fmtDuration(defaults.Retention), fmtSize(defaults.BodyLimit)
+		v.MinRetention, v.BodyLimit = model.DurationText(defaults.Retention), fmtSize(defaults.BodyLimit)
 	}
 	return execute(templates.Contract, v, template.FuncMap{"status": problemStatus})
 }

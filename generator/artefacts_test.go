@@ -58,7 +58,7 @@ func TestContractTakesTheRuntimesDefaults(t *testing.T) {
 		t.Errorf("the contract's problem table names %s, which runtime/defaults does not have", name)
 	}
 
-	if want := "(" + fmtDuration(defaults.Retention) + ")"; !strings.Contains(contract, "retention ends "+want) {
+	if want := "(" + model.DurationText(defaults.Retention) + ")"; !strings.Contains(contract, "retention ends "+want) {
 		t.Errorf("the contract of no operations does not give the default retention %s", want)
 	}
 	if want := "(" + fmtSize(defaults.BodyLimit) + ")"; !strings.Contains(contract, "larger than the limit "+want) {

@@ -317,9 +317,9 @@ func opDoc(o *opPlan) string {
 		fmt.Fprintf(&b, ": %s", o.op.Summary)
 	}
 	b.WriteString(".\n\nIdempotency: ")
-	fmt.Fprintf(&b, "mode %s, scope %s, retention %s", s.Mode, s.Scope, fmtDuration(s.Retention))
+	fmt.Fprintf(&b, "mode %s, scope %s, retention %s", s.Mode, s.Scope, model.DurationText(s.Retention))
 	if s.Mode == model.ModeLease {
-		fmt.Fprintf(&b, ", lease %s", fmtDuration(s.Lease))
+		fmt.Fprintf(&b, ", lease %s", model.DurationText(s.Lease))
 	}
 	switch s.Key.Carrier {
 	case model.CarrierBody:
@@ -344,16 +344,4 @@ func opDoc(o *opPlan) string {
 	}
 	b.WriteString(".")
 	return b.String()
-}
-
-// fmtDuration prints 24h rather than Go's 24h0m0s.
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -174,9 +174,9 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 					MaxLength: string(s.Key.Sources.MaxLength), Pattern: string(s.Key.Sources.Pattern)},
 				Standard: string(s.Key.Standard), FirstSent: s.Key.FirstSent},
 			Scope: string(s.Scope), Mode: string(s.Mode),
-			Retention: fmtDuration(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
-			Lease: fmtDuration(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
-			Wait:    fmtDuration(s.Wait),
+			Retention: model.DurationText(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
+			Lease: model.DurationText(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
+			Wait:    model.DurationText(s.Wait),
 			Profile: string(s.Profile), ScopeHeaders: s.ScopeHeaders,
 			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
@@ -229,19 +229,6 @@ func statuses(rules []model.StatusRule) []string {
 	return out
 }
 
-// fmtDuration writes a duration the way people write it in x-idempotent ("24h", "30s",
-// "1h30m"), not Go's "24h0m0s".
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 // row is one operation as the table and Markdown formats show it.
 func row(op *model.Operation) []string {
 	s := op.Settings
@@ -254,7 +241,7 @@ func row(op *model.Operation) []string {
 	if excl == "" {
 		excl = "-"
 	}
-	return []string{op.Method, op.Path, op.ID, key, req, string(s.Scope), string(s.Mode), fmtDuration(s.Retention), fmtDuration(s.Lease), excl}
+	return []string{op.Method, op.Path, op.ID, key, req, string(s.Scope), string(s.Mode), model.DurationText(s.Retention), model.DurationText(s.Lease), excl}
 }
 
 var listHeader = []string{"METHOD", "PATH", "OPERATION", "KEY", "REQUIRED", "SCOPE", "MODE", "RETENTION", "LEASE", "EXCLUDE"}

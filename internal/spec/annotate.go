@@ -194,11 +194,11 @@ func settingsValue(s model.Settings) map[string]any {
 		"key":         key,
 		"scope":       string(s.Scope),
 		"mode":        string(s.Mode),
-		"retention":   durationText(s.Retention),
-		"lease":       durationText(s.Lease),
+		"retention":   model.DurationText(s.Retention),
+		"lease":       model.DurationText(s.Lease),
 		"fingerprint": map[string]any{"exclude": exclude, "headers": nonNilStrings(s.Fingerprint.Headers), "body": string(s.Fingerprint.Body)},
 		"replay":      map[string]any{"headers": nonNilStrings(s.Replay.Headers), "statuses": statuses},
-		"concurrency": map[string]any{"wait": durationText(s.Wait)},
+		"concurrency": map[string]any{"wait": model.DurationText(s.Wait)},
 		"limits":      map[string]any{"body": s.BodyLimit, "response": s.ResponseLimit, "part": s.PartLimit},
 	}
 	if s.Profile != "" {
@@ -214,18 +214,6 @@ func nonNilStrings(v []string) []string {
 	return v
 }
 
-// durationText writes a duration as people do: 24h, 30s, 1h30m (not 24h0m0s).
-func durationText(d time.Duration) string {
-	t := d.String()
-	if strings.HasSuffix(t, "m0s") {
-		t = strings.TrimSuffix(t, "0s")
-	}
-	if strings.HasSuffix(t, "h0m") {
-		t = strings.TrimSuffix(t, "0m")
-	}
-	return t
-}
-
 // keyParam declares the key header with the rules the runtime applies, replacing the
 // operation's own declaration of it (a copy, never a shared component) or, for one declared on
 // the path item, overriding it on the operation.
@@ -237,7 +225,7 @@ func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *op
 	if k.Pattern != "" {
 		desc += ", matching " + k.Pattern
 	}
-	desc += fmt.Sprintf(". Send the same key on every retry of one request; it is remembered for %s, and a key reused with another request is refused.", durationText(op.Settings.Retention))
+	desc += fmt.Sprintf(". Send the same key on every retry of one request; it is remembered for %s, and a key reused with another request is refused.", model.DurationText(op.Settings.Retention))
 	if !k.Required {
 		desc += " Without a key the request runs unguarded."
 	}
