@@ -26,9 +26,16 @@ const maxAhead = 64 << 10
 const aheadMargin = time.Second
 
 // claimsAheadOf is the reservation of claims a counting read asks for under a records cap of
-// records per interval: a hundredth of the cap (60 under the default 6,000 a minute); 0 (none)
-// under a cap below 100, which every new key counts exactly.
-func claimsAheadOf(records int64) int64 { return records / 100 }
+// records per interval of each seconds: a hundredth of the cap (60 under the default 6,000 a
+// minute); 0 (none) under a cap below 100, which every new key counts exactly, or an interval
+// under 10 s, where a reservation would hardly outlive its count (none is made with under 2 s
+// of the interval left, and none is used in its last second).
+func claimsAheadOf(records, each int64) int64 {
+	if each < 10 {
+		return 0
+	}
+	return records / 100
+}
 
 // aheadOf is the reservation a counting commit asks for under a cap of bodyBytes: a thousandth
 // of the cap, at most maxAhead; 0 (none) under a cap below 1 KiB, which is counted to the byte
@@ -50,32 +57,75 @@ type ahead struct {
 // longer than this.
 const refillStale = 10 * time.Second
 
-// reserved is one tenant's reservation: bytes left, usable until until (monotonic clock), and
-// when the commit that refills it was started (zero: no refill on its way).
+// reserved is one tenant's reservation: bytes left, usable until until (monotonic clock), when
+// the commit that refills it was started (zero: no refill on its way), and until when no refill
+// is tried (a refill found no room: the cap is less than a reservation away, or the interval
+// about to end).
 type reserved struct {
 	bytes     int64
 	until     time.Time
 	refilling time.Time
+	closed    time.Time
+}
+
+// refillOnItsWay reports whether a refill of r started at most refillStale before now.
+func (r reserved) refillOnItsWay(now time.Time) bool {
+	return !r.refilling.IsZero() && now.Sub(r.refilling) <= refillStale
 }
 
 // take uses n bytes of tenant's reservation and reports whether it had them; a reservation
 // too small for n is kept for smaller responses. refill reports that the caller's commit is to
-// count the next reservation ahead: the reservation is down to low bytes and no other refill
-// is on its way. The caller then reports the end of that commit with add or refillEnded.
+// count the next reservation ahead: the reservation is down to low bytes, or could not take
+// n, and no other refill is on its way. The caller then reports the end of that commit with
+// add or refillEnded.
 func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r, found := a.left[tenant]
+	r := a.left[tenant]
 	now := time.Now()
-	if !found || r.bytes < n || !now.Before(r.until) {
-		return false, false
+	if ok = r.bytes >= n && now.Before(r.until); ok {
+		r.bytes -= n
 	}
-	r.bytes -= n
-	if r.bytes < low && (r.refilling.IsZero() || now.Sub(r.refilling) > refillStale) {
+	if (!ok || r.bytes < low) && !r.refillOnItsWay(now) {
 		r.refilling, refill = now, true
 	}
+	if ok || refill {
+		a.set(tenant, r)
+	}
+	return ok, refill
+}
+
+// takeOnly uses n units of tenant's reservation and reports whether it had them, and never
+// asks for a refill.
+func (a *ahead) takeOnly(tenant, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, found := a.left[tenant]
+	if !found || r.bytes < n || !time.Now().Before(r.until) {
+		return false
+	}
+	r.bytes -= n
 	a.left[tenant] = r
-	return true, refill
+	return true
+}
+
+// set stores tenant's reservation; mu is held. Every so often it drops the ended ones that no
+// refill is on its way to, so that the map holds about the tenants with a live reservation.
+func (a *ahead) set(tenant int64, r reserved) {
+	if a.left == nil {
+		a.left, a.sweepAt = map[int64]reserved{}, 64
+	}
+	a.left[tenant] = r
+	if len(a.left) < a.sweepAt {
+		return
+	}
+	now := time.Now()
+	for t, r := range a.left {
+		if !now.Before(r.until) && !now.Before(r.closed) && !r.refillOnItsWay(now) {
+			delete(a.left, t)
+		}
+	}
+	a.sweepAt = max(64, 2*len(a.left))
 }
 
 // claimPlan is how the next claim of a tenant is counted against its records cap
@@ -93,30 +143,46 @@ const (
 )
 
 // plan says how the next claim of tenant is counted: from the reservation while it holds one
-// claim and is above low, or while another commit refills it; otherwise by the read, which
-// also refills the reservation when no other refill is on its way.
+// claim and is above low, or while a refill is on its way; by the read otherwise, which also
+// refills the reservation when no refill is on its way or closed, and the tenant has had a new
+// key counted on this Store (noteNew), so that a Store that sees only its retries adds no
+// statement to them.
 func (a *ahead) plan(tenant, low int64) claimPlan {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r, found := a.left[tenant]
 	now := time.Now()
-	usable := found && r.bytes >= 1 && now.Before(r.until)
-	refilling := found && !r.refilling.IsZero() && now.Sub(r.refilling) <= refillStale
 	switch {
-	case usable && (r.bytes >= low || refilling):
+	case !found:
+		return planCount
+	case r.bytes >= 1 && now.Before(r.until) && (r.bytes >= low || r.refillOnItsWay(now)):
 		return planLocal
-	case refilling:
+	case r.refillOnItsWay(now) || now.Before(r.closed):
 		return planCount
 	}
-	if a.left == nil {
-		a.left, a.sweepAt = map[int64]reserved{}, 64
-	}
-	if !found {
-		r = reserved{}
-	}
 	r.refilling = now
-	a.left[tenant] = r
+	a.set(tenant, r)
 	return planRefill
+}
+
+// noteNew notes that the read counted a new key of tenant: its next read refills.
+func (a *ahead) noteNew(tenant int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, found := a.left[tenant]; !found {
+		a.set(tenant, reserved{})
+	}
+}
+
+// closeRefills ends the refill on its way, which found no room, and tries no other before
+// until.
+func (a *ahead) closeRefills(tenant int64, until time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.left[tenant]; ok {
+		r.refilling, r.closed = time.Time{}, until
+		a.left[tenant] = r
+	}
 }
 
 // refillEnded notes that the refill take asked for ended without a reservation to add: the
@@ -141,9 +207,6 @@ func (a *ahead) add(tenant, n, leftUS int64, sent time.Time) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.left == nil {
-		a.left, a.sweepAt = map[int64]reserved{}, 64
-	}
 	r, ok := a.left[tenant]
 	if ok && time.Now().Before(r.until) && r.until.Sub(until).Abs() < aheadMargin {
 		n += r.bytes
@@ -151,14 +214,5 @@ func (a *ahead) add(tenant, n, leftUS int64, sent time.Time) {
 			until = r.until
 		}
 	}
-	a.left[tenant] = reserved{bytes: n, until: until}
-	if len(a.left) >= a.sweepAt {
-		now := time.Now()
-		for t, r := range a.left {
-			if !now.Before(r.until) {
-				delete(a.left, t)
-			}
-		}
-		a.sweepAt = max(64, 2*len(a.left))
-	}
+	a.set(tenant, reserved{bytes: n, until: until})
 }

@@ -11,8 +11,11 @@ import (
 func TestAheadRefillsOneAtATime(t *testing.T) {
 	var a ahead
 	const tenant, low = 7, 500
+	if ok, refill := a.take(tenant, 100, low); ok || !refill {
+		t.Fatalf("take without a reservation: ok %v, refill %v; want a refill only", ok, refill)
+	}
 	if ok, refill := a.take(tenant, 100, low); ok || refill {
-		t.Fatalf("take without a reservation: ok %v, refill %v; want neither", ok, refill)
+		t.Fatalf("take without a reservation, a refill on its way: ok %v, refill %v; want neither", ok, refill)
 	}
 	a.add(tenant, 1000, int64(time.Hour/time.Microsecond), time.Now())
 	for i, want := range []bool{false, false, false, false, false, true, false, false, false} {
@@ -22,7 +25,7 @@ func TestAheadRefillsOneAtATime(t *testing.T) {
 		}
 	}
 	if ok, refill := a.take(tenant, 200, low); ok || refill {
-		t.Fatalf("take over what is left: ok %v, refill %v; want neither", ok, refill)
+		t.Fatalf("take over what is left, a refill on its way: ok %v, refill %v; want neither", ok, refill)
 	}
 	a.refillEnded(tenant)
 	if ok, refill := a.take(tenant, 50, low); !ok || !refill {
@@ -53,13 +56,19 @@ func TestAheadStaleRefill(t *testing.T) {
 	}
 }
 
-// Claims are counted by the read until the tenant has a reservation; then from it, until it is
-// down to the low mark, when one read at a time refills it while the others still take from it.
+// Claims are counted by the read until a new key of the tenant was counted on the Store; then
+// the next read refills the reservation, and claims come from it until it is down to the low
+// mark, when one read at a time refills it while the others still take from it. A refill that
+// found no room closes refills until the interval's end.
 func TestAheadClaimPlan(t *testing.T) {
 	var a ahead
 	const tenant, low = 7, 5
+	if p := a.plan(tenant, low); p != planCount {
+		t.Fatalf("no new key seen: plan %v, want planCount", p)
+	}
+	a.noteNew(tenant)
 	if p := a.plan(tenant, low); p != planRefill {
-		t.Fatalf("no reservation: plan %v, want planRefill", p)
+		t.Fatalf("a new key seen, no reservation: plan %v, want planRefill", p)
 	}
 	if p := a.plan(tenant, low); p != planCount {
 		t.Fatalf("no reservation, a refill on its way: plan %v, want planCount", p)
@@ -82,5 +91,39 @@ func TestAheadClaimPlan(t *testing.T) {
 	a.refillEnded(tenant)
 	if p := a.plan(tenant, low); p != planRefill {
 		t.Fatalf("after a refill that counted nothing: plan %v, want planRefill", p)
+	}
+}
+
+func TestAheadClaimRefillsClosed(t *testing.T) {
+	var a ahead
+	const tenant, low = 7, 5
+	a.noteNew(tenant)
+	if p := a.plan(tenant, low); p != planRefill {
+		t.Fatalf("plan %v, want planRefill", p)
+	}
+	a.closeRefills(tenant, time.Now().Add(time.Hour))
+	for range 3 {
+		if p := a.plan(tenant, low); p != planCount {
+			t.Fatalf("refills closed: plan %v, want planCount", p)
+		}
+	}
+	a.closeRefills(tenant, time.Now().Add(-time.Second))
+	if p := a.plan(tenant, low); p != planRefill {
+		t.Errorf("refills closed until a past instant: plan %v, want planRefill", p)
+	}
+}
+
+// The map keeps about the tenants with a live reservation: entries whose reservation ended,
+// with no refill on its way, go at the next sweep.
+func TestAheadSweepsEndedTenants(t *testing.T) {
+	var a ahead
+	for tenant := range int64(10000) {
+		a.noteNew(tenant)
+		if a.plan(tenant, 5) == planRefill {
+			a.refillEnded(tenant)
+		}
+	}
+	if n := len(a.left); n > 128 {
+		t.Errorf("%d tenants kept after 10,000 with no reservation, want at most 128", n)
 	}
 }

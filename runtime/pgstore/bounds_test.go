@@ -152,8 +152,12 @@ func TestRecordsCountedAhead(t *testing.T) {
 				s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: time.Hour} // 10 ahead
 			})
 			h := e.atomicHandler(payOp())
-			if w := serve(h, req("t1", "k-ahead-first-0000", body100)); w.Code != 201 {
-				t.Fatalf("first key: %d %s", w.Code, w.Body)
+			// The first new key is counted by its read alone; the second's read also counts the
+			// reservation.
+			for _, key := range []string{"k-ahead-first-0000", "k-ahead-second-000"} {
+				if w := serve(h, req("t1", key, body100)); w.Code != 201 {
+					t.Fatalf("%s: %d %s", key, w.Code, w.Body)
+				}
 			}
 			before := e.rtt.usage.Load()
 			for range 20 {
@@ -182,10 +186,31 @@ func TestRecordsCountedAhead(t *testing.T) {
 			if err := e.pool.QueryRow(context.Background(), `SELECT amount FROM idempotency_scope_usage WHERE kind = 1`).Scan(&counted); err != nil {
 				t.Fatal(err)
 			}
-			if claimed := int64(keys + 1); counted < claimed || counted > claimed+15 {
+			if claimed := int64(keys + 2); counted < claimed || counted > claimed+15 {
 				t.Errorf("the counter holds %d claims for %d new keys, want them and at most a reservation and a half ahead", counted, claimed)
 			}
 		})
+	}
+}
+
+// A Store that sees only a tenant's retries (a replica behind which no new key of the tenant
+// arrived) adds nothing to them: each replay's read is the counting one, as without counting
+// ahead, and no reservation is asked for.
+func TestRecordsRetriesOnlyStore(t *testing.T) {
+	tweak := func(s *setup) { s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: time.Hour} }
+	e := newEnv(t, tweak)
+	if w := serve(e.atomicHandler(payOp()), req("t1", "k-retried-000000001", body100)); w.Code != 201 {
+		t.Fatalf("first key: %d %s", w.Code, w.Body)
+	}
+	other := newEnvAt(t, e.url, tweak)
+	h := other.atomicHandler(payOp())
+	for range 10 {
+		if w := serve(h, req("t1", "k-retried-000000001", body100)); w.Header().Get(runtime.HeaderReplayed) != "true" {
+			t.Fatalf("replay: %d %s", w.Code, w.Body)
+		}
+	}
+	if n := other.rtt.usage.Load(); n != 10 {
+		t.Errorf("10 replays on a Store without new keys ran %d statements on the counters, want 10 (their reads)", n)
 	}
 }
 

@@ -31,13 +31,14 @@ type Limits struct {
 	// 64 KiB; none under a cap below 1 KiB, which every commit counts to the byte) for the
 	// tenant's next responses on the same Store, which are then stored without a count of
 	// their own until the reservation is used up or its window is about to end (within a
-	// second). Once a reservation is down to half, the first commit that uses it counts the
-	// next one ahead, one such commit at a time per tenant and Store, so that a busy tenant's
-	// commits do not all find it empty at once and queue on the counter row. Reserved bytes
-	// count as stored: a tenant may be refused (its body omitted) up to the reservations left
-	// unused on its Stores before it reaches BodyBytes, by at most 96 KiB per Store, and a
-	// reservation a process did not use before it stopped is lost to the tenant until the
-	// window ends.
+	// second). Once a reservation is down to half, or cannot take a response, the first
+	// commit that finds it so counts the next one ahead, one such commit at a time per tenant
+	// and Store, so that a busy tenant's commits do not all find it empty at once and queue on
+	// the counter row. Reserved bytes count as stored: a tenant may be refused (its body
+	// omitted) up to the reservations left unused on its Stores before it reaches BodyBytes,
+	// per Store at most a reservation plus the larger of half a reservation and the largest
+	// response (96 KiB for responses up to 32 KiB under the default), and a reservation a
+	// process did not use before it stopped is lost to the tenant until the window ends.
 	BodyBytes int64
 	// BodyWindow is the interval BodyBytes counts over, aligned to the Unix epoch by the
 	// database clock (so a tenant may store up to BodyBytes in each window; live bytes stay
@@ -56,12 +57,14 @@ type Limits struct {
 	// lookup (lease mode: one statement more in the same round trip). Under a cap,
 	// ClaimPipelined claims as ClaimReadFirst, whose read counts the claim.
 	//
-	// In atomic mode, under a cap of 100 or more, the lookup that counts a new key also counts
-	// Records/100 claims ahead for the tenant's next new keys on the same Store, which then
-	// read with the plain statement (a replay touches no counter) and take a claim of that
-	// reservation; one lookup at a time refills it once it is below half. Reserved claims count
-	// as claimed: a tenant may be refused up to a reservation and a half per Store early (90
-	// claims under the default), never let past the cap.
+	// Under a cap of 100 or more and a RecordsInterval of 10 s or more, a Store counts claims
+	// ahead (atomic mode and Admit): once a new key of the tenant was counted on it, the next
+	// lookup that counts one also counts Records/100 claims ahead for the tenant's next new
+	// keys on the same Store, which then read with the plain statement (a replay touches no
+	// counter) and take a claim of that reservation; one lookup at a time refills it once it
+	// is below half. Reserved claims count as claimed: a tenant may be refused about a
+	// reservation and a half per Store early (90 claims under the default), never let past the
+	// cap.
 	Records int64
 	// RecordsInterval is the interval Records counts over, aligned to the Unix epoch by the
 	// database clock. Default 1 minute.
@@ -232,10 +235,12 @@ func (s *Store) commitStatements(record string) []string {
 
 // bodyCharge is the count of one response's stored bytes in a commit pipeline.
 type bodyCharge struct {
-	tenant, ahead int64 // ahead: the bytes sqlReserveBody asks for; 0: not queued
-	// refill: the response's bytes came out of the tenant's reservation, and the charge only
-	// counts the next reservation ahead (ahead.take asked for it).
-	refill bool
+	// ahead: the bytes sqlReserveBody asks for, the refill that ahead.take asked this commit
+	// for; 0: not queued.
+	tenant, ahead int64
+	// taken: the response's bytes came out of the tenant's reservation, and the charge only
+	// counts the next reservation ahead.
+	taken bool
 	// kept is sqlChargeBody's note: "false" when the tenant was over its cap.
 	kept string
 	// reserved and leftUS are sqlReserveBody's answers; sent is when the pipeline was sent.
@@ -272,7 +277,7 @@ func (s *Store) settled(c *bodyCharge) {
 	case c == nil:
 	case c.reserved:
 		s.ahead.add(c.tenant, c.ahead, c.leftUS, c.sent)
-	case c.refill:
+	case c.ahead > 0:
 		s.ahead.refillEnded(c.tenant)
 	}
 }
@@ -280,7 +285,7 @@ func (s *Store) settled(c *bodyCharge) {
 // unsettled ends a charge whose transaction did not commit (or whose outcome is unknown): a
 // refill it carried is over, with nothing to add.
 func (s *Store) unsettled(c *bodyCharge) {
-	if c != nil && c.refill {
+	if c != nil && c.ahead > 0 {
 		s.ahead.refillEnded(c.tenant)
 	}
 }
@@ -288,25 +293,31 @@ func (s *Store) unsettled(c *bodyCharge) {
 // queueChargeBody adds the count of resp's stored bytes to a commit pipeline, before its record
 // statement, when resp counts and the tenant's reservation on this Store (counted ahead by an
 // earlier commit) cannot take it; the returned charge's note is filled with "false" by the
-// pipeline when the tenant is over its cap (the record statement then omits the body). When
-// the reservation takes resp but is running low, the charge counts only the next reservation
-// (refill): zero bytes of its own, under no cap, so its body is always kept. nil: nothing to
-// count in the pipeline. A reservation used by a commit that then fails is not given back: the
-// cap may only be reached early, never exceeded. The caller ends a returned charge with settled
-// or unsettled.
+// pipeline when the tenant is over its cap (the record statement then omits the body). The
+// charge also counts the next reservation ahead when ahead.take asks this commit to refill:
+// then, when the reservation took resp, it counts zero bytes of its own, under no cap, so its
+// body is always kept. nil: nothing to count in the pipeline. A reservation used by a commit
+// that then fails is not given back: the cap may only be reached early, never exceeded. The
+// caller ends a returned charge with settled or unsettled.
 func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Response) *bodyCharge {
 	n := stored(resp)
 	if resp.BodyOmitted || !s.lim.counted(n) {
 		return nil
 	}
 	size := aheadOf(s.lim.bodyBytes)
-	took, refill := s.ahead.take(sp.limitScope(), n, size/2)
-	if took && !refill {
+	taken, refill := false, false
+	if size > 0 {
+		taken, refill = s.ahead.take(sp.limitScope(), n, size/2)
+	}
+	if taken && !refill {
 		return nil
 	}
-	c := &bodyCharge{tenant: sp.limitScope(), ahead: size, refill: refill, sent: time.Now()}
-	count, capBytes := n, s.lim.bodyBytes
+	c := &bodyCharge{tenant: sp.limitScope(), taken: taken, sent: time.Now()}
 	if refill {
+		c.ahead = size
+	}
+	count, capBytes := n, s.lim.bodyBytes
+	if taken {
 		count, capBytes = 0, math.MaxInt64
 	}
 	b.Queue(sqlChargeBody, c.tenant, s.lim.bodyWindow, count, capBytes)
@@ -357,9 +368,10 @@ type readQuerier interface {
 // reached. While this Store holds claims counted ahead for the tenant (claimPlan), the read is
 // the plain one and a new key takes one of them; otherwise the same statement counts a new key
 // (statements.readCharged), and, when it refills the reservation, sqlReserveClaims rides in its
-// round trip. A replay or a busy key counts nothing either way.
+// round trip; a new key it counted without a refill makes the tenant's next read refill
+// (ahead.noteNew). A replay or a busy key counts nothing either way.
 func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
-	size := claimsAheadOf(s.lim.records)
+	size := claimsAheadOf(s.lim.records, s.lim.recordsEach)
 	plan := planCount
 	if size > 0 {
 		plan = s.claims.plan(sp.limitScope(), size/2)
@@ -397,10 +409,13 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 		err = cerr
 	}
 	if err != nil {
-		s.claimsSettled(refill, false)
+		s.claimsSettled(refill, false, false)
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
-	s.claimsSettled(refill, true)
+	s.claimsSettled(refill, true, admitted)
+	if admitted && plan == planCount && size > 0 {
+		s.claims.noteNew(sp.limitScope())
+	}
 	r = raw.row()
 	if (r == nil || !r.live) && !busy && !admitted {
 		return nil, false, s.lim.overLimit(left)
@@ -436,12 +451,16 @@ func (c *claimsRefill) read(br pgx.BatchResults) error {
 }
 
 // claimsSettled ends a refill: the claims it counted are the tenant's on this Store when its
-// round trip was answered (ok), and the next low reservation may be refilled.
-func (s *Store) claimsSettled(c *claimsRefill, ok bool) {
+// round trip was answered (ok). A refill behind a read that counted its claim (admitted) but
+// found no room for the reservation closes refills until the interval's end; otherwise the next
+// low reservation may be refilled.
+func (s *Store) claimsSettled(c *claimsRefill, ok, admitted bool) {
 	switch {
 	case c == nil:
 	case ok && c.reserved:
 		s.claims.add(c.tenant, c.size, c.leftUS, c.sent)
+	case ok && admitted:
+		s.claims.closeRefills(c.tenant, c.sent.Add(time.Duration(c.leftUS)*time.Microsecond))
 	default:
 		s.claims.refillEnded(c.tenant)
 	}
@@ -451,7 +470,7 @@ func (s *Store) claimsSettled(c *claimsRefill, ok bool) {
 // concurrent claims used it up since the plan, it counts the key alone (statements.chargeClaim,
 // one more round trip) and returns the LimitError when the cap is reached.
 func (s *Store) takeClaim(ctx context.Context, q querier, sp *claimSpec) error {
-	if ok, _ := s.claims.take(sp.limitScope(), 1, 0); ok {
+	if s.claims.takeOnly(sp.limitScope(), 1) {
 		return nil
 	}
 	var admitted bool

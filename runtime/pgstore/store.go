@@ -674,7 +674,8 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	d := sp.d
 	capped := s.lim.records > 0 && !sp.Counted
 	plan := planCount
-	if size := claimsAheadOf(s.lim.records); capped && size > 0 {
+	size := claimsAheadOf(s.lim.records, s.lim.recordsEach)
+	if capped && size > 0 {
 		plan = s.claims.plan(sp.limitScope(), size/2)
 	}
 	charged := capped && plan != planLocal
@@ -686,7 +687,7 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	}
 	var refill *claimsRefill
 	if charged {
-		refill = s.queueReserveClaims(b, sp, plan, claimsAheadOf(s.lim.records))
+		refill = s.queueReserveClaims(b, sp, plan, size)
 	}
 	b.Queue(s.q.readLocked, d.scope, d.key)
 	br := conn.SendBatch(ctx, b)
@@ -712,9 +713,12 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	s.claimsSettled(refill, err == nil)
+	s.claimsSettled(refill, err == nil, admitted)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("read record: %w", err)
+	}
+	if charged && admitted && plan == planCount && size > 0 {
+		s.claims.noteNew(sp.limitScope())
 	}
 	if r = first.row(); r != nil || busy {
 		if charged && r != nil && !r.live && !admitted {
