@@ -73,11 +73,11 @@ func (r reserved) refillOnItsWay(now time.Time) bool {
 	return !r.refilling.IsZero() && now.Sub(r.refilling) <= refillStale
 }
 
-// take uses n bytes of tenant's reservation and reports whether it had them; a reservation
-// too small for n is kept for smaller responses. refill reports that the caller's commit is to
-// count the next reservation ahead: the reservation is down to low bytes, or could not take
-// n, and no other refill is on its way. The caller then reports the end of that commit with
-// add or refillEnded.
+// take uses n units of tenant's reservation and reports whether it had them; a reservation
+// too small for n is kept for smaller responses. refill reports that the caller is to count
+// the next reservation ahead: the reservation is down to low units, or could not take n, no
+// other refill is on its way and refills are not closed. The caller then reports the end of
+// that refill with add, refillEnded or closeRefills.
 func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -86,27 +86,13 @@ func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	if ok = r.bytes >= n && now.Before(r.until); ok {
 		r.bytes -= n
 	}
-	if (!ok || r.bytes < low) && !r.refillOnItsWay(now) {
+	if (!ok || r.bytes < low) && !r.refillOnItsWay(now) && !now.Before(r.closed) {
 		r.refilling, refill = now, true
 	}
 	if ok || refill {
 		a.set(tenant, r)
 	}
 	return ok, refill
-}
-
-// takeOnly uses n units of tenant's reservation and reports whether it had them, and never
-// asks for a refill.
-func (a *ahead) takeOnly(tenant, n int64) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r, found := a.left[tenant]
-	if !found || r.bytes < n || !time.Now().Before(r.until) {
-		return false
-	}
-	r.bytes -= n
-	a.left[tenant] = r
-	return true
 }
 
 // set stores tenant's reservation; mu is held. Every so often it drops the ended ones that no
@@ -126,52 +112,6 @@ func (a *ahead) set(tenant int64, r reserved) {
 		}
 	}
 	a.sweepAt = max(64, 2*len(a.left))
-}
-
-// claimPlan is how the next claim of a tenant is counted against its records cap
-// (Limits.Records), decided before its read.
-type claimPlan int
-
-const (
-	// planCount: the read counts the claim when the key turns out new (statements.readCharged).
-	planCount claimPlan = iota
-	// planRefill: as planCount, and the same round trip counts the next reservation ahead
-	// (sqlReserveClaims); the caller ends it with add or refillEnded.
-	planRefill
-	// planLocal: the read counts nothing; a new key takes one claim of the reservation.
-	planLocal
-)
-
-// plan says how the next claim of tenant is counted: from the reservation while it holds one
-// claim and is above low, or while a refill is on its way; by the read otherwise, which also
-// refills the reservation when no refill is on its way or closed, and the tenant has had a new
-// key counted on this Store (noteNew), so that a Store that sees only its retries adds no
-// statement to them.
-func (a *ahead) plan(tenant, low int64) claimPlan {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r, found := a.left[tenant]
-	now := time.Now()
-	switch {
-	case !found:
-		return planCount
-	case r.bytes >= 1 && now.Before(r.until) && (r.bytes >= low || r.refillOnItsWay(now)):
-		return planLocal
-	case r.refillOnItsWay(now) || now.Before(r.closed):
-		return planCount
-	}
-	r.refilling = now
-	a.set(tenant, r)
-	return planRefill
-}
-
-// noteNew notes that the read counted a new key of tenant: its next read refills.
-func (a *ahead) noteNew(tenant int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, found := a.left[tenant]; !found {
-		a.set(tenant, reserved{})
-	}
 }
 
 // closeRefills ends the refill on its way, which found no room, and tries no other before

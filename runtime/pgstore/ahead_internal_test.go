@@ -56,70 +56,32 @@ func TestAheadStaleRefill(t *testing.T) {
 	}
 }
 
-// Claims are counted by the read until a new key of the tenant was counted on the Store; then
-// the next read refills the reservation, and claims come from it until it is down to the low
-// mark, when one read at a time refills it while the others still take from it. A refill that
-// found no room closes refills until the interval's end.
-func TestAheadClaimPlan(t *testing.T) {
+// Refills that found no room are closed until the instant given: take still serves what is
+// left, and asks for no refill before then.
+func TestAheadRefillsClosed(t *testing.T) {
 	var a ahead
 	const tenant, low = 7, 5
-	if p := a.plan(tenant, low); p != planCount {
-		t.Fatalf("no new key seen: plan %v, want planCount", p)
-	}
-	a.noteNew(tenant)
-	if p := a.plan(tenant, low); p != planRefill {
-		t.Fatalf("a new key seen, no reservation: plan %v, want planRefill", p)
-	}
-	if p := a.plan(tenant, low); p != planCount {
-		t.Fatalf("no reservation, a refill on its way: plan %v, want planCount", p)
-	}
-	a.add(tenant, 10, int64(time.Hour/time.Microsecond), time.Now())
-	for i := range 6 {
-		if p := a.plan(tenant, low); p != planLocal {
-			t.Fatalf("claim %d of 10: plan %v, want planLocal", i, p)
-		}
-		if ok, _ := a.take(tenant, 1, 0); !ok {
-			t.Fatalf("claim %d of 10: not taken", i)
-		}
-	}
-	if p := a.plan(tenant, low); p != planRefill {
-		t.Fatalf("below the low mark: plan %v, want planRefill", p)
-	}
-	if p := a.plan(tenant, low); p != planLocal {
-		t.Fatalf("below the low mark, a refill on its way: plan %v, want planLocal", p)
-	}
-	a.refillEnded(tenant)
-	if p := a.plan(tenant, low); p != planRefill {
-		t.Fatalf("after a refill that counted nothing: plan %v, want planRefill", p)
-	}
-}
-
-func TestAheadClaimRefillsClosed(t *testing.T) {
-	var a ahead
-	const tenant, low = 7, 5
-	a.noteNew(tenant)
-	if p := a.plan(tenant, low); p != planRefill {
-		t.Fatalf("plan %v, want planRefill", p)
+	if _, refill := a.take(tenant, 1, low); !refill {
+		t.Fatal("no refill asked for an empty reservation")
 	}
 	a.closeRefills(tenant, time.Now().Add(time.Hour))
 	for range 3 {
-		if p := a.plan(tenant, low); p != planCount {
-			t.Fatalf("refills closed: plan %v, want planCount", p)
+		if ok, refill := a.take(tenant, 1, low); ok || refill {
+			t.Fatalf("refills closed, nothing left: ok %v, refill %v; want neither", ok, refill)
 		}
 	}
 	a.closeRefills(tenant, time.Now().Add(-time.Second))
-	if p := a.plan(tenant, low); p != planRefill {
-		t.Errorf("refills closed until a past instant: plan %v, want planRefill", p)
+	if _, refill := a.take(tenant, 1, low); !refill {
+		t.Error("refills closed until a past instant: no refill asked")
 	}
 }
 
 // The map keeps about the tenants with a live reservation: entries whose reservation ended,
-// with no refill on its way, go at the next sweep.
+// with no refill on its way, go at a later sweep.
 func TestAheadSweepsEndedTenants(t *testing.T) {
 	var a ahead
 	for tenant := range int64(10000) {
-		a.noteNew(tenant)
-		if a.plan(tenant, 5) == planRefill {
+		if _, refill := a.take(tenant, 1, 5); refill {
 			a.refillEnded(tenant)
 		}
 	}

@@ -58,13 +58,12 @@ type Limits struct {
 	// ClaimPipelined claims as ClaimReadFirst, whose read counts the claim.
 	//
 	// Under a cap of 100 or more and a RecordsInterval of 10 s or more, a Store counts claims
-	// ahead (atomic mode and Admit): once a new key of the tenant was counted on it, the next
-	// lookup that counts one also counts Records/100 claims ahead for the tenant's next new
-	// keys on the same Store, which then read with the plain statement (a replay touches no
-	// counter) and take a claim of that reservation; one lookup at a time refills it once it
-	// is below half. Reserved claims count as claimed: a tenant may be refused about a
-	// reservation and a half per Store early (90 claims under the default), never let past the
-	// cap.
+	// ahead (atomic mode and Admit): the lookup is the plain read (a replay touches no
+	// counter), and a new key takes a claim of the tenant's reservation on the Store; when the
+	// reservation is below half, or empty, one new key at a time counts the next Records/100
+	// claims (and, when empty, itself) in a round trip after its read. Reserved claims count as
+	// claimed: a tenant may be refused about a reservation and a half per Store early (90
+	// claims under the default), never let past the cap.
 	Records int64
 	// RecordsInterval is the interval Records counts over, aligned to the Unix epoch by the
 	// database clock. Default 1 minute.
@@ -177,18 +176,20 @@ SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), t
 	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
 	RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
-	// sqlReserveClaims follows a charged read (statements.readCharged and its kin) in the same
-	// round trip: when the read counted its claim, it also counts $3 claims ahead for the
-	// tenant's ($1) next new keys in the current interval ($2 seconds), unless that would take
-	// the count over the cap ($4) or less than 2 s of the interval are left. It returns whether
-	// it counted them, and the µs left in the interval. A replay's read counted nothing, so
-	// this writes nothing either.
+	// sqlReserveClaims follows statements.chargeClaim or sqlClaimCounted in the same round
+	// trip: when the claim was counted, it also counts $3 claims ahead for the tenant's ($1)
+	// next new keys in the current interval ($2 seconds), unless that would take the count
+	// over the cap ($4) or less than 2 s of the interval are left. It returns whether it
+	// counted them, and the µs left in the interval.
 	sqlReserveClaims = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
 	WHERE scope_id = $1 AND kind = 1 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
 	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.claim_counted', true) = 'true'
 	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
 	RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+	// sqlClaimCounted notes, for sqlReserveClaims behind it in the same round trip, a claim
+	// counted in memory from the reservation.
+	sqlClaimCounted = `SELECT set_config('idemgen.claim_counted', 'true', true)`
 	// sqlSweepUsage deletes the counters of intervals that have ended.
 	sqlSweepUsage = `DELETE FROM idempotency_scope_usage WHERE ends_at <= EXTRACT(EPOCH FROM now())`
 )
@@ -365,18 +366,11 @@ type readQuerier interface {
 
 // readLimited is readProbe (probe) or read under the tenant's records cap: it returns the
 // LimitError when the key has no live record, no concurrent claim holds it, and the cap is
-// reached. While this Store holds claims counted ahead for the tenant (claimPlan), the read is
-// the plain one and a new key takes one of them; otherwise the same statement counts a new key
-// (statements.readCharged), and, when it refills the reservation, sqlReserveClaims rides in its
-// round trip; a new key it counted without a refill makes the tenant's next read refill
-// (ahead.noteNew). A replay or a busy key counts nothing either way.
+// reached. Under a cap that counts claims ahead (claimsAheadOf) the read is the plain one, and
+// a new key is counted after it (countNewKey); under a smaller cap the same statement counts a
+// new key exactly (statements.readCharged). A replay or a busy key counts nothing either way.
 func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
-	size := claimsAheadOf(s.lim.records, s.lim.recordsEach)
-	plan := planCount
-	if size > 0 {
-		plan = s.claims.plan(sp.limitScope(), size/2)
-	}
-	if plan == planLocal {
+	if size := claimsAheadOf(s.lim.records, s.lim.recordsEach); size > 0 {
 		if probe {
 			r, busy, err = s.readProbe(ctx, q, sp.d)
 		} else {
@@ -385,8 +379,11 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 		if err != nil || busy || (r != nil && r.live) {
 			return r, busy, err
 		}
-		return r, false, s.takeClaim(ctx, q, sp)
+		return r, false, s.countNewKey(ctx, q, sp, size)
 	}
+	var raw rawRecord
+	var admitted bool
+	var left int64
 	d := sp.d
 	args := []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records}
 	sql := s.q.readCharged
@@ -394,27 +391,8 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 		sql = s.q.readProbeCharged
 		args = append(args, d.lock)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	refill := s.queueReserveClaims(b, sp, plan, size)
-	var raw rawRecord
-	var admitted bool
-	var left int64
-	br := q.SendBatch(ctx, b)
-	err = br.QueryRow().Scan(raw.targets(&busy, &admitted, &left)...)
-	if err == nil {
-		err = refill.read(br)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		s.claimsSettled(refill, false, false)
+	if err = q.QueryRow(ctx, sql, args...).Scan(raw.targets(&busy, &admitted, &left)...); err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
-	}
-	s.claimsSettled(refill, true, admitted)
-	if admitted && plan == planCount && size > 0 {
-		s.claims.noteNew(sp.limitScope())
 	}
 	r = raw.row()
 	if (r == nil || !r.live) && !busy && !admitted {
@@ -423,62 +401,59 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 	return r, busy, nil
 }
 
-// claimsRefill is a refill of a tenant's claims counted ahead, queued behind a charged read.
-type claimsRefill struct {
-	tenant, size int64
-	reserved     bool
-	leftUS       int64
-	sent         time.Time
-}
-
-// queueReserveClaims queues sqlReserveClaims behind a charged read when plan refills the
-// tenant's reservation; nil otherwise.
-func (s *Store) queueReserveClaims(b *pgx.Batch, sp *claimSpec, plan claimPlan, size int64) *claimsRefill {
-	if plan != planRefill {
+// countNewKey counts a new key that a plain read found against the tenant's records cap: with
+// a claim of the reservation this Store counted ahead, in memory; otherwise in the database
+// (statements.chargeClaim), a LimitError when the cap is reached. When the reservation is
+// below half of size, or empty, and no refill of it is on its way, the same round trip counts
+// the next size claims ahead (sqlReserveClaims): a new key of a tenant costs a round trip more
+// once per size/2 or so, and when it comes to a Store that holds no reservation for it.
+func (s *Store) countNewKey(ctx context.Context, q batcher, sp *claimSpec, size int64) error {
+	tenant := sp.limitScope()
+	took, refill := s.claims.take(tenant, 1, size/2)
+	if took && !refill {
 		return nil
 	}
-	c := &claimsRefill{tenant: sp.limitScope(), size: size, sent: time.Now()}
-	b.Queue(sqlReserveClaims, c.tenant, s.lim.recordsEach, size, s.lim.records)
-	return c
-}
-
-// read reads sqlReserveClaims' answers from br.
-func (c *claimsRefill) read(br pgx.BatchResults) error {
-	if c == nil {
-		return nil
+	b := &pgx.Batch{}
+	if took {
+		b.Queue(sqlClaimCounted)
+	} else {
+		b.Queue(s.q.chargeClaim, s.chargeArgs(sp)...)
 	}
-	return br.QueryRow().Scan(&c.reserved, &c.leftUS)
-}
-
-// claimsSettled ends a refill: the claims it counted are the tenant's on this Store when its
-// round trip was answered (ok). A refill behind a read that counted its claim (admitted) but
-// found no room for the reservation closes refills until the interval's end; otherwise the next
-// low reservation may be refilled.
-func (s *Store) claimsSettled(c *claimsRefill, ok, admitted bool) {
+	if refill {
+		b.Queue(sqlReserveClaims, tenant, s.lim.recordsEach, size, s.lim.records)
+	}
+	sent := time.Now()
+	var admitted, reserved bool
+	var left, reserveLeft int64
+	br := q.SendBatch(ctx, b)
+	var err error
+	if took {
+		_, err = br.Exec()
+		admitted = true
+	} else {
+		err = br.QueryRow().Scan(&admitted, &left)
+	}
+	if err == nil && refill {
+		err = br.QueryRow().Scan(&reserved, &reserveLeft)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	switch {
-	case c == nil:
-	case ok && c.reserved:
-		s.claims.add(c.tenant, c.size, c.leftUS, c.sent)
-	case ok && admitted:
-		s.claims.closeRefills(c.tenant, c.sent.Add(time.Duration(c.leftUS)*time.Microsecond))
+	case !refill:
+	case err == nil && reserved:
+		s.claims.add(tenant, size, reserveLeft, sent)
+	case err == nil && admitted:
+		// Counted, but no room for a reservation: the cap is less than one away, or the
+		// interval about to end.
+		s.claims.closeRefills(tenant, sent.Add(time.Duration(reserveLeft)*time.Microsecond))
 	default:
-		s.claims.refillEnded(c.tenant)
+		s.claims.refillEnded(tenant)
 	}
-}
-
-// takeClaim counts a new key that a plain read found against the reservation of claims; when
-// concurrent claims used it up since the plan, it counts the key alone (statements.chargeClaim,
-// one more round trip) and returns the LimitError when the cap is reached.
-func (s *Store) takeClaim(ctx context.Context, q querier, sp *claimSpec) error {
-	if s.claims.takeOnly(sp.limitScope(), 1) {
-		return nil
-	}
-	var admitted bool
-	var left int64
-	if err := q.QueryRow(ctx, s.q.chargeClaim, s.chargeArgs(sp)...).Scan(&admitted, &left); err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("count the claim: %w", err)
-	}
-	if !admitted {
+	case !admitted:
 		return s.lim.overLimit(left)
 	}
 	return nil

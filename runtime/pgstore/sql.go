@@ -229,7 +229,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 p AS (SELECT ` + busy + ` AS busy),
 ` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
-SELECT r.*, p.busy, ` + admittedNoted + ` AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
+SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true`
 		switch probe {
 		case "probe":
@@ -242,7 +242,7 @@ FROM p LEFT JOIN r ON true`
 	}
 	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now())),
 ` + chargeClaimCTE("FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM r)", "$3", "$4", "$5") + `
-SELECT EXISTS (SELECT 1 FROM c) OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
+SELECT ` + admittedNoted + ` OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
 
 	if partitioned {
 		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`

@@ -673,21 +673,15 @@ func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *ro
 func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked bool, err error) {
 	d := sp.d
 	capped := s.lim.records > 0 && !sp.Counted
-	plan := planCount
 	size := claimsAheadOf(s.lim.records, s.lim.recordsEach)
-	if capped && size > 0 {
-		plan = s.claims.plan(sp.limitScope(), size/2)
-	}
-	charged := capped && plan != planLocal
+	// Under a cap that counts claims ahead the read is the plain one and a new key is counted
+	// after it (countNewKey); under a smaller one the read counts it.
+	charged := capped && size == 0
 	b := &pgx.Batch{}
 	if charged {
 		b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
 	} else {
 		b.Queue(s.q.readLock, d.scope, d.key, d.lock)
-	}
-	var refill *claimsRefill
-	if charged {
-		refill = s.queueReserveClaims(b, sp, plan, size)
 	}
 	b.Queue(s.q.readLocked, d.scope, d.key)
 	br := conn.SendBatch(ctx, b)
@@ -702,9 +696,6 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		err = br.QueryRow().Scan(first.targets(&busy)...)
 	}
 	if err == nil {
-		err = refill.read(br)
-	}
-	if err == nil {
 		err = br.QueryRow().Scan(again.targets()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
@@ -713,29 +704,26 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	s.claimsSettled(refill, err == nil, admitted)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("read record: %w", err)
 	}
-	if charged && admitted && plan == planCount && size > 0 {
-		s.claims.noteNew(sp.limitScope())
-	}
+	countsAfter := capped && !charged
 	if r = first.row(); r != nil || busy {
 		if charged && r != nil && !r.live && !admitted {
 			return nil, false, false, s.lim.overLimit(left) // an expired record takes no lock
 		}
-		if capped && !charged && r != nil && !r.live && !busy {
-			err = s.takeClaim(ctx, conn, sp) // an expired record: a new claim of the key
+		if countsAfter && r != nil && !r.live && !busy {
+			err = s.countNewKey(ctx, conn, sp, size) // an expired record: a new claim of the key
 		}
 		return r, busy, false, err
 	}
 	if charged && !admitted {
 		return nil, false, true, s.lim.overLimit(left)
 	}
-	if r = again.row(); capped && !charged && (r == nil || !r.live) {
-		// A new key, locked: it takes a claim of the reservation (a LimitError leaves the lock
-		// for the caller to release).
-		err = s.takeClaim(ctx, conn, sp)
+	if r = again.row(); countsAfter && (r == nil || !r.live) {
+		// A new key, locked: it is counted now (a LimitError leaves the lock for the caller
+		// to release).
+		err = s.countNewKey(ctx, conn, sp, size)
 	}
 	return r, false, true, err
 }
