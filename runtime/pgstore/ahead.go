@@ -66,6 +66,16 @@ type reserved struct {
 	until     time.Time
 	refilling time.Time
 	closed    time.Time
+	// refilled is closed when the refill on its way ends (nil: none on its way).
+	refilled chan struct{}
+}
+
+// endRefill ends r's refill on its way, if any, waking whoever waits for it; mu is held.
+func (r *reserved) endRefill() {
+	if r.refilled != nil {
+		close(r.refilled)
+	}
+	r.refilling, r.refilled = time.Time{}, nil
 }
 
 // refillOnItsWay reports whether a refill of r started at most refillStale before now.
@@ -77,8 +87,9 @@ func (r reserved) refillOnItsWay(now time.Time) bool {
 // too small for n is kept for smaller responses. refill reports that the caller is to count
 // the next reservation ahead: the reservation is down to low units, or could not take n, no
 // other refill is on its way and refills are not closed. The caller then reports the end of
-// that refill with add, refillEnded or closeRefills.
-func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
+// that refill with add, refillEnded or closeRefills. When it could not take n while another
+// refill is on its way, refilled is closed once that refill ends.
+func (a *ahead) take(tenant, n, low int64) (ok, refill bool, refilled <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.left[tenant]
@@ -86,13 +97,17 @@ func (a *ahead) take(tenant, n, low int64) (ok, refill bool) {
 	if ok = r.bytes >= n && now.Before(r.until); ok {
 		r.bytes -= n
 	}
-	if (!ok || r.bytes < low) && !r.refillOnItsWay(now) && !now.Before(r.closed) {
-		r.refilling, refill = now, true
+	switch {
+	case (!ok || r.bytes < low) && !r.refillOnItsWay(now) && !now.Before(r.closed):
+		r.endRefill() // a stale one
+		r.refilling, r.refilled, refill = now, make(chan struct{}), true
+	case !ok && r.refillOnItsWay(now):
+		refilled = r.refilled
 	}
 	if ok || refill {
 		a.set(tenant, r)
 	}
-	return ok, refill
+	return ok, refill, refilled
 }
 
 // set stores tenant's reservation; mu is held. Every so often it drops the ended ones that no
@@ -120,7 +135,8 @@ func (a *ahead) closeRefills(tenant int64, until time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r, ok := a.left[tenant]; ok {
-		r.refilling, r.closed = time.Time{}, until
+		r.endRefill()
+		r.closed = until
 		a.left[tenant] = r
 	}
 }
@@ -131,7 +147,7 @@ func (a *ahead) refillEnded(tenant int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r, ok := a.left[tenant]; ok {
-		r.refilling = time.Time{}
+		r.endRefill()
 		a.left[tenant] = r
 	}
 }
@@ -154,5 +170,6 @@ func (a *ahead) add(tenant, n, leftUS int64, sent time.Time) {
 			until = r.until
 		}
 	}
+	r.endRefill()
 	a.set(tenant, reserved{bytes: n, until: until})
 }

@@ -308,7 +308,7 @@ func (s *Store) queueChargeBody(b *pgx.Batch, sp *claimSpec, resp *store.Respons
 	size := aheadOf(s.lim.bodyBytes)
 	taken, refill := false, false
 	if size > 0 {
-		taken, refill = s.ahead.take(sp.limitScope(), n, size/2)
+		taken, refill, _ = s.ahead.take(sp.limitScope(), n, size/2)
 	}
 	if taken && !refill {
 		return nil
@@ -401,6 +401,10 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 	return r, busy, nil
 }
 
+// refillWait is how long a new key that finds the reservation empty waits for the refill on its
+// way before it counts itself.
+const refillWait = 100 * time.Millisecond
+
 // countNewKey counts a new key that a plain read found against the tenant's records cap: with
 // a claim of the reservation this Store counted ahead, in memory; otherwise in the database
 // (statements.chargeClaim), a LimitError when the cap is reached. When the reservation is
@@ -409,7 +413,20 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 // once per size/2 or so, and when it comes to a Store that holds no reservation for it.
 func (s *Store) countNewKey(ctx context.Context, q batcher, sp *claimSpec, size int64) error {
 	tenant := sp.limitScope()
-	took, refill := s.claims.take(tenant, 1, size/2)
+	took, refill, refilled := s.claims.take(tenant, 1, size/2)
+	if refilled != nil {
+		// The reservation is empty and another new key is refilling it: wait for that round
+		// trip rather than count this key alone under the counter's row lock behind it (a
+		// tenant's first burst of new keys on a Store would otherwise queue there).
+		wait := time.NewTimer(refillWait)
+		select {
+		case <-refilled:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+		took, refill, _ = s.claims.take(tenant, 1, size/2)
+	}
 	if took && !refill {
 		return nil
 	}
