@@ -148,7 +148,7 @@ func TestRecordsCountedAhead(t *testing.T) {
 				if v.tweak != nil {
 					v.tweak(s)
 				}
-				s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: time.Hour} // 10 ahead
+				s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: 24 * time.Hour} // 10 ahead
 			})
 			h := e.atomicHandler(payOp())
 			// The first new key is counted, with the reservation, after its read.
@@ -193,7 +193,7 @@ func TestRecordsCountedAhead(t *testing.T) {
 // A Store that sees only a tenant's retries (a replica behind which no new key of the tenant
 // arrived) reads them without touching the counters either, and asks for no reservation.
 func TestRecordsRetriesOnlyStore(t *testing.T) {
-	tweak := func(s *setup) { s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: time.Hour} }
+	tweak := func(s *setup) { s.store.Limits = pgstore.Limits{Records: 1000, RecordsInterval: 24 * time.Hour} }
 	e := newEnv(t, tweak)
 	if w := serve(e.atomicHandler(payOp()), req("t1", "k-retried-000000001", body100)); w.Code != 201 {
 		t.Fatalf("first key: %d %s", w.Code, w.Body)
@@ -215,7 +215,7 @@ func TestRecordsRetriesOnlyStore(t *testing.T) {
 // than the cap less what the two Stores may hold unused (3 each).
 func TestRecordsCapCountedAheadUnderConcurrency(t *testing.T) {
 	tweak := func(s *setup) {
-		s.store.Limits, s.maxConns = pgstore.Limits{Records: 200, RecordsInterval: time.Hour}, 20
+		s.store.Limits, s.maxConns = pgstore.Limits{Records: 200, RecordsInterval: 24 * time.Hour}, 20
 	}
 	e := newEnv(t, tweak)
 	other := newEnvAt(t, e.url, tweak)

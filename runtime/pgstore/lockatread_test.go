@@ -22,6 +22,7 @@ import (
 // withLockAtRead is ClaimWithStatement with LockAtRead, under the default records cap.
 func withLockAtRead(c *setup) {
 	c.store.Claim = pgstore.ClaimWithStatement{LockAtRead: true}
+	steadyCap(c)
 }
 
 // withLockAtReadUncapped is withLockAtRead without a records cap.

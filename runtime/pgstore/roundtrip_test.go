@@ -30,7 +30,10 @@ func TestRoundTripsAtomic(t *testing.T) {
 		{"Pipelined/portable", pgstore.ClaimPipelined{}, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(c *setup) { c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable })
+			e := newEnv(t, func(c *setup) {
+				c.store.Claim, c.store.NoAdvisoryLocks = tc.strategy, tc.portable
+				steadyCap(c)
+			})
 			h := e.atomicHandler(payOp())
 			// Warm the connection's statement cache so the counts are the steady state (under
 			// the records cap: a new key counted by its read, one that also counts claims ahead,
@@ -157,7 +160,10 @@ func TestSimpleProtocolPool(t *testing.T) {
 	}{"WithStatement/LockAtRead", pgstore.ClaimWithStatement{LockAtRead: true}})
 	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
-			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", withStrategy(s.strategy))
+			e := newEnvAt(t, pgtest.NewDatabase(t)+"&default_query_exec_mode=simple_protocol", func(c *setup) {
+				withStrategy(s.strategy)(c)
+				steadyCap(c)
+			})
 			h := e.atomicHandler(payOp())
 			serve(h, req("t1", "k-warm-up-00000001", body100))
 			want := int64(3)
@@ -240,7 +246,10 @@ func TestRoundTripsInFlight(t *testing.T) {
 		{"Pipelined", pgstore.ClaimPipelined{}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, withStrategy(tc.strategy))
+			e := newEnv(t, func(c *setup) {
+				withStrategy(tc.strategy)(c)
+				steadyCap(c)
+			})
 			h := e.atomicHandler(payOp())
 			// A duplicate while another request holds the key; the counts are the duplicate's.
 			inFlight := func(key string) (n, writes int64, log []string) {
