@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -167,32 +168,31 @@ var (
 	RETURNING 1)
 SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), true)`
 	// sqlReserveBody follows sqlChargeBody in the same transaction: when that kept the body, it
-	// also counts $3 bytes ahead for the tenant's next responses, unless that would take the
-	// count over $4 or less than 2 s of the window are left (by the database clock at the
-	// statement). It returns whether it counted them, and the µs left in the window.
-	sqlReserveBody = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
-	WHERE scope_id = $1 AND kind = 2 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
-	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.body_kept', true) = 'true'
-	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
-	RETURNING 1)
-SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+	// counts bytes ahead (reserveAhead).
+	sqlReserveBody = reserveAhead(usageBody, "idemgen.body_kept")
 	// sqlReserveClaims follows statements.chargeClaim or sqlClaimCounted in the same round
-	// trip: when the claim was counted, it also counts $3 claims ahead for the tenant's ($1)
-	// next new keys in the current interval ($2 seconds), unless that would take the count
-	// over the cap ($4) or less than 2 s of the interval are left. It returns whether it
-	// counted them, and the µs left in the interval.
-	sqlReserveClaims = `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
-	WHERE scope_id = $1 AND kind = 1 AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
-	AND amount + $3::bigint <= $4::bigint AND current_setting('idemgen.claim_counted', true) = 'true'
-	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
-	RETURNING 1)
-SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+	// trip: when the claim was counted, it counts claims ahead (reserveAhead).
+	sqlReserveClaims = reserveAhead(usageRecords, "idemgen.claim_counted")
 	// sqlClaimCounted notes, for sqlReserveClaims behind it in the same round trip, a claim
 	// counted in memory from the reservation.
 	sqlClaimCounted = `SELECT set_config('idemgen.claim_counted', 'true', true)`
 	// sqlSweepUsage deletes the counters of intervals that have ended.
 	sqlSweepUsage = `DELETE FROM idempotency_scope_usage WHERE ends_at <= EXTRACT(EPOCH FROM now())`
 )
+
+// reserveAhead is the statement that counts $3 units of kind ahead for a tenant's ($1) next
+// responses or new keys in the current interval ($2 seconds), when the statement before it in
+// the same transaction set noted to 'true' (it counted its own), unless that would take the
+// count over the cap ($4) or less than 2 s of the interval are left (by the database clock at
+// the statement). It returns whether it counted them, and the µs left in the interval.
+func reserveAhead(kind int, noted string) string {
+	return `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
+	WHERE scope_id = $1 AND kind = ` + strconv.Itoa(kind) + ` AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
+	AND amount + $3::bigint <= $4::bigint AND current_setting('` + noted + `', true) = 'true'
+	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
+	RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+}
 
 // keptBody and keptOmitted are the record statements' body and body_omitted expressions for
 // parameters body and omitted: the body is left out when the commit's sqlChargeBody found the
