@@ -63,19 +63,7 @@ func TestNoProductLinksATestKit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}`, "./cmd/idemgen", "./runtime/...")
-	cmd.Dir = filepath.Join("..", "..", "..")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var pkgs []pkg
-	for line := range strings.Lines(string(out)) {
-		path, imports, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
-		if inner, ok := strings.CutPrefix(path, module); ok {
-			pkgs = append(pkgs, pkg{path: inner, imports: strings.Fields(imports)})
-		}
-	}
+	pkgs := goList(t, "-deps", "./cmd/idemgen", "./runtime/...")
 	if len(pkgs) < 10 {
 		t.Fatalf("go list -deps named %d packages of this module", len(pkgs))
 	}
@@ -297,9 +285,14 @@ func readRules(t *testing.T, path string) []rule {
 
 // listPackages lists the module's packages with go list (test files not included: the rules
 // are the product's).
-func listPackages(t *testing.T) []pkg {
+func listPackages(t *testing.T) []pkg { return goList(t, "./...") }
+
+// goList runs go list with args at the module's root and returns the module's packages among
+// those it names, with their imports and dependencies.
+func goList(t *testing.T, args ...string) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}{{"\t"}}{{join .Deps " "}}`, "./...")
+	format := `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}{{"\t"}}{{join .Deps " "}}`
+	cmd := exec.Command("go", append([]string{"list", "-f", format}, args...)...)
 	cmd.Dir = filepath.Join("..", "..", "..")
 	out, err := cmd.Output()
 	if err != nil {
