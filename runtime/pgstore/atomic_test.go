@@ -286,16 +286,9 @@ func testAtomicDistinctKeysInParallel(t *testing.T, tweak func(*setup)) {
 	e := newEnv(t, tweak)
 	h := e.atomicHandler(payOp())
 	const n = 50
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = serve(h, req("t1", fmt.Sprintf("k-distinct-%08d-x", i), body100, "X-Delay", "50ms")).Code
-		}()
-	}
-	wg.Wait()
+	codes := concurrently(n, func(i int) int {
+		return serve(h, req("t1", fmt.Sprintf("k-distinct-%08d-x", i), body100, "X-Delay", "50ms")).Code
+	})
 	for i, c := range codes {
 		if c != 201 {
 			t.Errorf("request %d: %d", i, c)

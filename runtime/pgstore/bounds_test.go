@@ -221,16 +221,9 @@ func TestRecordsCapCountedAheadUnderConcurrency(t *testing.T) {
 	other := newEnvAt(t, e.url, tweak)
 	hs := []http.Handler{e.atomicHandler(payOp()), other.atomicHandler(payOp())}
 	const n = 300
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = serve(hs[i%2], req("t1", fmt.Sprintf("k-ahead-conc-%08d", i), body100)).Code
-		}()
-	}
-	wg.Wait()
+	codes := concurrently(n, func(i int) int {
+		return serve(hs[i%2], req("t1", fmt.Sprintf("k-ahead-conc-%08d", i), body100)).Code
+	})
 	statuses := map[int]int{}
 	for _, c := range codes {
 		statuses[c]++

@@ -151,6 +151,21 @@ func newEnvB(b *testing.B, tweak func(*setup)) *env {
 	})
 }
 
+// concurrently runs f(0) … f(n-1) at once and returns their results in order.
+func concurrently(n int, f func(i int) int) []int {
+	out := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // steadyCap keeps the default records cap but counts it per day rather than per minute: tests
 // that count round trips in the steady state would otherwise meet, when they run across a
 // minute's end, the round trip that counts a tenant's claims ahead in the next minute.

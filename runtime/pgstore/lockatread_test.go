@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,17 +186,7 @@ func TestLockAtReadMiddlewareStorm(t *testing.T) {
 	e := newEnv(t, withLockAtRead)
 	var entered atomic.Int64
 	h := lockedMiddleware(t, e, &entered)
-	const n = 24
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = serve(h, req("t1", key1, body100)).Code
-		}()
-	}
-	wg.Wait()
+	codes := concurrently(24, func(int) int { return serve(h, req("t1", key1, body100)).Code })
 	if got := entered.Load(); got != 1 {
 		t.Errorf("the wrapped handler ran %d times, want 1: %v", got, codes)
 	}
