@@ -174,6 +174,8 @@ func (g *planner) canonValue(t *tinfo, n *trie, o *opPlan) *canonVal {
 		}
 	case kStruct:
 		v.fn = g.canonFor(t, n, o)
+	case kNullable:
+		v.elem = g.canonValue(t.elem, n, o)
 	case kSlice:
 		elem := g.elemExclusion(n, o)
 		if elem != nil && elem.leaf {
@@ -413,9 +415,10 @@ func memberName(name string) jen.Code {
 	return jen.Op("`" + q + "`")
 }
 
-// canonMember writes one member of a struct canonicalizer. Absent members (nil) are left out, so
-// absent and null fingerprint alike, as the handler sees them; a required member that is nil
-// (nullable) is written as null.
+// canonMember writes one member of a struct canonicalizer. Absent members (nil) are left out; a
+// three-state member (optional and nullable) sent as null is written as null, so absent and null
+// fingerprint apart, as the handler tells them apart; a required member that is nil (nullable)
+// is written as null.
 func (p *plan) canonMember(grp *jen.Group, m canonMember) {
 	fl, cv := m.fl, m.val
 	name := memberName(fl.p.Name)
@@ -447,6 +450,15 @@ func (p *plan) canonMember(grp *jen.Group, m canonMember) {
 		default:
 			grp.Add(b()).Op("=").Add(p.appendExpr(cv, x, jen.Id("o").Dot("Key").Call(b(), name), 0))
 		}
+	}
+	if fl.three {
+		// Absent writes nothing, null writes null: the three states fingerprint apart.
+		grp.If(val.Clone().Op("!=").Nil()).BlockFunc(func(g *jen.Group) {
+			g.If(val.Clone().Dot("Null")).BlockFunc(func(g *jen.Group) { set(g, "Null") }).Else().BlockFunc(func(g *jen.Group) {
+				write(g, val.Clone().Dot("Value"))
+			})
+		})
+		return
 	}
 	nullOr := func(x *jen.Statement) {
 		grp.If(val.Clone().Op("==").Nil()).BlockFunc(func(g *jen.Group) { set(g, "Null") }).Else().BlockFunc(func(g *jen.Group) { write(g, x) })
@@ -503,6 +515,8 @@ func (p *plan) appendExpr(cv *canonVal, val *jen.Statement, b jen.Code, depth in
 		return jen.Append(b, val.Op("..."))
 	case kStruct:
 		return jen.Id(cv.fn.name).Call(b, jen.Op("&").Add(val))
+	case kNullable:
+		return jen.Qual(pkgCanonical, "AppendNullable").Call(b, val, p.valueFunc(cv.elem, depth+1))
 	case kFile:
 		return jen.Qual(pkgGen, "AppendFile").Call(b, jen.Op("&").Add(val))
 	case kSlice:

@@ -180,15 +180,22 @@ func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
 	}
 	var cond *jen.Statement
 	expr := o.bodyVal()
+	and := func(c *jen.Statement) {
+		if cond == nil {
+			cond = c
+		} else {
+			cond = cond.Op("&&").Add(c)
+		}
+	}
 	for _, fl := range o.keyPath {
 		expr = expr.Clone().Dot(fl.name)
-		if fl.ptr {
-			c := expr.Clone().Op("!=").Nil()
-			if cond == nil {
-				cond = c
-			} else {
-				cond = cond.Op("&&").Add(c)
-			}
+		switch {
+		case fl.three:
+			and(expr.Clone().Op("!=").Nil())
+			and(jen.Op("!").Add(expr.Clone()).Dot("Null"))
+			expr = expr.Clone().Dot("Value")
+		case fl.ptr:
+			and(expr.Clone().Op("!=").Nil())
 		}
 	}
 	grp.If(cond).Block(jen.Id("in").Dot("SetBodyKey").Call(jen.Op("*").Add(expr), jen.True()))
@@ -320,6 +327,16 @@ func (p *plan) decodeAddl(b *jen.Group, t *tinfo) {
 func (p *plan) decodeField(grp *jen.Group, fl *field, first *jen.Statement) {
 	dst := jen.Id("v").Dot(fl.name)
 	nullable := fl.p.Schema.Nullable || fl.p.Nullable
+	if fl.three {
+		// Three states: nil (absent, never assigned here), Null, or the value.
+		grp.Add(dst.Clone()).Op("=").Op("&").Qual(pkgCanonical, "Nullable").Types(fl.t.code()).Values(jen.Dict{
+			jen.Id("Null"): jen.Add(first).Dot("Null").Call(),
+		})
+		grp.If(jen.Op("!").Add(dst.Clone()).Dot("Null")).BlockFunc(func(b *jen.Group) {
+			p.decodeInto(b, fl.t, false, dst.Clone().Dot("Value"), 1, dec())
+		})
+		return
+	}
 	if !fl.ptr {
 		p.decodeInto(grp, fl.t, nullable, dst, 1, first)
 		return
@@ -377,7 +394,7 @@ func readExpr(t *tinfo, reader *jen.Statement) jen.Code {
 // scalar kinds are read by one expression.
 func scalar(t *tinfo) bool {
 	switch t.kind {
-	case kStruct, kSlice, kMap:
+	case kStruct, kSlice, kMap, kNullable:
 		return false
 	}
 	return true
@@ -395,6 +412,13 @@ func (p *plan) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Stat
 		return
 	}
 	switch t.kind {
+	case kNullable:
+		// null is Null, never the zero value of the element's type.
+		grp.If(first.Clone().Dot("Null").Call()).Block(
+			dst.Clone().Dot("Null").Op("=").True(),
+		).Else().BlockFunc(func(b *jen.Group) {
+			p.decodeInto(b, t.elem, false, dst.Clone().Dot("Value"), depth, dec())
+		})
 	case kStruct:
 		grp.Id(t.decodeFn).Call(first, jen.Op("&").Add(dst))
 	case kSlice:
@@ -402,7 +426,7 @@ func (p *plan) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Stat
 		grp.Add(dst.Clone()).Op("=").Add(t.code()).Values()
 		grp.For(first.Clone().Dot("BeginArray").Call(), dec().Dot("NextElement").Call(), jen.Empty()).BlockFunc(func(lb *jen.Group) {
 			el := t.elem
-			elNull := el.s != nil && el.s.Nullable
+			elNull := elemNull(el)
 			switch {
 			case el.kind == kStruct && !elNull:
 				lb.Id(el.decodeFn).Call(dec(), jen.Qual(pkgCanonical, "Grow").Call(jen.Op("&").Add(dst.Clone())))
@@ -433,10 +457,17 @@ func (p *plan) decodeInto(grp *jen.Group, t *tinfo, nullable bool, dst *jen.Stat
 	}
 }
 
+// elemNull reports whether an element or map value of type el is nullable without a type that
+// says so (canonical.Nullable, elemOf): only a schema-less value, whose null is its canonical
+// JSON, is never wrapped.
+func elemNull(el *tinfo) bool {
+	return el.s != nil && el.s.Nullable && el.kind != kRaw && el.kind != kNullable
+}
+
 // decodeEntry decodes the current member of an object into the (allocated) map m, refusing a
 // key that is already there.
 func (p *plan) decodeEntry(b *jen.Group, el *tinfo, m *jen.Statement, depth int) {
-	elNull := el.s != nil && el.s.Nullable && el.kind != kRaw
+	elNull := elemNull(el)
 	// MapKey is called before the value is read: the key is the member's name.
 	key := jen.Qual(pkgCanonical, "MapKey").Call(dec(), m.Clone())
 	cs := checks(el, jen.Id(fmt.Sprintf("e%d", depth)), dec())

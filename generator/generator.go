@@ -190,6 +190,8 @@ type planner struct {
 
 	types     map[*model.Schema]*tinfo
 	formTypes map[*model.Schema]*tinfo // types of bracketed form bodies (formType)
+	// nullables are the canonical.Nullable wrappers of element types (elemOf), one per type.
+	nullables map[*tinfo]*tinfo
 	// formShapes are the structs of bracketed form bodies by the shape of their inline schema
 	// (formShape), so that identical inline objects share one type; shapes memoizes formShape.
 	formShapes map[string]*tinfo
@@ -243,6 +245,7 @@ func newPlanner(doc *model.Document, opts Options) *planner {
 		keyProps:       map[*model.Property]bool{},
 		canon:          map[string]*canonFunc{},
 		formTypes:      map[*model.Schema]*tinfo{},
+		nullables:      map[*tinfo]*tinfo{},
 		formShapes:     map[string]*tinfo{},
 		shapes:         map[*model.Schema]string{},
 		multipartTypes: map[*model.Schema]*tinfo{},

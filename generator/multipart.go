@@ -46,6 +46,10 @@ func (p *plan) emitMultipartBody(grp *jen.Group, o *opPlan) {
 			}
 		case fl.t.kind == kRaw:
 			cb.Add(dst).Op("=").Add(m().Dot("Raw").Call(seen...))
+		case formScalar(fl.t) && fl.three:
+			// A text part has no null: a part sent holds a value.
+			cb.Add(dst.Clone()).Op("=").Op("&").Qual(pkgCanonical, "Nullable").Types(fl.t.code()).Values()
+			convert(cb, fl.t, m().Dot("Text").Call(seen...), m(), dst.Clone().Dot("Value"))
 		case formScalar(fl.t) && fl.ptr:
 			cb.Add(dst.Clone()).Op("=").Qual(pkgCanonical, "Ptr").Call(readExpr(fl.t, m().Dot("Text").Call(seen...)))
 			for _, c := range checks(fl.t, jen.Op("*").Add(dst.Clone()), m()) {

@@ -191,13 +191,18 @@ func (p *plan) emitDeepObject(grp *jen.Group, o *opPlan, pp *paramPlan) {
 // present).
 func (p *plan) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, ensure []jen.Code, present []jen.Code, cases, maps, required *[]jen.Code) {
 	par := func() *jen.Statement { return jen.Id("p") }
-	mapEntry := func(elem *tinfo, m *jen.Statement, at string) {
+	mapEntry := func(elem *tinfo, m *jen.Statement, at string, ensure []jen.Code) {
 		*maps = append(*maps, jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Add(par()).Dot("MapKey").Call(jen.Lit(at)), jen.Id("ok")).BlockFunc(func(b *jen.Group) {
 			for _, e := range ensure {
 				b.Add(e)
 			}
 			b.If(m.Clone().Op("==").Nil()).Block(m.Clone().Op("=").Map(jen.String()).Add(elem.code()).Values())
-			if elem.kind == kRaw {
+			if elem.kind == kNullable {
+				// Text has no null: a value sent is a value.
+				b.Var().Id("e").Add(elem.code())
+				convert(b, elem.elem, par().Dot("Once").Call(), par(), jen.Id("e").Dot("Value"))
+				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Id("e")
+			} else if elem.kind == kRaw {
 				b.Add(m.Clone()).Index(jen.Id("k")).Op("=").Qual(pkgCanonical, "AppendString").Call(jen.Nil(), par().Dot("Once").Call().Dot("Str").Call())
 			} else if cs := checks(elem, jen.Id("e"), par()); len(cs) > 0 {
 				b.Id("e").Op(":=").Add(readExpr(elem, par().Dot("Once").Call()))
@@ -212,7 +217,7 @@ func (p *plan) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, e
 		}))
 	}
 	if t.kind == kMap {
-		mapEntry(t.elem, val(), strings.TrimSuffix(prefix, "]["))
+		mapEntry(t.elem, val(), strings.TrimSuffix(prefix, "]["), ensure)
 		return
 	}
 	var names []jen.Code
@@ -228,20 +233,31 @@ func (p *plan) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, e
 	for _, f := range t.fields {
 		path := prefix + f.p.Name
 		dst := val().Dot(f.name)
+		fensure, fpresent := ensure, present
+		if f.three {
+			// A query has no null: a member that is sent holds its value.
+			fensure = append(slices.Clone(ensure), jen.If(dst.Clone().Op("==").Nil()).Block(
+				dst.Clone().Op("=").Op("&").Qual(pkgCanonical, "Nullable").Types(f.t.code()).Values()))
+			fpresent = append(slices.Clone(present), dst.Clone().Op("!=").Nil())
+			dst = dst.Clone().Dot("Value")
+		}
 		switch {
 		case f.t.kind == kStruct:
-			sub, cond := ensure, present
+			sub, cond := fensure, fpresent
 			next := func() *jen.Statement { return val().Dot(f.name) }
+			if f.three {
+				next = func() *jen.Statement { return val().Dot(f.name).Dot("Value") }
+			}
 			if f.ptr {
 				sub = append(slices.Clone(ensure), jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(jen.Id(f.t.name))))
 				cond = append(slices.Clone(present), dst.Clone().Op("!=").Nil())
 			}
 			p.deepMembers(f.t, path+"][", next, sub, cond, cases, maps, required)
 		case f.t.kind == kMap:
-			mapEntry(f.t.elem, dst, path)
+			mapEntry(f.t.elem, dst, path, fensure)
 		default:
 			*cases = append(*cases, jen.Case(jen.Lit(path)).BlockFunc(func(b *jen.Group) {
-				for _, e := range ensure {
+				for _, e := range fensure {
 					b.Add(e)
 				}
 				switch {
@@ -267,7 +283,7 @@ func (p *plan) deepMembers(t *tinfo, prefix string, val func() *jen.Statement, e
 		}
 	}
 	if t.addl != nil {
-		mapEntry(t.addl, val().Dot(t.extra), strings.TrimSuffix(prefix, "]["))
+		mapEntry(t.addl, val().Dot(t.extra), strings.TrimSuffix(prefix, "]["), ensure)
 	}
 }
 
@@ -309,6 +325,13 @@ func convert(grp *jen.Group, t *tinfo, first *jen.Statement, r jen.Code, dst *je
 
 // appendItem appends an item read through first, converted and checked with r, to the slice dst.
 func appendItem(grp *jen.Group, el *tinfo, first *jen.Statement, r jen.Code, dst *jen.Statement) {
+	if el.kind == kNullable {
+		// Text has no null: an item sent is a value.
+		grp.Var().Id("e").Add(el.code())
+		convert(grp, el.elem, first, r, jen.Id("e").Dot("Value"))
+		grp.Add(dst.Clone()).Op("=").Append(dst.Clone(), jen.Id("e"))
+		return
+	}
 	if cs := checks(el, jen.Id("e"), r); len(cs) > 0 {
 		grp.Id("e").Op(":=").Add(readExpr(el, first))
 		for _, c := range cs {

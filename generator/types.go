@@ -27,6 +27,9 @@ const (
 	// canonical.Unsettable[X] (elem is X), "" meaning unset.
 	kUnset
 	kFile // a file part of a multipart body (string, format binary): gen.File
+	// kNullable: an array element or map value whose schema allows null:
+	// canonical.Nullable[X] (elem is X), so that null is never taken for X's zero value.
+	kNullable
 )
 
 // tinfo is the planned Go type of one schema.
@@ -35,7 +38,8 @@ type tinfo struct {
 	s    *model.Schema
 	// name is the declared type name for kStruct and kEnum.
 	name string
-	// elem is the element type of kSlice, the value type of kMap and the value of kUnset.
+	// elem is the element type of kSlice, the value type of kMap and the value of kUnset and
+	// kNullable.
 	elem *tinfo
 	// fields of a kStruct, in spec order; extra is the name of the field that keeps undeclared
 	// members ("" for closed objects).
@@ -65,9 +69,15 @@ type field struct {
 	p    *model.Property
 	name string
 	t    *tinfo
-	// ptr: the Go field is *T (optional, nullable, the body key, or a cyclic struct); absent and
-	// null both leave it nil, so the fingerprint treats them alike, exactly as the handler sees.
+	// ptr: the Go field is *T (optional, a required nullable member, the body key, or a cyclic
+	// struct): nil is absent, or null for a required nullable member, which cannot be absent.
 	ptr bool
+	// three: the member is optional and nullable (or optional in a merge patch, RFC 7396), so it
+	// has three states that a client means differently (absent: leave it; null: clear it; a
+	// value): the Go field is *canonical.Nullable[T], nil when absent, Null when sent as null.
+	// The fingerprint writes null for Null and nothing for nil, exactly as the handler tells
+	// them apart.
+	three bool
 	// bodyKey marks a member that carries an operation's idempotency key: never
 	// required-checked (a missing key is key-missing, docs/design.md section 4); the operation's
 	// canonicalizer leaves it out of the fingerprint.
@@ -104,6 +114,8 @@ func (t *tinfo) code() jen.Code {
 		return jen.Bool()
 	case kUnset:
 		return jen.Qual(pkgCanonical, "Unsettable").Types(t.elem.code())
+	case kNullable:
+		return jen.Qual(pkgCanonical, "Nullable").Types(t.elem.code())
 	case kFile:
 		return jen.Qual(pkgGen, "File")
 	default:
@@ -112,6 +124,9 @@ func (t *tinfo) code() jen.Code {
 }
 
 func (f *field) code() jen.Code {
+	if f.three {
+		return jen.Op("*").Qual(pkgCanonical, "Nullable").Types(f.t.code())
+	}
 	if f.ptr {
 		return jen.Op("*").Add(f.t.code())
 	}
@@ -170,7 +185,7 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 			t.kind = kMap
 			if s.AdditionalProperties != nil {
 				g.types[s] = t
-				t.elem = g.typeOf(s.AdditionalProperties, hint+"Value")
+				t.elem = g.elemOf(s.AdditionalProperties, hint+"Value")
 			} else {
 				t.elem = &tinfo{kind: kRaw, s: s}
 			}
@@ -186,7 +201,7 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 		if s.Items == nil {
 			t.elem = &tinfo{kind: kRaw, s: s}
 		} else {
-			t.elem = g.typeOf(s.Items, hint+"Item")
+			t.elem = g.elemOf(s.Items, hint+"Item")
 		}
 		return t
 	case model.TypeString:
@@ -216,6 +231,30 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 	return t
 }
 
+// elemOf plans the type of an array element or map value of schema s: s's own type, or, when s
+// allows null, canonical.Nullable of it, so that [null] is not [0] to the handler or to the
+// fingerprint. A schema-less or oneOf/anyOf value keeps null as its canonical JSON already.
+func (g *planner) elemOf(s *model.Schema, hint string) *tinfo {
+	t := g.typeOf(s, hint)
+	if !s.Nullable || t.kind == kRaw {
+		return t
+	}
+	if w, ok := g.nullables[t]; ok {
+		return w
+	}
+	w := &tinfo{kind: kNullable, s: s, elem: t}
+	g.nullables[t] = w
+	return w
+}
+
+// threeStates reports whether property p of a JSON object has three states (field.three): it
+// is optional and may be null. A schema-less or oneOf/anyOf value keeps null as canonical JSON
+// (absent is nil, null is the bytes null), and the member carrying the body key is a plain
+// pointer: a null key is a missing key.
+func threeStates(p *model.Property, t *tinfo, bodyKey bool) bool {
+	return !p.Required && (p.Schema.Nullable || p.Nullable) && !bodyKey && t.kind != kRaw
+}
+
 // planStruct plans the fields of an object schema.
 func (g *planner) planStruct(t *tinfo) {
 	g.named = append(g.named, t)
@@ -226,14 +265,15 @@ func (g *planner) planStruct(t *tinfo) {
 	for _, p := range t.s.Properties {
 		f := &field{p: p, name: p.GoName, bodyKey: g.keyProps[p]}
 		f.t = g.typeOf(p.Schema, t.name+p.GoName)
-		f.ptr = f.t.pointerable() && (!p.Required || p.Schema.Nullable || p.Nullable || f.bodyKey ||
+		f.three = threeStates(p, f.t, f.bodyKey)
+		f.ptr = !f.three && f.t.pointerable() && (!p.Required || p.Schema.Nullable || p.Nullable || f.bodyKey ||
 			(f.t.kind == kStruct && g.cyclic[p.Schema]))
 		t.fields = append(t.fields, f)
 	}
 	if !t.s.ClosedObject {
 		if ap := t.s.AdditionalProperties; ap != nil && ap.Type != model.TypeAny {
 			t.extra = fnames.take("AdditionalProperties")
-			t.addl = g.typeOf(ap, t.name+"Value")
+			t.addl = g.elemOf(ap, t.name+"Value")
 		} else {
 			t.extra = fnames.take("Extra")
 		}
@@ -288,7 +328,7 @@ func (p *plan) emitStruct(f *jen.File, t *tinfo) {
 	f.Type().Id(t.name).StructFunc(func(grp *jen.Group) {
 		for _, fl := range t.fields {
 			tag := fl.p.Name
-			if fl.ptr || !fl.p.Required {
+			if fl.ptr || fl.three || !fl.p.Required {
 				tag += ",omitempty"
 			}
 			c := jen.Id(fl.name).Add(fl.code())
@@ -303,6 +343,8 @@ func (p *plan) emitStruct(f *jen.File, t *tinfo) {
 				c.Comment("idempotency key: not part of the fingerprint")
 			case fl.p.Ignore || fl.p.Schema.Ignore:
 				c.Comment("x-idempotency-ignore: not part of the fingerprint")
+			case fl.three:
+				c.Comment("nil: absent; Null: sent as null")
 			}
 			grp.Add(c)
 		}

@@ -14,7 +14,13 @@ func appendCanonicalCreateOrderBody(b []byte, v *CreateOrderBody) []byte {
 	} else {
 		b = appendCanonicalAddress(o.Key(b, `"shipping":`), &*v.Shipping)
 	}
-	b = canonical.OptString(&o, b, `"status":`, v.Status)
+	if v.Status != nil {
+		if v.Status.Null {
+			b = o.Null(b, `"status":`)
+		} else {
+			b = o.String(b, `"status":`, string(v.Status.Value))
+		}
+	}
 	return o.End(b)
 }
 

@@ -40,8 +40,9 @@ func decodeCreateOrderBody(d *canonical.Decoder, v *CreateOrderBody) {
 				decodeAddress(d, v.Shipping)
 			}
 		case "status":
-			if !d.Field(&seen, 2).Null() {
-				v.Status = canonical.Ptr(Status(d.Enum("open", "closed")))
+			v.Status = &canonical.Nullable[Status]{Null: d.Field(&seen, 2).Null()}
+			if !v.Status.Null {
+				v.Status.Value = Status(d.Enum("open", "closed"))
 			}
 		default:
 			d.Unknown(&v.Extra, "amount", "shipping", "status")

@@ -33,10 +33,10 @@ const (
 // CreateOrderBody is a request type (inline schema at
 // /paths/~1v1~1orders/post/requestBody/content/application~1json/schema).
 type CreateOrderBody struct {
-	Amount   int64             `json:"amount"`
-	Shipping *Address          `json:"shipping,omitempty"`
-	Status   *Status           `json:"status,omitempty"`
-	Extra    canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+	Amount   int64                       `json:"amount"`
+	Shipping *Address                    `json:"shipping,omitempty"`
+	Status   *canonical.Nullable[Status] `json:"status,omitempty"` // nil: absent; Null: sent as null
+	Extra    canonical.Members           `json:"-"`                // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateOrderParams holds the parameters of operation createOrder; the idempotency key header is

@@ -21,11 +21,17 @@ func TestRefWithSiblingNullable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("null for a nullable $ref must decode: %v", err)
 	}
-	if v.Body.Shipping != nil || v.Body.Status != nil {
+	// shipping is required and nullable (two states: nil is null); status is optional and
+	// nullable (three states: nil absent, Null, or a value).
+	if v.Body.Shipping != nil || v.Body.Status == nil || !v.Body.Status.Null {
 		t.Fatalf("decoded %+v", v.Body)
 	}
+	v, err = decode(`{"amount":1,"shipping":null}`)
+	if err != nil || v.Body.Status != nil {
+		t.Fatalf("an absent status decoded as %+v, %v", v.Body, err)
+	}
 	v, err = decode(`{"amount":1,"shipping":{"line1":"x"},"status":"open"}`)
-	if err != nil || v.Body.Shipping == nil || v.Body.Shipping.Line1 == nil || *v.Body.Shipping.Line1 != "x" || v.Body.Status == nil || *v.Body.Status != StatusOpen {
+	if err != nil || v.Body.Shipping == nil || v.Body.Shipping.Line1 == nil || *v.Body.Shipping.Line1 != "x" || v.Body.Status == nil || v.Body.Status.Value != StatusOpen {
 		t.Fatalf("decoded %+v, %v", v.Body, err)
 	}
 	if _, err := decode(`{"amount":1,"shipping":null,"status":"pending"}`); err == nil {

@@ -8,19 +8,55 @@ import "github.com/idemgen/idemgen/runtime/canonical"
 // fee, memo, origin, tags.
 func appendCanonicalTransfer(b []byte, v *Transfer) []byte {
 	o, b := canonical.WriteObject(b, v.Extra)
-	b = canonical.OptObject(&o, b, `"address":`, v.Address, appendCanonicalAddress)
+	if v.Address != nil {
+		if v.Address.Null {
+			b = o.Null(b, `"address":`)
+		} else {
+			b = appendCanonicalAddress(o.Key(b, `"address":`), &v.Address.Value)
+		}
+	}
 	b = o.Int(b, `"amount":`, v.Amount)
-	b = canonical.OptFloat(&o, b, `"fee":`, v.Fee)
-	b = canonical.OptString(&o, b, `"memo":`, v.Memo)
-	b = canonical.OptString(&o, b, `"origin":`, v.Origin)
-	b = canonical.OptArray(&o, b, `"tags":`, v.Tags, canonical.AppendString)
+	if v.Fee != nil {
+		if v.Fee.Null {
+			b = o.Null(b, `"fee":`)
+		} else {
+			b = o.Float(b, `"fee":`, v.Fee.Value)
+		}
+	}
+	if v.Memo != nil {
+		if v.Memo.Null {
+			b = o.Null(b, `"memo":`)
+		} else {
+			b = o.String(b, `"memo":`, v.Memo.Value)
+		}
+	}
+	if v.Origin != nil {
+		if v.Origin.Null {
+			b = o.Null(b, `"origin":`)
+		} else {
+			b = o.String(b, `"origin":`, string(v.Origin.Value))
+		}
+	}
+	if v.Tags != nil {
+		if v.Tags.Null {
+			b = o.Null(b, `"tags":`)
+		} else {
+			b = canonical.AppendArray(o.Key(b, `"tags":`), v.Tags.Value, canonical.AppendString)
+		}
+	}
 	return o.End(b)
 }
 
 // appendCanonicalAddress appends the canonical form (RFC 8785) of v to b: members city, line1.
 func appendCanonicalAddress(b []byte, v *Address) []byte {
 	o, b := canonical.WriteObject(b, v.Extra)
-	b = canonical.OptString(&o, b, `"city":`, v.City)
+	if v.City != nil {
+		if v.City.Null {
+			b = o.Null(b, `"city":`)
+		} else {
+			b = o.String(b, `"city":`, v.City.Value)
+		}
+	}
 	b = o.String(b, `"line1":`, v.Line1)
 	return o.End(b)
 }

@@ -29,8 +29,9 @@ func decodeAddress(d *canonical.Decoder, v *Address) {
 		case "line1":
 			v.Line1 = d.Field(&seen, 0).Str()
 		case "city":
-			if !d.Field(&seen, 1).Null() {
-				v.City = canonical.Ptr(d.Str())
+			v.City = &canonical.Nullable[string]{Null: d.Field(&seen, 1).Null()}
+			if !v.City.Null {
+				v.City.Value = d.Str()
 			}
 		default:
 			d.Unknown(&v.Extra, "line1", "city")
@@ -47,31 +48,35 @@ func decodeTransfer(d *canonical.Decoder, v *Transfer) {
 		case "amount":
 			v.Amount = d.Field(&seen, 0).Int64()
 		case "memo":
-			if !d.Field(&seen, 1).Null() {
-				v.Memo = canonical.Ptr(d.Str())
-				d.Length(*v.Memo, -1, 140)
+			v.Memo = &canonical.Nullable[string]{Null: d.Field(&seen, 1).Null()}
+			if !v.Memo.Null {
+				v.Memo.Value = d.Str()
+				d.Length(v.Memo.Value, -1, 140)
 			}
 		case "tags":
-			if !d.Field(&seen, 2).Null() {
-				v.Tags = []string{}
+			v.Tags = &canonical.Nullable[[]string]{Null: d.Field(&seen, 2).Null()}
+			if !v.Tags.Null {
+				v.Tags.Value = []string{}
 				for d.BeginArray(); d.NextElement(); {
-					v.Tags = append(v.Tags, d.Str())
+					v.Tags.Value = append(v.Tags.Value, d.Str())
 				}
 				d.EndArray()
 			}
 		case "address":
-			if !d.Field(&seen, 3).Null() {
-				v.Address = new(Address)
-				decodeAddress(d, v.Address)
+			v.Address = &canonical.Nullable[Address]{Null: d.Field(&seen, 3).Null()}
+			if !v.Address.Null {
+				decodeAddress(d, &v.Address.Value)
 			}
 		case "origin":
-			if !d.Field(&seen, 4).Null() {
-				v.Origin = canonical.Ptr(Origin(d.Enum("web", "mobile")))
+			v.Origin = &canonical.Nullable[Origin]{Null: d.Field(&seen, 4).Null()}
+			if !v.Origin.Null {
+				v.Origin.Value = Origin(d.Enum("web", "mobile"))
 			}
 		case "fee":
-			if !d.Field(&seen, 5).Null() {
-				v.Fee = canonical.Ptr(d.Float64())
-				d.MinFloat(*v.Fee, 0.0)
+			v.Fee = &canonical.Nullable[float64]{Null: d.Field(&seen, 5).Null()}
+			if !v.Fee.Null {
+				v.Fee.Value = d.Float64()
+				d.MinFloat(v.Fee.Value, 0.0)
 			}
 		default:
 			d.Unknown(&v.Extra, "amount", "memo", "tags", "address", "origin", "fee")

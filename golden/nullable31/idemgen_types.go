@@ -18,9 +18,9 @@ type DBTX = pgstore.DBTX
 
 // Address is a request type (schema Address).
 type Address struct {
-	Line1 string            `json:"line1"`
-	City  *string           `json:"city,omitempty"`
-	Extra canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+	Line1 string                      `json:"line1"`
+	City  *canonical.Nullable[string] `json:"city,omitempty"` // nil: absent; Null: sent as null
+	Extra canonical.Members           `json:"-"`              // undeclared members, in canonical form: fingerprinted
 }
 
 // Origin is a string enum (schema Origin).
@@ -33,13 +33,13 @@ const (
 
 // Transfer is a request type (schema Transfer).
 type Transfer struct {
-	Amount  int64             `json:"amount"`
-	Memo    *string           `json:"memo,omitempty"`
-	Tags    []string          `json:"tags,omitempty"`
-	Address *Address          `json:"address,omitempty"`
-	Origin  *Origin           `json:"origin,omitempty"`
-	Fee     *float64          `json:"fee,omitempty"`
-	Extra   canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+	Amount  int64                         `json:"amount"`
+	Memo    *canonical.Nullable[string]   `json:"memo,omitempty"`    // nil: absent; Null: sent as null
+	Tags    *canonical.Nullable[[]string] `json:"tags,omitempty"`    // nil: absent; Null: sent as null
+	Address *canonical.Nullable[Address]  `json:"address,omitempty"` // nil: absent; Null: sent as null
+	Origin  *canonical.Nullable[Origin]   `json:"origin,omitempty"`  // nil: absent; Null: sent as null
+	Fee     *canonical.Nullable[float64]  `json:"fee,omitempty"`     // nil: absent; Null: sent as null
+	Extra   canonical.Members             `json:"-"`                 // undeclared members, in canonical form: fingerprinted
 }
 
 // CreateTransferParams holds the parameters of operation createTransfer; the idempotency key header

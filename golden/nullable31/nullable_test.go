@@ -24,28 +24,49 @@ func decode(t *testing.T, body string, header ...string) (CreateTransferRequest,
 }
 
 func TestNullableMembersAreTypedOptionals(t *testing.T) {
-	v, _, err := decode(t, `{"amount":5,"memo":"rent","tags":["a"],"address":{"line1":"1 Main St","city":null},"origin":"web","fee":0.5}`)
+	v, fpValue, err := decode(t, `{"amount":5,"memo":"rent","tags":["a"],"address":{"line1":"1 Main St","city":null},"origin":"web","fee":0.5}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := v.Body
-	if b.Memo == nil || *b.Memo != "rent" || len(b.Tags) != 1 || b.Address == nil || b.Address.Line1 != "1 Main St" ||
-		b.Address.City != nil || b.Origin == nil || *b.Origin != OriginWeb || b.Fee == nil || *b.Fee != 0.5 {
+	if b.Memo == nil || b.Memo.Null || b.Memo.Value != "rent" || b.Tags == nil || len(b.Tags.Value) != 1 ||
+		b.Address == nil || b.Address.Null || b.Address.Value.Line1 != "1 Main St" ||
+		b.Address.Value.City == nil || !b.Address.Value.City.Null ||
+		b.Origin == nil || b.Origin.Value != OriginWeb || b.Fee == nil || b.Fee.Value != 0.5 {
 		t.Fatalf("decoded %+v", b)
 	}
 	nulls, fpNull, err := decode(t, `{"amount":5,"memo":null,"tags":null,"address":null,"origin":null,"fee":null}`)
 	if err != nil {
 		t.Fatalf("null members must decode: %v", err)
 	}
-	if nb := nulls.Body; nb.Memo != nil || nb.Tags != nil || nb.Address != nil || nb.Origin != nil || nb.Fee != nil {
-		t.Fatalf("null members decoded as %+v", nb)
+	for name, n := range map[string]bool{"memo": nulls.Body.Memo != nil && nulls.Body.Memo.Null,
+		"tags": nulls.Body.Tags != nil && nulls.Body.Tags.Null, "address": nulls.Body.Address != nil && nulls.Body.Address.Null,
+		"origin": nulls.Body.Origin != nil && nulls.Body.Origin.Null, "fee": nulls.Body.Fee != nil && nulls.Body.Fee.Null} {
+		if !n {
+			t.Errorf("%s: null decoded as %+v, want Null", name, nulls.Body)
+		}
 	}
-	_, fpAbsent, err := decode(t, `{"amount":5}`)
+	absent, fpAbsent, err := decode(t, `{"amount":5}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fpNull != fpAbsent {
-		t.Errorf("null and absent members are the same request to the handler, but fingerprint apart: %s, %s", fpNull, fpAbsent)
+	if ab := absent.Body; ab.Memo != nil || ab.Tags != nil || ab.Address != nil || ab.Origin != nil || ab.Fee != nil {
+		t.Fatalf("absent members decoded as %+v, want nil", ab)
+	}
+	if fpNull == fpAbsent || fpNull == fpValue {
+		t.Errorf("null, absent and a value are three requests to the handler, but fingerprint alike: %s, %s, %s", fpNull, fpAbsent, fpValue)
+	}
+	// One member at a time: {"memo": null} is not {}, nor {"memo": ""}.
+	_, fpMemoNull, _ := decode(t, `{"amount":5,"memo":null}`)
+	_, fpMemoEmpty, _ := decode(t, `{"amount":5,"memo":""}`)
+	if fpMemoNull == fpAbsent || fpMemoNull == fpMemoEmpty {
+		t.Errorf("memo null fingerprints as absent or as the empty string: %s, %s, %s", fpMemoNull, fpAbsent, fpMemoEmpty)
+	}
+	// Nested: the address's city null is not its city absent.
+	_, fpCityNull, _ := decode(t, `{"amount":5,"address":{"line1":"x","city":null}}`)
+	_, fpCityAbsent, _ := decode(t, `{"amount":5,"address":{"line1":"x"}}`)
+	if fpCityNull == fpCityAbsent {
+		t.Errorf("a nested null member fingerprints as absent: %s", fpCityNull)
 	}
 }
 

@@ -15,10 +15,28 @@ func appendCanonicalPostEntryBody(b []byte, v *PostEntryBody) []byte {
 	b = canonical.OptBool(&o, b, `"confirmed":`, v.Confirmed)
 	b = canonical.OptRaw(&o, b, `"counterparty":`, v.Counterparty)
 	b = canonical.OptRaw(&o, b, `"extra":`, v.Extra)
-	b = canonical.OptArray(&o, b, `"labels":`, v.Labels, canonical.AppendString)
-	b = canonical.OptString(&o, b, `"memo":`, v.Memo)
+	if v.Labels != nil {
+		if v.Labels.Null {
+			b = o.Null(b, `"labels":`)
+		} else {
+			b = canonical.AppendArray(o.Key(b, `"labels":`), v.Labels.Value, canonical.AppendString)
+		}
+	}
+	if v.Memo != nil {
+		if v.Memo.Null {
+			b = o.Null(b, `"memo":`)
+		} else {
+			b = o.String(b, `"memo":`, v.Memo.Value)
+		}
+	}
 	b = canonical.OptInt(&o, b, `"priority":`, v.Priority)
-	b = canonical.OptFloat(&o, b, `"rate":`, v.Rate)
+	if v.Rate != nil {
+		if v.Rate.Null {
+			b = o.Null(b, `"rate":`)
+		} else {
+			b = o.Float(b, `"rate":`, v.Rate.Value)
+		}
+	}
 	b = canonical.OptFloat(&o, b, `"ratio":`, v.Ratio)
 	b = canonical.OptRaw(&o, b, `"ref":`, v.Ref)
 	b = canonical.OptString(&o, b, `"reference":`, v.Reference)

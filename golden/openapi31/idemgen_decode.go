@@ -26,20 +26,23 @@ func decodePostEntryBody(d *canonical.Decoder, v *PostEntryBody) {
 		case "account":
 			v.Account = d.Field(&seen, 1).Str()
 		case "memo":
-			if !d.Field(&seen, 2).Null() {
-				v.Memo = canonical.Ptr(d.Str())
+			v.Memo = &canonical.Nullable[string]{Null: d.Field(&seen, 2).Null()}
+			if !v.Memo.Null {
+				v.Memo.Value = d.Str()
 			}
 		case "rate":
-			if !d.Field(&seen, 3).Null() {
-				v.Rate = canonical.Ptr(d.Float64())
+			v.Rate = &canonical.Nullable[float64]{Null: d.Field(&seen, 3).Null()}
+			if !v.Rate.Null {
+				v.Rate.Value = d.Float64()
 			}
 		case "counterparty":
 			v.Counterparty = d.Field(&seen, 4).Raw()
 		case "labels":
-			if !d.Field(&seen, 5).Null() {
-				v.Labels = []string{}
+			v.Labels = &canonical.Nullable[[]string]{Null: d.Field(&seen, 5).Null()}
+			if !v.Labels.Null {
+				v.Labels.Value = []string{}
 				for d.BeginArray(); d.NextElement(); {
-					v.Labels = append(v.Labels, d.Str())
+					v.Labels.Value = append(v.Labels.Value, d.Str())
 				}
 				d.EndArray()
 			}

@@ -20,22 +20,22 @@ type DBTX = pgstore.DBTX
 // PostEntryBody is a request type (inline schema at
 // /paths/~1v2~1entries/post/requestBody/content/application~1json/schema).
 type PostEntryBody struct {
-	Amount       int64                 `json:"amount"`
-	Account      string                `json:"account"`
-	Memo         *string               `json:"memo,omitempty"`
-	Rate         *float64              `json:"rate,omitempty"`
-	Counterparty json.RawMessage       `json:"counterparty,omitempty"`
-	Labels       []string              `json:"labels,omitempty"`
-	Extra        json.RawMessage       `json:"extra,omitempty"`
-	Priority     *int64                `json:"priority,omitempty"`
-	Ratio        *float64              `json:"ratio,omitempty"`
-	Confirmed    *bool                 `json:"confirmed,omitempty"`
-	Code         json.RawMessage       `json:"code,omitempty"`
-	Ref          json.RawMessage       `json:"ref,omitempty"`
-	Tag          json.RawMessage       `json:"tag,omitempty"`
-	Reference    *string               `json:"reference,omitempty"`
-	Context      *PostEntryBodyContext `json:"context,omitempty"` // x-idempotency-ignore: not part of the fingerprint
-	Extra2       canonical.Members     `json:"-"`                 // undeclared members, in canonical form: fingerprinted
+	Amount       int64                         `json:"amount"`
+	Account      string                        `json:"account"`
+	Memo         *canonical.Nullable[string]   `json:"memo,omitempty"` // nil: absent; Null: sent as null
+	Rate         *canonical.Nullable[float64]  `json:"rate,omitempty"` // nil: absent; Null: sent as null
+	Counterparty json.RawMessage               `json:"counterparty,omitempty"`
+	Labels       *canonical.Nullable[[]string] `json:"labels,omitempty"` // nil: absent; Null: sent as null
+	Extra        json.RawMessage               `json:"extra,omitempty"`
+	Priority     *int64                        `json:"priority,omitempty"`
+	Ratio        *float64                      `json:"ratio,omitempty"`
+	Confirmed    *bool                         `json:"confirmed,omitempty"`
+	Code         json.RawMessage               `json:"code,omitempty"`
+	Ref          json.RawMessage               `json:"ref,omitempty"`
+	Tag          json.RawMessage               `json:"tag,omitempty"`
+	Reference    *string                       `json:"reference,omitempty"`
+	Context      *PostEntryBodyContext         `json:"context,omitempty"` // x-idempotency-ignore: not part of the fingerprint
+	Extra2       canonical.Members             `json:"-"`                 // undeclared members, in canonical form: fingerprinted
 }
 
 // PostEntryBodyContext is a request type (inline schema at

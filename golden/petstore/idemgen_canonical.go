@@ -36,7 +36,13 @@ func appendCanonicalOrder(b []byte, v *Order) []byte {
 func appendCanonicalOwner(b []byte, v *Owner) []byte {
 	o, b := canonical.WriteObject(b, nil)
 	b = o.String(b, `"email":`, v.Email)
-	b = canonical.OptString(&o, b, `"phone":`, v.Phone)
+	if v.Phone != nil {
+		if v.Phone.Null {
+			b = o.Null(b, `"phone":`)
+		} else {
+			b = o.String(b, `"phone":`, v.Phone.Value)
+		}
+	}
 	return o.End(b)
 }
 

@@ -110,8 +110,9 @@ func decodeOwner(d *canonical.Decoder, v *Owner) {
 		case "email":
 			v.Email = d.Field(&seen, 0).Str()
 		case "phone":
-			if !d.Field(&seen, 1).Null() {
-				v.Phone = canonical.Ptr(d.Str())
+			v.Phone = &canonical.Nullable[string]{Null: d.Field(&seen, 1).Null()}
+			if !v.Phone.Null {
+				v.Phone.Value = d.Str()
 			}
 		default:
 			d.Reject()

@@ -50,8 +50,8 @@ type NewPetTagsItem struct {
 
 // Owner is a request type (schema Owner).
 type Owner struct {
-	Email string  `json:"email"`
-	Phone *string `json:"phone,omitempty"`
+	Email string                      `json:"email"`
+	Phone *canonical.Nullable[string] `json:"phone,omitempty"` // nil: absent; Null: sent as null
 }
 
 // Preferences is a request type (schema Preferences).

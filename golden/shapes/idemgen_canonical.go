@@ -36,7 +36,13 @@ func appendCanonicalKitchenSinkBodyForKitchenSink(b []byte, v *KitchenSinkBody) 
 		})
 	}
 	b = o.String(b, `"id":`, v.ID)
-	b = canonical.OptString(&o, b, `"level":`, v.Level)
+	if v.Level != nil {
+		if v.Level.Null {
+			b = o.Null(b, `"level":`)
+		} else {
+			b = o.String(b, `"level":`, string(v.Level.Value))
+		}
+	}
 	b = canonical.OptMap(&o, b, `"mapOfLists":`, v.MapOfLists, func(b []byte, e1 []KitchenSinkBodyMapOfListsValueItem) []byte {
 		return canonical.AppendArray(b, e1, canonical.AppendStringOf[KitchenSinkBodyMapOfListsValueItem])
 	})
@@ -51,8 +57,22 @@ func appendCanonicalKitchenSinkBodyForKitchenSink(b []byte, v *KitchenSinkBody) 
 	b = canonical.OptMap(&o, b, `"nestedMaps":`, v.NestedMaps, func(b []byte, e1 map[string]bool) []byte {
 		return canonical.AppendMap(b, e1, canonical.AppendBool)
 	})
-	b = canonical.OptArray(&o, b, `"nullableList":`, v.NullableList, canonical.AppendInt)
-	b = canonical.OptObject(&o, b, `"nullableObject":`, v.NullableObject, appendCanonicalKitchenSinkBodyNullableObject)
+	if v.NullableList != nil {
+		if v.NullableList.Null {
+			b = o.Null(b, `"nullableList":`)
+		} else {
+			b = canonical.AppendArray(o.Key(b, `"nullableList":`), v.NullableList.Value, func(b []byte, e1 canonical.Nullable[int64]) []byte {
+				return canonical.AppendNullable(b, e1, canonical.AppendInt)
+			})
+		}
+	}
+	if v.NullableObject != nil {
+		if v.NullableObject.Null {
+			b = o.Null(b, `"nullableObject":`)
+		} else {
+			b = appendCanonicalKitchenSinkBodyNullableObject(o.Key(b, `"nullableObject":`), &v.NullableObject.Value)
+		}
+	}
 	if v.Tags != nil {
 		b = append(o.Key(b, `"tags":`), "{}"...)
 	}

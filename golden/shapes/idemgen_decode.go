@@ -164,21 +164,24 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			d.EndArray()
 			d.Items(len(v.Colors), 1, -1)
 		case "nullableList":
-			if !d.Field(&seen, 8).Null() {
-				v.NullableList = []int64{}
+			v.NullableList = &canonical.Nullable[[]canonical.Nullable[int64]]{Null: d.Field(&seen, 8).Null()}
+			if !v.NullableList.Null {
+				v.NullableList.Value = []canonical.Nullable[int64]{}
 				for d.BeginArray(); d.NextElement(); {
-					var e1 int64
-					if !d.Null() {
-						e1 = d.Int64()
+					var e1 canonical.Nullable[int64]
+					if d.Null() {
+						e1.Null = true
+					} else {
+						e1.Value = d.Int64()
 					}
-					v.NullableList = append(v.NullableList, e1)
+					v.NullableList.Value = append(v.NullableList.Value, e1)
 				}
 				d.EndArray()
 			}
 		case "nullableObject":
-			if !d.Field(&seen, 9).Null() {
-				v.NullableObject = new(KitchenSinkBodyNullableObject)
-				decodeKitchenSinkBodyNullableObject(d, v.NullableObject)
+			v.NullableObject = &canonical.Nullable[KitchenSinkBodyNullableObject]{Null: d.Field(&seen, 9).Null()}
+			if !v.NullableObject.Null {
+				decodeKitchenSinkBodyNullableObject(d, &v.NullableObject.Value)
 			}
 		case "closedEmpty":
 			v.ClosedEmpty = new(KitchenSinkBodyClosedEmpty)
@@ -202,8 +205,9 @@ func decodeKitchenSinkBody(d *canonical.Decoder, v *KitchenSinkBody) {
 			}
 			d.EndObject()
 		case "level":
-			if !d.Field(&seen, 14).Null() {
-				v.Level = canonical.Ptr(KitchenSinkBodyLevel(d.Enum("low", "high")))
+			v.Level = &canonical.Nullable[KitchenSinkBodyLevel]{Null: d.Field(&seen, 14).Null()}
+			if !v.Level.Null {
+				v.Level.Value = KitchenSinkBodyLevel(d.Enum("low", "high"))
 			}
 		default:
 			d.Unknown(&v.Extra, "id", "maybe", "matrix", "grid", "byName", "nestedMaps", "mapOfLists", "colors", "nullableList", "nullableObject", "closedEmpty", "freeForm", "anything", "tags", "level")

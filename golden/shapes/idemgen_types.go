@@ -27,22 +27,22 @@ type Item struct {
 // KitchenSinkBody is a request type (inline schema at
 // /paths/~1kitchen/post/requestBody/content/application~1json/schema).
 type KitchenSinkBody struct {
-	ID             string                                          `json:"id"`
-	Maybe          *int64                                          `json:"maybe,omitempty"`
-	Matrix         [][]float64                                     `json:"matrix,omitempty"`
-	Grid           [][]KitchenSinkBodyGridItemItem                 `json:"grid"`
-	ByName         map[string]KitchenSinkBodyByNameValue           `json:"byName,omitempty"`
-	NestedMaps     map[string]map[string]bool                      `json:"nestedMaps,omitempty"`
-	MapOfLists     map[string][]KitchenSinkBodyMapOfListsValueItem `json:"mapOfLists,omitempty"`
-	Colors         []KitchenSinkBodyColorsItem                     `json:"colors,omitempty"`
-	NullableList   []int64                                         `json:"nullableList,omitempty"`
-	NullableObject *KitchenSinkBodyNullableObject                  `json:"nullableObject,omitempty"`
-	ClosedEmpty    *KitchenSinkBodyClosedEmpty                     `json:"closedEmpty,omitempty"`
-	FreeForm       map[string]json.RawMessage                      `json:"freeForm,omitempty"`
-	Anything       map[string]json.RawMessage                      `json:"anything,omitempty"`
-	Tags           map[string]string                               `json:"tags,omitempty"`
-	Level          *KitchenSinkBodyLevel                           `json:"level,omitempty"`
-	Extra          canonical.Members                               `json:"-"` // undeclared members, in canonical form: fingerprinted
+	ID             string                                             `json:"id"`
+	Maybe          *int64                                             `json:"maybe,omitempty"`
+	Matrix         [][]float64                                        `json:"matrix,omitempty"`
+	Grid           [][]KitchenSinkBodyGridItemItem                    `json:"grid"`
+	ByName         map[string]KitchenSinkBodyByNameValue              `json:"byName,omitempty"`
+	NestedMaps     map[string]map[string]bool                         `json:"nestedMaps,omitempty"`
+	MapOfLists     map[string][]KitchenSinkBodyMapOfListsValueItem    `json:"mapOfLists,omitempty"`
+	Colors         []KitchenSinkBodyColorsItem                        `json:"colors,omitempty"`
+	NullableList   *canonical.Nullable[[]canonical.Nullable[int64]]   `json:"nullableList,omitempty"`   // nil: absent; Null: sent as null
+	NullableObject *canonical.Nullable[KitchenSinkBodyNullableObject] `json:"nullableObject,omitempty"` // nil: absent; Null: sent as null
+	ClosedEmpty    *KitchenSinkBodyClosedEmpty                        `json:"closedEmpty,omitempty"`
+	FreeForm       map[string]json.RawMessage                         `json:"freeForm,omitempty"`
+	Anything       map[string]json.RawMessage                         `json:"anything,omitempty"`
+	Tags           map[string]string                                  `json:"tags,omitempty"`
+	Level          *canonical.Nullable[KitchenSinkBodyLevel]          `json:"level,omitempty"` // nil: absent; Null: sent as null
+	Extra          canonical.Members                                  `json:"-"`               // undeclared members, in canonical form: fingerprinted
 }
 
 // KitchenSinkBodyGridItemItem is a request type (inline schema at

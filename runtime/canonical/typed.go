@@ -77,8 +77,26 @@ func DecodeArray[V any](d *Decoder, s *[]V, value func(*Decoder) V) {
 }
 
 // Nullable is a value that JSON may give as null (OpenAPI 3.0 nullable: true, or a 3.1 type
-// list with "null"). Generated code may use it, or a pointer, for a nullable property; for one
-// that is also optional it keeps absence apart with a presence bit of its own.
+// list with "null"). Generated code uses it in two places:
+//
+//   - an optional nullable member is a *Nullable[T], with three states that a client means
+//     differently (RFC 7396 merge patch: null removes a member; the Agentic Commerce Protocol's
+//     request equivalence: null means "clear this field", absent "do not modify"):
+//
+//     nil                      absent: the member was not sent
+//     &Nullable[T]{Null: true} sent as null
+//     &Nullable[T]{Value: v}   sent with a value
+//
+//     Every optional member of a JSON merge patch body (application/merge-patch+json) is one;
+//
+//   - an array element or map value whose schema allows null is a Nullable[T], so that [null]
+//     is not [0].
+//
+// The states never share a fingerprint: absent writes nothing, null writes null. A required
+// nullable member, which cannot be absent, is a plain pointer (nil is null).
+//
+// Like Unsettable it has no methods on purpose (a method of a generic type is compiled once per
+// type argument); encoding/json writes it as {"Value": …, "Null": …}.
 type Nullable[T any] struct {
 	Value T
 	Null  bool
