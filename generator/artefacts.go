@@ -30,6 +30,8 @@ type contractView struct {
 	// Async lists the operations that declare a 202 Accepted response (long-running
 	// operations), for the contract's section on them.
 	Async []string
+	// AnyNulls: some operation reads null as "clear it" (contractOp.Nulls).
+	AnyNulls bool
 }
 
 type contractOp struct {
@@ -38,10 +40,14 @@ type contractOp struct {
 	Required                  bool
 	MinLength, MaxLength      int
 	Pattern                   string
-	ScopeOperation            bool
-	Retention                 string
-	Excluded, Headers         []string
-	Raw                       bool
+	// Characters and Quoted are key.characters and key.quoted ("visible", "accept" by
+	// default); Echo is key.echo; Nulls is body.nulls: clear on a JSON body, or a merge patch.
+	Characters, Quoted string
+	Echo, Nulls        bool
+	ScopeOperation     bool
+	Retention          string
+	Excluded, Headers  []string
+	Raw                bool
 	// Statuses is replay.statuses in its written form ("2xx, 402, !409"), "" for the default.
 	Statuses string
 }
@@ -60,7 +66,8 @@ func Contract(doc *model.Document) ([]byte, error) {
 		o := contractOp{
 			ID: op.ID, Method: op.Method, Path: op.Path, Summary: oneLine(op.Summary),
 			Required: s.Key.Required, MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength,
-			Pattern: s.Key.Pattern, ScopeOperation: s.Scope == model.ScopeOperation,
+			Pattern: s.Key.Pattern, Characters: s.Key.Characters, Quoted: s.Key.Quoted, Echo: s.Key.Echo,
+			Nulls: s.Body.Nulls == model.NullsClear || mergePatchBody(op), ScopeOperation: s.Scope == model.ScopeOperation,
 			Retention: model.DurationText(s.Retention), Headers: s.Fingerprint.Headers,
 			Raw: s.Fingerprint.Body == model.BodyRaw,
 		}
@@ -78,6 +85,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 		if s.Scope != model.ScopeOperation {
 			v.AnyTenantScope = true
 		}
+		v.AnyNulls = v.AnyNulls || o.Nulls
 		if len(s.Replay.Statuses) > 0 && !defaultStatuses(s.Replay.Statuses) {
 			v.CustomStatuses = true
 			var rs []string
@@ -194,6 +202,19 @@ func oneLine(s string) string {
 func contains(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mergePatchBody reports whether op takes a JSON merge patch body (RFC 7396).
+func mergePatchBody(op *model.Operation) bool {
+	if op.Body == nil {
+		return false
+	}
+	for _, c := range op.Body.Contents {
+		if c.MediaType == "application/merge-patch+json" {
 			return true
 		}
 	}

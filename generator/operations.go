@@ -176,6 +176,16 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 		// The runtime anchors it: the whole key must match.
 		key = append(key, kv{"Pattern", jen.Lit(s.Key.Pattern)})
 	}
+	if c, ok := defaults.ParseKeyCharacters(s.Key.Characters); ok && c != defaults.KeyVisible {
+		key = append(key, kv{"Characters", jen.Qual(pkgRuntime, map[defaults.KeyCharacters]string{defaults.KeyOpaque: "KeyOpaque"}[c])})
+	}
+	if q, ok := defaults.ParseKeyQuoting(s.Key.Quoted); ok && q != defaults.KeyQuotedAccepted {
+		key = append(key, kv{"Quoted", jen.Qual(pkgRuntime, map[defaults.KeyQuoting]string{
+			defaults.KeyQuotedRequired: "KeyQuotedRequired", defaults.KeyQuotedLiteral: "KeyQuotedLiteral"}[q])})
+	}
+	if s.Key.Echo {
+		key = append(key, kv{"Echo", jen.True()})
+	}
 	if s.Key.Standard == model.StandardRepeatable {
 		firstSent := s.Key.FirstSent
 		if firstSent == "" {

@@ -185,7 +185,7 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 			t.kind = kMap
 			if s.AdditionalProperties != nil {
 				g.types[s] = t
-				t.elem = g.elemOf(s.AdditionalProperties, hint+"Value")
+				t.elem = g.elemOf(s.AdditionalProperties, hint+"Value", s.MergePatch)
 			} else {
 				t.elem = &tinfo{kind: kRaw, s: s}
 			}
@@ -201,7 +201,7 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 		if s.Items == nil {
 			t.elem = &tinfo{kind: kRaw, s: s}
 		} else {
-			t.elem = g.elemOf(s.Items, hint+"Item")
+			t.elem = g.elemOf(s.Items, hint+"Item", false)
 		}
 		return t
 	case model.TypeString:
@@ -232,11 +232,12 @@ func (g *planner) typeOf(s *model.Schema, hint string) *tinfo {
 }
 
 // elemOf plans the type of an array element or map value of schema s: s's own type, or, when s
-// allows null, canonical.Nullable of it, so that [null] is not [0] to the handler or to the
-// fingerprint. A schema-less or oneOf/anyOf value keeps null as its canonical JSON already.
-func (g *planner) elemOf(s *model.Schema, hint string) *tinfo {
+// allows null (or null removes the value: a map of a JSON merge patch, patch), canonical.Nullable
+// of it, so that [null] is not [0] to the handler or to the fingerprint. A schema-less or
+// oneOf/anyOf value keeps null as its canonical JSON already.
+func (g *planner) elemOf(s *model.Schema, hint string, patch bool) *tinfo {
 	t := g.typeOf(s, hint)
-	if !s.Nullable || t.kind == kRaw {
+	if !(s.Nullable || patch) || t.kind == kRaw {
 		return t
 	}
 	if w, ok := g.nullables[t]; ok {
@@ -273,7 +274,7 @@ func (g *planner) planStruct(t *tinfo) {
 	if !t.s.ClosedObject {
 		if ap := t.s.AdditionalProperties; ap != nil && ap.Type != model.TypeAny {
 			t.extra = fnames.take("AdditionalProperties")
-			t.addl = g.elemOf(ap, t.name+"Value")
+			t.addl = g.elemOf(ap, t.name+"Value", t.s.MergePatch)
 		} else {
 			t.extra = fnames.take("Extra")
 		}
@@ -315,6 +316,12 @@ func (p *plan) emitEnum(f *jen.File, t *tinfo) {
 
 func (p *plan) emitStruct(f *jen.File, t *tinfo) {
 	doc := t.name + " is a request type" + schemaRef(t.s) + "."
+	if t.s.MergePatch {
+		doc += " It is read as a JSON merge patch (RFC 7396): every optional member has three states, absent (leave it), null (remove it) and a value."
+	}
+	if t.s.Opened {
+		doc += " Undeclared members are accepted and fingerprinted (body.unknown: accept)."
+	}
 	switch {
 	case t.shared == 1:
 		doc += " One other inline schema of the same shape shares it."

@@ -66,11 +66,12 @@ func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transaction
 }
 
 // completeTx ends a transaction the handler wrote through: a final response is stored (a
-// transaction without a record just commits) with the handler's writes; anything else is rolled
-// back and the key released. The handler has run, so ctx no longer ends when the client goes
+// transaction without a record just commits) with the handler's writes; anything else (a
+// status replay.statuses does not store, an answer the handler marked NotFinal) is rolled back
+// and the key released. The handler has run, so ctx no longer ends when the client goes
 // away.
 func completeTx[DB any](ctx context.Context, x *exchange, tx store.Tx[DB], h handled) result {
-	if h.failure != nil || h.foreign != nil || !x.op.isFinal(h.resp.Status) {
+	if h.failure != nil || h.foreign != nil || !x.op.isFinal(h.resp.Status) || x.notFinal.Load() {
 		if err := x.storeCall(ctx, spanComplete, 0, tx.Abort); err != nil {
 			return x.storeFailed(err)
 		}

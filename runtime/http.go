@@ -9,12 +9,14 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/gen"
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -54,6 +56,9 @@ type exchange struct {
 	// calledOut: a lease-mode call phase has run, so its external effect may have happened
 	// and no store failure may be answered as "not processed".
 	calledOut bool
+	// notFinal: the handler marked its answer not final (NotFinal): sent, not stored, the key
+	// released.
+	notFinal atomic.Bool
 	// tmpl is the operation's path template and segs the request's decoded path segments
 	// (pathValue); for a request an adapter routed (Guard.Serve), segs are the template's
 	// segments with the router's values in its parameter segments.
@@ -278,6 +283,15 @@ func decodeFailed(err error) result {
 
 // resolveKey applies the key rules to the key the request carried. The key stays "" when it is
 // absent and optional: the request then runs unguarded.
+//
+// An optional key that the rules refuse but that was sent as an RFC 8941 sf-string, on one
+// header line, is a general client's key and runs the request unguarded too, rather than
+// failing it: the IETF draft (draft-ietf-httpapi-idempotency-key-header, section 2.5, "Client")
+// lets a client send a key the server has not published rules for, and Firefox sends
+// `Idempotency-Key: "<uint64>"` on every POST and PATCH (behind its network.http.idempotencyKey
+// preference), whose 15 digits or fewer fall below the default minimum of 16 about once in
+// 18,000 requests, and which a key pattern may refuse every time. A key sent bare that breaks
+// the rules is still 400 key-invalid: that client meant this API's key.
 func (x *exchange) resolveKey(k rawKey) result {
 	rule := &x.op.Key
 	if !k.present {
@@ -286,7 +300,10 @@ func (x *exchange) resolveKey(k rawKey) result {
 		}
 		return result{}
 	}
-	v, err := checkKey(k, rule, x.rt.matcher.MatchWhole)
+	v, quoted, err := checkKey(k, rule, x.rt.matcher.MatchWhole)
+	if err != nil && quoted && !rule.Required && k.lines == 1 {
+		return result{}
+	}
 	if err != nil {
 		return result{ending: endKeyInvalid, err: err}
 	}
@@ -409,7 +426,7 @@ func (x *exchange) profileHeaders(h http.Header, a *reply) {
 			h.Set("Repeatability-Result", "accepted")
 		}
 	}
-	if x.prof.EchoKey {
+	if x.prof.EchoKey || x.op.Key.Echo {
 		x.echoKey(h)
 	}
 	if id := x.prof.RequestID; id != nil && x.requestID != "" {
@@ -417,25 +434,29 @@ func (x *exchange) profileHeaders(h http.Header, a *reply) {
 	}
 }
 
-// echoKey repeats the key header back (Profile.EchoKey): the validated key, or, for a request
-// refused before its key was read (a body the schema refuses, a media type the operation does
-// not take), the key as sent, unless it is longer than a valid key can be.
+// echoKey repeats the key header back (Profile.EchoKey, KeyRule.Echo) as the request sent it
+// (an sf-string stays quoted), unless it is longer than a valid key can be, also for a request refused before its key was read (a body the schema
+// refuses, a media type the operation does not take). A key sent on several lines is not
+// echoed: which one would be is a guess.
 func (x *exchange) echoKey(h http.Header) {
-	key, name := x.key, x.op.Key.Header
+	name := x.op.Key.Header
 	if name == "" {
 		return // a body-carried key has no header to echo
 	}
-	if key == "" {
-		max := x.op.Key.MaxLength
-		if max == 0 {
-			max = DefaultKeyMaxLength
-		}
-		if k := x.r.Header.Get(name); len(k) <= max {
-			key = k
-		}
+	vals := x.r.Header.Values(name)
+	if len(vals) != 1 || vals[0] == "" {
+		return
 	}
-	if key != "" {
-		h.Set(name, key)
+	max := x.op.Key.MaxLength
+	if max == 0 {
+		max = DefaultKeyMaxLength
+	}
+	n := defaults.KeyLength(vals[0])
+	if strings.HasPrefix(vals[0], `"`) {
+		n -= 2
+	}
+	if n <= max {
+		h.Set(name, vals[0])
 	}
 }
 

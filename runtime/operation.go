@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/defaults"
@@ -22,6 +23,21 @@ const (
 	// DefaultKeyMinLength and DefaultKeyMaxLength bound a key's length in bytes (16 and 255).
 	DefaultKeyMinLength = defaults.KeyMinLength
 	DefaultKeyMaxLength = defaults.KeyMaxLength
+)
+
+// Key syntax settings (runtime/defaults, keys.go): the characters a key may have and how an
+// RFC 8941 quoted string is read.
+type (
+	KeyCharacters = defaults.KeyCharacters
+	KeyQuoting    = defaults.KeyQuoting
+)
+
+const (
+	KeyVisible        = defaults.KeyVisible
+	KeyOpaque         = defaults.KeyOpaque
+	KeyQuotedAccepted = defaults.KeyQuotedAccepted
+	KeyQuotedRequired = defaults.KeyQuotedRequired
+	KeyQuotedLiteral  = defaults.KeyQuotedLiteral
 )
 
 // Mode is how an operation's effects are made at most once.
@@ -65,12 +81,23 @@ type KeyRule struct {
 	BodyPointer string
 	// Required: a missing key is 400 key-missing; when false the request runs unguarded.
 	Required bool
-	// MinLength and MaxLength bound the key's length in bytes (key characters are ASCII);
-	// zero means DefaultKeyMinLength and DefaultKeyMaxLength.
+	// MinLength and MaxLength bound the key's length in characters (Unicode code points: bytes
+	// for a visible ASCII key); zero means DefaultKeyMinLength and DefaultKeyMaxLength.
 	MinLength, MaxLength int
 	// Pattern, when set, is a regular expression (ECMA-262 syntax, as OpenAPI writes it) that
 	// must match the whole key.
 	Pattern string
+	// Characters are the characters a key may have (key.characters): KeyVisible, the zero value,
+	// is visible ASCII except ','; KeyOpaque is any text without control characters.
+	Characters KeyCharacters
+	// Quoted is how a key sent as an RFC 8941 quoted string is read (key.quoted):
+	// KeyQuotedAccepted, the zero value, takes `"abc"` as the key abc; KeyQuotedRequired
+	// refuses a bare key (the IETF draft's syntax); KeyQuotedLiteral keeps the quotes.
+	Quoted KeyQuoting
+	// Echo (key.echo): every answer carries the key header as the request sent it, as
+	// Profile.EchoKey does for every operation of a profile (the Agentic Commerce Protocol's
+	// agentic-checkout RFC section 3.1: "Idempotency-Key — echo on all POST responses").
+	Echo bool
 	// FirstSent, when set, is the header that carries the time of the request's first attempt
 	// under OASIS Repeatable Requests 1.0 ("Repeatability-First-Sent", an IMF-fixdate, RFC 9110
 	// section 5.6.7). A key without a valid time is 400 key-invalid; a first attempt older than
@@ -208,11 +235,17 @@ func orDefault[T time.Duration | int64](v, d T) T {
 func (op *Operation) RecordKey(key string) string { return op.storedKey(key) }
 
 // storedKey is the record key of a validated key: the key itself for scope tenant, or the
-// operation ID, one space and the key for scope operation. A key never contains a space, so the
-// forms never meet.
+// operation ID, one space and the key for scope operation. A visible key never contains a
+// space, so the forms never meet; an opaque key (key.characters) may, and under scope tenant
+// one that does is stored after the byte 0x1F (unit separator), which no key contains, so that
+// a tenant key "createOrder abc" never names the record of key abc of a scope-operation
+// createOrder. Every key that could be sent before opaque keys existed is stored as it was.
 func (op *Operation) storedKey(key string) string {
-	if op.Scope == ScopeOperation {
+	switch {
+	case op.Scope == ScopeOperation:
 		return op.ID + " " + key
+	case strings.IndexByte(key, ' ') >= 0:
+		return "\x1f" + key
 	}
 	return key
 }

@@ -28,7 +28,7 @@ func TestCheckKey(t *testing.T) {
 		{"!#$%&'()*+-./:;<=>?@[]^_`{|}~", "!#$%&'()*+-./:;<=>?@[]^_`{|}~"},
 	}
 	for _, c := range ok {
-		got, err := checkKey(rawKey{value: c.in, present: true, lines: 1}, rule, m.MatchWhole)
+		got, _, err := checkKey(rawKey{value: c.in, present: true, lines: 1}, rule, m.MatchWhole)
 		if err != nil || got != c.want {
 			t.Errorf("%q: %q %v, want %q", c.in, got, err, c.want)
 		}
@@ -43,21 +43,21 @@ func TestCheckKey(t *testing.T) {
 		{value: `""`, present: true},
 	}
 	for _, k := range bad {
-		if _, err := checkKey(k, rule, m.MatchWhole); err == nil {
+		if _, _, err := checkKey(k, rule, m.MatchWhole); err == nil {
 			t.Errorf("%q (%d lines) accepted", k.value, k.lines)
 		}
 	}
 	// The pattern must match the whole key (the runtime anchors it), in ECMA-262 syntax.
 	pat := &KeyRule{MinLength: 4, MaxLength: 8, Pattern: `[a-z]+`}
 	for in, want := range map[string]bool{"abcd": true, "abcd1": false, "1abcd": false, "abc": false, "abcdefghi": false} {
-		if _, err := checkKey(rawKey{value: in, present: true}, pat, m.MatchWhole); (err == nil) != want {
+		if _, _, err := checkKey(rawKey{value: in, present: true}, pat, m.MatchWhole); (err == nil) != want {
 			t.Errorf("pattern rule, %q: err %v", in, err)
 		}
 	}
 	// An alternation must not escape the anchors: "a|b" is the whole key a or b.
 	alt := &KeyRule{MinLength: 1, Pattern: `ab|cd`}
 	for in, want := range map[string]bool{"ab": true, "cd": true, "abx": false, "xcd": false} {
-		if _, err := checkKey(rawKey{value: in, present: true}, alt, m.MatchWhole); (err == nil) != want {
+		if _, _, err := checkKey(rawKey{value: in, present: true}, alt, m.MatchWhole); (err == nil) != want {
 			t.Errorf("alternation, %q: err %v", in, err)
 		}
 	}
@@ -73,7 +73,7 @@ func TestCheckKeyQuotedWithParameters(t *testing.T) {
 		`"k0123456789abcdef"; a=1`,
 		`"k0123456789abcdef";a`,
 	} {
-		got, err := checkKey(rawKey{value: in, present: true, lines: 1}, rule, m.MatchWhole)
+		got, _, err := checkKey(rawKey{value: in, present: true, lines: 1}, rule, m.MatchWhole)
 		if err == nil {
 			t.Errorf("%q accepted as key %q", in, got)
 			continue
@@ -88,11 +88,11 @@ func TestCheckKeyQuotedWithParameters(t *testing.T) {
 		`"k0123456789abcdef\"`,  // the closing quote is escaped
 		`"k0123456789abcdef"""`, // two strings
 	} {
-		if got, err := checkKey(rawKey{value: in, present: true, lines: 1}, rule, m.MatchWhole); err == nil {
+		if got, _, err := checkKey(rawKey{value: in, present: true, lines: 1}, rule, m.MatchWhole); err == nil {
 			t.Errorf("%q accepted as key %q", in, got)
 		}
 	}
-	got, err := checkKey(rawKey{value: `"k0123456789abcdef"`, present: true, lines: 1}, rule, m.MatchWhole)
+	got, _, err := checkKey(rawKey{value: `"k0123456789abcdef"`, present: true, lines: 1}, rule, m.MatchWhole)
 	if err != nil || got != "k0123456789abcdef" {
 		t.Errorf(`"k0123456789abcdef": %q %v`, got, err)
 	}

@@ -164,9 +164,41 @@ type Settings struct {
 	// Errors is the errors mapping resolved for the operation: every problem's document in the
 	// error schema its spec declares (errors.go); nil: the runtime's writer.
 	Errors *ErrorFormat
+	// Body is body.*: how a JSON request body is read beyond its schema.
+	Body BodySettings
 	// Loc is where the x-idempotent value (or config entry) is; its pointer names the setting.
 	Loc diag.Loc
 }
+
+// BodySettings is body.*: how a JSON request body is read beyond its schema. The loader
+// applies both to the body's schemas (Schema.MergePatch, and ClosedObject cleared), so that
+// emitters only read the schemas.
+type BodySettings struct {
+	// Nulls is body.nulls: NullsSchema (null only where the schema allows it) or NullsClear
+	// (every optional member may be null, meaning "clear it", as in a JSON merge patch, RFC
+	// 7396, which an application/merge-patch+json body always is).
+	Nulls Nulls
+	// Unknown is body.unknown: UnknownSchema (undeclared members as additionalProperties says)
+	// or UnknownAccept (undeclared members are accepted and fingerprinted, even where the schema
+	// says additionalProperties: false).
+	Unknown Unknown
+}
+
+// Nulls values of body.nulls.
+type Nulls string
+
+const (
+	NullsSchema Nulls = "schema"
+	NullsClear  Nulls = "clear"
+)
+
+// Unknown values of body.unknown.
+type Unknown string
+
+const (
+	UnknownSchema Unknown = "schema"
+	UnknownAccept Unknown = "accept"
+)
 
 // Profile names the contract of a known API (`profile` in the settings).
 type Profile string
@@ -194,6 +226,15 @@ type KeySettings struct {
 	MaxLength     int
 	// Pattern is a Go regexp (already checked to compile), "" for none.
 	Pattern string
+	// Characters is key.characters: "visible" (the default: visible ASCII except ',') or
+	// "opaque" (any text without control characters); runtime/defaults' KeyCharacters names.
+	Characters string
+	// Quoted is key.quoted: "accept" (the default: an RFC 8941 sf-string is its content),
+	// "require" (only an sf-string) or "literal" (quotes are characters of the key);
+	// runtime/defaults' KeyQuoting names.
+	Quoted string
+	// Echo is key.echo: every answer carries the key header as the request sent it.
+	Echo bool
 	// Sources says where each rule above came from.
 	Sources KeySources
 	// Standard is the convention the key follows; the runtime applies its rules (for OASIS
@@ -404,8 +445,20 @@ type Schema struct {
 	// the latter as a TypeAny schema); nil when absent.
 	AdditionalProperties *Schema
 	// ClosedObject is true when additionalProperties: false; undeclared members are then a
-	// body-invalid error instead of being kept and fingerprinted generically.
+	// body-invalid error instead of being kept and fingerprinted generically. It is false on a
+	// copy read under body.unknown: accept (Opened).
 	ClosedObject bool
+	// MergePatch marks a copy of a declared object schema read as a JSON merge patch (RFC
+	// 7396: an application/merge-patch+json body, or body.nulls: clear): every optional member
+	// may be null, meaning "remove it" (Property.Nullable), and so may the values of its
+	// additionalProperties; nested objects are merge patches too, array elements are not (an
+	// array replaces the target's).
+	// Its Name is the declared schema's; the loader gives it a Go name of its own (with a Patch
+	// suffix when the declared schema is used as itself too).
+	MergePatch bool
+	// Opened marks a copy of a declared schema read under body.unknown: accept, whose closed
+	// objects accept undeclared members (and fingerprint them).
+	Opened bool
 	// Array.
 	Items *Schema
 	// Constraints checked by the generated decoder (DESIGN section 4). nil/0 means unset.

@@ -73,7 +73,8 @@ func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
 		}
 	}
 	b.duplicateIDs(ops)
-	b.sc.assignTypeNames()
+	b.sc.applyBodyVariants(out.Operations)
+	b.sc.assignTypeNames(out.Operations)
 	b.sc.reportProblems(out.Operations)
 	out.Schemas = reachableSchemas(out.Operations)
 	return out

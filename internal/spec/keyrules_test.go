@@ -131,3 +131,55 @@ func TestInferTakesTheVendorsKeyRules(t *testing.T) {
 		t.Errorf("config-marked key %+v", k)
 	}
 }
+
+// TestKeySyntaxAndBodySettings: key.characters, key.quoted and key.echo, and body.nulls and
+// body.unknown, are read from x-idempotent, the document's x-idempotency and the config file,
+// field by field like every setting; their defaults are visible, accept, no echo, schema and
+// schema; a value outside its set is a located error naming the setting.
+func TestKeySyntaxAndBodySettings(t *testing.T) {
+	const spec = `openapi: 3.0.3
+info: {title: t, version: "1"}
+x-idempotency:
+  key: {characters: opaque}
+paths:
+  /a:
+    post:
+      operationId: a
+      x-idempotent: {key: {quoted: require, echo: true, minLength: 1}, body: {nulls: clear}}
+      responses: {"201": {description: ok}}
+  /b:
+    post:
+      operationId: b
+      x-idempotent: {body: {unknown: accept}}
+      responses: {"201": {description: ok}}
+`
+	res := load(t, Options{Path: writeFile(t, "openapi.yaml", spec)})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	a, b := res.Doc.Operations[0].Settings, res.Doc.Operations[1].Settings
+	if a.Key.Characters != "opaque" || a.Key.Quoted != "require" || !a.Key.Echo || a.Body.Nulls != model.NullsClear || a.Body.Unknown != model.UnknownSchema {
+		t.Errorf("a: key %+v, body %+v", a.Key, a.Body)
+	}
+	if b.Key.Characters != "opaque" || b.Key.Quoted != "accept" || b.Key.Echo || b.Body.Nulls != model.NullsSchema || b.Body.Unknown != model.UnknownAccept {
+		t.Errorf("b: key %+v, body %+v", b.Key, b.Body)
+	}
+	cfg := "version: 1\ndefaults:\n  key: {quoted: literal}\noperations:\n  b: {key: {characters: visible}}\n"
+	res = load(t, Options{Path: writeFile(t, "openapi.yaml", spec), ConfigPath: writeFile(t, "idemgen.yaml", cfg)})
+	if b := res.Doc.Operations[1].Settings.Key; b.Characters != "visible" || b.Quoted != "literal" {
+		t.Errorf("config: b's key %+v", b)
+	}
+	bad := strings.NewReplacer("quoted: require", "quoted: always", "unknown: accept", "unknown: ignore").Replace(spec)
+	res = load(t, Options{Path: writeFile(t, "openapi.yaml", bad)})
+	var got []string
+	for _, d := range errorsOf(res.Diags) {
+		got = append(got, d.Loc.Pointer+" "+d.Message)
+	}
+	want := []string{
+		`/paths/~1a/post/x-idempotent/key/quoted key.quoted: "always" is not one of accept, require, literal`,
+		`/paths/~1b/post/x-idempotent/body/unknown body.unknown: "ignore" is not one of schema, accept`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors\n got %s\nwant %s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

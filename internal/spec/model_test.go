@@ -169,8 +169,17 @@ func TestSchemaGraph(t *testing.T) {
 	doc := loadGraph(t)
 	op := doc.Operations[0]
 	order := op.Body.Contents[0].Schema
-	if order != op.Body.Contents[1].Schema {
-		t.Fatal("the named schema Order is not shared between media types")
+	// The merge patch body reads Order as a JSON merge patch (RFC 7396): a copy of its own,
+	// named after it, whose optional members may be null.
+	patch := op.Body.Contents[1].Schema
+	if op.Body.Contents[1].MediaType != "application/merge-patch+json" || patch == order || !patch.MergePatch || order.MergePatch ||
+		patch.Name != "Order" || patch.GoName != "OrderPatch" {
+		t.Fatalf("the merge patch body's schema is %+v, want a MergePatch copy of Order named OrderPatch", patch)
+	}
+	for i, p := range patch.Properties {
+		if p.Name != order.Properties[i].Name || p.Nullable != (!p.Required && !p.Schema.Nullable) {
+			t.Errorf("merge patch member %s: required %v, nullable %v (schema %v)", p.Name, p.Required, p.Nullable, p.Schema.Nullable)
+		}
 	}
 	if order.Name != "Order" || order.GoName != "Order" || order.Type != model.TypeObject {
 		t.Fatalf("order %+v", order)
@@ -220,7 +229,7 @@ func TestSchemaGraph(t *testing.T) {
 	for _, s := range doc.Schemas {
 		schemaNames = append(schemaNames, s.Name)
 	}
-	if strings.Join(schemaNames, " ") != "Customer Order" {
+	if strings.Join(schemaNames, " ") != "Customer Customer Order Order" { // each with its merge patch copy
 		t.Errorf("reachable named schemas %v (Unused must not appear)", schemaNames)
 	}
 	if order.Loc.Line == 0 {

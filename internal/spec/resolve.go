@@ -84,6 +84,11 @@ func mergeLayers(lays []*layer) *layer {
 		set(&m.keyMin, l.keyMin)
 		set(&m.keyMax, l.keyMax)
 		set(&m.keyPattern, l.keyPattern)
+		set(&m.keyChars, l.keyChars)
+		set(&m.keyQuoted, l.keyQuoted)
+		set(&m.keyEcho, l.keyEcho)
+		set(&m.bodyNulls, l.bodyNulls)
+		set(&m.bodyUnknown, l.bodyUnknown)
 		set(&m.scope, l.scope)
 		set(&m.mode, l.mode)
 		set(&m.retention, l.retention)
@@ -162,6 +167,13 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	if m.fpBody != nil {
 		s.Fingerprint.Body = *m.fpBody
+	}
+	s.Body = model.BodySettings{Nulls: model.NullsSchema, Unknown: model.UnknownSchema}
+	if m.bodyNulls != nil {
+		s.Body.Nulls = *m.bodyNulls
+	}
+	if m.bodyUnknown != nil {
+		s.Body.Unknown = *m.bodyUnknown
 	}
 	if m.fpHeadersSet {
 		s.Fingerprint.Headers = m.fpHeaders
@@ -333,6 +345,16 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 		}
 		// else: the schema converter reports the pattern where it is written, as the key's
 		// (reportProblems), with key.pattern as the way out.
+	}
+	k.Characters, k.Quoted = defaults.KeyVisible.String(), defaults.KeyQuotedAccepted.String()
+	if m.keyChars != nil {
+		k.Characters = *m.keyChars
+	}
+	if m.keyQuoted != nil {
+		k.Quoted = *m.keyQuoted
+	}
+	if m.keyEcho != nil {
+		k.Echo = *m.keyEcho
 	}
 	k.Standard = keyStandard(k)
 	if k.Standard == model.StandardRepeatable {

@@ -30,6 +30,10 @@ type schemaConverter struct {
 	// composites are the oneOf/anyOf members of each composite schema, converted on demand
 	// (members) for parameters only.
 	composites map[*model.Schema]compositeSrc
+	// variants are the copies of schemas read beyond themselves (variants.go), and
+	// variantOrigin the declared schema each named copy was made from.
+	variants      map[variantKey]*model.Schema
+	variantOrigin map[*model.Schema]*model.Schema
 }
 
 // compositeSrc is where a composite schema's members are: the kin schemas and the oneOf/anyOf
@@ -40,7 +44,8 @@ type compositeSrc struct {
 }
 
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
-	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}, composites: map[*model.Schema]compositeSrc{}}
+	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}, composites: map[*model.Schema]compositeSrc{},
+		variants: map[variantKey]*model.Schema{}, variantOrigin: map[*model.Schema]*model.Schema{}}
 	if doc.Components != nil {
 		// A component that is only a $ref to another is an alias: the schema is named after its
 		// definition, and takes an alias's name only when its definition is not a component.
@@ -733,12 +738,42 @@ func optional(v *uint64) *int64 {
 }
 
 // assignTypeNames gives every named schema a unique Go type name, in Name order so a name
-// never depends on which operation reached the schema first.
-func (c *schemaConverter) assignTypeNames() {
+// never depends on which operation reaches the schema first. A copy read beyond its schema
+// (variants.go) is named after it, with an Open or Patch suffix (or both) only when the
+// declared schema is reached as itself from ops too, and after every declared schema ops
+// reach, so that adding a merge patch body never renames an existing type.
+func (c *schemaConverter) assignTypeNames(ops []*model.Operation) {
+	reached := map[*model.Schema]bool{}
+	for _, s := range reachableSchemas(ops) {
+		reached[s] = true
+	}
+	// Declared schemas that ops reach first, then the copies, then the declared schemas only a
+	// copy was made from (no code is generated for them).
+	rank := func(s *model.Schema) int {
+		_, copied := c.variantOrigin[s]
+		switch {
+		case copied:
+			return 1
+		case reached[s]:
+			return 0
+		}
+		return 2
+	}
 	named := slices.Clone(c.named)
-	slices.SortStableFunc(named, func(a, b *model.Schema) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(named, func(a, b *model.Schema) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Name, b.Name))
+	})
 	n := newNamer()
 	for _, s := range named {
-		s.GoName = n.name(s.Name)
+		name := s.Name
+		if origin, ok := c.variantOrigin[s]; ok && reached[origin] {
+			if s.Opened {
+				name += "Open"
+			}
+			if s.MergePatch {
+				name += "Patch"
+			}
+		}
+		s.GoName = n.name(name)
 	}
 }

@@ -24,6 +24,10 @@ type layer struct {
 	keyRequired                     *bool
 	keyMin, keyMax                  *int
 	keyPattern                      *string
+	keyChars, keyQuoted             *string
+	keyEcho                         *bool
+	bodyNulls                       *model.Nulls
+	bodyUnknown                     *model.Unknown
 	scope                           *model.Scope
 	mode                            *model.Mode
 	retention, lease                *time.Duration
@@ -128,8 +132,12 @@ func join(prefix, k string) string {
 
 func (sd *settingsDecoder) object(n *yaml.Node) {
 	l := sd.l
-	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile", "errors"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile", "errors", "body"}, func(k string, v *yaml.Node, path string) {
 		switch k {
+		case "body":
+			if sd.mapping(v, path) {
+				sd.body(v, path)
+			}
 		case "errors":
 			l.errors = sd.errorsMapping(v, path)
 		case "profile":
@@ -188,8 +196,18 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 
 func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 	l := sd.l
-	sd.fields(n, prefix, []string{"header", "body", "required", "minLength", "maxLength", "pattern"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, prefix, []string{"header", "body", "required", "minLength", "maxLength", "pattern", "characters", "quoted", "echo"}, func(k string, v *yaml.Node, path string) {
 		switch k {
+		case "characters":
+			if s, ok := sd.enum(v, path, defaults.KeyCharactersNames()...); ok {
+				l.keyChars = &s
+			}
+		case "quoted":
+			if s, ok := sd.enum(v, path, defaults.KeyQuotingNames()...); ok {
+				l.keyQuoted = &s
+			}
+		case "echo":
+			l.keyEcho = sd.boolean(v, path)
 		case "header":
 			if s, ok := sd.str(v, path); ok {
 				if !validToken(s) {
@@ -225,6 +243,25 @@ func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 	if l.keyHeader != nil && l.keyBody != nil {
 		sd.errf(n, prefix, "key-conflict", "set key.header or key.body, not both")
 	}
+}
+
+// body decodes body.*: how a JSON request body is read beyond its schema.
+func (sd *settingsDecoder) body(n *yaml.Node, prefix string) {
+	l := sd.l
+	sd.fields(n, prefix, []string{"nulls", "unknown"}, func(k string, v *yaml.Node, path string) {
+		switch k {
+		case "nulls":
+			if s, ok := sd.enum(v, path, string(model.NullsSchema), string(model.NullsClear)); ok {
+				x := model.Nulls(s)
+				l.bodyNulls = &x
+			}
+		case "unknown":
+			if s, ok := sd.enum(v, path, string(model.UnknownSchema), string(model.UnknownAccept)); ok {
+				x := model.Unknown(s)
+				l.bodyUnknown = &x
+			}
+		}
+	})
 }
 
 func (sd *settingsDecoder) fingerprint(n *yaml.Node, prefix string) {

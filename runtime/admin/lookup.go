@@ -139,6 +139,7 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 	if err != nil {
 		return nil, err
 	}
+	tenantWide := (&runtime.Operation{}).RecordKey(k)
 	// The stored keys to read, grouped by the scope they are stored under.
 	type group struct {
 		scope   string
@@ -164,7 +165,7 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 	perOp := func(id string) string {
 		return (&runtime.Operation{ID: id, Scope: runtime.ScopeOperation}).RecordKey(k)
 	}
-	add(tenant, nil, k)
+	add(tenant, nil, tenantWide)
 	known := false
 	for _, op := range opts.Operations {
 		if op == nil || (opts.Operation != "" && op.ID != opts.Operation) {
@@ -181,8 +182,12 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 		}
 		// The key tenant-wide, and the key as this operation serves it (RecordKey: the same
 		// for scope tenant, operation-qualified for scope operation).
-		add(scope, headers, k)
+		add(scope, headers, tenantWide)
 		add(scope, headers, op.RecordKey(k))
+		if op.Key.Quoted == runtime.KeyQuotedLiteral {
+			// Quotes are characters of this operation's keys: the key as pasted.
+			add(scope, headers, op.RecordKey(strings.TrimSpace(key)))
+		}
 	}
 	if opts.Operation != "" && !known {
 		// An operation the caller did not describe: its key may be stored either way.
@@ -198,7 +203,7 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 			if opts.Operation != "" && snaps[i].Operation != opts.Operation {
 				continue
 			}
-			out = append(out, recordInfo(&snaps[i], tenant, g.headers, k))
+			out = append(out, recordInfo(&snaps[i], tenant, g.headers, k, tenantWide))
 		}
 	}
 	if out == nil {
@@ -261,7 +266,7 @@ func Uncertain(ctx context.Context, st store.Store, opts UncertainOptions) ([]Re
 	}
 	out := make([]RecordInfo, 0, len(snaps))
 	for i := range snaps {
-		r := recordInfo(&snaps[i], "", nil, "")
+		r := recordInfo(&snaps[i], "", nil, "", "")
 		r.TenantHash, r.KeyHash, r.PerOperation = "", "", false
 		out = append(out, r)
 	}
@@ -269,8 +274,9 @@ func Uncertain(ctx context.Context, st store.Store, opts UncertainOptions) ([]Re
 }
 
 // normalizeLookupKey turns a key as support staff paste it into the key the runtime serves it
-// under: surrounding whitespace dropped, then runtime.UnquoteKey (an RFC 8941 quoted string is
-// its content), the function the serving path uses.
+// under: surrounding whitespace dropped (HTTP drops it from a header too), then
+// runtime.UnquoteKey (an RFC 8941 quoted string is its content), as the serving path reads it
+// under the default key.quoted. A key may hold spaces and commas (key.characters: opaque).
 func normalizeLookupKey(key string) (string, error) {
 	k := strings.TrimSpace(key)
 	if k == "" {
@@ -280,18 +286,17 @@ func normalizeLookupKey(key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrLookupInvalid, err)
 	}
-	if strings.ContainsAny(k, " ,") {
-		return "", fmt.Errorf("%w: a key never contains a space or a comma", ErrLookupInvalid)
-	}
 	return k, nil
 }
 
-func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]string, key string) RecordInfo {
+// recordInfo describes the record of sn; stored is the record key of key under scope tenant
+// (Operation.RecordKey), which a per-operation record's differs from.
+func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]string, key, stored string) RecordInfo {
 	r := RecordInfo{
 		Tenant:             tenant,
 		ScopeHeaders:       scopeHeaders,
 		Key:                key,
-		PerOperation:       sn.ID.Key != key,
+		PerOperation:       sn.ID.Key != stored,
 		Operation:          sn.Operation,
 		FingerprintVersion: int(sn.Fingerprint.Version),
 		Fingerprint:        hex.EncodeToString(sn.Fingerprint.Sum[:]),
