@@ -111,6 +111,7 @@ type listOp struct {
 	Fingerprint      listFP           `json:"fingerprint"`
 	Replay           listReplay       `json:"replay"`
 	Limits           listLimits       `json:"limits"`
+	Body             listBody         `json:"body"`
 	Location         string           `json:"location"`
 }
 
@@ -134,6 +135,15 @@ type listKey struct {
 	// Repeatability-First-Sent header the spec declares beside an OASIS key ("" when none).
 	Standard  string `json:"standard"`
 	FirstSent string `json:"firstSent"`
+	// Characters, Quoted and Echo are key.characters, key.quoted and key.echo.
+	Characters string `json:"characters"`
+	Quoted     string `json:"quoted"`
+	Echo       bool   `json:"echo"`
+}
+
+type listBody struct {
+	Nulls   string `json:"nulls"`
+	Unknown string `json:"unknown"`
 }
 
 type listSources struct {
@@ -172,7 +182,8 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 				MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength, Pattern: s.Key.Pattern,
 				Sources: listSources{Required: string(s.Key.Sources.Required), MinLength: string(s.Key.Sources.MinLength),
 					MaxLength: string(s.Key.Sources.MaxLength), Pattern: string(s.Key.Sources.Pattern)},
-				Standard: string(s.Key.Standard), FirstSent: s.Key.FirstSent},
+				Standard: string(s.Key.Standard), FirstSent: s.Key.FirstSent,
+				Characters: s.Key.Characters, Quoted: s.Key.Quoted, Echo: s.Key.Echo},
 			Scope: string(s.Scope), Mode: string(s.Mode),
 			Retention: model.DurationText(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
 			Lease: model.DurationText(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
@@ -181,6 +192,7 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
 			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit, Part: s.PartLimit},
+			Body:        listBody{Nulls: string(s.Body.Nulls), Unknown: string(s.Body.Unknown)},
 			Location:    op.Loc.String(),
 		}
 		lo.Annotations = []listAnnotation{}
