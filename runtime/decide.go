@@ -34,16 +34,23 @@ const (
 // A record names one request: another operation reusing the key is a mismatch (Stripe's rule;
 // scope "operation" keys are per operation, so they never meet one), and so is another
 // fingerprint, even while the first request still runs. A record written under another
-// fingerprint version cannot be compared: a completed one replays (the key names the
-// operation, and a replay runs nothing) rather than answering a wave of false 422s after an
-// upgrade; a running one is treated as different, so it is never taken over by a request the
-// first may not match. Only lease mode takes over: an atomic-mode request that meets a running
-// lease-mode record of the same request waits for it like any duplicate.
+// fingerprint version cannot be compared, and is never answered 422 for it (after an upgrade
+// that would be a wave of false mismatches, which clients do not retry): a completed one
+// replays (the key names the operation, and a replay runs nothing); a running one is in flight
+// (409, retry later: its retry replays once it completes) and is never taken over, by a
+// request the first may not match. Only lease mode takes over: an atomic-mode request that
+// meets a running lease-mode record of the same request waits for it like any duplicate.
 func decide(mode Mode, op string, fp canonical.Fingerprint, rec *store.Record) verdict {
 	switch {
 	case rec == nil:
 		return verdictRun
-	case rec.Operation != op || !sameRequest(rec, fp):
+	case rec.Operation != op:
+		return verdictMismatch
+	case rec.Fingerprint.Version != fp.Version && rec.State == store.Completed:
+		return verdictReplay
+	case rec.Fingerprint.Version != fp.Version:
+		return verdictInFlight
+	case rec.Fingerprint.Sum != fp.Sum:
 		return verdictMismatch
 	case rec.State == store.Completed:
 		return verdictReplay
@@ -52,14 +59,6 @@ func decide(mode Mode, op string, fp canonical.Fingerprint, rec *store.Record) v
 	default:
 		return verdictInFlight
 	}
-}
-
-// sameRequest compares the record's fingerprint with fp; see decide for other versions.
-func sameRequest(rec *store.Record, fp canonical.Fingerprint) bool {
-	if rec.Fingerprint.Version != fp.Version {
-		return rec.State == store.Completed
-	}
-	return rec.Fingerprint.Sum == fp.Sum
 }
 
 // fault is what a store error means for the client.

@@ -44,7 +44,10 @@ func TestDecide(t *testing.T) {
 		{"running, same request, lease ended: takeover", ModeLease, running("pay", fp("a"), 0), verdictTakeover},
 		{"running, same request, lease long ended: takeover", ModeLease, running("pay", fp("a"), -time.Hour), verdictTakeover},
 		{"running, other body, lease ended: 422", ModeLease, running("pay", fp("b"), -time.Second), verdictMismatch},
-		{"running under an older framing, lease ended: 422, never a takeover", ModeLease, running("pay", old("a"), -time.Second), verdictMismatch},
+		{"running under an older framing, lease ended: 409, never a takeover", ModeLease, running("pay", old("a"), -time.Second), verdictInFlight},
+		{"running under an older framing, lease running: 409", ModeLease, running("pay", old("zzz"), time.Second), verdictInFlight},
+		{"running under an older framing (atomic): 409, not a false 422", ModeAtomic, running("pay", old("zzz"), time.Second), verdictInFlight},
+		{"running under an older framing, other operation: 422", ModeAtomic, running("refund", old("a"), time.Second), verdictMismatch},
 		{"atomic request meets a running lease record whose lease ended: 409", ModeAtomic, running("pay", fp("a"), -time.Second), verdictInFlight},
 	}
 	for _, c := range cases {

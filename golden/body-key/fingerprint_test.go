@@ -27,8 +27,8 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:52ad59515de1971d1e29ac90c5b6584b18f33d1c10a9f7ad6bc2d289b0aff712",                                             // 0 createPayout
-	"v1:52ad59515de1971d1e29ac90c5b6584b18f33d1c10a9f7ad6bc2d289b0aff712",                                             // 1 createPayout
-	"v1:0986faef7825ba3d4074aa8a445de385084ecc01ee09d14e5be3023943e689e2",                                             // 2 createPayout
+	"v2:999ddc3407567cf35582abcdfe6f8b407362d51455c1c357b77bb538ce27ed95",                                             // 0 createPayout
+	"v2:999ddc3407567cf35582abcdfe6f8b407362d51455c1c357b77bb538ce27ed95",                                             // 1 createPayout
+	"v2:cad3258396995c6c5aa86f66797bf06453dd400161f10dc77f3ddd2b40f926b5",                                             // 2 createPayout
 	"refused at \"/data/attributes\": invalid body at /data/attributes (byte 44): missing required member \"amount\"", // 3 createPayout
 }

@@ -61,28 +61,28 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:e060b8aff2b003494b6ac4e05001815e919ee25cbe6f8830347cfa3765e03f0d",                                                                             // 0 createCharge
-	"v1:6dcbe02cc5d5afee3aa9f67d8123990664a5c7e62d85d2d2b825d5f74bda33bf",                                                                             // 1 createCharge
+	"v2:eee85f59ffc1090e4892a98757e4aea2bbb7a00940669c6ba9044862cf5b0983",                                                                             // 0 createCharge
+	"v2:837fd60d4dbf9c59d3ce16c5dabc899644ffffe9813b271963ce0f8aade9c61a",                                                                             // 1 createCharge
 	"refused at \"/amount\": invalid body at /amount: must be an integer (int64)",                                                                     // 2 createCharge
 	"refused at \"/amount\": invalid body at /amount: field given more than once",                                                                     // 3 createCharge
 	"refused at \"/currency\": invalid body at /currency: missing required field",                                                                     // 4 createCharge
 	"refused at \"/currency\": invalid body at /currency (byte 18): '%' not followed by two hex digits",                                               // 5 createCharge
-	"v1:8df31bcb0ff702cc7ddcc89005f16a7ead23130263e6f403725a1892aaa591d8",                                                                             // 6 createOrder
-	"v1:8df31bcb0ff702cc7ddcc89005f16a7ead23130263e6f403725a1892aaa591d8",                                                                             // 7 createOrder
-	"v1:aa17c995e3454b4b384a79237f2fe519085f11e326de872307bb2435c88407e1",                                                                             // 8 createOrder
+	"v2:db7ba425d4a7f92bb844fba61762e77376f508a58a58237e03eff47d21d59447",                                                                             // 6 createOrder
+	"v2:db7ba425d4a7f92bb844fba61762e77376f508a58a58237e03eff47d21d59447",                                                                             // 7 createOrder
+	"v2:70bfed27f22f29cb8aa4b6760eb2432589fb481226a6069ce0ce28eb1876899e",                                                                             // 8 createOrder
 	"refused at \"/lines/0\": invalid body at /lines/0 (byte 44): missing required member \"qty\"",                                                    // 9 createOrder
-	"v1:7689474a2fa9db588244402efd2ce0409379c5772f6bf710dc3a254af08a0fa2",                                                                             // 10 createPayment
-	"v1:fc96556914bd64e8612a80675eaf73b6fe1681fdadb2cea80e39a522d792bb75",                                                                             // 11 createPayment
+	"v2:42b9cb3f478e6aad7ad15914e9377dd61d5f8b1c8e3b32080b5ecebf1bf6f455",                                                                             // 10 createPayment
+	"v2:4479dde4072926b84f32c410b1ca2349bd394eaf8527aa9144dd3d445a4fae94",                                                                             // 11 createPayment
 	"refused at \"/amount\": invalid body at /amount (byte 11): must be at least 1",                                                                   // 12 createPayment
-	"v1:52ce1195423ee4e2f73524403cde74b7969906e07b0c147aa61ed0e703857a70",                                                                             // 13 createRefund
-	"v1:e470894d080c26749ff1c592191b885ac632f4bac064f2a341968c34e0487e55",                                                                             // 14 createRefund
-	"v1:f6141760ced35a8a277bab3d94860770e5732ec5094f39378afc64269acbe644",                                                                             // 15 createProviderCharge
-	"v1:2562b015180e2e419ba0cff4bb252563f8dbf4bf3c0696cd0139473861676d87",                                                                             // 16 createTransfer
-	"v1:2562b015180e2e419ba0cff4bb252563f8dbf4bf3c0696cd0139473861676d87",                                                                             // 17 createTransfer
-	"v1:2562b015180e2e419ba0cff4bb252563f8dbf4bf3c0696cd0139473861676d87",                                                                             // 18 createTransfer
-	"v1:f94cfbd84e366561ce27d82a155f82998497d64bb984bc8957917d5da22a245f",                                                                             // 19 createCharge
-	"v1:f94cfbd84e366561ce27d82a155f82998497d64bb984bc8957917d5da22a245f",                                                                             // 20 createCharge
-	"v1:c2cee993609a8ebc0e7f089000c8ba83fb3d6d1dbe73c4e89b72dcf22aad8ed8",                                                                             // 21 createCharge
+	"v2:999acd99064355320f887b3d69a13214c90ad4d0ae66e6488bb1bb7a96e0739e",                                                                             // 13 createRefund
+	"v2:e1aa08358b7bd58f12fce8bf94895615d1adcbf8eba53e0398739fde208d0483",                                                                             // 14 createRefund
+	"v2:e80ab2c679601259bf544d5c8a0b9d861c9a75ac6ea933dfae96195740d84af8",                                                                             // 15 createProviderCharge
+	"v2:7622d319c6a63a39e83702e2799d8761a80324498db3c7b2edbe2ca411ac41dc",                                                                             // 16 createTransfer
+	"v2:7622d319c6a63a39e83702e2799d8761a80324498db3c7b2edbe2ca411ac41dc",                                                                             // 17 createTransfer
+	"v2:7622d319c6a63a39e83702e2799d8761a80324498db3c7b2edbe2ca411ac41dc",                                                                             // 18 createTransfer
+	"v2:341b0539aaca49f8b88dd29fa078be3f54a642964d9c5d0175c86cb0d985262f",                                                                             // 19 createCharge
+	"v2:341b0539aaca49f8b88dd29fa078be3f54a642964d9c5d0175c86cb0d985262f",                                                                             // 20 createCharge
+	"v2:7558a83fa4d4fe0d8402d9883b5a71155f35a2ef183a0698e9a11ab25c42d1cc",                                                                             // 21 createCharge
 	"refused at \"/items[1]\": invalid body at /items[1]: array index 1 is missing (the indices of items[2][price] must run 0, 1, 2, … without gaps)", // 22 createCharge
 	"refused at \"/shipping[planet]\": invalid body at /shipping[planet]: field not allowed by the schema",                                            // 23 createCharge
 }

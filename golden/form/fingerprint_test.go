@@ -49,21 +49,21 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:e4dc90f4a977102d0c4362080fd0876a1f7fe795eb941a8daa7fd7207fbbcdec",                                                                             // 0 createCustomer
-	"v1:11f2c8b92c58187b0ef3fe1539ac7dc9c32255599fb455e350f2f84cab7335cf",                                                                             // 1 createCustomer
+	"v2:3ff853e472419daab71567784824eab0c6f50a591f74f167383d20f387983fe5",                                                                             // 0 createCustomer
+	"v2:2ddee5f2f71c670a1c5eb34d1ba5936aa7f1e8a565cf4eb8f7b530ff14762be2",                                                                             // 1 createCustomer
 	"refused at \"/tax_exempt\": invalid body at /tax_exempt: must be one of \"none\", \"exempt\", \"reverse\"",                                       // 2 createCustomer
 	"refused at \"/email\": invalid body at /email: missing required field",                                                                           // 3 createCustomer
-	"v1:89e7b7f6cf0f66a6f1b91b975e1d61b91a751981461fa5a2838e6d4eeddb0c7f",                                                                             // 4 uploadFile
-	"v1:e3c9d07597918add4f784e5f543abb57e90fbfb64b8a7a58d7455db8a06138a9",                                                                             // 5 createNote
-	"v1:f4535dce6015b8553939dc2319de8722946f2fc777ace8ffc5923f484992f89b",                                                                             // 6 createNote
+	"v2:18fdf1faaa7244fd4b676d1c1a98d7435dd2ab38521451fe3946281a4dddcfe4",                                                                             // 4 uploadFile
+	"v2:e02e8c2c3d3f73cfd57366219d897489b0bd4df8a5d845cb483085f13507a90e",                                                                             // 5 createNote
+	"v2:78f0deadd139dcd5042fd10f833ecc1dd72d4c60bcf8a00162b5c8b91b60e782",                                                                             // 6 createNote
 	"refused at \"/pinned\": invalid body at /pinned: must be true or false",                                                                          // 7 createNote
-	"v1:7d829248acb6cc04988847f99cfca7e1f514db307cd173f6ec606ab8f80edd12",                                                                             // 8 createNote
-	"v1:049c2aac77f0e20743bc70200119de5f13a3851f65281b302894b762b34d0d9a",                                                                             // 9 createCustomer
-	"v1:d09ee63c83014fa6ea0eaad277581ec0b45afb1c491e4c7d436c63186927e9f7",                                                                             // 10 createPaymentIntent
-	"v1:d09ee63c83014fa6ea0eaad277581ec0b45afb1c491e4c7d436c63186927e9f7",                                                                             // 11 createPaymentIntent
-	"v1:7653d98ef4f0dfcb2aa6142f796feb15bb6dee9ca08ddd7f411e53f33db092bc",                                                                             // 12 createPaymentIntent
-	"v1:18996dd2aa826ed1efd316bd4d3436f877cc50705d505e9eabfbdc56f7254d7c",                                                                             // 13 createPaymentIntent
-	"v1:7ec7dc77e86955be887959377602249a43ff008457f65c9446723f3741a63ede",                                                                             // 14 createPaymentIntent
+	"v2:5b90dc3e1bedaaf995e6949ac3725f43f4e037f931876f4d98611531d652d559",                                                                             // 8 createNote
+	"v2:c1d7039dabbe3eaf44dcd79f55f66c7fdb112a2ac552dbdfb124c6e6ef246f7f",                                                                             // 9 createCustomer
+	"v2:74ce18169468057a20d53b9f7a432da7c52c70b3ce362b84c18792b15e356aba",                                                                             // 10 createPaymentIntent
+	"v2:74ce18169468057a20d53b9f7a432da7c52c70b3ce362b84c18792b15e356aba",                                                                             // 11 createPaymentIntent
+	"v2:a7d5d303b12846c2e45733d1749bb661f19ac4fabd01e1b1c0832a7063eff846",                                                                             // 12 createPaymentIntent
+	"v2:1c2a859769bab0025283c07df44869de0f4c274eac422bd00f0c1d399befd36f",                                                                             // 13 createPaymentIntent
+	"v2:4b5bf20cf19bd93b096393a1d50ca9637f920ada359d779b1c826758dacad6a5",                                                                             // 14 createPaymentIntent
 	"refused at \"/items[1]\": invalid body at /items[1]: array index 1 is missing (the indices of items[2][price] must run 0, 1, 2, … without gaps)", // 15 createPaymentIntent
-	"v1:1e4b275579421a83bcf8885d881273fb516d14bc9f9ff34e51834255a20042c1",                                                                             // 16 createPaymentIntent
+	"v2:7978919ac589cdf484c8a37cd59f675f712b15e27f09e4dbd295bf19173de12e",                                                                             // 16 createPaymentIntent
 }

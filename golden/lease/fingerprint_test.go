@@ -27,7 +27,7 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:db9c8253fab8fe9139288a68d5d86b4aec7a87fb893edd5becda5de78907dac4",                                              // 0 captureCharge
-	"v1:5c028507dd85b76005897afb2462c7ee95d4e55e1a11b39515d28ee86afbf717",                                              // 1 captureCharge
+	"v2:ec55e456365d2b3db05763852b99988f73b24e3ffab69cd6d2be34e06093fe75",                                              // 0 captureCharge
+	"v2:33a79f32e386eb6a577317f53fcc340f43c5f3ceeb69b0589356502602a51300",                                              // 1 captureCharge
 	"refused at \"/statement_descriptor\": invalid body at /statement_descriptor (byte 62): length must be at most 22", // 2 captureCharge
 }

@@ -257,20 +257,20 @@ func TestMediaTypesServed(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:4aed484e5882587448d80c1e78594e799f4655820c34066e8b93a20cbe5f0a86",                                                // 0 createConsent
-	"v1:4aed484e5882587448d80c1e78594e799f4655820c34066e8b93a20cbe5f0a86",                                                // 1 createConsent
-	"v1:d4dc529774c5e6a5c1c4212983385fd5a279816a9a4b055ac4536ada22c63a18",                                                // 2 createConsent
-	"v1:d4dc529774c5e6a5c1c4212983385fd5a279816a9a4b055ac4536ada22c63a18",                                                // 3 createConsent
-	"v1:641cc10cf3fe32e68d0d479ed8e9dc1a820e5120435e86fc6a5121b1e248898c",                                                // 4 createConsent
+	"v2:031e62ef5c7d8c84d8f7b72d43a2d220047183075be947c7945467882da5c672",                                                // 0 createConsent
+	"v2:031e62ef5c7d8c84d8f7b72d43a2d220047183075be947c7945467882da5c672",                                                // 1 createConsent
+	"v2:d564256eb18c9d45176fcbc02959b71d36b906af00fcf92904fca1607b71b592",                                                // 2 createConsent
+	"v2:d564256eb18c9d45176fcbc02959b71d36b906af00fcf92904fca1607b71b592",                                                // 3 createConsent
+	"v2:96787bab18f9420649e3cd4be62c059a8d9f5915aeeed5c44f8a22cf9fb6c2d4",                                                // 4 createConsent
 	"refused at \"/amount\": invalid body at /amount (byte 17): must match the pattern \"^\\\\d{1,13}\\\\.\\\\d{1,5}$\"", // 5 createConsent
-	"v1:f657d043edc24b7ac3c998ab486aa6da65a5ebee0ee7c60851a13e8a89e2db40",                                                // 6 createPayment
-	"v1:f657d043edc24b7ac3c998ab486aa6da65a5ebee0ee7c60851a13e8a89e2db40",                                                // 7 createPayment
-	"v1:5aa8d6e6a7f480041d8d2253d182a980a6830e0e7076cbcbe31d08a21375ef83",                                                // 8 createPayment
-	"v1:693cd3f7dcfdca02cc352258ac7c5a48dd23de35ef27216024463d7881174f55",                                                // 9 createPayment
-	"v1:8a4b8fa8f07b2b6a7e9216c3974fe6c881f52aba7a81470c3fb6d180d4ca1f15",                                                // 10 updateMandate
-	"v1:6a76d210ef834890d1a0ab2918ce95f99d8dabb3c539463009b1d27a1d3e2f34",                                                // 11 updateMandate
-	"v1:e05e708d0edc6c4c0dfb8ad1f9082b8612f01b07b8f4109bcd25ef4224be5c7c",                                                // 12 updateMandate
-	"v1:bb85d8aecb715f445cdb11822ec75e8800093a188202e584c66ce916754a5578",                                                // 13 createBatch
-	"v1:83f64fdad2edbf41c52fe11d8aa61e08379d26d0be0f8665235ab1f71b88d9ac",                                                // 14 createBatch
-	"v1:2b28468e372a050052eee259b31b65ac4fee7e119ad8556cfefcfe2913b72f45",                                                // 15 createTransfer
+	"v2:e4dd54783480877018818d1ebe1c47d4a5fbdf0bb62c6b9a47b2a885da8fefd8",                                                // 6 createPayment
+	"v2:e4dd54783480877018818d1ebe1c47d4a5fbdf0bb62c6b9a47b2a885da8fefd8",                                                // 7 createPayment
+	"v2:0dbce6adca2c8654f6cf59b6e1d56e81f654f8a077dc6e00fa09cc142152c6b5",                                                // 8 createPayment
+	"v2:4b29eebfe73dc444078d7441b5a8131f5f3e1ee7d2dc73bd52c4df101b9d3ee1",                                                // 9 createPayment
+	"v2:ff60e824f1fb2f9d071324ee9b8c48759115ba5ccad50cf385723c10ae669743",                                                // 10 updateMandate
+	"v2:d9a3a41b646f92e89859ce0e9c17b622c211fb2a9e255d8225d398539d7dd116",                                                // 11 updateMandate
+	"v2:565896d9342b319245e19aa72d4ddbcf0319ebe5da95dc5de9c93e235638d8aa",                                                // 12 updateMandate
+	"v2:1a9572d35dc58509d7f10c05255d82d2ee2407ccc8d5619f64400b263050e1a6",                                                // 13 createBatch
+	"v2:afa4fb06b1d4c6f2ac477f3dc40cc6d2a220afba3e7d704bd3872009d6a51b21",                                                // 14 createBatch
+	"v2:97d8b392438950fe9a57b8a5a92831cf9d9490c8bbbd23db1f67a1c81a796b6a",                                                // 15 createTransfer
 }

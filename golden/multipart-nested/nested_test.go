@@ -267,12 +267,12 @@ func TestNestedBehindMiddleware(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:e9617ba2055634bc7f63d88ef7c106163a2a40b43a1c92d596e7da38409e8c48",                                                                                                            // 0 createPaymentOrder
-	"v1:e9617ba2055634bc7f63d88ef7c106163a2a40b43a1c92d596e7da38409e8c48",                                                                                                            // 1 createPaymentOrder
-	"v1:e9617ba2055634bc7f63d88ef7c106163a2a40b43a1c92d596e7da38409e8c48",                                                                                                            // 2 createPaymentOrder
-	"v1:e9617ba2055634bc7f63d88ef7c106163a2a40b43a1c92d596e7da38409e8c48",                                                                                                            // 3 createPaymentOrder
-	"v1:f01e6f25fa0bb396c61414b6c85ab1aa44f963083e0ebf12fe8ba866f036bd4b",                                                                                                            // 4 createPaymentOrder
-	"v1:b412f7306275ee2d6b9d492d7525a2e5602481db4beb478d906768f4f2ee3c2c",                                                                                                            // 5 createPaymentOrder
+	"v2:ea1e71a6ecd90708d7548e545c0e8a553df343f3501457a6f29637a2190d6b97",                                                                                                            // 0 createPaymentOrder
+	"v2:ea1e71a6ecd90708d7548e545c0e8a553df343f3501457a6f29637a2190d6b97",                                                                                                            // 1 createPaymentOrder
+	"v2:ea1e71a6ecd90708d7548e545c0e8a553df343f3501457a6f29637a2190d6b97",                                                                                                            // 2 createPaymentOrder
+	"v2:ea1e71a6ecd90708d7548e545c0e8a553df343f3501457a6f29637a2190d6b97",                                                                                                            // 3 createPaymentOrder
+	"v2:940b92347b483eabc9fe56a5f63857fd04600698ebfb1f5edc11c426ca265b61",                                                                                                            // 4 createPaymentOrder
+	"v2:dccdf41b4473102d04bf8a08ac5e54f1812e3638c0b88bafcb896257c9930c6f",                                                                                                            // 5 createPaymentOrder
 	"refused at \"/accounting/ledger\": invalid body at /accounting/ledger: in the nested parts of \"accounting\": member not allowed by the schema",                                 // 6 createPaymentOrder
 	"refused at \"/line_items/0/amount\": invalid body at /line_items/0/amount: in the nested parts of \"line_items\": expected a number, found the text \"six\"",                    // 7 createPaymentOrder
 	"refused at \"/line_items/0\": invalid body at /line_items/0: in the nested parts of \"line_items\": missing required member \"amount\"",                                         // 8 createPaymentOrder

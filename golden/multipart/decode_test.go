@@ -135,16 +135,16 @@ func TestMultipartDecoded(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:42c6cf889ba1fc90f945a1c10cc24b27e63cda86ef488eb5d8dda993b9b4e909",                                                                                                   // 0 createCatalogImage
-	"v1:42c6cf889ba1fc90f945a1c10cc24b27e63cda86ef488eb5d8dda993b9b4e909",                                                                                                   // 1 createCatalogImage
-	"v1:811aa6181a789bb316e04bde58488533d9083db4d495375a2bf082ac551b4ae7",                                                                                                   // 2 createCatalogImage
-	"v1:716d80bf5b656e64b07296ed9579459e4196e86ed721acd465429a4ea24355fa",                                                                                                   // 3 createCatalogImage
-	"v1:a056386617a85618f11db1eb33cd21a17eeb91eb29c5ba6383cafc9ac2986c7a",                                                                                                   // 4 createCatalogImage
+	"v2:9bfc3b36d1c2837d7eb4242dbb4391d34ba2f6c812cc09a3477f4c390c967f56",                                                                                                   // 0 createCatalogImage
+	"v2:9bfc3b36d1c2837d7eb4242dbb4391d34ba2f6c812cc09a3477f4c390c967f56",                                                                                                   // 1 createCatalogImage
+	"v2:cbb63b9bc73afd841ed3c0b201c521cba43d4b40a765bd44bbd03ab4787f97d0",                                                                                                   // 2 createCatalogImage
+	"v2:e8b56340f313a2c34b3447422d712a6198c64574c27f23ec53ae285b58723b83",                                                                                                   // 3 createCatalogImage
+	"v2:bc86fdfa981e8e6d7f42785a45bbaa28a622bbb3662f3539496b2f31526e1497",                                                                                                   // 4 createCatalogImage
 	"refused at \"/request/is_primary\": invalid body at /request/is_primary (byte 38): in part \"request\": expected a boolean, found a string",                            // 5 createCatalogImage
-	"v1:8dc80e2721b2220789fd0218f3560e8c22c029ae0e614aa1f33a05a506d70b0c",                                                                                                   // 6 createDocument
-	"v1:8dc80e2721b2220789fd0218f3560e8c22c029ae0e614aa1f33a05a506d70b0c",                                                                                                   // 7 createDocument
-	"v1:c59a1ab822a7596d4d12104e305aa9f22dcae29e2b5bc4e08886b08287bba824",                                                                                                   // 8 createDocument
-	"v1:814968596642d01ff9a3114ea494cf408f5495f86c4f0788683162e69b65328b",                                                                                                   // 9 createDocument
+	"v2:83509488defcc212420d76ad0549454efd46a7a32a10abd1287ee002cd5d25cf",                                                                                                   // 6 createDocument
+	"v2:83509488defcc212420d76ad0549454efd46a7a32a10abd1287ee002cd5d25cf",                                                                                                   // 7 createDocument
+	"v2:9c2be47e2c99cfbe3e9667c1ed0a5f95b75926e6a7769c9995a2bd0d8346a320",                                                                                                   // 8 createDocument
+	"v2:23f342d26063853a27a2b60e78d34c382ad68315ac61b09c57f056edd5de40b4",                                                                                                   // 9 createDocument
 	"refused at \"/file\": part \"file\" is larger than the limit of 1024 bytes per part (limits.part)",                                                                     // 10 createDocument
 	"refused at \"/title\": invalid body at /title: missing required part",                                                                                                  // 11 createDocument
 	"refused at \"/colour\": invalid body at /colour: part not allowed by the schema",                                                                                       // 12 createDocument
@@ -153,6 +153,6 @@ var want = []string{
 	"refused at \"/title\": invalid body at /title: field value is not valid UTF-8",                                                                                         // 15 createDocument
 	"refused at \"/tags\": invalid body at /tags: must have at most 3 items",                                                                                                // 16 createDocument
 	"refused at \"/extra\": invalid body at /extra: is a file, which fits only a property of type string, format binary (a JSON part needs Content-Type: application/json)", // 17 createDocument
-	"v1:6e3fae6b9c0b4d45ef062cdb2c91c7db6a3d6137ca4e2daf2a5d49e701157e75",                                                                                                   // 18 createLetter
+	"v2:2a1c7a9421ecff4e24da1cf5e1d249d99898c198ba8dad4e06e6d16f3adefe11",                                                                                                   // 18 createLetter
 	"refused at \"/to/name\": invalid body at /to/name (byte 8): in part \"to\": expected a string, found a number",                                                         // 19 createLetter
 }

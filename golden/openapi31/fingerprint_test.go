@@ -33,9 +33,9 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:e142e953f90ee6988b4249e6c87b2dd387ecbc22f6b08c905a0220efb6b32a16",                                           // 0 postEntry
-	"v1:c166dc9176380f0c3225c3c76d8a5808a1e58a505a11c46399929b5a6ca82d79",                                           // 1 postEntry
-	"v1:c166dc9176380f0c3225c3c76d8a5808a1e58a505a11c46399929b5a6ca82d79",                                           // 2 postEntry
+	"v2:bb22bb0c822f03b29e96c7d7687af3537f891cbf015b627f27fe273a8748bdea",                                           // 0 postEntry
+	"v2:d6b52adf4b8cf16a2a7bb712d90ca29aae4e4c9f564034326f1e175672e9b788",                                           // 1 postEntry
+	"v2:d6b52adf4b8cf16a2a7bb712d90ca29aae4e4c9f564034326f1e175672e9b788",                                           // 2 postEntry
 	"refused at \"/reference\": invalid body at /reference (byte 45): must match the pattern \"^[A-Z]{3}-\\\\d+$\"", // 3 postEntry
 	"refused at \"/ref\": invalid body at /ref (byte 35): must be of type string or integer",                        // 4 postEntry
 	"refused at \"/priority\": invalid body at /priority (byte 38): must be one of 1, 2",                            // 5 postEntry

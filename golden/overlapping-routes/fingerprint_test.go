@@ -29,8 +29,8 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:174c10af474fb1fcd6b10a90c8398f6f878117a53341c23897aa300c3d8f1518", // 0 closeAccount
-	"v1:b8909800b84074f4f17020242c487bb7cb346946e1b2b1f04d2fcc2af6131118", // 1 acmeThing
-	"v1:75dfc1ada0dd3f76c9c11f48beb2f9b63c5d11828b8f53aea6d0d1b84b36071e", // 2 closeTenantAccounts
-	"v1:7bc626660884dabcc79514288f6b222f105cfce19861746e76d04cc1e410d696", // 3 exportCSV
+	"v2:a87727dd7b2e4281a2f69563e147b7d3b84f74aed52f1e46db8618a7cf15e1eb", // 0 closeAccount
+	"v2:b5728cd3253ddc2491cdb67ce5fa45886312d8a8942746592505cac9ad3bfde2", // 1 acmeThing
+	"v2:607fe12ec7fe535101b0d67f5b8880a47c56094ff47892eba6bb2bdca8b4ec83", // 2 closeTenantAccounts
+	"v2:6b74e881e1886131943d39f97abee114a1c7a73f05cd7cc5d913e40c915123e8", // 3 exportCSV
 }

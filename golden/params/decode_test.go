@@ -93,24 +93,24 @@ func TestParamsDecoded(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:d4f90daeac73c3ed12ed4f90e62faa3fdd8f06859202f212cc514daef9a7ef52",                                                                                                              // 0 enableMethod
-	"v1:61a7d54290cd3881a2bda2a1a69e6fc4b346d09292260a6595d0dcec429ef2ad",                                                                                                              // 1 enableMethod
+	"v2:64075042d82da3810b0f0adad516eec53167bb46e3608eb72d7e865ac2411bef",                                                                                                              // 0 enableMethod
+	"v2:9faeda24ad08bda8961dc1e390938a358a4b088076f4b5b79f68dfdc088625e5",                                                                                                              // 1 enableMethod
 	"refused at \"/path/profileId\": path parameter \"profileId\": matches no member of the oneOf/anyOf: must match the pattern \"^pfl_.+$\"; or must be one of \"me\"",                // 2 enableMethod
-	"v1:baea04223b8d461b910ff4783572b0eb072fc9748f0854b7d50666ec301ee3bc",                                                                                                              // 3 enableMethod
-	"v1:618905865d934efbdd7243fef25848d3f48dd97c5339886a573252e8962420c2",                                                                                                              // 4 enableMethod
-	"v1:6440eb6e5f3125d58f7312bccfab1fa981e95761b21949f1910291a6acff4913",                                                                                                              // 5 enableMethod
+	"v2:b30bc6b5c2cebc8a0a81105f8382db4bdd69d7e735236a0ebd1a8f77c51c5bad",                                                                                                              // 3 enableMethod
+	"v2:7b9c5989aa102f9e6ab458a029178a4bd5c2142a666be88e556085619f57a799",                                                                                                              // 4 enableMethod
+	"v2:f6d01e31ab8cc230fc20a87302540c92b312f7ce1c9895dc8c6124d7a416d335",                                                                                                              // 5 enableMethod
 	"refused at \"/query/amount\": query parameter \"amount\": matches no member of the oneOf/anyOf: must be at most 1000; or must be one of \"all\"",                                  // 6 enableMethod
 	"refused at \"/query/ratio\": query parameter \"ratio\": matches no member of the oneOf/anyOf: must be greater than 0; or must be true or false",                                   // 7 enableMethod
 	"refused at \"/header/X-Channel\": header parameter \"X-Channel\": matches no member of the oneOf/anyOf: must match the pattern \"^(?!-)[a-z-]+$\"; or must be an integer (int64)", // 8 enableMethod
-	"v1:5a2a1bf51ab18e396d353f18919778252632bab103817e40c4db8f13575458a9",                                                                                                              // 9 enableMethod
-	"v1:e3f9999f79f0e64370a97318e1056084fcf2249e3f050763c07d881a52865267",                                                                                                              // 10 createExport
-	"v1:e3f9999f79f0e64370a97318e1056084fcf2249e3f050763c07d881a52865267",                                                                                                              // 11 createExport
-	"v1:e3f9999f79f0e64370a97318e1056084fcf2249e3f050763c07d881a52865267",                                                                                                              // 12 createExport
-	"v1:0a05272bfe8c275b979123d1106c3d7c15760ffd73cfaa2be30b44a729bdfc9b",                                                                                                              // 13 createExport
-	"v1:3132287bf72e09675ffd3651ba853c936420b2c6fd4cb699ec92e01edbc17456",                                                                                                              // 14 createExport
-	"v1:969e591b64db79bb88cf7951356add25d0680b54c98e97deb0755bb173193419",                                                                                                              // 15 createExport
-	"v1:521a6cd6bb3892b9decf7c0f4b7ee9d6331b570ce742a7a391de0657651ba3df",                                                                                                              // 16 createExport
-	"v1:205f3301f4e70cb88afb83dcf70b63487c8b633bc7dda176d953d1ef0a0b1a1f",                                                                                                              // 17 createExport
+	"v2:33f88a5183f7f33464181f2d9f20f073b9ca82257e849fe2438784ba970e2fb7",                                                                                                              // 9 enableMethod
+	"v2:702d23a9ef65ace357fd1176027efcccedecff04cdb64972c8b2a214bfac8103",                                                                                                              // 10 createExport
+	"v2:702d23a9ef65ace357fd1176027efcccedecff04cdb64972c8b2a214bfac8103",                                                                                                              // 11 createExport
+	"v2:702d23a9ef65ace357fd1176027efcccedecff04cdb64972c8b2a214bfac8103",                                                                                                              // 12 createExport
+	"v2:4f261bfc4fbdd3413e040a5b06805cd4ea7e905f075a1ada14477ef8ead470bb",                                                                                                              // 13 createExport
+	"v2:9c599f46b24350146efc3e09b117a8ad5c985067afece1d2731e88796efe5430",                                                                                                              // 14 createExport
+	"v2:ade72b90df028c64939b65fcb97877ea50a8328d5b3f9c3471db00622e5173e1",                                                                                                              // 15 createExport
+	"v2:8743ceb0eb0d632b7475cbff308377062fa118ef1c82801ffaadf67e3732471d",                                                                                                              // 16 createExport
+	"v2:bbce25f16953c8fc33af799524d06ce04ce652dbfe9bc607f9030afccd4b03db",                                                                                                              // 17 createExport
 	"refused at \"/query/filter[colour]\": query parameter \"filter[colour]\": member not allowed by the schema",                                                                       // 18 createExport
 	"refused at \"/query/filter[status]\": query parameter \"filter[status]\": missing",                                                                                                // 19 createExport
 	"refused at \"/query/filter[created][gte]\": query parameter \"filter[created][gte]\": missing",                                                                                    // 20 createExport

@@ -45,14 +45,14 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:6e79023f6a963db6115d0d4b7de127bff7db9c086f512259f06a2016d7571894",                           // 0 createPet
-	"v1:b0565ebb763cd8a42c59b7441412299a6f01df1f904bef7e00cbeb466f103c22",                           // 1 createPet
-	"v1:54e95800bcfafc9120bbf07b70258851ecac7bcebc19e9aa3e8b43c1bae79f86",                           // 2 createPet
-	"v1:3d8b67830507ec21ee3f44fb95f672f188d8a193d5acd25a00b4e51555e2ac3c",                           // 3 createPet
+	"v2:e92d3ea4edddf44accc0a047afd249a9c000494867db0b8df12a558731b3fddb",                           // 0 createPet
+	"v2:e6bbe81d4d227fa97f5cd96cb2ae0e25ae07d03e7dd4cb0fcf84e4474f827487",                           // 1 createPet
+	"v2:1ed7e00db84402b413910d39525f708b1d34da71f0e691fcf74a330809fb4a31",                           // 2 createPet
+	"v2:9cdbb3e079144ca4004e50b5617c123d01d4d61bfe78457fb4365dc362127dbe",                           // 3 createPet
 	"refused at \"/header/X-Store-Id\": header parameter \"X-Store-Id\": missing",                   // 4 createPet
 	"refused at \"\": invalid body at document root (byte 14): missing required member \"species\"", // 5 createPet
-	"v1:c3bc0d873295ef94b19a6a1dcd98141ff66769721dda1b17df6e23e4a0a0248b",                           // 6 placeOrder
-	"v1:c80d3d19de2699b4e166e261091f7736adbe90c0694e97353875491042c69e90",                           // 7 placeOrder
+	"v2:ff00e54ffd8482f80487f39ff1301cfae494c8836fde12ab2284f1120795f9b0",                           // 6 placeOrder
+	"v2:cfd220960dcac53f1a330673657e351de2a3909fcdd51bcd6a710aa8e6083314",                           // 7 placeOrder
 	"refused at \"/query/include\": query parameter \"include\": must be one of \"pet\", \"store\"", // 8 placeOrder
 	"refused at \"/query/limit\": query parameter \"limit\": must be at most 100",                   // 9 placeOrder
 }

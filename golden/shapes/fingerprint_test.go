@@ -47,17 +47,17 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:59baba7a6759672ee1bf353fe87f6e6be856c3dffd35fac083c164ab06dcdda2",                                       // 0 kitchenSink
-	"v1:662c9555caa8294e4d6517b9ccffb6533f03e7538b7d2b7ee5221848abfe7010",                                       // 1 kitchenSink
-	"v1:662c9555caa8294e4d6517b9ccffb6533f03e7538b7d2b7ee5221848abfe7010",                                       // 2 kitchenSink
+	"v2:6a111d487617b5fb95fc6b0d786a6fde7135361e5b671e85b7760a5500756bbb",                                       // 0 kitchenSink
+	"v2:32bf471bd297732cbdc74d500acc5eddfae52cd1658bd9f2eb4595767fff6ca6",                                       // 1 kitchenSink
+	"v2:32bf471bd297732cbdc74d500acc5eddfae52cd1658bd9f2eb4595767fff6ca6",                                       // 2 kitchenSink
 	"refused at \"/colors\": invalid body at /colors (byte 99): must have at least 1 items",                     // 3 kitchenSink
 	"refused at \"/closedEmpty/a\": invalid body at /closedEmpty/a (byte 48): member not allowed by the schema", // 4 kitchenSink
-	"v1:5251e4506e1fabe07a36d4c4668efee99fc5e13edbcf0e20d2c0b0f69bd53939",                                       // 5 batch
-	"v1:6ab3faff52edbe3af930edca71e171b84667c767f1f5ed494b63980703f4bdf2",                                       // 6 batch
+	"v2:921164e33b7b4b300e5019aefa5feedbb896f77ac9971d95e65a147a1fb3af5d",                                       // 5 batch
+	"v2:10e20c76a3b1c354be1352cd4adb703ff3ed04dfd142529dfee14174336b98a3",                                       // 6 batch
 	"refused at \"/0/sku\": invalid body at /0/sku (byte 10): length must be at least 1",                        // 7 batch
-	"v1:ccff8feb37c630c81900377b3c5a0b9a48570c83aef418e9a3bcaf768e51953e",                                       // 8 putSettings
-	"v1:adde6d458db7a021b0db1d1d2e040d291c9a8251b943f4ef9fd89eb2725ff5db",                                       // 9 putSettings
+	"v2:de7f9f2a907929a57f5b0972d85d376615f663f17978fe567c31ae82e589b37d",                                       // 8 putSettings
+	"v2:9ff527089a80e78602217c615e83f46a2a27226d7a384b29d7b195b191116e6c",                                       // 9 putSettings
 	"refused at \"/a\": invalid body at /a (byte 7): must be at most 10",                                        // 10 putSettings
-	"v1:9d943da7c67589a195439d17e3cd2cf7e1ad930f397193785d35ea580ae30feb",                                       // 11 patchChoice
-	"v1:642d45d175d752e47a1a865f9058ab68fd884d5b9f61c96d631e3cd93c957546",                                       // 12 postFree
+	"v2:f942c406181549e7a3c6ff771da748e49a87e85896afe4ee1262940ff18f016b",                                       // 11 patchChoice
+	"v2:8ad5629a51b3bbe6c810ced56377d7d297e7c93e346a8a0ab7f0dd8d17abc482",                                       // 12 postFree
 }

@@ -36,9 +36,9 @@ func TestFingerprintCorpus(t *testing.T) {
 
 // want are the outcomes of corpus, recorded from the generated code (fptest.Check).
 var want = []string{
-	"v1:320cecb9631dca2a3526243325cac23f8ca830a0b93ca8f810909c1cac0bb727",                      // 0 CreateCall
+	"v2:30d485d0c9f7c7ad9fbb57dcbc97dae800f59c0ecea2322970cc8f626351e8a4",                      // 0 CreateCall
 	"refused at \"/path/AccountSid\": path parameter \"AccountSid\": length must be 34",        // 1 CreateCall
-	"v1:838a040815c37be658221c35cb49b697b67742b0140af9653a02ec443510d797",                      // 2 UpdateCall
-	"v1:588d6a3fee81c4dea4644c8d3a1e8a6dee39f81d0b47dc355d8b2b801bf4b215",                      // 3 UpdateRecording
+	"v2:6c2dcc9852f23dd423ad1a0d65f4222ab53fe126f9e494094157649c4bf1f32d",                      // 2 UpdateCall
+	"v2:682e9b7712adad7278d7a935c3d24eb97d188e1dd08a3b7f0dfc566aba8b6e5e",                      // 3 UpdateRecording
 	"refused at \"/path/Format\": path parameter \"Format\": must be one of \"json\", \"mp3\"", // 4 UpdateRecording
 }

@@ -34,6 +34,7 @@ type schemaConverter struct {
 	// variantOrigin the declared schema each named copy was made from.
 	variants      map[variantKey]*model.Schema
 	variantOrigin map[*model.Schema]*model.Schema
+	variantForm   map[*model.Schema]variant
 }
 
 // compositeSrc is where a composite schema's members are: the kin schemas and the oneOf/anyOf
@@ -45,7 +46,8 @@ type compositeSrc struct {
 
 func newSchemaConverter(doc *openapi3.T, lc *locator, d *diag.List) *schemaConverter {
 	c := &schemaConverter{d: d, lc: lc, memo: map[*openapi3.Schema]*model.Schema{}, compName: map[*openapi3.Schema]string{}, problems: map[*model.Schema][]diag.Diagnostic{}, composites: map[*model.Schema]compositeSrc{},
-		variants: map[variantKey]*model.Schema{}, variantOrigin: map[*model.Schema]*model.Schema{}}
+		variants: map[variantKey]*model.Schema{}, variantOrigin: map[*model.Schema]*model.Schema{},
+		variantForm: map[*model.Schema]variant{}}
 	if doc.Components != nil {
 		// A component that is only a $ref to another is an alias: the schema is named after its
 		// definition, and takes an alias's name only when its definition is not a component.
@@ -739,9 +741,11 @@ func optional(v *uint64) *int64 {
 
 // assignTypeNames gives every named schema a unique Go type name, in Name order so a name
 // never depends on which operation reaches the schema first. A copy read beyond its schema
-// (variants.go) is named after it, with an Open or Patch suffix (or both) only when the
-// declared schema is reached as itself from ops too, and after every declared schema ops
-// reach, so that adding a merge patch body never renames an existing type.
+// (variants.go) is named after it, after every declared schema ops reach (so that adding a
+// merge patch body never renames an existing type), with a suffix only where ops reach the
+// schema in more than one form: Open and Patch for what the copy reads differently from the
+// others (a schema every body reads with body.unknown: accept has no Open suffix; one read
+// as itself and as a merge patch has the plain name and a Patch one).
 func (c *schemaConverter) assignTypeNames(ops []*model.Operation) {
 	reached := map[*model.Schema]bool{}
 	for _, s := range reachableSchemas(ops) {
@@ -763,14 +767,35 @@ func (c *schemaConverter) assignTypeNames(ops []*model.Operation) {
 	slices.SortStableFunc(named, func(a, b *model.Schema) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Name, b.Name))
 	})
+	// The forms in which ops reach each declared schema, and which of a form's bits differ
+	// between them.
+	type forms struct{ all, any variant }
+	seen := map[*model.Schema]*forms{}
+	note := func(origin *model.Schema, v variant) {
+		f := seen[origin]
+		if f == nil {
+			f = &forms{all: v, any: v}
+			seen[origin] = f
+		}
+		f.all = variant{patch: f.all.patch && v.patch, open: f.all.open && v.open}
+		f.any = variant{patch: f.any.patch || v.patch, open: f.any.open || v.open}
+	}
+	for s := range reached {
+		if origin, ok := c.variantOrigin[s]; ok {
+			note(origin, c.variantForm[s])
+		} else {
+			note(s, variant{})
+		}
+	}
 	n := newNamer()
 	for _, s := range named {
 		name := s.Name
-		if origin, ok := c.variantOrigin[s]; ok && reached[origin] {
-			if s.Opened {
+		if origin, ok := c.variantOrigin[s]; ok && seen[origin] != nil {
+			f, v := seen[origin], c.variantForm[s]
+			if v.open && f.any.open != f.all.open {
 				name += "Open"
 			}
-			if s.MergePatch {
+			if v.patch && f.any.patch != f.all.patch {
 				name += "Patch"
 			}
 		}

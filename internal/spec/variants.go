@@ -80,9 +80,10 @@ func (c *schemaConverter) variantOf(s *model.Schema, v variant) *model.Schema {
 	if m.Name != "" {
 		c.named = append(c.named, m)
 		c.variantOrigin[m] = s
+		c.variantForm[m] = v
 	}
 	m.MergePatch = s.MergePatch || v.patch && s.Type == model.TypeObject
-	m.Opened = s.Opened || v.open
+	m.Opened = s.Opened || v.open && s.ClosedObject
 	if v.open {
 		m.ClosedObject = false
 	}

@@ -131,9 +131,19 @@ package canonical
 import "encoding/hex"
 
 // Version is the fingerprint algorithm version. It is stored with every idempotency record, so
-// a future change of the framing or canonical form is detected (and the old records handled)
-// instead of surfacing as a wave of false 422 mismatches.
-const Version uint16 = 1
+// a change of the framing or canonical form is detected (and the old records handled: a
+// completed record of another version replays, a running one is in flight, docs/runtime.md,
+// Replay) instead of surfacing as a wave of false 422 mismatches. Generated code states the
+// version it was generated for and does not build under another (regenerate it).
+//
+// Versions:
+//   - 1: the framing and canonical forms of idemgen's first releases;
+//   - 2: null is not absent. An optional nullable member sent as null is written as null
+//     (version 1 left it out, as if absent), a nullable array element or map value sent as null
+//     is null (version 1 wrote its type's zero value), and every optional member of a JSON merge
+//     patch body may be null. Requests without such nulls frame as before; only the version
+//     bytes differ.
+const Version uint16 = 2
 
 // Fingerprint is the SHA-256 digest of a request's framing, with the algorithm version that
 // produced it.

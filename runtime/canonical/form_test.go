@@ -95,7 +95,7 @@ func TestFramingLayout(t *testing.T) {
 	f.Header("X-Account", nil)
 	f.BodyEnd(append(f.BodyStart(), "{}"...))
 	got := f.Sum()
-	want := []byte{0, 1,
+	want := []byte{byte(Version >> 8), byte(Version),
 		'O', 2, 'o', 'p',
 		'M', 4, 'P', 'O', 'S', 'T',
 		'P', 7, '/', 'p', '/', '{', 'i', 'd', '}',
@@ -106,7 +106,7 @@ func TestFramingLayout(t *testing.T) {
 	want = append(want, 'h', 9)
 	want = append(want, "X-Account"...)
 	want = append(want, 'J', 2, '{', '}')
-	if got != (Fingerprint{Version: 1, Sum: sha256.Sum256(want)}) {
+	if got != (Fingerprint{Version: Version, Sum: sha256.Sum256(want)}) {
 		t.Errorf("framing changed: %s", got)
 	}
 }
@@ -122,7 +122,7 @@ func TestFramingLongBody(t *testing.T) {
 		f.Begin("op", "POST", "/")
 		f.BodyEnd(append(f.BodyStart(), body...))
 		got := f.Sum()
-		want := []byte{0, 1, 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'J'}
+		want := []byte{byte(Version >> 8), byte(Version), 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'J'}
 		want = binary.AppendUvarint(want, uint64(n))
 		want = append(want, body...)
 		if got.Sum != sha256.Sum256(want) {
@@ -152,7 +152,7 @@ func TestFramingMultipart(t *testing.T) {
 	f.MediaType("multipart/form-data")
 	f.BodyEnd(append(f.MultipartStart(), "{}"...))
 	got := f.Sum()
-	want := []byte{0, 1, 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'T', 19}
+	want := []byte{byte(Version >> 8), byte(Version), 'O', 2, 'o', 'p', 'M', 4, 'P', 'O', 'S', 'T', 'P', 1, '/', 'T', 19}
 	want = append(want, "multipart/form-data"...)
 	want = append(want, 'm', 2, '{', '}')
 	if got.Sum != sha256.Sum256(want) {

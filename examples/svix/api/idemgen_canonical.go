@@ -10,7 +10,19 @@ func appendCanonicalApplicationIn(b []byte, v *ApplicationIn) []byte {
 	o, b := canonical.WriteObject(b, v.Extra)
 	b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString)
 	b = o.String(b, `"name":`, v.Name)
-	b = canonical.OptInt(&o, b, `"throttleRate":`, v.ThrottleRate)
-	b = canonical.OptString(&o, b, `"uid":`, v.UID)
+	if v.ThrottleRate != nil {
+		if v.ThrottleRate.Null {
+			b = o.Null(b, `"throttleRate":`)
+		} else {
+			b = o.Int(b, `"throttleRate":`, v.ThrottleRate.Value)
+		}
+	}
+	if v.UID != nil {
+		if v.UID.Null {
+			b = o.Null(b, `"uid":`)
+		} else {
+			b = o.String(b, `"uid":`, v.UID.Value)
+		}
+	}
 	return o.End(b)
 }

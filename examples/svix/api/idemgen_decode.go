@@ -34,15 +34,17 @@ func decodeApplicationIn(d *canonical.Decoder, v *ApplicationIn) {
 			v.Name = d.Field(&seen, 0).Str()
 			d.Length(v.Name, 1, -1)
 		case "throttleRate":
-			if !d.Field(&seen, 2).Null() {
-				v.ThrottleRate = canonical.Ptr(d.Int64())
-				d.Min(*v.ThrottleRate, 1)
+			v.ThrottleRate = &canonical.Nullable[int64]{Null: d.Field(&seen, 2).Null()}
+			if !v.ThrottleRate.Null {
+				v.ThrottleRate.Value = d.Int64()
+				d.Min(v.ThrottleRate.Value, 1)
 			}
 		case "uid":
-			if !d.Field(&seen, 3).Null() {
-				v.UID = canonical.Ptr(d.Str())
-				d.Length(*v.UID, 1, 256)
-				d.Pattern(*v.UID, "^[a-zA-Z0-9\\-_.]+$")
+			v.UID = &canonical.Nullable[string]{Null: d.Field(&seen, 3).Null()}
+			if !v.UID.Null {
+				v.UID.Value = d.Str()
+				d.Length(v.UID.Value, 1, 256)
+				d.Pattern(v.UID.Value, "^[a-zA-Z0-9\\-_.]+$")
 			}
 		default:
 			d.Unknown(&v.Extra, "metadata", "name", "throttleRate", "uid")

@@ -18,11 +18,11 @@ type DBTX = pgstore.DBTX
 
 // ApplicationIn is a request type (schema ApplicationIn).
 type ApplicationIn struct {
-	Metadata     map[string]string `json:"metadata,omitempty"`
-	Name         string            `json:"name"`
-	ThrottleRate *int64            `json:"throttleRate,omitempty"`
-	UID          *string           `json:"uid,omitempty"`
-	Extra        canonical.Members `json:"-"` // undeclared members, in canonical form: fingerprinted
+	Metadata     map[string]string           `json:"metadata,omitempty"`
+	Name         string                      `json:"name"`
+	ThrottleRate *canonical.Nullable[int64]  `json:"throttleRate,omitempty"` // nil: absent; Null: sent as null
+	UID          *canonical.Nullable[string] `json:"uid,omitempty"`          // nil: absent; Null: sent as null
+	Extra        canonical.Members           `json:"-"`                      // undeclared members, in canonical form: fingerprinted
 }
 
 // V1ApplicationCreateParams holds the parameters of operation v1.application.create; the
