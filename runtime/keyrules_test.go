@@ -167,3 +167,51 @@ func TestHandlerKeyAndNotFinal(t *testing.T) {
 	}
 	NotFinal(context.Background()) // does nothing
 }
+
+// Behind the Middleware: an unmarked POST carrying a browser's key is passed through untouched,
+// and a wrapped handler reads the key and marks a refusal not final through r.Context().
+func TestMiddlewareBrowserKeyAndNotFinal(t *testing.T) {
+	e := newMemEnv(t, nil)
+	mux := http.NewServeMux()
+	unmarked := 0
+	mux.HandleFunc("POST /v1/notes", func(w http.ResponseWriter, r *http.Request) {
+		unmarked++
+		w.WriteHeader(http.StatusCreated)
+	})
+	var keys []string
+	mux.HandleFunc("POST /v1/payments", func(w http.ResponseWriter, r *http.Request) {
+		k, _ := IdempotencyKey(r.Context())
+		keys = append(keys, k)
+		if r.Header.Get("API-Version") != "2026-04-17" {
+			NotFinal(r.Context())
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		db, _ := TxFrom[*memstore.DB](r.Context())
+		tenant, _ := bearerScope(r)
+		e.pay(db, &payReq{Amount: 1, Tenant: tenant})
+		w.WriteHeader(http.StatusCreated)
+	})
+	mw, err := Middleware[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)}, MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(mux)
+	note := req("t1", `"42"`, `{}`)
+	note.URL.Path = "/v1/notes"
+	if w := serveReq(h, note); w.Code != 201 || unmarked != 1 {
+		t.Errorf("an unmarked POST with a browser's key: %d, handler ran %d times", w.Code, unmarked)
+	}
+	if w := serveReq(h, req("t1", key1, body100, "API-Version", "1999-01-01")); w.Code != 400 {
+		t.Fatalf("old version: %d", w.Code)
+	}
+	if w := serveReq(h, req("t1", key1, body100, "API-Version", "2026-04-17")); w.Code != 201 || w.Header().Get(HeaderReplayed) != "" {
+		t.Errorf("the corrected retry: %d, replayed %q; want it run", w.Code, w.Header().Get(HeaderReplayed))
+	}
+	if w := serveReq(h, req("t1", key1, body100, "API-Version", "2026-04-17")); w.Header().Get(HeaderReplayed) != "true" {
+		t.Error("the final answer was not stored")
+	}
+	if strings.Join(keys, ",") != key1+","+key1 || e.payments("t1") != 1 {
+		t.Errorf("keys seen %v, %d payments", keys, e.payments("t1"))
+	}
+}

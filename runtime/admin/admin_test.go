@@ -38,7 +38,7 @@ const (
 func payOp() *runtime.Operation {
 	return &runtime.Operation{
 		ID: "createPayment", Method: "POST", Path: "/v1/payments",
-		Key:           runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		Key:           runtime.KeyRule{Header: "Idempotency-Key", Required: true, Characters: runtime.KeyOpaque},
 		Retention:     time.Hour,
 		MediaTypes:    []string{"application/json"},
 		ReplayHeaders: []string{"X-Note"},
@@ -221,7 +221,7 @@ func TestLookup(t *testing.T) {
 	if recs, err := admin.Lookup(ctx, s.st, "someone-else", payKey, admin.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
 		t.Errorf("another tenant: %+v %v", recs, err)
 	}
-	for _, bad := range []string{"", "  ", `"unterminated`, "two words"} {
+	for _, bad := range []string{"", "  ", `"unterminated`, `"two";a=1`} {
 		if _, err := admin.Lookup(ctx, s.st, tenant, bad, admin.LookupOptions{}); !errors.Is(err, admin.ErrLookupInvalid) {
 			t.Errorf("key %q: %v, want ErrLookupInvalid", bad, err)
 		}
@@ -257,6 +257,18 @@ func TestLookup(t *testing.T) {
 	st, err := admin.Stats(ctx, s.st)
 	if err != nil || st.Running != 1 || st.Completed != 2 || len(st.Operations) != 3 {
 		t.Errorf("stats: %+v %v", st, err)
+	}
+	// An opaque key (key.characters: opaque) may hold spaces and commas: support staff find it
+	// as they paste it, through the operation table or by a bare lookup.
+	const opaqueKey = "two words, one key"
+	if r, err := s.post("/v1/payments", opaqueKey); err != nil || r.StatusCode != http.StatusCreated {
+		t.Fatalf("payment under an opaque key: %v %v", r, err)
+	}
+	for _, opts := range []admin.LookupOptions{{}, {Operations: ops}} {
+		recs, err := admin.Lookup(ctx, s.st, tenant, "  "+opaqueKey+" ", opts)
+		if err != nil || len(recs) != 1 || recs[0].Key != opaqueKey || recs[0].PerOperation || recs[0].Operation != "createPayment" {
+			t.Errorf("opaque key (operations %d): %+v %v", len(opts.Operations), recs, err)
+		}
 	}
 }
 
@@ -325,7 +337,7 @@ func TestAdminJSON(t *testing.T) {
 	}{
 		{"GET", "/records?tenant=" + tenant, "", 400},
 		{"POST", "/records", `{"tenant":"a","key":"k","extra":1}`, 400},
-		{"GET", "/records?tenant=a&key=two%20words", "", 400},
+		{"GET", "/records?tenant=a&key=%22unterminated", "", 400},
 		{"PUT", "/records", "", 405},
 		{"DELETE", "/", "", 405},
 		{"GET", "/nothing", "", 404},
