@@ -33,8 +33,11 @@ const callInsert = `INSERT INTO idempotency_provider_calls (provider_key, scope_
 	fingerprint, fingerprint_version, fencing_token, retention_us, amount, currency, started_at, outcome, response_status)
 SELECT $4, $1, $2, $5, $6, $7, $8, $3, $9, $10, $11, now(), 0, 0`
 
+// callUpsert names the call log's primary key by its constraint, not by its columns: on a
+// single PostgreSQL it is (provider_key), distributed it is (scope_id, provider_key)
+// (migrations.CitusTables), and the same statement meets either.
 const callUpsert = `
-ON CONFLICT (provider_key) DO UPDATE SET fencing_token = EXCLUDED.fencing_token,
+ON CONFLICT ON CONSTRAINT idempotency_provider_calls_pkey DO UPDATE SET fencing_token = EXCLUDED.fencing_token,
 	operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
 	fingerprint_version = EXCLUDED.fingerprint_version, retention_us = EXCLUDED.retention_us,
 	amount = EXCLUDED.amount, currency = EXCLUDED.currency,
@@ -114,12 +117,18 @@ const (
 // BeginCall records that the call phase of the record running under token starts call: one
 // INSERT, which also checks the token. See store.Store.
 func (s *Store) BeginCall(ctx context.Context, c store.Claim, token int64, call store.Call) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	return s.logCall(ctx, sqlBeginCall, c, token, call)
 }
 
 // LogCall records call for a claim this store does not hold (the paired Redis lease store's):
 // store.CallLog.
 func (s *Store) LogCall(ctx context.Context, c store.Claim, token int64, call store.Call) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	return s.logCall(ctx, sqlLogCall, c, token, call)
 }
 
@@ -149,6 +158,9 @@ func (s *Store) logCall(ctx context.Context, q string, c store.Claim, token int6
 
 // MarkUncertain marks the record running under token uncertain; see store.Store.
 func (s *Store) MarkUncertain(ctx context.Context, id store.ID, token int64, reason store.Uncertainty) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	d := digest(id)
 	if _, err := s.pool.Exec(ctx, sqlMarkUncertain, d.scope, d.key, token, int16(reason)); err != nil && !isMoved(err) {
 		return fmt.Errorf("mark uncertain: %w", err)
@@ -158,6 +170,9 @@ func (s *Store) MarkUncertain(ctx context.Context, id store.ID, token int64, rea
 
 // ReleaseCalls marks the started calls of id released: store.CallLog.
 func (s *Store) ReleaseCalls(ctx context.Context, id store.ID) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	d := digest(id)
 	if _, err := s.pool.Exec(ctx, sqlReleaseCalls, d.scope, d.key); err != nil {
 		return fmt.Errorf("release calls: %w", err)
@@ -167,6 +182,9 @@ func (s *Store) ReleaseCalls(ctx context.Context, id store.ID) error {
 
 // Uncertain lists the uncertain records (store.Inspector): one SELECT over the running records.
 func (s *Store) Uncertain(ctx context.Context, since time.Time, limit int) ([]store.Snapshot, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	var lim *int64
 	if limit > 0 {
 		l := int64(limit)
@@ -275,6 +293,9 @@ func decodeProviderKey(k string) ([]byte, bool) {
 // FindCalls reads the logged calls of providerKeys in one SELECT by primary key
 // (store.Reconcilable).
 func (s *Store) FindCalls(ctx context.Context, providerKeys []string) ([]store.CallRecord, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	keys := make([][]byte, 0, len(providerKeys))
 	for _, k := range providerKeys {
 		if b, ok := decodeProviderKey(k); ok {
@@ -302,6 +323,9 @@ func (s *Store) FindCalls(ctx context.Context, providerKeys []string) ([]store.C
 
 // ScanCalls streams the calls started in [from, to) (store.Reconcilable).
 func (s *Store) ScanCalls(ctx context.Context, from, to time.Time, fn func(*store.CallRecord) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	rows, err := s.pool.Query(ctx, sqlScanCalls, from, to)
 	if err != nil {
 		return fmt.Errorf("scan calls: %w", err)

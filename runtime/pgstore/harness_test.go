@@ -248,12 +248,23 @@ const envLayout = "IDEMGEN_PG_LAYOUT"
 // partitioned reports whether the tests run on the layout partitioned by expiry.
 func partitioned() bool { return os.Getenv(envLayout) == "partitioned" }
 
-// migrate creates the schema of the layout under test.
+// migrate creates the schema of the layout under test: distributed on a Citus coordinator
+// (make test-citus).
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if citus(pool) {
+		return pgstore.MigrateDistributed(ctx, pool)
+	}
 	if partitioned() {
 		return pgstore.MigratePartitioned(ctx, pool)
 	}
 	return pgstore.Migrate(ctx, pool)
+}
+
+// citus reports whether pool's database has the citus extension.
+func citus(pool *pgxpool.Pool) bool {
+	var ok bool
+	err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&ok)
+	return err == nil && ok
 }
 
 func bearerScope(r *http.Request) (string, error) {

@@ -47,6 +47,10 @@ const sqlStorageBytes = `SELECT now(), COALESCE((SELECT sum(pg_total_relation_si
 	WHERE c.relkind = 'r' AND (c.oid = to_regclass('idempotency_records') OR c.oid IN
 		(SELECT inhrelid FROM pg_inherits WHERE inhparent = to_regclass('idempotency_records')))), 0)::bigint`
 
+// sqlStorageBytesCitus is sqlStorageBytes on Citus: the shards' sizes with their indexes and
+// TOAST, summed over the workers (the coordinator's table is an empty shell).
+const sqlStorageBytesCitus = `SELECT now(), COALESCE(citus_total_relation_size('idempotency_records'), 0)::bigint`
+
 // sqlStaleRunning counts running claims whose lease has ended, by operation, through the partial
 // index idempotency_records_running_idx (migration 0002).
 const sqlStaleRunning = `SELECT operation, count(*) FROM idempotency_records
@@ -59,6 +63,9 @@ FROM idempotency_records WHERE expires_at <= now() AND response_status <> 0`
 
 // Inspect implements store.Inspector: one SELECT by primary key for all of keys.
 func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -144,8 +151,11 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 // Stats implements store.Inspector. It reads the whole table once, plus PostgreSQL's size
 // functions; an engine without pg_total_relation_size reports StorageBytes 0.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	if err := s.ready(ctx); err != nil {
+		return store.Stats{}, err
+	}
 	var st store.Stats
-	if err := s.pool.QueryRow(ctx, sqlStorageBytes).Scan(&st.ReadAt, &st.StorageBytes); err != nil {
+	if err := s.pool.QueryRow(ctx, s.q.storageBytes).Scan(&st.ReadAt, &st.StorageBytes); err != nil {
 		// The size is a bonus; the clock is not.
 		st.StorageBytes = 0
 		if err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&st.ReadAt); err != nil {

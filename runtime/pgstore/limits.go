@@ -184,27 +184,35 @@ SELECT set_config('idemgen.body_kept', CAST(EXISTS (SELECT 1 FROM c) AS text), t
 // responses or new keys in the current interval ($2 seconds), when the statement before it in
 // the same transaction set noted to 'true' (it counted its own), unless that would take the
 // count over the cap ($4) or less than 2 s of the interval are left (by the database clock at
-// the statement). It returns whether it counted them, and the µs left in the interval.
+// the statement: statement_timestamp(), a stable function that a distributed engine evaluates
+// once, where clock_timestamp() is volatile and Citus refuses it in an UPDATE's WHERE). It
+// returns whether it counted them, and the µs left in the interval.
 func reserveAhead(kind int, noted string) string {
 	return `WITH c AS (UPDATE idempotency_scope_usage SET amount = amount + $3::bigint
 	WHERE scope_id = $1 AND kind = ` + strconv.Itoa(kind) + ` AND ends_at = ` + intervalEnd("$2") + ` AND slot = 0
 	AND amount + $3::bigint <= $4::bigint AND current_setting('` + noted + `', true) = 'true'
-	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp()) > 2
+	AND ` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM statement_timestamp()) > 2
 	RETURNING 1)
-SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM clock_timestamp())) * 1000000 AS bigint)`
+SELECT EXISTS (SELECT 1 FROM c), CAST((` + intervalEnd("$2") + ` - EXTRACT(EPOCH FROM statement_timestamp())) * 1000000 AS bigint)`
 }
 
 // keptBody and keptOmitted are the record statements' body and body_omitted expressions for
 // parameters body and omitted: the body is left out when the commit's sqlChargeBody found the
 // tenant over its cap (idemgen.body_kept is 'false'; unset, or ” in a session that set it
-// before, keeps it).
+// before, keeps it). Neither holds a CASE or COALESCE: in the SET list of a distributed UPDATE,
+// Citus refuses one around any function that is not immutable (current_setting() is stable),
+// while it evaluates such a function outside them once, on the coordinator whose session set
+// the note. So the body is cut to its first 0 bytes when the tenant is over.
 func keptBody(body string) string {
-	return `CASE WHEN current_setting('idemgen.body_kept', true) = 'false' THEN '\x'::bytea ELSE ` + body + `::bytea END`
+	return `substring(` + body + `::bytea FROM 1 FOR octet_length(` + body + `::bytea) * CAST(NOT ` + bodyOver + ` AS integer))`
 }
 
 func keptOmitted(omitted string) string {
-	return `(` + omitted + `::boolean OR COALESCE(current_setting('idemgen.body_kept', true) = 'false', false))`
+	return `(` + omitted + `::boolean OR ` + bodyOver + `)`
 }
+
+// bodyOver is true when the commit's sqlChargeBody found the tenant over its cap, never NULL.
+const bodyOver = `(current_setting('idemgen.body_kept', true) IS NOT DISTINCT FROM 'false')`
 
 // overLimit returns the LimitError of a new key that the records cap refused; leftUS is the
 // interval's time left.

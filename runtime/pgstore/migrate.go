@@ -47,6 +47,38 @@ func MigratePartitioned(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// MigrateDistributed is Migrate for a Citus coordinator (docs/distributed.md): it applies the
+// migrations, then distributes every idemgen table by scope_id, co-located with the records,
+// with scope_id added to each primary key (migrations.CitusSQL, which `idemgen sql
+// --distributed citus` prints). It is safe on every start and from several replicas at once, as
+// Migrate is: the distribution steps already done are skipped. It fails, with the reason, when
+// the database has no citus extension, or when idempotency_records is partitioned (the
+// partitioned layout is for a single PostgreSQL). Business tables are yours to distribute:
+// co-locate them with idempotency_records by their scope_id column.
+func MigrateDistributed(ctx context.Context, pool *pgxpool.Pool) error {
+	var citus bool
+	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil {
+		return fmt.Errorf("migrate distributed: %w", err)
+	}
+	if !citus {
+		return errors.New("migrate distributed: the citus extension is not installed in this database (CREATE EXTENSION citus on the coordinator, docs/distributed.md)")
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLockID)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, migrations.CitusSQL())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate distributed: %w", err)
+	}
+	return nil
+}
+
 func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migrations.Migration, partitioned bool) error {
 	var err error
 	for attempt := 0; ; attempt++ {

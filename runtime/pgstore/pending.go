@@ -159,13 +159,20 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 		return nil, false, nil
 	}
 	b := &pgx.Batch{}
-	lock, lockArgs := sqlLockOrStop, []any(nil)
+	lock, lockArgs := p.s.q.lockOrStop, []any(nil)
+	// checkApart: the connection check goes in a statement of its own, after the lock (Citus,
+	// where the lock is taken on a worker and the check is the coordinator's).
+	checkApart := false
 	if p.claim != nil {
-		lockArgs = []any{p.claim.d.lock}
+		lockArgs = p.s.lockArgs(p.claim.d)
 		if p.s.checks(p.conn.Conn()) {
-			lock, lockArgs = sqlLockOrStopChecked, append(lockArgs, p.s.checkInterval)
+			if p.s.q.lockOrStopChecked != "" {
+				lock, lockArgs = p.s.q.lockOrStopChecked, append(lockArgs, p.s.checkInterval)
+			} else {
+				checkApart = true
+			}
 		}
-		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", lock); err != nil {
+		if err := p.s.prepare(ctx, p.conn.Conn(), "BEGIN", lock, sqlSetCheckInterval); err != nil {
 			return nil, true, p.lost(err)
 		}
 		// The handler's statement is prepared by name too: when the lock fails (a duplicate),
@@ -181,6 +188,9 @@ func (p *pendingBlock) sendLocked(ctx context.Context, sql string, args []any) (
 	switch {
 	case p.claim != nil:
 		b.Queue(lock, lockArgs...)
+		if checkApart {
+			b.Queue(sqlSetCheckInterval, p.s.checkInterval)
+		}
 	case p.held && p.s.checks(p.conn.Conn()):
 		b.Queue(sqlSetCheckInterval, p.s.checkInterval)
 	}

@@ -15,9 +15,15 @@ import (
 
 // The statements of an operator's resolution (Store.Resolve), one transaction per record.
 
-// sqlResolveCall locks the call $1 and reads what the resolution needs.
-const sqlResolveCall = `SELECT scope_id, key_id, operation, outcome, retention_us FROM idempotency_provider_calls
-WHERE provider_key = $1 FOR UPDATE`
+// sqlResolveScope finds the scope of the call $1 (by the provider key alone, which every scope
+// may hold on a distributed engine: a plain read of every shard); sqlResolveCall then locks the
+// call by its whole key, (scope $2, provider key $1), and reads what the resolution needs. Citus
+// refuses FOR UPDATE in a read of several shards, so the lock is taken by the routed read.
+const (
+	sqlResolveScope = `SELECT scope_id FROM idempotency_provider_calls WHERE provider_key = $1`
+	sqlResolveCall  = `SELECT scope_id, key_id, operation, outcome, retention_us FROM idempotency_provider_calls
+WHERE provider_key = $1 AND scope_id = $2 FOR UPDATE`
+)
 
 // resolvable is the record $1/$2 running under $3 whose lease has ended: no owner can complete
 // it any more.
@@ -53,6 +59,9 @@ RETURNING resolved_at`
 // Resolve writes an operator's resolution (store.Reconcilable): the record, its calls and the
 // audit trail, in one transaction.
 func (s *Store) Resolve(ctx context.Context, r store.Resolution) (store.Resolved, error) {
+	if err := s.ready(ctx); err != nil {
+		return store.Resolved{}, err
+	}
 	pk, ok := decodeProviderKey(r.ProviderKey)
 	if !ok {
 		return store.Resolved{}, fmt.Errorf("resolve: the provider key is not 64 hex digits")
@@ -70,7 +79,11 @@ func (s *Store) Resolve(ctx context.Context, r store.Resolution) (store.Resolved
 			outcome   int16
 			retention int64
 		)
-		err := tx.QueryRow(ctx, sqlResolveCall, pk).Scan(&scope, &key, &operation, &outcome, &retention)
+		err := tx.QueryRow(ctx, sqlResolveScope, pk).Scan(&scope)
+		if err == nil {
+			// A call swept between the two reads is not found by the second.
+			err = tx.QueryRow(ctx, sqlResolveCall, pk, scope).Scan(&scope, &key, &operation, &outcome, &retention)
+		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: the call log holds no call of this provider key", store.ErrLost)

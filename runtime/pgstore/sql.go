@@ -143,8 +143,24 @@ type statements struct {
 	// only under the lock. It returns our token when we claimed, whether the lock was free
 	// (false: a concurrent claim holds the key), and the record. One per lock kind.
 	claimAtomic [2]string
-	// lockOnly takes the claim lock of each kind ($1) and returns whether it is ours.
+	// lockOnly takes the claim lock of each kind ($1) and returns whether it is ours. On Citus
+	// it also names the record ($2 scope_id, $3 key_id: lockArgs), so that the lock is taken on
+	// the worker holding its shard (routeLock).
 	lockOnly [2]string
+	// lockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
+	// statement queued behind it in the same pipeline never runs for a duplicate
+	// (ClaimWithStatement). Since the read tries the lock first (readProbe), it fails only for
+	// a duplicate whose claim raced the first request's between their reads and their first
+	// statements. lockOrStopChecked is lockOrStop that also turns on
+	// client_connection_check_interval ($2, milliseconds) for the transaction: a backend whose
+	// client died while one of the handler's statements runs then notices within that
+	// interval, ends the statement and releases the key, instead of holding it until the
+	// statement ends (PostgreSQL 14 and later). On Citus lockOrStop names the record ($2, $3:
+	// lockArgs) and lockOrStopChecked is empty: the interval is set for the coordinator's session
+	// by sqlSetCheckInterval, in the same pipeline, since the lock is taken on a worker.
+	lockOrStop, lockOrStopChecked string
+	// storageBytes is the table's size with its indexes and TOAST: Stats.StorageBytes.
+	storageBytes string
 	// claimedOrStop fails (SQLSTATE 22P02) unless this transaction holds the running record with
 	// its claim token ($3). In the pipelined claim it stands between the claim and BEGIN: when
 	// the key already had a record, the failure ends the pipeline's implicit transaction, so
@@ -192,8 +208,8 @@ type statements struct {
 	release string
 }
 
-// newStatements builds the statements of a layout.
-func newStatements(partitioned bool) *statements {
+// newStatements builds the statements of a layout on an engine.
+func newStatements(partitioned bool, e engine) *statements {
 	q := &statements{partitioned: partitioned}
 	// live restricts a statement on the record to a live one (partitioned layout): partitions
 	// whose rows have all expired are pruned, and an expired record never counts.
@@ -273,8 +289,19 @@ SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
 FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 	}
 
+	q.lockOrStop, q.lockOrStopChecked = sqlLockOrStop, sqlLockOrStopChecked
+	q.storageBytes = sqlStorageBytes
+	if e.citus {
+		q.lockOrStop = `SELECT CAST(CASE WHEN ` + routeLock("pg_try_advisory_xact_lock($1::bigint)") + ` THEN '1'
+	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)` + routedFrom("$2", "$3")
+		q.lockOrStopChecked = ""
+		q.storageBytes = sqlStorageBytesCitus
+	}
 	for _, l := range []claimLock{lockTry, lockNone} {
 		q.lockOnly[l] = "SELECT " + strings.ReplaceAll(l.expr(), "$9", "$1") + " AS ok"
+		if e.citus && l == lockTry {
+			q.lockOnly[l] = "SELECT " + routeLock(strings.ReplaceAll(l.expr(), "$9", "$1")) + " AS ok" + routedFrom("$2", "$3")
+		}
 		if !partitioned {
 			q.claimAtomic[l] = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
 lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) THEN true ELSE ` + l.expr() + ` END AS ok),
@@ -320,14 +347,14 @@ SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 UPDATE idempotency_records SET
 	fencing_token = fencing_token + 1,
 	uncertain = CASE WHEN ` + callsStarted + ` THEN 4 ELSE uncertain END,
-	uncertain_at = CASE WHEN ` + callsStarted + ` THEN now() ELSE uncertain_at END,
+	uncertain_at = ` + markedAt(callsStarted) + `,
 	locked_until = now() + $4::bigint * interval '1 microsecond',
-	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
+	expires_at = ` + leaseMoved("$4") + `
 ` + where + ` AND fencing_token = $3 AND response_status = 0 AND locked_until <= now() AND EXISTS (SELECT 1 FROM lk)
 RETURNING fencing_token`
 	q.extendLease = `UPDATE idempotency_records SET
 	locked_until = now() + $4::bigint * interval '1 microsecond',
-	expires_at = GREATEST(expires_at, now() + $4::bigint * interval '1 microsecond' + (expires_at - locked_until))
+	expires_at = ` + leaseMoved("$4") + `
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
 	q.lockLease = `UPDATE idempotency_records SET locked_until = locked_until
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
@@ -376,6 +403,27 @@ SELECT count(*) FROM done`
 	return q
 }
 
+// leaseMoved is a running record's expires_at once its lease ends $lease µs after now() (Extend,
+// TakeOver): as far after the lease's end as before, and never earlier. The sum is taken in UTC
+// timestamps without a time zone, whose arithmetic is immutable: timestamptz + interval is
+// stable, and Citus refuses a stable function with a column among its arguments in a
+// distributed UPDATE. now() + the lease has no column: the coordinator evaluates it once. In
+// UTC a day is 24 hours, so the gap (an interval of days and hours) moves unchanged.
+func leaseMoved(lease string) string {
+	return `GREATEST(expires_at, ((now() + ` + lease + `::bigint * interval '1 microsecond') AT TIME ZONE 'UTC'
+		+ (expires_at - locked_until)) AT TIME ZONE 'UTC')`
+}
+
+// markedAt is a record's uncertain_at once a statement marks it when cond (never NULL) holds:
+// now(), or else unchanged. Not a CASE, which Citus refuses around now() in a distributed
+// UPDATE's SET list: the UTC timestamp of now() plus an interval that is NULL unless cond holds
+// (immutable arithmetic; the coordinator evaluates now() once), which GREATEST ignores when it
+// is NULL. A mark set earlier by the same database clock is never later than now().
+func markedAt(cond string) string {
+	return `GREATEST(uncertain_at, ((now() AT TIME ZONE 'UTC')
+		+ NULLIF(CAST(` + cond + ` AS integer), 0) * interval '0') AT TIME ZONE 'UTC')`
+}
+
 // Statements around a claim that set and reset its lock wait. set_config(..., true) and SET
 // LOCAL end with the transaction: no session state outlives it.
 const (
@@ -383,18 +431,15 @@ const (
 	sqlResetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
 )
 
-// sqlLockOrStop takes the claim lock ($1) or fails (SQLSTATE 22P02), so that the handler's
-// statement queued behind it in the same pipeline never runs for a duplicate
-// (ClaimWithStatement). Since the read tries the lock first (statements.readProbe), it fails
-// only for a duplicate whose claim raced the first request's between their reads and their
-// first statements.
+// sqlPropagateSetLocal makes Citus send the transaction's SET LOCAL commands to its workers
+// (Store.lockWait), for this transaction only.
+const sqlPropagateSetLocal = "SELECT set_config('citus.propagate_set_commands', 'local', true)"
+
+// sqlLockOrStop and sqlLockOrStopChecked are statements.lockOrStop and lockOrStopChecked on
+// PostgreSQL.
 const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN '1'
 	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
 
-// sqlLockOrStopChecked is sqlLockOrStop that also turns on client_connection_check_interval
-// ($2, milliseconds) for the transaction: a backend whose client died while one of the
-// handler's statements runs then notices within that interval, ends the statement and releases
-// the key, instead of holding it until the statement ends (PostgreSQL 14 and later).
 const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint)
 	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
 	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`

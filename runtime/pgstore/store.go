@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,12 +119,35 @@ type Store struct {
 	// (Limits.BodyBytes); claims the claims counted ahead for its next new keys
 	// (Limits.Records).
 	ahead, claims ahead
+	// eng is the database's engine (engine.go), learned by ready before the first operation;
+	// q, strategy and refused are set for it then. resolved publishes them (an atomic store
+	// after the writes, an atomic load before the reads).
+	eng      engine
+	refused  error
+	resolved atomic.Bool
+	resolve  sync.Mutex
 }
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
 
+// Open is New that also learns at once which engine the pool's database is (one look at its
+// catalog: a single PostgreSQL, or Citus with the records distributed by MigrateDistributed),
+// and returns an error wrapping ErrUnsupported, with the reason, when an option cannot work
+// there, or the database's error when it cannot be asked. Use it at start-up, so that a store
+// that cannot work fails there and not at its first request.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	s := New(pool, opts)
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // New returns the store of the idempotency_records table on pool (see Migrate and
-// MigratePartitioned). It panics when opts set both Partitioned and NoAdvisoryLocks.
+// MigratePartitioned). It panics when opts set both Partitioned and NoAdvisoryLocks. It does
+// not touch the database: the store learns which engine it runs on at its first operation,
+// and on an engine where an option cannot work every operation returns the error Open would
+// have returned (ErrUnsupported, with the reason).
 func New(pool *pgxpool.Pool, opts Options) *Store {
 	if opts.Partitioned && opts.NoAdvisoryLocks {
 		panic("pgstore: the partitioned layout needs advisory locks (Options.NoAdvisoryLocks)")
@@ -134,23 +158,13 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 			opts.ConflictTimeout = 50 * time.Millisecond
 		}
 	}
-	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, q: newStatements(opts.Partitioned), lim: newLimits(opts.Limits)}
+	s := &Store{pool: pool, opts: opts, strategy: opts.Claim, lim: newLimits(opts.Limits)}
 	s.waitPoll = opts.WaitPoll
 	if s.waitPoll <= 0 {
 		s.waitPoll = defaultWaitPoll
 	}
 	s.waitPoll = max(s.waitPoll, waitPollMin)
-	if s.strategy == nil {
-		s.strategy = ClaimWithStatement{}
-	}
-	if _, ok := s.strategy.(ClaimPipelined); ok && (opts.Partitioned || s.lim.records > 0) {
-		// The pipelined claim inserts its row in the statement that takes the lock, under a
-		// snapshot older than the lock: only a unique index makes that safe. And its claim
-		// runs in the transaction the handler then holds, so a records cap could count it
-		// there only where concurrent claims cannot see it: ClaimReadFirst counts it in its
-		// read, at no extra round trip.
-		s.strategy = ClaimReadFirst{}
-	}
+	s.setEngine(plainPostgres)
 	switch pool.Config().ConnConfig.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
 		s.prepared = true
@@ -175,6 +189,51 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 		s.checkInterval = strconv.FormatInt(max(opts.ClientCheckInterval.Milliseconds(), 1), 10)
 	}
 	return s
+}
+
+// setEngine sets what depends on the database's engine: the statements, the claim strategy
+// and whether the options can work there. Before resolved is set only.
+func (s *Store) setEngine(e engine) {
+	s.eng = e
+	s.q = newStatements(s.opts.Partitioned, e)
+	s.strategy = s.opts.Claim
+	if s.strategy == nil {
+		s.strategy = ClaimWithStatement{}
+	}
+	if _, ok := s.strategy.(ClaimPipelined); ok && (s.opts.Partitioned || s.lim.records > 0 || e.citus) {
+		// The pipelined claim inserts its row in the statement that takes the lock, under a
+		// snapshot older than the lock: only a unique index makes that safe. And its claim
+		// runs in the transaction the handler then holds, so a records cap could count it
+		// there only where concurrent claims cannot see it: ClaimReadFirst counts it in its
+		// read, at no extra round trip. On Citus its claim's lock wait, set before BEGIN in
+		// the claim's implicit transaction, could not reach the worker (SET LOCAL is
+		// propagated in a transaction block only).
+		s.strategy = ClaimReadFirst{}
+	}
+	s.refused = e.refuse(s.opts)
+}
+
+// ready makes sure the store knows its database's engine (engine.go) before an operation: the
+// first call asks the catalog, within ctx and resolveTimeout; a failure is returned and the
+// next call asks again. It returns the refusal of an option the engine cannot work with.
+func (s *Store) ready(ctx context.Context) error {
+	if s.resolved.Load() {
+		return s.refused
+	}
+	s.resolve.Lock()
+	defer s.resolve.Unlock()
+	if s.resolved.Load() {
+		return s.refused
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	e, err := detectEngine(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	s.setEngine(e)
+	s.resolved.Store(true)
+	return s.refused
 }
 
 // trySlot takes a handler slot for tenant if it may have one now.
@@ -266,6 +325,9 @@ const maxClaimAttempts = 4
 
 // Get returns the key's live record: one plain SELECT, no lock, no transaction id.
 func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return store.Record{}, false, err
+	}
 	r, err := s.read(ctx, s.pool, digest(id))
 	if err != nil || r == nil || !r.live {
 		return store.Record{}, false, err
@@ -277,6 +339,9 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 // key or a live record). A key whose record expired is claimed in its row with the next token
 // (plain layout), or in a new row with the next token (partitioned).
 func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, error) {
+	if err := s.ready(ctx); err != nil {
+		return store.Reservation{}, err
+	}
 	sp := s.spec(c)
 	d := sp.d
 	// A records cap counts the claim once, in the first attempt's pipeline.
@@ -371,6 +436,9 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 // tenant's records cap (store.Admitter): a *store.LimitError when the cap is reached. A paired
 // Redis lease store calls it as it grants a claim. One statement, autocommitted.
 func (s *Store) Admit(ctx context.Context, c store.Claim) (store.Record, bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return store.Record{}, false, err
+	}
 	if s.lim.records <= 0 || c.Counted {
 		return s.Get(ctx, c.ID)
 	}
@@ -386,6 +454,9 @@ var _ store.Admitter = (*Store)(nil)
 
 // TakeOver moves a running record whose lease ended from token old to the next token.
 func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
 	d := digest(c.ID)
 	var next int64
 	err := s.pool.QueryRow(ctx, s.q.takeOverLease, d.scope, d.key, old, c.Lease.Microseconds()).Scan(&next)
@@ -400,6 +471,9 @@ func (s *Store) TakeOver(ctx context.Context, c store.Claim, old int64) (int64, 
 
 // Extend moves the running record's lease end to d after the database's now().
 func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Duration) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	dg := digest(id)
 	ct, err := s.pool.Exec(ctx, s.q.extendLease, dg.scope, dg.key, token, d.Microseconds())
 	if isMoved(err) {
@@ -418,6 +492,9 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 // nothing else (lease mode without a CompleteFunc transaction); the record's started calls get
 // its outcome in the same statement.
 func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	sp := s.spec(store.Claim{ID: id})
 	d := sp.d
 	if err := s.chargeBody(ctx, s.pool, &sp, &resp); err != nil {
@@ -439,6 +516,9 @@ func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp sto
 
 // Release deletes the running record held under token.
 func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	d := digest(id)
 	if _, err := s.pool.Exec(ctx, s.q.release, d.scope, d.key, token); err != nil && !isMoved(err) {
 		return fmt.Errorf("release: %w", err)
@@ -451,6 +531,9 @@ func (s *Store) Release(ctx context.Context, id store.ID, token int64) error {
 // once, or, with c.Wait, waits up to c.Wait for that claim to end without holding a connection
 // (waitAtomic).
 func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX], *store.Record, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, nil, err
+	}
 	sp := s.spec(c)
 	var (
 		t   *tx
@@ -471,6 +554,9 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN
 // and the lock of the running record in one round trip.
 func (s *Store) BeginCompletion(ctx context.Context, c store.Claim, token int64) (store.Tx[DBTX], error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	sp := s.spec(c)
 	conn, err := s.acquireTx(ctx, sp.tenant)
 	if err != nil {
@@ -516,6 +602,9 @@ const defaultTenantShare = 0.75
 // BeginPlain opens a transaction with no record; its BEGIN travels with the handler's first
 // statement, so a handler that sends none costs no round trip.
 func (s *Store) BeginPlain(ctx context.Context) (store.Tx[DBTX], error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	tenant := slotTenant{exempt: true}
 	if name, ok := store.TenantFrom(ctx); ok && name != "" {
 		tenant = slotTenant{digest: store.ScopeDigest(name)}

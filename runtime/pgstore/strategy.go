@@ -337,7 +337,7 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 	if check {
 		b.Queue(sqlSetCheckInterval, s.checkInterval)
 	}
-	b.Queue(lock, sp.d.lock)
+	b.Queue(lock, s.lockArgs(sp.d)...)
 	b.Queue(s.q.read, sp.d.scope, sp.d.key)
 	br := conn.SendBatch(ctx, b)
 	var (
@@ -383,14 +383,15 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 // the same inside an explicit BEGIN, without the stop.
 func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, token int64, explicitBegin bool) (attempt, error) {
 	claim := s.q.claimAtomic[sp.lock]
-	if err := s.prepare(ctx, conn.Conn(), sqlSetLockTimeout, claim, s.q.claimedOrStop, "BEGIN", sqlResetLockTimeout, sqlSetCheckInterval); err != nil {
+	wait, _ := s.lockWait(sp.lockTimeout)
+	if err := s.prepare(ctx, conn.Conn(), append(wait, claim, s.q.claimedOrStop, "BEGIN", sqlResetLockTimeout, sqlSetCheckInterval)...); err != nil {
 		return attempt{}, err
 	}
 	b := &pgx.Batch{}
 	if explicitBegin {
 		b.Queue("BEGIN")
 	}
-	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	waits := s.queueLockWait(b, sp.lockTimeout)
 	b.Queue(claim, atomicClaimArgs(sp, token)...)
 	if !explicitBegin {
 		b.Queue(s.q.claimedOrStop, sp.d.scope, sp.d.key, token)
@@ -407,9 +408,11 @@ func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec,
 			return attempt{}, err
 		}
 	}
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return attempt{}, err
+	for range waits {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return attempt{}, err
+		}
 	}
 	var (
 		raw     rawRecord
@@ -448,7 +451,7 @@ func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec,
 func (s *Store) takeExpired(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, token int64) (err error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(sqlSetLockTimeout, lockTimeout(sp.lockTimeout))
+	waits := s.queueLockWait(b, sp.lockTimeout)
 	b.Queue(s.q.takeExpiredAtomic[sp.lock], atomicClaimArgs(sp, token)...)
 	b.Queue(sqlResetLockTimeout)
 	if s.checks(conn.Conn()) {
@@ -464,11 +467,10 @@ func (s *Store) takeExpired(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 			s.rollback(conn)
 		}
 	}()
-	if _, err := br.Exec(); err != nil {
-		return err
-	}
-	if _, err := br.Exec(); err != nil {
-		return err
+	for range 1 + waits { // BEGIN and the lock wait
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 	}
 	var free bool
 	var next *int64
@@ -486,6 +488,37 @@ func (s *Store) takeExpired(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 	}
 	took = true
 	return nil
+}
+
+// lockWait returns the statements that set a claim's lock wait d for its transaction, and
+// their arguments. On PostgreSQL, set_config(..., true). On Citus, where the waits happen on the
+// workers: citus.propagate_set_commands = 'local' for the transaction, then SET LOCAL, which
+// Citus sends to the transaction's workers, those it has and those it opens later (it takes no
+// parameter: d, a duration of ours, is written into it). sqlResetLockTimeout, a SET LOCAL too,
+// is propagated the same way.
+func (s *Store) lockWait(d time.Duration) (sqls []string, args [][]any) {
+	if !s.eng.citus {
+		return []string{sqlSetLockTimeout}, [][]any{{lockTimeout(d)}}
+	}
+	return []string{sqlPropagateSetLocal, "SET LOCAL lock_timeout TO '" + lockTimeout(d) + "'"}, [][]any{nil, nil}
+}
+
+// queueLockWait queues lockWait's statements; it returns how many.
+func (s *Store) queueLockWait(b *pgx.Batch, d time.Duration) int {
+	sqls, args := s.lockWait(d)
+	for i, q := range sqls {
+		b.Queue(q, args[i]...)
+	}
+	return len(sqls)
+}
+
+// lockArgs are the arguments of statements.lockOnly and lockOrStop: the lock key, and on Citus
+// the record's digests, which route the statement to the worker holding its shard.
+func (s *Store) lockArgs(d recordDigest) []any {
+	if s.eng.citus {
+		return []any{d.lock, d.scope, d.key}
+	}
+	return []any{d.lock}
 }
 
 // lockTimeout formats d as a lock_timeout setting in whole milliseconds (at least 1).

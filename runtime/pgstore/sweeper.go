@@ -32,7 +32,9 @@ type Sweeper struct {
 	// stays refused to any other request (422), however long the call takes.
 	AbandonAfter time.Duration
 	// Portable replaces FOR UPDATE SKIP LOCKED with a plain bounded DELETE, for engines that lack
-	// it in subqueries; concurrent sweepers then may wait on each other's rows.
+	// it in subqueries; concurrent sweepers then may wait on each other's rows. On Citus (the
+	// records distributed by MigrateDistributed), which refuses FOR UPDATE across shards, every
+	// sweep is portable: the sweeper asks the catalog at each sweep.
 	Portable bool
 	// CallRetention is how long the provider call log (idempotency_provider_calls) keeps a
 	// call after it started, for reconciliation with the provider's reports (`idemgen
@@ -105,8 +107,16 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 	if abandon <= 0 {
 		abandon = 24 * time.Hour
 	}
+	portable := s.Portable
+	if !portable {
+		e, err := detectEngine(ctx, s.Pool)
+		if err != nil {
+			return 0, fmt.Errorf("sweep: %w", err)
+		}
+		portable = e.citus
+	}
 	q := sqlSweep
-	if s.Portable {
+	if portable {
 		q = sqlSweepPortable
 	}
 	var total int64
@@ -126,7 +136,7 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 				return total, fmt.Errorf("sweep usage counters: %w", err)
 			}
 			// The provider calls past CallRetention (not counted: they are not records).
-			if _, err := sweepCalls(ctx, s.Pool, s.CallRetention, batch, pause, s.Portable); err != nil {
+			if _, err := sweepCalls(ctx, s.Pool, s.CallRetention, batch, pause, portable); err != nil {
 				return total, err
 			}
 			return total, nil

@@ -5,14 +5,21 @@
 // ends, so packages and tests never see each other's rows. Without a server, tests that need one
 // fail when IDEMGEN_REQUIRE_DB=1 or CI=true (so CI can never pass by skipping them) and are
 // skipped otherwise, with a message naming the command that runs them.
+//
+// When the server is a Citus coordinator (the citus extension exists in the URL's database, as
+// scripts/with-citus.sh makes it), each new database is a Citus database of its own: it is
+// created on every node, gets the extension on each, and the coordinator's copy registers the
+// workers, so that tests distribute their tables in it (make test-citus).
 package pgtest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -55,6 +62,13 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: connect %s: %v", redact(server), err)
 	}
 	defer admin.Close(ctx)
+	citus := isCitus(ctx, admin)
+	if citus {
+		// Citus 12.1 and later create (and drop) the database on every node.
+		if _, err := admin.Exec(ctx, "SET citus.enable_create_database_propagation TO on"); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
@@ -67,6 +81,11 @@ func NewDatabase(t testing.TB) string {
 			return
 		}
 		defer c.Close(ctx)
+		if citus {
+			if _, err := c.Exec(ctx, "SET citus.enable_create_database_propagation TO on"); err != nil {
+				t.Logf("pgtest: drop %s: %v", name, err)
+			}
+		}
 		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Logf("pgtest: drop %s: %v", name, err)
 		}
@@ -77,7 +96,92 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: parse %s: %v", EnvURL, err)
 	}
 	u.Path = "/" + name
+	if citus {
+		if err := joinCitus(ctx, admin, u); err != nil {
+			t.Fatalf("pgtest: citus database %s: %v", name, err)
+		}
+	}
 	return u.String()
+}
+
+// isCitus reports whether conn's database has the citus extension.
+func isCitus(ctx context.Context, conn *pgx.Conn) bool {
+	var ok bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&ok)
+	return err == nil && ok
+}
+
+// joinCitus makes the new database at u a Citus database with the nodes that admin's database
+// knows: the extension on every node, the coordinator's host, the workers registered.
+func joinCitus(ctx context.Context, admin *pgx.Conn, u *url.URL) error {
+	rows, err := admin.Query(ctx, "SELECT nodename, nodeport, groupid = 0 FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid")
+	if err != nil {
+		return err
+	}
+	type node struct {
+		host  string
+		port  int
+		coord bool
+	}
+	var nodes []node
+	for rows.Next() {
+		var n node
+		if err := rows.Scan(&n.host, &n.port, &n.coord); err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	at := func(n node) string {
+		v := *u
+		v.Host = n.host + ":" + strconv.Itoa(n.port)
+		return v.String()
+	}
+	exec := func(url string, sqls ...string) error {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		for _, q := range sqls {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+	coordinator := []string{"CREATE EXTENSION IF NOT EXISTS citus"}
+	for _, n := range nodes {
+		if n.coord {
+			coordinator = append(coordinator, fmt.Sprintf("SELECT citus_set_coordinator_host('%s', %d)", n.host, n.port))
+			continue
+		}
+		if err := exec(at(n), "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
+			return fmt.Errorf("worker %s:%d: %w", n.host, n.port, err)
+		}
+		coordinator = append(coordinator, fmt.Sprintf("SELECT citus_add_node('%s', %d)", n.host, n.port))
+	}
+	return exec(u.String(), coordinator...)
+}
+
+// IsCitus reports whether the test server is a Citus coordinator (make test-citus); false
+// without a server.
+func IsCitus(t testing.TB) bool {
+	t.Helper()
+	u := os.Getenv(EnvURL)
+	if u == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return false
+	}
+	defer c.Close(ctx)
+	return isCitus(ctx, c)
 }
 
 // NewPool creates a fresh database (NewDatabase) and a pool of at most maxConns connections

@@ -70,7 +70,13 @@ func NewEnv(t testing.TB, conns int32, stores StoreFactory) Env {
 	t.Helper()
 	db := pgtest.NewPool(t, conns)
 	ctx := context.Background()
-	if err := pgstore.Migrate(ctx, db); err != nil {
+	migrate := pgstore.Migrate
+	if pgtest.IsCitus(t) {
+		// make test-citus: the store's tables distributed on the coordinator; the business
+		// tables stay the coordinator's own.
+		migrate = pgstore.MigrateDistributed
+	}
+	if err := migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := conformance.Migrate(ctx, db); err != nil {
