@@ -40,24 +40,26 @@ type engine struct {
 // plainPostgres is the engine of a database without a distributed records table.
 var plainPostgres = engine{name: "PostgreSQL"}
 
-// sqlCitusVersion is whether the citus extension exists and, if so, its version; sqlDistributed
-// whether idempotency_records is distributed (asked only where pg_dist_partition exists).
+// sqlCitus is whether the citus extension exists; sqlDistributed, asked only then (its catalog
+// and function exist only then), Citus's version and whether idempotency_records is
+// distributed.
 const (
-	sqlCitusVersion = `SELECT extversion FROM pg_extension WHERE extname = 'citus'`
-	sqlDistributed  = `SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('idempotency_records'))`
+	sqlCitus       = `SELECT extversion FROM pg_extension WHERE extname = 'citus'`
+	sqlDistributed = `SELECT split_part(citus_version(), ' ', 2),
+	EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('idempotency_records'))`
 )
 
 // detectEngine asks the catalog which engine q's database is.
 func detectEngine(ctx context.Context, q querier) (engine, error) {
 	var version string
-	switch err := q.QueryRow(ctx, sqlCitusVersion).Scan(&version); {
+	switch err := q.QueryRow(ctx, sqlCitus).Scan(&version); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return plainPostgres, nil
 	case err != nil:
 		return engine{}, fmt.Errorf("detect the database engine: %w", err)
 	}
 	var distributed bool
-	if err := q.QueryRow(ctx, sqlDistributed).Scan(&distributed); err != nil {
+	if err := q.QueryRow(ctx, sqlDistributed).Scan(&version, &distributed); err != nil {
 		return engine{}, fmt.Errorf("detect the database engine: %w", err)
 	}
 	if !distributed {
