@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
 // addGeneratorCommands registers generate, docs and sql on root; the root command calls it.
@@ -221,9 +222,9 @@ same text to idemgen_contract.md.`,
 }
 
 func newSQLCmd() *cobra.Command {
-	var db string
+	var db, distributed string
 	cmd := &cobra.Command{
-		Use:   "sql [--db HANDLE]",
+		Use:   "sql [--db HANDLE] [--distributed citus]",
 		Short: "Print the SQL that creates the idempotency store",
 		Long: `Print the SQL schema of the idempotency store whose database handle --db names (the
 handle generate --db takes; default pgstore's DBTX): the tables, their indexes and every
@@ -234,9 +235,15 @@ text to idemgen_schema.sql.
 The stores idemgen knows:
 ` + storeTable() + `
 A store without a handle is paired with, or caches, a database store: its schema is that
-store's. A handle idemgen does not know is a store of your own, which ships its own schema.`,
+store's. A handle idemgen does not know is a store of your own, which ships its own schema.
+
+--distributed citus appends what distributes the PostgreSQL store on a Citus coordinator:
+scope_id added to every primary key, and create_distributed_table for each idemgen table
+(records, per-scope counters, provider call log, resolutions), co-located with the records
+(pgstore.MigrateDistributed applies the same; docs/distributed.md).`,
 		Example: `  idemgen sql > migrations/0001_idempotency.sql
-  idemgen sql --db ` + generator.DefaultDB,
+  idemgen sql --db ` + generator.DefaultDB + `
+  idemgen sql --distributed citus | psql "$CITUS_URL"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if db == "" {
@@ -249,10 +256,20 @@ store's. A handle idemgen does not know is a store of your own, which ships its 
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
+			switch {
+			case distributed == "":
+			case distributed != "citus":
+				return &exitError{code: exitUsage, err: errorf("--distributed %q: the engines idemgen distributes the store on are: citus", distributed)}
+			case db != generator.DefaultDB:
+				return &exitError{code: exitUsage, err: errorf("--distributed citus distributes the PostgreSQL store (--db %s), not %s", generator.DefaultDB, db)}
+			default:
+				b = append(append(b, '\n'), migrations.CitusSQL()...)
+			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", "", "the database `HANDLE` of the store (generate --db's Go type); default "+generator.DefaultDB)
+	cmd.Flags().StringVar(&distributed, "distributed", "", "also print the SQL that distributes the store on `ENGINE` (citus)")
 	return cmd
 }

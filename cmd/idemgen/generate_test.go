@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
 func TestGenerateWritesChecksAndRemoves(t *testing.T) {
@@ -103,6 +104,19 @@ func TestDocsAndSQL(t *testing.T) {
 	}
 	if code, _, _ := idemgen(t, "sql", "extra"); code != exitUsage {
 		t.Errorf("sql with an argument: %d", code)
+	}
+	// --distributed citus: the schema, then its distribution (pgstore.MigrateDistributed's SQL).
+	code, dist, se := idemgen(t, "sql", "--distributed", "citus")
+	if code != exitOK || !strings.HasPrefix(dist, so) || !strings.HasSuffix(dist, migrations.CitusSQL()) {
+		t.Errorf("sql --distributed citus: %d %s\n%s", code, se, dist[min(len(dist), len(so)):])
+	}
+	for _, tbl := range []string{"idempotency_records", "idempotency_scope_usage", "idempotency_provider_calls", "idempotency_resolutions"} {
+		if !strings.Contains(dist, "create_distributed_table('"+tbl+"', 'scope_id'") {
+			t.Errorf("sql --distributed citus does not distribute %s", tbl)
+		}
+	}
+	if code, _, se := idemgen(t, "sql", "--distributed", "yugabyte"); code != exitUsage || !strings.Contains(se, "citus") {
+		t.Errorf("sql --distributed yugabyte: %d %s", code, se)
 	}
 }
 
