@@ -124,6 +124,7 @@ var skipOnCitus = map[string]string{
 	"sqlUnlock":            "the session lock of ClaimWithStatement.LockAtRead is refused on Citus",
 	"sqlSetLockTimeout":    "Store.lockWait sets the lock wait with SET LOCAL on Citus",
 	// statements fields
+	"storageBytes":    "a read of citus_total_relation_size, which exists on Citus only",
 	"readLock":        "ClaimWithStatement.LockAtRead is refused on Citus",
 	"readLocked":      "ClaimWithStatement.LockAtRead is refused on Citus",
 	"readLockCharged": "ClaimWithStatement.LockAtRead is refused on Citus",
