@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -119,29 +120,61 @@ func Contract(doc *model.Document) ([]byte, error) {
 	if len(doc.Operations) == 0 {
 		v.MinRetention, v.BodyLimit = model.DurationText(defaults.Retention), fmtSize(defaults.BodyLimit)
 	}
-	return execute(templates.Contract, v, template.FuncMap{"status": problemStatus})
+	row := contractRow(doc)
+	return execute(templates.Contract, v, template.FuncMap{"status": func(name string) (int, error) { return problemStatus(row, name) }})
 }
 
-// problemStatus is the status runtime/defaults' table answers problem name with; an unknown
-// name is an error, so the contract cannot name a problem the runtime does not have.
-func problemStatus(name string) (int, error) {
-	if st := defaults.ProblemStatus(name); st != 0 {
-		return st, nil
+// contractRow is the row of the contract table the operations answer in: their profile when
+// they all name the same, else idemgen's own.
+func contractRow(doc *model.Document) defaults.Profile {
+	name := defaults.ProfileDefault
+	for i, op := range doc.Operations {
+		p := string(op.Settings.Profile)
+		if p == "" {
+			p = defaults.ProfileDefault
+		}
+		if i > 0 && p != name {
+			name = defaults.ProfileDefault
+			break
+		}
+		name = p
+	}
+	row, _ := defaults.ProfileNamed(name)
+	return row
+}
+
+// problemStatus is the status row answers problem name with; an unknown name is an error, so
+// the contract cannot name a problem the runtime does not have.
+func problemStatus(row defaults.Profile, name string) (int, error) {
+	if _, ok := defaults.ProblemNamed(name); ok {
+		return row.Answer(name).Status, nil
 	}
 	return 0, fmt.Errorf("no problem %q in runtime/defaults", name)
 }
 
-// statusWords says in words which statuses rules store: every `2xx` and `4xx` except `408` and
-// `409`. It reads every rule that excludes as an exception to the rules that include, which
-// holds for rules whose exclusions come last, as defaults.Statuses' do.
+// statusWords says in words which statuses rules store (defaults.Final, the rule the runtime
+// stores by): every `2xx` and `4xx` except `408` and `409`. A class most of whose statuses are
+// stored is named as a class with its exceptions; the stored statuses of another class are
+// named one by one.
 func statusWords(rules []defaults.StatusRule) string {
 	var in, out []string
-	for _, r := range rules {
-		if r.Exclude {
-			out = append(out, "`"+defaults.StatusRule{Code: r.Code, Class: r.Class}.String()+"`")
-		} else {
-			in = append(in, "`"+r.String()+"`")
+	for class := 1; class <= 5; class++ {
+		final := defaults.FinalIn(rules, class)
+		if len(final) < 50 {
+			for _, st := range final {
+				in = append(in, "`"+strconv.Itoa(st)+"`")
+			}
+			continue
 		}
+		in = append(in, "`"+strconv.Itoa(class)+"xx`")
+		for st := class * 100; st < class*100+100; st++ {
+			if !slices.Contains(final, st) {
+				out = append(out, "`"+strconv.Itoa(st)+"`")
+			}
+		}
+	}
+	if len(in) == 0 {
+		return "no status"
 	}
 	s := "every " + andList(in)
 	if len(out) > 0 {

@@ -69,7 +69,7 @@ func TestContractTakesTheRuntimesDefaults(t *testing.T) {
 // TestContractNamesOnlyTheRuntimesProblems: the template's {{status}} refuses a problem name
 // runtime/defaults does not have.
 func TestContractNamesOnlyTheRuntimesProblems(t *testing.T) {
-	if _, err := problemStatus("no-such-problem"); err == nil {
+	if _, err := problemStatus(defaults.Profile{}, "no-such-problem"); err == nil {
 		t.Error("an unknown problem has a status")
 	}
 }
@@ -80,7 +80,11 @@ func TestStatusWords(t *testing.T) {
 		want  string
 	}{
 		{[]defaults.StatusRule{{Class: 2}}, "every `2xx`"},
-		{[]defaults.StatusRule{{Class: 2}, {Code: 402}, {Code: 409, Exclude: true}}, "every `2xx` and `402` except `409`"},
+		{[]defaults.StatusRule{{Class: 2}, {Code: 402}, {Code: 409, Exclude: true}}, "every `2xx` and `402`"},
+		{defaults.Statuses(), "every `2xx` and `4xx` except `408`, `409`, `425` and `429`"},
+		{[]defaults.StatusRule{{Class: 2}, {Code: 404, Exclude: true}, {Class: 4}}, "every `2xx` and `4xx`"},
+		{[]defaults.StatusRule{{Code: 404, Exclude: true}, {Class: 4}}, "every `4xx`"},
+		{[]defaults.StatusRule{{Class: 2}, {Class: 2, Exclude: true}}, "no status"},
 	} {
 		if got := statusWords(c.rules); got != c.want {
 			t.Errorf("%v: %q, want %q", c.rules, got, c.want)

@@ -380,8 +380,8 @@ func problemConst(name string) string {
 
 // errorsProfile is the Profile field of an operation whose errors the plan writes.
 func errorsProfile(o *opPlan) jen.Code {
-	if ctor := profileConstructor(o.op.Settings.Profile); ctor != "" {
-		return jen.Qual(pkgRuntime, ctor).Call().Dot("WithProblems").Call(jen.Id(o.errors.name))
+	if p := o.op.Settings.Profile; p != "" {
+		return namedProfile(p).Dot("WithProblems").Call(jen.Id(o.errors.name))
 	}
 	return jen.Op("&").Qual(pkgRuntime, "Profile").Values(jen.Dict{jen.Id("Problems"): jen.Id(o.errors.name)})
 }

@@ -273,25 +273,21 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if len(s.ScopeHeaders) > 0 {
 		fields = append(fields, kv{"ScopeHeaders", stringsLit(s.ScopeHeaders)})
 	}
-	switch ctor := profileConstructor(s.Profile); {
+	switch {
 	case o.errors != nil:
 		fields = append(fields, kv{"Profile", errorsProfile(o)})
-	case ctor != "":
-		fields = append(fields, kv{"Profile", jen.Qual(pkgRuntime, ctor).Call()})
+	case s.Profile != "":
+		fields = append(fields, kv{"Profile", namedProfile(s.Profile)})
 	}
 	return literal(jen.Qual(pkgRuntime, "Operation"), fields)
 }
 
-// profileConstructor names the runtime's constructor of a profile a spec can name (`profile:`),
-// or "" for none. The profile's settings are already in the operation's fields (internal/spec
-// applies them; TestProfileSettings keeps them equal to the runtime's value); the value carries
-// what the runtime does at run time: errors, headers, request ids.
-func profileConstructor(p model.Profile) string {
-	switch p {
-	case model.ProfileStripe:
-		return "StripeProfile"
-	}
-	return ""
+// namedProfile is the runtime's profile of the contract table's row p (`profile:` in the
+// spec): runtime.NamedProfile("stripe"). The row's settings are already in the operation's
+// fields (internal/spec applies them); the value carries what the runtime does with every
+// answer: errors, headers, request ids.
+func namedProfile(p model.Profile) *jen.Statement {
+	return jen.Qual(pkgRuntime, "NamedProfile").Call(jen.Lit(string(p)))
 }
 
 func stringsLit(ss []string) jen.Code {

@@ -107,12 +107,9 @@ type KeyRule struct {
 }
 
 // StatusRule is one entry of replay.statuses: a status code or a class (2 for "2xx"),
-// possibly excluding ("!409").
-type StatusRule struct {
-	Code    int
-	Class   int
-	Exclude bool
-}
+// possibly excluding ("!409"). It is the contract table's type (runtime/defaults), whose Final
+// says which statuses a list of rules stores: the last matching rule decides.
+type StatusRule = defaults.StatusRule
 
 // Operation is the resolved idempotency settings of one marked operation, as `idemgen list`
 // prints them. Generated code builds one per operation (see the generated Operations
@@ -189,32 +186,10 @@ func JSON(status int, v any) (Response, error) {
 	return Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 }
 
-// defaultStatuses is replay.statuses' default (defaults.Statuses), converted once; nothing
-// writes to it.
-var defaultStatuses = func() []StatusRule {
-	var out []StatusRule
-	for _, r := range defaults.Statuses() {
-		out = append(out, StatusRule(r))
-	}
-	return out
-}()
-
-// isFinal reports whether status is final under the operation's replay.statuses: the last
-// matching rule decides. A non-final outcome is never stored and releases the key, so the
-// client's retry runs again.
-func (op *Operation) isFinal(status int) bool {
-	rules := op.Statuses
-	if rules == nil {
-		rules = defaultStatuses
-	}
-	final := false
-	for _, r := range rules {
-		if r.Code == status || (r.Code == 0 && r.Class != 0 && status/100 == r.Class) {
-			final = !r.Exclude
-		}
-	}
-	return final
-}
+// isFinal reports whether status is final under the operation's replay.statuses
+// (defaults.Final: the last matching rule decides; nil rules are the default). A non-final
+// outcome is never stored and releases the key, so the client's retry runs again.
+func (op *Operation) isFinal(status int) bool { return defaults.Final(op.Statuses, status) }
 
 func (op *Operation) retention() time.Duration { return orDefault(op.Retention, DefaultRetention) }
 func (op *Operation) lease() time.Duration     { return orDefault(op.Lease, DefaultLease) }

@@ -140,24 +140,10 @@ func WriteProblem(w http.ResponseWriter, p Problem, contentType string, body []b
 	_, _ = w.Write(body)
 }
 
-var problemTitles = map[string]string{
-	ProblemKeyMissing:           "Idempotency key missing",
-	ProblemKeyInvalid:           "Idempotency key invalid",
-	ProblemInFlight:             "Request with this idempotency key is in flight",
-	ProblemKeyExpired:           "Idempotency key older than the retention",
-	ProblemPayloadMismatch:      "Idempotency key reused with a different request",
-	ProblemRateLimited:          "Too many new idempotency keys",
-	ProblemBodyInvalid:          "Request body invalid",
-	ProblemBodyTooLarge:         "Request body too large",
-	ProblemMediaTypeUnsupported: "Unsupported media type",
-	ProblemStoreUnavailable:     "Idempotency store unavailable",
-	ProblemUnauthenticated:      "Unauthenticated",
-	ProblemInternal:             "Internal server error",
-}
-
-// newProblem fills in the title of name.
+// newProblem fills in the title of name (defaults.Problems).
 func newProblem(status int, name, detail string) Problem {
-	return Problem{Status: status, Name: name, Title: problemTitles[name], Detail: detail}
+	e, _ := defaults.ProblemNamed(name)
+	return Problem{Status: status, Name: name, Title: e.Title, Detail: detail}
 }
 
 // retryAfterSeconds rounds d up to whole seconds, at least 1.
@@ -168,8 +154,8 @@ func retryAfterSeconds(d time.Duration) int {
 // StripeErrors is a ProblemWriter for APIs that answer in Stripe's error envelope, so that
 // Stripe's SDKs read the runtime's errors as typed errors (stripe-go's *stripe.Error, with
 // IdempotencyError for a reused key): `{"error":{"type":…,"code":…,"message":…,"param":…}}`
-// with Content-Type application/json. It follows what Stripe answers for the same cases
-// (docs.stripe.com/api/idempotent_requests and /error-codes):
+// with Content-Type application/json, as the contract table's stripe row says
+// (runtime/defaults.Profiles: docs.stripe.com/api/idempotent_requests and /error-codes):
 //   - a key reused with other parameters is 400 with type idempotency_error (not 422);
 //   - a key still in progress is 409 with code idempotency_key_in_use and
 //     Stripe-Should-Retry: true (stripe-node and stripe-python retry it; stripe-go does not,
@@ -180,43 +166,7 @@ func retryAfterSeconds(d time.Duration) int {
 //
 // Retry-After and Cache-Control are sent as with ProblemJSON.
 func StripeErrors(w http.ResponseWriter, r *http.Request, p Problem) {
-	type stripeError struct {
-		Type    string `json:"type"`
-		Code    string `json:"code,omitempty"`
-		Message string `json:"message"`
-		Param   string `json:"param,omitempty"`
-		DocURL  string `json:"doc_url,omitempty"`
-	}
-	e := stripeError{Type: "invalid_request_error", Message: p.Detail}
-	if e.Message == "" {
-		e.Message = p.Title
-	}
-	switch p.Name {
-	case ProblemPayloadMismatch:
-		p.Status, e.Type = http.StatusBadRequest, "idempotency_error"
-		e.Message = "Keys for idempotent requests can only be used with the same parameters they were first used with. " + p.Detail
-		w.Header().Set("Stripe-Should-Retry", "false")
-	case ProblemInFlight:
-		e.Code, e.DocURL = "idempotency_key_in_use", "https://stripe.com/docs/error-codes/idempotency-key-in-use"
-		e.Message = "There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later."
-		w.Header().Set("Stripe-Should-Retry", "true")
-	case ProblemKeyMissing, ProblemKeyInvalid:
-		e.Param = "Idempotency-Key"
-	case ProblemBodyInvalid:
-		e.Param = p.Param()
-	case ProblemRateLimited:
-		e.Code = "rate_limit"
-		w.Header().Set("Stripe-Should-Retry", "true")
-	case ProblemInternal, ProblemStoreUnavailable:
-		e.Type = "api_error"
-		if p.Name == ProblemStoreUnavailable {
-			w.Header().Set("Stripe-Should-Retry", "true")
-		}
-	}
-	body, _ := json.Marshal(struct {
-		Error stripeError `json:"error"`
-	}{e})
-	WriteProblem(w, p, "application/json", body)
+	stripeErrors(w, r, p)
 }
 
 // bracketParam turns a JSON pointer into the bracket spelling of form fields: /metadata/order_id

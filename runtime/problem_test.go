@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Every problem the runtime answers, through both built-in writers: status, content type,
@@ -31,8 +33,8 @@ func TestProblemWriters(t *testing.T) {
 		ProblemInternal:             {500, 500, "api_error", "", ""},
 		ProblemStoreUnavailable:     {503, 503, "api_error", "", "1"},
 	}
-	if len(cases) != len(problemTitles) {
-		t.Fatalf("%d cases for %d problems", len(cases), len(problemTitles))
+	if len(cases) != len(defaults.Problems()) {
+		t.Fatalf("%d cases for %d problems", len(cases), len(defaults.Problems()))
 	}
 	for name, c := range cases {
 		p := newProblem(c.status, name, "detail of "+name)

@@ -2,18 +2,22 @@ package runtime
 
 import (
 	"crypto/rand"
-	"strings"
+	"net/http"
+	"regexp"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Profile is the contract of an API that its clients already know, as one value: how the
 // runtime's errors are written, what every answer carries besides the response, and the
 // idempotency settings the contract implies. The HTTP layer reads a profile's fields, never its
-// name: a team writes its own profile the way StripeProfile is written (docs/runtime.md,
+// name: the profiles a spec can name are rows of the contract table (runtime/defaults.Profiles,
+// built by NamedProfile), and a team writes its own as a value of this type (docs/runtime.md,
 // "Profiles").
 //
 // A profile reaches an operation in one of two ways: the Operation names it (Operation.Profile;
-// idemgen writes StripeProfile() for `profile: stripe`), or the Runtime's Config.Profile serves
+// idemgen writes NamedProfile("stripe") for `profile: stripe`), or the Runtime's Config.Profile serves
 // every operation that names none.
 //
 // The settings fields (KeyMinLength, KeyMaxLength, ScopeHeaders, Wait) are what an operation
@@ -103,7 +107,7 @@ func (r *RequestID) newID() string {
 	if r.New != nil {
 		return r.New()
 	}
-	return randomRequestID()
+	return randomRequestID("req_", 14)
 }
 
 // Apply puts op under p: it sets op.Profile and gives op the profile's settings where op has
@@ -127,60 +131,67 @@ func (p *Profile) Apply(op *Operation) {
 	}
 }
 
-// StripeProfile returns Stripe's contract, so that Stripe's SDKs work unchanged against the
-// runtime (docs/stripe.md gives the sources: docs.stripe.com/api/idempotent_requests, /errors,
-// /error-codes, and stripe-go's retry rules):
-//   - errors in Stripe's envelope (StripeErrors);
-//   - keys of 1 to 255 characters, Stripe's rule;
-//   - Stripe-Account folded into the scope, so a connected account's keys are its own;
-//   - concurrency.wait 5s: stripe-go does not retry a 409 in Stripe's envelope, so a duplicate
-//     waits for the first request and replays;
-//   - Idempotency-Key echoed on every answer, as Stripe's are;
-//   - a Request-Id on every answer ("req_" and 14 alphanumerics), stored with the response;
-//     Original-Request names the execution whose response it is, so a replay gets a new
-//     Request-Id and names the first one.
-//
-// Each call returns a new value; changing it changes only the operations given that value.
-func StripeProfile() *Profile {
-	return &Profile{
-		Name:             "stripe",
-		Problems:         StripeErrors,
-		KeyMinLength:     1,
-		KeyMaxLength:     DefaultKeyMaxLength,
-		ScopeHeaders:     []string{"Stripe-Account"},
-		Wait:             5 * time.Second,
-		EchoKey:          true,
-		RequestID:        &RequestID{Header: "Request-Id", Original: "Original-Request"},
-		ScopeHeaderValid: stripeAccountValid,
+// NamedProfile returns the runtime Profile of the contract table's row name
+// (runtime/defaults.Profiles: "idemgen", "stripe"), or nil when no row has that name. Generated
+// code names an operation's profile this way (`profile: stripe` in the spec): the row's
+// settings (key lengths, scope headers, wait) are in the generated operation already, and the
+// value carries what the runtime does with every answer (errors, echoed key, request ids,
+// replayed headers). Each call returns a new value; changing it changes only the operations
+// given that value.
+func NamedProfile(name string) *Profile {
+	row, ok := defaults.ProfileNamed(name)
+	if !ok {
+		return nil
 	}
+	return profileFromRow(row)
 }
 
-// stripeAccountValid accepts a Stripe-Account value that is a connected account id: "acct_"
-// and letters and digits (acct_1032D82eZvKYlo2C), at most 255 bytes like every Stripe id.
-func stripeAccountValid(name, v string) bool {
-	if !strings.EqualFold(name, "Stripe-Account") {
-		return true
+// profileFromRow builds the runtime's Profile of a contract table row: its settings as they
+// are, its error envelope's writer (envelopeWriters; none for RFC 9457 problems, which
+// Config.ProblemWriter writes), its scope headers' patterns compiled into ScopeHeaderValid.
+func profileFromRow(row defaults.Profile) *Profile {
+	p := &Profile{
+		Name:          row.Name,
+		KeyMinLength:  row.Key.MinLength,
+		KeyMaxLength:  row.Key.MaxLength,
+		Wait:          row.Wait,
+		EchoKey:       row.EchoKey,
+		ReplayHeaders: append([]string(nil), row.ReplayHeaders...),
 	}
-	id, ok := strings.CutPrefix(v, "acct_")
-	if !ok || id == "" || len(v) > 255 {
-		return false
+	if w, ok := envelopeWriters[row.Envelope.Writer]; ok {
+		p.Problems = w(row)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-			return false
+	if id := row.RequestID; id.Header != "" {
+		prefix, n := id.Prefix, id.Length
+		p.RequestID = &RequestID{Header: id.Header, Original: id.Original, New: func() string { return randomRequestID(prefix, n) }}
+	}
+	patterns := map[string]*regexp.Regexp{}
+	for _, h := range row.ScopeHeaders {
+		p.ScopeHeaders = append(p.ScopeHeaders, h.Name)
+		if h.Pattern != "" {
+			patterns[http.CanonicalHeaderKey(h.Name)] = regexp.MustCompile(`^(?:` + h.Pattern + `)$`)
 		}
 	}
-	return true
+	if len(patterns) > 0 {
+		p.ScopeHeaderValid = func(name, v string) bool {
+			re := patterns[http.CanonicalHeaderKey(name)]
+			return re == nil || re.MatchString(v)
+		}
+	}
+	return p
 }
 
-// randomRequestID returns "req_" and 14 random alphanumerics.
-func randomRequestID() string {
+// randomRequestID returns prefix and n random letters and digits (Stripe's form: "req_" and
+// 14; n 0 is 14).
+func randomRequestID(prefix string, n int) string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [14]byte
-	_, _ = rand.Read(b[:])
+	if n <= 0 {
+		n = 14
+	}
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
 	for i := range b {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
-	return "req_" + string(b[:])
+	return prefix + string(b)
 }

@@ -7,34 +7,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/canonical"
+	"github.com/idemgen/idemgen/runtime/defaults"
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // Replay headers (draft-ietf-httpapi-idempotency-key-header replays the original response;
-// Stripe marks it with Idempotent-Replayed).
+// Stripe marks it with Idempotent-Replayed): the contract table's (runtime/defaults).
 const (
 	// HeaderReplayed marks every replayed response: `Idempotent-Replayed: true`.
-	HeaderReplayed = "Idempotent-Replayed"
+	HeaderReplayed = defaults.HeaderReplayed
 	// HeaderReplayBody is `omitted` on a replay whose body was above Operation.ResponseLimit
 	// when it was first sent, so it was not stored.
-	HeaderReplayBody = "Idempotent-Replay-Body"
+	HeaderReplayBody = defaults.HeaderReplayBody
 )
 
-// defaultReplayHeaders are stored and replayed for every operation.
-var defaultReplayHeaders = []string{
-	"Content-Type", "Content-Encoding", "Content-Language", "Content-Disposition",
-	"Location", "Etag", "Link",
-}
-
-// neverStored may not be stored or replayed even when an operation lists them in ReplayHeaders:
-// credentials, per-response dates and the hop-by-hop headers of RFC 9110 section 7.6.1.
-var neverStored = map[string]bool{
-	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Date": true,
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
-	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
-	"Proxy-Authenticate": true, "Www-Authenticate": true,
-	HeaderReplayed: true, HeaderReplayBody: true,
-}
+// defaultReplayHeaders are stored and replayed for every operation (defaults.ReplayHeaders).
+var defaultReplayHeaders = defaults.ReplayHeaders()
 
 // storableHeaders returns the allow-listed headers of h as a JSON object of string arrays
 // (names in canonical MIME form, sorted; values in order), or nil when there are none. The
@@ -44,7 +32,7 @@ func storableHeaders(op *Operation, prof *Profile, h http.Header) []byte {
 	var names []string
 	add := func(name string) {
 		name = http.CanonicalHeaderKey(name)
-		if neverStored[name] || len(h[name]) == 0 || slices.Contains(names, name) {
+		if defaults.NeverStored(name) || len(h[name]) == 0 || slices.Contains(names, name) {
 			return
 		}
 		names = append(names, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/conform"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Exit codes of idemgen conform (its own, for CI: a failed check is not a usage error).
@@ -55,6 +56,9 @@ const conformExample = `  # the petstore of the README, on its default port
   # a vendor's spec marked by a config file, under its profile (Stripe's 400 idempotency_error)
   idemgen conform stripe.yaml --config idemgen.yaml --base-url http://127.0.0.1:12111 --header 'Authorization: Bearer sk_test_x'
 
+  # judge the answers in a profile's words (its problem types and codes), whatever the spec names
+  idemgen conform api.yaml --base-url http://127.0.0.1:8080 --profile idemgen
+
   # marks from an overlay, or the idempotency headers the spec already declares
   idemgen conform paypal.json --overlay paypal.overlay.yaml --base-url http://127.0.0.1:8080
   idemgen conform vendor.json --infer --base-url http://127.0.0.1:8080
@@ -97,6 +101,7 @@ type conformFlags struct {
 	concurrency, duplicates, maxRequests   int
 	timeout, requestTimeout, effectTimeout time.Duration
 	seed                                   uint64
+	profile                                string
 }
 
 func newConformCmd() *cobra.Command {
@@ -117,6 +122,7 @@ func newConformCmd() *cobra.Command {
 	f.lf.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "the service's `URL` (http://127.0.0.1:8080, or with a path prefix)")
+	fl.StringVar(&f.profile, "profile", "", "judge the answers in the words of this contract `PROFILE` ("+strings.Join(defaults.ProfileNames(), ", ")+"): its problem types and codes too; default: the spec's own profile:, else statuses and declared error responses only")
 	fl.StringArrayVar(&f.headers, "header", nil, "`NAME: VALUE` sent with every request (credentials); repeat for several")
 	fl.StringArrayVar(&f.tenantHeaders, "tenant-header", nil, "`NAME: VALUE` of a second tenant, replacing --header for the tenant-isolation check; repeat for several")
 	fl.StringArrayVar(&f.failHeader, "fail-header", nil, "`NAME: VALUE` that makes the service fail with a 5xx after doing its work (a test knob), for the 5xx checks")
@@ -154,7 +160,12 @@ func runConform(cmd *cobra.Command, args []string, f *conformFlags) error {
 	if len(args) == 0 && f.casesDir == "" {
 		return cannot("conform needs a SPEC (the operations to check), or --cases DIR")
 	}
-	o := conform.Options{BaseURL: f.baseURL, CasesDir: f.casesDir, Faults: f.faults, Short: f.short,
+	if f.profile != "" {
+		if _, ok := defaults.ProfileNamed(f.profile); !ok {
+			return cannot("--profile %q: no such profile (the contract table has %s)", f.profile, strings.Join(defaults.ProfileNames(), ", "))
+		}
+	}
+	o := conform.Options{BaseURL: f.baseURL, Profile: f.profile, CasesDir: f.casesDir, Faults: f.faults, Short: f.short,
 		Concurrency: f.concurrency, Duplicates: f.duplicates, MaxRequests: f.maxRequests, Timeout: f.timeout,
 		RequestTimeout: f.requestTimeout, Seed: f.seed, Operations: f.operations, Visualize: f.htmlFile != ""}
 	var err error

@@ -28,7 +28,7 @@ func operationPostCustomers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 

@@ -28,7 +28,7 @@ func operationPostCustomers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.NamedProfile("stripe"),
 	}
 }
 
@@ -45,7 +45,7 @@ func operationPostRefunds() *runtime.Operation {
 		Wait:         2 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile(),
+		Profile:      runtime.NamedProfile("stripe"),
 	}
 }
 

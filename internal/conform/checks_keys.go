@@ -45,7 +45,10 @@ type badKey struct {
 	number bool
 }
 
-// badKeys are the malformed keys for the operation's key rules.
+// badKeys are the malformed keys for the operation's key rules: the spec's rule, never
+// idemgen's own. A key with a character the key's character set refuses is sent only when the
+// declared pattern (if any) refuses it too: under `pattern: ^[!-~]+$` a comma is a valid key
+// character by the spec, whatever idemgen's default set says.
 func badKeys(o *opRun) ([]badKey, error) {
 	k := o.op.Settings.Key
 	good, err := o.newKey()
@@ -57,15 +60,32 @@ func badKeys(o *opRun) ([]badKey, error) {
 		out = append(out, badKey{why: fmt.Sprintf("%d characters, under minLength %d", k.MinLength-1, k.MinLength), value: good[:k.MinLength-1]})
 	}
 	if k.MaxLength > 0 && k.MaxLength < 4096 {
-		long := fitLength(good, k.MaxLength+1, k.MaxLength+1, o.g)
-		out = append(out, badKey{why: fmt.Sprintf("%d characters, over maxLength %d", k.MaxLength+1, k.MaxLength), value: long})
+		if long, ok := o.keys.build(patternOr(k.Pattern), k.MaxLength+1); ok {
+			out = append(out, badKey{why: fmt.Sprintf("%d characters, over maxLength %d", k.MaxLength+1, k.MaxLength), value: long})
+		} else {
+			long := fitLength(good, k.MaxLength+1, k.MaxLength+1, o.g)
+			out = append(out, badKey{why: fmt.Sprintf("%d characters, over maxLength %d", k.MaxLength+1, k.MaxLength), value: long})
+		}
 	}
 	mid := len(good) / 2
-	out = append(out,
-		badKey{why: "a space inside (keys are visible ASCII)", value: good[:mid] + " " + good[mid+1:]},
-		badKey{why: "a comma inside (a list separator in a header)", value: good[:mid] + "," + good[mid+1:]},
-		badKey{why: "a non-ASCII character", value: good[:mid] + "é" + good[mid+2:]},
-	)
+	chars := o.keyChars()
+	for _, c := range []struct {
+		why string
+		s   string
+	}{
+		{"a space inside (keys are visible ASCII)", " "},
+		{"a comma inside (a list separator in a header)", ","},
+		{"a non-ASCII character", "é"},
+	} {
+		v := good[:mid] + c.s + good[min(mid+len(c.s), len(good)):]
+		if len(v) > len(good) {
+			v = v[:len(good)]
+		}
+		if chars.allowsText(c.s) || (k.Pattern != "" && o.g.matcher.Match(k.Pattern, v)) {
+			continue // a valid key character by the declared rule
+		}
+		out = append(out, badKey{why: c.why, value: v})
+	}
 	if k.Pattern != "" {
 		for try := 0; try < 50; try++ {
 			cand := fitLength(o.g.word(len(good)), len(good), len(good), o.g)
@@ -85,6 +105,14 @@ func badKeys(o *opRun) ([]badKey, error) {
 		out = append(out, badKey{why: "a number, not a string", number: true})
 	}
 	return out, nil
+}
+
+// patternOr is pattern, or any visible characters when there is none.
+func patternOr(pattern string) string {
+	if pattern == "" {
+		return `^[!-~]+$`
+	}
+	return pattern
 }
 
 // checkKeyMalformed: every malformed key is 400 and runs nothing.
@@ -180,9 +208,16 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 	c.expectEffects(ctx, before, has, 0, "the reused key ran "+other.op.ID, []*Exchange{first, e})
 }
 
-// validKeyFor reports whether key is valid by the key rules k of operation o.
+// validKeyFor reports whether key is valid by the key rules k of operation o: its length, its
+// characters (o's set) and k's pattern.
 func validKeyFor(k model.KeySettings, key string, o *opRun) bool {
-	return len(key) >= k.MinLength && (k.MaxLength <= 0 || len(key) <= k.MaxLength) && (k.Pattern == "" || o.g.matcher.Match(k.Pattern, key))
+	if len(key) < k.MinLength || (k.MaxLength > 0 && len(key) > k.MaxLength) {
+		return false
+	}
+	if !o.keyChars().allowsText(key) {
+		return false
+	}
+	return k.Pattern == "" || o.g.matcher.Match(k.Pattern, key)
 }
 
 // checkUnrouted: a request to a path no route takes (the router's 404) leaves nothing under

@@ -33,6 +33,11 @@ import (
 type Options struct {
 	// BaseURL is the service's URL ("http://127.0.0.1:8080", or with a path prefix).
 	BaseURL string
+	// Profile, when set, names the row of the contract table (runtime/defaults.Profiles:
+	// "idemgen", "stripe") whose words the answers must use: its problem types and codes, as
+	// well as its statuses. "" takes the spec's own `profile:`; a spec without one is judged
+	// by its statuses, Retry-After, replay markers and declared error responses, in any words.
+	Profile string
 	// Header is sent with every request: the credentials of the tenant the checks run as.
 	Header http.Header
 	// TenantHeader replaces Header for a second tenant, for tenant-isolation; nil skips it.
@@ -117,7 +122,8 @@ func Run(ctx context.Context, doc *model.Document, o Options) (*Report, error) {
 	}
 	// Keys carry a nonce of the run, whatever the seed: a service keeps its records between
 	// runs, and a key of an earlier run would replay its answer.
-	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff)}
+	nonce := rand.Uint64()
+	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", nonce&0xffffff), nonce: nonce}
 	rep := &Report{Spec: doc.Source, BaseURL: o.BaseURL, Started: time.Now(), Seed: o.Seed}
 	r.rep = rep
 	if o.Faults {
@@ -195,6 +201,7 @@ type runner struct {
 	doc   *model.Document
 	c     *client
 	runID string
+	nonce uint64 // the run's random nonce (runID is its last 24 bits)
 	// gate keeps effect measurements apart: a check that reads the oracle holds it alone,
 	// every other check shares it.
 	gate  sync.RWMutex
@@ -209,7 +216,10 @@ type runner struct {
 func (r *runner) run(ctx context.Context) {
 	var checked []*opRun
 	for i, op := range r.doc.Operations {
-		o := &opRun{r: r, op: op, g: newValues(r.o.Seed + uint64(i)*7919), exp: expectationsFor(op.Settings.Profile)}
+		o := &opRun{r: r, op: op, g: newValues(r.o.Seed + uint64(i)*7919), exp: expectationsFor(op, r.o.Profile)}
+		// Keys built to a pattern take the run's nonce too: a service keeps its records between
+		// runs, and a key of an earlier run (same --seed) would replay its answer.
+		o.keys = &keyBuilder{rng: rand.New(rand.NewPCG(r.o.Seed+uint64(i), r.nonce)), allow: o.keyChars().Allows}
 		o.req, o.noReq = buildRequest(op, o.g, r.o)
 		r.ops = append(r.ops, o) // every operation, for key-other-operation
 		if len(r.o.Operations) == 0 || slices.Contains(r.o.Operations, op.ID) {

@@ -241,7 +241,7 @@ func (o *opRun) kind(status int, h http.Header, body []byte) history.Kind {
 		return history.KindFailed
 	case status >= 500:
 		return history.KindUnknown
-	case status/100 == 2 || (status == o.firstStatus && stored(o.op.Settings, status)):
+	case status/100 == 2 || (status == o.firstStatus && o.exp.final(status)):
 		return history.KindOK
 	}
 	return history.KindOther

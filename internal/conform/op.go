@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // opRun is the checking of one operation: its request, its key maker, and what the first
@@ -28,6 +29,8 @@ type opRun struct {
 	// counts as the operation's execution in histories.
 	firstStatus int
 	keySeq      int
+	// keys builds keys to a pattern and a length.
+	keys *keyBuilder
 }
 
 // checkFunc runs one check; it reports through c.
@@ -114,22 +117,34 @@ func (o *opRun) runCheck(ctx context.Context, d checkDef) Result {
 }
 
 // newKey returns a key no other request of the run has used, valid by the operation's key
-// rules: visible ASCII without commas, of a length inside minLength..maxLength (32 when it
-// can), matching key.pattern.
+// rules: characters of its set (visible ASCII without commas by default), a length inside
+// minLength..maxLength (32 when it can), matching key.pattern. A pattern's key is built to
+// the length (keyBuilder), so that a rule such as ^[!-~]+$ with minLength 16, a UUID, a ULID or
+// a prefixed key (stainless-go-<uuid>) each get keys; a pattern the builder cannot read
+// (lookarounds) is sampled instead.
 func (o *opRun) newKey() (string, error) {
 	k := o.op.Settings.Key
 	lo, hi := max(k.MinLength, 1), k.MaxLength
 	if hi <= 0 {
 		hi = 255
 	}
+	lengths := []int{min(max(lo, 32), hi), lo, hi}
 	for try := 0; try < 200; try++ {
 		var key string
 		if k.Pattern != "" {
-			var err error
-			if key, err = o.g.fromPattern(k.Pattern); err != nil {
-				return "", fmt.Errorf("key.pattern: %w", err)
+			n := lengths[try%len(lengths)]
+			if try >= 2*len(lengths) {
+				n = lo + o.g.rng.IntN(hi-lo+1)
 			}
-			if len(key) < lo || len(key) > hi || !o.g.matcher.Match(k.Pattern, key) || strings.ContainsAny(key, ", ") {
+			built, ok := o.keys.build(k.Pattern, n)
+			if !ok {
+				var err error
+				if built, err = o.g.fromPattern(k.Pattern); err != nil {
+					return "", fmt.Errorf("key.pattern: %w", err)
+				}
+			}
+			key = built
+			if !o.validKey(key) {
 				continue
 			}
 		} else {
@@ -147,6 +162,27 @@ func (o *opRun) newKey() (string, error) {
 	}
 	return "", fmt.Errorf("could not make a fresh key of %d to %d characters matching %q", lo, hi, k.Pattern)
 }
+
+// keyChars is the character set of the operation's keys: key.characters (runtime/defaults).
+func (o *opRun) keyChars() keyCharSet {
+	c, _ := defaults.ParseKeyCharacters(o.op.Settings.Key.Characters)
+	return keyCharSet(c)
+}
+
+// keyCharSet is a key.characters set, asked as the runtime asks it (defaults.KeyText).
+type keyCharSet defaults.KeyCharacters
+
+// Allows reports whether the set allows the ASCII character b.
+func (k keyCharSet) Allows(b byte) bool { return k.allowsText(string([]byte{b})) }
+
+// allowsText reports whether the set allows every character of s.
+func (k keyCharSet) allowsText(s string) bool {
+	_, _, err := defaults.KeyText(s, defaults.KeyQuotedLiteral, defaults.KeyCharacters(k))
+	return err == nil
+}
+
+// validKey reports whether key is valid by the operation's key rules.
+func (o *opRun) validKey(key string) bool { return validKeyFor(o.op.Settings.Key, key, o) }
 
 // checkRun is one check of one operation.
 type checkRun struct {
@@ -267,7 +303,7 @@ func (o *opRun) sameAnswer(a, b *Exchange) string {
 	if string(a.respBodyRaw) != string(b.respBodyRaw) {
 		probs = append(probs, "the body differs from the first answer's")
 	}
-	headers := append(append([]string{}, defaultReplayHeaders...), o.op.Settings.Replay.Headers...)
+	headers := append(defaults.ReplayHeaders(), o.op.Settings.Replay.Headers...)
 	for _, h := range headers {
 		if containsFold(o.exp.replayExempt, h) {
 			continue

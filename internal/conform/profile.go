@@ -4,69 +4,109 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
-	"net/http"
 	"strings"
 
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
-// expectations are the answers an operation's contract gives, by profile: the same contract
-// spoken in another API's words is data here, not a branch in the checks.
+// expectations are the answers an operation's contract gives. They are derived from the
+// contract the spec declares, never written here: the statuses and Retry-After of the
+// contract table's row the operation names (runtime/defaults.Profiles; idemgen's own row when
+// it names none), changed by its errors mapping where it has one; the replay headers of the
+// table; and, only when a profile names the vocabulary (the spec's `profile:` or conform's
+// --profile), the row's problem types and codes. A service that answers a mismatch 422 with
+// `type: about:blank`, or with a plain JSON error, keeps the contract a spec without a profile
+// declares.
 type expectations struct {
+	row defaults.Profile
+	// named: a profile names the row, so its types and codes are part of the contract.
+	named                                      bool
 	mismatch, inFlight, keyMissing, keyInvalid answer
 	// replayExempt are stored headers a replay carries anew by design; replayLinks pair a
 	// replay's header with the first answer's header whose value it must repeat.
 	replayExempt []string
 	replayLinks  [][2]string
+	// rules are the operation's replay.statuses.
+	rules []defaults.StatusRule
 }
 
-// answer is an expected refusal: its status, and what its body must name.
+// answer is an expected refusal: its status, and, under a named profile, what its body must
+// name.
 type answer struct {
 	status int
-	// problem is the RFC 9457 problem name the type URI ends with, checked when the answer is
-	// application/problem+json (a service with another error format is judged by its status);
-	// "a|b" accepts either.
-	problem string
-	// stripeType is the error.type a Stripe-envelope answer must carry ("" for any).
-	stripeType string
+	// problems are the problem names the answer stands for (one, or a refusal that either of
+	// two problems explains).
+	problems []string
+	// types are the accepted values at the envelope's TypeAt (under a named profile), code the
+	// value at its CodeAt ("" for any).
+	types []string
+	code  string
+	env   defaults.Envelope
+	named bool
 	// retryAfter requires a Retry-After header.
 	retryAfter bool
 }
 
-func expectationsFor(p model.Profile) expectations {
-	if p == model.ProfileStripe {
-		return expectations{
-			// Stripe answers a key reused with other parameters with 400 idempotency_error.
-			mismatch:     answer{status: http.StatusBadRequest, stripeType: "idempotency_error"},
-			inFlight:     answer{status: http.StatusConflict, retryAfter: true},
-			keyMissing:   answer{status: http.StatusBadRequest, stripeType: "invalid_request_error"},
-			keyInvalid:   answer{status: http.StatusBadRequest, stripeType: "invalid_request_error"},
-			replayExempt: []string{"Request-Id", "Original-Request"},
-			replayLinks:  [][2]string{{"Original-Request", "Request-Id"}},
+// expectationsFor derives op's expectations; profile, when not "", is --profile and names the
+// row instead of the spec's own `profile:`.
+func expectationsFor(op *model.Operation, profile string) expectations {
+	name := string(op.Settings.Profile)
+	if profile != "" {
+		name = profile
+	}
+	row, ok := defaults.ProfileNamed(name)
+	if !ok {
+		row, _ = defaults.ProfileNamed(defaults.ProfileDefault)
+	}
+	e := expectations{row: row, named: name != ""}
+	for _, r := range op.Settings.Replay.Statuses {
+		e.rules = append(e.rules, defaults.StatusRule(r))
+	}
+	if e.rules == nil {
+		e.rules = defaults.Statuses()
+	}
+	e.mismatch = e.answer(op, defaults.ProblemPayloadMismatch)
+	e.inFlight = e.answer(op, defaults.ProblemInFlight)
+	e.keyMissing = e.answer(op, defaults.ProblemKeyMissing)
+	// A body-carried key of the wrong type is refused by the body's decoder first.
+	e.keyInvalid = e.answer(op, defaults.ProblemKeyInvalid, defaults.ProblemBodyInvalid)
+	if id := row.RequestID; id.Header != "" {
+		e.replayExempt = append(e.replayExempt, id.Header)
+		if id.Original != "" {
+			e.replayExempt = append(e.replayExempt, id.Original)
+			e.replayLinks = append(e.replayLinks, [2]string{id.Original, id.Header})
 		}
 	}
-	return expectations{
-		mismatch:   defaultAnswer(defaults.ProblemPayloadMismatch),
-		inFlight:   defaultAnswer(defaults.ProblemInFlight),
-		keyMissing: defaultAnswer(defaults.ProblemKeyMissing),
-		// A body-carried key of the wrong type is refused by the body's decoder first.
-		keyInvalid: defaultAnswer(defaults.ProblemKeyInvalid, defaults.ProblemBodyInvalid),
-	}
+	return e
 }
 
-// defaultAnswer is the answer runtime/defaults' table gives the problem name: its status, with
-// Retry-After where the table says so; an answer naming any of also (of the same status) is
-// accepted too.
-func defaultAnswer(name string, also ...string) answer {
-	a := answer{problem: strings.Join(append([]string{name}, also...), "|")}
-	for _, p := range defaults.Problems() {
-		if p.Name == name {
-			a.status, a.retryAfter = p.Status, p.RetryAfter
+// answer is the expected answer to the problem name (or any of also, at the same status): the
+// row's, at the status the operation's errors mapping gives it when it gives one.
+func (e expectations) answer(op *model.Operation, name string, also ...string) answer {
+	a := e.row.Answer(name)
+	out := answer{status: a.Status, retryAfter: a.RetryAfter, code: a.Code, env: e.row.Envelope, named: e.named}
+	if errs := op.Settings.Errors; errs != nil {
+		for _, d := range errs.Docs {
+			if d.Problem == name && d.Status != 0 {
+				out.status = d.Status
+			}
+		}
+		// The mapping writes its own documents: the row's envelope does not describe them.
+		out.named, out.code = false, ""
+	}
+	for _, n := range append([]string{name}, also...) {
+		out.problems = append(out.problems, n)
+		if t := e.row.Answer(n).Type; !contains(out.types, t) {
+			out.types = append(out.types, t)
 		}
 	}
-	return a
+	return out
 }
+
+// final reports whether status is final (stored and replayed) under the operation's
+// replay.statuses: defaults.Final, the rule the runtime stores by.
+func (e expectations) final(status int) bool { return defaults.Final(e.rules, status) }
 
 // judge returns "" when e is the answer, else what is wrong with it.
 func (a answer) judge(e *Exchange) string {
@@ -74,49 +114,71 @@ func (a answer) judge(e *Exchange) string {
 		return fmt.Sprintf("want %d, got no answer: %s", a.status, e.Err)
 	}
 	if e.Status != a.status {
-		return fmt.Sprintf("want %d%s, got %d", a.status, a.named(), e.Status)
+		return fmt.Sprintf("want %d (%s), got %d", a.status, strings.Join(a.problems, " or "), e.Status)
 	}
 	if a.retryAfter && e.header("Retry-After") == "" {
 		return fmt.Sprintf("the %d has no Retry-After: a client cannot know when to retry", e.Status)
 	}
-	if a.stripeType != "" {
-		var doc struct {
-			Error struct {
-				Type string `json:"type"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(e.respBodyRaw, &doc); err != nil || doc.Error.Type != a.stripeType {
-			return fmt.Sprintf("want Stripe's error envelope with error.type %q, got %s", a.stripeType, oneLine(e.RespBody))
+	if !a.named {
+		return ""
+	}
+	var doc any
+	if err := json.Unmarshal(e.respBodyRaw, &doc); err != nil {
+		return fmt.Sprintf("want an error document in the profile's envelope (%s), got %s", a.env.ContentType, oneLine(e.RespBody))
+	}
+	if a.env.TypeAt != "" {
+		got, _ := getPointer(doc, pointerTokens(a.env.TypeAt))
+		s, _ := got.(string)
+		if !a.typeMatches(s) {
+			return fmt.Sprintf("want %s %s at %s, got %s", a.what(), strings.Join(a.types, " or "), a.env.TypeAt, jsonText(got))
 		}
 	}
-	if a.problem != "" && mediaType(e.header("Content-Type")) == "application/problem+json" {
-		var doc struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(e.respBodyRaw, &doc) == nil && doc.Type != "" && !endsWithAny(doc.Type, strings.Split(a.problem, "|")) {
-			return fmt.Sprintf("want the problem %s, got type %q", strings.ReplaceAll(a.problem, "|", " or "), doc.Type)
+	if a.code != "" && a.env.CodeAt != "" {
+		got, _ := getPointer(doc, pointerTokens(a.env.CodeAt))
+		if s, _ := got.(string); s != a.code {
+			return fmt.Sprintf("want the code %s at %s, got %s", a.code, a.env.CodeAt, jsonText(got))
 		}
 	}
 	return ""
 }
 
-func endsWithAny(s string, suffixes []string) bool {
-	for _, x := range suffixes {
-		if strings.HasSuffix(s, x) {
+// typeMatches reports whether the type member s is one of the accepted types: equal, or, for a
+// URI type (RFC 9457 under a base the service chooses), ending in "/" and the type.
+func (a answer) typeMatches(s string) bool {
+	for _, t := range a.types {
+		if s == t || (a.env.TypeIsURI && strings.HasSuffix(s, "/"+t)) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a answer) named() string {
-	switch {
-	case a.problem != "":
-		return " " + strings.ReplaceAll(a.problem, "|", " or ")
-	case a.stripeType != "":
-		return " " + a.stripeType
+func (a answer) what() string {
+	if a.env.TypeIsURI {
+		return "the problem type"
 	}
-	return ""
+	return "the error type"
+}
+
+// pointerTokens splits an RFC 6901 pointer into its unescaped tokens.
+func pointerTokens(p string) []string {
+	if p == "" || p == "/" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
 }
 
 // mediaType is a Content-Type's media type, lower case, without parameters.
@@ -137,23 +199,4 @@ func oneLine(s string) string {
 		return "an empty body"
 	}
 	return s
-}
-
-// defaultReplayHeaders are the response headers every replay repeats (DESIGN section 5).
-var defaultReplayHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language", "Content-Disposition", "Location", "ETag", "Link"}
-
-// stored reports whether the operation's replay.statuses make status a final (stored) answer.
-func stored(s model.Settings, status int) bool {
-	final := false
-	for _, r := range s.Replay.Statuses {
-		match := r.Code == status || (r.Class != 0 && status/100 == r.Class)
-		if !match {
-			continue
-		}
-		if r.Exclude {
-			return false
-		}
-		final = true
-	}
-	return final
 }

@@ -1,31 +1,88 @@
 package conform
 
 import (
-	"slices"
-	"strings"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
-// TestExpectationsAreTheRuntimesTable: without a profile, an answer is judged by runtime/defaults'
-// problem table: the problem's name, its status, and Retry-After where the table says so.
-func TestExpectationsAreTheRuntimesTable(t *testing.T) {
-	e := expectationsFor("")
-	for name, a := range map[string]answer{
-		defaults.ProblemPayloadMismatch: e.mismatch,
-		defaults.ProblemInFlight:        e.inFlight,
-		defaults.ProblemKeyMissing:      e.keyMissing,
-		defaults.ProblemKeyInvalid:      e.keyInvalid,
-	} {
-		var want defaults.Problem
-		for _, p := range defaults.Problems() {
-			if p.Name == name {
-				want = p
+// TestEveryRowJudgesItsRuntime: for every row of the contract table, what the runtime answers
+// under the row (runtime.NamedProfile, its envelope writer or RFC 9457 problems) is what conform
+// expects under the row, named or not: a row is one definition that both read, and a new row is
+// judged without a line of conform changing. Under another row's name, the row's answers that
+// differ in status or words are told apart.
+func TestEveryRowJudgesItsRuntime(t *testing.T) {
+	for _, row := range defaults.Profiles() {
+		p := runtime.NamedProfile(row.Name)
+		if p == nil {
+			t.Fatalf("%s: runtime.NamedProfile has no profile for the row", row.Name)
+		}
+		write := p.Problems
+		if write == nil {
+			write = runtime.ProblemJSON("https://api.example.com/errors/")
+		}
+		for _, named := range []bool{true, false} {
+			op := &model.Operation{ID: "op"}
+			if named {
+				op.Settings.Profile = model.Profile(row.Name)
+			}
+			e := expectationsFor(op, "")
+			if !named && e.row.Name != defaults.ProfileDefault {
+				t.Fatalf("%s: without a profile the default row judges, got %s", row.Name, e.row.Name)
+			}
+			for _, c := range []struct {
+				name string
+				a    answer
+			}{
+				{defaults.ProblemPayloadMismatch, e.mismatch},
+				{defaults.ProblemInFlight, e.inFlight},
+				{defaults.ProblemKeyMissing, e.keyMissing},
+				{defaults.ProblemKeyInvalid, e.keyInvalid},
+			} {
+				w := httptest.NewRecorder()
+				pr := runtime.Problem{Name: c.name, Status: defaults.ProblemStatus(c.name), Detail: "d"}
+				if ans := row.Answer(c.name); ans.RetryAfter {
+					pr.RetryAfter = 1e9
+				}
+				write(w, httptest.NewRequest("POST", "/", nil), pr)
+				ex := &Exchange{Status: w.Code, respHeaderRaw: w.Header(), respBodyRaw: w.Body.Bytes(), RespBody: w.Body.String()}
+				why := c.a.judge(ex)
+				switch {
+				case named && why != "":
+					t.Errorf("%s: the runtime's %s under the row is judged wrong: %s (%s)", row.Name, c.name, why, w.Body)
+				case !named && row.Answer(c.name).Status == defaults.ProblemStatus(c.name) && why != "":
+					t.Errorf("%s: without a profile, the runtime's %s at the default status is judged wrong: %s", row.Name, c.name, why)
+				}
 			}
 		}
-		if a.status != want.Status || a.retryAfter != want.RetryAfter || !slices.Contains(strings.Split(a.problem, "|"), name) {
-			t.Errorf("%s: judged as %+v; the table says %+v", name, a, want)
+	}
+}
+
+// TestUnnamedJudgesStatusesOnly: a spec that names no profile is judged by statuses and
+// Retry-After, in any words (RFC 9457 about:blank problems, plain JSON); naming the default row
+// makes its problem types part of the contract.
+func TestUnnamedJudgesStatusesOnly(t *testing.T) {
+	op := &model.Operation{ID: "op"}
+	for _, body := range []string{
+		`{"type":"about:blank","title":"Unprocessable Content","status":422}`,
+		`{"error":"the key was used with another request"}`,
+		``,
+	} {
+		ex := &Exchange{Status: 422, respBodyRaw: []byte(body), RespBody: body}
+		if why := expectationsFor(op, "").mismatch.judge(ex); why != "" {
+			t.Errorf("%q: %s", body, why)
 		}
+		if why := expectationsFor(op, defaults.ProfileDefault).mismatch.judge(ex); why == "" {
+			t.Errorf("%q: accepted under --profile idemgen", body)
+		}
+	}
+	if why := expectationsFor(op, "").mismatch.judge(&Exchange{Status: 400}); why == "" {
+		t.Error("a 400 mismatch is accepted without a profile that says so")
+	}
+	if why := expectationsFor(op, "stripe").mismatch.judge(&Exchange{Status: 400, respBodyRaw: []byte(`{"error":{"type":"idempotency_error"}}`)}); why != "" {
+		t.Errorf("Stripe's mismatch under --profile stripe: %s", why)
 	}
 }

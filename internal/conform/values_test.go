@@ -133,8 +133,4 @@ func TestHelpers(t *testing.T) {
 	if !templateMatches("/v1/payments/{id}/refunds", "/v1/payments/pay_1/refunds") || templateMatches("/v1/payments", "/v1/payments/x") {
 		t.Error("templateMatches")
 	}
-	s := model.Settings{Replay: model.ReplaySettings{Statuses: []model.StatusRule{{Class: 2}, {Class: 4}, {Code: 409, Exclude: true}}}}
-	if !stored(s, 201) || !stored(s, 404) || stored(s, 409) || stored(s, 500) {
-		t.Error("stored")
-	}
 }

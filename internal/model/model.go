@@ -155,11 +155,11 @@ type Settings struct {
 	ResponseLimit int64
 	// PartLimit is limits.part: the largest part of a multipart/form-data body, in bytes.
 	PartLimit int64
-	// Profile is `profile`: the contract of a known API the runtime answers in ("" or
-	// ProfileStripe). Its defaults are already applied to the fields above.
+	// Profile is `profile`: the name of a row of the contract table (runtime/defaults.Profiles)
+	// the runtime answers in; "" names none. The row's settings are already applied to the
+	// fields above.
 	Profile Profile
-	// ScopeHeaders are request headers folded into the scope after the tenant (the Stripe
-	// profile's Stripe-Account).
+	// ScopeHeaders are request headers folded into the scope after the tenant (the profile's).
 	ScopeHeaders []string
 	// Errors is the errors mapping resolved for the operation: every problem's document in the
 	// error schema its spec declares (errors.go); nil: the runtime's writer.
@@ -200,14 +200,9 @@ const (
 	UnknownAccept Unknown = "accept"
 )
 
-// Profile names the contract of a known API (`profile` in the settings).
+// Profile names a row of the contract table (`profile` in the settings): the contract of a
+// known API, its settings and answers (runtime/defaults.Profiles says what each row implies).
 type Profile string
-
-// ProfileStripe: Stripe's contract. Its defaults: key length 1 to 255 (Stripe's rule),
-// concurrency.wait 5s (stripe-go does not retry a 409 in Stripe's envelope, so a duplicate
-// waits for the first request and replays), Stripe-Account folded into the scope, and Stripe's
-// error envelope, Request-Id and Idempotency-Key headers at run time (runtime.StripeProfile()).
-const ProfileStripe Profile = "stripe"
 
 // KeySettings are the key rules. MinLength, MaxLength and Pattern are already resolved in the
 // order of DESIGN section 2: x-idempotent, else the key's own declaration, else the defaults.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,7 +139,7 @@ type annotator struct {
 
 // Header names of the contract (docs/runtime.md).
 const (
-	replayedHeader   = "Idempotent-Replayed"
+	replayedHeader   = defaults.HeaderReplayed
 	retryAfterHeader = "Retry-After"
 )
 
@@ -276,26 +275,17 @@ func (a *annotator) replayedHeaders(s model.Settings, kop *openapi3.Operation) {
 }
 
 // stored reports whether a declared response code (201, 2XX) is one the operation stores and
-// replays: the last replay.statuses rule that matches it decides.
+// replays (defaults.Final): a code that is final, or a class with a final status in it.
 func stored(code string, rules []model.StatusRule) bool {
-	class, n := 0, 0
-	switch up := strings.ToUpper(code); {
-	case len(up) == 3 && strings.HasSuffix(up, "XX") && up[0] >= '1' && up[0] <= '5':
-		class = int(up[0] - '0')
-	default:
-		v, err := strconv.Atoi(code)
-		if err != nil {
-			return false // default
-		}
-		n, class = v, v/100
+	rs := make([]defaults.StatusRule, len(rules))
+	for i, r := range rules {
+		rs[i] = defaults.StatusRule(r)
 	}
-	keep := false
-	for _, r := range rules {
-		if (r.Class != 0 && r.Class == class) || (r.Code != 0 && r.Code == n) {
-			keep = !r.Exclude
-		}
+	if up := strings.ToUpper(code); len(up) == 3 && strings.HasSuffix(up, "XX") && up[0] >= '1' && up[0] <= '5' {
+		return len(defaults.FinalIn(rs, int(up[0]-'0'))) > 0
 	}
-	return keep
+	n, err := strconv.Atoi(code)
+	return err == nil && defaults.Final(rs, n) // "default" is no code
 }
 
 // problemResponses declares the answers the runtime writes itself, for each code the operation
@@ -308,42 +298,52 @@ func (a *annotator) problemResponses(op *model.Operation, kop *openapi3.Operatio
 		a.mappedResponses(op, kop)
 		return
 	}
-	stripe := op.Settings.Profile == model.ProfileStripe
-	byStatus := map[int][]defaults.Problem{}
+	row := profileRow(op.Settings.Profile)
+	byStatus := map[int][]defaults.Answer{}
 	for _, p := range declaredProblems(op) {
-		st := p.Status
-		if stripe && p.Name == defaults.ProblemPayloadMismatch {
-			st = http.StatusBadRequest // runtime.StripeErrors: a reused key is a 400 idempotency_error
-		}
-		byStatus[st] = append(byStatus[st], p)
+		a := row.Answer(p.Name)
+		byStatus[a.Status] = append(byStatus[a.Status], a)
 	}
 	for _, st := range slices.Sorted(maps.Keys(byStatus)) {
 		code := strconv.Itoa(st)
 		if kop.Responses.Value(code) != nil {
 			continue
 		}
-		ps := byStatus[st]
-		var names []string
-		for _, p := range ps {
-			names = append(names, p.Name)
-		}
-		desc := describeProblems(names)
-		if stripe && st == http.StatusBadRequest {
-			desc = stripeBadRequest
-		}
-		mt, ref := a.errorSchema(stripe)
+		as := byStatus[st]
+		desc := describeAnswers(row, as)
+		mt, ref := a.errorSchema(row)
 		resp := &openapi3.Response{Description: &desc, Content: openapi3.Content{mt: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + ref}}}}
-		if slices.ContainsFunc(ps, func(p defaults.Problem) bool { return p.RetryAfter }) {
+		if slices.ContainsFunc(as, func(a defaults.Answer) bool { return a.RetryAfter }) {
 			resp.Headers = openapi3.Headers{retryAfterHeader: retryAfter()}
 		}
 		kop.Responses.Set(code, &openapi3.ResponseRef{Value: resp})
 	}
 }
 
-// stripeBadRequest describes the 400 of profile stripe, which answers the malformed key, the key
-// used with other parameters and the request that breaks its schema in Stripe's envelope, whose
-// types are not the runtime's problem names.
-const stripeBadRequest = "The idempotency key is malformed, the key was used with other parameters (idempotency_error), or the request does not match its schema: nothing ran."
+// profileRow is the contract table's row of profile p; "" is the default row.
+func profileRow(p model.Profile) defaults.Profile {
+	if p == "" {
+		p = defaults.ProfileDefault
+	}
+	row, _ := defaults.ProfileNamed(string(p))
+	return row
+}
+
+// describeAnswers is the description of a response that answers as in row's words: each
+// problem's meaning, named by its label in the row's envelope where that is not the problem's
+// own name (Stripe's idempotency_error).
+func describeAnswers(row defaults.Profile, as []defaults.Answer) string {
+	var parts []string
+	for _, a := range as {
+		m := problemMeanings[a.Problem]
+		if l := a.Label(); l != a.Problem {
+			m = strings.Replace(m, "("+a.Problem+")", "("+l+")", 1)
+		}
+		parts = append(parts, m)
+	}
+	s := strings.Join(parts, "; ")
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
 
 // problemMeanings says, for each problem the annotated spec declares, what its answer means for
 // a client; the problem's status and Retry-After are runtime/defaults' table. unauthenticated
@@ -374,18 +374,6 @@ func declaredProblems(op *model.Operation) []defaults.Problem {
 		ps = append(ps, p)
 	}
 	return ps
-}
-
-// describedProblems are the names of the problems problemMeanings describes, in the order of
-// their default statuses.
-func describedProblems() []string {
-	var names []string
-	for _, p := range defaults.Problems() {
-		if _, ok := problemMeanings[p.Name]; ok {
-			names = append(names, p.Name)
-		}
-	}
-	return names
 }
 
 // describeProblems is the description of a response that answers the problems names: their
@@ -430,7 +418,7 @@ func (a *annotator) mappedResponses(op *model.Operation, kop *openapi3.Operation
 			if d.SchemaRef != "" && !slices.Contains(refs, d.SchemaRef) {
 				refs = append(refs, d.SchemaRef)
 			}
-			if problemDefault(d.Problem).RetryAfter {
+			if p, _ := defaults.ProblemNamed(d.Problem); p.RetryAfter {
 				headers[retryAfterHeader] = retryAfter()
 			}
 			for _, h := range d.Headers {
@@ -471,16 +459,6 @@ func mappedStatus(d *model.ErrorDoc) int {
 	return defaults.ProblemStatus(d.Problem)
 }
 
-// problemDefault is the runtime/defaults entry of problem name (zero for an unknown name).
-func problemDefault(name string) defaults.Problem {
-	for _, p := range defaults.Problems() {
-		if p.Name == name {
-			return p
-		}
-	}
-	return defaults.Problem{}
-}
-
 // retryAfter is the Retry-After header of an answer to retry later.
 func retryAfter() *openapi3.HeaderRef {
 	return &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
@@ -488,15 +466,13 @@ func retryAfter() *openapi3.HeaderRef {
 		Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}}}}}}
 }
 
-// errorSchema adds (once) the component schema of the runtime's errors and returns its media
-// type and component name: RFC 9457 problem details, or Stripe's error envelope.
-func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
-	kind, want, mt := "problem", "IdempotencyProblem", "application/problem+json"
-	if stripe {
-		kind, want, mt = "stripe", "IdempotencyStripeError", "application/json"
-	}
-	if n, ok := a.schemas[kind]; ok {
-		return mt, n
+// errorSchema adds (once) the component schema of row's error envelope (defaults.Envelope:
+// RFC 9457 problem details, Stripe's error envelope, ...) and returns its media type and
+// component name.
+func (a *annotator) errorSchema(row defaults.Profile) (mediaType, name string) {
+	env := row.Envelope
+	if n, ok := a.schemas[env.SchemaName]; ok {
+		return env.ContentType, n
 	}
 	if a.doc.Components == nil {
 		a.doc.Components = &openapi3.Components{}
@@ -504,39 +480,17 @@ func (a *annotator) errorSchema(stripe bool) (mediaType, name string) {
 	if a.doc.Components.Schemas == nil {
 		a.doc.Components.Schemas = openapi3.Schemas{}
 	}
-	name = want
+	name = env.SchemaName
 	for i := 2; a.doc.Components.Schemas[name] != nil; i++ {
-		name = want + strconv.Itoa(i)
+		name = env.SchemaName + strconv.Itoa(i)
 	}
-	str := func(desc string) *openapi3.SchemaRef {
-		return &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: desc}}
-	}
-	var s *openapi3.Schema
-	if stripe {
-		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"error"},
-			Description: "Stripe's error envelope, as the runtime writes it under profile stripe (runtime.StripeErrors).",
-			Properties: openapi3.Schemas{"error": {Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "message"},
-				Properties: openapi3.Schemas{
-					"type":    str("invalid_request_error, idempotency_error or api_error"),
-					"code":    str("idempotency_key_in_use for a key still in progress, rate_limit"),
-					"message": str("what went wrong, for people"),
-					"param":   str("the parameter at fault, in Stripe's bracket form (metadata[order_id]), or Idempotency-Key"),
-					"doc_url": str("a page about the error"),
-				}}}}}
-	} else {
-		s = &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Required: []string{"type", "title", "status"},
-			Description: "RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (" + strings.Join(describedProblems(), ", ") + ").",
-			Properties: openapi3.Schemas{
-				"type":    &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Format: "uri", Description: "the problem's URI: a base followed by its name"}},
-				"title":   str("the problem's title"),
-				"status":  &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}, Description: "the HTTP status code"}},
-				"detail":  str("what went wrong with this request"),
-				"pointer": str("for body-invalid, the JSON pointer of the member at fault"),
-			}}
+	s := &openapi3.Schema{}
+	if err := s.UnmarshalJSON([]byte(env.Schema)); err != nil {
+		panic(fmt.Sprintf("the contract table's %s envelope schema: %v", row.Name, err)) // TestEnvelopeSchemas keeps them valid
 	}
 	a.doc.Components.Schemas[name] = &openapi3.SchemaRef{Value: s}
-	a.schemas[kind] = name
-	return mt, name
+	a.schemas[env.SchemaName] = name
+	return env.ContentType, name
 }
 
 // speakeasyRetries is the x-speakeasy-retries policy of the client contract (docs/client.md):

@@ -101,19 +101,14 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 					}
 					// Each problem's answer, at its status in runtime/defaults' table, with
 					// Retry-After where the table says so.
-					mt := "application/problem+json"
-					if op.Settings.Profile == model.ProfileStripe {
-						mt = "application/json"
-					}
+					row := profileRow(op.Settings.Profile)
+					mt := row.Envelope.ContentType
 					wantRetryAfter := map[string]bool{}
 					for _, p := range defaults.Problems() {
 						if _, declared := problemMeanings[p.Name]; !declared || p.Name == defaults.ProblemKeyExpired {
 							continue
 						}
-						code := strconv.Itoa(p.Status)
-						if op.Settings.Profile == model.ProfileStripe && p.Name == defaults.ProblemPayloadMismatch {
-							code = "400"
-						}
+						code := strconv.Itoa(row.Answer(p.Name).Status)
 						wantRetryAfter[code] = wantRetryAfter[code] || p.RetryAfter
 					}
 					for code, withRetryAfter := range wantRetryAfter {

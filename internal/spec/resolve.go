@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -61,13 +60,20 @@ func mergeSettings(lays []*layer) *layer {
 	return mergeLayers(append([]*layer{profileDefaults(*m.profile)}, lays...))
 }
 
-// profileDefaults are the settings a profile implies (model.ProfileStripe documents them).
+// profileDefaults are the settings the contract table's row p implies (its key lengths and
+// concurrency.wait); its scope headers are set by resolve. A name that is no row implies none
+// (the settings decoder refused it).
 func profileDefaults(p model.Profile) *layer {
 	l := &layer{locs: map[string]diag.Loc{}}
-	if p == model.ProfileStripe {
-		one, max := 1, defaultMaxLength
-		wait := 5 * time.Second
-		l.keyMin, l.keyMax, l.wait = &one, &max, &wait
+	row, _ := defaults.ProfileNamed(string(p))
+	if n := row.Key.MinLength; n != 0 {
+		l.keyMin = &n
+	}
+	if n := row.Key.MaxLength; n != 0 {
+		l.keyMax = &n
+	}
+	if w := row.Wait; w != 0 {
+		l.wait = &w
 	}
 	return l
 }
@@ -161,8 +167,9 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	if m.profile != nil {
 		s.Profile = *m.profile
-		if s.Profile == model.ProfileStripe {
-			s.ScopeHeaders = []string{"Stripe-Account"}
+		row, _ := defaults.ProfileNamed(string(s.Profile))
+		for _, h := range row.ScopeHeaders {
+			s.ScopeHeaders = append(s.ScopeHeaders, h.Name)
 		}
 	}
 	if m.fpBody != nil {

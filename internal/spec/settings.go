@@ -141,7 +141,7 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 		case "errors":
 			l.errors = sd.errorsMapping(v, path)
 		case "profile":
-			if s, ok := sd.enum(v, path, string(model.ProfileStripe)); ok {
+			if s, ok := sd.enum(v, path, defaults.ProfileNames()...); ok {
 				p := model.Profile(s)
 				l.profile = &p
 			}

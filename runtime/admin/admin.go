@@ -376,10 +376,15 @@ func noRecord() (refused, released string) {
 			rs = append(rs, strconv.Itoa(p.Status))
 		}
 	}
-	ls := []string{"5xx"}
-	for _, r := range defaults.Statuses() {
-		if r.Exclude {
-			ls = append(ls, defaults.StatusRule{Code: r.Code, Class: r.Class}.String())
+	var ls []string
+	if len(defaults.FinalIn(nil, 5)) == 0 {
+		ls = append(ls, "5xx")
+	}
+	for _, class := range []int{2, 4} { // the classes the default stores, but for their exceptions
+		for st := class * 100; st < class*100+100; st++ {
+			if !defaults.Final(nil, st) {
+				ls = append(ls, strconv.Itoa(st))
+			}
 		}
 	}
 	return strings.Join(rs, ", "), strings.Join(ls, ", ")

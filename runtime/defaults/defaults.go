@@ -54,11 +54,8 @@ func (r StatusRule) String() string {
 // Statuses returns replay.statuses' default, [2xx, 4xx, "!408", "!409", "!425", "!429"]: 2xx
 // and 4xx answers are final (stored and replayed) except 408, 409, 425 and 429, which a client
 // is expected to retry (RFC 9110 sections 15.5.9 and 15.5.10, RFC 8470, RFC 6585); the last
-// matching rule decides. Each call returns a new slice.
+// matching rule decides (Final). Each call returns a new slice.
 func Statuses() []StatusRule {
-	return []StatusRule{
-		{Class: 2}, {Class: 4},
-		{Code: 408, Exclude: true}, {Code: 409, Exclude: true},
-		{Code: 425, Exclude: true}, {Code: 429, Exclude: true},
-	}
+	t := defaultStatuses // a copy: the table stays as written
+	return t[:]
 }

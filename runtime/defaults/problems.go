@@ -26,6 +26,8 @@ type Problem struct {
 	Name       string
 	Status     int
 	RetryAfter bool
+	// Title is the problem's short English summary (RFC 9457 section 3.1.3).
+	Title string
 }
 
 // Problems returns every problem type, in the order of their statuses. The statuses are
@@ -40,18 +42,18 @@ func Problems() []Problem {
 
 // problems is the table Problems returns; it is never written.
 var problems = [...]Problem{
-	{Name: ProblemKeyMissing, Status: 400},
-	{Name: ProblemKeyInvalid, Status: 400},
-	{Name: ProblemBodyInvalid, Status: 400},
-	{Name: ProblemUnauthenticated, Status: 401},
-	{Name: ProblemInFlight, Status: 409, RetryAfter: true},
-	{Name: ProblemKeyExpired, Status: 412},
-	{Name: ProblemBodyTooLarge, Status: 413},
-	{Name: ProblemMediaTypeUnsupported, Status: 415},
-	{Name: ProblemPayloadMismatch, Status: 422},
-	{Name: ProblemRateLimited, Status: 429, RetryAfter: true},
-	{Name: ProblemInternal, Status: 500},
-	{Name: ProblemStoreUnavailable, Status: 503, RetryAfter: true},
+	{Name: ProblemKeyMissing, Status: 400, Title: "Idempotency key missing"},
+	{Name: ProblemKeyInvalid, Status: 400, Title: "Idempotency key invalid"},
+	{Name: ProblemBodyInvalid, Status: 400, Title: "Request body invalid"},
+	{Name: ProblemUnauthenticated, Status: 401, Title: "Unauthenticated"},
+	{Name: ProblemInFlight, Status: 409, RetryAfter: true, Title: "Request with this idempotency key is in flight"},
+	{Name: ProblemKeyExpired, Status: 412, Title: "Idempotency key older than the retention"},
+	{Name: ProblemBodyTooLarge, Status: 413, Title: "Request body too large"},
+	{Name: ProblemMediaTypeUnsupported, Status: 415, Title: "Unsupported media type"},
+	{Name: ProblemPayloadMismatch, Status: 422, Title: "Idempotency key reused with a different request"},
+	{Name: ProblemRateLimited, Status: 429, RetryAfter: true, Title: "Too many new idempotency keys"},
+	{Name: ProblemInternal, Status: 500, Title: "Internal server error"},
+	{Name: ProblemStoreUnavailable, Status: 503, RetryAfter: true, Title: "Idempotency store unavailable"},
 }
 
 // ProblemStatus returns the status problem name is answered with by default, or 0 for a name
@@ -63,4 +65,14 @@ func ProblemStatus(name string) int {
 		}
 	}
 	return 0
+}
+
+// ProblemNamed returns the entry of problem name, and whether there is one.
+func ProblemNamed(name string) (Problem, bool) {
+	for _, p := range problems {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Problem{}, false
 }

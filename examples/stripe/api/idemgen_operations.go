@@ -28,7 +28,7 @@ func operationPostCharges() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -45,7 +45,7 @@ func operationPostCheckoutSessions() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -62,7 +62,7 @@ func operationPostCoupons() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -79,7 +79,7 @@ func operationPostCustomers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -96,7 +96,7 @@ func operationPostInvoiceitems() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -113,7 +113,7 @@ func operationPostInvoices() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -130,7 +130,7 @@ func operationPostPaymentIntents() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -147,7 +147,7 @@ func operationPostPaymentLinks() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -164,7 +164,7 @@ func operationPostPaymentMethods() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -180,7 +180,7 @@ func operationPostPayouts() *runtime.Operation {
 		Key:          runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 1},
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -197,7 +197,7 @@ func operationPostPlans() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -214,7 +214,7 @@ func operationPostPrices() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -231,7 +231,7 @@ func operationPostProducts() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -248,7 +248,7 @@ func operationPostPromotionCodes() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -265,7 +265,7 @@ func operationPostRefunds() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -282,7 +282,7 @@ func operationPostSetupIntents() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -299,7 +299,7 @@ func operationPostShippingRates() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -316,7 +316,7 @@ func operationPostSubscriptions() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -333,7 +333,7 @@ func operationPostTaxRates() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -350,7 +350,7 @@ func operationPostTopups() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -367,7 +367,7 @@ func operationPostTransfers() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
@@ -384,7 +384,7 @@ func operationPostWebhookEndpoints() *runtime.Operation {
 		Wait:         5 * time.Second,
 		MediaTypes:   []string{"application/x-www-form-urlencoded"},
 		ScopeHeaders: []string{"Stripe-Account"},
-		Profile:      runtime.StripeProfile().WithProblems(writeProblems),
+		Profile:      runtime.NamedProfile("stripe").WithProblems(writeProblems),
 	}
 }
 
