@@ -17,7 +17,7 @@ import (
 // Exit codes of idemgen conform (its own, for CI: a failed check is not a usage error).
 const (
 	exitConformFailed = 1 // a check failed
-	exitConformCannot = 2 // the run could not be made: bad flags, a bad spec, no service
+	exitConformCannot = 2 // the run could not be made (bad flags, a bad spec, no service), or checked an operation not at all
 )
 
 const conformLong = `Check a running service against the Idempotency-Key contract from outside, over
@@ -43,8 +43,14 @@ The report lists each check as PASS, FAIL (what did not hold, and the smallest e
 that shows it) or SKIP (what it needs). Run conform against a service of its own: other
 traffic would mix with the effects it counts.
 
-Exit codes: 0 every check passed or skipped, 1 a check failed, 2 the run could not be made
-(bad flags, spec errors, the service unreachable). Reference: docs/conform.md.`
+A check that cannot run is never a pass. An operation of which no check ran (no key could be
+made for its rule, no valid request built, its first request refused and not stored) is
+listed as NOT CHECKED, and the run exits 2; --strict makes any SKIP exit 2 too.
+
+Exit codes: 0 every operation was checked and no check failed (skips allowed unless
+--strict), 1 a check failed, 2 the run could not be made (bad flags, spec errors, the service
+unreachable) or left an operation unchecked (or, with --strict, skipped a check).
+Reference: docs/conform.md.`
 
 const conformExample = `  # the petstore of the README, on its default port
   idemgen conform examples/petstore/petstore.yaml --base-url http://127.0.0.1:8080 --header 'api_key: me'
@@ -71,6 +77,9 @@ const conformExample = `  # the petstore of the README, on its default port
 
   # count effects from outside: executions must equal confirmed calls (the command may take 30s)
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --effects-cmd 'psql -Atc "select count(*) from payments"' --effects-timeout 30s
+
+  # in CI: every check must run (a skip exits 2, as an operation left unchecked always does)
+  idemgen conform api.yaml --base-url http://127.0.0.1:8080 --strict --fail-header 'X-Test-Fail: 500' --tenant-header 'Authorization: Bearer b'
 
   # faults through the built-in proxy, a JUnit report for CI and an HTML page with the histories
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --faults --format junit --html conform.html > conform.xml
@@ -102,6 +111,7 @@ type conformFlags struct {
 	timeout, requestTimeout, effectTimeout time.Duration
 	seed                                   uint64
 	profile                                string
+	strict                                 bool
 }
 
 func newConformCmd() *cobra.Command {
@@ -134,6 +144,7 @@ func newConformCmd() *cobra.Command {
 	fl.StringVar(&f.casesDir, "cases", "", "`DIR` of request-sequence cases (the YAML format of testdata/cases) to run too")
 	fl.BoolVar(&f.faults, "faults", false, "run the fault checks through a loopback proxy (resets after the answer, delays, doubled deliveries) and check every key's history")
 	fl.BoolVar(&f.short, "short", false, "fewer keys and rounds in the fault checks (for CI)")
+	fl.BoolVar(&f.strict, "strict", false, "a skipped check fails the run too (exit 2): every check must run, with every knob it needs")
 	fl.StringArrayVar(&f.checks, "check", nil, "run only this `CHECK` (see docs/conform.md for the names); repeatable")
 	fl.StringArrayVar(&f.operations, "operation", nil, "check only this `OPERATION` (operationId); repeatable")
 	fl.StringVar(&f.format, "format", "text", "report `FORMAT`: text, json or junit, on standard output")
@@ -256,8 +267,14 @@ func runConform(cmd *cobra.Command, args []string, f *conformFlags) error {
 			return &exitError{code: exitConformCannot, err: err, noHint: true}
 		}
 	}
-	if rep.Failed() {
+	switch _, _, skipped := rep.Counts(); {
+	case rep.Failed():
 		return &exitError{code: exitConformFailed}
+	case rep.Incomplete():
+		return &exitError{code: exitConformCannot}
+	case f.strict && skipped > 0:
+		fmt.Fprintf(cmd.ErrOrStderr(), "idemgen conform: --strict: %d check(s) skipped\n", skipped)
+		return &exitError{code: exitConformCannot}
 	}
 	return nil
 }

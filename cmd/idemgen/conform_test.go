@@ -46,6 +46,17 @@ func TestConformExitCodes(t *testing.T) {
 		t.Errorf("good: a check that needs a flag does not say so:\n%s", out)
 	}
 
+	// A check that cannot run is never a pass: --strict makes a skip exit 2, and a run that
+	// checked an operation not at all exits 2 without it.
+	code, _, errOut = idemgen(t, append(base, "--base-url", good, "--strict")...)
+	if code != exitConformCannot || !strings.Contains(errOut, "--strict") {
+		t.Errorf("good --strict: exit %d, want 2:\n%s", code, errOut)
+	}
+	code, out, _ = idemgen(t, append(base, "--base-url", good, "--operation", "createPayment", "--check", "tenant-isolation")...)
+	if code != exitConformCannot || !strings.Contains(out, "NOT CHECKED: createPayment: needs --tenant-header") {
+		t.Errorf("nothing checked: exit %d, want 2 naming the operation:\n%s", code, out)
+	}
+
 	code, out, _ = idemgen(t, append(base, "--base-url", race, "--check", "concurrent-duplicates")...)
 	if code != exitConformFailed || !strings.Contains(out, "FAIL concurrent-duplicates") || !strings.Contains(out, "> Idempotency-Key: ") {
 		t.Fatalf("race: exit %d, want 1 and the failing exchange:\n%s", code, out)
@@ -168,8 +179,8 @@ steps:
     expect: {same_as: 0, headers: {Idempotent-Replayed: "true"}}
 `)
 	code, out, errOut := idemgen(t, "conform", "--base-url", good, "--cases", dir)
-	if code != exitOK || !strings.Contains(out, "PASS 001-retry-replays") {
-		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	if code != exitOK || !strings.Contains(out, "PASS 001-retry-replays") || !strings.Contains(out, "; 2 requests in") {
+		t.Fatalf("exit %d, want 0 and the case's 2 requests counted:\n%s\n%s", code, out, errOut)
 	}
 	write("002-wrong.yaml", `about: a wrong expectation.
 steps:

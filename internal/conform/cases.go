@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/cases"
@@ -21,7 +22,8 @@ func (r *runner) runCases(ctx context.Context) {
 		r.rep.Results = append(r.rep.Results, res)
 		return
 	}
-	runner := &cases.Runner{BaseURL: r.o.BaseURL, Client: &http.Client{Transport: r.c.http.Transport, Timeout: r.o.RequestTimeout}}
+	// The cases' requests count in the report's total as the checks' do.
+	runner := &cases.Runner{BaseURL: r.o.BaseURL, Client: &http.Client{Transport: countingTransport{r.c.http.Transport, &r.c.sent}, Timeout: r.o.RequestTimeout}}
 	for _, c := range list {
 		res := Result{Check: CheckCase, Name: c.Name, Status: Pass}
 		began := time.Now()
@@ -38,4 +40,15 @@ func (r *runner) runCases(ctx context.Context) {
 		r.progress(&res)
 		r.rep.Results = append(r.rep.Results, res)
 	}
+}
+
+// countingTransport counts the requests it sends in n.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.next.RoundTrip(req)
 }

@@ -134,10 +134,11 @@ func Run(ctx context.Context, doc *model.Document, o Options) (*Report, error) {
 		defer p.close()
 		r.proxy = p
 	}
-	r.run(ctx)
+	checked := r.run(ctx)
 	if o.CasesDir != "" {
 		r.runCases(ctx)
 	}
+	rep.findUnchecked(checked)
 	rep.Took = Duration(time.Since(rep.Started))
 	rep.Requests = c.sent.Load()
 	if o.MaxRequests > 0 && rep.Requests > int64(o.MaxRequests) {
@@ -212,8 +213,9 @@ type runner struct {
 	proxy *proxy   // the fault proxy (Faults)
 }
 
-// run checks every operation, Concurrency at a time, each operation's checks in order.
-func (r *runner) run(ctx context.Context) {
+// run checks every operation, Concurrency at a time, each operation's checks in order, and
+// returns the operationIds it checked.
+func (r *runner) run(ctx context.Context) []string {
 	var checked []*opRun
 	for i, op := range r.doc.Operations {
 		o := &opRun{r: r, op: op, g: newValues(r.o.Seed + uint64(i)*7919), exp: expectationsFor(op, r.o.Profile)}
@@ -239,9 +241,12 @@ func (r *runner) run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	for _, rs := range results {
+	var ids []string
+	for i, rs := range results {
 		r.rep.Results = append(r.rep.Results, rs...)
+		ids = append(ids, checked[i].op.ID)
 	}
+	return ids
 }
 
 // wanted reports whether the options keep check c.

@@ -241,8 +241,13 @@ func (o *opRun) kind(status int, h http.Header, body []byte) history.Kind {
 		return history.KindFailed
 	case status >= 500:
 		return history.KindUnknown
-	case status/100 == 2 || (status == o.firstStatus && o.exp.final(status)):
+	case status/100 == 2 || (status/100 == 4 && o.exp.final(status)):
+		// An execution: a success, or a 4xx the declared replay.statuses store (a stateful
+		// operation's refusal of a resource whose state changed is one).
 		return history.KindOK
+	case status/100 == 4:
+		// A 4xx the contract does not store releases the key, as a failure does.
+		return history.KindFailed
 	}
 	return history.KindOther
 }

@@ -54,6 +54,16 @@ func WriteText(w io.Writer, rep *Report) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	for _, u := range rep.Unchecked {
+		if u.Operation == "" {
+			fmt.Fprintf(&b, "NOT CHECKED: %s\n", u.Why)
+			continue
+		}
+		fmt.Fprintf(&b, "NOT CHECKED: %s: %s\n", u.Operation, indent(u.Why, "  "))
+	}
+	if rep.Incomplete() {
+		b.WriteString("the run is incomplete: an operation could not be checked at all (exit 2)\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -170,6 +180,21 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 		}
 		s.Tests++
 		s.Cases = append(s.Cases, tc)
+	}
+	for _, u := range rep.Unchecked {
+		name := u.Operation
+		if name == "" {
+			name = "run"
+		}
+		s := byName[name]
+		if s == nil {
+			s = &suite{Name: name}
+			byName[name] = s
+			out.Suites = append(out.Suites, s)
+		}
+		s.Cases = append(s.Cases, testcase{Name: "checked", Classname: name, Time: "0.000", Failure: &failure{Message: "not checked: " + u.Why}})
+		s.Tests++
+		s.Failures++
 	}
 	for _, s := range out.Suites {
 		var t time.Duration

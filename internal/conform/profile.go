@@ -44,6 +44,9 @@ type answer struct {
 	code  string
 	env   defaults.Envelope
 	named bool
+	// declared are the operation's declared error responses: an answer must follow the one
+	// for its status.
+	declared []model.ErrorResponse
 	// retryAfter requires a Retry-After header.
 	retryAfter bool
 }
@@ -85,7 +88,7 @@ func expectationsFor(op *model.Operation, profile string) expectations {
 // row's, at the status the operation's errors mapping gives it when it gives one.
 func (e expectations) answer(op *model.Operation, name string, also ...string) answer {
 	a := e.row.Answer(name)
-	out := answer{status: a.Status, retryAfter: a.RetryAfter, code: a.Code, env: e.row.Envelope, named: e.named}
+	out := answer{status: a.Status, retryAfter: a.RetryAfter, code: a.Code, env: e.row.Envelope, named: e.named, declared: op.ErrorResponses}
 	if errs := op.Settings.Errors; errs != nil {
 		for _, d := range errs.Docs {
 			if d.Problem == name && d.Status != 0 {
@@ -118,6 +121,9 @@ func (a answer) judge(e *Exchange) string {
 	}
 	if a.retryAfter && e.header("Retry-After") == "" {
 		return fmt.Sprintf("the %d has no Retry-After: a client cannot know when to retry", e.Status)
+	}
+	if why := judgeDeclared(a.declared, e); why != "" {
+		return why
 	}
 	if !a.named {
 		return ""

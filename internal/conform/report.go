@@ -26,6 +26,16 @@ type Report struct {
 	Results  []Result `json:"results"`
 	// Notes say what the run could not use (an effects oracle that failed, a budget spent).
 	Notes []string `json:"notes,omitempty"`
+	// Unchecked are the operations of which no check ran (every one skipped: no key could be
+	// made, no valid request built, the first request refused unstored, the run's bounds spent)
+	// and why; a run with any is incomplete and never exits 0 (docs/conform.md).
+	Unchecked []Unchecked `json:"unchecked,omitempty"`
+}
+
+// Unchecked is an operation of which no check ran.
+type Unchecked struct {
+	Operation string `json:"operation"`
+	Why       string `json:"why"`
 }
 
 // Result is one check of one operation.
@@ -81,3 +91,36 @@ func (r *Result) title() string {
 	}
 	return r.Operation + " " + string(r.Check)
 }
+
+// findUnchecked lists the operations in rep.Results of which no check passed or failed, each
+// with the reason its first-request (or first check) skipped; and, when no result at all
+// passed or failed (a run of cases that all skipped), the run itself.
+func (r *Report) findUnchecked(ops []string) {
+	ran := map[string]bool{}
+	why := map[string]string{}
+	any := false
+	for _, res := range r.Results {
+		if res.Status != Skip {
+			ran[res.Operation], any = true, true
+			continue
+		}
+		if _, ok := why[res.Operation]; !ok || res.Check == CheckFirstRequest {
+			why[res.Operation] = res.Why
+		}
+	}
+	for _, op := range ops {
+		if !ran[op] {
+			w := why[op]
+			if w == "" {
+				w = "no check ran"
+			}
+			r.Unchecked = append(r.Unchecked, Unchecked{Operation: op, Why: w})
+		}
+	}
+	if !any && len(r.Unchecked) == 0 {
+		r.Unchecked = append(r.Unchecked, Unchecked{Why: "no check passed or failed: nothing was checked"})
+	}
+}
+
+// Incomplete reports whether the run left an operation (or everything) unchecked.
+func (r *Report) Incomplete() bool { return len(r.Unchecked) > 0 }

@@ -86,3 +86,35 @@ type ErrorPart struct {
 	Text  string
 	Field string
 }
+
+// ErrorResponse is an error response an operation's spec declares: a 4xx or 5xx code, a class
+// (4XX, 5XX) or default, with its media types and the shape of its JSON schema. `idemgen
+// conform` judges the runtime's refusals by it (a service answers in the schema its spec
+// declares).
+type ErrorResponse struct {
+	// Code is the response's key as written: "422", "4XX", "default".
+	Code string
+	// MediaTypes are its content's media types, lower case, sorted; empty when it declares no
+	// content.
+	MediaTypes []string
+	// Shape is the shape of its JSON content's schema; nil when it has none.
+	Shape *Shape
+}
+
+// Shape is the part of a JSON schema an answer is checked against: its type, required members,
+// members, enum and items. Nil means any value.
+type Shape struct {
+	// Type is the JSON type ("object", "array", "string", "integer", "number", "boolean"), ""
+	// for any.
+	Type string
+	// Nullable: null is allowed too.
+	Nullable bool
+	// Required are the members an object must have.
+	Required []string
+	// Properties are the shapes of named members.
+	Properties map[string]*Shape
+	// Enum are the allowed values as JSON text; empty for any.
+	Enum []string
+	// Items is the shape of an array's elements.
+	Items *Shape
+}

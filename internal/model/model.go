@@ -103,6 +103,8 @@ type Operation struct {
 	Body *RequestBody
 	// Responses lists the declared status codes ("201", "4XX", "default"), sorted; used in docs.
 	Responses []string
+	// ErrorResponses are the declared error responses (4xx, 5xx, 4XX, 5XX, default), by code.
+	ErrorResponses []ErrorResponse
 }
 
 // Carrier says where the idempotency key travels.

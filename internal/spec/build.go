@@ -27,6 +27,8 @@ type builder struct {
 	docLay *layer // document-level x-idempotency
 	// fernReported: a malformed x-fern-idempotency-headers was reported (once per run).
 	fernReported bool
+	// shapes are the error responses' schema shapes, one per schema (errorResponses).
+	shapes map[*openapi3.Schema]*model.Shape
 }
 
 // opSource is one operation while it is being built, with the kin-openapi pieces the settings
@@ -46,7 +48,7 @@ type kinSchema struct {
 }
 
 func build(l *loaded, cfg *config, opts Options, d *diag.List) *model.Document {
-	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.lc, d)}
+	b := &builder{l: l, doc: l.doc, cfg: cfg, opts: opts, d: d, sc: newSchemaConverter(l.doc, l.lc, d), shapes: map[*openapi3.Schema]*model.Shape{}}
 	out := &model.Document{Source: opts.Path, OpenAPI: l.doc.OpenAPI}
 	if cfg != nil {
 		out.DB, out.DBLoc = cfg.db, cfg.dbLoc
@@ -190,6 +192,7 @@ func (b *builder) operations() []*opSource {
 					m.Responses = append(m.Responses, code)
 				}
 				slices.Sort(m.Responses)
+				m.ErrorResponses = errorResponses(op, b.shapes)
 			}
 			out = append(out, o)
 		}
