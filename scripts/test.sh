@@ -72,12 +72,13 @@ echo "== alert rules (promtool check rules, promtool test rules)"
 promtool check rules docs/monitoring/alerts.yaml
 promtool test rules docs/monitoring/alerts_test.yaml
 
-echo "== the Node.js example's packages (examples/express: npm ci from package-lock.json)"
+echo "== the Node.js examples' packages (examples/express, examples/nestjs: npm ci from package-lock.json)"
 if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
   (cd examples/express && npm ci --no-audit --no-fund --loglevel=error)
+  (cd examples/nestjs && npm ci --no-audit --no-fund --loglevel=error)
   export IDEMGEN_REQUIRE_NODE=1
 else
-  echo "node and npm are not installed: examples/express (idemgen conform against express-idempotency) skips"
+  echo "node and npm are not installed: examples/express and examples/nestjs (idemgen conform against express-idempotency and @node-idempotency/nestjs) skip"
 fi
 
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
