@@ -121,6 +121,7 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "zero lease", post: `{lease: 0s}`, code: "bad-duration", line: 8, pointer: postPtr + "/lease", msgContain: "must be positive"},
 		{name: "bad size", post: `{limits: {body: 1MB}}`, code: "bad-size", line: 8, pointer: postPtr + "/limits/body"},
 		{name: "bad status", post: `{replay: {statuses: [2xx, "6xx"]}}`, code: "bad-status", line: 8, pointer: postPtr + "/replay/statuses/1"},
+		{name: "statuses that store no success", post: `{replay: {statuses: ["!404", 4xx]}}`, code: "replay-stores-no-success", line: 8, pointer: postPtr + "/replay/statuses", msgContain: `replay.statuses [!404, 4xx] stores no 2xx answer`},
 		{name: "empty statuses", post: `{replay: {statuses: []}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/statuses", msgContain: "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]"},
 		{name: "bad mode", post: `{mode: lazy}`, code: "bad-value", line: 8, pointer: postPtr + "/mode"},
 		{name: "bad scope", post: `{scope: global}`, code: "bad-value", line: 8, pointer: postPtr + "/scope"},
@@ -214,5 +215,34 @@ func TestMisspeltExtension(t *testing.T) {
 	}
 	if ops := res.Doc.Operations; len(ops) != 1 || ops[0].Mark != model.MarkXIdempotency || ops[0].Settings.Retention != time.Hour {
 		t.Fatalf("operations %+v", ops)
+	}
+}
+
+// TestReplayStatusesWarnings: replay.statuses whose order changes their meaning, or that do
+// not store a success the operation declares, load with a located warning (an error when no
+// success is stored at all: TestSettingDiagnostics).
+func TestReplayStatusesWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name, post, code, pointer, msg string
+	}{
+		{"an exclusion decided over", `{replay: {statuses: [2xx, "!404", 4xx]}}`, "replay-rule-order", postPtr + "/replay/statuses/1", `"!404" decides nothing: "4xx" after it matches the same statuses`},
+		{"a repeated rule", `{replay: {statuses: [4xx, 2xx, 4xx]}}`, "replay-rule-order", postPtr + "/replay/statuses/0", `"4xx" decides nothing: the rules after it match every status it matches`},
+		{"a declared success not stored", `{replay: {statuses: [202, 4xx]}}`, "replay-unstored-success", postPtr + "/replay/statuses", "declares the success 201, which its replay.statuses do not store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := load(t, Options{Path: writeSpec(t, tc.post, "", "", "")})
+			if errs := errorsOf(res.Diags); len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			var got []diag.Diagnostic
+			for _, d := range res.Diags.Sorted() {
+				if d.Code == tc.code {
+					got = append(got, d)
+				}
+			}
+			if len(got) != 1 || got[0].Loc.Pointer != tc.pointer || !strings.Contains(got[0].Message, tc.msg) {
+				t.Fatalf("want one %s warning at %s mentioning %q, got %v", tc.code, tc.pointer, tc.msg, res.Diags.Sorted())
+			}
+		})
 	}
 }

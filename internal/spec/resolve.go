@@ -202,6 +202,7 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 			c.Kind = model.ContentRaw
 		}
 	}
+	b.unstoredSuccesses(o, s.Replay.Statuses, at("replay/statuses"))
 	b.resolveKey(o, m, det, &s, at)
 	b.resolveExclude(o, m, &s, at)
 	s.Errors = b.resolveErrors(o, m.errors)
@@ -546,4 +547,33 @@ func (b *builder) warnOtherCarrier(o *opSource, header string, loc diag.Loc) {
 	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-not-declared", Loc: loc,
 		Message: fmt.Sprintf("%s %s takes its key in the %s header, which it does not declare, but it declares the idempotency-looking %s %s", o.m.Method, o.m.Path, header, field, value),
 		Hint:    fmt.Sprintf("if clients send the key there, set key: {%s: %q}", field, value)})
+}
+
+// unstoredSuccesses warns when the operation declares a success response (a 2xx code, or 2XX)
+// that its replay.statuses do not store (defaults.Final): a retry of that success runs the
+// operation again, as if it had never been made.
+func (b *builder) unstoredSuccesses(o *opSource, rules []model.StatusRule, loc diag.Loc) {
+	if o.op.Responses == nil {
+		return
+	}
+	rs := make([]defaults.StatusRule, len(rules))
+	for i, r := range rules {
+		rs[i] = defaults.StatusRule(r)
+	}
+	var lost []string
+	for _, code := range sortedKeys(o.op.Responses.Map()) {
+		switch up := strings.ToUpper(code); {
+		case up == "2XX" && len(defaults.FinalIn(rs, 2)) < 100:
+			lost = append(lost, code)
+		case len(code) == 3 && code[0] == '2':
+			if n, err := strconv.Atoi(code); err == nil && !defaults.Final(rs, n) {
+				lost = append(lost, code)
+			}
+		}
+	}
+	if len(lost) > 0 && len(defaults.FinalIn(rs, 2)) > 0 { // none stored at all is an error already
+		b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "replay-unstored-success", Loc: loc,
+			Message: fmt.Sprintf("%s %s declares the success %s, which its replay.statuses do not store (the last matching rule decides): a retry of that success runs the operation again", o.m.Method, o.m.Path, strings.Join(lost, ", ")),
+			Hint:    "add the code (or \"2xx\") after the rules that exclude it"})
+	}
 }

@@ -292,11 +292,6 @@ func (sd *settingsDecoder) fingerprint(n *yaml.Node, prefix string) {
 	})
 }
 
-// neverReplayed are the response headers never stored or replayed (docs/runtime.md, Replay;
-// docs/design.md section 5).
-var neverReplayed = []string{"Set-Cookie", "Authorization", "Date", "Connection", "Keep-Alive",
-	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
 func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 	l := sd.l
 	sd.fields(n, prefix, []string{"headers", "statuses"}, func(k string, v *yaml.Node, path string) {
@@ -304,7 +299,7 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 		case "headers":
 			if hs, ok := sd.headers(v, path); ok {
 				for i, h := range hs {
-					if slices.Contains(neverReplayed, h) {
+					if defaults.NeverStored(h) { // docs/runtime.md, Replay
 						sd.errf(v, path+"/"+strconv.Itoa(i), "bad-value", "%s is never stored or replayed (docs/runtime.md, Replay)", h)
 					}
 				}
@@ -335,9 +330,40 @@ func (sd *settingsDecoder) replay(n *yaml.Node, prefix string) {
 				}
 				rules = append(rules, r)
 			}
+			if len(rules) == len(v.Content) {
+				sd.lintStatuses(v, path, rules)
+			}
 			l.statuses, l.statusesSet = rules, true
 		}
 	})
+}
+
+// lintStatuses reports replay.statuses that lose money or read otherwise than they work
+// (defaults.Final: the last matching rule decides): an error when no success is stored (every
+// retry of a payment that succeeded runs it again), and a warning on each rule a later rule
+// decides over, whose order changes its meaning. A declared success an operation's rules do
+// not store is warned about where the operation is resolved (unstoredSuccesses).
+func (sd *settingsDecoder) lintStatuses(v *yaml.Node, path string, rules []model.StatusRule) {
+	rs := make([]defaults.StatusRule, len(rules))
+	for i, r := range rules {
+		rs[i] = defaults.StatusRule(r)
+	}
+	written := writtenStatuses(rs)
+	if len(defaults.FinalIn(rs, 2)) == 0 {
+		sd.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "replay-stores-no-success", Loc: sd.loc(v, path),
+			Message: fmt.Sprintf("replay.statuses %s stores no 2xx answer (the last matching rule decides): a success is never stored, so every retry of a request that succeeded (a payment made, its answer lost) runs it again", written),
+			Hint:    fmt.Sprintf("put \"2xx\" first and the exclusions after the rules they narrow, e.g. %s", writtenStatuses(append([]defaults.StatusRule{{Class: 2}}, rs...)))})
+	}
+	for _, sh := range defaults.ShadowedRules(rs) {
+		r := rs[sh.Rule]
+		msg := fmt.Sprintf("replay.statuses: %q decides nothing: the rules after it match every status it matches, and the last matching rule decides", r.String())
+		hint := "remove it"
+		if sh.By >= 0 {
+			msg = fmt.Sprintf("replay.statuses: %q decides nothing: %q after it matches the same statuses, and the last matching rule decides (the order changes its meaning)", r.String(), rs[sh.By].String())
+			hint = fmt.Sprintf("write %q after %q for it to apply", r.String(), rs[sh.By].String())
+		}
+		sd.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "replay-rule-order", Loc: sd.loc(v.Content[sh.Rule], path+"/"+strconv.Itoa(sh.Rule)), Message: msg, Hint: hint})
+	}
 }
 
 // writtenStatuses writes rules as a replay.statuses list: [2xx, 4xx, !408].

@@ -46,3 +46,48 @@ func FinalIn(rules []StatusRule, class int) []int {
 	}
 	return out
 }
+
+// Shadowed is a rule of a replay.statuses list that decides nothing: a later rule matches every
+// status it matches, so the rule's place, not its text, says what it means.
+type Shadowed struct {
+	// Rule is the index of the rule that decides nothing; By the index of the last later rule
+	// that decides against it (-1 when the later rules only repeat it).
+	Rule, By int
+}
+
+// ShadowedRules returns the rules of rules that change no status's Final: each is decided over
+// by rules after it (["!404", "4xx"]: "!404" excludes nothing, "4xx" after it stores 404).
+func ShadowedRules(rules []StatusRule) []Shadowed {
+	var out []Shadowed
+	for i, r := range rules {
+		without := append(append([]StatusRule{}, rules[:i]...), rules[i+1:]...)
+		changes := false
+		for st := 100; st < 600 && !changes; st++ {
+			changes = r.Matches(st) && Final(rules, st) != Final(without, st)
+		}
+		later, by := false, -1
+		for j := i + 1; j < len(rules); j++ {
+			if overlaps(r, rules[j]) {
+				later = true
+				if rules[j].Exclude != r.Exclude {
+					by = j
+				}
+			}
+		}
+		if changes || !later {
+			continue
+		}
+		out = append(out, Shadowed{Rule: i, By: by})
+	}
+	return out
+}
+
+// overlaps reports whether two rules match a status in common.
+func overlaps(a, b StatusRule) bool {
+	for st := 100; st < 600; st++ {
+		if a.Matches(st) && b.Matches(st) {
+			return true
+		}
+	}
+	return false
+}

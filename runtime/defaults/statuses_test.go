@@ -75,3 +75,24 @@ func TestProfileAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowedRules: a rule that a later rule decides over is found, with the rule that does.
+func TestShadowedRules(t *testing.T) {
+	c2, c4 := StatusRule{Class: 2}, StatusRule{Class: 4}
+	not := func(code int) StatusRule { return StatusRule{Code: code, Exclude: true} }
+	for _, c := range []struct {
+		rules []StatusRule
+		want  []Shadowed
+	}{
+		{Statuses(), nil},
+		{[]StatusRule{not(404), c4}, []Shadowed{{0, 1}}},
+		{[]StatusRule{c2, not(404), c4}, []Shadowed{{1, 2}}},
+		{[]StatusRule{c2, c4, not(404)}, nil},
+		{[]StatusRule{c2, c2}, []Shadowed{{0, -1}}},
+		{[]StatusRule{{Code: 404}, c4, not(409)}, []Shadowed{{0, -1}}},
+	} {
+		if got := ShadowedRules(c.rules); !slices.Equal(got, c.want) {
+			t.Errorf("ShadowedRules(%v) = %v, want %v", c.rules, got, c.want)
+		}
+	}
+}
