@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/internal/spec"
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
@@ -83,10 +84,23 @@ or, with idemgen installed on PATH:
 					}
 				}
 			}
-			doc, err := lf.load(cmd, args[0])
+			res, err := lf.result(cmd, args[0])
 			if err != nil {
 				return err
 			}
+			if n := notInferred(res); res.Diags.HasErrors() || res.Doc == nil || n > 0 {
+				if n > 0 && !res.Diags.HasErrors() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "idemgen generate: refused: %s its error answers in a schema idemgen cannot fill by itself (errors-not-inferred above); add the errors mapping the hint shows, finishing its <...> placeholders\n", func() string {
+						if n == 1 {
+							return "1 operation declares"
+						}
+						return fmt.Sprintf("%d operations declare", n)
+					}())
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), summary(args[0], res))
+				return &exitError{code: exitSpec}
+			}
+			doc := res.Doc
 			// The schema file is the store's whose handle the handlers write through (stores.go),
 			// not the generator's choice: the generator writes Go and the contract.
 			files, err := generator.Generate(doc, generator.Options{Package: pkg, Docs: docs, Target: generator.Target(target), DB: db})
@@ -205,10 +219,23 @@ same text to idemgen_contract.md.`,
 		Example: `  idemgen docs openapi.yaml > docs/idempotency.md`,
 		Args:    specArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, err := lf.load(cmd, args[0])
+			res, err := lf.result(cmd, args[0])
 			if err != nil {
 				return err
 			}
+			if n := notInferred(res); res.Diags.HasErrors() || res.Doc == nil || n > 0 {
+				if n > 0 && !res.Diags.HasErrors() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "idemgen generate: refused: %s its error answers in a schema idemgen cannot fill by itself (errors-not-inferred above); add the errors mapping the hint shows, finishing its <...> placeholders\n", func() string {
+						if n == 1 {
+							return "1 operation declares"
+						}
+						return fmt.Sprintf("%d operations declare", n)
+					}())
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), summary(args[0], res))
+				return &exitError{code: exitSpec}
+			}
+			doc := res.Doc
 			b, err := generator.Contract(doc)
 			if err != nil {
 				return &exitError{code: exitSpec, err: err}
@@ -272,4 +299,18 @@ scope_id added to every primary key, and create_distributed_table for each idemg
 	cmd.Flags().StringVar(&db, "db", "", "the database `HANDLE` of the store (generate --db's Go type); default "+generator.DefaultDB)
 	cmd.Flags().StringVar(&distributed, "distributed", "", "also print the SQL that distributes the store on `ENGINE` (citus)")
 	return cmd
+}
+
+// notInferred counts the errors-not-inferred warnings of res: operations whose spec declares
+// their error answers in a schema idemgen cannot fill by itself. The loader warns (list, check
+// and conform still read the spec); generate refuses, since the code would answer in a schema
+// the spec does not declare.
+func notInferred(res *spec.Result) int {
+	n := 0
+	for _, d := range res.Diags.Sorted() {
+		if d.Code == "errors-not-inferred" {
+			n++
+		}
+	}
+	return n
 }

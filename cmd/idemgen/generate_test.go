@@ -269,3 +269,37 @@ func TestGenerateDB(t *testing.T) {
 		t.Errorf("a bad db in the config, located by check: %d %s", code, se)
 	}
 }
+
+// TestGenerateRefusesUnmappedErrors: a spec that declares its error answers in a schema
+// idemgen cannot fill by itself is not generated (the code would answer in RFC 9457 problems
+// its clients do not read), with the errors mapping to add; list and check still read it.
+func TestGenerateRefusesUnmappedErrors(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "api.yaml")
+	if err := os.WriteFile(spec, []byte(`openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      x-idempotent: true
+      responses:
+        "201": {description: created}
+        default: {description: error, content: {application/json: {schema: {$ref: '#/components/schemas/Error'}}}}
+components:
+  schemas:
+    Error: {type: object, required: [kind, message], properties: {kind: {type: string, enum: [a, b]}, message: {type: string}}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := idemgen(t, "generate", spec, "--out", filepath.Join(dir, "api"))
+	if code != exitSpec || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "body: {kind: '<one of: a, b>', message: '{detail}'}") {
+		t.Fatalf("generate: exit %d, want 1 with the mapping to add:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "api")); err == nil {
+		t.Error("generate wrote code")
+	}
+	if code, _, errOut := idemgen(t, "list", spec); code != exitOK {
+		t.Errorf("list: exit %d:\n%s", code, errOut)
+	}
+}

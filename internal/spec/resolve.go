@@ -206,6 +206,11 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	b.resolveKey(o, m, det, &s, at)
 	b.resolveExclude(o, m, &s, at)
 	s.Errors = b.resolveErrors(o, m.errors)
+	if m.errors == nil {
+		if es := b.inferErrors(o, &s); es != nil {
+			s.Errors = b.resolveErrors(o, es)
+		}
+	}
 	if o.m.Body != nil && s.Fingerprint.Body != model.BodyRaw {
 		for _, c := range o.m.Body.Contents {
 			if c.Kind == model.ContentRaw && !sealedMediaType(c.MediaType) {
