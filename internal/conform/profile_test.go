@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/history"
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/defaults"
@@ -84,5 +85,26 @@ func TestUnnamedJudgesStatusesOnly(t *testing.T) {
 	}
 	if why := expectationsFor(op, "stripe").mismatch.judge(&Exchange{Status: 400, respBodyRaw: []byte(`{"error":{"type":"idempotency_error"}}`)}); why != "" {
 		t.Errorf("Stripe's mismatch under --profile stripe: %s", why)
+	}
+}
+
+// TestKindFollowsTheReplayRules: in fault histories a 4xx is an execution when the operation's
+// replay.statuses store it and a release of the key when they do not, read as the runtime reads
+// them (the last matching rule decides): under ["2xx", "!404", "4xx"] a 404 is stored, so a
+// service that replays it is correct (conform's own copy of the rule once said otherwise).
+func TestKindFollowsTheReplayRules(t *testing.T) {
+	rules := func(rs ...model.StatusRule) *opRun {
+		op := &model.Operation{ID: "op", Settings: model.Settings{Replay: model.ReplaySettings{Statuses: rs}}}
+		return &opRun{op: op, exp: expectationsFor(op, "")}
+	}
+	c2, c4, not404 := model.StatusRule{Class: 2}, model.StatusRule{Class: 4}, model.StatusRule{Code: 404, Exclude: true}
+	if k := rules(c2, not404, c4).kind(404, nil, nil); k != history.KindOK {
+		t.Errorf(`["2xx", "!404", "4xx"]: a 404 is %v, want an execution (stored)`, k)
+	}
+	if k := rules(c2, c4, not404).kind(404, nil, nil); k != history.KindFailed {
+		t.Errorf(`["2xx", "4xx", "!404"]: a 404 is %v, want a release (not stored)`, k)
+	}
+	if k := rules().kind(409, nil, nil); k != history.KindConflict {
+		t.Errorf("default rules: a 409 is %v", k)
 	}
 }
