@@ -124,7 +124,9 @@ func TestListWithConfigOnVendorSpec(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Operations) != 3 || errOut != "" {
+	// PayPal declares its error answers in schemas written inline, which an errors mapping
+	// cannot name: the one warning list may print.
+	if len(doc.Operations) != 3 || strings.Count(errOut, "warning[") != strings.Count(errOut, "warning[errors-schema-inline]") {
 		t.Fatalf("%d operations, stderr %q", len(doc.Operations), errOut)
 	}
 	for _, op := range doc.Operations {

@@ -33,20 +33,20 @@ func TestVendorCorpus(t *testing.T) {
 		errors   map[string]int
 		warnings map[string]int
 	}{
-		{"adyen-checkout-v71.json", 22, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},
-		{"paypal-payments-v2.json", 3, model.CarrierHeader, "PayPal-Request-Id", model.StandardIdempotencyKey, 0, nil, nil},
-		{"coinbase-cdp.yaml", 66, model.CarrierHeader, "X-Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},
+		{"adyen-checkout-v71.json", 22, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-inferred": 17}}, // ServiceError {errorCode, message, status},
+		{"paypal-payments-v2.json", 3, model.CarrierHeader, "PayPal-Request-Id", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-schema-inline": 3}},
+		{"coinbase-cdp.yaml", 66, model.CarrierHeader, "X-Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-not-inferred": 66}}, // errorType is an enum only Coinbase can assign,
 		{"twilio-api-v2010.yaml", 4, model.CarrierForm, "IdempotencyKey", model.StandardIdempotencyKey, 2, nil, nil},
-		{"svix-server-openapi.json", 10, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"duplicate-operation-id": 1}},
+		{"svix-server-openapi.json", 10, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"duplicate-operation-id": 1, "errors-inferred": 9}},
 		{"stripe-spec3.yaml", 0, "", "", "", 0, nil, nil},
 		{"swagger-petstore-v3.yaml", 0, "", "", "", 0, nil, nil},
-		{"dwolla-openapi.yml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},
+		{"dwolla-openapi.yml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-inferred": 1, "errors-schema-inline": 1}},
 		{"resend.yaml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"key-length-capped": 2}},
-		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, nil},                                                      // application/jose+jwe beside JSON: no raw-fingerprint warning
-		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, nil},                                                                         // its lookahead patterns run on the ECMAScript engine
-		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"key-length-capped": 6}}, // multipart is decoded, no longer raw
-		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                    // 4 in a multipart part: /request/idempotency_key
-		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, nil},
+		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, map[string]int{"errors-inferred": 15}},                                              // application/jose+jwe beside JSON: no raw-fingerprint warning
+		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-not-inferred": 49}},                                                             // its lookahead patterns run on the ECMAScript engine
+		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"key-length-capped": 6, "errors-not-inferred": 6}}, // multipart is decoded, no longer raw
+		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                                              // 4 in a multipart part: /request/idempotency_key
+		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, map[string]int{"errors-not-inferred": 1}},
 		{"azure-communication-sms-2021-03-07.json", 0, "", "", "", 0, nil, nil},
 		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, nil}, // every POST; GET /checkout_sessions/{id} unmarked
 		{"acp/openapi.delegate_payment.yaml", 1, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 1, nil, nil},

@@ -77,9 +77,15 @@ func (b *builder) inferErrors(o *opSource, s *model.Settings) *errorsSetting {
 	var lines []string
 	for _, d := range found {
 		body, missing := inferTemplate(d.schema, 0)
+		if d.inline {
+			// A mapping names its schema by $ref, so it cannot be given here: the user is told,
+			// and generation goes on with problem details (no refusal without a way out).
+			b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "errors-schema-inline", Loc: o.at.loc(),
+				Message: fmt.Sprintf("%s %s declares its error answers in a schema written inline in the response, which an errors mapping cannot name: its problems are answered as RFC 9457 problem details, which its clients may not read", o.m.Method, o.m.Path),
+				Hint:    "move the schema to components/schemas, refer to it from the response, and add an errors mapping for it (docs/cli.md, Errors in the API's own schema)"})
+			return nil
+		}
 		switch {
-		case d.inline:
-			missing = "the schema is written inline in the response: name it in components/schemas to map it"
 		case body == nil && missing == "":
 			missing = "no member of the schema says what went wrong (message, detail, code, type, ...)"
 		}
