@@ -62,24 +62,24 @@ func TestVendorSpecs(t *testing.T) {
 		ops                int // -1: the document cannot be read
 		errors, warnings   codes
 	}{
-		{"adyen", "adyen-checkout-v71.json", "", 22, nil, nil},
-		{"paypal", "paypal-payments-v2.json", "", 3, nil, nil},
-		{"coinbase", "coinbase-cdp.yaml", "", 66, nil, nil},
+		{"adyen", "adyen-checkout-v71.json", "", 22, nil, codes{"errors-inferred": 17}}, // ServiceError: the inferred errors mapping generates and builds
+		{"paypal", "paypal-payments-v2.json", "", 3, nil, codes{"errors-schema-inline": 3}},
+		{"coinbase", "coinbase-cdp.yaml", "", 66, nil, codes{"errors-not-inferred": 66}},
 		{"twilio", "twilio-api-v2010.yaml", "", 4, nil, nil},
 		{"twilioall", "twilio-api-v2010.yaml", twilioAll, 62, nil, codes{"key-not-declared": 4}},
-		{"svix", "svix-server-openapi.json", "", 10, nil, codes{"duplicate-operation-id": 1}},
-		{"dwolla", "dwolla-openapi.yml", "", 2, nil, nil},
+		{"svix", "svix-server-openapi.json", "", 10, nil, codes{"duplicate-operation-id": 1, "errors-inferred": 9}},
+		{"dwolla", "dwolla-openapi.yml", "", 2, nil, codes{"errors-inferred": 1, "errors-schema-inline": 1}},
 		{"resend", "resend.yaml", "", 2, nil, codes{"key-length-capped": 2}},
 		{"stripe", "stripe-spec3.yaml", "", 0, nil, nil},
 		{"petstore", "swagger-petstore-v3.yaml", "", 0, nil, nil},
 		{"azuresms", "azure-communication-sms-2021-03-07.json", "", 0, nil, nil},
-		{"obie", "obie-payment-initiation-v4.yaml", "", 15, nil, nil}, // JSON beside application/jose+jwe on every keyed operation
+		{"obie", "obie-payment-initiation-v4.yaml", "", 15, nil, codes{"errors-inferred": 15}}, // JSON beside application/jose+jwe on every keyed operation
 		// Specs that fail, each with true, located errors naming the limitation.
-		{"mollie", "mollie-api.yaml", "", 49, nil, nil}, // oneOf path parameters (strings), lookahead patterns: generates and builds
-		{"lob", "lob-api-bundled.yml", "", 6, codes{"ref-not-allowed": 52, "unsupported-schema": 5}, codes{"key-length-capped": 6}}, // content: {$ref}; nested form fields beside JSON (multipart is decoded)
+		{"mollie", "mollie-api.yaml", "", 49, nil, codes{"errors-not-inferred": 49}},                                                                          // oneOf path parameters (strings), lookahead patterns: generates and builds
+		{"lob", "lob-api-bundled.yml", "", 6, codes{"ref-not-allowed": 52, "unsupported-schema": 5}, codes{"key-length-capped": 6, "errors-not-inferred": 6}}, // content: {$ref}; nested form fields beside JSON (multipart is decoded)
 		{"square", "square-connect-v2-oas3-2025-05-21.json", "", 66, codes{"dangling-ref": 5, "bad-path": 1}, nil},
 		{"squarefixed", squareFixed, "", 66, nil, nil},
-		{"azurechat", "azure-communication-chat-2021-03-07.json", "", 1, codes{"ref-outside-root": 6}, nil},
+		{"azurechat", "azure-communication-chat-2021-03-07.json", "", 1, codes{"ref-outside-root": 6}, codes{"errors-not-inferred": 1}},
 		{"unit", "unit-openapi/openapi.json", "", -1, codes{"wrong-ref-kind": 45, "dangling-ref": 1, "load-failed": 1}, nil},
 		// Round three's small specs (internal/spec TestRoundThree pins how each loads): each
 		// generates and builds.
