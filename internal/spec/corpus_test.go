@@ -48,8 +48,8 @@ func TestVendorCorpus(t *testing.T) {
 		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                                              // 4 in a multipart part: /request/idempotency_key
 		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, map[string]int{"errors-not-inferred": 1}},
 		{"azure-communication-sms-2021-03-07.json", 0, "", "", "", 0, nil, nil},
-		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, nil}, // every POST; GET /checkout_sessions/{id} unmarked
-		{"acp/openapi.delegate_payment.yaml", 1, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 1, nil, nil},
+		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, map[string]int{"errors-not-inferred": 4}}, // every POST; GET /checkout_sessions/{id} unmarked
+		{"acp/openapi.delegate_payment.yaml", 1, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 1, nil, map[string]int{"errors-not-inferred": 1}}, // Error.type is an enum: ACP's envelope must be given (a profile: acp row)
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
