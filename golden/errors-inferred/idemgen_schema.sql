@@ -2,8 +2,8 @@
 --
 -- The idempotency store of the idemgen runtime: every migration of the runtime, in order.
 -- Apply it with your migration tool, or let pgstore.Migrate (runtime/pgstore) apply it at
--- start-up. It uses plain SQL only (unique keys, INSERT ... ON CONFLICT), so it also runs on
--- PostgreSQL-compatible distributed engines sharded by the scope column (Citus, YugabyteDB).
+-- start-up. On Citus, distribute it by scope_id after this (`idemgen sql --distributed citus`,
+-- or pgstore.MigrateDistributed): the store's statements run there unchanged (docs/distributed.md).
 
 -- 0001_idempotency_records.up.sql
 -- idemgen idempotency store, version 1 (the plain table; migrations/partitioned/ holds the
