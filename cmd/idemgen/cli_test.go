@@ -459,3 +459,55 @@ func TestNoOperationsHint(t *testing.T) {
 		}
 	}
 }
+
+// TestListJSONOnEveryFailure: a machine reader of `list --format json` gets one valid document
+// whatever went wrong (a file that does not exist, invalid YAML, an overlay that cannot be
+// applied, a bad --ref-map, a spec with errors), with the errors in it, located as on standard
+// error, and the exit code of the failure.
+func TestListJSONOnEveryFailure(t *testing.T) {
+	spec := writeTemp(t, "openapi.yaml", markedSpec)
+	broken := writeTemp(t, "broken.yaml", "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {/p: [\n")
+	ov := writeTemp(t, "o.yaml", "overlay: 1.0.0\ninfo: {title: t, version: \"1\"}\nactions:\n  - target: $.paths['/nope'].post\n    update: {x-idempotent: true}\n")
+	bad := writeTemp(t, "bad.yaml", strings.Replace(markedSpec, "retention: 48h", "retention: 2 days", 1))
+	for _, c := range []struct {
+		name     string
+		args     []string
+		code     int
+		readable bool
+		diag     string // code:file-suffix:line of the first diagnostic
+	}{
+		{"missing file", []string{filepath.Join(t.TempDir(), "nope.yaml")}, exitUsage, false, "read-failed:nope.yaml:0"},
+		{"missing config", []string{spec, "--config", "missing-idemgen.yaml"}, exitUsage, false, "read-failed:missing-idemgen.yaml:0"},
+		{"bad ref-map", []string{spec, "--ref-map", "nonsense"}, exitUsage, false, "usage::0"},
+		{"invalid YAML", []string{broken}, exitSpec, false, "invalid-yaml:broken.yaml:4"},
+		{"overlay", []string{spec, "--overlay", ov}, exitSpec, false, "overlay-failed:o.yaml:4"},
+		{"spec errors", []string{bad}, exitSpec, true, "bad-duration:bad.yaml:7"},
+	} {
+		code, out, errOut := idemgen(t, append([]string{"list", "--format", "json"}, c.args...)...)
+		var doc struct {
+			Errors      int
+			Readable    bool
+			Operations  []json.RawMessage
+			Diagnostics []struct {
+				Severity, Code, File, Message string
+				Line                          int
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Errorf("%s: stdout is not JSON (%v):\n%s\nstderr:\n%s", c.name, err, out, errOut)
+			continue
+		}
+		if code != c.code || doc.Readable != c.readable || doc.Errors == 0 || len(doc.Diagnostics) == 0 || doc.Operations == nil {
+			t.Errorf("%s: exit %d, %+v\n%s", c.name, code, doc, errOut)
+			continue
+		}
+		d := doc.Diagnostics[0]
+		file := d.File
+		if file != "" {
+			file = filepath.Base(file)
+		}
+		if got := fmt.Sprintf("%s:%s:%d", d.Code, file, d.Line); got != c.diag || d.Severity != "error" || d.Message == "" {
+			t.Errorf("%s: first diagnostic %+v, want %s", c.name, d, c.diag)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/internal/spec"
 	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
@@ -36,20 +37,25 @@ retention, lease and fingerprint exclusions.
 			}
 			res, err := lf.result(cmd, args[0])
 			if err != nil {
+				if format == "json" {
+					// A machine reader gets a document on every failure: the reason is its
+					// one diagnostic (the message is on standard error too).
+					writeListFailure(cmd.OutOrStdout(), args[0], err)
+				}
 				return err
 			}
 			// List what the run understood, even when it found errors (the diagnostics are
 			// already on standard error), then fail: a list with errors is incomplete.
 			failed := res.Diags.HasErrors() || res.Doc == nil
-			if res.Doc != nil {
+			if format == "json" {
+				if err := writeListJSON(cmd.OutOrStdout(), args[0], res); err != nil {
+					return err
+				}
+			}
+			if res.Doc != nil && format != "json" {
 				w := cmd.OutOrStdout()
 				doc := res.Doc
 				switch format {
-				case "json":
-					errs, warns := tally(res.Diags)
-					if err := writeListJSON(w, doc, errs, warns); err != nil {
-						return err
-					}
 				case "markdown":
 					writeListMarkdown(w, doc)
 				default:
@@ -86,6 +92,24 @@ type listDoc struct {
 	Errors     int      `json:"errors"`
 	Warnings   int      `json:"warnings"`
 	Operations []listOp `json:"operations"`
+	// Readable is false when the document could not be read at all (or an overlay could not
+	// be applied): operations is then empty and diagnostics say why.
+	Readable bool `json:"readable"`
+	// Diagnostics are the run's errors and warnings, sorted as on standard error.
+	Diagnostics []listDiag `json:"diagnostics"`
+}
+
+// listDiag is one diagnostic: where (file, 1-based line and column, 0 when unknown; the JSON
+// pointer inside the file), its severity and stable code, the message and the way out (hint).
+type listDiag struct {
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Pointer  string `json:"pointer"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint"`
 }
 
 type listOp struct {
@@ -170,9 +194,47 @@ type listLimits struct {
 	Part     int64 `json:"part"`
 }
 
-func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
-	out := listDoc{Version: listVersion, Source: doc.Source, OpenAPI: doc.OpenAPI, Title: doc.Title, APIVersion: doc.Version,
-		Errors: errs, Warnings: warns, Operations: []listOp{}}
+// writeListJSON writes the list document of a run: the operations understood (none when the
+// document could not be read) and every diagnostic.
+func writeListJSON(w io.Writer, specPath string, res *spec.Result) error {
+	errs, warns := tally(res.Diags)
+	out := listDoc{Version: listVersion, Source: specPath, Errors: errs, Warnings: warns, Operations: []listOp{},
+		Readable: res.Doc != nil, Diagnostics: []listDiag{}}
+	for _, d := range res.Diags.Sorted() {
+		out.Diagnostics = append(out.Diagnostics, listDiag{Severity: d.Severity.String(), Code: d.Code, File: d.Loc.File,
+			Line: d.Loc.Line, Column: d.Loc.Column, Pointer: d.Loc.Pointer, Message: d.Message, Hint: d.Hint})
+	}
+	if doc := res.Doc; doc != nil {
+		out.Source, out.OpenAPI, out.Title, out.APIVersion = doc.Source, doc.OpenAPI, doc.Title, doc.Version
+		out.Operations = listOps(doc)
+	}
+	return encodeList(w, out)
+}
+
+// writeListFailure writes the list document of a run that could not load the spec at all (a
+// file that does not exist, a bad --ref-map): the error is its one diagnostic.
+func writeListFailure(w io.Writer, specPath string, err error) {
+	dg := listDiag{Severity: "error", Code: "usage", Message: err.Error()}
+	if rest, ok := strings.CutPrefix(err.Error(), "load "); ok {
+		// spec.Load's "load FILE: reason": an input file that cannot be read.
+		if file, reason, ok := strings.Cut(rest, ": "); ok {
+			dg.Code, dg.File, dg.Message = "read-failed", file, reason
+		}
+	}
+	out := listDoc{Version: listVersion, Source: specPath, Errors: 1, Operations: []listOp{}, Diagnostics: []listDiag{dg}}
+	_ = encodeList(w, out) // the error itself is returned and printed by the caller
+}
+
+func encodeList(w io.Writer, out listDoc) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+// listOps are the marked operations of doc as the JSON document shows them.
+func listOps(doc *model.Document) []listOp {
+	ops := []listOp{}
 	for _, op := range doc.Operations {
 		s := op.Settings
 		lo := listOp{
@@ -199,12 +261,9 @@ func writeListJSON(w io.Writer, doc *model.Document, errs, warns int) error {
 		for _, a := range op.Annotations {
 			lo.Annotations = append(lo.Annotations, listAnnotation{Extension: a.Extension, Tool: a.Tool, Read: a.Read, Location: a.Loc.String()})
 		}
-		out.Operations = append(out.Operations, lo)
+		ops = append(ops, lo)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return ops
 }
 
 // keyName is the header name, body JSON pointer or form field name carrying the key.
