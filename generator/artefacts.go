@@ -77,6 +77,8 @@ func Contract(doc *model.Document) ([]byte, error) {
 			o.KeyWhere = "body member `" + s.Key.Pointer + "`"
 		case model.CarrierForm:
 			o.KeyWhere = "form field `" + s.Key.Field + "`"
+		case model.CarrierQuery:
+			o.KeyWhere = "query parameter `" + s.Key.Query + "`"
 		default:
 			o.KeyWhere = "header `" + s.Key.Header + "`"
 		}

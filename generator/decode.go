@@ -164,7 +164,7 @@ func (o *opPlan) bodyRef() *jen.Statement {
 // emitBodyKey reports the decoded body member that carries the key; every pointer on the way
 // must be non-nil. Header keys, and raw bodies (whose key the runtime cannot see), report none.
 func (p *plan) emitBodyKey(grp *jen.Group, o *opPlan) {
-	if o.op.Settings.Key.Carrier == model.CarrierHeader {
+	if k := o.op.Settings.Key.Carrier; k == model.CarrierHeader || k == model.CarrierQuery {
 		return
 	}
 	if o.keyRaw != nil {

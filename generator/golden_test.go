@@ -154,8 +154,8 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("no golden output (run go test ./generator -update): %v", err)
 			}
 			for _, e := range entries {
-				if strings.HasSuffix(e.Name(), "_test.go") {
-					continue // hand-written tests of the generated code live beside it
+				if e.IsDir() || strings.HasSuffix(e.Name(), "_test.go") {
+					continue // hand-written tests of the generated code, and their testdata, live beside it
 				}
 				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 				if err != nil {

@@ -14,8 +14,11 @@ import (
 // handlers) its handler func type.
 func (p *plan) emitOpTypes(f *jen.File, o *opPlan) {
 	note := ""
-	if o.op.Settings.Key.Carrier == model.CarrierHeader {
+	switch o.op.Settings.Key.Carrier {
+	case model.CarrierHeader:
 		note = "; the idempotency key header is not here: the runtime reads and validates it"
+	case model.CarrierQuery:
+		note = "; the idempotency key query parameter is not here: the runtime reads and validates it"
 	}
 	comment(f, "%s holds the parameters of operation %s%s.", o.params, o.op.ID, note)
 	f.Type().Id(o.params).StructFunc(func(grp *jen.Group) {

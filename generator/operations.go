@@ -160,6 +160,8 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 		key = append(key, kv{"BodyPointer", jen.Lit(s.Key.Pointer)})
 	case model.CarrierForm:
 		key = append(key, kv{"BodyPointer", jen.Lit(s.Key.Field)})
+	case model.CarrierQuery:
+		key = append(key, kv{"Query", jen.Lit(s.Key.Query)})
 	default:
 		key = append(key, kv{"Header", jen.Lit(s.Key.Header)})
 	}
@@ -332,6 +334,8 @@ func opDoc(o *opPlan) string {
 		fmt.Fprintf(&b, "; key in body member %s", s.Key.Pointer)
 	case model.CarrierForm:
 		fmt.Fprintf(&b, "; key in form field %s", s.Key.Field)
+	case model.CarrierQuery:
+		fmt.Fprintf(&b, "; key in query parameter %s", s.Key.Query)
 	default:
 		fmt.Fprintf(&b, "; key in header %s", s.Key.Header)
 	}

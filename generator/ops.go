@@ -231,7 +231,7 @@ func (g *planner) bodySchema(o *opPlan) (typed *model.Schema, ok bool) {
 		typed, typedMT = s, c.MediaType
 	}
 	if typed != nil && len(raws) > 0 {
-		if k := o.op.Settings.Key; k.Carrier != model.CarrierHeader {
+		if k := o.op.Settings.Key; k.Carrier == model.CarrierBody || k.Carrier == model.CarrierForm {
 			where := "the body member " + k.Pointer
 			if k.Carrier == model.CarrierForm {
 				where = "the form field " + k.Field

@@ -245,11 +245,18 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 	}
 	x.fp = fp
 	k := rawKey{}
-	if op.Key.Header != "" {
+	switch {
+	case op.Key.Header != "":
 		if vals := x.r.Header.Values(op.Key.Header); len(vals) > 0 {
 			k = rawKey{value: vals[0], present: true, lines: len(vals)}
 		}
-	} else {
+	case op.Key.Query != "":
+		// An empty value (?request_id=) is a present key that fails the length rule, as an
+		// empty header is.
+		if vals := in.Query()[op.Key.Query]; len(vals) > 0 {
+			k = rawKey{value: vals[0], present: true, lines: len(vals)}
+		}
+	default:
 		k.value, k.present = in.BodyKey()
 	}
 	return run, x.resolveKey(k)
@@ -338,8 +345,11 @@ func (x *exchange) checkFirstSent() result {
 }
 
 func (x *exchange) keyWhere() string {
-	if x.op.Key.Header != "" {
+	switch {
+	case x.op.Key.Header != "":
 		return "The " + x.op.Key.Header + " header"
+	case x.op.Key.Query != "":
+		return "The " + x.op.Key.Query + " query parameter"
 	}
 	return "The idempotency key at " + x.op.Key.BodyPointer
 }

@@ -311,3 +311,40 @@ func TestBodyCarriedKey(t *testing.T) {
 		t.Errorf("handler ran %d times, want 1", runs)
 	}
 }
+
+// A query-carried key (key.query, AIP-155's request_id) is read from the URL: a key header does
+// not stand in for it, an empty or second value is key-invalid, the problem names the
+// parameter, and a valid one guards the request like a header key.
+func TestQueryCarriedKey(t *testing.T) {
+	e := newMemEnv(t, nil)
+	op := payOp()
+	op.Key = KeyRule{Query: "request_id", Required: true}
+	runs := 0
+	h := AtomicHandler(e.rt, op, BindAtomic(decodePay, func(ctx context.Context, db *memstore.DB, r *payReq) (Response, error) {
+		runs++
+		return Response{Status: 201, Body: []byte("ok")}, nil
+	}))
+	at := func(query string) *http.Request {
+		r := req("t1", "", body100)
+		r.URL.RawQuery = query
+		return r
+	}
+	w := serveReq(h, req("t1", key1, body100)) // a header key does not count
+	if w.Code != 400 || problemType(t, w) != ProblemKeyMissing || !strings.Contains(w.Body.String(), "request_id query parameter") {
+		t.Errorf("absent: %d %s", w.Code, w.Body)
+	}
+	for _, q := range []string{"request_id=", "request_id=short", "request_id=" + key1 + "&request_id=" + key1} {
+		if w := serveReq(h, at(q)); w.Code != 400 || problemType(t, w) != ProblemKeyInvalid {
+			t.Errorf("%s: %d %s", q, w.Code, w.Body)
+		}
+	}
+	for i := range 2 {
+		w := serveReq(h, at("request_id="+key1))
+		if w.Code != 201 || (i == 1) != (w.Header().Get(HeaderReplayed) == "true") {
+			t.Errorf("request %d: %d %v", i, w.Code, w.Header())
+		}
+	}
+	if runs != 1 {
+		t.Errorf("handler ran %d times, want 1", runs)
+	}
+}

@@ -16,7 +16,8 @@ func (e keyError) Error() string { return string(e) }
 type rawKey struct {
 	value   string
 	present bool
-	// lines counts the key header lines: two or more is 400 key-invalid.
+	// lines counts the key header lines (or query parameter values): two or more is 400
+	// key-invalid.
 	lines int
 }
 
@@ -31,7 +32,7 @@ type rawKey struct {
 // sf-string (a browser's key is), also when it is refused for its length or pattern.
 func checkKey(k rawKey, rule *KeyRule, match func(pattern, s string) bool) (key string, quoted bool, err error) {
 	if k.lines > 1 {
-		return "", false, keyError("the key header appears more than once")
+		return "", false, keyError("the key is given more than once")
 	}
 	v, quoted, err := defaults.KeyText(k.value, rule.Quoted, rule.Characters)
 	if err != nil {

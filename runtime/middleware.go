@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -205,7 +206,8 @@ func (d *dispatch) record(next http.Handler, r *http.Request, ctx context.Contex
 // handedOn returns the request the operation's handler gets from Middleware (the wrapped
 // handler) and Guard (the framework's chain): a copy of r that carries ctx, the body as the
 // decoder read it (gen.Input.ReencodedBody, with contentType when it is not the request's), and
-// only the query parameters op declares (declaredQuery). Its parsed forms are cleared, so a
+// only the query parameters op declares (declaredQuery) and the query parameter carrying the key,
+// which a handler may read as it may read a key header. Its parsed forms are cleared, so a
 // handler that reads a form parses that body, not a form an outer middleware parsed from the
 // original one.
 func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, contentType string) *http.Request {
@@ -219,7 +221,11 @@ func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, 
 	r2.TransferEncoding = nil
 	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
 	if r.URL.RawQuery != "" {
-		r2.URL = declaredQuery(r.URL, op.Query)
+		keep := op.Query
+		if op.Key.Query != "" {
+			keep = append(slices.Clip(op.Query), op.Key.Query)
+		}
+		r2.URL = declaredQuery(r.URL, keep)
 	}
 	return r2
 }

@@ -79,6 +79,11 @@ type KeyRule struct {
 	// BodyPointer is the JSON pointer (RFC 6901) of a body-carried key, or the form field name
 	// for form bodies; "" for header keys. The operation's decoder extracts the value.
 	BodyPointer string
+	// Query is the query parameter carrying the key (matched exactly; Google AIP-155's
+	// request_id on REST APIs whose request body is the resource), when Header is "". The
+	// parameter is not framed into the fingerprint, as the key header is not; given twice it
+	// is 400 key-invalid, as two key header lines are.
+	Query string
 	// Required: a missing key is 400 key-missing; when false the request runs unguarded.
 	Required bool
 	// MinLength and MaxLength bound the key's length in characters (Unicode code points: bytes

@@ -273,6 +273,8 @@ func keyName(k model.KeySettings) string {
 		return k.Pointer
 	case model.CarrierForm:
 		return k.Field
+	case model.CarrierQuery:
+		return k.Query
 	}
 	return k.Header
 }

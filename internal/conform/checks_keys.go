@@ -31,6 +31,8 @@ func keyWhere(k model.KeySettings) string {
 		return "body member " + k.Pointer
 	case model.CarrierForm:
 		return "form field " + k.Field
+	case model.CarrierQuery:
+		return "query parameter " + k.Query
 	}
 	return "header " + k.Header
 }
@@ -38,8 +40,8 @@ func keyWhere(k model.KeySettings) string {
 // badKey is a key the rules refuse, and why.
 type badKey struct {
 	why string
-	// value is the key; twice sends two header lines (value and another valid key);
-	// number sends a body key as a JSON number.
+	// value is the key; twice sends two header lines or query values (value and another
+	// valid key); number sends a body key as a JSON number.
 	value  string
 	twice  bool
 	number bool
@@ -101,6 +103,8 @@ func badKeys(o *opRun) ([]badKey, error) {
 	switch k.Carrier {
 	case model.CarrierHeader:
 		out = append(out, badKey{why: "two " + k.Header + " header lines", value: good, twice: true})
+	case model.CarrierQuery:
+		out = append(out, badKey{why: "two " + k.Query + " query values", value: good, twice: true})
 	case model.CarrierBody:
 		out = append(out, badKey{why: "a number, not a string", number: true})
 	}
@@ -134,7 +138,11 @@ func checkKeyMalformed(ctx context.Context, c *checkRun) {
 				c.skip("%v", err)
 				return
 			}
-			req.header = append(req.header, field{name: o.op.Settings.Key.Header, value: other})
+			if k := o.op.Settings.Key; k.Carrier == model.CarrierQuery {
+				req.query = append(req.query, field{name: k.Query, value: other})
+			} else {
+				req.header = append(req.header, field{name: k.Header, value: other})
+			}
 		case b.number:
 			req.json = setPointer(req.json, o.op.Settings.Key.PointerTokens, json.Number("12345678901234567890"))
 		}

@@ -342,6 +342,11 @@ func (r *request) keyed(key string) *request {
 		if key != "" {
 			c.form = append(c.form, field{name: k.Field, value: key})
 		}
+	case model.CarrierQuery:
+		c.query = slices.DeleteFunc(c.query, func(f field) bool { return f.name == k.Query })
+		if key != "" {
+			c.query = append(c.query, field{name: k.Query, value: key})
+		}
 	default:
 		if key != "" {
 			c.header = append(c.header, field{name: k.Header, value: key})

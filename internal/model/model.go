@@ -114,6 +114,8 @@ const (
 	CarrierHeader Carrier = "header"
 	CarrierBody   Carrier = "body" // a JSON pointer into a JSON body
 	CarrierForm   Carrier = "form" // a field of an application/x-www-form-urlencoded body
+	// CarrierQuery: a query parameter (AIP-155's request_id on Google's REST APIs).
+	CarrierQuery Carrier = "query"
 )
 
 // Scope values of DESIGN section 2.
@@ -216,6 +218,9 @@ type KeySettings struct {
 	// field name for CarrierForm.
 	Pointer string
 	Field   string
+	// Query is the query parameter carrying the key, for CarrierQuery (matched exactly, as
+	// query parameter names are).
+	Query string
 	// PointerTokens is Pointer split and unescaped (RFC 6901), e.g. ["data","attributes","idempotencyKey"].
 	PointerTokens []string
 	Required      bool

@@ -150,6 +150,9 @@ func (a *annotator) operation(op *model.Operation, pi *openapi3.PathItem, kop *o
 	}
 	delete(kop.Extensions, extXIdempotency)
 	kop.Extensions["x-idempotent"] = settingsValue(s)
+	if s.Key.Carrier == model.CarrierQuery {
+		a.keyParam(op, pi, kop) // Fern's idempotency headers are headers: nothing to declare there
+	}
 	if s.Key.Carrier == model.CarrierHeader {
 		a.keyParam(op, pi, kop)
 		kop.Extensions[extFernIdempotent] = true
@@ -175,6 +178,8 @@ func settingsValue(s model.Settings) map[string]any {
 		key["body"] = k.Pointer
 	case model.CarrierForm:
 		key["body"] = k.Field
+	case model.CarrierQuery:
+		key["query"] = k.Query
 	default:
 		key["header"] = k.Header
 	}
@@ -230,15 +235,23 @@ func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *op
 	}
 	param := &openapi3.Parameter{Name: k.Header, In: openapi3.ParameterInHeader, Required: k.Required, Description: desc,
 		Schema: &openapi3.SchemaRef{Value: schema}}
+	same := func(p *openapi3.Parameter) bool {
+		return p.In == openapi3.ParameterInHeader && strings.EqualFold(p.Name, k.Header)
+	}
+	if k.Carrier == model.CarrierQuery {
+		// A query parameter's name is matched exactly.
+		param.Name, param.In = k.Query, openapi3.ParameterInQuery
+		same = func(p *openapi3.Parameter) bool { return p.In == openapi3.ParameterInQuery && p.Name == k.Query }
+	}
 	for i, r := range kop.Parameters {
-		if r != nil && r.Value != nil && r.Value.In == openapi3.ParameterInHeader && strings.EqualFold(r.Value.Name, k.Header) {
+		if r != nil && r.Value != nil && same(r.Value) {
 			param.Name = r.Value.Name
 			kop.Parameters[i] = &openapi3.ParameterRef{Value: param}
 			return
 		}
 	}
 	for _, r := range pi.Parameters {
-		if r != nil && r.Value != nil && r.Value.In == openapi3.ParameterInHeader && strings.EqualFold(r.Value.Name, k.Header) {
+		if r != nil && r.Value != nil && same(r.Value) {
 			param.Name = r.Value.Name
 		}
 	}

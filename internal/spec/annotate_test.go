@@ -26,6 +26,7 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 		{Path: dir + "body-key.yaml"},
 		{Path: dir + "lease.yaml"},
 		{Path: dir + "repeatable.yaml"},
+		{Path: dir + "query-key.yaml", ConfigPath: dir + "query-key.config.yaml"},
 		{Path: dir + "stripe-profile.yaml"},
 		{Path: dir + "nullable31.yaml"},
 		{Path: dir + "form.yaml"},
@@ -80,10 +81,11 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 				// What it adds.
 				for _, op := range res.Doc.Operations {
 					kop := doc.Paths.Find(op.Path).GetOperation(op.Method)
-					if op.Settings.Key.Carrier == model.CarrierHeader {
+					if k := op.Settings.Key; k.Carrier == model.CarrierHeader || k.Carrier == model.CarrierQuery {
 						var key *openapi3.Parameter
 						for _, p := range kop.Parameters {
-							if strings.EqualFold(p.Value.Name, op.Settings.Key.Header) {
+							if (k.Carrier == model.CarrierHeader && p.Value.In == "header" && strings.EqualFold(p.Value.Name, k.Header)) ||
+								(k.Carrier == model.CarrierQuery && p.Value.In == "query" && p.Value.Name == k.Query) {
 								key = p.Value
 							}
 						}
@@ -91,7 +93,7 @@ func TestAnnotatedSpecRoundTrips(t *testing.T) {
 							*key.Schema.Value.MaxLength != uint64(op.Settings.Key.MaxLength) || key.Schema.Value.Pattern != op.Settings.Key.Pattern {
 							t.Errorf("%s: key parameter %+v", op.ID, key)
 						}
-						if kop.Extensions[extFernIdempotent] != true || doc.Extensions[extFernHeaders] == nil {
+						if k.Carrier == model.CarrierHeader && (kop.Extensions[extFernIdempotent] != true || doc.Extensions[extFernHeaders] == nil) {
 							t.Errorf("%s: no Fern annotations", op.ID)
 						}
 					}

@@ -39,6 +39,8 @@ type opSource struct {
 	at       src // where the operation object is written
 	kinParam map[*model.Param]kinSchema
 	kinBody  map[*model.Content]kinSchema
+	// paramDoc is each parameter's description, which the key detectors read.
+	paramDoc map[*model.Param]string
 }
 
 // kinSchema is a kin-openapi schema with the place it is written.
@@ -183,7 +185,8 @@ func (b *builder) operations() []*opSource {
 				m.ID, m.IDDerived = derivedOperationID(method, path), true
 			}
 			m.GoName = ids.name(m.ID)
-			o := &opSource{m: m, op: op, at: at, kinParam: map[*model.Param]kinSchema{}, kinBody: map[*model.Content]kinSchema{}}
+			o := &opSource{m: m, op: op, at: at, kinParam: map[*model.Param]kinSchema{}, kinBody: map[*model.Content]kinSchema{},
+				paramDoc: map[*model.Param]string{}}
 			if !b.guard(m, func() { b.params(o, pi, piAt); b.body(o) }) {
 				continue
 			}
@@ -265,6 +268,7 @@ func (b *builder) params(o *opSource, pi *openapi3.PathItem, piAt src) {
 		}
 		b.sc.members(mp.Schema)
 		o.kinParam[mp] = ks
+		o.paramDoc[mp] = p.Description
 		ps = append(ps, mp)
 	}
 	pathPos := func(name string) int {

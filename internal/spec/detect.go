@@ -63,6 +63,7 @@ func isKeyHeader(name string) bool {
 type detection struct {
 	carrier  model.Carrier
 	header   string // as declared
+	query    string // the query parameter, as declared
 	pointer  string // JSON pointer (body) or field name (form)
 	required bool
 	loc      diag.Loc
@@ -72,8 +73,10 @@ type detection struct {
 // maxKeyDepth bounds the search for a body key (unit-openapi nests it at /data/attributes/…).
 const maxKeyDepth = 4
 
-// detect finds the first recognised carrier: a header parameter, else a property of a JSON body
-// (breadth first, objects only), else a field of a form body, else an AIP-155 request_id.
+// detect finds the first recognised carrier: a header parameter, else a query parameter named
+// like a key (Lob's idempotency_key), else a property of a JSON body (breadth first, objects
+// only), else a field of a form body, else an AIP-155 request_id in the body or, as Google's
+// REST APIs carry it on methods whose body is the resource, in the query.
 //
 // A field with a key's name that names another request is not this request's key: Square's
 // CancelPaymentByIdempotencyKey takes the idempotency_key of the payment to cancel. An operation
@@ -88,6 +91,40 @@ func (b *builder) detect(o *opSource) *detection {
 			return d
 		}
 	}
+	if p := b.queryParam(o, keyField, false); p != nil {
+		return &detection{carrier: model.CarrierQuery, query: p.Name, required: p.Required, loc: p.Loc, standard: model.StandardIdempotencyKey}
+	}
+	if d := b.bodyCarrier(o); d != nil {
+		return d
+	}
+	// AIP-155 in the query: request_id described as a retry key, as for the body field.
+	if p := b.queryParam(o, aip155Field, true); p != nil {
+		return &detection{carrier: model.CarrierQuery, query: p.Name, required: p.Required, loc: p.Loc, standard: model.StandardAIP155}
+	}
+	return nil
+}
+
+// queryParam is the operation's string query parameter whose normalized name is want; with
+// evidence, only one whose own description says it is a retry key (an operation's text says
+// too many other things: "duplicate" names an action of some APIs).
+func (b *builder) queryParam(o *opSource, want string, evidence bool) *model.Param {
+	for _, p := range o.m.Params {
+		if p.In != model.InQuery || normalizeField(p.Name) != want {
+			continue
+		}
+		if ks := o.kinParam[p]; ks.ref != nil && ks.ref.Value != nil && !ks.ref.Value.Type.IsEmpty() && !isStringSchema(ks.ref) {
+			continue
+		}
+		if !evidence || hasEvidence(o.paramDoc[p]) {
+			return p
+		}
+	}
+	return nil
+}
+
+// bodyCarrier finds a key field in a JSON, form or multipart body, else an AIP-155 request_id
+// in a JSON body.
+func (b *builder) bodyCarrier(o *opSource) *detection {
 	if o.m.Body == nil {
 		return nil
 	}
@@ -269,6 +306,8 @@ func (b *builder) warnUnmarked(o *opSource, det *detection) {
 		what, field, value = "header "+det.header, "header", det.header
 	case model.CarrierBody:
 		what, field, value = "body field "+det.pointer, "body", det.pointer
+	case model.CarrierQuery:
+		what, field, value = "query parameter "+det.query, "query", det.query
 	default:
 		what, field, value = "form field "+det.pointer, "body", det.pointer
 	}

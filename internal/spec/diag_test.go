@@ -23,7 +23,7 @@ paths:
     post:
       operationId: createPayment
       x-idempotent: %[1]s
-      parameters: [{name: X-Account, in: header, schema: {type: string}}]
+      parameters: [{name: X-Account, in: header, schema: {type: string}}, {name: limit, in: query, schema: {type: integer}}]
       requestBody:
         content:
           application/json:
@@ -131,6 +131,9 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "length out of range", post: `{key: {maxLength: 1000}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/maxLength"},
 		{name: "bad pattern", post: `{key: {pattern: "(?=unclosed"}}`, code: "bad-pattern", line: 8, pointer: postPtr + "/key/pattern"},
 		{name: "header and body", post: `{key: {header: X-Key, body: /idempotency_key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key"},
+		{name: "query and header", post: `{key: {query: request_id, header: X-Key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key", msgContain: "key.header, key.body and key.query"},
+		{name: "empty query", post: `{key: {query: ""}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/query"},
+		{name: "key.query not a string", post: `{key: {query: limit}}`, code: "key-query-not-string", line: 8, pointer: postPtr + "/key/query", msgContain: "integer"},
 		{name: "exclude matches nothing", post: `{fingerprint: {exclude: [/metadata/x, /nope]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/1", msgContain: `"/nope"`},
 		{name: "exclude wildcard into scalar", post: `{fingerprint: {exclude: ["/amount/*"]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/0"},
 		{name: "exclude array property that does not exist", post: `{fingerprint: {exclude: ["/lines/*/price"]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/0"},

@@ -25,13 +25,18 @@ func TestInferenceRules(t *testing.T) {
 		"createBook":   {model.CarrierBody, "/request_id", "", model.StandardAIP155},
 		"ckoPayment":   {model.CarrierHeader, "Cko-Idempotency-Key", "", model.StandardIdempotencyKey},
 		"wiseTransfer": {model.CarrierHeader, "X-idempotence-uuid", "", model.StandardIdempotencyKey},
+		"deleteSpoke":  {model.CarrierQuery, "requestId", "", model.StandardAIP155},
+		"createLetter": {model.CarrierQuery, "idempotency_key", "", model.StandardIdempotencyKey},
 	}
 	got := map[string]key{}
 	for _, op := range res.Doc.Operations {
 		k := op.Settings.Key
 		name := k.Header
-		if k.Carrier == model.CarrierBody {
+		switch k.Carrier {
+		case model.CarrierBody:
 			name = k.Pointer
+		case model.CarrierQuery:
+			name = k.Query
 		}
 		got[op.ID] = key{k.Carrier, name, k.FirstSent, k.Standard}
 	}
@@ -52,7 +57,7 @@ func TestInferenceRules(t *testing.T) {
 			t.Errorf("%s: %q, want %s", ptr, warned[ptr], code)
 		}
 	}
-	for _, ptr := range []string{"/paths/~1payments~1cancel/post", "/paths/~1webhooks~1replay/post"} {
+	for _, ptr := range []string{"/paths/~1payments~1cancel/post", "/paths/~1webhooks~1replay/post", "/paths/~1v1~1spokes~1{spoke}/patch"} {
 		if c, ok := warned[ptr]; ok {
 			t.Errorf("%s: unexpected %s", ptr, c)
 		}

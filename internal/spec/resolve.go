@@ -78,13 +78,13 @@ func profileDefaults(p model.Profile) *layer {
 	return l
 }
 
-// mergeLayers merges settings layers, later ones winning field by field. key.header and
-// key.body choose the carrier together: a layer that sets either replaces both.
+// mergeLayers merges settings layers, later ones winning field by field. key.header, key.body
+// and key.query choose the carrier together: a layer that sets one replaces all three.
 func mergeLayers(lays []*layer) *layer {
 	m := &layer{locs: map[string]diag.Loc{}}
 	for _, l := range lays {
-		if l.keyHeader != nil || l.keyBody != nil {
-			m.keyHeader, m.keyBody = l.keyHeader, l.keyBody
+		if l.keyHeader != nil || l.keyBody != nil || l.keyQuery != nil {
+			m.keyHeader, m.keyBody, m.keyQuery = l.keyHeader, l.keyBody, l.keyQuery
 		}
 		set(&m.keyRequired, l.keyRequired)
 		set(&m.keyMin, l.keyMin)
@@ -267,21 +267,25 @@ func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *decla
 func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Settings, at func(string) diag.Loc) {
 	k := &s.Key
 	var decl *declared
-	bodyOK := true
+	carrierOK := true
 	switch {
 	case m.keyBody != nil:
-		decl, bodyOK = b.bodyKey(o, *m.keyBody, k, at("key/body"))
+		decl, carrierOK = b.bodyKey(o, *m.keyBody, k, at("key/body"))
+	case m.keyQuery != nil:
+		decl, carrierOK = b.queryKey(o, *m.keyQuery, k, at("key/query"))
+	case m.keyHeader == nil && det != nil && det.carrier == model.CarrierQuery:
+		decl, carrierOK = b.queryKey(o, det.query, k, det.loc)
 	case m.keyHeader == nil && det != nil && det.carrier != model.CarrierHeader:
-		decl, bodyOK = b.bodyKey(o, det.pointer, k, det.loc)
+		decl, carrierOK = b.bodyKey(o, det.pointer, k, det.loc)
 	}
 	switch {
-	case !bodyOK:
+	case !carrierOK:
 		// The error is reported; the key falls back to the default header so that the model
 		// stays consistent and later stages (the generator's checks) still run on this
 		// operation and report their own errors in the same run.
 		*k = model.KeySettings{Carrier: model.CarrierHeader, Header: defaultHeader}
 	case k.Carrier != "":
-		// a body or form key, resolved above
+		// a body, form or query key, resolved above
 	default:
 		k.Carrier, k.Header = model.CarrierHeader, defaultHeader
 		if m.keyHeader != nil {
@@ -380,15 +384,43 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 }
 
 // keyStandard is the convention a key follows, from where it travels: the OASIS
-// Repeatability-Request-ID header, an AIP-155 request_id field, else an idempotency key.
+// Repeatability-Request-ID header, an AIP-155 request_id field or query parameter, else an
+// idempotency key.
 func keyStandard(k *model.KeySettings) model.Standard {
 	switch {
 	case k.Carrier == model.CarrierHeader && strings.EqualFold(k.Header, repeatabilityRequestID):
 		return model.StandardRepeatable
 	case k.Carrier == model.CarrierBody && len(k.PointerTokens) > 0 && normalizeField(k.PointerTokens[len(k.PointerTokens)-1]) == aip155Field:
 		return model.StandardAIP155
+	case k.Carrier == model.CarrierQuery && normalizeField(k.Query) == aip155Field:
+		return model.StandardAIP155
 	}
 	return model.StandardIdempotencyKey
+}
+
+// queryKey resolves a query-carried key: the query parameter name, whose declaration (when the
+// operation declares it) gives the key rules and must be a string; the parameter is then the
+// key's, left out of the params struct and of the fingerprint. An undeclared parameter is
+// read all the same (the runtime reads the key from the URL).
+//
+// ok is false after an error has been reported; k is then left for the caller to reset.
+func (b *builder) queryKey(o *opSource, name string, k *model.KeySettings, loc diag.Loc) (decl *declared, ok bool) {
+	k.Carrier, k.Query = model.CarrierQuery, name
+	for _, p := range o.m.Params {
+		if p.In != model.InQuery || p.Name != name {
+			continue
+		}
+		ks := o.kinParam[p]
+		if ks.ref != nil && ks.ref.Value != nil && !ks.ref.Value.Type.IsEmpty() && !isStringSchema(ks.ref) {
+			b.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "key-query-not-string", Loc: loc,
+				Message: fmt.Sprintf("key.query %q: %s %s declares the query parameter %s as %s, and an idempotency key is a string", name, o.m.Method, o.m.Path, name, typesOf(ks.ref)),
+				Hint:    "name a string query parameter in key.query, or give the parameter a string schema with an overlay"})
+			return nil, false
+		}
+		p.IsKey = true
+		return b.declaredFrom(p.Required, ks, p.Loc), true
+	}
+	return nil, true
 }
 
 // bodyKey resolves a body-carried key: a JSON pointer to a string property of every JSON
@@ -546,7 +578,10 @@ func (b *builder) warnOtherCarrier(o *opSource, header string, loc diag.Loc) {
 		return
 	}
 	field, value := "header", det.header
-	if det.carrier != model.CarrierHeader {
+	switch det.carrier {
+	case model.CarrierQuery:
+		field, value = "query", det.query
+	case model.CarrierBody, model.CarrierForm:
 		field, value = "body", det.pointer
 	}
 	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-not-declared", Loc: loc,

@@ -509,7 +509,7 @@ func keySchemas(o *model.Operation) []*model.Schema {
 	var out []*model.Schema
 	k := o.Settings.Key
 	switch k.Carrier {
-	case model.CarrierHeader:
+	case model.CarrierHeader, model.CarrierQuery:
 		for _, p := range o.Params {
 			if p.IsKey && p.Schema != nil {
 				out = append(out, p.Schema)

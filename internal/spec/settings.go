@@ -20,7 +20,7 @@ import (
 // operation's x-idempotent, a config entry), decoded strictly: only the fields it sets are
 // non-nil. Layers merge field by field, the later one winning.
 type layer struct {
-	keyHeader, keyBody              *string
+	keyHeader, keyBody, keyQuery    *string
 	keyRequired                     *bool
 	keyMin, keyMax                  *int
 	keyPattern                      *string
@@ -196,7 +196,7 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 
 func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 	l := sd.l
-	sd.fields(n, prefix, []string{"header", "body", "required", "minLength", "maxLength", "pattern", "characters", "quoted", "echo"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, prefix, []string{"header", "body", "query", "required", "minLength", "maxLength", "pattern", "characters", "quoted", "echo"}, func(k string, v *yaml.Node, path string) {
 		switch k {
 		case "characters":
 			if s, ok := sd.enum(v, path, defaults.KeyCharactersNames()...); ok {
@@ -224,6 +224,14 @@ func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 				}
 				l.keyBody = &s
 			}
+		case "query":
+			if s, ok := sd.str(v, path); ok {
+				if s == "" {
+					sd.errf(v, path, "bad-value", "must name the query parameter that carries the key, such as request_id")
+					return
+				}
+				l.keyQuery = &s
+			}
 		case "required":
 			l.keyRequired = sd.boolean(v, path)
 		case "minLength":
@@ -240,8 +248,14 @@ func (sd *settingsDecoder) key(n *yaml.Node, prefix string) {
 			}
 		}
 	})
-	if l.keyHeader != nil && l.keyBody != nil {
-		sd.errf(n, prefix, "key-conflict", "set key.header or key.body, not both")
+	set := 0
+	for _, c := range []*string{l.keyHeader, l.keyBody, l.keyQuery} {
+		if c != nil {
+			set++
+		}
+	}
+	if set > 1 {
+		sd.errf(n, prefix, "key-conflict", "set one of key.header, key.body and key.query: the key travels in one place")
 	}
 }
 
