@@ -318,10 +318,12 @@ func (b *builder) warnUnmarked(o *opSource, det *detection) {
 }
 
 // warnPossibleKey reports an unmarked operation whose header or body field looks like an
-// idempotency key in an unrecognised spelling; it is never inferred.
+// idempotency key in an unrecognised spelling, else one whose description says it is one
+// (warnDescribedKey); neither is ever inferred.
 func (b *builder) warnPossibleKey(o *opSource) {
 	what, field, value := b.possibleKey(o)
 	if what == "" {
+		b.warnDescribedKey(o)
 		return
 	}
 	selector := o.m.ID

@@ -1,8 +1,11 @@
 package spec
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
 )
 
@@ -62,4 +65,80 @@ func TestInferenceRules(t *testing.T) {
 			t.Errorf("%s: unexpected %s", ptr, c)
 		}
 	}
+}
+
+// TestDescribedKeys: an unmarked operation whose header, query parameter or body field reads as
+// its idempotency key from the spec's words (or, for a header, its name) gets one
+// described-idempotency-key warning at that field, whose hint is a config entry and an overlay
+// that mark it (each checked by marking the operation with it); under --infer nothing is marked
+// from words, and the operations that carry no key get no warning.
+func TestDescribedKeys(t *testing.T) {
+	const path = "../../testdata/specs/infer/described.yaml"
+	want := map[string]struct{ field, value string }{
+		"POST /v2/bot/message/push": {"header", "X-Line-Retry-Key"},
+		"POST /events":              {"body", "/event/transaction_id"},
+		"POST /subscriptions":       {"body", "/external_id"},
+		"POST /jobs":                {"body", "/deduplicationKey"},
+		"POST /transfers":           {"body", "/externalId"},
+		"POST /messages":            {"query", "externalID"},
+	}
+	for _, infer := range []bool{false, true} {
+		res := load(t, Options{Path: path, Infer: infer})
+		if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 0 {
+			t.Fatalf("infer=%v: errors %v, %d marked", infer, errs, len(res.Doc.Operations))
+		}
+		got := map[string]diag.Diagnostic{}
+		for _, d := range res.Diags.Sorted() {
+			if d.Code != "described-idempotency-key" {
+				t.Errorf("unexpected %s", d)
+				continue
+			}
+			route := strings.Join(strings.Fields(d.Message)[:2], " ")
+			got[route] = d
+		}
+		for route, w := range want {
+			d, ok := got[route]
+			if !ok {
+				t.Errorf("infer=%v: %s has no warning", infer, route)
+				continue
+			}
+			if d.Loc.Line == 0 || !strings.Contains(d.Hint, fmt.Sprintf("key: {%s: %q", w.field, w.value)) || !strings.Contains(d.Hint, "overlay: 1.0.0") {
+				t.Errorf("%s: %s", route, d)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("infer=%v: %d warnings, want %d", infer, len(got), len(want))
+		}
+		if infer {
+			continue
+		}
+		// The hint's config entry marks the operation with that key, and so does its overlay.
+		for route, d := range got {
+			cfg, ov, _ := strings.Cut(d.Hint, "\nor in the spec (an overlay for a spec you do not own):\n")
+			cfg = cfg[strings.Index(cfg, "operations:"):]
+			for _, o := range []Options{
+				{Path: path, ConfigPath: writeFile(t, "idemgen.yaml", "version: 1\n"+cfg+"\n")},
+				{Path: path, Overlays: []string{writeFile(t, "mark.yaml", dedent(ov))}},
+			} {
+				res := load(t, o)
+				if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 1 || res.Doc.Operations[0].Method+" "+res.Doc.Operations[0].Path != route {
+					t.Errorf("%s: marking with the hint (%v): %v, %d marked", route, o.Overlays != nil, errs, len(res.Doc.Operations))
+					continue
+				}
+				k := res.Doc.Operations[0].Settings.Key
+				if name := k.Header + k.Pointer + k.Query; name != want[route].value {
+					t.Errorf("%s: marked with key %s %s, want %s", route, k.Carrier, name, want[route].value)
+				}
+			}
+		}
+	}
+}
+
+// dedent removes the two-space indent of a hint's block.
+func dedent(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		out = append(out, strings.TrimPrefix(l, "  "))
+	}
+	return strings.Join(out, "\n") + "\n"
 }
