@@ -138,11 +138,18 @@ func renameOverlay(op *model.Operation) string {
 }
 
 // extension returns the YAML node of an extension value written at at, with its location: from
-// the locator's tree, so every nested setting has its own line, or, when the document has no
-// positions (converted Swagger 2.0), rebuilt from the value kin-openapi decoded.
+// the locator's tree (for a Swagger 2.0 document, the 2.0 file's), so every nested setting has
+// its own line, or, when the document has no positions (read through kin-openapi's own path),
+// rebuilt from the value kin-openapi decoded.
 func (b *builder) extension(v any, at src) (*yaml.Node, diag.Loc) {
 	if at.node != nil {
 		return toYAML3(at.node), at.loc()
+	}
+	if loc := at.loc(); at.lc != nil && at.lc.swagger2 {
+		// The converter copies extensions as written: the 2.0 file's node is the value.
+		if _, n := at.lc.lookup(loc.File, loc.Pointer); n != nil {
+			return toYAML3(n), loc
+		}
 	}
 	return toNode(v), at.loc()
 }

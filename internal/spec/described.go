@@ -133,7 +133,7 @@ func (b *builder) findDescribedKey(o *opSource) *describedKey {
 				if !idLike(normalizeField(name)) || !isStringSchema(ref) || namesAnotherRequest(o, name) {
 					return false
 				}
-				k := &describedKey{what: "body field " + pointerOf(path), field: "body", value: pointerOf(path), loc: c.Loc}
+				k := &describedKey{what: "body field " + pointerOf(path), field: "body", value: pointerOf(path), loc: fieldLoc(o.kinBody[c], path, c.Loc)}
 				if c.Kind == model.ContentForm {
 					k.what, k.value = "form field "+name, name
 				}
@@ -155,6 +155,31 @@ func (b *builder) findDescribedKey(o *opSource) *describedKey {
 		}
 	}
 	return named
+}
+
+// fieldLoc locates the property at path below a body schema, following $refs on the way, or
+// is fallback when the way goes through a composition (allOf, oneOf) or the place has no
+// position.
+func fieldLoc(root kinSchema, path []string, fallback diag.Loc) diag.Loc {
+	cur, at := root.ref, root.at
+	for i, tok := range path {
+		if cur == nil || cur.Value == nil {
+			return fallback
+		}
+		at = at.follow(cur.Ref)
+		next, ok := cur.Value.Properties[tok]
+		if !ok {
+			return fallback
+		}
+		at = at.at("properties", tok)
+		if i < len(path)-1 {
+			cur = next
+		}
+	}
+	if l := at.loc(); l.Line > 0 {
+		return l
+	}
+	return fallback
 }
 
 // mentions reports whether text names field as a word of its own (transaction_id, externalId),

@@ -24,6 +24,11 @@ import (
 type locator struct {
 	root string // the root file as the user named it
 	refs RefMap // remote $refs read from local copies
+	// swagger2: the document is Swagger 2.0, read as kin-openapi's conversion to 3.0. Places
+	// are walked as 3.0 pointers and translated to the 2.0 file only when located
+	// (swagger2loc.go); no node is looked up on the way, so nothing reads a 2.0 value as the
+	// 3.0 one a pointer names.
+	swagger2 bool
 
 	mu    sync.Mutex
 	files map[string]*parsed
@@ -176,6 +181,10 @@ type src struct {
 func (s src) at(tokens ...string) src {
 	for _, t := range tokens {
 		s.ptr += "/" + escapeToken(t)
+		if s.lc != nil && s.lc.swagger2 {
+			s.key, s.node = nil, nil
+			continue
+		}
 		n := s.node
 		for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
@@ -215,7 +224,7 @@ func (s src) follow(ref string) src {
 		file = filepath.Join(filepath.Dir(s.file), filepath.FromSlash(path))
 	}
 	out := src{lc: s.lc, file: file, ptr: frag}
-	if s.lc != nil {
+	if s.lc != nil && !s.lc.swagger2 {
 		out.key, out.node = s.lc.lookup(file, frag)
 	}
 	return out
@@ -224,6 +233,9 @@ func (s src) follow(ref string) src {
 // loc is s as a diagnostic location: the line and column of the key naming the value (or of the
 // value when it has no key); just the file and pointer when the document has no positions.
 func (s src) loc() diag.Loc {
+	if s.lc != nil && s.lc.swagger2 {
+		return s.lc.locate2(s.file, s.ptr)
+	}
 	out := diag.Loc{File: s.file, Pointer: s.ptr}
 	switch {
 	case s.key != nil:

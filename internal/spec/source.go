@@ -132,7 +132,23 @@ func readDocument(ctx context.Context, path string, overlays []string, refs RefM
 					return nil, false
 				}
 			}
-			l.doc = doc // converted documents carry no positions: lc stays nil
+			l.doc = doc
+			// Places are named in the converted document; the locator translates them to
+			// the 2.0 file (swagger2loc.go).
+			l.lc = newLocator(path)
+			l.lc.refs, l.lc.swagger2 = refs, true
+			switch {
+			case tree != nil: // overlaid: the user's own nodes keep their positions
+				top := tree
+				if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
+					top = top.Content[0]
+				}
+				l.lc.set(path, top)
+			default:
+				if root := parseNode(data); root != nil {
+					l.lc.set(path, root)
+				}
+			}
 			return l, false
 		}
 	}
