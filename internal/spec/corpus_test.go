@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -145,6 +146,12 @@ func TestBrokenDocumentsFailLocated(t *testing.T) {
 		{"../../testdata/specs/broken/invalid.yaml", "invalid-yaml", "broken/invalid.yaml", 6, "in the flow sequence that starts here", false},
 		{"../../testdata/specs/broken/remote-ref.yaml", "remote-ref", "broken/remote-ref.yaml", 11, "https://example.com/schemas.yaml#/Payment", true},
 		{"../../testdata/specs/broken/split/openapi.yaml", "dangling-ref", "split/schemas/payment.yaml", 6, "#/Custmer", true},
+		// Names that start with x- are names, not extensions.
+		{"../../testdata/specs/broken/x-named-refs.yaml", "remote-ref", "broken/x-named-refs.yaml", 18, "https://schemas.example.com/trace.yaml#/Trace", true},
+		{"../../testdata/specs/broken/x-named-refs.yaml", "dangling-ref", "broken/x-named-refs.yaml", 23, "#/components/headers/RequestId", true},
+		// A $ref where a whole map should be, in 3.0 and in Swagger 2.0.
+		{"../../testdata/specs/broken/map-ref.yaml", "ref-not-allowed", "broken/map-ref.yaml", 19, "the whole components/schemas map", true},
+		{"../../testdata/specs/broken/map-ref-swagger2.yaml", "ref-not-allowed", "broken/map-ref-swagger2.yaml", 13, "the whole definitions map", true},
 	}
 	for _, tc := range cases {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
@@ -166,6 +173,15 @@ func TestBrokenDocumentsFailLocated(t *testing.T) {
 				t.Errorf("first %s error %s\nwant it at …%s:%d mentioning %q", tc.code, d, tc.file, tc.line, tc.mention)
 			}
 		})
+	}
+	// Every error names where it is, in the file, and a reference error the way out.
+	refCodes := map[string]bool{"dangling-ref": true, "wrong-ref-kind": true, "remote-ref": true, "ref-outside-root": true, "bad-ref": true, "ref-not-allowed": true, "load-failed": true}
+	for _, tc := range cases {
+		for _, e := range errorsOf(load(t, Options{Path: tc.path}).Diags) {
+			if e.Loc.Line == 0 || (e.Hint == "" && refCodes[e.Code]) {
+				t.Errorf("%s: %s", tc.path, e)
+			}
+		}
 	}
 	// Square's dangling reference is used in five places; all five are reported in one run.
 	res := load(t, Options{Path: vendorDir + "/square-connect-v2-oas3-2025-05-21.json"})
@@ -406,5 +422,27 @@ func TestRoundThreeInVendorSpecs(t *testing.T) {
 			op.Annotations[0].Loc.Line != 45103 {
 			t.Errorf("%s %s: annotations %+v", op.Method, op.Path, op.Annotations)
 		}
+	}
+}
+
+// TestBrokenRefHintsAreAWayOut: the overlay each bad $ref's hint shows, applied as printed (all
+// of a document's at once), makes the document load without an error: the way out works.
+func TestBrokenRefHintsAreAWayOut(t *testing.T) {
+	for _, name := range []string{"dangling-ref.yaml", "wrong-kind.yaml", "remote-ref.yaml", "x-named-refs.yaml", "map-ref.yaml", "map-ref-swagger2.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			path := "../../testdata/specs/broken/" + name
+			var overlays []string
+			for _, e := range errorsOf(load(t, Options{Path: path}).Diags) {
+				_, ov, ok := strings.Cut(e.Hint, ":\n  overlay: 1.0.0")
+				if !ok {
+					t.Fatalf("no overlay in the hint of %s", e)
+				}
+				overlays = append(overlays, writeFile(t, fmt.Sprintf("o%d.yaml", len(overlays)), dedent("  overlay: 1.0.0"+ov)))
+			}
+			res := load(t, Options{Path: path, Overlays: overlays})
+			if errs := errorsOf(res.Diags); len(errs) > 0 || res.Doc == nil {
+				t.Errorf("with the hints' overlays: %v", errs)
+			}
+		})
 	}
 }

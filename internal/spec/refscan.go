@@ -21,7 +21,8 @@ import (
 // parse, which is why a document that loads never pays for it.
 
 type refScanner struct {
-	d     *diag.List
+	d        *diag.List
+	rootFile string // the root document (cleaned): overlays apply to it only
 	refs  RefMap                // remote targets read from local copies
 	root  string                // absolute directory of the root document: references may not leave it
 	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
@@ -42,6 +43,7 @@ type repair struct {
 func scanRefs(root string, refs RefMap, d *diag.List) map[string][]repair {
 	s := &refScanner{d: d, refs: refs, files: map[string]*yaml.Node{}, repairs: map[string][]repair{}}
 	root = filepath.Clean(root)
+	s.rootFile = root
 	s.root, _ = filepath.Abs(filepath.Dir(root))
 	s.file(root)
 	for len(s.queue) > 0 {
@@ -54,11 +56,71 @@ func scanRefs(root string, refs RefMap, d *diag.List) map[string][]repair {
 	return s.repairs
 }
 
-// errf reports a bad $ref of file at path (the tokens of the object holding it) and records the
-// object for repair.
+// errf reports a bad $ref of file at path (the tokens of the object holding it), with the way
+// out, and records the object for repair.
 func (s *refScanner) errf(file string, path []string, loc diag.Loc, code, format string, args ...any) {
-	s.d.Errorf(loc, code, format, args...)
+	s.d.Add(diag.Diagnostic{Severity: diag.Error, Code: code, Loc: loc, Message: fmt.Sprintf(format, args...), Hint: s.wayOut(file, path, "", "remove a broken $ref")})
 	s.repairs[file] = append(s.repairs[file], repair{tokens: append([]string(nil), path...)})
+}
+
+// wayOut is the hint of a bad $ref: the spec's author fixes the $ref; for a spec the user does
+// not own, an OpenAPI Overlay removes the object that holds it (in the root document: overlays
+// apply to it only), after which the document loads. what, when set, replaces the first line.
+func (s *refScanner) wayOut(file string, path []string, what, title string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	if filepath.Clean(file) != s.rootFile {
+		return fmt.Sprintf("fix the $ref in %s; an overlay applies to the root document only, so for a spec you do not own, copy %s and fix the copy", file, file)
+	}
+	if what == "" {
+		what = "fix the $ref; for a spec you do not own, remove the object that holds it with an overlay (--overlay FILE)"
+	}
+	return what + ":\n  overlay: 1.0.0\n  info: {title: " + title + ", version: 1.0.0}\n  actions:\n" +
+		"    - target: " + jsonPathOf(s.files[s.rootFile], path) + "\n      remove: true"
+}
+
+// jsonPathOf writes the RFC 9535 JSONPath of the node at tokens in root: names as .name or
+// ['name'], list indexes as [i].
+func jsonPathOf(root *yaml.Node, tokens []string) string {
+	var b strings.Builder
+	b.WriteString("$")
+	n := root
+	for _, tok := range tokens {
+		if n != nil && n.Kind == yaml.SequenceNode {
+			b.WriteString("[" + tok + "]")
+		} else if plainName(tok) {
+			b.WriteString("." + tok)
+		} else {
+			b.WriteString("['" + strings.ReplaceAll(strings.ReplaceAll(tok, `\`, `\\`), "'", `\'`) + "']")
+		}
+		if n != nil {
+			n = child(n, tok)
+		}
+	}
+	return b.String()
+}
+
+// jsonPathIn is jsonPathOf in a file's content (nil tree: indexes are then written as names).
+func jsonPathIn(data []byte, tokens []string) string {
+	var doc yaml.Node
+	if yaml.Unmarshal(bytes.TrimPrefix(data, bom), &doc) != nil {
+		return jsonPathOf(nil, tokens)
+	}
+	top := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		top = doc.Content[0]
+	}
+	return jsonPathOf(top, tokens)
+}
+
+func plainName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // file parses path once; an unparsable file is reported with the parser's line.
@@ -92,6 +154,10 @@ func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i].Value, n.Content[i+1]
 			if k == "$ref" && v.Kind == yaml.ScalarNode && !underData(path) {
+				if m := wholeMap(path); m != "" {
+					s.mapRef(file, v, path, m)
+					continue
+				}
 				if len(path) > 1 && path[len(path)-1] == "content" && path[len(path)-2] != "properties" {
 					// content maps media type names to Media Type Objects, which OpenAPI 3.0 and
 					// 3.1 do not let be references (Lob's spec refers to components/mediaTypes,
@@ -103,7 +169,7 @@ func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
 				s.ref(file, v, path)
 				continue
 			}
-			if k == "example" || strings.HasPrefix(k, "x-") {
+			if k == "example" || (strings.HasPrefix(k, "x-") && !namesMap(path)) {
 				continue // free-form data, not OpenAPI objects
 			}
 			s.walk(file, v, append(path, k))
@@ -113,6 +179,59 @@ func (s *refScanner) walk(file string, n *yaml.Node, path []string) {
 			s.walk(file, c, append(path, strconv.Itoa(i)))
 		}
 	}
+}
+
+// wholeMap names the map of a document's top level a $ref at path would stand for
+// (components/schemas, components, paths, Swagger 2.0's definitions), "" when path is no such
+// place. None of them may be a reference: a Components Object's maps (and 2.0's definitions,
+// parameters, responses) name each component, and a Paths Object names each path.
+func wholeMap(path []string) string {
+	switch {
+	case len(path) == 1 && (path[0] == "components" || path[0] == "paths" || path[0] == "definitions" ||
+		path[0] == "parameters" || path[0] == "responses" || path[0] == "securityDefinitions" || path[0] == "webhooks"):
+		return path[0]
+	case len(path) == 2 && path[0] == "components" && componentKinds[path[1]] != "":
+		return path[0] + "/" + path[1]
+	}
+	return ""
+}
+
+// mapRef reports a $ref that stands for a whole map of the top level (Lob-style bundling gone
+// wrong: components: {schemas: {$ref: ./schemas.yaml}}): OpenAPI has no such reference, and
+// kin-openapi's decoder would only say that a string cannot be a schema. The way out is an
+// overlay that removes the map; $refs to its entries then point to nothing and are reported
+// too (each with its own way out), until they point into the file the map referred to.
+func (s *refScanner) mapRef(file string, v *yaml.Node, path []string, m string) {
+	loc := diag.Loc{File: file, Line: v.Line, Column: v.Column, Pointer: pointerOf(append(path, "$ref"))}
+	s.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "ref-not-allowed", Loc: loc,
+		Message: fmt.Sprintf("$ref %q stands for the whole %s map, which OpenAPI does not allow: the map names each entry itself (OpenAPI 3.0 and 3.1, Components and Paths Objects; Swagger 2.0, Definitions Object); idemgen reads the document without it", v.Value, m),
+		Hint: s.wayOut(file, path, fmt.Sprintf("write the map's entries, or a $ref for each (Name: {$ref: '%[1]s#/Name'}); for a spec you do not own, remove the map with an overlay (--overlay FILE), after which $refs to its entries (#/%[2]s/Name) are reported until they name %[1]s#/Name",
+			v.Value, m), "remove a $ref that stands for a whole map")})
+	s.repairs[file] = append(s.repairs[file], repair{tokens: append([]string(nil), path...)})
+}
+
+// namesMap reports whether the mapping at path maps names chosen by the API's author to objects
+// (a response's headers, a schema's properties, the components of a section, a media type's
+// encoding): there a key that starts with x- is a name (X-Request-Id, x-trace), not an
+// extension, and its value is an OpenAPI object whose $refs count. The objects that allow
+// extensions beside their names (Paths, Responses of an operation, Callback) are not such maps.
+func namesMap(path []string) bool {
+	n := len(path)
+	if n == 0 {
+		return false
+	}
+	switch last := path[n-1]; last {
+	case "headers", "properties", "patternProperties", "$defs", "definitions", "encoding", "links", "examples",
+		"securityDefinitions", "variables", "mapping":
+		return true
+	case "schemas", "requestBodies", "securitySchemes", "pathItems", "callbacks":
+		return n >= 2 && path[n-2] == "components"
+	case "parameters", "responses":
+		// components/parameters, components/responses, and Swagger 2.0's root maps; an
+		// operation's parameters are a list, its responses allow extensions.
+		return n == 1 || (n >= 2 && path[n-2] == "components")
+	}
+	return false
 }
 
 // remoteDoc is a remote $ref's document: the URL without its fragment.

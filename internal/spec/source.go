@@ -95,13 +95,29 @@ func readDocument(ctx context.Context, path string, overlays []string, refs RefM
 	}
 	if swagger {
 		if tree != nil {
-			if data, err = yaml.Marshal(tree); err != nil {
+			// Marshal clears the implicit tags of the nodes it writes; the locator keeps
+			// reading tree (extension values), so a copy is written.
+			if data, err = yaml.Marshal(cloneTree(tree, map[*yaml.Node]*yaml.Node{})); err != nil {
 				d.Errorf(diag.Loc{File: path}, "overlay-failed", "cannot serialise the overlaid document: %v", err)
 				return nil, true
 			}
 		}
 		var doc2 openapi2.T
-		if err := openapi2.UnmarshalFromData(data, &doc2); err == nil && doc2.Swagger != "" {
+		err := openapi2.UnmarshalFromData(data, &doc2)
+		if err != nil && tree == nil && parseTree(data) != nil {
+			// Valid YAML that does not decode as Swagger 2.0 (definitions: {$ref: …}): report
+			// its bad $refs where they are written, set them aside and decode again, as below.
+			repairs := diagnoseBroken(path, refs, err.Error(), d)
+			if len(repairs) == 0 {
+				return nil, false
+			}
+			rootAbs, _ := filepath.Abs(path)
+			if err = openapi2.UnmarshalFromData(repairBytes(data, repairsByAbs(repairs)[rootAbs]), &doc2); err != nil {
+				stillRefused(path, data, err, d)
+				return nil, false
+			}
+		}
+		if err == nil && doc2.Swagger != "" {
 			if len(doc2.Consumes) == 0 {
 				// Swagger 2.0 sets no default for consumes, and the converter would turn a body
 				// parameter into "*/*" content: raw bytes, no typed body, no body-carried key.
@@ -200,6 +216,24 @@ func readDocument(ctx context.Context, path string, overlays []string, refs RefM
 	}
 	l.doc = doc
 	return l, false
+}
+
+// cloneTree copies a YAML tree (aliases stay aliases of the copies).
+func cloneTree(n *yaml.Node, seen map[*yaml.Node]*yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if c, ok := seen[n]; ok {
+		return c
+	}
+	c := *n
+	seen[n] = &c
+	c.Alias = cloneTree(n.Alias, seen)
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = cloneTree(k, seen)
+	}
+	return &c
 }
 
 // parseTree parses a document into a YAML tree, nil when it does not parse.
@@ -369,17 +403,24 @@ func loadRepaired(loader *openapi3.Loader, path string, data []byte, location *u
 func stillRefused(path string, data []byte, err error, d *diag.List) {
 	msg := oneLine(err.Error())
 	loc := diag.Loc{File: path}
+	hint := "fix what the loader names; a document it refuses cannot be generated from"
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		loc.Line, _ = strconv.Atoi(m[1])
+		hint = fmt.Sprintf("fix the value at line %d; for a spec you do not own, replace or remove it with an overlay (--overlay FILE)", loc.Line)
 	} else if m := quotedRef.FindStringSubmatch(msg); m != nil {
 		var root yaml.Node
 		if yaml.Unmarshal(data, &root) == nil {
 			if n, ptr := findRef(&root, m[1], nil); n != nil {
 				loc = diag.Loc{File: path, Line: n.Line, Column: n.Column, Pointer: ptr}
+				toks, _ := splitPointer(ptr)
+				hint = "fix the $ref; for a spec you do not own, remove the object that holds it with an overlay (--overlay FILE):\n" +
+					"  overlay: 1.0.0\n  info: {title: remove a $ref the loader refuses, version: 1.0.0}\n  actions:\n" +
+					"    - target: " + jsonPathIn(data, toks[:len(toks)-1]) + "\n      remove: true"
 			}
 		}
 	}
-	d.Errorf(loc, "load-failed", "with the $refs reported above set aside, the OpenAPI loader still refuses the document: %s", msg)
+	d.Add(diag.Diagnostic{Severity: diag.Error, Code: "load-failed", Loc: loc, Hint: hint,
+		Message: "with the $refs reported above set aside, the OpenAPI loader still refuses the document: " + msg})
 }
 
 var quotedRef = regexp.MustCompile(`"(#[^"]*|[^"]*\.(?:json|ya?ml)#[^"]*)"`)
