@@ -42,11 +42,11 @@ func TestVendorCorpus(t *testing.T) {
 		{"stripe-spec3.yaml", 0, "", "", "", 0, nil, nil},
 		{"swagger-petstore-v3.yaml", 0, "", "", "", 0, nil, nil},
 		{"dwolla-openapi.yml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-inferred": 1, "errors-schema-inline": 1}},
-		{"resend.yaml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, map[string]int{"key-length-capped": 2}},
-		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, map[string]int{"errors-inferred": 15}},                                              // application/jose+jwe beside JSON: no raw-fingerprint warning
-		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-not-inferred": 49}},                                                             // its lookahead patterns run on the ECMAScript engine
-		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"key-length-capped": 6, "errors-not-inferred": 6}}, // multipart is decoded, no longer raw
-		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                                              // 4 in a multipart part: /request/idempotency_key
+		{"resend.yaml", 2, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, nil, nil},                                                                                // maxLength 256, taken as declared
+		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, map[string]int{"errors-inferred": 15}},                      // application/jose+jwe beside JSON: no raw-fingerprint warning
+		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-not-inferred": 49}},                                     // its lookahead patterns run on the ECMAScript engine
+		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"errors-not-inferred": 6}}, // multipart is decoded, no longer raw; maxLength 256 taken as declared
+		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, nil},                      // 4 in a multipart part: /request/idempotency_key
 		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, map[string]int{"errors-not-inferred": 1}},
 		{"azure-communication-sms-2021-03-07.json", 0, "", "", "", 0, nil, nil},
 		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, map[string]int{"errors-not-inferred": 4}}, // every POST; GET /checkout_sessions/{id} unmarked

@@ -128,7 +128,7 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "misspelt profile", post: `{profile: strpe}`, code: "bad-value", line: 8, pointer: postPtr + "/profile", msgContain: `"strpe" is not one of idemgen, stripe; did you mean "stripe"?`},
 		{name: "forbidden replay header", post: `{replay: {headers: [Set-Cookie]}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/headers/0", msgContain: "Set-Cookie is never stored or replayed (docs/runtime.md, Replay)"},
 		{name: "min above max", post: `{key: {minLength: 40, maxLength: 20}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/minLength"},
-		{name: "length out of range", post: `{key: {maxLength: 1000}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/maxLength"},
+		{name: "length out of range", post: `{key: {maxLength: 10000}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/maxLength"},
 		{name: "bad pattern", post: `{key: {pattern: "(?=unclosed"}}`, code: "bad-pattern", line: 8, pointer: postPtr + "/key/pattern"},
 		{name: "header and body", post: `{key: {header: X-Key, body: /idempotency_key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key"},
 		{name: "query and header", post: `{key: {query: request_id, header: X-Key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key", msgContain: "key.header, key.body and key.query"},

@@ -90,7 +90,7 @@ func TestKeyPatternECMAScript(t *testing.T) {
 // TestInferTakesTheVendorsKeyRules: under --infer a key whose declaration sets no minLength
 // accepts keys from 1 character, as the vendor does; marked by x-idempotent or the config, the
 // default minimum of 16 applies. Each rule says where it came from. A declared maxLength above
-// 255 is a warning (idemgen refuses those keys).
+// the default 255 is taken as it is; above 8192 it is capped, with a warning that says why.
 func TestInferTakesTheVendorsKeyRules(t *testing.T) {
 	path := "../../testdata/specs/infer/key-rules.yaml"
 	res := load(t, Options{Path: path, Infer: true})
@@ -100,8 +100,10 @@ func TestInferTakesTheVendorsKeyRules(t *testing.T) {
 	want := map[string]model.KeySettings{
 		"createPayment": {Required: true, MinLength: 1, MaxLength: 255,
 			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleDefault, Pattern: model.RuleDefault}},
-		"createRefund": {Required: false, MinLength: 1, MaxLength: 255,
-			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleDefault, Pattern: model.RuleDefault}},
+		"createRefund": {Required: false, MinLength: 1, MaxLength: 256,
+			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleSpec, Pattern: model.RuleDefault}},
+		"createTransfer": {Required: false, MinLength: 1, MaxLength: 8192,
+			Sources: model.KeySources{Required: model.RuleSpec, MinLength: model.RuleSpec, MaxLength: model.RuleSpec, Pattern: model.RuleDefault}},
 	}
 	for _, op := range res.Doc.Operations {
 		k, w := op.Settings.Key, want[op.ID]
@@ -115,11 +117,12 @@ func TestInferTakesTheVendorsKeyRules(t *testing.T) {
 			capped = append(capped, d.String())
 		}
 	}
-	if len(capped) != 1 || !strings.Contains(capped[0], "POST /refunds") || !strings.Contains(capped[0], "maxLength 256") {
+	if len(capped) != 1 || !strings.Contains(capped[0], "POST /transfers") || !strings.Contains(capped[0], "maxLength 10000") ||
+		!strings.Contains(capped[0], "the request header size common proxies accept") {
 		t.Errorf("key-length-capped warnings: %v", capped)
 	}
 	// The hint says where to set key.maxLength, and to what, in both places that can.
-	for _, w := range []string{"set key.maxLength to 255 (or less)", "x-idempotent: {key: {maxLength: 255}}", "idemgen.yaml:\n      operations:\n        \"createRefund\":\n          key: {maxLength: 255}"} {
+	for _, w := range []string{"set key.maxLength to 8192 (or less)", "x-idempotent: {key: {maxLength: 8192}}", "idemgen.yaml:\n      operations:\n        \"createTransfer\":\n          key: {maxLength: 8192}"} {
 		if len(capped) == 1 && !strings.Contains(capped[0], w) {
 			t.Errorf("key-length-capped hint lacks %q:\n%s", w, capped[0])
 		}

@@ -25,9 +25,17 @@ const (
 	defaultLimit     = defaults.BodyLimit // 1 MiB: limits.body, limits.response and limits.part
 )
 
+// keyLengthLimit is the longest key a rule may allow, in bytes: 8 KiB, the request header size
+// a common proxy accepts by default (nginx's large_client_header_buffers, 8k; a longer key
+// header never reaches the service behind it). Nothing idemgen keeps bounds a key's length:
+// stores keep a digest of it, never the key, and the IETF draft
+// (draft-ietf-httpapi-idempotency-key-header) sets no length. The default maximum stays 255
+// (runtime/defaults), Stripe's.
+const keyLengthLimit = 8192
+
 // capHint says how to accept idemgen's cap on a key longer than it allows: set key.maxLength
-// (255, or less) in the operation's x-idempotent or in its idemgen.yaml entry; either silences
-// the warning.
+// (keyLengthLimit, or less) in the operation's x-idempotent or in its idemgen.yaml entry;
+// either silences the warning.
 func capHint(id string, derived bool, method, path string) string {
 	selector := id
 	if derived {
@@ -37,7 +45,7 @@ func capHint(id string, derived bool, method, path string) string {
 		"  x-idempotent: {key: {maxLength: %[1]d}}\n"+
 		"or in idemgen.yaml:\n"+
 		"  operations:\n    %[2]q:\n      key: {maxLength: %[1]d}\n"+
-		"and tell the API's clients", defaultMaxLength, selector)
+		"and tell the API's clients", keyLengthLimit, selector)
 }
 
 // defaultStatuses is replay.statuses' default (defaults.Statuses): 2xx and 4xx are final except
@@ -236,7 +244,7 @@ func sealedMediaType(mt string) bool {
 type declared struct {
 	required          bool
 	minLength, maxLen *int
-	// maxOver is a declared maxLength above idemgen's limit of 255 (0 when none).
+	// maxOver is a declared maxLength above keyLengthLimit (0 when none).
 	maxOver uint64
 	pattern string
 	loc     diag.Loc // the parameter, or the request body content
@@ -249,12 +257,12 @@ func (b *builder) declaredFrom(required bool, ks kinSchema, loc diag.Loc) *decla
 		return d
 	}
 	v := ref.Value
-	if v.MinLength > 0 && v.MinLength <= defaultMaxLength {
+	if v.MinLength > 0 && v.MinLength <= keyLengthLimit {
 		n := int(v.MinLength)
 		d.minLength = &n
 	}
 	switch {
-	case v.MaxLength != nil && *v.MaxLength > defaultMaxLength:
+	case v.MaxLength != nil && *v.MaxLength > keyLengthLimit:
 		d.maxOver = *v.MaxLength
 	case v.MaxLength != nil && *v.MaxLength > 0:
 		n := int(*v.MaxLength)
@@ -309,7 +317,7 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 	// default (docs/cli.md, key rules). Under --infer the declaration is the vendor's whole
 	// rule: a length it does not bound is not bounded by idemgen's default minimum either
 	// (minimum 1: an empty key is a missing key), so the server accepts every key the vendor
-	// documents; the maximum stays within idemgen's storage limit of 255.
+	// documents; the maximum stays within keyLengthLimit.
 	vendor := o.m.Mark == model.MarkInfer && decl != nil
 	src := &k.Sources
 	k.Required, src.Required = true, model.RuleDefault
@@ -334,9 +342,10 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 	case decl != nil && decl.maxLen != nil:
 		k.MaxLength, src.MaxLength = *decl.maxLen, model.RuleSpec
 	case decl != nil && decl.maxOver > 0:
+		k.MaxLength, src.MaxLength = keyLengthLimit, model.RuleSpec
 		b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "key-length-capped", Loc: decl.loc,
-			Message: fmt.Sprintf("%s %s: the idempotency key's declared maxLength %d is above idemgen's limit of %d; longer keys are refused (400 key-invalid)",
-				o.m.Method, o.m.Path, decl.maxOver, defaultMaxLength),
+			Message: fmt.Sprintf("%s %s: the idempotency key's declared maxLength %d is above idemgen's limit of %d, the request header size common proxies accept (nginx's default 8k buffers), so longer keys are refused (400 key-invalid); the store keeps only a digest of the key, so nothing else bounds it",
+				o.m.Method, o.m.Path, decl.maxOver, keyLengthLimit),
 			Hint: capHint(o.m.ID, o.m.IDDerived, o.m.Method, o.m.Path)})
 	}
 	if k.MinLength > k.MaxLength {

@@ -70,7 +70,7 @@ db: "*example.com/shop/store.DB"
 		{"query and header", "version: 1\ndefaults: {key: {query: request_id, header: X}}\n", false},
 		{"query and body", "version: 1\ndefaults: {key: {query: request_id, body: /k}}\n", false},
 		{"empty query", "version: 1\ndefaults: {key: {query: \"\"}}\n", false},
-		{"length out of range", "version: 1\ndefaults: {key: {maxLength: 300}}\n", false},
+		{"length out of range", "version: 1\ndefaults: {key: {maxLength: 8193}}\n", false},
 		{"bad status class", "version: 1\ndefaults: {replay: {statuses: [6xx]}}\n", false},
 		{"empty statuses", "version: 1\ndefaults: {replay: {statuses: []}}\n", false},
 		{"required as string", "version: 1\ndefaults: {key: {required: \"no\"}}\n", false},

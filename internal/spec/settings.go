@@ -483,16 +483,17 @@ func (sd *settingsDecoder) boolean(v *yaml.Node, path string) *bool {
 	return &b
 }
 
-// length reads a key length bound: a whole number from 1 to defaults.KeyMaxLength, the longest
-// key idemgen stores (RFC 9110 leaves header lines unbounded; 255 keeps keys indexable).
+// length reads a key length bound: a whole number from 1 to keyLengthLimit (8 KiB, what common
+// proxies accept in a request header; stores keep a digest of the key, so its length costs
+// them nothing).
 func (sd *settingsDecoder) length(v *yaml.Node, path string) *int {
 	n, err := strconv.Atoi(v.Value)
 	if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") || err != nil {
 		sd.errf(v, path, "wrong-type", "must be a whole number, not %s", describe(v))
 		return nil
 	}
-	if n < 1 || n > defaults.KeyMaxLength {
-		sd.errf(v, path, "bad-value", "%d is out of range 1-%d", n, defaults.KeyMaxLength)
+	if n < 1 || n > keyLengthLimit {
+		sd.errf(v, path, "bad-value", "%d is out of range 1-%d", n, keyLengthLimit)
 		return nil
 	}
 	return &n
