@@ -387,6 +387,8 @@ func readExpr(t *tinfo, reader *jen.Statement) jen.Code {
 		return r().Dot("Float64").Call()
 	case kBool:
 		return r().Dot("Bool").Call()
+	case kFile:
+		return jen.Qual(pkgGen, "FileValue").Call(r())
 	}
 	return r().Dot("Raw").Call()
 }

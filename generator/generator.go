@@ -198,9 +198,12 @@ type planner struct {
 	shapes     map[*model.Schema]string
 	// multipartTypes are the structs of multipart-only bodies with file parts.
 	multipartTypes map[*model.Schema]*tinfo
-	keyProps       map[*model.Property]bool // members that carry a body key
-	cyclic         map[*model.Schema]bool
-	canon          map[string]*canonFunc // canonicalizers by struct and exclusion set (canonFor)
+	// nestedFileTypes are the structs (and slices of them) of multipart members with files
+	// inside (documents[0][file]): JSON-decoded, their files read by gen.FileValue.
+	nestedFileTypes map[*model.Schema]*tinfo
+	keyProps        map[*model.Property]bool // members that carry a body key
+	cyclic          map[*model.Schema]bool
+	canon           map[string]*canonFunc // canonicalizers by struct and exclusion set (canonFor)
 	// anySchema stands for the schema of a JSON media type that declares none.
 	anySchema *model.Schema
 }
@@ -237,18 +240,19 @@ func newPlan(doc *model.Document, opts Options) (p *plan, err error) {
 
 func newPlanner(doc *model.Document, opts Options) *planner {
 	return &planner{
-		plan:           &plan{opts: opts},
-		doc:            doc,
-		names:          newNamer("Operations", "Register", "Handlers", dbAlias, "operationHandler"),
-		types:          map[*model.Schema]*tinfo{},
-		cyclic:         map[*model.Schema]bool{},
-		keyProps:       map[*model.Property]bool{},
-		canon:          map[string]*canonFunc{},
-		formTypes:      map[*model.Schema]*tinfo{},
-		nullables:      map[*tinfo]*tinfo{},
-		formShapes:     map[string]*tinfo{},
-		shapes:         map[*model.Schema]string{},
-		multipartTypes: map[*model.Schema]*tinfo{},
+		plan:            &plan{opts: opts},
+		doc:             doc,
+		names:           newNamer("Operations", "Register", "Handlers", dbAlias, "operationHandler"),
+		types:           map[*model.Schema]*tinfo{},
+		cyclic:          map[*model.Schema]bool{},
+		keyProps:        map[*model.Property]bool{},
+		canon:           map[string]*canonFunc{},
+		formTypes:       map[*model.Schema]*tinfo{},
+		nullables:       map[*tinfo]*tinfo{},
+		formShapes:      map[string]*tinfo{},
+		shapes:          map[*model.Schema]string{},
+		multipartTypes:  map[*model.Schema]*tinfo{},
+		nestedFileTypes: map[*model.Schema]*tinfo{},
 	}
 }
 

@@ -738,15 +738,16 @@ func binary(s *model.Schema) bool {
 
 // multipartTypeOf plans the body struct of a multipart-only body. Without file properties it is
 // the JSON struct (text parts and JSON parts fill it); with them (string, format binary, or an
-// array of those) it is a struct of its own, whose files are gen.File values (repeated parts
-// for an array) and whose other members are typed as in JSON.
+// array of those, or an object or array of objects that has one) it is a struct of its own,
+// whose files are gen.File values (repeated parts for an array; nested parts for a file inside
+// an object member, documents[0][file]) and whose other members are typed as in JSON.
 func (g *planner) multipartTypeOf(s *model.Schema, hint string) *tinfo {
 	if t, ok := g.multipartTypes[s]; ok {
 		return t
 	}
 	files := false
 	for _, p := range s.Properties {
-		files = files || binary(p.Schema) || (p.Schema.Type == model.TypeArray && binary(p.Schema.Items))
+		files = files || binary(p.Schema) || (p.Schema.Type == model.TypeArray && binary(p.Schema.Items)) || nestedFiles(p.Schema)
 	}
 	if s.Type != model.TypeObject || !files {
 		return g.typeOf(s, hint)
@@ -768,6 +769,8 @@ func (g *planner) multipartTypeOf(s *model.Schema, hint string) *tinfo {
 			f.t = &tinfo{kind: kFile, s: p.Schema}
 		case p.Schema.Type == model.TypeArray && binary(p.Schema.Items):
 			f.t = &tinfo{kind: kSlice, s: p.Schema, elem: &tinfo{kind: kFile, s: p.Schema.Items}}
+		case nestedFiles(p.Schema):
+			f.t = g.nestedFileTypeOf(p.Schema, t.name+p.GoName)
 		default:
 			f.t = g.typeOf(p.Schema, t.name+p.GoName)
 		}
@@ -778,6 +781,80 @@ func (g *planner) multipartTypeOf(s *model.Schema, hint string) *tinfo {
 	if !s.ClosedObject {
 		t.extra = fnames.take("Extra") // undeclared parts, fingerprinted (gen.Multipart.Unknown)
 	}
+	return t
+}
+
+// nestedFiles reports whether s is an object, or an array of objects, with a file property
+// (string, format binary, or an array of those): a multipart member whose files arrive as
+// nested parts (documents[0][file], documents[][file]).
+func nestedFiles(s *model.Schema) bool {
+	if s == nil {
+		return false
+	}
+	if s.Type == model.TypeArray {
+		s = s.Items
+	}
+	if s == nil || s.Type != model.TypeObject {
+		return false
+	}
+	for _, p := range s.Properties {
+		if binary(p.Schema) || (p.Schema.Type == model.TypeArray && binary(p.Schema.Items)) {
+			return true
+		}
+	}
+	return false
+}
+
+// nestedFileTypeOf types a multipart member that nestedFiles accepts: the object (or each
+// element) is a struct of its own whose file properties are gen.File values, read from the
+// member's assembled value (gen.FileValue) and fingerprinted by content hash; its other
+// properties are typed as in JSON. It is decoded by the JSON decoders, like any nested member.
+func (g *planner) nestedFileTypeOf(s *model.Schema, hint string) *tinfo {
+	if s.Type == model.TypeArray {
+		if t, ok := g.nestedFileTypes[s]; ok {
+			return t
+		}
+		t := &tinfo{kind: kSlice, s: s}
+		g.nestedFileTypes[s] = t
+		t.elem = g.nestedFileTypeOf(s.Items, hint+"Item")
+		return t
+	}
+	if t, ok := g.nestedFileTypes[s]; ok {
+		return t
+	}
+	if s.Name != "" && s.GoName != "" {
+		hint = s.GoName + "Multipart"
+	}
+	t := &tinfo{kind: kStruct, s: s, name: g.names.take(hint)}
+	g.nestedFileTypes[s] = t
+	g.named = append(g.named, t)
+	fnames := newNamer()
+	for _, p := range s.Properties {
+		fnames.take(p.GoName)
+	}
+	for _, p := range s.Properties {
+		f := &field{p: p, name: p.GoName}
+		switch {
+		case binary(p.Schema):
+			f.t = &tinfo{kind: kFile, s: p.Schema}
+		case p.Schema.Type == model.TypeArray && binary(p.Schema.Items):
+			f.t = &tinfo{kind: kSlice, s: p.Schema, elem: &tinfo{kind: kFile, s: p.Schema.Items}}
+		default:
+			f.t = g.typeOf(p.Schema, t.name+p.GoName)
+			f.three = threeStates(p, f.t, false) // as in JSON (planStruct)
+		}
+		f.ptr = !f.three && f.t.pointerable() && (!p.Required || p.Schema.Nullable || p.Nullable)
+		t.fields = append(t.fields, f)
+	}
+	if !s.ClosedObject {
+		if ap := s.AdditionalProperties; ap != nil && ap.Type != model.TypeAny {
+			t.extra = fnames.take("AdditionalProperties")
+			t.addl = g.elemOf(ap, t.name+"Value", s.MergePatch)
+		} else {
+			t.extra = fnames.take("Extra")
+		}
+	}
+	t.decodeFn = g.names.take("decode" + t.name)
 	return t
 }
 

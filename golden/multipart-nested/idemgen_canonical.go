@@ -7,6 +7,15 @@ import (
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
+// appendCanonicalCreateExpectedPaymentBody appends the canonical form (RFC 8785) of v to b: members
+// amount_upper_bound, documents.
+func appendCanonicalCreateExpectedPaymentBody(b []byte, v *CreateExpectedPaymentBody) []byte {
+	o, b := canonical.WriteObject(b, nil)
+	b = o.Int(b, `"amount_upper_bound":`, v.AmountUpperBound)
+	b = canonical.OptObjects(&o, b, `"documents":`, v.Documents, appendCanonicalCreateExpectedPaymentBodyDocumentsItem)
+	return o.End(b)
+}
+
 // appendCanonicalCreatePaymentOrderBody appends the canonical form (RFC 8785) of v to b: members
 // accounting, amount, direction, documents, line_items, metadata.
 func appendCanonicalCreatePaymentOrderBody(b []byte, v *CreatePaymentOrderBody) []byte {
@@ -17,6 +26,15 @@ func appendCanonicalCreatePaymentOrderBody(b []byte, v *CreatePaymentOrderBody) 
 	b = canonical.OptObjects(&o, b, `"documents":`, v.Documents, gen.AppendFile)
 	b = canonical.OptObjects(&o, b, `"line_items":`, v.LineItems, appendCanonicalCreatePaymentOrderBodyLineItemsItem)
 	b = canonical.OptMap(&o, b, `"metadata":`, v.Metadata, canonical.AppendString)
+	return o.End(b)
+}
+
+// appendCanonicalCreateExpectedPaymentBodyDocumentsItem appends the canonical form (RFC 8785) of v
+// to b: members document_type, file.
+func appendCanonicalCreateExpectedPaymentBodyDocumentsItem(b []byte, v *CreateExpectedPaymentBodyDocumentsItem) []byte {
+	o, b := canonical.WriteObject(b, nil)
+	b = canonical.OptString(&o, b, `"document_type":`, v.DocumentType)
+	b = gen.AppendFile(o.Key(b, `"file":`), &v.File)
 	return o.End(b)
 }
 

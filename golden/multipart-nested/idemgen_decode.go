@@ -7,6 +7,33 @@ import (
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
+// decodeCreateExpectedPayment decodes a request to createExpectedPayment: its body (strictly, with
+// the schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
+func decodeCreateExpectedPayment(in *gen.Input) (r CreateExpectedPaymentRequest, _ error) {
+	v := &r.Body
+	var seen uint64 // one bit per declared member
+	m := in.Multipart(1048576, "documents")
+	for m.Next() {
+		switch m.Name() {
+		case "amount_upper_bound":
+			v.AmountUpperBound = m.Text(&seen, 0).Int64()
+		case "documents":
+			d := m.JSON(&seen, 1)
+			v.Documents = []CreateExpectedPaymentBodyDocumentsItem{}
+			for d.BeginArray(); d.NextElement(); {
+				decodeCreateExpectedPaymentBodyDocumentsItem(d, canonical.Grow(&v.Documents))
+			}
+			d.EndArray()
+			d.Items(len(v.Documents), -1, 4)
+		default:
+			m.Reject()
+		}
+	}
+	m.Required(seen, "amount_upper_bound")
+	in.MultipartBody(appendCanonicalCreateExpectedPaymentBody(in.MultipartStart(), &r.Body))
+	return r, in.Err()
+}
+
 // decodeCreatePaymentOrder decodes a request to createPaymentOrder: its body (strictly, with the
 // schema's checks), which it adds to the fingerprint. Errors are 400 body-invalid.
 func decodeCreatePaymentOrder(in *gen.Input) (r CreatePaymentOrderRequest, _ error) {
@@ -48,6 +75,22 @@ func decodeCreatePaymentOrder(in *gen.Input) (r CreatePaymentOrderRequest, _ err
 	m.Required(seen, "amount", "direction")
 	in.MultipartBody(appendCanonicalCreatePaymentOrderBody(in.MultipartStart(), &r.Body))
 	return r, in.Err()
+}
+
+func decodeCreateExpectedPaymentBodyDocumentsItem(d *canonical.Decoder, v *CreateExpectedPaymentBodyDocumentsItem) {
+	var seen uint64 // one bit per declared member
+	for d.BeginObject(); d.NextMember(); {
+		switch string(d.Name()) {
+		case "document_type":
+			v.DocumentType = canonical.Ptr(d.Field(&seen, 1).Str())
+		case "file":
+			v.File = gen.FileValue(d.Field(&seen, 0))
+		default:
+			d.Reject()
+		}
+	}
+	d.EndObject()
+	d.Required(seen, "file")
 }
 
 func decodeCreatePaymentOrderBodyAccounting(d *canonical.Decoder, v *CreatePaymentOrderBodyAccounting) {

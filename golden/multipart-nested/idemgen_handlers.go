@@ -10,6 +10,20 @@ import (
 	"github.com/idemgen/idemgen/runtime/gen"
 )
 
+// CreateExpectedPaymentHandler returns the http.Handler of POST /api/expected_payments
+// (createExpectedPayment): fn runs at most once per idempotency key. Register mounts it at "POST
+// /api/expected_payments"; mount it yourself on another router the same way.
+//
+//go:noinline
+func CreateExpectedPaymentHandler(rt *runtime.Runtime, fn CreateExpectedPaymentFunc) http.Handler {
+	return runtime.AtomicHandler(rt, operationCreateExpectedPayment(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
+		r, err := decodeCreateExpectedPayment(in)
+		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
+			return fn(ctx, db, r.Params, r.Body)
+		}, err
+	})
+}
+
 // CreatePaymentOrderHandler returns the http.Handler of POST /api/payment_orders
 // (createPaymentOrder): fn runs at most once per idempotency key. Register mounts it at "POST
 // /api/payment_orders"; mount it yourself on another router the same way.

@@ -14,6 +14,20 @@ import (
 // the build here until the code is regenerated.
 var _ = [1]struct{}{}[canonical.Version-2]
 
+// operationCreateExpectedPayment returns the resolved idempotency settings of
+// createExpectedPayment; fields left out take the runtime's defaults.
+//
+//go:noinline
+func operationCreateExpectedPayment() *runtime.Operation {
+	return &runtime.Operation{
+		ID:         "createExpectedPayment",
+		Method:     "POST",
+		Path:       "/api/expected_payments",
+		Key:        runtime.KeyRule{Header: "Idempotency-Key", Required: true},
+		MediaTypes: []string{"multipart/form-data"},
+	}
+}
+
 // operationCreatePaymentOrder returns the resolved idempotency settings of createPaymentOrder;
 // fields left out take the runtime's defaults.
 //
@@ -33,6 +47,7 @@ func operationCreatePaymentOrder() *runtime.Operation {
 // returns new values.
 func Operations() []*runtime.Operation {
 	return []*runtime.Operation{
+		operationCreateExpectedPayment(),
 		operationCreatePaymentOrder(),
 	}
 }
@@ -42,6 +57,7 @@ func Operations() []*runtime.Operation {
 // Each call returns new values.
 func Routes() []runtime.Route {
 	return []runtime.Route{
+		runtime.NewRoute(operationCreateExpectedPayment(), decodeCreateExpectedPayment),
 		runtime.NewRoute(operationCreatePaymentOrder(), decodeCreatePaymentOrder),
 	}
 }
@@ -50,7 +66,8 @@ func Routes() []runtime.Route {
 // Register (the router then answers 404 or 405 for that route), so a service may implement a
 // subset of a large API; an operation is never served without its idempotency wrapper.
 type Handlers struct {
-	CreatePaymentOrder CreatePaymentOrderFunc
+	CreateExpectedPayment CreateExpectedPaymentFunc
+	CreatePaymentOrder    CreatePaymentOrderFunc
 }
 
 // Register mounts the handler of every non-nil function in h on mux (an http.ServeMux, or any
@@ -62,12 +79,12 @@ type Handlers struct {
 //	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: tenantOf})
 //	...
 //	mux := http.NewServeMux()
-//	err = multipartnested.Register(mux, rt, multipartnested.Handlers{CreatePaymentOrder: createPaymentOrder})
+//	err = multipartnested.Register(mux, rt, multipartnested.Handlers{CreateExpectedPayment: createExpectedPayment})
 func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 	if mux == nil || rt == nil {
 		return errors.New("register: mux and runtime must not be nil")
 	}
-	if err := runtime.CheckStore[DBTX](rt, operationCreatePaymentOrder()); err != nil {
+	if err := runtime.CheckStore[DBTX](rt, operationCreateExpectedPayment()); err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
 	var pattern string
@@ -76,6 +93,10 @@ func Register(mux runtime.Router, rt *runtime.Runtime, h Handlers) (err error) {
 			err = fmt.Errorf("register %s: %v", pattern, r)
 		}
 	}()
+	if h.CreateExpectedPayment != nil {
+		pattern = "POST /api/expected_payments"
+		mux.Handle(pattern, CreateExpectedPaymentHandler(rt, h.CreateExpectedPayment))
+	}
 	if h.CreatePaymentOrder != nil {
 		pattern = "POST /api/payment_orders"
 		mux.Handle(pattern, CreatePaymentOrderHandler(rt, h.CreatePaymentOrder))

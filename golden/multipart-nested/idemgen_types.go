@@ -16,6 +16,20 @@ import (
 // writes through it in its transactions, which Register checks.
 type DBTX = pgstore.DBTX
 
+// CreateExpectedPaymentBody is a request type (inline schema at
+// /paths/~1api~1expected_payments/post/requestBody/content/multipart~1form-data/schema).
+type CreateExpectedPaymentBody struct {
+	AmountUpperBound int64                                    `json:"amount_upper_bound"`
+	Documents        []CreateExpectedPaymentBodyDocumentsItem `json:"documents,omitempty"`
+}
+
+// CreateExpectedPaymentBodyDocumentsItem is a request type (inline schema at
+// /paths/~1api~1expected_payments/post/requestBody/content/multipart~1form-data/schema/properties/documents/items).
+type CreateExpectedPaymentBodyDocumentsItem struct {
+	DocumentType *string  `json:"document_type,omitempty"`
+	File         gen.File `json:"file"`
+}
+
 // CreatePaymentOrderBody is a request type (inline schema at
 // /paths/~1api~1payment_orders/post/requestBody/content/multipart~1form-data/schema).
 type CreatePaymentOrderBody struct {
@@ -50,6 +64,25 @@ type CreatePaymentOrderBodyLineItemsItem struct {
 	Description *string `json:"description,omitempty"`
 	Taxable     *bool   `json:"taxable,omitempty"`
 }
+
+// CreateExpectedPaymentParams holds the parameters of operation createExpectedPayment; the
+// idempotency key header is not here: the runtime reads and validates it.
+type CreateExpectedPaymentParams struct{}
+
+// CreateExpectedPaymentRequest is a decoded request to operation createExpectedPayment.
+type CreateExpectedPaymentRequest struct {
+	Params CreateExpectedPaymentParams
+	Body   CreateExpectedPaymentBody
+}
+
+// CreateExpectedPaymentFunc is the business function of operation createExpectedPayment (POST
+// /api/expected_payments).
+//
+// Idempotency: mode atomic, scope tenant, retention 24h; key in header Idempotency-Key.
+//
+// Atomic mode: its writes through tx commit together with the stored response; an error, a panic or
+// a non-final status rolls them back.
+type CreateExpectedPaymentFunc func(ctx context.Context, tx DBTX, p CreateExpectedPaymentParams, body CreateExpectedPaymentBody) (runtime.Response, error)
 
 // CreatePaymentOrderParams holds the parameters of operation createPaymentOrder; the idempotency
 // key header is not here: the runtime reads and validates it.

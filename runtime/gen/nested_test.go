@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -77,11 +78,10 @@ func TestNestedPartsRefused(t *testing.T) {
 		{[]mpart{{name: "metadata[k]", data: "1"}, {name: "metadata.k", data: "2"}}, "/metadata.k", `part "metadata.k" given more than once`},
 		{[]mpart{{name: "metadata[k]", data: "1"}, {name: "metadata[k][x]", data: "2"}}, "/metadata[k][x]", "below a field that has a value"},
 		{[]mpart{{name: "metadata[k][x]", data: "1"}, {name: "metadata[k]", data: "2"}}, "/metadata[k]", "where other parts have nested fields"},
-		{[]mpart{{name: "metadata[][x]", data: "1"}}, "/metadata[][x]", "empty segment"},
 		{[]mpart{{name: "tags[0]", data: "1"}, {name: "tags[]", data: "2"}}, "/tags[]", "appends ([])"},
 		{[]mpart{{name: "tags[]", data: "1"}, {name: "tags[0]", data: "2"}}, "/tags[0]", "written with []"},
-		{[]mpart{{name: "metadata[k]", filename: "k.txt", data: "1"}}, "/metadata[k]", "is a file"},
 		{[]mpart{{name: "metadata[k]", data: "\xff"}}, "/metadata[k]", "not UTF-8"},
+		{[]mpart{{name: "tags[0][x]", data: "1"}, {name: "tags[][x]", data: "2"}}, "/tags[][x]", "appends ([])"},
 	}
 	for _, c := range cases {
 		_, err := nestedParts(t, names, c.parts...)
@@ -142,5 +142,67 @@ func TestNestedPartsDecoded(t *testing.T) {
 	// A JSON part of the member keeps JSON's rules: a number as a string is still refused.
 	if _, _, err := read(mpart{name: "limits", ctype: "application/json", data: `{"count":"12"}`}); err == nil {
 		t.Error("a JSON part took a number written as a string")
+	}
+}
+
+// TestNestedFiles: files inside an array of objects, as SDKs send them: empty brackets in body
+// order (documents[][file], Stainless; a new element when the last one already has the field,
+// Rack's rule) or explicit indices (documents[0][file]). Both assemble one value, each file as
+// {"$file": …} that FileValue reads back whole, so both spellings are one request.
+func TestNestedFiles(t *testing.T) {
+	names := []string{"documents"}
+	pdf := func(name, n string) mpart {
+		return mpart{name: name, filename: "doc" + n + ".pdf", ctype: "application/pdf", data: "%PDF-" + n}
+	}
+	stainless, err := nestedParts(t, names,
+		mpart{name: "amount", data: "10"},
+		mpart{name: "documents[][document_type]", data: "invoice"},
+		pdf("documents[][file]", "1"),
+		pdf("documents[][file]", "2"),
+		mpart{name: "documents[][document_type]", data: "receipt"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed, err := nestedParts(t, names,
+		mpart{name: "amount", data: "10"},
+		pdf("documents[0][file]", "1"),
+		mpart{name: "documents[0][document_type]", data: "invoice"},
+		mpart{name: "documents[1][document_type]", data: "receipt"},
+		pdf("documents[1][file]", "2"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(n string) string {
+		return `{"$file":{"content_type":"application/pdf","data":"` + base64.StdEncoding.EncodeToString([]byte("%PDF-"+n)) + `","filename":"doc` + n + `.pdf"}}`
+	}
+	// Member order inside an element follows the parts; the canonical form sorts it.
+	wantS := `documents=[{"document_type":"invoice","file":` + file("1") + `},{"file":` + file("2") + `,"document_type":"receipt"}]`
+	wantI := `documents=[{"file":` + file("1") + `,"document_type":"invoice"},{"document_type":"receipt","file":` + file("2") + `}]`
+	if len(stainless) != 2 || stainless[1] != wantS {
+		t.Errorf("empty brackets:\n%s\nwant\n%s", strings.Join(stainless, "\n"), wantS)
+	}
+	if len(indexed) != 2 || indexed[1] != wantI {
+		t.Errorf("indices:\n%s\nwant\n%s", strings.Join(indexed, "\n"), wantI)
+	}
+	cs, _ := canonical.AppendCanonical(nil, []byte(strings.TrimPrefix(wantS, "documents=")))
+	ci, _ := canonical.AppendCanonical(nil, []byte(strings.TrimPrefix(wantI, "documents=")))
+	if string(cs) != string(ci) {
+		t.Errorf("the two spellings are two values:\n%s\n%s", cs, ci)
+	}
+
+	// FileValue reads the file back; a JSON value where a file belongs is refused.
+	var d canonical.Decoder
+	d.Reset([]byte(file("1")))
+	if f := FileValue(&d); d.Finish() != nil || f.Filename != "doc1.pdf" || f.ContentType != "application/pdf" || string(f.Data) != "%PDF-1" {
+		t.Errorf("FileValue: %+v, %v", f, d.Err())
+	}
+	for _, bad := range []string{`"%PDF-1"`, `{"data":"x"}`} {
+		d.Reset([]byte(bad))
+		FileValue(&d)
+		if err := d.Finish(); err == nil {
+			t.Errorf("FileValue(%s) accepted", bad)
+		}
 	}
 }
