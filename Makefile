@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test test-citus api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
+.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3
 
 test-citus: ## the store on Citus: storetest's suites, the Citus tests, storms, sweeper, reconciliation and the request cases, against CITUS_URL or a throwaway coordinator and 2 workers (Citus must be installed: docs/distributed.md; not CI)
 	./scripts/test-citus.sh
+
+quickstart: ## run README.md's "Five minutes" steps 2 and 3, as written, in a fresh module beside this checkout (about a minute; needs the Go module proxy or a warm cache)
+	./scripts/quickstart.sh
 
 faults: ## the fault-injection suite in long mode (minutes; CI runs its short mode), with its figures
 	IDEMGEN_FAULTS=long ./scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 60m ./internal/testkit/faults

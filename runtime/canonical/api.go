@@ -4,7 +4,7 @@
 //
 // # Strict input
 //
-// The fingerprint must describe exactly what the handler sees (DESIGN section 4), so the
+// The fingerprint must describe exactly what the handler sees (docs/design.md section 4), so the
 // [Decoder] and the generic canonicalizer refuse, with an [*Error], every input that parsers
 // disagree on: duplicate member names at any depth, invalid UTF-8, lone or reversed surrogate
 // escapes, numbers outside the float64 range, bytes after the document, a byte order mark, and

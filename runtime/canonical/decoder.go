@@ -589,7 +589,7 @@ func (d *Decoder) Str() string {
 
 // Int64 reads a number that is an integer (schema type integer) exactly: every digit counts,
 // 1.0 and 1e0 are 1, 1.5 is an error, and a value outside int64 is an error instead of being
-// rounded through a float64 (DESIGN section 3: integers kept exact).
+// rounded through a float64 (docs/design.md section 3: integers kept exact).
 func (d *Decoder) Int64() int64 {
 	start := d.pos
 	s, e := d.number()

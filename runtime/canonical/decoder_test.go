@@ -15,7 +15,7 @@ func decodeOne[T any](t *testing.T, in string, read func(*Decoder) T) (T, error)
 	return v, d.Finish()
 }
 
-// Integers stay exact (DESIGN section 3: no float64 round trip above 2^53).
+// Integers stay exact (docs/design.md section 3: no float64 round trip above 2^53).
 func TestInt64Exact(t *testing.T) {
 	ok := map[string]int64{
 		"9007199254740993":       9007199254740993,

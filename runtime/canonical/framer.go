@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Framer builds the input of a fingerprint (DESIGN section 3) and hashes it with SHA-256. The
+// Framer builds the input of a fingerprint (docs/design.md section 3) and hashes it with SHA-256. The
 // framing is unambiguous: the two-byte big-endian Version, then fields each written as a
 // one-byte tag, the length in bytes as an unsigned varint (encoding/binary.AppendUvarint, the
 // protobuf encoding) and the bytes, in the fixed order Begin (operationId, method, path

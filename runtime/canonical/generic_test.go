@@ -131,7 +131,7 @@ func mustText(t *testing.T, in string) string {
 	return s
 }
 
-// Strict input, as the generated decoder's (DESIGN section 4): every refusal is an *Error
+// Strict input, as the generated decoder's (docs/design.md section 4): every refusal is an *Error
 // naming the value and the byte.
 func TestStrictRefusals(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)

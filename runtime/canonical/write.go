@@ -133,7 +133,7 @@ func AppendName(b []byte, s string) []byte {
 	return append(AppendString(b, s), ':')
 }
 
-// AppendInt appends v in decimal: the exact digits of a schema integer (DESIGN section 3:
+// AppendInt appends v in decimal: the exact digits of a schema integer (docs/design.md section 3:
 // integers kept exact, no float64 round trip above 2^53).
 func AppendInt(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }
 
@@ -198,7 +198,7 @@ func compare16[T string | []byte](a, b T) int {
 }
 
 // Member is an object member that the schema does not declare, kept so that the fingerprint
-// still covers it (DESIGN section 4: the fingerprint covers exactly what the handler sees).
+// still covers it (docs/design.md section 4: the fingerprint covers exactly what the handler sees).
 type Member struct {
 	// Name is the member's name, unescaped.
 	Name string
