@@ -90,6 +90,11 @@ func TestVendorSpecs(t *testing.T) {
 		{"r3annotations", round3 + "annotations.yaml", round3 + "annotations.config.yaml", 2, nil, codes{"retries-without-key": 1}},
 		{"r3remoteref", round3 + "remote-ref.yaml", round3 + "remote-ref.config.yaml", 1, nil, nil},
 		{"r3wrongtype", round3 + "wrong-type.yaml", round3 + "annotations.config.yaml", 1, codes{"wrong-type": 1}, nil},
+		// Round four: LINE's retry-keyed operations marked by config; Google's AIP-155 requestId
+		// in the query of Swagger 2.0 documents, inferred.
+		{"line", "line-messaging-api.yml", "../testdata/config/line.yaml", 4, nil, nil},
+		{"gtesting", "google-testing-v1.json", "", 1, nil, nil},
+		{"gdrive", "google-drive-v3.json", "", 1, nil, nil},
 	}
 	var pkgs []string
 	for _, sp := range specs {

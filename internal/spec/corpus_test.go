@@ -51,6 +51,11 @@ func TestVendorCorpus(t *testing.T) {
 		{"azure-communication-sms-2021-03-07.json", 0, "", "", "", 0, nil, nil},
 		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, map[string]int{"errors-not-inferred": 4}}, // every POST; GET /checkout_sessions/{id} unmarked
 		{"acp/openapi.delegate_payment.yaml", 1, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 1, nil, map[string]int{"errors-not-inferred": 1}}, // Error.type is an enum: ACP's envelope must be given (a profile: acp row)
+		// Round four: a key under a name --infer does not take (LINE's X-Line-Retry-Key, a
+		// warning per operation), and AIP-155's requestId in the query of Swagger 2.0 documents.
+		{"line-messaging-api.yml", 0, "", "", "", 0, nil, map[string]int{"described-idempotency-key": 4}},
+		{"google-testing-v1.json", 1, model.CarrierQuery, "requestId", model.StandardAIP155, 0, nil, nil},
+		{"google-drive-v3.json", 1, model.CarrierQuery, "requestId", model.StandardAIP155, 1, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -72,6 +77,8 @@ func TestVendorCorpus(t *testing.T) {
 					name = k.Field
 				case model.CarrierBody:
 					name = k.Pointer
+				case model.CarrierQuery:
+					name = k.Query
 				}
 				if k.Required {
 					required++
