@@ -183,8 +183,30 @@ func fieldLoc(root kinSchema, path []string, fallback diag.Loc) diag.Loc {
 }
 
 // mentions reports whether text names field as a word of its own (transaction_id, externalId),
-// ignoring case.
+// ignoring case, or in words (card_nonce as "card nonce", externalId as "external id": Square's
+// CreateCustomerCard says "calls with the same card nonce return the same card").
 func mentions(text, field string) bool {
+	return mentionsWord(text, field) || mentionsWord(text, spaced(field))
+}
+
+// spaced writes a field name in words: card_nonce, card-nonce and cardNonce are "card nonce".
+func spaced(field string) string {
+	var b strings.Builder
+	for i, r := range field {
+		switch {
+		case r == '_' || r == '-' || r == '.':
+			b.WriteByte(' ')
+		case r >= 'A' && r <= 'Z' && i > 0 && field[i-1] >= 'a' && field[i-1] <= 'z':
+			b.WriteByte(' ')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func mentionsWord(text, field string) bool {
 	low, f := strings.ToLower(text), strings.ToLower(field)
 	for i := 0; ; {
 		j := strings.Index(low[i:], f)
@@ -220,6 +242,70 @@ func (b *builder) warnDescribedKey(o *opSource) bool {
 			o.m.Method, o.m.Path, k.what, k.why),
 		Hint: "if clients send the operation's idempotency key there, mark it in idemgen.yaml:\n" + configKeyEntry(selector, k.field, k.value, &k.required) +
 			"\nor in the spec (an overlay for a spec you do not own):\n" + markOverlay(o.m, k.field, k.value, k.required)})
+	return true
+}
+
+// itemKeys finds, in a JSON, form or multipart body, a collection whose items carry their own
+// idempotency keys: a map whose description says its keys are idempotency keys (Square's bulk
+// creates: "Each key is an idempotency key"), or an array of objects whose items declare a key
+// field (Azure SMS's smsRecipients[].repeatabilityRequestId). It returns where they are and how
+// they are carried; "" when there is none.
+func (b *builder) itemKeys(o *opSource) (where, how string, loc diag.Loc) {
+	if o.m.Body == nil {
+		return "", "", diag.Loc{}
+	}
+	for _, c := range o.m.Body.Contents {
+		if c.Kind != model.ContentJSON && c.Kind != model.ContentForm && c.Kind != model.ContentMultipart {
+			continue
+		}
+		searchFields(o.kinBody[c].ref, maxKeyDepth, func(path []string, ref *openapi3.SchemaRef) bool {
+			if ref == nil || ref.Value == nil {
+				return false
+			}
+			s := ref.Value
+			if s.Type.Is(openapi3.TypeArray) && s.Items != nil && s.Items.Value != nil {
+				for _, p := range commonProperties(s.Items.Value) {
+					n := normalizeField(p.name)
+					if (n == keyField || n == normalizeField(repeatabilityRequestID)) && isStringSchema(p.ref) {
+						where, how = pointerOf(path), "each item's "+p.name
+						loc = fieldLoc(o.kinBody[c], path, c.Loc)
+						return true
+					}
+				}
+			}
+			if s.AdditionalProperties.Schema != nil || (s.AdditionalProperties.Has != nil && *s.AdditionalProperties.Has) {
+				if d := strings.ToLower(s.Description); strings.Contains(d, "idempotency key") || strings.Contains(d, "idempotency-key") || strings.Contains(d, "idempotency_key") {
+					where, how = pointerOf(path), "the keys of the map"
+					loc = fieldLoc(o.kinBody[c], path, c.Loc)
+					return true
+				}
+			}
+			return false
+		})
+		if where != "" {
+			return where, how, loc
+		}
+	}
+	return "", "", diag.Loc{}
+}
+
+// warnItemKeys reports an unmarked operation whose items carry idempotency keys of their own:
+// idemgen guards a request by one key, so it neither takes nor checks these, and a retry of the
+// whole request is guarded only when the operation is marked with a key of its own.
+func (b *builder) warnItemKeys(o *opSource) bool {
+	where, how, loc := b.itemKeys(o)
+	if where == "" {
+		return false
+	}
+	selector := o.m.ID
+	if o.m.IDDerived {
+		selector = o.m.Method + " " + o.m.Path
+	}
+	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "item-idempotency-keys", Loc: loc,
+		Message: fmt.Sprintf("%s %s carries an idempotency key per item (%s, in body field %s), which idemgen neither takes nor checks: it guards a request by one key, so the operation is not marked",
+			o.m.Method, o.m.Path, how, where),
+		Hint: "to guard the request as a whole (clients then send one key for it, in the Idempotency-Key header), mark it in idemgen.yaml:\n" +
+			fmt.Sprintf("operations:\n  %q: {key: {required: false}}", selector)})
 	return true
 }
 

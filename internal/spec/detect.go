@@ -323,7 +323,9 @@ func (b *builder) warnUnmarked(o *opSource, det *detection) {
 func (b *builder) warnPossibleKey(o *opSource) {
 	what, field, value := b.possibleKey(o)
 	if what == "" {
-		b.warnDescribedKey(o)
+		if !b.warnDescribedKey(o) {
+			b.warnItemKeys(o)
+		}
 		return
 	}
 	selector := o.m.ID

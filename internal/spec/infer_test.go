@@ -81,20 +81,37 @@ func TestDescribedKeys(t *testing.T) {
 		"POST /jobs":                {"body", "/deduplicationKey"},
 		"POST /transfers":           {"body", "/externalId"},
 		"POST /messages":            {"query", "externalID"},
+		"POST /cards":               {"body", "/card_nonce"},
 	}
+	items := map[string]string{"POST /customers/bulk-create": "/customers", "POST /sms": "/recipients"}
 	for _, infer := range []bool{false, true} {
 		res := load(t, Options{Path: path, Infer: infer})
 		if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 0 {
 			t.Fatalf("infer=%v: errors %v, %d marked", infer, errs, len(res.Doc.Operations))
 		}
 		got := map[string]diag.Diagnostic{}
+		gotItems := map[string]string{}
 		for _, d := range res.Diags.Sorted() {
-			if d.Code != "described-idempotency-key" {
-				t.Errorf("unexpected %s", d)
-				continue
-			}
 			route := strings.Join(strings.Fields(d.Message)[:2], " ")
-			got[route] = d
+			switch d.Code {
+			case "described-idempotency-key":
+				got[route] = d
+			case "item-idempotency-keys":
+				if d.Loc.Line == 0 || !strings.Contains(d.Hint, "{key: {required: false}}") {
+					t.Errorf("%s", d)
+				}
+				gotItems[route] = d.Message
+			default:
+				t.Errorf("unexpected %s", d)
+			}
+		}
+		for route, field := range items {
+			if !strings.Contains(gotItems[route], "in body field "+field) {
+				t.Errorf("infer=%v: %s: item keys %q, want in %s", infer, route, gotItems[route], field)
+			}
+		}
+		if len(gotItems) != len(items) {
+			t.Errorf("infer=%v: item-idempotency-keys %v, want %v", infer, gotItems, items)
 		}
 		for route, w := range want {
 			d, ok := got[route]
