@@ -22,11 +22,11 @@ import (
 
 type refScanner struct {
 	d        *diag.List
-	rootFile string // the root document (cleaned): overlays apply to it only
-	refs  RefMap                // remote targets read from local copies
-	root  string                // absolute directory of the root document: references may not leave it
-	files map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
-	queue []string
+	rootFile string                // the root document (cleaned): overlays apply to it only
+	refs     RefMap                // remote targets read from local copies
+	root     string                // absolute directory of the root document: references may not leave it
+	files    map[string]*yaml.Node // parsed files by cleaned path; nil value = unreadable
+	queue    []string
 	// repairs lists, per file, the objects holding a reported $ref: replaced by neutral
 	// objects, the document can be loaded again so that the later stages still run.
 	repairs map[string][]repair
