@@ -1,11 +1,8 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,20 +13,28 @@ import (
 )
 
 // Guard serves the marked operations of a web framework that routes requests and renders its
-// handlers' errors on its own (echo, gin): the framework's adapter finds the operation from the
-// route the framework matched (Route), and Serve runs the request through the same checks and
-// state machine as Middleware, calling back into the framework (Exec) when the request is to
-// run. What Serve stores is what Exec wrote to the recording ResponseWriter it is given, so Exec
-// must run the framework's handler chain to its end, the framework's own rendering of a
-// handler's error included (echo's HTTPErrorHandler, a gin error middleware): what is stored is
-// then what the client would have got without idemgen.
+// handlers' errors on its own (echo, gin, fiber, Huma): the framework's adapter finds the
+// operation from the route the framework matched (Route), and Do or Serve runs the request
+// through the same checks and state machine as Middleware, calling back into the framework when
+// the request is to run. What is stored is the handler chain's answer, so the callback must run
+// the framework's handler chain to its end, the framework's own rendering of a handler's error
+// included (echo's HTTPErrorHandler, a gin error middleware, fiber's ErrorHandler, Huma's error
+// model): what is stored is then what the client would have got without idemgen.
 //
-// The adapters github.com/idemgen/idemgen/adapters/echo and .../adapters/gin are built on it; a
-// Guard is what another framework's adapter needs. DB is the store's handle type
-// (pgstore.DBTX for PostgreSQL). A Guard is safe for concurrent use.
+// Do is the value-level way: the adapter hands in the request and a Next that returns the
+// chain's answer as a Response, and gets the answer to send as a Response; nothing is written
+// anywhere in between, so a framework that is not net/http (fiber on fasthttp, a Huma
+// operation middleware) converts values and fakes no http.ResponseWriter. Serve is the same
+// for a net/http framework whose handlers write to an http.ResponseWriter (echo, gin): the
+// chain writes to one the runtime records. Middleware is a Guard over its own route table.
+//
+// The adapters github.com/idemgen/idemgen/adapters/echo, .../adapters/gin and
+// .../adapters/fiber are built on it; a Guard is what another framework's adapter needs. DB is
+// the store's handle type (pgstore.DBTX for PostgreSQL). A Guard is safe for concurrent use.
 type Guard[DB any] struct {
-	rt *Runtime
-	st store.Transactional[DB]
+	rt    *Runtime
+	st    store.Transactional[DB]
+	table *routeTable
 	// byID holds every operation; byShape the operations of each method and route shape
 	// (routeShape), most specific first.
 	byID    map[string]*GuardRoute
@@ -60,29 +65,45 @@ func (g *GuardRoute) Operation() *Operation { return g.candidates[0].Operation }
 // the transaction rolled back, the key released, and the error logged.
 type Exec func(w http.ResponseWriter, r *http.Request) error
 
+// Next runs the framework's handler chain for a request Do lets run, value for value: r is the
+// request as fingerprinted (its context carries the transaction or lease of TxFrom and
+// LeaseFrom, its body is a re-encoding of the body as the operation's decoder read it), and
+// the chain's answer (the handler's response, or the framework's rendering of its error) comes
+// back as a Response. Return ErrNoResponse (wrapped or not) when the chain answered nothing;
+// any other error fails the request as a handler error does: 500 problem `internal`, the
+// transaction rolled back, the key released, and the error logged. The Response's Header and
+// Body are the runtime's from then on (stored, sent): do not reuse them.
+type Next func(r *http.Request) (Response, error)
+
 // NewGuard returns the Guard of routes (the generated Routes function) on rt. It fails when
 // routes hold an operation twice, or when rt's store cannot run DB writes in its transactions.
 func NewGuard[DB any](rt *Runtime, routes []Route) (*Guard[DB], error) {
+	g, err := newGuard[DB](rt, routes)
+	if err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	return g, nil
+}
+
+// newGuard is NewGuard, its errors without context (Middleware adds its own).
+func newGuard[DB any](rt *Runtime, routes []Route) (*Guard[DB], error) {
 	if rt == nil {
-		return nil, fmt.Errorf("guard: nil *Runtime")
+		return nil, fmt.Errorf("nil *Runtime")
 	}
 	st, ok := rt.cfg.Store.(store.Transactional[DB])
 	if !ok {
 		var db DB
-		return nil, fmt.Errorf("guard: the store %T cannot run %T writes in its transactions", rt.cfg.Store, any(&db))
+		return nil, fmt.Errorf("the store %T cannot run %T writes in its transactions", rt.cfg.Store, any(&db))
 	}
-	g := &Guard[DB]{rt: rt, st: st, byID: map[string]*GuardRoute{}, byShape: map[string]*GuardRoute{}}
-	for i, route := range routes {
-		op := route.Operation
-		if op == nil || route.Decode == nil {
-			return nil, fmt.Errorf("guard: route %d has no operation or decoder", i)
-		}
-		if _, dup := g.byID[op.ID]; dup {
-			return nil, fmt.Errorf("guard: operation %s is listed twice", op.ID)
-		}
-		tr := &tableRoute{Route: route, ep: newEndpoint(op)}
-		g.byID[op.ID] = &GuardRoute{candidates: []*tableRoute{tr}}
-		key := op.Method + " " + routeShape(op.Path)
+	table, err := newRouteTable(routes)
+	if err != nil {
+		return nil, err
+	}
+	g := &Guard[DB]{rt: rt, st: st, table: table, byID: map[string]*GuardRoute{}, byShape: map[string]*GuardRoute{}}
+	for _, route := range routes {
+		tr := table.byID[route.Operation.ID]
+		g.byID[tr.Operation.ID] = &GuardRoute{candidates: []*tableRoute{tr}}
+		key := tr.Operation.Method + " " + routeShape(tr.Operation.Path)
 		if g.byShape[key] == nil {
 			g.byShape[key] = &GuardRoute{}
 		}
@@ -106,11 +127,12 @@ const maxPatterns = 4096
 
 // Route returns the marked operation of the route a router matched, or nil when the route
 // serves none: method is the request's, pattern the route's path as registered (echo's
-// c.Path(), gin's c.FullPath(), with any prefix the spec's paths lack removed). A path
-// parameter in pattern is a whole segment, written ":name" (echo, gin, httprouter) or "{name}"
-// (chi, http.ServeMux, OpenAPI), and a catch-all "*name" or "{name...}" matches no operation;
-// parameter names do not matter, so "/v1/payments/:id/refunds" is the route of the template
-// "/v1/payments/{payment_id}/refunds". A trailing slash is part of the path.
+// c.Path(), gin's c.FullPath(), fiber's c.Route().Path, with any prefix the spec's paths lack
+// removed). A path parameter in pattern is a whole segment, written ":name" (echo, gin,
+// httprouter, fiber) or "{name}" (chi, http.ServeMux, OpenAPI, Huma), and a catch-all "*name"
+// or "{name...}" matches no operation; parameter names do not matter, so
+// "/v1/payments/:id/refunds" is the route of the template "/v1/payments/{payment_id}/refunds".
+// A trailing slash is part of the path.
 func (g *Guard[DB]) Route(method, pattern string) *GuardRoute {
 	k := patternKey{method, pattern}
 	cache := *g.patterns.Load()
@@ -136,7 +158,7 @@ func (g *Guard[DB]) Route(method, pattern string) *GuardRoute {
 func (g *Guard[DB]) RouteByID(id string) *GuardRoute { return g.byID[id] }
 
 // Serve runs one request to route through the runtime, as Middleware does: scope, body limit,
-// media type and the operation's decoder (a refused request never reaches Exec and is never
+// media type and the operation's decoder (a refused request never reaches exec and is never
 // stored), the key, then the state machine of the operation's mode. When the request runs,
 // exec runs the framework's handler chain (see Exec); its response is stored when final and
 // written to w, as are replays and the runtime's problems. A concurrent duplicate never reaches
@@ -155,90 +177,54 @@ func (g *Guard[DB]) RouteByID(id string) *GuardRoute { return g.byID[id] }
 // request's path by the template, as Middleware finds them.
 //
 // A request that is already inside a guarded handler (an adapter mounted twice on one route:
-// globally and on the route) is not guarded again: exec runs directly.
+// globally and on the route) is not guarded again: exec runs, and the outer guard stores what
+// it answers.
 func (g *Guard[DB]) Serve(w http.ResponseWriter, r *http.Request, route *GuardRoute, params []string, exec Exec) {
-	if ctx := r.Context(); ctx.Value(txKey{}) != nil || ctx.Value(leaseKey{}) != nil {
-		_ = exec(w, r) // the outer guard records, checks and stores what this writes
-		return
-	}
-	tr := route.pick(params)
-	if params != nil && len(params) != paramSegments(&tr.ep.tmpl) {
-		params = nil
-	}
-	serveRouted(w, r, g.rt, tr.ep, params, func(in *gen.Input) (runner, error) {
-		in.Reencode()
-		if err := tr.Decode(in); err != nil {
-			return nil, err
+	tr, params := route.pick(params)
+	dispatch(w, r, g.rt, g.st, tr, params, func(r2 *http.Request) (Response, error) {
+		rec := newRecorder()
+		if err := exec(rec, r2); err != nil {
+			return Response{}, err
 		}
-		body, contentType := in.ReencodedBody()
-		run := func(exec Exec, ctx context.Context) (Response, error) {
-			return execute(exec, handedOn(r, ctx, tr.Operation, body, contentType))
-		}
-		return func(ctx context.Context, x *exchange) result {
-			x.confirm = true
-			if x.op.Mode == ModeLease {
-				return runLease(ctx, x, g.st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
-					c := &completion[DB]{}
-					ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
-					resp, err := run(exec, ctx)
-					if err != nil {
-						return nil, err
-					}
-					return func(ctx context.Context, db DB) (Response, error) {
-						return resp, c.run(ctx, db)
-					}, nil
-				})
-			}
-			return runAtomic(ctx, x, g.st, func(ctx context.Context, db DB) (Response, error) {
-				return run(exec, context.WithValue(ctx, txKey{}, db))
-			})
-		}, nil
+		return rec.response()
 	})
 }
 
+// Do is Serve value for value: it runs one request to route through the runtime and returns
+// the answer to send, the chain's response (next), a replay or the runtime's problem (by the
+// operation's profile or Config.ProblemWriter), with every header the runtime adds. Nothing is
+// written anywhere: the adapter sends the answer its framework's way. r is the request as the
+// framework received it, converted to an *http.Request (its body is read whole; the ScopeFunc
+// sees it); params are as for Serve. A request already inside a guarded handler runs next
+// directly (see Serve).
+func (g *Guard[DB]) Do(r *http.Request, route *GuardRoute, params []string, next Next) Response {
+	tr, params := route.pick(params)
+	rec := newRecorder()
+	dispatch(rec, r, g.rt, g.st, tr, params, chain(next))
+	resp, err := rec.response()
+	if err != nil { // a nested guard whose chain failed: the outer one answers
+		return Response{}
+	}
+	return resp
+}
+
 // pick returns the candidate whose template fits params (the first when params is nil, or
-// when none fits: serveRouted then answers 404).
-func (g *GuardRoute) pick(params []string) *tableRoute {
+// when none fits: serveRouted then answers 404), and params, or nil when they are not one
+// value per parameter segment of its template.
+func (g *GuardRoute) pick(params []string) (*tableRoute, []string) {
+	tr := g.candidates[0]
 	if len(g.candidates) > 1 && params != nil {
 		for _, c := range g.candidates {
 			if c.ep.tmpl.Match(routedSegments(&c.ep.tmpl, params), false) {
-				return c
+				tr = c
+				break
 			}
 		}
 	}
-	return g.candidates[0]
-}
-
-// execute runs exec on r2 (handedOn) and returns what it wrote; nothing written is
-// ErrNoResponse.
-func execute(exec Exec, r2 *http.Request) (Response, error) {
-	rec := &recorder{header: http.Header{}}
-	if err := exec(rec, r2); err != nil {
-		return Response{}, err
+	if params != nil && len(params) != paramSegments(&tr.ep.tmpl) {
+		params = nil
 	}
-	if !rec.wrote {
-		return Response{}, ErrNoResponse
-	}
-	return Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
-}
-
-// declaredQuery returns a copy of u whose query holds only the parameters in declared (the
-// operation's, which the fingerprint covers) and their deepObject fields ("filter[a]" of
-// "filter"). Frameworks' form binders read the query with the body (echo's c.Bind and gin's
-// c.ShouldBind for a form take http.Request.Form, query and body merged), so an undeclared
-// "?description=x" would fill a field the fingerprint does not cover; any other read of an
-// undeclared parameter would be outside the fingerprint as well.
-func declaredQuery(u *url.URL, declared []string) *url.URL {
-	q := u.Query()
-	for name := range q {
-		base, _, _ := strings.Cut(name, "[")
-		if !slices.Contains(declared, name) && !slices.Contains(declared, base) {
-			delete(q, name)
-		}
-	}
-	c := *u
-	c.RawQuery = q.Encode()
-	return &c
+	return tr, params
 }
 
 // routeShape is a path with each parameter segment replaced by ":" and each catch-all by "*":

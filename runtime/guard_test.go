@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -179,4 +180,60 @@ func TestGuardExecOutcomes(t *testing.T) {
 
 func serveReqFunc(f http.HandlerFunc, r *http.Request) *httptest.ResponseRecorder {
 	return serveReq(f, r)
+}
+
+// Do is the value-level way in: the chain's answer comes back as a Response and the answer to
+// send goes out as one (the chain's response, a replay, or a problem), with nothing written
+// anywhere; the chain gets the request as fingerprinted, with its transaction; the transaction
+// is no longer the handler's once the chain has returned; a nested Do runs the chain directly.
+func TestGuardDo(t *testing.T) {
+	e := newMemEnv(t, nil)
+	g, err := NewGuard[*memstore.DB](e.rt, []Route{NewRoute(payOp(), decodePay)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := g.RouteByID("createPayment")
+	runs := 0
+	var kept *http.Request
+	next := func(r *http.Request) (Response, error) {
+		runs++
+		kept = r
+		db, ok := TxFrom[*memstore.DB](r.Context())
+		if !ok {
+			return Response{}, errors.New("no transaction")
+		}
+		var p payReq
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			return Response{}, err
+		}
+		p.Tenant = "t1"
+		id := e.pay(db, &p)
+		// A nested guard (an adapter mounted twice) runs the chain directly.
+		inner := g.Do(r, route, nil, func(*http.Request) (Response, error) {
+			return Response{Status: http.StatusCreated, Header: http.Header{"Location": {fmt.Sprint("/p/", id)}}, Body: []byte(fmt.Sprintf(`{"id":%d}`, id))}, nil
+		})
+		return inner, nil
+	}
+	first := g.Do(req("t1", key1, body100), route, nil, next)
+	if first.Status != http.StatusCreated || string(first.Body) != `{"id":1}` || first.Header.Get("Location") != "/p/1" {
+		t.Fatalf("first: %+v", first)
+	}
+	if _, ok := TxFrom[*memstore.DB](kept.Context()); ok {
+		t.Error("TxFrom after the chain returned: the transaction is still handed out")
+	}
+	again := g.Do(req("t1", key1, body100), route, nil, next)
+	if again.Status != http.StatusCreated || string(again.Body) != `{"id":1}` || again.Header.Get(HeaderReplayed) != "true" || runs != 1 {
+		t.Errorf("retry: %+v after %d runs, want the replay without running", again, runs)
+	}
+	if got := g.Do(req("t1", "", body100), route, nil, next); got.Status != http.StatusBadRequest ||
+		!strings.HasPrefix(got.Header.Get("Content-Type"), "application/problem+json") || !strings.Contains(string(got.Body), ProblemKeyMissing) {
+		t.Errorf("no key: %d %v %s, want the 400 key-missing problem", got.Status, got.Header, got.Body)
+	}
+	nothing := func(*http.Request) (Response, error) { return Response{}, fmt.Errorf("rendered nothing: %w", ErrNoResponse) }
+	if got := g.Do(req("t1", "k-guard-do-nothing-1", body100), route, nil, nothing); got.Status != http.StatusInternalServerError {
+		t.Errorf("nothing answered: %d, want 500", got.Status)
+	}
+	if _, found := e.record("t1", "k-guard-do-nothing-1"); found || e.payments("t1") != 1 {
+		t.Errorf("nothing answered: a record kept (%v) or payments %d, want none and 1", found, e.payments("t1"))
+	}
 }

@@ -1,21 +1,14 @@
 package runtime
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
-	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/gen"
-	"github.com/idemgen/idemgen/runtime/store"
 )
 
 // Route is one marked operation as the Middleware serves it: its resolved settings and its
@@ -83,22 +76,14 @@ type MiddlewareOptions struct {
 // contract, and answers every request to a marked operation with 500 problem `internal`,
 // logged with the adapter to use, before anything runs (frameworks.go).
 func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (func(http.Handler) http.Handler, error) {
-	if rt == nil {
-		return nil, fmt.Errorf("middleware: nil *Runtime")
-	}
-	st, ok := rt.cfg.Store.(store.Transactional[DB])
-	if !ok {
-		var db DB
-		return nil, fmt.Errorf("middleware: the store %T cannot run %T writes in its transactions", rt.cfg.Store, any(&db))
-	}
-	table, err := newRouteTable(routes)
+	g, err := newGuard[DB](rt, routes)
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %w", err)
 	}
 	return func(next http.Handler) http.Handler {
 		misuse := engineMisuse(next) // frameworks.go
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			route, how := table.find(r, opts)
+			route, how := g.table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
 				return
@@ -107,75 +92,28 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				rt.refuseMisuse(w, r, route.Operation, why)
 				return
 			}
-			serve(w, r, rt, route.ep, func(in *gen.Input) (runner, error) {
-				in.Reencode()
-				if err := route.Decode(in); err != nil {
-					return nil, err
+			d := &wrapped{table: g.table, route: route, how: how, pattern: r.Pattern}
+			dispatch(w, r, rt, g.st, route, nil, func(r2 *http.Request) (Response, error) {
+				rec := newRecorder()
+				next.ServeHTTP(rec, r2)
+				resp, err := rec.response()
+				if err != nil {
+					return resp, err
 				}
-				body, contentType := in.ReencodedBody()
-				return func(ctx context.Context, x *exchange) result {
-					x.confirm = true
-					d := &dispatch{table: table, route: route, how: how, pattern: r.Pattern, body: body, contentType: contentType}
-					ctx = context.WithValue(ctx, dispatchKey{}, d)
-					if x.op.Mode == ModeLease {
-						return runLease(ctx, x, st, func(ctx context.Context, l *Lease) (CompleteFunc[DB], error) {
-							c := &completion[DB]{}
-							ctx = context.WithValue(context.WithValue(ctx, leaseKey{}, l), completionKey{}, c)
-							resp, err := d.record(next, r, ctx)
-							if errors.Is(err, ErrNoResponse) {
-								return nil, err // the call phase failed: the key is released
-							}
-							return func(ctx context.Context, db DB) (Response, error) {
-								if err != nil {
-									return resp, err
-								}
-								return resp, c.run(ctx, db)
-							}, nil
-						})
-					}
-					return runAtomic(ctx, x, st, func(ctx context.Context, db DB) (Response, error) {
-						return d.record(next, r, context.WithValue(ctx, txKey{}, db))
-					})
-				}, nil
+				return resp, d.verify(r2, resp)
 			})
 		})
 	}, nil
 }
 
-// dispatch is one request the Middleware runs through the wrapped handler: how its route was
-// found, and whether the operation's handler is known to have run (it took its transaction or
-// lease, or the router named the operation's route).
-type dispatch struct {
+// wrapped is one request the Middleware runs through the wrapped handler: how its route was
+// found, to tell whether the answer is the operation's handler's (verify).
+type wrapped struct {
 	table   *routeTable
 	route   *tableRoute
 	how     found
 	pattern string // the request's Pattern when the middleware got it
-	// body is what the wrapped handler reads (gen.Input.ReencodedBody), with contentType when
-	// it is not the request's.
-	body        []byte
-	contentType string
-	// took: TxFrom, LeaseFrom or OnComplete was called from inside the wrapped handler.
-	took atomic.Bool
 }
-
-type dispatchKey struct{}
-
-// mark records that the handler of a request served by the Middleware took its transaction or
-// lease.
-func mark(ctx context.Context) {
-	if d, ok := ctx.Value(dispatchKey{}).(*dispatch); ok {
-		d.took.Store(true)
-	}
-}
-
-// ErrNoResponse is the error of a request whose handler wrote nothing (neither WriteHeader nor
-// Write was called): a response the handler did not produce is never stored, so the request
-// fails with 500 problem `internal`, the transaction rolls back and the key is free for the
-// retry (echo.WrapMiddleware, for one, renders a handler's returned error only after the chain
-// has finished). An explicit WriteHeader with an empty body is a response. Middleware and
-// Guard return it; a framework adapter's Exec may return it (wrapped) when the framework's
-// error rendering wrote nothing either.
-var ErrNoResponse = errors.New("the handler wrote no response (neither WriteHeader nor Write was called)")
 
 // foreignResponse is a response the operation's handler did not produce: the router's 404,
 // 405 or redirect, another route's answer, an answer an inner middleware wrote instead of
@@ -189,47 +127,6 @@ func (f *foreignResponse) Error() string {
 	return "response not produced by the operation's handler: " + f.reason
 }
 
-// record runs next on the request handed on (handedOn) and returns what it wrote. A handler
-// that wrote nothing is ErrNoResponse; an answer verify does not attribute to the operation's
-// handler is a *foreignResponse.
-func (d *dispatch) record(next http.Handler, r *http.Request, ctx context.Context) (Response, error) {
-	r2 := handedOn(r, ctx, d.route.Operation, d.body, d.contentType)
-	rec := &recorder{header: http.Header{}}
-	next.ServeHTTP(rec, r2)
-	if !rec.wrote {
-		return Response{}, ErrNoResponse
-	}
-	resp := Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
-	return resp, d.verify(r2, resp)
-}
-
-// handedOn returns the request the operation's handler gets from Middleware (the wrapped
-// handler) and Guard (the framework's chain): a copy of r that carries ctx, the body as the
-// decoder read it (gen.Input.ReencodedBody, with contentType when it is not the request's), and
-// only the query parameters op declares (declaredQuery) and the query parameter carrying the key,
-// which a handler may read as it may read a key header. Its parsed forms are cleared, so a
-// handler that reads a form parses that body, not a form an outer middleware parsed from the
-// original one.
-func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, contentType string) *http.Request {
-	r2 := r.WithContext(ctx)
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.ContentLength = int64(len(body))
-	if contentType != "" {
-		r2.Header = r.Header.Clone()
-		r2.Header.Set("Content-Type", contentType)
-	}
-	r2.TransferEncoding = nil
-	r2.Form, r2.PostForm, r2.MultipartForm = nil, nil, nil
-	if r.URL.RawQuery != "" {
-		keep := op.Query
-		if op.Key.Query != "" {
-			keep = append(slices.Clip(op.Query), op.Key.Query)
-		}
-		r2.URL = declaredQuery(r.URL, keep)
-	}
-	return r2
-}
-
 // verify decides whether resp is the answer of the operation's handler. A route found by the
 // caller (MiddlewareOptions.Match, or the pattern of a router that had already routed the
 // request) is. For a route the middleware found by method and path in front of the router, the
@@ -239,11 +136,11 @@ func handedOn(r *http.Request, ctx context.Context, op *Operation, body []byte, 
 // neither sign the response is a *foreignResponse. When the router names another route but
 // that route's handler took the operation's transaction, what it wrote there cannot be kept or
 // known: that is an error (500, rolled back).
-func (d *dispatch) verify(r2 *http.Request, resp Response) error {
+func (d *wrapped) verify(r2 *http.Request, resp Response) error {
 	if d.how == foundByCaller {
 		return nil
 	}
-	took := d.took.Load()
+	took := handleFrom(r2.Context()).took.Load()
 	if r2.Pattern != d.pattern {
 		if route := d.table.byPattern(r2.Pattern, r2.Method); route == d.route {
 			return nil
@@ -257,90 +154,6 @@ func (d *dispatch) verify(r2 *http.Request, resp Response) error {
 		return nil
 	}
 	return &foreignResponse{resp: resp, reason: fmt.Sprintf("status %d from a handler that took neither the transaction nor the lease, under no route pattern of the operation", resp.Status)}
-}
-
-type txKey struct{}
-type leaseKey struct{}
-type completionKey struct{}
-
-// completion holds the writes a lease-mode handler served by the Middleware registered with
-// OnComplete.
-type completion[DB any] struct {
-	writes []func(ctx context.Context, db DB) error
-}
-
-func (c *completion[DB]) run(ctx context.Context, db DB) error {
-	for _, w := range c.writes {
-		if err := w(ctx, db); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// OnComplete registers write, to run in the transaction that completes the record of a
-// lease-mode request served by Middleware (DB is the store's handle type, pgstore.DBTX for
-// PostgreSQL). A handler calls the provider in its body and defers its own rows to write: they
-// commit with the stored response when the response is final, and roll back with the release
-// of the key otherwise, as a generated lease handler's CompleteFunc does. It returns false
-// outside such a request (write is then not registered).
-func OnComplete[DB any](ctx context.Context, write func(ctx context.Context, db DB) error) bool {
-	c, ok := ctx.Value(completionKey{}).(*completion[DB])
-	if ok {
-		c.writes = append(c.writes, write)
-		mark(ctx)
-	}
-	return ok
-}
-
-// TxFrom returns the transaction an atomic-mode request served by Middleware writes through
-// (DB is the store's handle type, pgstore.DBTX for PostgreSQL); false outside such a request.
-func TxFrom[DB any](ctx context.Context) (DB, bool) {
-	db, ok := ctx.Value(txKey{}).(DB)
-	if ok {
-		mark(ctx)
-	}
-	return db, ok
-}
-
-// LeaseFrom returns the claim of a lease-mode request served by Middleware; nil outside such a
-// request.
-func LeaseFrom(ctx context.Context) *Lease {
-	l, _ := ctx.Value(leaseKey{}).(*Lease)
-	if l != nil {
-		mark(ctx)
-	}
-	return l
-}
-
-// recorder is the http.ResponseWriter the wrapped handler writes to: everything is kept until
-// the runtime knows the outcome.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	// wrote: WriteHeader with a final status, or Write, was called.
-	wrote bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-// WriteHeader keeps the first final status. An informational one (1xx but 101, such as 103
-// Early Hints) is not the answer, and is not sent: the answer is sent once the outcome is known.
-func (r *recorder) WriteHeader(status int) {
-	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
-		return
-	}
-	if !r.wrote {
-		r.status, r.wrote = status, true
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.status, r.wrote = http.StatusOK, true
-	}
-	return r.body.Write(b)
 }
 
 // routeTable finds the route of a request.

@@ -374,3 +374,58 @@ func TestCompletedBetweenReadAndLock(t *testing.T) {
 		t.Errorf("payments %d, want 0: our writes roll back", n)
 	}
 }
+
+// A handle used after its transaction ended (a handler that kept it; a framework bridge such as
+// fiber's adaptor.HTTPMiddleware, which runs the handler after the middleware has finished the
+// request) gets store.ErrTxDone from every method, whatever the claim strategy, never a panic
+// on a connection given back to the pool, and nothing it sends runs.
+func TestHandleAfterTheTransactionEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy pgstore.ClaimStrategy
+	}{
+		{"with-statement", pgstore.ClaimWithStatement{}},
+		{"read-first", pgstore.ClaimReadFirst{}},
+		{"pipelined", pgstore.ClaimPipelined{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, withStrategy(tc.strategy))
+			var kept pgstore.DBTX
+			h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+				kept = db
+				if r.Header.Get("X-Status") == "500" {
+					return runtime.Response{Status: http.StatusInternalServerError}, nil // rolled back
+				}
+				return created(`{}`), nil
+			})
+			for _, status := range []string{"201", "500"} {
+				w := serve(h, req("t1", "k-after-the-end-"+status, body100, "X-Status", status))
+				if w.Code == 0 || kept == nil {
+					t.Fatalf("%s: the handler did not run: %d", status, w.Code)
+				}
+				ctx := context.Background()
+				if _, err := kept.Exec(ctx, insertPay, "t1", 100); !errors.Is(err, store.ErrTxDone) {
+					t.Errorf("%s: Exec after the end: %v, want store.ErrTxDone", status, err)
+				}
+				if _, err := kept.Query(ctx, "SELECT 1"); !errors.Is(err, store.ErrTxDone) {
+					t.Errorf("%s: Query after the end: %v, want store.ErrTxDone", status, err)
+				}
+				var one int
+				if err := kept.QueryRow(ctx, "SELECT 1").Scan(&one); !errors.Is(err, store.ErrTxDone) {
+					t.Errorf("%s: QueryRow after the end: %v, want store.ErrTxDone", status, err)
+				}
+				if _, err := kept.CopyFrom(ctx, pgx.Identifier{"payments"}, []string{"scope"}, pgx.CopyFromRows(nil)); !errors.Is(err, store.ErrTxDone) {
+					t.Errorf("%s: CopyFrom after the end: %v, want store.ErrTxDone", status, err)
+				}
+				b := &pgx.Batch{}
+				b.Queue("SELECT 1")
+				if err := kept.SendBatch(ctx, b).Close(); !errors.Is(err, store.ErrTxDone) {
+					t.Errorf("%s: SendBatch after the end: %v, want store.ErrTxDone", status, err)
+				}
+			}
+			if n := e.payments("t1"); n != 0 {
+				t.Errorf("%d payments written after the end, want 0", n)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,11 +78,20 @@ type tx struct {
 	// kept is the response stored by a successful Commit (store.Kept): its body omitted when
 	// the scope was over its stored-bytes cap.
 	kept *store.Response
+	// mu guards ended: a statement through DB holds it shared while it is sent, end holds it
+	// to give the connection back, so a handle used after its transaction ended (a handler
+	// that kept it, a framework bridge that ran the handler late) gets store.ErrTxDone rather
+	// than a connection that is no longer its own, or a nil one.
+	mu    sync.RWMutex
+	ended bool
 }
 
 // end gives the connection and the handler slot back, and wakes the duplicates of this
 // process that wait for the key's claim: the transaction has committed or rolled back by now.
 func (t *tx) end() {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
 	if t.held && !t.conn.Conn().IsClosed() {
 		closeConn(t.conn) // never back to the pool holding the claim lock
 	}
@@ -470,25 +480,52 @@ func sessionLost(err error) bool {
 	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) && isNetError(err)
 }
 
-// dbtx is the DBTX of a tx: statements go through its pending block while there is one.
+// dbtx is the DBTX of a tx: statements go through its pending block while there is one. Once
+// the transaction has ended, every method returns store.ErrTxDone.
 type dbtx struct{ t *tx }
 
+// use holds the transaction open for one statement; false once it has ended (release is then
+// a no-op).
+func (d dbtx) use() (release func(), ok bool) {
+	d.t.mu.RLock()
+	if d.t.ended {
+		d.t.mu.RUnlock()
+		return func() {}, false
+	}
+	return d.t.mu.RUnlock, true
+}
+
 func (d dbtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if d.t.block != nil {
+	release, ok := d.use()
+	defer release()
+	switch {
+	case !ok:
+		return pgconn.CommandTag{}, store.ErrTxDone
+	case d.t.block != nil:
 		return d.t.block.exec(ctx, sql, args)
 	}
 	return d.t.conn.Exec(ctx, sql, args...)
 }
 
 func (d dbtx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if d.t.block != nil {
+	release, ok := d.use()
+	defer release()
+	switch {
+	case !ok:
+		return nil, store.ErrTxDone
+	case d.t.block != nil:
 		return d.t.block.query(ctx, sql, args)
 	}
 	return d.t.conn.Query(ctx, sql, args...)
 }
 
 func (d dbtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if d.t.block != nil {
+	release, ok := d.use()
+	defer release()
+	switch {
+	case !ok:
+		return rowsRow{err: store.ErrTxDone}
+	case d.t.block != nil:
 		rows, err := d.t.block.query(ctx, sql, args)
 		return rowsRow{rows: rows, err: err}
 	}
@@ -497,6 +534,11 @@ func (d dbtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 // CopyFrom cannot carry the pending block: the block (and claim) is sent alone first.
 func (d dbtx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	release, ok := d.use()
+	defer release()
+	if !ok {
+		return 0, store.ErrTxDone
+	}
 	if d.t.block != nil {
 		if err := d.t.block.open(ctx); err != nil {
 			return 0, err
@@ -507,6 +549,11 @@ func (d dbtx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string,
 
 // SendBatch cannot carry the pending block: the block (and claim) is sent alone first.
 func (d dbtx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	release, ok := d.use()
+	defer release()
+	if !ok {
+		return errBatch{store.ErrTxDone}
+	}
 	if d.t.block != nil {
 		if err := d.t.block.open(ctx); err != nil {
 			return errBatch{err}

@@ -249,6 +249,10 @@ var (
 	// ErrClaimLost is the cause (context.Cause) of a handler context that a store canceled
 	// because a claim it sent in the background failed. It wraps ErrBusy or the store's error.
 	ErrClaimLost = errors.New("store: the claim of the idempotency key failed; the handler's work is discarded")
+	// ErrTxDone: a statement through a handler's DB after its transaction was committed or
+	// rolled back (a handler that kept the handle, or a framework bridge that ran the handler
+	// after the runtime finished the request). Nothing of it runs.
+	ErrTxDone = errors.New("store: the handler's transaction has already been committed or rolled back")
 )
 
 // tenantKey is the context key of WithTenant.
