@@ -229,7 +229,9 @@ func TestGuardDo(t *testing.T) {
 		!strings.HasPrefix(got.Header.Get("Content-Type"), "application/problem+json") || !strings.Contains(string(got.Body), ProblemKeyMissing) {
 		t.Errorf("no key: %d %v %s, want the 400 key-missing problem", got.Status, got.Header, got.Body)
 	}
-	nothing := func(*http.Request) (Response, error) { return Response{}, fmt.Errorf("rendered nothing: %w", ErrNoResponse) }
+	nothing := func(*http.Request) (Response, error) {
+		return Response{}, fmt.Errorf("rendered nothing: %w", ErrNoResponse)
+	}
 	if got := g.Do(req("t1", "k-guard-do-nothing-1", body100), route, nil, nothing); got.Status != http.StatusInternalServerError {
 		t.Errorf("nothing answered: %d, want 500", got.Status)
 	}
