@@ -99,6 +99,8 @@ type handle struct {
 	ended atomic.Bool
 	// inner is the error of a guard nested inside this one (dispatch).
 	inner atomic.Pointer[error]
+	// late is called when the transaction or lease is asked for after the chain returned.
+	late func()
 }
 
 type handleKey struct{}
@@ -112,7 +114,13 @@ func handleFrom(ctx context.Context) *handle {
 // live returns the handle of ctx while its chain runs, marked as taken; nil otherwise.
 func live(ctx context.Context) *handle {
 	h := handleFrom(ctx)
-	if h == nil || h.ended.Load() {
+	if h == nil {
+		return nil
+	}
+	if h.ended.Load() {
+		if h.late != nil {
+			h.late()
+		}
 		return nil
 	}
 	h.took.Store(true)
@@ -238,6 +246,8 @@ type recorder struct {
 	body   bytes.Buffer
 	// wrote: WriteHeader with a final status, or Write, was called.
 	wrote bool
+	// late, once set (the chain has returned), is called instead of recording a write.
+	late func()
 }
 
 func newRecorder() *recorder { return &recorder{header: http.Header{}} }
@@ -247,6 +257,10 @@ func (r *recorder) Header() http.Header { return r.header }
 // WriteHeader keeps the first final status. An informational one (1xx but 101, such as 103
 // Early Hints) is not the answer, and is not sent: the answer is sent once the outcome is known.
 func (r *recorder) WriteHeader(status int) {
+	if r.late != nil {
+		r.late()
+		return
+	}
 	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
 		return
 	}
@@ -256,6 +270,10 @@ func (r *recorder) WriteHeader(status int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.late != nil {
+		r.late()
+		return len(b), nil
+	}
 	if !r.wrote {
 		r.status, r.wrote = http.StatusOK, true
 	}

@@ -1,12 +1,13 @@
 package runtime
 
 import (
-	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/gen"
 )
@@ -80,22 +81,39 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 	if err != nil {
 		return nil, fmt.Errorf("middleware: %w", err)
 	}
+	learned := &atomic.Pointer[string]{}
 	return func(next http.Handler) http.Handler {
-		misuse := engineMisuse(next) // frameworks.go
+		m := newMount(rt, next, learned) // frameworks.go
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route, how := g.table.find(r, opts)
 			if route == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if why := cmp.Or(misuse, writerMisuse(w)); why != "" {
+			if why := m.refusal(w, r); why != "" {
 				rt.refuseMisuse(w, r, route.Operation, why)
 				return
 			}
 			d := &wrapped{table: g.table, route: route, how: how, pattern: r.Pattern}
-			dispatch(w, r, rt, g.st, route, nil, func(r2 *http.Request) (Response, error) {
+			cw := &clientWriter{ResponseWriter: w}
+			dispatch(cw, r, rt, g.st, route, nil, func(r2 *http.Request) (Response, error) {
+				ctx := r2.Context()
+				op := route.Operation
+				if h := handleFrom(ctx); h != nil {
+					h.late = func() { m.learn(ctx, op, misuseTookLate+": "+adapterFor(w, ctx)) }
+				}
 				rec := newRecorder()
+				mark := markHeader(w.Header())
 				next.ServeHTTP(rec, r2)
+				rec.late = func() { m.learn(ctx, op, misuseWroteLate+": "+adapterFor(w, ctx)) }
+				if markHeader(w.Header()) != mark {
+					// The client got the handler's answer from the handler itself: nothing the
+					// runtime writes now can replace it, so it writes nothing.
+					cw.sealed = true
+					why := misuseWroteOutside + ": " + adapterFor(w, ctx)
+					m.learn(ctx, op, why)
+					return Response{}, errors.New(why)
+				}
 				resp, err := rec.response()
 				if err != nil {
 					return resp, err

@@ -2,13 +2,16 @@ package idemecho_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
 	api "github.com/idemgen/idemgen/golden/conformance"
@@ -42,6 +45,11 @@ func TestNetHTTPMiddlewareInEchoIsRefused(t *testing.T) {
 	}
 	wrapped := echo.New()
 	wrapped.POST("/v1/payments", bindError, echo.WrapMiddleware(mw))
+	// The same with a wrapper between echo's writer and idemgen's middleware.
+	traced := echo.New()
+	traced.POST("/v1/payments", bindError, echo.WrapMiddleware(func(h http.Handler) http.Handler { return otelhttp.NewHandler(mw(h), "payments") }))
+	logged := echo.New()
+	logged.POST("/v1/payments", bindError, echo.WrapMiddleware(func(h http.Handler) http.Handler { return logging(mw(h)) }))
 	whole := echo.New()
 	whole.POST("/v1/payments", bindError)
 	adapter := echo.New()
@@ -55,6 +63,9 @@ func TestNetHTTPMiddlewareInEchoIsRefused(t *testing.T) {
 		adapter string
 	}{
 		{"echo.WrapMiddleware", wrapped, "idemecho.Middleware"},
+		{"echo.WrapMiddleware under otelhttp", traced, "idemecho.Middleware"},
+		{"echo.WrapMiddleware under a logging middleware", logged, "idemecho.Middleware"},
+		{"otelhttp around echo.WrapMiddleware", otelhttp.NewHandler(wrapped, "payments"), "idemecho.Middleware"},
 		{"around the whole Echo", mw(whole), "idemecho.Middleware"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,5 +148,95 @@ func TestLeaseMode(t *testing.T) {
 	}
 	if calls := provider.Calls(tenant); calls != 1 || e.count("provider_charges", tenant) != 1 || e.calls.Load() != 1 {
 		t.Errorf("provider calls %d, rows %d, handler runs %d: want 1, 1, 1", calls, e.count("provider_charges", tenant), e.calls.Load())
+	}
+}
+
+// logging is a logging middleware as services write their own: a status recorder embedding
+// the writer it wraps, with no Unwrap method.
+func logging(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		_ = fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, rec.status) // the log line
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	s.status = status
+	s.ResponseWriter.WriteHeader(status)
+}
+
+// opaque hides the writer it wraps from every look (no Unwrap, no field of the writer's type):
+// only the behaviour shows the misuse.
+type opaque struct {
+	header      func() http.Header
+	write       func([]byte) (int, error)
+	writeHeader func(int)
+}
+
+func (o opaque) Header() http.Header         { return o.header() }
+func (o opaque) Write(b []byte) (int, error) { return o.write(b) }
+func (o opaque) WriteHeader(status int)      { o.writeHeader(status) }
+
+// TestWrapMiddlewareBehindAnOpaqueWriterIsRefusedOnceSeen: with echo's writer out of sight,
+// echo.WrapMiddleware shows itself when echo renders a handler's error into the writer the
+// middleware handed on after the middleware has returned. That request got the runtime's 500
+// (the service's 400 could not be stored); the log names the adapter; every later request is
+// refused before the handler runs, and 20 parallel duplicates then run nothing.
+func TestWrapMiddlewareBehindAnOpaqueWriterIsRefusedOnceSeen(t *testing.T) {
+	e := newEnv(t)
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(e.pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: e.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := runtime.Middleware[pgstore.DBTX](rt, api.Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := func(h http.Handler) http.Handler {
+		inner := mw(h)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(opaque{w.Header, w.Write, w.WriteHeader}, r)
+		})
+	}
+	es := echo.New()
+	es.POST("/v1/payments", func(c echo.Context) error {
+		e.calls.Add(1)
+		return echo.NewHTTPError(http.StatusBadRequest, "the service's own bind error")
+	}, echo.WrapMiddleware(hidden))
+	srv := httptest.NewServer(es)
+	t.Cleanup(srv.Close)
+	body := `{"amount": 90, "currency": "EUR", "to": "acc_1"}`
+	if first := send(t, srv, "POST", "/v1/payments", "t-opaque", "k-echo-opaque-0000001", body); first.status != http.StatusInternalServerError {
+		t.Errorf("first: %s, want 500", first)
+	}
+	if !strings.Contains(e.logs.String(), "idemecho.Middleware") || !strings.Contains(e.logs.String(), "after the idempotency middleware had returned") {
+		t.Errorf("the log does not name the misuse and idemecho.Middleware:\n%s", e.logs)
+	}
+	var wg sync.WaitGroup
+	statuses := make(chan string, 20)
+	for range 20 {
+		wg.Go(func() {
+			got := send(t, srv, "POST", "/v1/payments", "t-opaque", "k-echo-opaque-0000002", body)
+			statuses <- fmt.Sprintf("%d %s", got.status, got.problem())
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != "500 internal" {
+			t.Errorf("a duplicate after the misuse was seen: %s, want 500 internal", s)
+		}
+	}
+	if n := e.calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want 1 (the request that showed the misuse)", n)
+	}
+	if n := e.records(); n != 0 {
+		t.Errorf("%d idempotency records, want none", n)
 	}
 }

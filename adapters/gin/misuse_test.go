@@ -1,13 +1,16 @@
 package idemgin_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	api "github.com/idemgen/idemgen/golden/conformance"
@@ -33,20 +36,28 @@ func TestNetHTTPMiddlewareInGinIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// shim is how a gin service mounts a net/http middleware without an adapter.
-	shim := func(c *gin.Context) {
-		mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c.Request = r
-			c.Next()
-		})).ServeHTTP(c.Writer, c.Request)
-		c.Abort()
+	// shim is how a gin service mounts a net/http middleware without an adapter; wrap is
+	// what sits between the shim and idemgen's middleware (otelhttp, a logging middleware).
+	shimUnder := func(wrap func(http.Handler) http.Handler) gin.HandlerFunc {
+		return func(c *gin.Context) {
+			wrap(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c.Request = r
+				c.Next()
+			}))).ServeHTTP(c.Writer, c.Request)
+			c.Abort()
+		}
 	}
+	shim := shimUnder(func(h http.Handler) http.Handler { return h })
 	handler := func(c *gin.Context) {
 		e.calls.Add(1)
 		c.JSON(http.StatusCreated, gin.H{"id": "pay_" + uuid.NewString()})
 	}
 	shimmed := gin.New()
 	shimmed.POST("/v1/payments", shim, handler)
+	traced := gin.New()
+	traced.POST("/v1/payments", shimUnder(otelhttp.NewMiddleware("payments")), handler)
+	logged := gin.New()
+	logged.POST("/v1/payments", shimUnder(logging), handler)
 	whole := gin.New()
 	whole.POST("/v1/payments", handler)
 	adapter := gin.New()
@@ -59,6 +70,9 @@ func TestNetHTTPMiddlewareInGinIsRefused(t *testing.T) {
 		handler http.Handler
 	}{
 		{"a shim in the chain", shimmed},
+		{"a shim under otelhttp", traced},
+		{"a shim under a logging middleware", logged},
+		{"otelhttp around a shim", otelhttp.NewHandler(shimmed, "payments")},
 		{"around the whole Engine", mw(whole)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,5 +103,114 @@ func TestNetHTTPMiddlewareInGinIsRefused(t *testing.T) {
 			}
 			e.calls.Store(0)
 		})
+	}
+}
+
+// logging is a logging middleware as services write their own: a status recorder embedding
+// the writer it wraps, with no Unwrap method.
+func logging(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		_ = fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, rec.status) // the log line
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	s.status = status
+	s.ResponseWriter.WriteHeader(status)
+}
+
+// opaque is a wrapper that hides the writer it wraps from every look (no Unwrap, no field of
+// the writer's type): only the behaviour shows the misuse.
+type opaque struct {
+	header      func() http.Header
+	write       func([]byte) (int, error)
+	writeHeader func(int)
+}
+
+func (o opaque) Header() http.Header         { return o.header() }
+func (o opaque) Write(b []byte) (int, error) { return o.write(b) }
+func (o opaque) WriteHeader(status int)      { o.writeHeader(status) }
+
+func hide(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(opaque{w.Header, w.Write, w.WriteHeader}, r)
+	})
+}
+
+// TestShimBehindAnOpaqueWriterIsRefusedOnceSeen: with the writer out of sight, the middleware
+// sees the shim by what it does: the handler answered the client on its own writer, not on the
+// one it was handed. That request's transaction is rolled back, its key released and nothing
+// stored or appended to the answer; the log names the adapter; every later request through
+// the mounting is refused before the handler runs, and 20 parallel duplicates then run nothing.
+func TestShimBehindAnOpaqueWriterIsRefusedOnceSeen(t *testing.T) {
+	e := newEnv(t)
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(e.pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: e.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := runtime.Middleware[pgstore.DBTX](rt, api.Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gin.New()
+	r.POST("/v1/payments", func(c *gin.Context) {
+		hide(mw(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			c.Request = req
+			c.Next()
+		}))).ServeHTTP(c.Writer, c.Request)
+		c.Abort()
+	}, func(c *gin.Context) {
+		e.calls.Add(1)
+		tx, ok := idemgin.TxFrom[pgstore.DBTX](c)
+		if !ok {
+			c.AbortWithStatus(http.StatusInternalServerError)
+			return
+		}
+		if _, err := tx.Exec(c.Request.Context(), `INSERT INTO payments (id, tenant, amount, currency, to_account) VALUES ($1, 't-opaque', 1, 'EUR', 'acc')`, "pay_"+uuid.NewString()); err != nil {
+			c.AbortWithStatus(http.StatusInternalServerError)
+			return
+		}
+		c.JSON(http.StatusCreated, gin.H{"ok": true})
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	body := `{"amount": 90, "currency": "EUR", "to": "acc_1"}`
+	first := send(t, srv, "POST", "/v1/payments", "t-opaque", "k-gin-opaque-00000001", body)
+	if strings.Contains(first.body, "problem") {
+		t.Errorf("first: %s; the runtime's problem was appended to the handler's answer", first)
+	}
+	if !strings.Contains(e.logs.String(), "idemgin.Middleware") || !strings.Contains(e.logs.String(), "outside the guard") {
+		t.Errorf("the log does not name the misuse and idemgin.Middleware:\n%s", e.logs)
+	}
+	var wg sync.WaitGroup
+	statuses := make(chan string, 20)
+	for range 20 {
+		wg.Go(func() {
+			got := send(t, srv, "POST", "/v1/payments", "t-opaque", "k-gin-opaque-00000002", body)
+			statuses <- fmt.Sprintf("%d %s", got.status, got.problem())
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != "500 internal" {
+			t.Errorf("a duplicate after the misuse was seen: %s, want 500 internal", s)
+		}
+	}
+	if n := e.calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want 1 (the request that showed the misuse)", n)
+	}
+	if n := e.count("payments", "t-opaque"); n != 0 {
+		t.Errorf("%d payments kept, want 0 (rolled back)", n)
+	}
+	if n := e.records(); n != 0 {
+		t.Errorf("%d idempotency records, want none", n)
 	}
 }
