@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 )
@@ -21,11 +20,10 @@ import (
 //     to gin's own writer, straight to the client; fiber's adaptor.HTTPMiddleware runs the
 //     fiber handler only after the middleware returned;
 //   - around the framework's whole engine (runtime.Middleware(...)(e), (...)(r) for a gin
-//     Engine, adaptor.FiberApp) the middleware matches paths by the operations' templates
-//     while the framework routes by its own rules (echo routes on the escaped path, gin
-//     redirects a trailing slash with a 307) and fiber's handlers cannot reach the request's
-//     transaction, so it would guard requests the framework does not route to the operation
-//     and store the framework's 404 or redirect, or nothing at all.
+//     Engine) the middleware matches paths by the operations' templates while the framework
+//     routes by its own rules (echo routes on the escaped path, gin redirects a trailing slash
+//     with a 307), so it would guard requests the framework does not route to the operation
+//     and store the framework's 404 or redirect.
 //
 // Middleware refuses such a setup loudly: every request to a marked operation is answered 500
 // problem `internal` before anything runs or is stored, and logged with the adapter to use
@@ -47,7 +45,6 @@ const (
 	echoPackage     = "github.com/labstack/echo/"
 	ginPackage      = "github.com/gin-gonic/gin"
 	fasthttpPackage = "github.com/valyala/fasthttp"
-	fiberPackage    = "github.com/gofiber/fiber/"
 
 	useEcho  = "mount idemecho.Middleware (github.com/idemgen/idemgen/adapters/echo) on the routes or groups of the marked operations instead"
 	useGin   = "mount idemgin.Middleware (github.com/idemgen/idemgen/adapters/gin) on the routes or groups of the marked operations instead"
@@ -188,11 +185,6 @@ func engineMisuse(next http.Handler) string {
 		return "runtime.Middleware wraps an *echo.Echo, which routes requests by its own rules: " + useEcho
 	case pkg == ginPackage && name == "Engine":
 		return "runtime.Middleware wraps a *gin.Engine, which routes requests by its own rules: " + useGin
-	}
-	if f, ok := next.(http.HandlerFunc); ok {
-		if fn := goruntime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil && strings.HasPrefix(fn.Name(), fiberPackage) {
-			return "runtime.Middleware wraps a fiber app served through fiber's net/http adaptor (adaptor.FiberApp), which routes by its own rules and whose handlers cannot reach the request's transaction: " + useFiber
-		}
 	}
 	return ""
 }

@@ -383,3 +383,11 @@ func NewRoute[T any](op *Operation, decode DecodeFunc[T]) Route {
 		return err
 	}}
 }
+
+// Unrouted is what a framework adapter's Next returns when the chain's answer is not the
+// operation's handler's: the framework routed the request elsewhere than the adapter matched it
+// (its 404, a redirect, another route). resp is delivered as it is, never stored, and the key
+// is released, as Middleware does for a router's answer; reason is logged.
+func Unrouted(resp Response, reason string) error {
+	return &foreignResponse{resp: resp, reason: reason}
+}
