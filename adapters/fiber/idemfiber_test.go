@@ -127,4 +127,3 @@ func TestUseClaimsWhatFiberRoutes(t *testing.T) {
 		t.Errorf("%d records for fiber's 404, want none", n)
 	}
 }
-
