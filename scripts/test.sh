@@ -26,7 +26,7 @@ fi
 # below runs in each of them too.
 example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
 # The glob picks up a new module by itself; these must never drop out of CI unnoticed.
-for d in adapters/echo adapters/fiber adapters/gin bench/frameworks examples/chi examples/echo examples/gin examples/oapi-codegen examples/ogen examples/sdk-client examples/stripe examples/svix examples/twilio; do
+for d in adapters/echo adapters/fiber adapters/gin bench/frameworks examples/chi examples/echo examples/fiber examples/gin examples/oapi-codegen examples/ogen examples/sdk-client examples/stripe examples/svix examples/twilio; do
   case " $(echo $example_modules) " in
     *" $d "*) ;;
     *) echo "$d/go.mod is missing: CI would no longer run that example module's tests" >&2; exit 1 ;;

@@ -9,7 +9,6 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/valyala/fasthttp v1.51.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 )
 
@@ -29,6 +28,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.51.0 // indirect
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect

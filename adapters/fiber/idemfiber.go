@@ -10,7 +10,7 @@
 // api.Routes is the operation table idemgen generates (`idemgen generate --target
 // middleware`). For a request to a marked operation the middleware runs the operation's strict
 // decoder and fingerprint before any key lookup, then the idempotency state machine
-// (runtime.Guard.Do, value for value: the request is converted, the chain's answer read back
+// (runtime.Guard.Do, value for value: the request is copied, the chain's answer read back
 // from fiber's response; no net/http writer is involved): the rest of the chain runs once per
 // key, with the claim's transaction in c.UserContext() (TxFrom), and its response is stored and
 // replayed. The handlers keep fiber's ways: they bind with c.BodyParser, answer with c.JSON or
@@ -26,15 +26,17 @@
 package idemfiber
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/gen"
@@ -123,12 +125,31 @@ func Middleware[DB any](rt *runtime.Runtime, routes []runtime.Route, opts Option
 }
 
 // request converts the fasthttp request of c into the *http.Request the runtime reads (the
-// ScopeFunc sees it); its context is c.UserContext() with c in it (Scope).
+// ScopeFunc sees it); its context is c.UserContext() with c in it (Scope). Everything is
+// copied: fasthttp reuses its buffers, and the runtime reads the request until it has answered.
+// Every header line is kept (two key lines are refused, not merged).
 func request(c *fiber.Ctx) (*http.Request, error) {
-	var r http.Request
-	if err := fasthttpadaptor.ConvertRequest(c.Context(), &r, true); err != nil {
-		return nil, fmt.Errorf("idemfiber: convert the request: %w", err)
+	fr := c.Request()
+	uri := string(fr.RequestURI())
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return nil, fiber.NewError(http.StatusBadRequest, "idemfiber: the request URI: "+err.Error())
 	}
+	body := fr.Body()
+	r := &http.Request{
+		Method: c.Method(), URL: u, RequestURI: uri, Host: string(fr.Host()),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+		ContentLength: int64(len(body)), Body: io.NopCloser(bytes.NewReader(body)),
+		RemoteAddr: c.Context().RemoteAddr().String(),
+	}
+	if c.Context().IsTLS() {
+		r.TLS = &tls.ConnectionState{}
+	}
+	fr.Header.VisitAll(func(k, v []byte) {
+		if key := string(k); !strings.EqualFold(key, "Transfer-Encoding") {
+			r.Header.Add(key, string(v))
+		}
+	})
 	return r.WithContext(context.WithValue(c.UserContext(), contextKey{}, c)), nil
 }
 
@@ -235,7 +256,7 @@ func find[DB any](g *runtime.Guard[DB], m *matcher, c *fiber.Ctx) (*runtime.Guar
 		if route := g.Route(c.Method(), path); route != nil {
 			params := make([]string, len(rt.Params))
 			for i, name := range rt.Params {
-				params[i] = c.Params(name)
+				params[i] = strings.Clone(c.Params(name)) // fiber reuses its buffers
 			}
 			return route, params, false
 		}
@@ -333,7 +354,10 @@ func Scope(f func(c *fiber.Ctx) (string, error)) runtime.ScopeFunc {
 		if !ok {
 			return "", errNoContext
 		}
-		return f(c)
+		s, err := f(c)
+		// fiber's strings may point into fasthttp's buffers (c.Get, c.Params): the runtime
+		// keeps the scope until the request is answered, and the record's longer.
+		return strings.Clone(s), err
 	}
 }
 

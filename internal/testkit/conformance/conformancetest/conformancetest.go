@@ -88,9 +88,36 @@ func NewEnv(t testing.TB, conns int32, stores StoreFactory) Env {
 // Service builds the service under test on env.
 type Service func(env Env) (http.Handler, error)
 
+// Listen starts the service under test on env with a server of its own (fiber's fasthttp,
+// for one) and returns its base URL ("http://127.0.0.1:port"); it stops the server when t ends.
+type Listen func(t testing.TB, env Env) (baseURL string, err error)
+
 // Run is RunOn on the PostgreSQL store with its default options.
 func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 	RunOn(t, root, PGStore(pgstore.Options{}), svc, skip)
+}
+
+// RunListening is Run for a service that serves on a server of its own (Listen).
+func RunListening(t *testing.T, root string, listen Listen, skip map[string]string) {
+	runOn(t, root, PGStore(pgstore.Options{}), listen, skip)
+}
+
+// ConformListening is Conform for a service that serves on a server of its own (Listen).
+func ConformListening(t *testing.T, root string, listen Listen) {
+	conformOn(t, root, PGStore(pgstore.Options{}), listen)
+}
+
+// httpTest is the Listen of an http.Handler: an httptest.Server.
+func httpTest(svc Service) Listen {
+	return func(t testing.TB, env Env) (string, error) {
+		h, err := svc(env)
+		if err != nil {
+			return "", err
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL, nil
+	}
 }
 
 // RunOn runs every request-sequence case against the service svc builds on a real PostgreSQL
@@ -104,6 +131,10 @@ func Run(t *testing.T, root string, svc Service, skip map[string]string) {
 // "service/905-refund-of-unknown-payment") with the reason, which the skipped subtest reports;
 // a name in skip that is no case fails the test, so a renamed case cannot be skipped silently.
 func RunOn(t *testing.T, root string, stores StoreFactory, svc Service, skip map[string]string) {
+	runOn(t, root, stores, httpTest(svc), skip)
+}
+
+func runOn(t *testing.T, root string, stores StoreFactory, listen Listen, skip map[string]string) {
 	dirs := []struct{ label, dir string }{
 		{"", filepath.Join(root, "testdata", "cases")},
 		{"service/", filepath.Join(root, "internal", "testkit", "conformance", "testdata", "cases")},
@@ -144,13 +175,11 @@ func RunOn(t *testing.T, root string, stores StoreFactory, svc Service, skip map
 	}
 
 	ctx := context.Background()
-	h, err := svc(NewEnv(t, poolSize, stores))
+	base, err := listen(t, NewEnv(t, poolSize, stores))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	runner := &cases.Runner{BaseURL: srv.URL, Client: srv.Client()}
+	runner := &cases.Runner{BaseURL: base}
 
 	for _, l := range all {
 		t.Run(l.name, func(t *testing.T) {
@@ -189,18 +218,20 @@ func Conform(t *testing.T, root string, svc Service) {
 // provider calls, and the fault checks in short mode. A failed check fails the test, with the
 // report.
 func ConformOn(t *testing.T, root string, stores StoreFactory, svc Service) {
+	conformOn(t, root, stores, httpTest(svc))
+}
+
+func conformOn(t *testing.T, root string, stores StoreFactory, listen Listen) {
 	res, err := spec.Load(context.Background(), spec.Options{Path: filepath.Join(root, "testdata", "specs", "conformance.yaml")})
 	if err != nil || res.Diags.HasErrors() {
 		t.Fatalf("conformance.yaml: %v %v", err, res.Diags.Sorted())
 	}
 	ctx := context.Background()
 	env := NewEnv(t, MinPoolSize, stores)
-	h, err := svc(env)
+	base, err := listen(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
 	tenants := []string{"conform-a", "conform-b"}
 	effects := func(ctx context.Context) (int64, error) {
 		var n int64
@@ -213,7 +244,7 @@ func ConformOn(t *testing.T, root string, stores StoreFactory, svc Service) {
 		return n, err
 	}
 	rep, err := conform.Run(ctx, res.Doc, conform.Options{
-		BaseURL:      srv.URL,
+		BaseURL:      base,
 		Header:       http.Header{"Authorization": {"Bearer " + tenants[0]}},
 		TenantHeader: http.Header{"Authorization": {"Bearer " + tenants[1]}},
 		FailHeader:   http.Header{"X-Test-Fail": {"500"}},

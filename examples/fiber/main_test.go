@@ -1,0 +1,36 @@
+package main
+
+import (
+	"net"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
+)
+
+// TestCases runs every request-sequence case (testdata/cases and the conformance service's own)
+// against this fiber service on a real PostgreSQL, over fasthttp: all of them apply.
+func TestCases(t *testing.T) {
+	conformancetest.RunListening(t, "../..", listen, nil)
+}
+
+// TestConform runs idemgen conform against this service, as a user would against theirs:
+// every check of conformance.yaml's operations passes, faults included.
+func TestConform(t *testing.T) {
+	conformancetest.ConformListening(t, "../..", listen)
+}
+
+// listen serves NewServer on env's database, store, provider and logger with fiber's own
+// server (fasthttp) on a loopback port.
+func listen(t testing.TB, env conformancetest.Env) (string, error) {
+	app, err := NewServer(env.DB, env.Store, env.Provider, env.Logger)
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String(), nil
+}
