@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -89,7 +90,10 @@ func serve(t *testing.T, app *fiber.App) string {
 		t.Fatal(err)
 	}
 	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() { _ = app.Shutdown() })
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		_ = app.ShutdownWithTimeout(time.Second) // keep-alive connections would hold Shutdown
+	})
 	return "http://" + ln.Addr().String()
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
@@ -31,6 +32,6 @@ func listen(t testing.TB, env conformancetest.Env) (string, error) {
 		return "", err
 	}
 	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() { _ = app.Shutdown() })
+	t.Cleanup(func() { _ = app.ShutdownWithTimeout(time.Second) }) // keep-alive connections would hold Shutdown
 	return "http://" + ln.Addr().String(), nil
 }
