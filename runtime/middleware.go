@@ -72,10 +72,14 @@ type MiddlewareOptions struct {
 // (http.Flusher) and connection hijacking are not available on marked operations.
 //
 // Web frameworks that route and render on their own have adapters built on Guard
-// (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin). Mounted inside echo's or gin's
-// handler chain (echo.WrapMiddleware) or around their whole engine, Middleware cannot keep the
-// contract, and answers every request to a marked operation with 500 problem `internal`,
-// logged with the adapter to use, before anything runs (frameworks.go).
+// (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin, .../adapters/fiber). Mounted
+// inside their handler chain through the framework's net/http bridge (echo.WrapMiddleware, a
+// gin shim, fiber's adaptor.HTTPMiddleware) or around echo's or gin's whole engine, Middleware
+// cannot keep the contract, and answers every request to a marked operation with 500 problem
+// `internal`, logged with the adapter to use, before anything runs; where wrappers hide the
+// framework, the first request that shows the misuse by what it does is failed and every later
+// one refused (frameworks.go). Middleware is a Guard over its own route table: one dispatch
+// serves both.
 func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (func(http.Handler) http.Handler, error) {
 	g, err := newGuard[DB](rt, routes)
 	if err != nil {
