@@ -56,7 +56,7 @@ bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 1
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh
 
-bench-frameworks: ## the echo and gin adapters against the net/http middleware, new key and replay at c=8,32 (about 2 minutes); writes bench/out/frameworks.md
+bench-frameworks: ## the echo, gin and fiber adapters against the net/http middleware and the generated handler, new key and replay at c=8,32 (about 3 minutes); writes bench/out/frameworks.md
 	./scripts/with-postgres.sh ./bench/frameworks/run.sh
 
 bench-shards: ## new keys over 1, 2 and 4 throwaway PostgreSQL servers sharded by scope digest: per-shard WAL, syncs and CPU per new key (about 1 minute); writes bench/out/shards.md

@@ -11,7 +11,12 @@
 //	                     c.ShouldBindJSON, idemgin.TxFrom, c.Data
 //	/_bench/frameworks   GET: 200, so benchdrive runs the adapters' variants against this server
 //
-// It is a module of its own so that idemgen's module does not depend on echo or gin.
+// and, on fasthttp with a listener of its own (-fiber-addr; benchdrive -fiber-url), a fiber app:
+//
+//	/v1/payments         POST: idemfiber.Middleware on the route, a fiber handler that binds
+//	                     with c.BodyParser, idemfiber.TxFrom, c.Send
+//
+// It is a module of its own so that idemgen's module does not depend on echo, gin or fiber.
 // bench/frameworks/run.sh builds it and drives it with benchdrive (make bench-frameworks).
 package main
 
@@ -19,12 +24,15 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
+	idemfiber "github.com/idemgen/idemgen/adapters/fiber"
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	"github.com/idemgen/idemgen/bench/internal/baseline"
 	"github.com/idemgen/idemgen/bench/internal/benchsrv"
@@ -35,14 +43,25 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	conns := flag.Int("conns", 64, "database pool size")
+	fiberAddr := flag.String("fiber-addr", "", "listen address of the fiber app (fasthttp); empty: no fiber app")
 	flag.Parse()
+	mount := func(mux *http.ServeMux, pool *pgxpool.Pool) error {
+		if *fiberAddr != "" {
+			app, err := fiberServer(pool)
+			if err != nil {
+				return err
+			}
+			go func() { log.Fatalf("frameworks: fiber: %v", app.Listen(*fiberAddr)) }()
+		}
+		return mountNetHTTP(mux, pool)
+	}
 	if err := benchsrv.Run(benchsrv.Options{Addr: *addr, Conns: int32(*conns), Mount: mount}); err != nil {
 		log.Fatalf("frameworks: %v", err)
 	}
 }
 
-// mount adds the adapters' variants and the probe that announces them.
-func mount(mux *http.ServeMux, pool *pgxpool.Pool) error {
+// mountNetHTTP adds the net/http adapters' variants and the probe that announces them.
+func mountNetHTTP(mux *http.ServeMux, pool *pgxpool.Pool) error {
 	e, err := echoServer(pool)
 	if err != nil {
 		return err
@@ -117,4 +136,34 @@ func ginServer(pool *pgxpool.Pool) (http.Handler, error) {
 		c.Data(http.StatusCreated, "application/json", body)
 	})
 	return r, nil
+}
+
+func fiberServer(pool *pgxpool.Pool) (*fiber.App, error) {
+	rt, err := baseline.MiddlewareRuntime(pool)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := idemfiber.Middleware[pgstore.DBTX](rt, api.Routes(), idemfiber.Options{})
+	if err != nil {
+		return nil, err
+	}
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Post("/v1/payments", idem, func(c *fiber.Ctx) error {
+		var req baseline.PaymentRequest
+		if err := c.BodyParser(&req); err != nil {
+			return fiber.NewError(http.StatusBadRequest, err.Error())
+		}
+		tx, ok := idemfiber.TxFrom[pgstore.DBTX](c)
+		if !ok {
+			return fiber.NewError(http.StatusInternalServerError, "no idempotency transaction")
+		}
+		tenant, _ := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+		body, err := baseline.CreatePayment(c.UserContext(), tx, strings.Clone(tenant), req)
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Status(http.StatusCreated).Send(body)
+	})
+	return app, nil
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # bench/frameworks/run.sh [-short]
 #
-# The framework adapters against the net/http middleware (bench/README.md, "The echo and gin
-# adapters against the net/http middleware"): builds this module's server, which serves
-# benchserver's variants plus the same createPayment through adapters/echo and adapters/gin on
-# the same pool, runtime configuration and business code, and drives the middleware's and the
-# adapters' variants with benchdrive, interleaved over 7 rounds of 1 s at c = 8 and 32 (wrk;
-# about 2 minutes). Writes bench/out/frameworks.md. -short is the smoke mode CI runs: one round
+# The framework adapters against the net/http middleware and the generated handler (bench/README.md,
+# "The echo and gin adapters against the net/http middleware", "The fiber adapter"): builds this
+# module's server, which serves benchserver's variants plus the same createPayment through
+# adapters/echo and adapters/gin on the same pool, runtime configuration and business code, and
+# through adapters/fiber on fasthttp (a listener of its own, same process and pool), and drives
+# the generated handler's, the middleware's and the adapters' variants with benchdrive,
+# interleaved over 7 rounds of 1 s at c = 8 and 32 (wrk; about 3 minutes). Writes bench/out/frameworks.md. -short is the smoke mode CI runs: one round
 # of 200 ms, checking that the server and the variants work, not how fast.
 # Run it under scripts/with-postgres.sh (make bench-frameworks).
 set -euo pipefail
@@ -24,7 +25,8 @@ mkdir -p "$out"
 go build -o "$out/benchdrive" ./bench/cmd/benchdrive
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-"$out/benchframeworks" -addr "127.0.0.1:$port" -conns 64 >"$out/benchframeworks.log" 2>&1 &
+fport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+"$out/benchframeworks" -addr "127.0.0.1:$port" -fiber-addr "127.0.0.1:$fport" -conns 64 >"$out/benchframeworks.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -39,7 +41,7 @@ if [ -z "$wrk" ] && [ -z "$short" ] && [ "$(id -u)" = 0 ] && command -v apt-get 
     { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; } || true
   wrk=$(command -v wrk || true)
 fi
-drive=("$out/benchdrive" -url "http://127.0.0.1:$port" -pid "$server" -only '^(middleware|echo adapter|gin adapter) \(ClaimWithStatement\)')
+drive=("$out/benchdrive" -url "http://127.0.0.1:$port" -fiber-url "http://127.0.0.1:$fport" -pid "$server" -only '^(middleware|echo adapter|gin adapter|fiber adapter) \(ClaimWithStatement\)|^A/B ClaimWithStatement, ')
 if [ -n "$short" ]; then
   # The Go load generator: the smoke mode needs no wrk.
   "${drive[@]}" -rounds 1 -duration 200ms -concurrency 8 | tee "$out/frameworks.md"
@@ -49,7 +51,7 @@ else
   echo "bench: wrk not found; install the Debian package wrk (apt-get install wrk)" >&2
   exit 1
 fi
-if ! grep -q 'echo adapter' "$out/frameworks.md" || ! grep -q 'gin adapter' "$out/frameworks.md"; then
+if ! grep -q 'echo adapter' "$out/frameworks.md" || ! grep -q 'gin adapter' "$out/frameworks.md" || ! grep -q 'fiber adapter' "$out/frameworks.md"; then
   echo "bench: the adapters' variants did not run (is the server bench/frameworks?)" >&2
   exit 1
 fi

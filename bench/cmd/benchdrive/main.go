@@ -79,8 +79,24 @@ func (v variant) builder(base, run string) load.Builder {
 			// spreads them over the key index as theirs do.
 			key = fmt.Sprintf("key-%s-%016x", run, mix(uint64(n)))
 		}
-		return load.Request{Method: "POST", URL: base + v.path, Header: headers("bench-"+run, key), Body: []byte(v.body)}
+		base, path := v.target(base)
+		return load.Request{Method: "POST", URL: base + path, Header: headers("bench-"+run, key), Body: []byte(v.body)}
 	}
+}
+
+// fiberPrefix marks the path of a variant served by bench/frameworks' fiber app, on fasthttp
+// with a listener of its own (-fiber-url), not by the net/http server at -url.
+const fiberPrefix = "fiber:"
+
+// fiberURL is -fiber-url: the base URL of bench/frameworks' fiber app ("" skips its variants).
+var fiberURL string
+
+// target returns the base URL and path of v's requests.
+func (v variant) target(base string) (string, string) {
+	if path, ok := strings.CutPrefix(v.path, fiberPrefix); ok {
+		return fiberURL, path
+	}
+	return base, v.path
 }
 
 // mix is splitmix64's finalizer: a bijection on 64-bit integers whose outputs look random.
@@ -125,6 +141,8 @@ const (
 	vEchoReplay   = "echo adapter (ClaimWithStatement), replay"
 	vGinNew       = "gin adapter (ClaimWithStatement), new key"
 	vGinReplay    = "gin adapter (ClaimWithStatement), replay"
+	vFiberNew     = "fiber adapter (ClaimWithStatement), new key"
+	vFiberReplay  = "fiber adapter (ClaimWithStatement), replay"
 	vFloor        = "floor: plain transaction + a record row (floor_records)"
 	vFloorPart    = "floor, partitioned table: plain transaction + a record row"
 	vNoCapNew     = "A/B ClaimWithStatement without the stored-bytes cap, new key"
@@ -163,6 +181,8 @@ var variants = []variant{
 	{vEchoReplay, "/echo/v1/payments", paymentBody, false, 0, nil, false, true},
 	{vGinNew, "/gin/v1/payments", paymentBody, true, 0, nil, false, true},
 	{vGinReplay, "/gin/v1/payments", paymentBody, false, 0, nil, false, true},
+	{vFiberNew, fiberPrefix + "/v1/payments", paymentBody, true, 0, nil, false, true},
+	{vFiberReplay, fiberPrefix + "/v1/payments", paymentBody, false, 0, nil, false, true},
 	{vFloor, "/bench/floor", paymentBody, true, 0, nil, false, false},
 	{vFloorPart, "/bench/floor-partitioned", paymentBody, true, 0, nil, false, false},
 	{vNoCapNew, "/ab/nocap/v1/payments", paymentBody, true, 0, nil, false, false},
@@ -197,6 +217,7 @@ func main() {
 		concs    = flag.String("concurrency", "1,8,16,32", "comma-separated concurrency levels")
 		storm    = flag.Int("storm", 200, "copies of one request in the same-key storm")
 		only     = flag.String("only", "", "measure only the variants whose name matches this regexp")
+		fiber    = flag.String("fiber-url", "", "base URL of bench/frameworks' fiber app (fasthttp, its own listener); empty skips the fiber variants")
 		short    = flag.Bool("short", false, "smoke mode: 1 round, 200ms per variant, concurrency 1,8, storm 20")
 		wrk      = flag.String("wrk", "", "path of wrk (4.x) to generate the HTTP load with; empty: the Go generator (package load)")
 		name     = flag.String("name", "new", "A/B mode: the name of the server at -url (a revision)")
@@ -251,15 +272,18 @@ func main() {
 		}
 		selected = kept
 	}
-	if !frameworksServed(ctx, client, *base) {
+	fiberURL = *fiber
+	{
+		served := frameworksServed(ctx, client, *base)
 		var kept []variant
 		for _, v := range selected {
-			if !v.framework {
-				kept = append(kept, v)
+			if v.framework && !served || strings.HasPrefix(v.path, fiberPrefix) && fiberURL == "" {
+				continue
 			}
+			kept = append(kept, v)
 		}
 		if len(kept) < len(selected) && *only != "" {
-			fmt.Fprintln(os.Stderr, "benchdrive: the server is not bench/frameworks: the adapters' variants are skipped")
+			fmt.Fprintln(os.Stderr, "benchdrive: the server is not bench/frameworks (or -fiber-url is not set): the adapters' variants are skipped")
 		}
 		selected = kept
 	}
@@ -620,10 +644,16 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"echo adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vEchoReplay, vMwReplay, rps},
 		{"gin adapter / middleware, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vGinNew, vMwNew, rps},
 		{"gin adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vGinReplay, vMwReplay, rps},
+		{"fiber adapter / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vFiberNew, vStmtNew, rps},
+		{"fiber adapter / generated handler, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vFiberReplay, vStmtReplay, rps},
+		{"fiber adapter / middleware, new key (req/s)", nil, vFiberNew, vMwNew, rps},
+		{"fiber adapter / middleware, replay (req/s)", nil, vFiberReplay, vMwReplay, rps},
 		{"echo adapter / middleware, new key (server CPU per request)", nil, vEchoNew, vMwNew, cpu},
 		{"echo adapter / middleware, replay (server CPU per request)", nil, vEchoReplay, vMwReplay, cpu},
 		{"gin adapter / middleware, new key (server CPU per request)", nil, vGinNew, vMwNew, cpu},
 		{"gin adapter / middleware, replay (server CPU per request)", nil, vGinReplay, vMwReplay, cpu},
+		{"fiber adapter / generated handler, new key (server CPU per request)", nil, vFiberNew, vStmtNew, cpu},
+		{"fiber adapter / generated handler, replay (server CPU per request)", nil, vFiberReplay, vStmtReplay, cpu},
 		{"replay via Redis cache / replay via PostgreSQL (req/s)", &target{bound: 1.5}, vCacheReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / replay via PostgreSQL (req/s)", nil, vLocalReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / bare handler (req/s)", &target{bound: 0.5}, vLocalReplay, vBare, rps},

@@ -99,13 +99,14 @@ func runWrk(ctx context.Context, wrk, base string, v variant, run string, conc i
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "variant.lua")
-	lua := fmt.Sprintf(wrkScript, v.path, v.body, "bench-"+run, "key-"+run, v.fresh, v.hot)
+	base, path := v.target(base)
+	lua := fmt.Sprintf(wrkScript, path, v.body, "bench-"+run, "key-"+run, v.fresh, v.hot)
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		return wrkOutcome{}, err
 	}
 	secs := max(1, int((d+time.Second-1)/time.Second))
 	cmd := exec.CommandContext(ctx, wrk, "-t1", "-c"+strconv.Itoa(conc), "-d"+strconv.Itoa(secs)+"s",
-		"--timeout", "10s", "-s", script, base+v.path)
+		"--timeout", "10s", "-s", script, base+path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
