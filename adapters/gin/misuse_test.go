@@ -214,3 +214,39 @@ func TestShimBehindAnOpaqueWriterIsRefusedOnceSeen(t *testing.T) {
 		t.Errorf("%d idempotency records, want none", n)
 	}
 }
+
+// TestAdapterUnderWrappersRunsOnce: the adapter under otelhttp and under a logging middleware
+// around the whole engine: 20 parallel duplicates of a new key make one payment, the others
+// get 409 or the replay.
+func TestAdapterUnderWrappersRunsOnce(t *testing.T) {
+	e := newEnv(t)
+	r := gin.New()
+	r.Use(auth)
+	r.POST("/v1/payments", e.idem(idemgin.Options{}), e.createPayment)
+	for _, tc := range []struct {
+		name    string
+		handler http.Handler
+	}{
+		{"otelhttp", otelhttp.NewHandler(r, "payments")},
+		{"logging", logging(r)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			t.Cleanup(srv.Close)
+			tenant := "t-gin-wrapped-" + tc.name
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					got := send(t, srv, "POST", "/v1/payments", tenant, "k-gin-wrapped-00000001", `{"amount": 90, "currency": "EUR", "to": "acc_1"}`)
+					if got.status != http.StatusCreated && got.status != http.StatusConflict {
+						t.Errorf("a duplicate: %s, want 201 or 409", got)
+					}
+				})
+			}
+			wg.Wait()
+			if n := e.count("payments", tenant); n != 1 {
+				t.Errorf("%d payments for 20 parallel duplicates, want 1", n)
+			}
+		})
+	}
+}

@@ -1,6 +1,6 @@
 // Package conformancetest runs the request-sequence cases against a service that implements the
 // conformance API (testdata/specs/conformance.yaml): idemgen's own conformance service and the
-// example services of examples/ (oapi-codegen, ogen, chi, echo, gin), each on a fresh database
+// example services of examples/ (oapi-codegen, ogen, chi, echo, gin, fiber), each on a fresh database
 // of the test server (internal/testkit/pgtest) and on the idempotency store the test chooses (a
 // StoreFactory; PGStore by default).
 package conformancetest
