@@ -9,9 +9,9 @@ import (
 	"github.com/idemgen/idemgen/runtime/canonical"
 )
 
-// This code was generated for fingerprint version 1 of runtime/canonical; a different version stops
+// This code was generated for fingerprint version 2 of runtime/canonical; a different version stops
 // the build here until the code is regenerated.
-var _ = [1]struct{}{}[canonical.Version-1]
+var _ = [1]struct{}{}[canonical.Version-2]
 
 // operationCreateCharge returns the resolved idempotency settings of createCharge; fields left out
 // take the runtime's defaults.
