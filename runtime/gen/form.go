@@ -166,11 +166,18 @@ func (f *Form) NextItem() bool {
 // Undeclared refuses the current field, which the schema does not declare, when its name, or its
 // name up to the first '[', equals one of declared up to letter case
 // (canonical.Decoder.Undeclared): form binders that match field names case-insensitively
-// (echo's) would take it for the declared field.
+// (echo's) would take it for the declared field. It also refuses a name whose brackets do not
+// parse (a[b, a]b, [a]; see FormTree): binders that split brackets read it each their own way,
+// and fiber's refuses the whole body. A declared name is literal, brackets and all
+// (metadata[order]), and never gets here.
 //
 //go:noinline
 func (f *Form) Undeclared(declared ...string) {
-	if f.err != nil || len(declared) == 0 {
+	if f.err != nil {
+		return
+	}
+	if !bracketsParse(f.Name()) {
+		f.Invalid(badBrackets)
 		return
 	}
 	n := canonical.FoldsTo(f.Name(), declared)

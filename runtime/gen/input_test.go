@@ -133,6 +133,8 @@ func TestForm(t *testing.T) {
 				default:
 					if closed {
 						f.Reject()
+					} else {
+						f.Undeclared("email", "balance", "expand")
 					}
 				}
 			}
@@ -189,6 +191,11 @@ func TestForm(t *testing.T) {
 		{"balance=1", false, "/email", "missing required field"},
 		{"email=%zz", false, "/email", "'%' not followed by two hex digits"},
 		{"email=a&email=b&balance=x", false, "/email", "field given more than once"},
+		// An undeclared name whose brackets do not parse (a closed schema refuses any).
+		{"email=a&other[x=1", false, "/other[x", badBrackets},
+		{"email=a&[=1", false, "/[", badBrackets},
+		{"email=a&o]x[y]=1", false, "/o]x[y]", badBrackets},
+		{"email=a&Email[x]=1", false, "/Email[x]", canonical.CaseVariantReason("email")},
 	} {
 		_, err := decode(tt.raw, tt.closed)
 		if at, reason := refusal(err); at != tt.at || reason != tt.reason {

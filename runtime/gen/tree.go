@@ -35,8 +35,9 @@ import (
 //	f.Required(seen, "amount")
 //
 // A name is split into its base and its bracketed segments after percent-decoding, so
-// metadata%5Bk%5D is metadata[k]; a name that is not base[seg]... (a[b, a[b]c) is one
-// literal segment. The fields are grouped by their segments, whatever their order in the
+// metadata%5Bk%5D is metadata[k]; a name with a bracket that is not base[seg]... with a
+// non-empty base and no bracket inside a segment (a[b, a[b]c, a]b, [a], metadata[[]) is
+// refused. The fields are grouped by their segments, whatever their order in the
 // body: the fields sharing a segment at one depth are one member (one map entry, one array
 // element). Strictness, each an *canonical.Error whose pointer is "/" and the form field's
 // name: a value given twice (metadata[k]=1&metadata[k]=2), a value where the schema has an
@@ -99,6 +100,12 @@ func (in *Input) FormTree() *FormTree {
 		for i, f := range in.fields {
 			start := len(t.segs)
 			t.segs = splitFormName(t.segs, f.Name)
+			if !bracketsParse(f.Name) {
+				// Every form binder reads such a name its own way, so no reading of it would be
+				// the one the fingerprint covers. No declared name of a bracketed form has
+				// brackets (the generator refuses one), so this refuses no field the schema has.
+				(*FormTree)(in).fail(f.Name, badBrackets)
+			}
 			t.entries = append(t.entries, formEntry{seg: int32(start), n: int32(len(t.segs) - start), field: int32(i)})
 		}
 		// Stable: fields with the same segments (expand[]=a&expand[]=b) keep their body order.
@@ -159,24 +166,45 @@ func (t *formTree) reset() {
 	t.cur = group{}
 }
 
+// badBrackets is why a form field whose name has brackets that do not parse is refused.
+const badBrackets = "brackets that do not parse: a bracketed field name is name[key][…], and form binders read any other each their own way"
+
+// bracketsParse reports whether a field name is free of brackets or is base[seg]... with a
+// non-empty base and no bracket inside the base or a segment: the names every form binder
+// splits alike. fiber's binder refuses a whole body with unbalanced brackets (a[b, a]b[c]),
+// gin's PostFormMap reads metadata[[] as metadata's key "[", PHP turns a[b into a_b.
+func bracketsParse(name string) bool {
+	i := strings.IndexAny(name, "[]")
+	if i < 0 {
+		return true
+	}
+	if i == 0 || name[i] != '[' {
+		return false
+	}
+	for i < len(name) {
+		if name[i] != '[' {
+			return false
+		}
+		j := strings.IndexAny(name[i+1:], "[]")
+		if j < 0 || name[i+1+j] != ']' {
+			return false
+		}
+		i += j + 2
+	}
+	return true
+}
+
 // splitFormName appends the segments of a field name to segs: "items[0][price]" is items, 0,
-// price; "expand[]" is expand and ""; a name without brackets, or one that is not
-// base[seg]... with a non-empty base and no bracket inside a segment, is itself.
+// price; "expand[]" is expand and ""; a name without brackets, or one whose brackets do not
+// parse (bracketsParse), is itself.
 func splitFormName(segs []string, name string) []string {
-	start := len(segs)
 	i := strings.IndexByte(name, '[')
-	if i <= 0 {
+	if i < 0 || !bracketsParse(name) {
 		return append(segs, name)
 	}
 	segs = append(segs, name[:i])
 	for i < len(name) {
-		if name[i] != '[' {
-			return append(segs[:start], name)
-		}
-		j := strings.IndexAny(name[i+1:], "[]")
-		if j < 0 || name[i+1+j] != ']' {
-			return append(segs[:start], name)
-		}
+		j := strings.IndexByte(name[i+1:], ']')
 		segs = append(segs, name[i+1:i+1+j])
 		i += j + 2
 	}
@@ -600,32 +628,16 @@ func (f *FormTree) Unknown(m *canonical.Members, declared ...string) {
 
 // Undeclared refuses the current member, which the object does not declare, when its key equals
 // one of declared up to letter case (canonical.Decoder.Undeclared): form binders that match
-// field names case-insensitively (echo's) would take it for the declared field. A key that
-// still holds a '[' is a name whose brackets do not parse ("metadata[[]", "metadata[a]]"); it
-// is refused when its name before the '[' is a declared one up to case, since binders that
-// split brackets their own way (gin's PostFormMap, echo's) would read it as a field of that
-// member, which the decoder did not.
+// field names case-insensitively (echo's) would take it for the declared field. (A name whose
+// brackets do not parse never gets here: FormTree refuses it.)
 //
 //go:noinline
 func (f *FormTree) Undeclared(declared ...string) {
 	if f.err != nil || len(declared) == 0 {
 		return
 	}
-	k := f.Key()
-	if n := canonical.FoldsTo(k, declared); n != "" {
+	if n := canonical.FoldsTo(f.Key(), declared); n != "" {
 		f.fail(f.fieldName(f.tree.cur.lo), canonical.CaseVariantReason(n))
-		return
-	}
-	base, _, bracket := strings.Cut(k, "[")
-	if !bracket {
-		return
-	}
-	for _, n := range declared {
-		if strings.EqualFold(n, base) {
-			f.fail(f.fieldName(f.tree.cur.lo), "brackets that do not parse after the declared "+strconv.Quote(n)+
-				", which form binders that split brackets their own way would read as a field of it: send "+strconv.Quote(n+"[key]")+" or another name")
-			return
-		}
 	}
 }
 

@@ -307,6 +307,16 @@ func TestFormTreeRefuses(t *testing.T) {
 		{"currency=usd", "/amount", "missing required field"},
 		{"amount=1&currency=us", "/currency", "length must be 3"},
 		{"amount=1&currency=usd&items[%zz]=1", "/items[", "'%' not followed by two hex digits"},
+		// Brackets that do not parse, whatever the name before them: fiber's binder refuses the
+		// body, gin's PostFormMap and PHP read them each their own way.
+		{"amount=0&currency=usd&[", "/[", badBrackets},
+		{"amount=1&currency=usd&extra[[]=x", "/extra[[]", badBrackets},
+		{"amount=1&currency=usd&extra[a]]=x", "/extra[a]]", badBrackets},
+		{"amount=1&currency=usd&a]b[c]=x", "/a]b[c]", badBrackets},
+		{"amount=1&currency=usd&a]b=x", "/a]b", badBrackets},
+		{"amount=1&currency=usd&[a]=x", "/[a]", badBrackets},
+		{"amount=1&currency=usd&a[b]c=x", "/a[b]c", badBrackets},
+		{"amount=1&currency=usd&metadata%5B%5B%5D=x", "/metadata[[]", badBrackets},
 	} {
 		_, err := decodeTree(tt.body)
 		if at, reason := refusal(err); at != tt.at || reason != tt.reason {
@@ -326,6 +336,8 @@ func TestFormTreeSplit(t *testing.T) {
 		"a[b":        "a[b",
 		"a[b]c":      "a[b]c",
 		"a]b":        "a]b",
+		"a]b[c]":     "a]b[c]",
+		"a[b]]":      "a[b]]",
 		"[a]":        "[a]",
 		"a[b[c]]":    "a[b[c]]",
 		"a[b c]":     "a|b c",
