@@ -376,20 +376,57 @@ func (c *templateChecker) errf(n *yaml.Node, at, format string, args ...any) {
 	c.failed = true
 }
 
-// schemaType is the one JSON type a schema declares ("" when it declares none or several).
+// schemaType is the one JSON type a schema declares, "null" aside ("" when it declares none or
+// several others): an OpenAPI 3.1 type array with "null" (`type: [array, "null"]`, as Huma
+// writes an optional slice) is a value of that type that may also be null, and a template
+// writes the value.
 func schemaType(s *openapi3.Schema) string {
-	if s.Type == nil || len(*s.Type) != 1 {
-		if len(s.Properties) > 0 {
-			return "object"
+	if s.Type != nil {
+		one, n := "", 0
+		for _, t := range *s.Type {
+			if t != openapi3.TypeNull {
+				one, n = t, n+1
+			}
 		}
-		return ""
+		if n == 1 {
+			return one
+		}
 	}
-	return (*s.Type)[0]
+	if len(s.Properties) > 0 {
+		return "object"
+	}
+	return ""
+}
+
+// nonNull returns the one member of a 3.1 nullable union (`anyOf: [X, {type: "null"}]`, or
+// oneOf) that is not null, or nil when s is not such a union.
+func nonNull(s *openapi3.Schema) *openapi3.Schema {
+	for _, members := range []openapi3.SchemaRefs{s.AnyOf, s.OneOf} {
+		var other *openapi3.Schema
+		nulls := 0
+		for _, m := range members {
+			if m.Value == nil {
+				return nil
+			}
+			if m.Value.Type != nil && len(*m.Value.Type) == 1 && (*m.Value.Type)[0] == openapi3.TypeNull {
+				nulls++
+			} else {
+				other = m.Value
+			}
+		}
+		if len(members) == 2 && nulls == 1 {
+			return other
+		}
+	}
+	return nil
 }
 
 func (c *templateChecker) value(n *yaml.Node, s *openapi3.Schema, at string) *model.ErrorValue {
 	if len(s.AllOf) == 1 && s.AllOf[0].Value != nil && schemaType(s) == "" {
 		s = s.AllOf[0].Value
+	}
+	if m := nonNull(s); m != nil && schemaType(s) == "" {
+		s = m
 	}
 	typ := schemaType(s)
 	switch n.Kind {

@@ -105,3 +105,86 @@ properties:
 		t.Error("a schema of an unknown type was accepted")
 	}
 }
+
+// An errors mapping onto an OpenAPI 3.1 error schema whose members allow null (`type: [array,
+// "null"]` and `type: [string, "null"]`, as Huma writes its ErrorModel, or a nullable anyOf):
+// the template writes the value, so the member is read as its non-null type. Before, such a
+// member had "no single type" and every template writing it was refused.
+func TestErrorsMappingTypeArraysWithNull(t *testing.T) {
+	const doc = `openapi: 3.1.0
+info: {title: t, version: "1"}
+x-idempotency:
+  errors:
+    content-type: application/problem+json
+    formats:
+      - schema: '#/components/schemas/ErrorModel'
+        body: {type: 'https://example.com/problems/{name}', title: '{title}', status: '{status}', detail: '{detail}', instance: '{pointer}'}
+    problems:
+      body-invalid: {body: {errors: [{location: 'body{pointer}', message: '{detail}'}], code: '{name}'}}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      x-idempotent: true
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, properties: {amount: {type: integer}}}
+      responses:
+        '201': {description: created}
+        default:
+          description: error
+          content:
+            application/problem+json:
+              schema: {$ref: '#/components/schemas/ErrorModel'}
+components:
+  schemas:
+    ErrorDetail:
+      type: object
+      additionalProperties: false
+      properties:
+        location: {type: string}
+        message: {type: string}
+        value: {}
+    ErrorModel:
+      type: object
+      additionalProperties: false
+      properties:
+        $schema: {type: string, format: uri, readOnly: true}
+        type: {type: string, format: uri, default: about:blank}
+        title: {type: string}
+        status: {type: [integer, "null"], format: int64}
+        detail: {type: [string, "null"]}
+        instance: {anyOf: [{type: string}, {type: "null"}]}
+        code: {oneOf: [{type: "null"}, {type: string}]}
+        errors:
+          type: [array, "null"]
+          items: {$ref: '#/components/schemas/ErrorDetail'}
+`
+	res := load(t, Options{Path: writeFile(t, "openapi.yaml", doc)})
+	if errs := errorsOf(res.Diags); len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	if len(res.Doc.Operations) != 1 || res.Doc.Operations[0].Settings.Errors == nil {
+		t.Fatal("no errors mapping resolved")
+	}
+	var members []string
+	for _, d := range res.Doc.Operations[0].Settings.Errors.Docs {
+		if d.Problem != "body-invalid" {
+			continue
+		}
+		for _, m := range d.Body.Members {
+			members = append(members, m.Name)
+		}
+	}
+	if got := strings.Join(members, ","); got != "code,detail,errors,instance,status,title,type" {
+		t.Errorf("body-invalid writes %s", got)
+	}
+
+	// A type array of two non-null types is still no single type.
+	bad := strings.Replace(doc, `detail: {type: [string, "null"]}`, `detail: {type: [string, integer]}`, 1)
+	res = load(t, Options{Path: writeFile(t, "openapi.yaml", bad)})
+	if errs := errorsOf(res.Diags); len(errs) == 0 || !strings.Contains(errs[0].Message, "no single type") {
+		t.Errorf("a type array of string and integer: %v", errs)
+	}
+}
