@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -114,8 +115,9 @@ func Middleware[DB any](rt *runtime.Runtime, routes []runtime.Route, opts Option
 		if err != nil {
 			return err
 		}
+		own := c.Route()
 		resp := g.Do(r, route, params, func(r2 *http.Request) (runtime.Response, error) {
-			return run(c, r2, route.Operation(), byPath, m.prefix)
+			return run(c, r2, route.Operation(), byPath, own, m.prefix)
 		})
 		if resp.Status != 0 { // 0: a guard around this one answers
 			send(c, resp)
@@ -156,7 +158,7 @@ func request(c *fiber.Ctx) (*http.Request, error) {
 // run is the chain at value level: it installs r2 (the request as fingerprinted: body, content
 // type, declared query; its context with the transaction or lease) in c, runs the rest of the
 // chain and the app's ErrorHandler for its error, and returns fiber's response as a value.
-func run(c *fiber.Ctx, r2 *http.Request, op *runtime.Operation, byPath bool, prefix string) (runtime.Response, error) {
+func run(c *fiber.Ctx, r2 *http.Request, op *runtime.Operation, byPath bool, own *fiber.Route, prefix string) (runtime.Response, error) {
 	req := &c.Context().Request
 	if err := installBody(c, r2); err != nil {
 		return runtime.Response{}, err
@@ -175,9 +177,10 @@ func run(c *fiber.Ctx, r2 *http.Request, op *runtime.Operation, byPath bool, pre
 	}
 	resp := response(c)
 	if byPath {
-		// Mounted with Use: the route fiber ran must be the operation's.
-		if rt := c.Route(); !sameShape(strings.TrimPrefix(rt.Path, prefix), op.Path) {
-			return resp, runtime.Unrouted(resp, fmt.Sprintf("fiber routed the request to %s %q (status %d)", rt.Method, rt.Path, resp.Status))
+		// Mounted with Use: the route fiber ran must be another than the middleware's own (which
+		// it still is when fiber found no route: its 404 or 405), and the operation's.
+		if rt := c.Route(); rt == own || !sameShape(strings.TrimPrefix(rt.Path, prefix), op.Path) {
+			return resp, runtime.Unrouted(resp, fmt.Sprintf("fiber routed the request to %s %q, not to a route of the operation (status %d)", rt.Method, rt.Path, resp.Status))
 		}
 	}
 	return resp, nil
@@ -237,6 +240,38 @@ type matcher struct {
 	prefix string
 	match  func(*fiber.Ctx) (string, bool)
 	ops    []op
+	kinds  atomic.Pointer[routeKinds]
+}
+
+// routeKinds tells the routes of an app registered with Use (app.Use, a group's handlers) from
+// its method routes: fiber.App.GetRoutes(true) leaves the Use routes out, and the handler list
+// of a route is its registration's own, so its first element's address names the registration.
+// A Use route whose prefix is an operation's path (app.Use("/v1/payments", idem)) is not the
+// operation's route: it matches every method, and longer paths, and when fiber finds no route
+// after it, the request is still on it.
+type routeKinds struct {
+	app    *fiber.App
+	count  uint32 // app.HandlersCount() when built: a route registered since rebuilds it
+	method map[*fiber.Handler]bool
+}
+
+// isUse reports whether r is a route of c's app registered with Use.
+func (m *matcher) isUse(c *fiber.Ctx, r *fiber.Route) bool {
+	if len(r.Handlers) == 0 {
+		return false
+	}
+	app := c.App()
+	k := m.kinds.Load()
+	if k == nil || k.app != app || k.count != app.HandlersCount() {
+		k = &routeKinds{app: app, count: app.HandlersCount(), method: map[*fiber.Handler]bool{}}
+		for _, rt := range app.GetRoutes(true) {
+			if len(rt.Handlers) > 0 {
+				k.method[&rt.Handlers[0]] = true
+			}
+		}
+		m.kinds.Store(k)
+	}
+	return !k.method[&r.Handlers[0]]
 }
 
 // find returns the marked operation c is to, its path parameter values (nil: found by the
@@ -252,7 +287,7 @@ func find[DB any](g *runtime.Guard[DB], m *matcher, c *fiber.Ctx) (*runtime.Guar
 	// On a route, c.Route() is the operation's; with Use (or a group's handlers) it is the
 	// middleware's own prefix route, and the request is matched by path as fiber will route it.
 	rt := c.Route()
-	if path, ok := cutPrefix(rt.Path, m.prefix); ok {
+	if path, ok := cutPrefix(rt.Path, m.prefix); ok && !m.isUse(c, rt) {
 		if route := g.Route(c.Method(), path); route != nil {
 			params := make([]string, len(rt.Params))
 			for i, name := range rt.Params {

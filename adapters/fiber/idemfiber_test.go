@@ -127,3 +127,47 @@ func TestUseClaimsWhatFiberRoutes(t *testing.T) {
 		t.Errorf("%d records for fiber's 404, want none", n)
 	}
 }
+
+// A Use prefix that is an operation's path (app.Use("/v1/payments", idem)) is not that
+// operation's route: the adapter matches the request's path as fiber routes it, and stores only
+// an answer of a route of the operation. Fiber's 404 (no POST route at the path), or its 405,
+// reached from the middleware's own Use route, is delivered and never stored; a longer path
+// under the prefix is another operation's or none.
+func TestUsePrefixEqualToAnOperationPath(t *testing.T) {
+	e := newEnv(t)
+	idem := e.idem(idemfiber.Options{})
+	const tenant = "t-fiber-use-prefix"
+
+	app := newApp()
+	app.Use("/v1/payments", auth, idem)
+	app.Get("/v1/payments", func(c *fiber.Ctx) error { return c.SendString("list") }) // no POST route
+	base := serve(t, app)
+	before := e.records()
+	for range 2 {
+		if got := send(t, base, "POST", "/v1/payments", tenant, "k-fiber-use-prefix-404", payment); got.status != http.StatusMethodNotAllowed && got.status != http.StatusNotFound || got.replayed() {
+			t.Errorf("no POST route under the Use prefix: %s, want fiber's 404 or 405, not stored", got)
+		}
+	}
+	if n := e.records() - before; n != 0 {
+		t.Errorf("%d records for fiber's own answer, want none", n)
+	}
+
+	app = newApp()
+	app.Use("/v1/payments", auth, idem)
+	app.Post("/v1/payments", e.createPayment)
+	app.Post("/v1/payments/:id/capture", func(c *fiber.Ctx) error { return c.SendStatus(http.StatusAccepted) }) // not marked
+	base = serve(t, app)
+	key := "k-fiber-use-prefix-ok-" + uuid.NewString()[:8]
+	first := send(t, base, "POST", "/v1/payments", tenant, key, payment)
+	again := send(t, base, "POST", "/v1/payments", tenant, key, payment)
+	if first.status != http.StatusCreated || !again.replayed() || e.count("payments", tenant) != 1 {
+		t.Errorf("the operation's route under a Use prefix: %s then %s, want 201 and its replay", first, again)
+	}
+	before = e.records()
+	if got := send(t, base, "POST", "/v1/payments/pay_1/capture", tenant, "k-fiber-use-prefix-other", payment); got.status != http.StatusAccepted || got.replayed() {
+		t.Errorf("an unmarked route under the prefix: %s", got)
+	}
+	if n := e.records() - before; n != 0 {
+		t.Errorf("%d records for an unmarked route under the prefix, want none", n)
+	}
+}
