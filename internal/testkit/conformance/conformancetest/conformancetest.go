@@ -221,10 +221,21 @@ func ConformOn(t *testing.T, root string, stores StoreFactory, svc Service) {
 	conformOn(t, root, stores, httpTest(svc))
 }
 
+// ConformSpec is Conform judged by another spec of the same API than conformance.yaml: the one
+// a code-first service exports from its code (Huma's), with the config it is generated with
+// (opts, paths relative to the test's directory). Its operations must be conformance.yaml's.
+func ConformSpec(t *testing.T, root string, opts spec.Options, svc Service) {
+	conformSpecOn(t, opts, PGStore(pgstore.Options{}), httpTest(svc))
+}
+
 func conformOn(t *testing.T, root string, stores StoreFactory, listen Listen) {
-	res, err := spec.Load(context.Background(), spec.Options{Path: filepath.Join(root, "testdata", "specs", "conformance.yaml")})
+	conformSpecOn(t, spec.Options{Path: filepath.Join(root, "testdata", "specs", "conformance.yaml")}, stores, listen)
+}
+
+func conformSpecOn(t *testing.T, opts spec.Options, stores StoreFactory, listen Listen) {
+	res, err := spec.Load(context.Background(), opts)
 	if err != nil || res.Diags.HasErrors() {
-		t.Fatalf("conformance.yaml: %v %v", err, res.Diags.Sorted())
+		t.Fatalf("%s: %v %v", opts.Path, err, res.Diags.Sorted())
 	}
 	ctx := context.Background()
 	env := NewEnv(t, MinPoolSize, stores)

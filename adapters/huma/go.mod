@@ -1,0 +1,31 @@
+module github.com/idemgen/idemgen/adapters/huma
+
+go 1.26.0
+
+replace github.com/idemgen/idemgen => ../..
+
+require (
+	github.com/danielgtaylor/huma/v2 v2.37.2
+	github.com/google/uuid v1.6.0
+	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.13.0
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dlclark/regexp2/v2 v2.13.0 // indirect
+	github.com/felixge/httpsnoop v1.1.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)

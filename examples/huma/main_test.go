@@ -1,0 +1,31 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/spec"
+	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
+)
+
+// TestCases runs every request-sequence case (testdata/cases and the conformance service's own)
+// against this Huma service on a real PostgreSQL: all of them apply.
+func TestCases(t *testing.T) {
+	conformancetest.Run(t, "../..", serve, nil)
+}
+
+// TestConform runs idemgen conform against this service, as a user would against theirs:
+// every check of conformance.yaml's operations passes, faults included.
+func TestConform(t *testing.T) {
+	conformancetest.Conform(t, "../..", serve)
+}
+
+func serve(env conformancetest.Env) (http.Handler, error) {
+	return NewServer(env.DB, env.Store, env.Provider, env.Logger)
+}
+
+// TestConformExportedSpec runs idemgen conform judged by the spec this service exports from its
+// code (openapi.yaml, with idemgen.yaml: the errors in Huma's ErrorModel), faults included.
+func TestConformExportedSpec(t *testing.T) {
+	conformancetest.ConformSpec(t, "../..", spec.Options{Path: "openapi.yaml", ConfigPath: "idemgen.yaml"}, serve)
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	idemhuma "github.com/idemgen/idemgen/adapters/huma"
+	"github.com/idemgen/idemgen/examples/huma/idem"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// apiConfig is the API's Huma configuration (OpenAPI 3.1).
+func apiConfig() huma.Config {
+	return huma.DefaultConfig("Conformance payments API", "1.0.0")
+}
+
+// NewServer returns the payments API on Huma over Go's http.ServeMux. records is the
+// idempotency store (main's is pgstore.New over pool; the tests choose theirs), whose tables
+// must exist, and so must the pool's business tables (conformance.Migrate).
+func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
+	mux := http.NewServeMux()
+	api := humago.New(mux, apiConfig())
+	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in
+	// the context, as a Huma middleware over the operation table generated from the exported
+	// spec (package idem).
+	idempotent, err := idemhuma.New[pgstore.DBTX](api, runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log}, idem.Routes(), idemhuma.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	api.UseMiddleware(authenticate(api), idempotent) // idemgen: one argument, after the authentication
+	Register(api, &Service{pool: pool, provider: provider})
+	mux.Handle("GET /_effects", conformance.Effects(pool, provider))
+	// The cases' test knobs (X-Test-Delay, X-Test-Fail): a net/http middleware of the test
+	// fixture, which puts them in the request's context.
+	return conformance.WithKnobs(mux), nil
+}
+
+type tenantKey struct{}
+
+// authenticate is the service's authentication, a Huma middleware: `Authorization: Bearer
+// <tenant>` names the tenant, which it puts in the context; a request without it is refused
+// with the API's own 401.
+func authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(ctx.Header("Authorization")), " ")
+		if token = strings.TrimSpace(token); !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			ctx.SetHeader("Content-Type", "application/problem+json")
+			ctx.SetStatus(http.StatusUnauthorized)
+			_ = api.Marshal(ctx.BodyWriter(), "application/problem+json", errUnauthenticated)
+			return
+		}
+		next(huma.WithValue(ctx, tenantKey{}, token))
+	}
+}
