@@ -13,7 +13,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/adapters/huma v0.0.0-00010101000000-000000000000
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 )
 
 require (
