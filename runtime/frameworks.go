@@ -27,8 +27,8 @@ import (
 //
 // Middleware refuses such a setup loudly: every request to a marked operation is answered 500
 // problem `internal` before anything runs or is stored, and logged with the adapter to use
-// instead (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin, .../adapters/fiber),
-// which routes and renders the framework's own way. It finds the setup two ways:
+// instead (github.com/idemgen/idemgen/adapters/echo, .../adapters/gin, .../adapters/fiber,
+// .../adapters/fiberv3), which routes and renders the framework's own way. It finds the setup two ways:
 //
 //   - by behaviour, whatever wraps the writer or the request (otelhttp, a logging middleware):
 //     the wrapped handler wrote to the client's writer rather than to the one it was handed,
@@ -48,8 +48,8 @@ const (
 
 	useEcho  = "mount idemecho.Middleware (github.com/idemgen/idemgen/adapters/echo) on the routes or groups of the marked operations instead"
 	useGin   = "mount idemgin.Middleware (github.com/idemgen/idemgen/adapters/gin) on the routes or groups of the marked operations instead"
-	useFiber = "mount idemfiber.Middleware (github.com/idemgen/idemgen/adapters/fiber) on the routes, groups or app of the marked operations instead"
-	useAny   = "mount the framework's adapter instead: idemecho.Middleware (github.com/idemgen/idemgen/adapters/echo), idemgin.Middleware (.../adapters/gin) or idemfiber.Middleware (.../adapters/fiber); docs/integrate.md shows each framework's way"
+	useFiber = "mount idemfiber.Middleware (github.com/idemgen/idemgen/adapters/fiber for fiber v2, .../adapters/fiberv3 for fiber v3) on the routes, groups or app of the marked operations instead"
+	useAny   = "mount the framework's adapter instead: idemecho.Middleware (github.com/idemgen/idemgen/adapters/echo), idemgin.Middleware (.../adapters/gin) or idemfiber.Middleware (.../adapters/fiber, .../adapters/fiberv3); docs/integrate.md shows each framework's way"
 )
 
 // mount is Middleware mounted in front of one handler: what it knows about its place.

@@ -1,0 +1,88 @@
+package idemfiber_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/internal/testkit/conformance"
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+)
+
+// TestHTTPMiddlewareIsRefused: fiber's documented way to run net/http middleware,
+// adaptor.HTTPMiddleware, runs the fiber handler only after the middleware has returned, so
+// idemgen's net/http middleware cannot guard it. Directly, under otelhttp and under a logging
+// middleware, it is refused before anything runs: 20 parallel duplicates all get 500
+// `internal`, the handler never runs, nothing is stored, and the log names adapters/fiberv3.
+func TestHTTPMiddlewareIsRefused(t *testing.T) {
+	e := newEnv(t)
+	rt, err := runtime.New(runtime.Config{Store: pgstore.New(e.pool, pgstore.Options{}), Scope: conformance.TenantOf, Logger: e.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := runtime.Middleware[pgstore.DBTX](rt, api.Routes(), runtime.MiddlewareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mw   func(http.Handler) http.Handler
+	}{
+		{"adaptor.HTTPMiddleware", mw},
+		{"under otelhttp", func(h http.Handler) http.Handler { return otelhttp.NewHandler(mw(h), "payments") }},
+		{"under a logging middleware", func(h http.Handler) http.Handler { return logging(mw(h)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := newApp()
+			app.Use(auth)
+			app.Post("/v1/payments", adaptor.HTTPMiddleware(tc.mw), e.createPayment)
+			base := serve(t, app)
+			e.calls.Store(0)
+			before := e.records()
+			for _, s := range parallel(t, 20, base, "/v1/payments", "t-fiber-misuse", "k-fiber-misuse-"+uuid.NewString()[:8], payment) {
+				if s != "500 internal" {
+					t.Errorf("a duplicate: %s, want 500 internal", s)
+				}
+			}
+			if n := e.calls.Load(); n != 0 {
+				t.Errorf("the handler ran %d times, want 0", n)
+			}
+			if n := e.records() - before; n != 0 {
+				t.Errorf("%d idempotency records, want none", n)
+			}
+			if n := e.count("payments", "t-fiber-misuse"); n != 0 {
+				t.Errorf("%d payments, want none", n)
+			}
+			if !strings.Contains(e.logs.String(), "adapters/fiberv3") {
+				t.Errorf("the log does not name adapters/fiberv3:\n%s", e.logs)
+			}
+		})
+	}
+}
+
+// logging is a logging middleware as services write their own: a status recorder embedding
+// the writer it wraps, with no Unwrap method.
+func logging(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		_ = fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, rec.status)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	s.status = status
+	s.ResponseWriter.WriteHeader(status)
+}
