@@ -32,8 +32,10 @@ import (
 //
 //   - by behaviour, whatever wraps the writer or the request (otelhttp, a logging middleware):
 //     the wrapped handler wrote to the client's writer rather than to the one it was handed,
-//     wrote to the one it was handed after it had returned, or asked for the transaction or
-//     lease after it had returned. The request that shows it is failed (rolled back, the key
+//     wrote to the one it was handed after it had returned, asked for the transaction or
+//     lease after it had returned, or answered a success (2xx) without taking either while no
+//     router named the operation's route (fiber's adaptor.FiberApp: a fiber app behind the
+//     middleware, whose handlers never see the request's context). The request that shows it is failed (rolled back, the key
 //     released, 500, logged), and so is every later request through that mounting, before
 //     anything runs: the mounting has shown it cannot keep the contract.
 //   - before the first request, where the framework is in sight: the wrapped handler is a
@@ -92,6 +94,7 @@ const (
 	misuseWroteOutside = "the wrapped handler wrote to the client's response writer instead of the one the idempotency middleware handed it (a framework's bridge, such as a gin shim calling c.Next(), writes to its own writer): its answer reached the client outside the guard"
 	misuseWroteLate    = "the wrapped handler wrote its answer after the idempotency middleware had returned (echo.WrapMiddleware renders a handler's error only then): the answer cannot be the one stored"
 	misuseTookLate     = "the handler asked for its transaction or lease after the idempotency middleware had returned (fiber's adaptor.HTTPMiddleware runs the handler only then): it ran outside the guard"
+	misuseUntaken      = "the wrapped handler answered a success without taking its transaction or lease, and no router named the operation's route: its writes cannot commit with the stored answer, and a retry would run it again (a bridge to another server, such as fiber's adaptor.FiberApp, whose handlers never see the request's context; or a handler writing through its own pool: take runtime.TxFrom or LeaseFrom from the request's context)"
 )
 
 // adapterFor names the adapter to use for a request whose writer or context shows its

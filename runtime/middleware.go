@@ -103,6 +103,11 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 			dispatch(cw, r, rt, g.st, route, nil, func(r2 *http.Request) (Response, error) {
 				ctx := r2.Context()
 				op := route.Operation
+				if p := m.learned.Load(); p != nil {
+					// Learned while this request waited for its claim (a duplicate of the one
+					// that showed it, claiming the key it released): the handler does not run.
+					return Response{}, errors.New(*p)
+				}
 				if h := handleFrom(ctx); h != nil {
 					h.late = func() { m.learn(ctx, op, misuseTookLate+": "+adapterFor(w, ctx)) }
 				}
@@ -122,7 +127,17 @@ func Middleware[DB any](rt *Runtime, routes []Route, opts MiddlewareOptions) (fu
 				if err != nil {
 					return resp, err
 				}
-				return resp, d.verify(r2, resp)
+				err = d.verify(r2, resp)
+				var foreign *foreignResponse
+				if errors.As(err, &foreign) && foreign.untaken && resp.Status >= 200 && resp.Status < 300 {
+					// A success no router named and no handler took the transaction or lease
+					// for: not a router's 404, 405 or redirect, and its writes cannot be in the
+					// transaction. Delivered unstored, every retry would run it again.
+					why := misuseUntaken + ": " + adapterFor(w, ctx)
+					m.learn(ctx, op, why)
+					return Response{}, errors.New(why)
+				}
+				return resp, err
 			})
 		})
 	}, nil
@@ -143,6 +158,9 @@ type wrapped struct {
 type foreignResponse struct {
 	resp   Response
 	reason string
+	// untaken: the router named no route and the handler took neither the transaction nor
+	// the lease (not another route's answer).
+	untaken bool
 }
 
 func (f *foreignResponse) Error() string {
@@ -175,7 +193,7 @@ func (d *wrapped) verify(r2 *http.Request, resp Response) error {
 	if took {
 		return nil
 	}
-	return &foreignResponse{resp: resp, reason: fmt.Sprintf("status %d from a handler that took neither the transaction nor the lease, under no route pattern of the operation", resp.Status)}
+	return &foreignResponse{resp: resp, reason: fmt.Sprintf("status %d from a handler that took neither the transaction nor the lease, under no route pattern of the operation", resp.Status), untaken: true}
 }
 
 // routeTable finds the route of a request.

@@ -573,3 +573,44 @@ func TestMiddlewareHandsOnOnlyTheDeclaredQuery(t *testing.T) {
 		t.Errorf("the handler saw %q, want %q: the declared parameters and the deepObject's field, no description", seen, want)
 	}
 }
+
+// A success from a handler that took neither the transaction nor the lease, under no route
+// pattern of the operation (fiber's adaptor.FiberApp behind the middleware, whose handlers never
+// see the request's context; a handler writing through its own pool behind a router that names
+// no pattern), is not delivered unstored, which would run it again on every retry: the request
+// fails (500, key released), the misuse is logged, and every later request is refused before
+// the handler runs. A refusal without the transaction (a 402) is still delivered unstored.
+func TestMiddlewareSuccessWithoutTheTransaction(t *testing.T) {
+	e := newMemEnv(t, nil)
+	calls := 0
+	h := e.middlewareAround(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if r.Header.Get("X-Decline") != "" {
+			w.WriteHeader(http.StatusPaymentRequired)
+			return
+		}
+		w.WriteHeader(http.StatusCreated) // wrote elsewhere, never took TxFrom
+	}), false)
+	for range 2 {
+		if w := serveReq(h, req("t1", "k-test-0001-declinedddd", body100, "X-Decline", "1")); w.Code != http.StatusPaymentRequired {
+			t.Fatalf("decline: %d", w.Code)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("a decline without the transaction ran %d times, want 2 (delivered, not stored)", calls)
+	}
+	if w := serveReq(h, req("t1", key1, body100)); w.Code != http.StatusInternalServerError {
+		t.Errorf("a success without the transaction: %d, want 500", w.Code)
+	}
+	for _, k := range []string{key1, "k-test-0002-bbbbbbbbbbbb"} {
+		if w := serveReq(h, req("t1", k, body100)); w.Code != http.StatusInternalServerError {
+			t.Errorf("after the misuse showed: %d, want 500", w.Code)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("the handler ran %d times in all, want 3 (refused before running once the misuse showed)", calls)
+	}
+	if !strings.Contains(e.logs.String(), "answered a success without taking its transaction or lease") {
+		t.Errorf("the log does not say why:\n%s", e.logs)
+	}
+}
