@@ -63,8 +63,8 @@ bench-shards: ## new keys over 1, 2 and 4 throwaway PostgreSQL servers sharded b
 	./bench/shards/run.sh 1 2 4
 
 FUZZTIME ?= 60s
-fuzz-adapters: ## the adapters' differential fuzzers: echo's, gin's and fiber's JSON and form binders against the strict decoder, 60 s each (FUZZTIME=)
-	for m in adapters/echo adapters/gin adapters/fiber; do for f in FuzzBindJSON FuzzBindForm; do \
+fuzz-adapters: ## the adapters' differential fuzzers: echo's, gin's, fiber's (v2, v3) and Huma's JSON and form binders against the strict decoder, 60 s each (FUZZTIME=)
+	for m in adapters/echo adapters/gin adapters/fiber adapters/fiberv3 adapters/huma; do for f in FuzzBindJSON FuzzBindForm; do \
 		(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) || exit 1; done; done
 
 # Every fuzzer, as package:Name. Their seed corpora run as plain tests in `make test` (CI's short

@@ -61,9 +61,9 @@ func newEnv(t *testing.T) *env {
 }
 
 // idem is the middleware over the conformance spec's operation table.
-func (e *env) idem(a huma.API) func(huma.Context, func(huma.Context)) {
+func (e *env) idem() func(huma.Context, func(huma.Context)) {
 	e.t.Helper()
-	m, err := idemhuma.Middleware[pgstore.DBTX](a, e.rt, api.Routes(), idemhuma.Options{Logger: e.log})
+	m, err := idemhuma.Middleware[pgstore.DBTX](e.rt, api.Routes(), idemhuma.Options{Logger: e.log})
 	if err != nil {
 		e.t.Fatal(err)
 	}

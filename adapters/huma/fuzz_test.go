@@ -55,7 +55,7 @@ type bound struct {
 func fuzzAPI(t testing.TB, guarded bool) (http.Handler, *bound) {
 	mux, a := newAPI()
 	if guarded {
-		idem, err := idemhuma.Middleware[pgstore.DBTX](a, bindtest.NewRuntime(t), api.Routes(), idemhuma.Options{})
+		idem, err := idemhuma.Middleware[pgstore.DBTX](bindtest.NewRuntime(t), api.Routes(), idemhuma.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,12 @@
 //		Extensions: map[string]any{"x-idempotent": true}}, createPayment)
 //
 //	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemhuma.ScopeValue(tenantKey{})})
-//	idem, err := idemhuma.Middleware[pgstore.DBTX](api, rt, idem.Routes())
+//	idem, err := idemhuma.Middleware[pgstore.DBTX](rt, idem.Routes(), idemhuma.Options{})
 //	api.UseMiddleware(authenticate, idem) // after the service's own authentication
 //
 // (New does both in one call.) The spec is an output of the code: export it from the API
-// (api.OpenAPI().YAML(), or WriteSpec) and generate the operation table from it (`idemgen
-// generate openapi.yaml --target middleware`), both from `go generate`. idem.Routes is that
+// (idemhumatest.Spec, from a test that go generate runs) and generate the operation table from
+// it (`idemgen generate openapi.yaml --target middleware`), both from `go generate`. idem.Routes is that
 // table. For a request to a marked operation the middleware runs the operation's strict decoder
 // and fingerprint before any key lookup, then the idempotency state machine
 // (runtime.Guard.Do, value for value: no net/http writer is faked): the rest of the chain,
@@ -28,13 +28,13 @@ package idemhuma
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,12 +60,12 @@ type Options struct {
 
 // New is runtime.New(cfg) and Middleware in one call, for a service that uses the runtime for
 // nothing else. It fails when runtime.New or Middleware does.
-func New[DB any](api huma.API, cfg runtime.Config, routes []runtime.Route, opts Options) (func(huma.Context, func(huma.Context)), error) {
+func New[DB any](cfg runtime.Config, routes []runtime.Route, opts Options) (func(huma.Context, func(huma.Context)), error) {
 	rt, err := runtime.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("idemhuma: %w", err)
 	}
-	return Middleware[DB](api, rt, routes, opts)
+	return Middleware[DB](rt, routes, opts)
 }
 
 // Middleware returns the Huma middleware that guards the marked operations of routes (the
@@ -94,10 +94,7 @@ func New[DB any](api huma.API, cfg runtime.Config, routes []runtime.Route, opts 
 // The response is buffered until the outcome is known: streaming responses (Huma's sse, a
 // body callback that flushes) are not available on guarded operations. Middleware fails when
 // routes hold an operation twice or when rt's store cannot run DB writes in its transactions.
-func Middleware[DB any](api huma.API, rt *runtime.Runtime, routes []runtime.Route, opts Options) (func(huma.Context, func(huma.Context)), error) {
-	if api == nil {
-		return nil, fmt.Errorf("idemhuma: nil huma.API")
-	}
+func Middleware[DB any](rt *runtime.Runtime, routes []runtime.Route, opts Options) (func(huma.Context, func(huma.Context)), error) {
 	g, err := runtime.NewGuard[DB](rt, routes)
 	if err != nil {
 		return nil, fmt.Errorf("idemhuma: %w", err)
@@ -115,14 +112,14 @@ func Middleware[DB any](api huma.API, rt *runtime.Runtime, routes []runtime.Rout
 		}
 		if route == nil {
 			if op != nil && Marked(op) {
-				refuse(api, ctx, log, op, "is marked "+Extension+" in the code but not in the generated operation table")
+				refuse(ctx, log, op, "is marked "+Extension+" in the code but not in the generated operation table")
 				return
 			}
 			next(ctx)
 			return
 		}
 		if table := route.Operation(); table.Method != op.Method || !sameShape(table.Path, op.Path) {
-			refuse(api, ctx, log, op, fmt.Sprintf("is %s %s in the code but %s %s in the generated operation table", op.Method, op.Path, table.Method, table.Path))
+			refuse(ctx, log, op, fmt.Sprintf("is %s %s in the code but %s %s in the generated operation table", op.Method, op.Path, table.Method, table.Path))
 			return
 		}
 		t, ok := tmpls.Load(op)
@@ -146,12 +143,19 @@ func Marked(op *huma.Operation) bool {
 	return ok && v != false && v != nil
 }
 
-// refuse answers a marked operation the generated table does not guard: Huma's 500, and a log
-// line saying what to run.
-func refuse(api huma.API, ctx huma.Context, log *slog.Logger, op *huma.Operation, why string) {
+// refuse answers a marked operation the generated table does not guard: a 500 in the API's
+// error model (huma.NewError, which a service may replace), and a log line saying what to run.
+func refuse(ctx huma.Context, log *slog.Logger, op *huma.Operation, why string) {
 	msg := fmt.Sprintf("idemhuma: operation %s %s", op.OperationID, why)
 	log.ErrorContext(ctx.Context(), msg+"; refused before anything ran: export the spec and run idemgen generate again (go generate)", "operation", op.OperationID)
-	_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "the idempotency guard of this operation is not set up; the request was not processed")
+	var doc any = huma.NewError(http.StatusInternalServerError, "the idempotency guard of this operation is not set up; the request was not processed")
+	ct := "application/json"
+	if f, ok := doc.(huma.ContentTypeFilter); ok {
+		ct = f.ContentType(ct)
+	}
+	ctx.SetHeader("Content-Type", ct)
+	ctx.SetStatus(http.StatusInternalServerError)
+	_ = json.NewEncoder(ctx.BodyWriter()).Encode(doc)
 }
 
 // request converts Huma's request to the *http.Request the runtime reads (the ScopeFunc sees
@@ -342,20 +346,6 @@ func Check(api huma.API, routes []runtime.Route) error {
 	if len(problems) > 0 {
 		slices.Sort(problems)
 		return fmt.Errorf("idemhuma: the generated operation table does not match the API (export the spec and run idemgen generate again): %s", strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-// WriteSpec writes the OpenAPI document api serves (3.1, YAML) to path, for `idemgen generate`:
-// the spec of a code-first service is an output of its code. A service's go:generate runs a
-// command that builds its API and calls WriteSpec, then idemgen.
-func WriteSpec(api huma.API, path string) error {
-	b, err := api.OpenAPI().YAML()
-	if err != nil {
-		return fmt.Errorf("idemhuma: the API's OpenAPI document: %w", err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("idemhuma: %w", err)
 	}
 	return nil
 }

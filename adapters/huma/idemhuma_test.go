@@ -38,9 +38,9 @@ func TestMountings(t *testing.T) {
 			mux, a := newAPI()
 			a.UseMiddleware(authenticate(a))
 			if tc.op {
-				huma.Register(a, createPaymentOp(e.idem(a)), e.createPayment)
+				huma.Register(a, createPaymentOp(e.idem()), e.createPayment)
 			} else {
-				a.UseMiddleware(e.idem(a))
+				a.UseMiddleware(e.idem())
 				huma.Register(a, createPaymentOp(), e.createPayment)
 			}
 			var h http.Handler = mux
@@ -117,7 +117,7 @@ func TestMountings(t *testing.T) {
 func TestPathParameters(t *testing.T) {
 	e := newEnv(t)
 	mux, a := newAPI()
-	a.UseMiddleware(authenticate(a), e.idem(a))
+	a.UseMiddleware(authenticate(a), e.idem())
 	huma.Register(a, huma.Operation{OperationID: "createRefund", Method: http.MethodPost, Path: "/v1/payments/{id}/refunds", DefaultStatus: http.StatusCreated,
 		Extensions: map[string]any{idemhuma.Extension: true}}, func(ctx context.Context, in *struct {
 		ID   string `path:"id"`
@@ -156,7 +156,7 @@ func TestPathParameters(t *testing.T) {
 func TestStaleTable(t *testing.T) {
 	e := newEnv(t)
 	mux, a := newAPI()
-	a.UseMiddleware(authenticate(a), e.idem(a))
+	a.UseMiddleware(authenticate(a), e.idem())
 	handler := func(ctx context.Context, in *struct{}) (*struct{ Body string }, error) {
 		e.calls.Add(1)
 		return &struct{ Body string }{"ran"}, nil

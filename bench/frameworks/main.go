@@ -9,6 +9,9 @@
 //	                     with c.JSONBlob
 //	/gin/v1/payments     POST: idemgin.Middleware on the route, a gin handler that binds with
 //	                     c.ShouldBindJSON, idemgin.TxFrom, c.Data
+//	/huma/v1/payments    POST: idemhuma.Middleware for a Huma API on Go's ServeMux (humago), a
+//	                     Huma handler whose input Huma binds and validates, runtime.TxFrom,
+//	                     the body as raw bytes
 //	/_bench/frameworks   GET: 200, so benchdrive runs the adapters' variants against this server
 //
 // and, on fasthttp with a listener of its own (-fiber-addr; benchdrive -fiber-url), a fiber app:
@@ -16,16 +19,19 @@
 //	/v1/payments         POST: idemfiber.Middleware on the route, a fiber handler that binds
 //	                     with c.BodyParser, idemfiber.TxFrom, c.Send
 //
-// It is a module of its own so that idemgen's module does not depend on echo, gin or fiber.
+// It is a module of its own so that idemgen's module does not depend on echo, gin, fiber or Huma.
 // bench/frameworks/run.sh builds it and drives it with benchdrive (make bench-frameworks).
 package main
 
 import (
+	"context"
 	"flag"
 	"log"
 	"net/http"
 	"strings"
 
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/gin-gonic/gin"
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,9 +40,11 @@ import (
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
 	idemfiber "github.com/idemgen/idemgen/adapters/fiber"
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
+	idemhuma "github.com/idemgen/idemgen/adapters/huma"
 	"github.com/idemgen/idemgen/bench/internal/baseline"
 	"github.com/idemgen/idemgen/bench/internal/benchsrv"
 	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -71,7 +79,12 @@ func mountNetHTTP(mux *http.ServeMux, pool *pgxpool.Pool) error {
 		return err
 	}
 	mux.Handle("/echo/", http.StripPrefix("/echo", e))
+	h, err := humaServer(pool)
+	if err != nil {
+		return err
+	}
 	mux.Handle("/gin/", http.StripPrefix("/gin", g))
+	mux.Handle("/huma/", http.StripPrefix("/huma", h))
 	mux.HandleFunc("GET /_bench/frameworks", func(http.ResponseWriter, *http.Request) {})
 	return nil
 }
@@ -166,4 +179,39 @@ func fiberServer(pool *pgxpool.Pool) (*fiber.App, error) {
 		return c.Status(http.StatusCreated).Send(body)
 	})
 	return app, nil
+}
+
+func humaServer(pool *pgxpool.Pool) (http.Handler, error) {
+	rt, err := baseline.MiddlewareRuntime(pool)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	a := humago.New(mux, huma.DefaultConfig("bench", "1.0.0"))
+	idem, err := idemhuma.Middleware[pgstore.DBTX](a, rt, api.Routes(), idemhuma.Options{})
+	if err != nil {
+		return nil, err
+	}
+	a.UseMiddleware(idem)
+	type output struct {
+		ContentType string `header:"Content-Type"`
+		Body        []byte
+	}
+	huma.Register(a, huma.Operation{OperationID: "createPayment", Method: http.MethodPost, Path: "/v1/payments", DefaultStatus: http.StatusCreated,
+		Extensions: map[string]any{idemhuma.Extension: true}},
+		func(ctx context.Context, in *struct {
+			Authorization string `header:"Authorization"`
+			Body          baseline.PaymentRequest
+		}) (*output, error) {
+			tx, ok := runtime.TxFrom[pgstore.DBTX](ctx)
+			if !ok {
+				return nil, huma.Error500InternalServerError("no idempotency transaction")
+			}
+			body, err := baseline.CreatePayment(ctx, tx, strings.TrimPrefix(in.Authorization, "Bearer "), in.Body)
+			if err != nil {
+				return nil, err
+			}
+			return &output{ContentType: "application/json", Body: body}, nil
+		})
+	return mux, nil
 }

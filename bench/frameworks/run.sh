@@ -4,7 +4,7 @@
 # The framework adapters against the net/http middleware and the generated handler (bench/README.md,
 # "The echo and gin adapters against the net/http middleware", "The fiber adapter"): builds this
 # module's server, which serves benchserver's variants plus the same createPayment through
-# adapters/echo and adapters/gin on the same pool, runtime configuration and business code, and
+# adapters/echo, adapters/gin and adapters/huma on the same pool, runtime configuration and business code, and
 # through adapters/fiber on fasthttp (a listener of its own, same process and pool), and drives
 # the generated handler's, the middleware's and the adapters' variants with benchdrive,
 # interleaved over 7 rounds of 1 s at c = 8 and 32 (wrk; about 3 minutes). Writes bench/out/frameworks.md. -short is the smoke mode CI runs: one round
@@ -41,7 +41,7 @@ if [ -z "$wrk" ] && [ -z "$short" ] && [ "$(id -u)" = 0 ] && command -v apt-get 
     { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; } || true
   wrk=$(command -v wrk || true)
 fi
-drive=("$out/benchdrive" -url "http://127.0.0.1:$port" -fiber-url "http://127.0.0.1:$fport" -pid "$server" -only '^(middleware|echo adapter|gin adapter|fiber adapter) \(ClaimWithStatement\)|^A/B ClaimWithStatement, ')
+drive=("$out/benchdrive" -url "http://127.0.0.1:$port" -fiber-url "http://127.0.0.1:$fport" -pid "$server" -only '^(middleware|echo adapter|gin adapter|fiber adapter|huma adapter) \(ClaimWithStatement\)|^A/B ClaimWithStatement, ')
 if [ -n "$short" ]; then
   # The Go load generator: the smoke mode needs no wrk.
   "${drive[@]}" -rounds 1 -duration 200ms -concurrency 8 | tee "$out/frameworks.md"
@@ -51,7 +51,7 @@ else
   echo "bench: wrk not found; install the Debian package wrk (apt-get install wrk)" >&2
   exit 1
 fi
-if ! grep -q 'echo adapter' "$out/frameworks.md" || ! grep -q 'gin adapter' "$out/frameworks.md" || ! grep -q 'fiber adapter' "$out/frameworks.md"; then
+if ! grep -q 'echo adapter' "$out/frameworks.md" || ! grep -q 'gin adapter' "$out/frameworks.md" || ! grep -q 'fiber adapter' "$out/frameworks.md" || ! grep -q 'huma adapter' "$out/frameworks.md"; then
   echo "bench: the adapters' variants did not run (is the server bench/frameworks?)" >&2
   exit 1
 fi

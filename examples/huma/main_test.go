@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/idemgen/idemgen/adapters/huma/idemhumatest"
+	"github.com/idemgen/idemgen/examples/huma/idem"
 	"github.com/idemgen/idemgen/internal/spec"
 	"github.com/idemgen/idemgen/internal/testkit/conformance/conformancetest"
 )
@@ -18,6 +20,12 @@ func TestCases(t *testing.T) {
 // every check of conformance.yaml's operations passes, faults included.
 func TestConform(t *testing.T) {
 	conformancetest.Conform(t, "../..", serve)
+}
+
+// TestOpenAPI keeps openapi.yaml, which idemgen generates package idem from, the document the
+// API serves (go generate runs it to export the spec; everywhere else it checks it).
+func TestOpenAPI(t *testing.T) {
+	idemhumatest.Spec(t, newAPI(http.NewServeMux(), &Service{}), "openapi.yaml", idem.Routes())
 }
 
 func serve(env conformancetest.Env) (http.Handler, error) {

@@ -17,26 +17,29 @@ import (
 	"github.com/idemgen/idemgen/runtime/store"
 )
 
-// apiConfig is the API's Huma configuration (OpenAPI 3.1).
-func apiConfig() huma.Config {
-	return huma.DefaultConfig("Conformance payments API", "1.0.0")
+// newAPI returns the payments API on Huma over mux (Go's http.ServeMux): the service's
+// authentication, then mw (idemgen's middleware; none when the spec is exported), then the
+// operations.
+func newAPI(mux *http.ServeMux, s *Service, mw ...func(huma.Context, func(huma.Context))) huma.API {
+	api := humago.New(mux, huma.DefaultConfig("Conformance payments API", "1.0.0"))
+	api.UseMiddleware(append([]func(huma.Context, func(huma.Context)){authenticate(api)}, mw...)...)
+	Register(api, s)
+	return api
 }
 
-// NewServer returns the payments API on Huma over Go's http.ServeMux. records is the
-// idempotency store (main's is pgstore.New over pool; the tests choose theirs), whose tables
-// must exist, and so must the pool's business tables (conformance.Migrate).
+// NewServer returns the payments API on Huma. records is the idempotency store (main's is
+// pgstore.New over pool; the tests choose theirs), whose tables must exist, and so must the
+// pool's business tables (conformance.Migrate).
 func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (http.Handler, error) {
-	mux := http.NewServeMux()
-	api := humago.New(mux, apiConfig())
 	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in
 	// the context, as a Huma middleware over the operation table generated from the exported
-	// spec (package idem).
-	idempotent, err := idemhuma.New[pgstore.DBTX](api, runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log}, idem.Routes(), idemhuma.Options{Logger: log})
+	// spec (package idem), after the authentication.
+	idempotent, err := idemhuma.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log}, idem.Routes(), idemhuma.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	api.UseMiddleware(authenticate(api), idempotent) // idemgen: one argument, after the authentication
-	Register(api, &Service{pool: pool, provider: provider})
+	mux := http.NewServeMux()
+	newAPI(mux, &Service{pool: pool, provider: provider}, idempotent) // idemgen: one argument
 	mux.Handle("GET /_effects", conformance.Effects(pool, provider))
 	// The cases' test knobs (X-Test-Delay, X-Test-Fail): a net/http middleware of the test
 	// fixture, which puts them in the request's context.

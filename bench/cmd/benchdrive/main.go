@@ -143,6 +143,8 @@ const (
 	vGinReplay    = "gin adapter (ClaimWithStatement), replay"
 	vFiberNew     = "fiber adapter (ClaimWithStatement), new key"
 	vFiberReplay  = "fiber adapter (ClaimWithStatement), replay"
+	vHumaNew      = "huma adapter (ClaimWithStatement), new key"
+	vHumaReplay   = "huma adapter (ClaimWithStatement), replay"
 	vFloor        = "floor: plain transaction + a record row (floor_records)"
 	vFloorPart    = "floor, partitioned table: plain transaction + a record row"
 	vNoCapNew     = "A/B ClaimWithStatement without the stored-bytes cap, new key"
@@ -183,6 +185,8 @@ var variants = []variant{
 	{vGinReplay, "/gin/v1/payments", paymentBody, false, 0, nil, false, true},
 	{vFiberNew, fiberPrefix + "/v1/payments", paymentBody, true, 0, nil, false, true},
 	{vFiberReplay, fiberPrefix + "/v1/payments", paymentBody, false, 0, nil, false, true},
+	{vHumaNew, "/huma/v1/payments", paymentBody, true, 0, nil, false, true},
+	{vHumaReplay, "/huma/v1/payments", paymentBody, false, 0, nil, false, true},
 	{vFloor, "/bench/floor", paymentBody, true, 0, nil, false, false},
 	{vFloorPart, "/bench/floor-partitioned", paymentBody, true, 0, nil, false, false},
 	{vNoCapNew, "/ab/nocap/v1/payments", paymentBody, true, 0, nil, false, false},
@@ -646,6 +650,10 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"gin adapter / middleware, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vGinReplay, vMwReplay, rps},
 		{"fiber adapter / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vFiberNew, vStmtNew, rps},
 		{"fiber adapter / generated handler, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vFiberReplay, vStmtReplay, rps},
+		{"huma adapter / generated handler, new key (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vHumaNew, vStmtNew, rps},
+		{"huma adapter / generated handler, replay (req/s)", &target{bound: 0.9, at: []int{8, 32}}, vHumaReplay, vStmtReplay, rps},
+		{"huma adapter / middleware, new key (req/s)", nil, vHumaNew, vMwNew, rps},
+		{"huma adapter / middleware, replay (req/s)", nil, vHumaReplay, vMwReplay, rps},
 		{"fiber adapter / middleware, new key (req/s)", nil, vFiberNew, vMwNew, rps},
 		{"fiber adapter / middleware, replay (req/s)", nil, vFiberReplay, vMwReplay, rps},
 		{"echo adapter / middleware, new key (server CPU per request)", nil, vEchoNew, vMwNew, cpu},
@@ -654,6 +662,8 @@ func printTable(w io.Writer, selected []variant, levels []int, results map[strin
 		{"gin adapter / middleware, replay (server CPU per request)", nil, vGinReplay, vMwReplay, cpu},
 		{"fiber adapter / generated handler, new key (server CPU per request)", nil, vFiberNew, vStmtNew, cpu},
 		{"fiber adapter / generated handler, replay (server CPU per request)", nil, vFiberReplay, vStmtReplay, cpu},
+		{"huma adapter / generated handler, new key (server CPU per request)", nil, vHumaNew, vStmtNew, cpu},
+		{"huma adapter / generated handler, replay (server CPU per request)", nil, vHumaReplay, vStmtReplay, cpu},
 		{"replay via Redis cache / replay via PostgreSQL (req/s)", &target{bound: 1.5}, vCacheReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / replay via PostgreSQL (req/s)", nil, vLocalReplay, vReplay, rps},
 		{"replay via Redis cache + in-process tier / bare handler (req/s)", &target{bound: 0.5}, vLocalReplay, vBare, rps},
