@@ -188,7 +188,7 @@ func humaServer(pool *pgxpool.Pool) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	a := humago.New(mux, huma.DefaultConfig("bench", "1.0.0"))
-	idem, err := idemhuma.Middleware[pgstore.DBTX](a, rt, api.Routes(), idemhuma.Options{})
+	idem, err := idemhuma.Middleware[pgstore.DBTX](rt, api.Routes(), idemhuma.Options{})
 	if err != nil {
 		return nil, err
 	}
