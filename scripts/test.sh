@@ -20,13 +20,14 @@ if [ -n "$unformatted" ]; then
 fi
 
 # The example modules (examples/*/go.mod: oapi-codegen, ogen, chi, ...), the framework adapters
-# (adapters/*/go.mod: echo, gin, fiber, fiberv3, huma) and the adapters' benchmark server (bench/frameworks) are
+# (adapters/*/go.mod: echo, gin, fiber, fiberv3, huma), the adapters' benchmark server (bench/frameworks) and
+# the test of every way in (internal/testkit/stacks: TestEveryWayIn) are
 # modules of their own, with a replace of github.com/idemgen/idemgen to this checkout, so the
 # main module does not depend on their frameworks; ./... does not reach them, and each step
 # below runs in each of them too.
-example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod; do [ -f "$m" ] && dirname "$m"; done)
+example_modules=$(for m in adapters/*/go.mod bench/frameworks/go.mod examples/*/go.mod internal/testkit/stacks/go.mod; do [ -f "$m" ] && dirname "$m"; done)
 # The glob picks up a new module by itself; these must never drop out of CI unnoticed.
-for d in adapters/echo adapters/fiber adapters/fiberv3 adapters/gin adapters/huma bench/frameworks examples/chi examples/echo examples/fiber examples/gin examples/huma examples/oapi-codegen examples/ogen examples/sdk-client examples/stripe examples/svix examples/twilio; do
+for d in adapters/echo adapters/fiber adapters/fiberv3 adapters/gin adapters/huma bench/frameworks internal/testkit/stacks examples/chi examples/echo examples/fiber examples/gin examples/huma examples/oapi-codegen examples/ogen examples/sdk-client examples/stripe examples/svix examples/twilio; do
   case " $(echo $example_modules) " in
     *" $d "*) ;;
     *) echo "$d/go.mod is missing: CI would no longer run that example module's tests" >&2; exit 1 ;;
