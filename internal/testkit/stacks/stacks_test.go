@@ -373,7 +373,9 @@ func (s *stack) fiber3(calls *atomic.Int64, how string) string {
 		mw := s.middleware()
 		app.Post("/v1/payments", adaptorv3.HTTPMiddleware(func(h http.Handler) http.Handler { return otelhttp.NewHandler(mw(h), "payments") }), h)
 	}
-	return s.listen(func(ln net.Listener) error { return app.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true}) },
+	return s.listen(func(ln net.Listener) error {
+		return app.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true})
+	},
 		func() error { return app.ShutdownWithTimeout(time.Second) })
 }
 
