@@ -39,8 +39,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/idemgen/idemgen/internal/fiberroute"
 	"github.com/idemgen/idemgen/runtime"
-	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // Options configures Middleware. The zero value fits routes registered at the spec's paths.
@@ -104,7 +104,7 @@ func Middleware[DB any](rt *runtime.Runtime, routes []runtime.Route, opts Option
 	}
 	m := &matcher{prefix: strings.TrimSuffix(opts.Prefix, "/"), match: opts.Match}
 	for _, r := range routes {
-		m.ops = append(m.ops, op{id: r.Operation.ID, method: r.Operation.Method, tmpl: gen.ParseTemplate(r.Operation.Path)})
+		m.ops = append(m.ops, fiberroute.NewOp(r.Operation.ID, r.Operation.Method, r.Operation.Path))
 	}
 	return func(c fiber.Ctx) error {
 		route, params, byPath := find(g, m, c)
@@ -179,7 +179,7 @@ func run(c fiber.Ctx, r2 *http.Request, op *runtime.Operation, byPath bool, own 
 	if byPath {
 		// Mounted with Use: the route fiber ran must be another than the middleware's own (which
 		// it still is when fiber found no route: its 404 or 405), and the operation's.
-		if rt := c.Route(); rt == own || !sameShape(strings.TrimPrefix(rt.Path, prefix), op.Path) {
+		if rt := c.Route(); rt == own || !fiberroute.SameShape(strings.TrimPrefix(rt.Path, prefix), op.Path) {
 			return resp, runtime.Unrouted(resp, fmt.Sprintf("fiber routed the request to %s %q, not to a route of the operation (status %d)", rt.Method, rt.Path, resp.Status))
 		}
 	}
@@ -230,16 +230,10 @@ func send(c fiber.Ctx, resp runtime.Response) {
 	res.SetBodyRaw(resp.Body)
 }
 
-// op is an operation as Use-mode matching sees it.
-type op struct {
-	id, method string
-	tmpl       gen.Template
-}
-
 type matcher struct {
 	prefix string
 	match  func(fiber.Ctx) (string, bool)
-	ops    []op
+	ops    []fiberroute.Op
 	kinds  atomic.Pointer[routeKinds]
 }
 
@@ -287,7 +281,7 @@ func find[DB any](g *runtime.Guard[DB], m *matcher, c fiber.Ctx) (*runtime.Guard
 	// On a route, c.Route() is the operation's; with Use (or a group's handlers) it is the
 	// middleware's own prefix route, and the request is matched by path as fiber will route it.
 	rt := c.Route()
-	if path, ok := cutPrefix(rt.Path, m.prefix); ok && !m.isUse(c, rt) {
+	if path, ok := fiberroute.CutPrefix(rt.Path, m.prefix); ok && !m.isUse(c, rt) {
 		if route := g.Route(c.Method(), path); route != nil {
 			params := make([]string, len(rt.Params))
 			for i, name := range rt.Params {
@@ -302,75 +296,11 @@ func find[DB any](g *runtime.Guard[DB], m *matcher, c fiber.Ctx) (*runtime.Guard
 // byPath matches the request's path against the operations' templates as fiber routes it.
 func byPath[DB any](g *runtime.Guard[DB], m *matcher, c fiber.Ctx) (*runtime.GuardRoute, []string, bool) {
 	cfg := c.App().Config()
-	path, ok := cutPrefix(c.Path(), m.prefix)
+	id, ok := fiberroute.Match(m.ops, c.Method(), c.Path(), m.prefix, fiberroute.Config{CaseSensitive: cfg.CaseSensitive, StrictRouting: cfg.StrictRouting, UnescapePath: cfg.UnescapePath})
 	if !ok {
 		return nil, nil, false
 	}
-	if !cfg.StrictRouting && len(path) > 1 {
-		path = strings.TrimRight(path, "/")
-	}
-	segs := gen.SplitPath(path)
-	if cfg.UnescapePath {
-		segs = gen.DecodeSegments(segs)
-	}
-	for _, o := range m.ops {
-		if o.method != c.Method() {
-			continue
-		}
-		s := segs
-		if !cfg.CaseSensitive {
-			s = foldLiterals(o.tmpl, segs)
-		}
-		if o.tmpl.Match(s, false) {
-			return g.RouteByID(o.id), nil, true
-		}
-	}
-	return nil, nil, false
-}
-
-// foldLiterals returns segs with each segment at a literal segment of t replaced by t's own
-// when they are equal up to letter case: fiber routes case-insensitively by default.
-func foldLiterals(t gen.Template, segs []string) []string {
-	if len(segs) != t.Len() {
-		return segs
-	}
-	out := segs
-	for i, s := range t.Segments() {
-		if s.Literal() && s.Pieces[0] != segs[i] && strings.EqualFold(s.Pieces[0], segs[i]) {
-			if &out[0] == &segs[0] {
-				out = append([]string(nil), segs...)
-			}
-			out[i] = s.Pieces[0]
-		}
-	}
-	return out
-}
-
-// sameShape reports whether a fiber route path and an operation's template have the same
-// segments, parameters in either syntax being one.
-func sameShape(route, template string) bool {
-	a, b := gen.SplitPath(route), gen.SplitPath(template)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		pa, pb := strings.ContainsAny(a[i], ":{"), strings.ContainsAny(b[i], ":{")
-		if pa != pb || !pa && !strings.EqualFold(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func cutPrefix(path, prefix string) (string, bool) {
-	if prefix == "" {
-		return path, true
-	}
-	rest, ok := strings.CutPrefix(path, prefix)
-	if !ok || rest != "" && rest[0] != '/' {
-		return "", false
-	}
-	return rest, true
+	return g.RouteByID(id), nil, true
 }
 
 type contextKey struct{}
