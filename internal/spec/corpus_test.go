@@ -46,7 +46,7 @@ func TestVendorCorpus(t *testing.T) {
 		{"obie-payment-initiation-v4.yaml", 15, model.CarrierHeader, "x-idempotency-key", model.StandardIdempotencyKey, 15, nil, map[string]int{"errors-inferred": 15}},                                                                        // application/jose+jwe beside JSON: no raw-fingerprint warning
 		{"mollie-api.yaml", 49, model.CarrierHeader, "idempotency-key", model.StandardIdempotencyKey, 0, nil, map[string]int{"errors-not-inferred": 49}},                                                                                       // its lookahead patterns run on the ECMAScript engine
 		{"lob-api-bundled.yml", 6, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 0, map[string]int{"ref-not-allowed": 52}, map[string]int{"errors-not-inferred": 6}},                                                   // multipart is decoded, no longer raw; maxLength 256 taken as declared
-		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, map[string]int{"described-idempotency-key": 1, "item-idempotency-keys": 3}}, // 4 in a multipart part: /request/idempotency_key; CreateCustomerCard's card_nonce; three bulk creates
+		{"square-connect-v2-oas3-2025-05-21.json", 66, model.CarrierBody, "/idempotency_key", model.StandardIdempotencyKey, 26, map[string]int{"dangling-ref": 5}, map[string]int{"described-idempotency-key": 1, "item-idempotency-keys": 9}}, // 4 in a multipart part: /request/idempotency_key; CreateCustomerCard's card_nonce; three bulk creates, five bulk upserts and a bulk update key each item
 		{"azure-communication-chat-2021-03-07.json", 1, model.CarrierHeader, "repeatability-request-id", model.StandardRepeatable, 0, map[string]int{"ref-outside-root": 6}, map[string]int{"errors-not-inferred": 1}},
 		{"azure-communication-sms-2021-03-07.json", 0, "", "", "", 0, nil, map[string]int{"item-idempotency-keys": 1}},                                                   // a key per recipient
 		{"acp/openapi.agentic_checkout.yaml", 4, model.CarrierHeader, "Idempotency-Key", model.StandardIdempotencyKey, 4, nil, map[string]int{"errors-not-inferred": 4}}, // every POST; GET /checkout_sessions/{id} unmarked
@@ -284,9 +284,10 @@ func TestRoundThree(t *testing.T) {
 		// string parameter) and a 3.0 $ref with a sibling nullable: true.
 		{"nullable31", Options{Path: dir + "nullable31.yaml"}, map[string]op{"createTransfer": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
 		{"nullable30", Options{Path: dir + "nullable30.yaml"}, map[string]op{"createOrder": {"Idempotency-Key", true, model.MarkSpec}}, nil, nil},
-		// 2. A key inside every oneOf member: inferred (a member only one shape has is not).
-		{"oneof-key", Options{Path: dir + "oneof-key.yaml", Infer: true}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkInfer}}, nil, nil},
-		{"oneof-key by config", Options{Path: dir + "oneof-key.yaml", ConfigPath: dir + "oneof-key.config.yaml"}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkConfig}}, nil, nil},
+		// 2. A key inside every oneOf member: inferred (a member only one shape has is not, and
+		// check says so: createNote's possible-idempotency-key, TestShapeKey).
+		{"oneof-key", Options{Path: dir + "oneof-key.yaml", Infer: true}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkInfer}}, nil, map[string]int{"possible-idempotency-key": 1}},
+		{"oneof-key by config", Options{Path: dir + "oneof-key.yaml", ConfigPath: dir + "oneof-key.config.yaml"}, map[string]op{"createTransaction": {"/idempotency_key", true, model.MarkConfig}}, nil, map[string]int{"possible-idempotency-key": 1}},
 		// 3. JSON beside its JOSE or JWT form (open banking): loaded with no raw-fingerprint
 		// warning, since a signed or encrypted body has no other fingerprint than its bytes
 		// (generator TestVendorSpecs r3openbanking generates and builds it).

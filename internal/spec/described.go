@@ -247,8 +247,9 @@ func (b *builder) warnDescribedKey(o *opSource) bool {
 
 // itemKeys finds, in a JSON, form or multipart body, a collection whose items carry their own
 // idempotency keys: a map whose description says its keys are idempotency keys (Square's bulk
-// creates: "Each key is an idempotency key"), or an array of objects whose items declare a key
-// field (Azure SMS's smsRecipients[].repeatabilityRequestId). It returns where they are and how
+// creates: "Each key is an idempotency key"), or an array or map of objects that declare a key
+// field (Azure SMS's smsRecipients[].repeatabilityRequestId, the values of Square's bulk
+// upserts with their idempotency_key). It returns where they are and how
 // they are carried; "" when there is none.
 func (b *builder) itemKeys(o *opSource) (where, how string, loc diag.Loc) {
 	if o.m.Body == nil {
@@ -263,11 +264,17 @@ func (b *builder) itemKeys(o *opSource) (where, how string, loc diag.Loc) {
 				return false
 			}
 			s := ref.Value
-			if s.Type.Is(openapi3.TypeArray) && s.Items != nil && s.Items.Value != nil {
-				for _, p := range commonProperties(s.Items.Value) {
+			// The members of an array, or the values of a map (Square's bulk upserts: a map of
+			// upsert requests, each with its own idempotency_key).
+			members, each := s.Items, "each item's "
+			if !s.Type.Is(openapi3.TypeArray) {
+				members, each = s.AdditionalProperties.Schema, "each value's "
+			}
+			if members != nil && members.Value != nil {
+				for _, p := range commonProperties(members.Value) {
 					n := normalizeField(p.name)
 					if (n == keyField || n == normalizeField(repeatabilityRequestID)) && isStringSchema(p.ref) {
-						where, how = pointerOf(path), "each item's "+p.name
+						where, how = pointerOf(path), each+p.name
 						loc = fieldLoc(o.kinBody[c], path, c.Loc)
 						return true
 					}

@@ -317,13 +317,47 @@ func (b *builder) warnUnmarked(o *opSource, det *detection) {
 		Hint:    configHint(selector, field, value, &req)})
 }
 
+// shapeKey finds a string field named like a key (idempot…) that only some shapes of a JSON or
+// multipart body declare (a oneOf of a note with an idempotency_key and one without): --infer
+// takes a key every shape carries, since a request in another shape would have none. It is ""
+// when there is none.
+func (b *builder) shapeKey(o *opSource) string {
+	if o.m.Body == nil {
+		return ""
+	}
+	for _, c := range o.m.Body.Contents {
+		root := o.kinBody[c].ref
+		if (c.Kind != model.ContentJSON && c.Kind != model.ContentMultipart) || root == nil || root.Value == nil {
+			continue
+		}
+		for _, m := range append(append(openapi3.SchemaRefs{}, root.Value.OneOf...), root.Value.AnyOf...) {
+			var found []string
+			searchFields(m, maxKeyDepth, func(path []string, ref *openapi3.SchemaRef) bool {
+				name := path[len(path)-1]
+				if strings.Contains(normalizeField(name), maybeKeyPart) && isStringSchema(ref) && !namesAnotherRequest(o, name) {
+					found = path
+					return true
+				}
+				return false
+			})
+			if found != nil {
+				return pointerOf(found)
+			}
+		}
+	}
+	return ""
+}
+
 // warnPossibleKey reports an unmarked operation whose header or body field looks like an
-// idempotency key in an unrecognised spelling, else one whose description says it is one
-// (warnDescribedKey); neither is ever inferred.
+// idempotency key in an unrecognised spelling, or that only some shapes of its body carry, else
+// one whose description says it is one (warnDescribedKey), else a body whose items carry keys
+// (warnItemKeys); none is ever inferred.
 func (b *builder) warnPossibleKey(o *opSource) {
 	what, field, value := b.possibleKey(o)
 	if what == "" {
-		if !b.warnDescribedKey(o) {
+		if ptr := b.shapeKey(o); ptr != "" {
+			b.warnShapeKey(o, ptr)
+		} else if !b.warnDescribedKey(o) {
 			b.warnItemKeys(o)
 		}
 		return
@@ -335,4 +369,18 @@ func (b *builder) warnPossibleKey(o *opSource) {
 	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "possible-idempotency-key", Loc: o.m.Loc,
 		Message: o.m.Method + " " + o.m.Path + " declares the " + what + ", which looks like an idempotency key in a spelling --infer does not recognise; it is not marked",
 		Hint:    "if clients send the operation's idempotency key there, mark it in idemgen.yaml:\n" + configKeyEntry(selector, field, value, nil)})
+}
+
+// warnShapeKey reports an unmarked operation whose key field only some shapes of its body
+// declare; marked, the key is optional (a request in another shape runs unguarded).
+func (b *builder) warnShapeKey(o *opSource, ptr string) {
+	selector := o.m.ID
+	if o.m.IDDerived {
+		selector = o.m.Method + " " + o.m.Path
+	}
+	no := false
+	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "possible-idempotency-key", Loc: o.m.Loc,
+		Message: o.m.Method + " " + o.m.Path + " declares the body field " + ptr + " in some shapes of its body only (oneOf/anyOf), and --infer takes a key only when every shape carries it; it is not marked",
+		Hint: "if clients send the operation's idempotency key there, mark it in idemgen.yaml (the key optional: a request in a shape without it runs unguarded):\n" +
+			configKeyEntry(selector, "body", ptr, &no)})
 }

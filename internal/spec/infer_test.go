@@ -83,7 +83,7 @@ func TestDescribedKeys(t *testing.T) {
 		"POST /messages":            {"query", "externalID"},
 		"POST /cards":               {"body", "/card_nonce"},
 	}
-	items := map[string]string{"POST /customers/bulk-create": "/customers", "POST /sms": "/recipients"}
+	items := map[string]string{"POST /customers/bulk-create": "/customers", "POST /sms": "/recipients", "POST /attributes/bulk-upsert": "/values"}
 	for _, infer := range []bool{false, true} {
 		res := load(t, Options{Path: path, Infer: infer})
 		if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 0 {
@@ -148,6 +148,33 @@ func TestDescribedKeys(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestShapeKey: a key field only some shapes of a oneOf body declare (oneof-key.yaml's createNote)
+// is not inferred, since a request in another shape has no key, but check warns, and the hint's
+// config entry marks the operation with that key, optional.
+func TestShapeKey(t *testing.T) {
+	const path = "../../testdata/specs/oneof-key.yaml"
+	var hint string
+	for _, d := range load(t, Options{Path: path, Infer: true}).Diags.Sorted() {
+		if d.Code == "possible-idempotency-key" {
+			if !strings.HasPrefix(d.Message, "POST /v1/notes declares the body field /idempotency_key in some shapes") || hint != "" {
+				t.Errorf("%s", d)
+			}
+			hint = d.Hint
+		}
+	}
+	cfg, ok := strings.CutPrefix(hint[strings.Index(hint, "\n")+1:], "operations:")
+	if !ok {
+		t.Fatalf("hint %q has no config entry", hint)
+	}
+	res := load(t, Options{Path: path, ConfigPath: writeFile(t, "idemgen.yaml", "version: 1\noperations:"+cfg+"\n")})
+	if errs := errorsOf(res.Diags); len(errs) > 0 || len(res.Doc.Operations) != 1 {
+		t.Fatalf("marked with the hint: %v, %d operations", errs, len(res.Doc.Operations))
+	}
+	if op := res.Doc.Operations[0]; op.ID != "createNote" || op.Settings.Key.Pointer != "/idempotency_key" || op.Settings.Key.Required {
+		t.Errorf("%s marked with %+v", op.ID, op.Settings.Key)
 	}
 }
 
