@@ -134,6 +134,8 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "query and header", post: `{key: {query: request_id, header: X-Key}}`, code: "key-conflict", line: 8, pointer: postPtr + "/key", msgContain: "key.header, key.body and key.query"},
 		{name: "empty query", post: `{key: {query: ""}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/query"},
 		{name: "key.query not a string", post: `{key: {query: limit}}`, code: "key-query-not-string", line: 8, pointer: postPtr + "/key/query", msgContain: "integer"},
+		{name: "echo of a query key", post: `{key: {query: request_id, echo: true}}`, code: "key-echo-not-header", line: 8, pointer: postPtr + "/key/echo", msgContain: "takes its key in the query parameter request_id"},
+		{name: "echo of a body key", post: `{key: {body: /data/attributes/idempotencyKey, echo: true}}`, code: "key-echo-not-header", line: 8, pointer: postPtr + "/key/echo", msgContain: "takes its key in the body field /data/attributes/idempotencyKey"},
 		{name: "exclude matches nothing", post: `{fingerprint: {exclude: [/metadata/x, /nope]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/1", msgContain: `"/nope"`},
 		{name: "exclude wildcard into scalar", post: `{fingerprint: {exclude: ["/amount/*"]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/0"},
 		{name: "exclude array property that does not exist", post: `{fingerprint: {exclude: ["/lines/*/price"]}}`, code: "exclude-matches-nothing", line: 8, pointer: postPtr + "/fingerprint/exclude/0"},

@@ -381,6 +381,10 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 	}
 	if m.keyEcho != nil {
 		k.Echo = *m.keyEcho
+		if k.Echo && k.Carrier != model.CarrierHeader {
+			b.echoWithoutHeader(o, k, at("key/echo"))
+			k.Echo = false
+		}
 	}
 	k.Standard = keyStandard(k)
 	if k.Standard == model.StandardRepeatable {
@@ -390,6 +394,25 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 			}
 		}
 	}
+}
+
+// echoWithoutHeader refuses key.echo on an operation whose key is not in a header. key.echo is
+// ACP's rule (agentic-checkout RFC section 3.1: "Idempotency-Key — echo on all POST responses"):
+// an answer repeats the key header. A key in the query or the body has no header to repeat, and
+// no convention echoes one as a header (the IETF draft and AIP-155 echo nothing), so idemgen does
+// not invent one: the setting would silently do nothing.
+func (b *builder) echoWithoutHeader(o *opSource, k *model.KeySettings, loc diag.Loc) {
+	where := "the query parameter " + k.Query
+	switch k.Carrier {
+	case model.CarrierBody:
+		where = "the body field " + k.Pointer
+	case model.CarrierForm:
+		where = "the form field " + k.Field
+	}
+	b.d.Add(diag.Diagnostic{Severity: diag.Error, Code: "key-echo-not-header", Loc: loc,
+		Message: fmt.Sprintf("key.echo repeats the key header on every answer, but %s %s takes its key in %s: there is no header to repeat, and no convention echoes a query or body key as one",
+			o.m.Method, o.m.Path, where),
+		Hint: "remove key.echo, or set it to false for this operation where it comes from defaults (the client has the key: it sent it); key.echo is for a key in a header, as the Agentic Commerce Protocol's Idempotency-Key"})
 }
 
 // keyStandard is the convention a key follows, from where it travels: the OASIS
