@@ -10,7 +10,8 @@
 //   - picks one idempotency key — the request's own Idempotency-Key header, else the key put in
 //     the context with WithKey or WithKeySince, else a fresh random UUID v4 — and sends that same
 //     key on every attempt (draft-ietf-httpapi-idempotency-key-header section 2; Stripe's rule
-//     that a new key per attempt is a new operation);
+//     that a new key per attempt is a new operation); WithHeader names another header, and
+//     WithQueryKey a query parameter instead (AIP-155's request_id);
 //   - buffers the request body once (or uses Request.GetBody) and sends the same bytes on every
 //     attempt, because the server fingerprints the body and answers 422 to a changed one;
 //   - retries transport errors and timeouts, 408, 409 whose problem type (RFC 9457) is

@@ -56,6 +56,7 @@ type Retry struct {
 // config is a Transport's resolved settings.
 type config struct {
 	header         string
+	query          string // WithQueryKey: the key travels in this query parameter, not a header
 	methods        map[string]bool
 	maxAttempts    int
 	baseDelay      time.Duration
@@ -122,7 +123,23 @@ func WithHeader(name string) Option {
 			c.fail("WithHeader(%q): not a header name", name)
 			return
 		}
-		c.header = textproto.CanonicalMIMEHeaderKey(name)
+		c.header, c.query = textproto.CanonicalMIMEHeaderKey(name), ""
+	}
+}
+
+// WithQueryKey makes the Transport carry the key in the query parameter name instead of a header,
+// for an API whose contract puts it in the URL (Google's AIP-155 request_id on methods whose body
+// is the resource; an idemgen server marked with key.query). The key is the request URL's own
+// value of name when it has one (two values fail before anything is sent), else the context's
+// (WithKey), else KeyFunc's, added to the query of every attempt; no key header is sent. The
+// last of WithHeader and WithQueryKey wins. name must not be empty.
+func WithQueryKey(name string) Option {
+	return func(c *config) {
+		if name == "" {
+			c.fail("WithQueryKey(%q): not a query parameter name", name)
+			return
+		}
+		c.query = name
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -37,10 +38,17 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 func (t *Transport) Validate() error { return t.cfg.err }
 
 // KeyOf returns the idempotency key the Transport sent for resp ("" when resp was not sent
-// through a Transport with this key header): resp.Request is the last attempt's request.
+// through a Transport with this key header, or query parameter with WithQueryKey):
+// resp.Request is the last attempt's request.
 func (t *Transport) KeyOf(resp *http.Response) string {
 	if resp == nil || resp.Request == nil {
 		return ""
+	}
+	if t.cfg.query != "" {
+		if resp.Request.URL == nil {
+			return ""
+		}
+		return resp.Request.URL.Query().Get(t.cfg.query)
 	}
 	return resp.Request.Header.Get(t.cfg.header)
 }
@@ -61,7 +69,8 @@ func (t *Transport) CloseIdleConnections() {
 //     anything is sent;
 //   - the transport error itself when it cannot be fixed by retrying (an untrusted certificate).
 //
-// It never modifies req; each attempt sends a clone carrying the key header.
+// It never modifies req; each attempt sends a clone carrying the key header (or, with
+// WithQueryKey, the key in its query).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	method := req.Method
 	if method == "" {
@@ -83,6 +92,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // operation is what stays the same across the attempts of one RoundTrip.
 type operation struct {
 	key       string
+	inURL     bool      // WithQueryKey: the request's URL already carries the key
 	firstSent time.Time // zero: set at the first attempt
 	body      *replayBody
 }
@@ -94,12 +104,17 @@ func (t *Transport) prepare(req *http.Request) (*operation, error) {
 	}
 	op := &operation{}
 	supplied, fromCtx := req.Context().Value(ctxKey{}).(suppliedKey)
-	switch vals := req.Header.Values(t.cfg.header); {
+	vals, carrier := req.Header.Values(t.cfg.header), t.cfg.header+" header"
+	if t.cfg.query != "" {
+		vals, carrier = req.URL.Query()[t.cfg.query], t.cfg.query+" query parameter"
+		op.inURL = len(vals) == 1
+	}
+	switch {
 	case len(vals) > 1:
-		return nil, fmt.Errorf("client: request has %d %s headers; an idempotent request carries one", len(vals), t.cfg.header)
+		return nil, fmt.Errorf("client: request has %d %ss; an idempotent request carries one", len(vals), carrier)
 	case len(vals) == 1:
 		if fromCtx && supplied.value != vals[0] {
-			return nil, fmt.Errorf("client: %s header and context key (WithKey) differ", t.cfg.header)
+			return nil, fmt.Errorf("client: %s and context key (WithKey) differ", carrier)
 		}
 		op.key, op.firstSent = vals[0], supplied.firstSent
 	case fromCtx:
@@ -203,7 +218,18 @@ func (t *Transport) attempt(req *http.Request, op *operation) (*http.Response, e
 		timer = time.AfterFunc(t.cfg.attemptTimeout, cancel)
 	}
 	r := req.Clone(ctx)
-	r.Header.Set(t.cfg.header, op.key)
+	switch {
+	case t.cfg.query == "":
+		r.Header.Set(t.cfg.header, op.key)
+	case !op.inURL:
+		// Appended, so the rest of the query keeps its order and spelling.
+		kv := url.QueryEscape(t.cfg.query) + "=" + url.QueryEscape(op.key)
+		if r.URL.RawQuery == "" {
+			r.URL.RawQuery = kv
+		} else {
+			r.URL.RawQuery += "&" + kv
+		}
+	}
 	if err := op.body.attach(r); err != nil {
 		if cancel != nil {
 			timer.Stop()

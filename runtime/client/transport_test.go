@@ -814,3 +814,78 @@ func TestRedirectKeepsSuppliedKey(t *testing.T) {
 		t.Fatalf("got %d, keys %q: want the supplied key on both hops", resp.StatusCode, keys)
 	}
 }
+
+// TestQueryKey: with WithQueryKey the key travels in the URL's query (AIP-155's request_id, an
+// idemgen operation marked with key.query), the same on every attempt, with no key header; the
+// request's own value is kept where the caller wrote it, and two values are refused unsent.
+func TestQueryKey(t *testing.T) {
+	const key = "order-42-3f9c1a7e"
+	// serve answers 503 then 201, and records the query and the key headers of each attempt.
+	serve := func(t *testing.T) (srv *scriptServer, queries *[]string, headers *int) {
+		queries, headers = new([]string), new(int)
+		record := func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				*queries = append(*queries, r.URL.RawQuery)
+				*headers += len(r.Header.Values(DefaultHeader))
+				next(w, r)
+			}
+		}
+		return newScriptServer(t, record(status(503)), record(created)), queries, headers
+	}
+	for _, c := range []struct {
+		name, url string
+		ctx       context.Context
+		want      func(string) string // the query the server sees, given the key
+	}{
+		{"context key appended", "/hubs?view=full&b=%2F", WithKey(context.Background(), key), func(k string) string { return "view=full&b=%2F&request_id=" + k }},
+		{"generated key", "/hubs", context.Background(), func(k string) string { return "request_id=" + k }},
+		{"the URL's own key", "/hubs?request_id=" + key + "&view=full", context.Background(), func(string) string { return "request_id=" + key + "&view=full" }},
+		{"the URL's key and the same context key", "/hubs?request_id=" + key, WithKey(context.Background(), key), func(string) string { return "request_id=" + key }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, queries, headers := serve(t)
+			tr, _ := newTestTransport(t, srv.Client().Transport, WithQueryKey("request_id"))
+			req, _ := http.NewRequestWithContext(c.ctx, http.MethodPost, srv.URL+c.url, strings.NewReader(`{}`))
+			before := req.URL.String()
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			k, q := tr.KeyOf(resp), *queries
+			if ValidKey(k) != nil || len(q) != 2 || q[0] != c.want(k) || q[1] != q[0] || *headers != 0 {
+				t.Fatalf("key %q: the server saw queries %q and %d key headers; want %q twice and none", k, q, *headers, c.want(k))
+			}
+			if req.URL.String() != before {
+				t.Fatalf("caller's request modified: %s", req.URL)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name, url string
+		ctx       context.Context
+		want      string
+	}{
+		{"two values", "/hubs?request_id=a-1&request_id=a-2", context.Background(), "2 request_id query parameters"},
+		{"URL and context differ", "/hubs?request_id=a-1", WithKey(context.Background(), key), "request_id query parameter and context key (WithKey) differ"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, _, _ := serve(t)
+			tr, _ := newTestTransport(t, srv.Client().Transport, WithQueryKey("request_id"))
+			req, _ := http.NewRequestWithContext(c.ctx, http.MethodPost, srv.URL+c.url, strings.NewReader(`{}`))
+			if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want one mentioning %q", err, c.want)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Fatalf("%d requests sent", n)
+			}
+		})
+	}
+	// The last of WithHeader and WithQueryKey wins; an empty name is an invalid option.
+	if tr := New(nil, WithQueryKey("request_id"), WithHeader("X-Key")); tr.cfg.query != "" || tr.cfg.header != "X-Key" {
+		t.Errorf("WithHeader after WithQueryKey: query %q, header %q", tr.cfg.query, tr.cfg.header)
+	}
+	if err := New(nil, WithQueryKey("")).Validate(); err == nil || !strings.Contains(err.Error(), "WithQueryKey") {
+		t.Errorf("WithQueryKey(\"\"): %v", err)
+	}
+}
