@@ -163,7 +163,7 @@ const (
 )
 
 // answer is what the client hears when a request to x's operation ends with res. Every ending
-// has exactly one case; the contract's statuses are DESIGN.md's decision table (409 + Retry-After
+// has exactly one case; the contract's statuses are the decision table of docs/design.md section 1 (409 + Retry-After
 // in flight, 422 mismatch, 503 + Retry-After when the store fails, fail closed).
 func answer(x *exchange, res *result) reply {
 	cfg := &x.rt.cfg

@@ -22,7 +22,7 @@ type heard struct {
 	replayed bool
 }
 
-// Every ending is answered, as the contract says (DESIGN.md's decision table and section 2:
+// Every ending is answered, as the contract says (the decision table of docs/design.md section 1 and section 2:
 // 400 key and body refusals, 401 without a scope, 409 + Retry-After in flight, 412 for an
 // expired first attempt, 413, 415, 422 mismatch, 429 + Retry-After, 500, 503 + Retry-After,
 // Idempotent-Replayed on a replay), is counted under its outcome, is logged when it should be,

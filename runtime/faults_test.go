@@ -13,7 +13,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/store/memstore"
 )
 
-// What each store failure means for the client (DESIGN section 1, last row; docs/runtime.md
+// What each store failure means for the client (docs/design.md section 1, last row; docs/runtime.md
 // "Store unreachable"), with a memstore whose calls the test makes fail.
 
 // faultStore is memstore with injected failures: each hook, when set, runs before the call and

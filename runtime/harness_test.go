@@ -119,7 +119,7 @@ func decodePay(in *gen.Input) (payReq, error) {
 	return payReq{Amount: *body.Amount, Tenant: tenant, Header: in.Request.Header}, nil
 }
 
-// payOp is an atomic-mode operation with the defaults of DESIGN section 2.
+// payOp is an atomic-mode operation with the defaults of docs/design.md section 2.
 func payOp() *Operation {
 	return &Operation{
 		ID: "createPayment", Method: "POST", Path: "/v1/payments",

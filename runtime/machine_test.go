@@ -20,7 +20,7 @@ import (
 // The state machines (runAtomic, runLease, runUnguarded) and the HTTP layer over memstore:
 // every path, every answer, every outcome, without a database.
 
-// DESIGN section 1, rows New and Replay; section 5 replay fidelity.
+// docs/design.md section 1, rows New and Replay; section 5 replay fidelity.
 func TestMachineAtomicNewThenReplay(t *testing.T) {
 	e := newMemEnv(t, nil)
 	h := e.atomicHandler(payOp())
@@ -59,7 +59,7 @@ func TestMachineAtomicNewThenReplay(t *testing.T) {
 	}
 }
 
-// DESIGN section 1, row Mismatch, and shared/cases 020: another body, or another operation
+// docs/design.md section 1, row Mismatch, and shared/cases 020: another body, or another operation
 // reusing the key, is 422 and changes nothing; scope operation gives each operation its keys.
 func TestMachineMismatch(t *testing.T) {
 	for _, mode := range []Mode{ModeAtomic, ModeLease} {
@@ -116,7 +116,7 @@ func TestMachineTenantsDoNotShareKeys(t *testing.T) {
 	}
 }
 
-// DESIGN section 1, row missing/malformed key; section 2 key rules. Refused requests run nothing
+// docs/design.md section 1, row missing/malformed key; section 2 key rules. Refused requests run nothing
 // and leave no record; the quoted form of a key is the same key.
 func TestKeyRules(t *testing.T) {
 	e := newMemEnv(t, nil)
@@ -168,7 +168,7 @@ func TestKeyRules(t *testing.T) {
 	}
 }
 
-// DESIGN section 4: scope, size and media type are refused before any lookup; the decoder's
+// docs/design.md section 4: scope, size and media type are refused before any lookup; the decoder's
 // refusal too.
 func TestBeginRefusals(t *testing.T) {
 	e := newMemEnv(t, nil)
@@ -210,7 +210,7 @@ func TestBeginRefusals(t *testing.T) {
 	}
 }
 
-// DESIGN section 2 replay.statuses: 5xx, panics, errors and 408/409/425/429 release the key and
+// docs/design.md section 2 replay.statuses: 5xx, panics, errors and 408/409/425/429 release the key and
 // roll the handler's writes back; a 402 is final, stored and replayed.
 func TestAtomicNonFinalOutcomesRelease(t *testing.T) {
 	e := newMemEnv(t, nil)
@@ -261,7 +261,7 @@ func TestMachineCustomStatuses(t *testing.T) {
 	}
 }
 
-// DESIGN section 5: a response body above limits.response is delivered, the record keeps status
+// docs/design.md section 5: a response body above limits.response is delivered, the record keeps status
 // and headers, and the replay has an empty body marked omitted.
 func TestResponseAboveLimit(t *testing.T) {
 	e := newMemEnv(t, nil)
@@ -287,7 +287,7 @@ func TestResponseAboveLimit(t *testing.T) {
 	}
 }
 
-// Logs never carry a raw key (DESIGN section 4): they show a short hash. A handler's panic is
+// Logs never carry a raw key (docs/design.md section 4): they show a short hash. A handler's panic is
 // logged with its stack, and answered 500 without dropping the connection.
 func TestLogsHashKeys(t *testing.T) {
 	e := newMemEnv(t, nil)
@@ -545,7 +545,7 @@ func TestMachineUnguarded(t *testing.T) {
 	}
 }
 
-// DESIGN section 4, lease mode: new, 409 with Retry-After = the lease's remaining time while
+// docs/design.md section 4, lease mode: new, 409 with Retry-After = the lease's remaining time while
 // it runs, 422 with another body (the record is visible), replay, one provider call.
 func TestMachineLeaseNewConflictReplay(t *testing.T) {
 	e := newMemEnv(t, nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/store/memstore"
 )
 
-// DESIGN section 2 key rules, without a store.
+// docs/design.md section 2 key rules, without a store.
 func TestCheckKey(t *testing.T) {
 	var m gen.Matcher
 	rule := &KeyRule{Header: "Idempotency-Key", Required: true}

@@ -190,7 +190,7 @@ func BenchmarkRequest(b *testing.B) {
 
 // BenchmarkMiddlewareDecode: what runtime.Middleware does with a body before the wrapped
 // handler runs, with the handler's own encoding/json decoding after it, against the same
-// without the re-encoding (which DESIGN section 8 requires: the wrapped handler reads exactly
+// without the re-encoding (which docs/design.md section 8 requires: the wrapped handler reads exactly
 // what was fingerprinted), in
 // one run. mode=as-sent decodes and fingerprints and hands the body on as sent;
 // mode=reencoded also keeps the re-encoding the handler then reads (gen.Input.Reencode).

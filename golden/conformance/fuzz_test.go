@@ -19,7 +19,7 @@ import (
 // of createPayment (fingerprint.exclude: [/client_timestamp]):
 //   - the decoder never panics and refuses only with a *canonical.Error located inside the body;
 //   - for an accepted body whose amount is exact in a double (beyond 2^53 the typed path stays
-//     exact on purpose, DESIGN section 3), the typed canonical form equals the generic
+//     exact on purpose, docs/design.md section 3), the typed canonical form equals the generic
 //     canonicalizer's with /client_timestamp left out, and is already canonical for the RFC 8785
 //     oracle gowebpki/jcs (test-only);
 //   - the canonical form decodes again to the same canonical form (a fixed point);

@@ -4,7 +4,7 @@
 // resolved settings and schemas — a first request, its replay, the same request spelt
 // otherwise, a changed field, missing and malformed keys, a key reused on another operation,
 // concurrent duplicates, a server error, another tenant — sends them, and judges each answer
-// by the contract (DESIGN sections 2 to 5) in the words of the operation's profile. With
+// by the contract (docs/design.md sections 2 to 5) in the words of the operation's profile. With
 // faults it puts a proxy of its own between itself and the service (connections reset after
 // the service executed, deliveries delayed or duplicated) and checks every key's history with
 // the contract's model (internal/history). An effects oracle (a command that counts the

@@ -8,7 +8,7 @@
 //   - Document.Operations holds only marked operations, sorted by Path then Method.
 //   - Every Go name (Operation.GoName, Param.GoName, Property.GoName, Schema.GoName) is a valid,
 //     exported Go identifier, unique in its scope.
-//   - Settings are complete: defaults from DESIGN section 2 and document-level x-idempotency are
+//   - Settings are complete: defaults from docs/design.md section 2 and document-level x-idempotency are
 //     already applied; durations are positive; pointers in Exclude match the request schema.
 package model
 
@@ -118,7 +118,7 @@ const (
 	CarrierQuery Carrier = "query"
 )
 
-// Scope values of DESIGN section 2.
+// Scope values of docs/design.md section 2.
 type Scope string
 
 const (
@@ -126,7 +126,7 @@ const (
 	ScopeOperation Scope = "operation"
 )
 
-// Mode values of DESIGN section 4.
+// Mode values of docs/design.md section 4.
 type Mode string
 
 const (
@@ -142,7 +142,7 @@ const (
 	BodyRaw       BodyMode = "raw"
 )
 
-// Settings are the resolved x-idempotent settings of one operation (DESIGN section 2), with
+// Settings are the resolved x-idempotent settings of one operation (docs/design.md section 2), with
 // defaults and document-level x-idempotency already applied.
 type Settings struct {
 	Key         KeySettings
@@ -209,7 +209,7 @@ const (
 type Profile string
 
 // KeySettings are the key rules. MinLength, MaxLength and Pattern are already resolved in the
-// order of DESIGN section 2: x-idempotent, else the key's own declaration, else the defaults.
+// order of docs/design.md section 2: x-idempotent, else the key's own declaration, else the defaults.
 type KeySettings struct {
 	Carrier Carrier
 	// Header is the header name as declared (matching is case-insensitive), for CarrierHeader.
@@ -463,7 +463,7 @@ type Schema struct {
 	Opened bool
 	// Array.
 	Items *Schema
-	// Constraints checked by the generated decoder (DESIGN section 4). nil/0 means unset.
+	// Constraints checked by the generated decoder (docs/design.md section 4). nil/0 means unset.
 	Minimum, Maximum           *float64
 	ExclusiveMin, ExclusiveMax bool
 	MultipleOf                 *float64 // positive (the loader refuses others)

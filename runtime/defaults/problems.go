@@ -31,7 +31,7 @@ type Problem struct {
 }
 
 // Problems returns every problem type, in the order of their statuses. The statuses are
-// DESIGN.md's decision table: 400 for a missing or malformed key or a request that breaks its
+// the decision table of docs/design.md section 1: 400 for a missing or malformed key or a request that breaks its
 // schema, 409 in flight, 412 for a first attempt older than the retention (OASIS Repeatable
 // Requests), 413, 415, 422 payload mismatch, 429 (RFC 6585), 500 when the handler failed and
 // 503 when the store cannot be reached (fail closed). Each call returns a new slice.

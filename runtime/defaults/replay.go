@@ -2,7 +2,7 @@ package defaults
 
 import "net/textproto"
 
-// Replay headers (DESIGN.md section 5): what marks a replayed answer, which response headers a
+// Replay headers (docs/design.md section 5): what marks a replayed answer, which response headers a
 // replay repeats, and which it never does. The runtime stores and replays by them, `idemgen
 // spec` declares them and `idemgen conform` judges replays by them.
 const (

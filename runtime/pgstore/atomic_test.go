@@ -12,7 +12,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// DESIGN section 1, rows New and Replay; section 5 replay fidelity; on PostgreSQL, under each
+// docs/design.md section 1, rows New and Replay; section 5 replay fidelity; on PostgreSQL, under each
 // claim strategy.
 func TestAtomicNewThenReplay(t *testing.T) {
 	for _, s := range strategies {
@@ -53,7 +53,7 @@ func TestAtomicNewThenReplay(t *testing.T) {
 	}
 }
 
-// DESIGN section 1, row Mismatch: 422, nothing runs, nothing changes.
+// docs/design.md section 1, row Mismatch: 422, nothing runs, nothing changes.
 func TestAtomicMismatch(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestTenantsDoNotShareKeys(t *testing.T) {
 	}
 }
 
-// DESIGN section 2 replay.statuses on PostgreSQL: 5xx, panics, errors and 408/409/425/429 roll
+// docs/design.md section 2 replay.statuses on PostgreSQL: 5xx, panics, errors and 408/409/425/429 roll
 // the handler's writes back with the claim; a 402 is stored with them.
 func TestAtomicNonFinalOutcomesRelease(t *testing.T) {
 	for _, s := range strategies {
@@ -153,7 +153,7 @@ func TestAtomicNonFinalOutcomesRelease(t *testing.T) {
 	}
 }
 
-// DESIGN section 5 on PostgreSQL: a body above limits.response is delivered, not stored; the
+// docs/design.md section 5 on PostgreSQL: a body above limits.response is delivered, not stored; the
 // replay has the status and headers, an empty body, and Idempotent-Replay-Body: omitted.
 func TestResponseAboveLimit(t *testing.T) {
 	e := newEnv(t, nil)
@@ -174,7 +174,7 @@ func TestResponseAboveLimit(t *testing.T) {
 	}
 }
 
-// DESIGN section 1, rows New, In-flight and Replay: 50 goroutines with one key make exactly one
+// docs/design.md section 1, rows New, In-flight and Replay: 50 goroutines with one key make exactly one
 // business write; the others get 409 in-flight with Retry-After, or a replay.
 func TestAtomicStormOneWrite(t *testing.T) {
 	forClaimLocks(t, testAtomicStormOneWrite)

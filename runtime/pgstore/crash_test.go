@@ -182,7 +182,7 @@ func TestCrashLease(t *testing.T) {
 	}
 }
 
-// A process killed while PostgreSQL runs one of its handler's statements (DESIGN section 4: a
+// A process killed while PostgreSQL runs one of its handler's statements (docs/design.md section 4: a
 // crash rolls everything back, so a retry simply runs again).
 // The backend notices the closed connection only when it next reads from it, so without
 // client_connection_check_interval the key stays claimed (409) until the orphaned statement

@@ -295,7 +295,7 @@ func (e *env) records() int {
 	return n
 }
 
-// payOp is an atomic-mode operation with the defaults of DESIGN section 2.
+// payOp is an atomic-mode operation with the defaults of docs/design.md section 2.
 func payOp() *runtime.Operation {
 	return &runtime.Operation{
 		ID: "createPayment", Method: "POST", Path: "/v1/payments",

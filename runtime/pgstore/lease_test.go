@@ -65,7 +65,7 @@ func (e *env) leaseRecord(key string) (store.Record, bool) {
 	return rec, found
 }
 
-// DESIGN section 4, lease mode: new, replay, 409 while running (Retry-After: the lease's
+// docs/design.md section 4, lease mode: new, replay, 409 while running (Retry-After: the lease's
 // remaining time), 422 while running with another body (the record is visible), and one
 // provider call.
 func TestLeaseNewConflictReplay(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
-// Retention by time partitions (DESIGN section 4: expired records count as absent and are
+// Retention by time partitions (docs/design.md section 4: expired records count as absent and are
 // deleted; here a partition at a time). The table partitioned by expiry gets hourly
 // partitions from three sweepers at once (several replicas); a partition whose range has ended
 // is detached and dropped whole, with its rows, while the live partitions and their records

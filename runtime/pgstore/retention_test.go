@@ -19,7 +19,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
-// DESIGN section 4, Clocks and Retention: an expired record counts as absent even while its
+// docs/design.md section 4, Clocks and Retention: an expired record counts as absent even while its
 // row exists, decided by the database clock; the same key then starts a new request (no 422
 // for another body), under every claim strategy and in lease mode.
 func TestExpiredRecordIsAbsent(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// What PostgreSQL writes to its own log: no raw key or scope (DESIGN section 4: logs never print
+// What PostgreSQL writes to its own log: no raw key or scope (docs/design.md section 4: logs never print
 // raw keys; the DETAIL of the record INSERT's unique_violation after the read→lock race would
 // print both) and no ERROR line per 409 (the lock-or-stop statement of ClaimWithStatement).
 // This test runs storms, duplicates, mismatches, replays, the read→lock race and a scope of

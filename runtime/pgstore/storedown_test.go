@@ -95,7 +95,7 @@ func (c *cluster) url() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 }
 
-// DESIGN section 1, last row: the store cannot be reached → 503 store-unavailable with
+// docs/design.md section 1, last row: the store cannot be reached → 503 store-unavailable with
 // Retry-After, and the handler never runs (fail closed), in both modes. Stopping the server
 // mid-handler loses nothing: the retry after the restart runs once, and earlier records still
 // replay.

@@ -18,7 +18,7 @@ import (
 
 // One limit, every tier: the cache and the paired store keep what PostgreSQL kept under its
 // per-scope stored-bytes cap, so a replay is the same from Redis, from the in-process tier and
-// from PostgreSQL after Redis lost its copy (DESIGN section 5: a replay carries the stored
+// from PostgreSQL after Redis lost its copy (docs/design.md section 5: a replay carries the stored
 // status, headers and body; which tier answers must not change them).
 func TestOneLimitEveryTier(t *testing.T) {
 	const n, size, capBytes = 60, 200 << 10, 6 << 20

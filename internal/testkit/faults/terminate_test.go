@@ -56,7 +56,7 @@ func TestTerminatedAfterCommit(t *testing.T) {
 // The other moment of a stop that scenario 3 hits by chance: the session is terminated while a
 // statement of the handler's transaction runs (its pg_sleep). Nothing committed; the database,
 // which is the idempotency store in atomic mode and the completion's store in lease mode, went
-// away under the handler. The answer must be 503 (DESIGN: the store cannot be reached → 503,
+// away under the handler. The answer must be 503 (docs/design.md section 1: the store cannot be reached → 503,
 // never 500), and the retry runs once.
 func TestTerminatedInHandler(t *testing.T) {
 	for _, mode := range []string{"atomic", "lease"} {
