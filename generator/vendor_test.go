@@ -78,8 +78,8 @@ func TestVendorSpecs(t *testing.T) {
 		{"azuresms", "azure-communication-sms-2021-03-07.json", "", 0, nil, codes{"item-idempotency-keys": 1}},
 		{"obie", "obie-payment-initiation-v4.yaml", "", 15, nil, codes{"errors-inferred": 15}}, // JSON beside application/jose+jwe on every keyed operation
 		// Specs that fail, each with true, located errors naming the limitation.
-		{"mollie", "mollie-api.yaml", "", 49, nil, codes{"errors-not-inferred": 49}},                                                  // oneOf path parameters (strings), lookahead patterns: generates and builds
-		{"lob", "lob-api-bundled.yml", "", 6, codes{"ref-not-allowed": 52, "unsupported-schema": 5}, codes{"errors-not-inferred": 6}}, // content: {$ref}; nested form fields beside JSON (multipart is decoded)
+		{"mollie", "mollie-api.yaml", "", 49, nil, codes{"errors-not-inferred": 49}},                                                                           // oneOf path parameters (strings), lookahead patterns: generates and builds
+		{"lob", "lob-api-bundled.yml", "", 6, codes{"ref-not-allowed": 52, "unsupported-schema": 5}, codes{"errors-not-inferred": 6, "second-key-carrier": 6}}, // content: {$ref}; nested form fields beside JSON (multipart is decoded); the key in the header or the query
 		{"square", "square-connect-v2-oas3-2025-05-21.json", "", 66, codes{"dangling-ref": 5, "bad-path": 1}, squareWarnings},
 		{"squarefixed", squareFixed, "", 66, nil, squareWarnings},
 		{"azurechat", "azure-communication-chat-2021-03-07.json", "", 1, codes{"ref-outside-root": 6}, codes{"errors-not-inferred": 1}},

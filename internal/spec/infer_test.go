@@ -186,3 +186,48 @@ func dedent(s string) string {
 	}
 	return strings.Join(out, "\n") + "\n"
 }
+
+// TestSecondKeyCarrier: an operation that declares its key in a header and in the query (Lob:
+// "an Idempotency-Key header or an idempotency_key query parameter") is read from one place, and
+// check says which, at the other's declaration, with what a request keyed only there gets; the
+// hint's other setting reads the query instead (and then names the header).
+func TestSecondKeyCarrier(t *testing.T) {
+	path := writeFile(t, "lob.yaml", `openapi: 3.0.3
+info: {title: mail, version: "1"}
+paths:
+  /letters:
+    post:
+      operationId: createLetter
+      parameters:
+        - {name: Idempotency-Key, in: header, schema: {type: string, maxLength: 256}}
+        - {name: idempotency_key, in: query, schema: {type: string, maxLength: 256}}
+      responses: {'200': {description: ok}}
+`)
+	for _, tc := range []struct {
+		config, read, other, then string
+		line                      int
+	}{
+		{"", "the Idempotency-Key header", "query parameter idempotency_key", "runs unguarded (the key is optional)", 9},
+		{`{key: {query: idempotency_key, required: true}}`, "the query parameter idempotency_key", "header Idempotency-Key", "is refused (400 key-missing)", 8},
+	} {
+		opts := Options{Path: path, Infer: true}
+		if tc.config != "" {
+			opts.ConfigPath = writeFile(t, "idemgen.yaml", "version: 1\noperations:\n  createLetter: "+tc.config+"\n")
+		}
+		res := load(t, opts)
+		var got []diag.Diagnostic
+		for _, d := range res.Diags.Sorted() {
+			if d.Code == "second-key-carrier" {
+				got = append(got, d)
+			}
+		}
+		if len(got) != 1 || len(res.Doc.Operations) != 1 {
+			t.Fatalf("%q: %d operations, warnings %v", tc.config, len(res.Doc.Operations), got)
+		}
+		d := got[0]
+		want := fmt.Sprintf("POST /letters reads its idempotency key from %s, and also declares the %s, which is not read as a key", tc.read, tc.other)
+		if !strings.HasPrefix(d.Message, want) || !strings.HasSuffix(d.Message, tc.then) || d.Loc.Line != tc.line {
+			t.Errorf("%q: %s\nwant %q … %q at line %d", tc.config, d, want, tc.then, tc.line)
+		}
+	}
+}

@@ -394,6 +394,58 @@ func (b *builder) resolveKey(o *opSource, m *layer, det *detection, s *model.Set
 			}
 		}
 	}
+	if decl != nil {
+		b.warnSecondCarrier(o, k)
+	}
+}
+
+// warnSecondCarrier reports a marked operation that declares its key in one place and a second
+// recognised key carrier besides (Lob: an Idempotency-Key header and an idempotency_key query
+// parameter, "provide … a header or … a query parameter"). idemgen reads the key from one place
+// per operation; the other is an ordinary parameter or field, so a client that sends its key only
+// there is not guarded, and saying which one is read is the only honest answer.
+func (b *builder) warnSecondCarrier(o *opSource, k *model.KeySettings) {
+	type place struct{ what, field, value string }
+	var other place
+	var loc diag.Loc
+	for _, p := range o.m.Params {
+		switch {
+		case other.what != "":
+		case k.Carrier != model.CarrierHeader && p.In == model.InHeader && isKeyHeader(p.Name):
+			other, loc = place{"header " + p.Name, "header", p.Name}, p.Loc
+		case k.Carrier != model.CarrierQuery && p.In == model.InQuery && normalizeField(p.Name) == keyField:
+			other, loc = place{"query parameter " + p.Name, "query", p.Name}, p.Loc
+		}
+	}
+	if other.what == "" && (k.Carrier == model.CarrierHeader || k.Carrier == model.CarrierQuery) {
+		if d := b.bodyCarrier(o); d != nil && d.standard == model.StandardIdempotencyKey {
+			other, loc = place{"body field " + d.pointer, "body", d.pointer}, d.loc
+			if d.carrier == model.CarrierForm {
+				other.what = "form field " + d.pointer
+			}
+		}
+	}
+	if other.what == "" {
+		return
+	}
+	read := place{"the " + k.Header + " header", "header", k.Header}
+	switch k.Carrier {
+	case model.CarrierQuery:
+		read = place{"the query parameter " + k.Query, "query", k.Query}
+	case model.CarrierBody:
+		read = place{"the body field " + k.Pointer, "body", k.Pointer}
+	case model.CarrierForm:
+		read = place{"the form field " + k.Field, "body", k.Field}
+	}
+	then := "runs unguarded (the key is optional)"
+	if k.Required {
+		then = "is refused (400 key-missing)"
+	}
+	b.d.Add(diag.Diagnostic{Severity: diag.Warning, Code: "second-key-carrier", Loc: loc,
+		Message: fmt.Sprintf("%s %s reads its idempotency key from %s, and also declares the %s, which is not read as a key (idemgen reads one place per operation): a request that sends its key only there %s",
+			o.m.Method, o.m.Path, read.what, other.what, then),
+		Hint: fmt.Sprintf("tell clients to send the key in %s (the generated contract, idemgen_contract.md, says so), or read it from the %s instead: key: {%s: %q} in place of key: {%s: %q}",
+			read.what, other.what, other.field, other.value, read.field, read.value)})
 }
 
 // echoWithoutHeader refuses key.echo on an operation whose key is not in a header. key.echo is
