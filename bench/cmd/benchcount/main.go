@@ -88,7 +88,9 @@ func runLoop(rig *reqcost.Rig, name string, warm, n int, cpuprofile, memprofile 
 		return err
 	}
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-	us := func(a, b syscall.Timeval) float64 { return float64((b.Sec-a.Sec)*1e6+(b.Usec-a.Usec)) / float64(n+warm) }
+	us := func(a, b syscall.Timeval) float64 {
+		return float64((b.Sec-a.Sec)*1e6+(b.Usec-a.Usec)) / float64(n+warm)
+	}
 	fmt.Fprintf(os.Stderr, "process CPU per request (server and client, under this machine's load): user %.1f µs, system %.1f µs\n", us(r0.Utime, r1.Utime), us(r0.Stime, r1.Stime))
 	if memprofile != "" {
 		f, err := os.Create(memprofile)
