@@ -4,9 +4,9 @@
 # IDEMGEN_TEST_REDIS_ADDR and a 3-master cluster in IDEMGEN_TEST_REDIS_CLUSTER
 # (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
 # them fails rather than skips when it is missing. Installs, from Debian's packages and only when
-# they are missing, Chromium (the admin page's browser test) and promtool (the alert rules'
-# tests); with them present those tests may not skip. Both are installed system-wide, with
-# their dependencies (Chromium's are about 300 MB).
+# they are missing, Chromium (the admin page's browser test), promtool (the alert rules' tests)
+# and valgrind (bench/guard's instruction count); with them present those tests may not skip.
+# They are installed system-wide, with their dependencies (Chromium's are about 300 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,15 +59,16 @@ for d in $example_modules; do (cd "$d" && go vet ./...); done
 echo "== public API against the last release point (scripts/apicheck: an incompatible change must be marked in CHANGELOG.md)"
 (cd scripts/apicheck && go vet ./... && go mod tidy -diff && go test -count=1 ./... && go run . -repo ../..)
 
-echo "== tools: Chromium (admin page test), promtool (alert rules)"
+echo "== tools: Chromium (admin page test), promtool (alert rules), valgrind (the request-cost guard's instruction count)"
 missing=()
 command -v "${IDEMGEN_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} from Debian's packages"
   apt_install "${missing[@]}"
 fi
-export IDEMGEN_REQUIRE_BROWSER=1 IDEMGEN_REQUIRE_PROMTOOL=1
+export IDEMGEN_REQUIRE_BROWSER=1 IDEMGEN_REQUIRE_PROMTOOL=1 IDEMGEN_REQUIRE_VALGRIND=1
 
 echo "== alert rules (promtool check rules, promtool test rules)"
 promtool check rules docs/monitoring/alerts.yaml

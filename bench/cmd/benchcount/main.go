@@ -29,11 +29,20 @@ import (
 
 func main() {
 	loop := flag.String("loop", "", "run only this scenario (\"PATH, KIND\", e.g. \"generated handler, replay\") between two calls of reqcost.Mark")
-	n := flag.Int("n", 1000, "requests measured per scenario")
+	n := flag.Int("n", 200, "requests measured per batch (with -loop: in all)")
+	batches := flag.Int("batches", 5, "batches measured per scenario")
 	warm := flag.Int("warm", 100, "requests sent before measuring")
 	cpuprofile := flag.String("cpuprofile", "", "with -loop: write a CPU profile of the measured requests to this file")
 	memprofile := flag.String("memprofile", "", "with -loop: write an allocation profile (every allocation sampled) of the measured requests to this file")
+	direct := flag.Bool("direct", false, "with -loop: call the path's handler in the loop's goroutine (no net/http server, no client), so that callgrind can tell the stages apart")
+	cgReport := flag.String("callgrind", "", "print instructions per request by stage from this callgrind dump of -n requests, and exit")
 	flag.Parse()
+	if *cgReport != "" {
+		if err := report(os.Stdout, *cgReport, *n); err != nil {
+			log.Fatalf("benchcount: %v", err)
+		}
+		return
+	}
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
 		log.Fatal("benchcount: DATABASE_URL is not set (run under scripts/with-postgres.sh)")
@@ -46,22 +55,24 @@ func main() {
 	}
 	defer rig.Close()
 	if *loop != "" {
-		if err := runLoop(rig, *loop, *warm, *n, *cpuprofile, *memprofile); err != nil {
+		if err := runLoop(rig, *loop, *warm, *n, *direct, *cpuprofile, *memprofile); err != nil {
 			log.Fatalf("benchcount: %v", err)
 		}
 		return
 	}
+	fmt.Printf("Per request, the least over %d batches of %d (the mean in brackets):\n\n", *batches, *n)
 	fmt.Printf("| scenario | allocs/req | bytes/req | statements/req | round trips/req |\n|---|---:|---:|---:|---:|\n")
 	for _, s := range append(append([]reqcost.Scenario{}, reqcost.Scenarios...), reqcost.Controls...) {
-		c, err := rig.Measure(s, *warm, *n)
+		bs, err := rig.Measure(s, *warm, *batches, *n)
 		if err != nil {
 			log.Fatalf("benchcount: %s: %v", s, err)
 		}
-		fmt.Printf("| %s | %.1f | %.0f | %.2f | %.2f |\n", s, c.Allocs, c.Bytes, c.Statements, c.RoundTrips)
+		c, m := reqcost.Min(bs), reqcost.Mean(bs)
+		fmt.Printf("| %s | %.1f (%.1f) | %.0f (%.0f) | %.2f (%.2f) | %.2f (%.2f) |\n", s, c.Allocs, m.Allocs, c.Bytes, m.Bytes, c.Statements, m.Statements, c.RoundTrips, m.RoundTrips)
 	}
 }
 
-func runLoop(rig *reqcost.Rig, name string, warm, n int, cpuprofile, memprofile string) error {
+func runLoop(rig *reqcost.Rig, name string, warm, n int, direct bool, cpuprofile, memprofile string) error {
 	s, err := scenario(name)
 	if err != nil {
 		return err
@@ -84,7 +95,7 @@ func runLoop(rig *reqcost.Rig, name string, warm, n int, cpuprofile, memprofile 
 	}
 	var r0, r1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-	if err := rig.Loop(s, warm, n); err != nil {
+	if err := rig.Loop(s, warm, n, direct); err != nil {
 		return err
 	}
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)

@@ -20,8 +20,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
@@ -171,7 +173,8 @@ func (r *Rig) Close() {
 	r.pool.Close()
 }
 
-// Requests is a prepared scenario: Do sends its next request on a kept-alive connection.
+// Requests is a prepared scenario: Do sends its next request on a kept-alive connection, or,
+// direct, calls the path's handler in this goroutine.
 type Requests struct {
 	s      Scenario
 	conn   net.Conn
@@ -180,6 +183,11 @@ type Requests struct {
 	tenant string
 	key    string // replay and mismatch: the primed key
 	n      uint64
+	// direct: the handler, and the request and response Do reuses.
+	direct http.Handler
+	req    *http.Request
+	body   bytes.Reader
+	w      recorder
 }
 
 // Prepare opens a connection to s's path under a tenant of its own and, for a replay or a
@@ -236,6 +244,9 @@ func (q *Requests) send(key, body string, status int, replayed bool) error {
 // sendBytes writes one request and reads its response, allocating nothing once its buffers
 // have grown.
 func (q *Requests) sendBytes(key []byte, body string, status int, replayed bool) error {
+	if q.direct != nil {
+		return q.call(key, body, status, replayed)
+	}
 	b := q.buf[:0]
 	b = append(b, "POST /v1/payments HTTP/1.1\r\nHost: reqcost\r\nAuthorization: Bearer "...)
 	b = append(b, q.tenant...)
@@ -311,34 +322,125 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// Measure sends warm requests of s, then n more, and returns the costs of those n per request.
-// It runs with GOMAXPROCS 1, as testing.AllocsPerRun does, so that no other goroutine of the
-// process runs beside the requests; allocations are the whole process's.
-func (r *Rig) Measure(s Scenario, warm, n int) (Counts, error) {
+// PrepareDirect is Prepare for requests that Do hands to the path's handler in the calling
+// goroutine, with no connection: what is measured is then the handler alone, without net/http's
+// server, its goroutines, or a client (whose instructions callgrind cannot tell apart from the
+// handler's when goroutines switch). Each request is built as net/http's server builds one: its
+// own cancelable context, its headers, a body of known length.
+func (r *Rig) PrepareDirect(s Scenario) (*Requests, error) {
+	q, err := r.Prepare(s) // primes the key through the server
+	if err != nil {
+		return nil, err
+	}
+	q.direct = r.servers[s.Path].srv.Handler
+	q.req = &http.Request{Method: "POST", URL: &url.URL{Path: "/v1/payments"}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Host: "reqcost", RequestURI: "/v1/payments", RemoteAddr: "127.0.0.1:1"}
+	q.w.h = http.Header{}
+	return q, nil
+}
+
+// call hands one request to the handler and checks what it wrote.
+func (q *Requests) call(key []byte, body string, status int, replayed bool) error {
+	h := http.Header{"Authorization": {"Bearer " + q.tenant}, "Content-Type": {"application/json"}}
+	if len(key) > 0 {
+		h["Idempotency-Key"] = []string{string(key)}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q.body.Reset([]byte(body))
+	r := *q.req
+	r.Header, r.ContentLength, r.Body = h, int64(len(body)), io.NopCloser(&q.body)
+	q.w.reset()
+	q.direct.ServeHTTP(&q.w, r.WithContext(ctx))
+	got, sawReplayed := q.w.status, q.w.h.Get("Idempotent-Replayed") == "true"
+	if got != status || sawReplayed != replayed {
+		return fmt.Errorf("%s: got %d (replayed %v), want %d (replayed %v)", q.s, got, sawReplayed, status, replayed)
+	}
+	return nil
+}
+
+// recorder is the direct requests' http.ResponseWriter: it keeps the status and the headers
+// and discards the body.
+type recorder struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *recorder) Header() http.Header { return w.h }
+func (w *recorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+func (w *recorder) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(b)
+	return len(b), nil
+}
+func (w *recorder) reset() { clear(w.h); w.status, w.n = 0, 0 }
+
+// Measure sends warm requests of s, then batches of n more, and returns the costs per request
+// of each batch. It runs with GOMAXPROCS 1, as testing.AllocsPerRun does, so that no other
+// goroutine of the process runs beside the requests; allocations are the whole process's. What
+// the requests do not always pay (a new key's claim sent alone when its handler is slow to send
+// its first statement, a refill of a counted-ahead reservation, a pool's background work) shows
+// in some batches only: Min is the cost every request pays.
+func (r *Rig) Measure(s Scenario, warm, batches, n int) ([]Counts, error) {
 	q, err := r.Prepare(s)
 	if err != nil {
-		return Counts{}, err
+		return nil, err
 	}
 	defer q.Close()
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
 	for range warm {
 		if err := q.Do(); err != nil {
-			return Counts{}, err
+			return nil, err
 		}
 	}
-	var m0, m1 goruntime.MemStats
-	st0, rt0 := r.tr.statements.Load(), r.tr.roundTrips.Load()
-	goruntime.ReadMemStats(&m0)
-	for range n {
-		if err := q.Do(); err != nil {
-			return Counts{}, err
+	out := make([]Counts, 0, batches)
+	for range batches {
+		var m0, m1 goruntime.MemStats
+		st0, rt0 := r.tr.statements.Load(), r.tr.roundTrips.Load()
+		goruntime.ReadMemStats(&m0)
+		for range n {
+			if err := q.Do(); err != nil {
+				return nil, err
+			}
 		}
+		goruntime.ReadMemStats(&m1)
+		st1, rt1 := r.tr.statements.Load(), r.tr.roundTrips.Load()
+		f := float64(n)
+		out = append(out, Counts{Requests: n, Allocs: float64(m1.Mallocs-m0.Mallocs) / f, Bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / f,
+			Statements: float64(st1-st0) / f, RoundTrips: float64(rt1-rt0) / f})
 	}
-	goruntime.ReadMemStats(&m1)
-	st1, rt1 := r.tr.statements.Load(), r.tr.roundTrips.Load()
-	f := float64(n)
-	return Counts{Requests: n, Allocs: float64(m1.Mallocs-m0.Mallocs) / f, Bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / f,
-		Statements: float64(st1-st0) / f, RoundTrips: float64(rt1-rt0) / f}, nil
+	return out, nil
+}
+
+// Min is the least of each count over batches: what every request of the scenario pays.
+func Min(batches []Counts) Counts {
+	m := batches[0]
+	for _, c := range batches[1:] {
+		m.Requests += c.Requests
+		m.Allocs, m.Bytes = min(m.Allocs, c.Allocs), min(m.Bytes, c.Bytes)
+		m.Statements, m.RoundTrips = min(m.Statements, c.Statements), min(m.RoundTrips, c.RoundTrips)
+	}
+	return m
+}
+
+// Mean is the average of each count over batches.
+func Mean(batches []Counts) Counts {
+	var m Counts
+	for _, c := range batches {
+		m.Requests += c.Requests
+		m.Allocs += c.Allocs
+		m.Bytes += c.Bytes
+		m.Statements += c.Statements
+		m.RoundTrips += c.RoundTrips
+	}
+	f := float64(len(batches))
+	m.Allocs, m.Bytes, m.Statements, m.RoundTrips = m.Allocs/f, m.Bytes/f, m.Statements/f, m.RoundTrips/f
+	return m
 }
 
 // Mark is called before and after the requests that Loop measures: run under
@@ -351,8 +453,12 @@ func Mark(n int) int { return n + 1 }
 // Loop sends warm requests of s, then n more between two calls of Mark, with GOMAXPROCS 1 (so
 // that no idle processor spins while a request waits for PostgreSQL, which would add a number
 // of instructions that depends on timing) and the garbage collector off.
-func (r *Rig) Loop(s Scenario, warm, n int) error {
-	q, err := r.Prepare(s)
+func (r *Rig) Loop(s Scenario, warm, n int, direct bool) error {
+	prepare := r.Prepare
+	if direct {
+		prepare = r.PrepareDirect
+	}
+	q, err := prepare(s)
 	if err != nil {
 		return err
 	}
