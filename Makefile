@@ -42,8 +42,8 @@ bench-short: ## the benchmark harness in short mode (checks it runs, not how fas
 bench-floor: ## a new key against the floor (plain transaction + a record row) and the plain transaction, side by side, and bytes per record (not CI: about 4 minutes); writes bench/out/floor.md
 	./scripts/with-postgres.sh ./bench/floor.sh
 
-bench-ab: ## A/B the benchmarks of the working tree against another revision built side by side (OLD=rev, default 1b4cdd7)
-	./scripts/with-postgres.sh ./bench/ab/run.sh $(OLD)
+bench-ab: ## A/B two revisions in one run: REV=rev (OLD= too; default 1b4cdd7) against the working tree, or against NEW=rev: request-cost counts (allocations, statements, instructions), then wrk rounds side by side
+	./scripts/with-postgres.sh ./bench/ab/run.sh $(if $(NEW),-new $(NEW)) $(or $(REV),$(OLD))
 
 bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# bench/ab/run.sh [-short] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]
+# bench/ab/run.sh [-short] [-no-counts] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]
 #
-# A/B of the runtime across revisions, in one run: builds bench/cmd/benchserver of OLD-REV
+# A/B of the runtime across revisions, in one run. First the request-cost counts of both
+# (bench/ab/counts.sh: allocations, statements, round trips and a replay's instructions per
+# request, which the machine's load does not move; -no-counts skips them, -short too). Then it
+# builds bench/cmd/benchserver of OLD-REV
 # (default 1b4cdd7, the last commit before the runtime redesign) in a temporary git worktree,
 # and of the working tree (or of -new REV, likewise), starts both on the PostgreSQL in
 # DATABASE_URL (scripts/with-postgres.sh starts a throwaway one), each on its own database, and
@@ -17,7 +20,8 @@
 #   scripts/with-postgres.sh bench/ab/run.sh                      # HEAD (working tree) against 1b4cdd7
 #   scripts/with-postgres.sh bench/ab/run.sh -new 1b4cdd7 1b4cdd7 # A/A: the noise floor
 #   scripts/with-postgres.sh bench/ab/run.sh -only 'A/B ClaimWithStatement' 1b4cdd7
-#   make bench-ab                                                 # the first one
+#   make bench-ab REV=c79593f                                     # the working tree against c79593f
+#   make bench-ab REV=c79593f NEW=main                            # main against c79593f
 #
 # Defaults: 9 rounds of 1 s, concurrency 1,8,32, the variants "idemgen atomic, new key",
 # "idemgen replay" and "idemgen lease, new key" (benchdrive's names; any variant whose route both
@@ -28,21 +32,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
-short= rounds=9 duration=1s concs=1,8,32 only= newrev= oldrev=1b4cdd7
+short= counts=1 rounds=9 duration=1s concs=1,8,32 only= newrev= oldrev=1b4cdd7
 while [ $# -gt 0 ]; do
   case "$1" in
-    -short) short=1 rounds=1 concs=1,8 ;;
+    -short) short=1 counts= rounds=1 concs=1,8 ;;
+    -no-counts) counts= ;;
     -rounds) rounds="${2:?}"; shift ;;
     -duration) duration="${2:?}"; shift ;;
     -concurrency) concs="${2:?}"; shift ;;
     -only) only="${2:?}"; shift ;;
     -new) newrev="${2:?}"; shift ;;
-    -*) echo "usage: bench/ab/run.sh [-short] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]" >&2; exit 2 ;;
+    -*) echo "usage: bench/ab/run.sh [-short] [-no-counts] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]" >&2; exit 2 ;;
     *) oldrev="$1" ;;
   esac
   shift
 done
 : "${DATABASE_URL:?run under scripts/with-postgres.sh (make bench-ab)}"
+if [ -n "$counts" ]; then
+  bench/ab/counts.sh ${newrev:+-new "$newrev"} "$oldrev"
+  echo
+fi
 started=$(date +%s)
 out=bench/out
 mkdir -p "$out"
