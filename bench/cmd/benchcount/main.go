@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -109,6 +110,7 @@ func runLoop(rig *reqcost.Rig, name string, warm, n int, direct bool, cpuprofile
 			return err
 		}
 		defer f.Close()
+		runtime.GC() // the profile holds what the last completed collection saw
 		return pprof.Lookup("allocs").WriteTo(f, 0)
 	}
 	return nil
