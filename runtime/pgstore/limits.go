@@ -380,9 +380,9 @@ type readQuerier interface {
 func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, probe bool) (r *row, busy bool, err error) {
 	if size := claimsAheadOf(s.lim.records, s.lim.recordsEach); size > 0 {
 		if probe {
-			r, busy, err = s.readProbe(ctx, q, sp.d)
+			r, busy, err = s.readProbe(ctx, q, sp.d, sp.Operation)
 		} else {
-			r, err = s.read(ctx, q, sp.d)
+			r, err = s.read(ctx, q, sp.d, sp.Operation)
 		}
 		if err != nil || busy || (r != nil && r.live) {
 			return r, busy, err

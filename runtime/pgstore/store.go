@@ -328,7 +328,7 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Record, bool, error
 	if err := s.ready(ctx); err != nil {
 		return store.Record{}, false, err
 	}
-	r, err := s.read(ctx, s.pool, digest(id))
+	r, err := s.read(ctx, s.pool, digest(id), "")
 	if err != nil || r == nil || !r.live {
 		return store.Record{}, false, err
 	}
@@ -401,7 +401,7 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		if r == nil {
 			// The conflicting row committed after our snapshot, or rolled back, or (partitioned)
 			// a concurrent claim held the key's lock: look again.
-			if r, err = s.read(ctx, s.pool, d); err != nil {
+			if r, err = s.read(ctx, s.pool, d, c.Operation); err != nil {
 				return store.Reservation{}, err
 			}
 			if r == nil {
@@ -729,28 +729,181 @@ type querier interface {
 }
 
 // read is the plain SELECT of one record; nil when there is no row (live or not; the
-// partitioned layout reads live records only).
-func (s *Store) read(ctx context.Context, q querier, d recordDigest) (*row, error) {
-	var raw rawRecord
-	err := q.QueryRow(ctx, s.q.read, d.scope, d.key).Scan(raw.targets()...)
+// partitioned layout reads live records only). op is the operation the caller expects the
+// record to be of (the claim's), or "": a record of that operation shares its name rather than
+// copying it.
+func (s *Store) read(ctx context.Context, q querier, d recordDigest, op string) (*row, error) {
+	rr := newReadRow(d, op, false)
+	err := q.QueryRow(ctx, s.q.read, rr.args[:2]...).Scan(rr)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read record: %w", err)
 	}
-	return raw.row(), nil
+	return rr.row(), nil
 }
 
 // readProbe is read that, when the key has no record, also tries the claim lock: busy when a
 // concurrent claim holds it (statements.readProbe).
-func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest) (r *row, busy bool, err error) {
-	var raw rawRecord
-	err = q.QueryRow(ctx, s.q.readProbe, d.scope, d.key, d.lock).Scan(raw.targets(&busy)...)
-	if err != nil {
+func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest, op string) (r *row, busy bool, err error) {
+	rr := newReadRow(d, op, true)
+	if err = q.QueryRow(ctx, s.q.readProbe, rr.args[:]...).Scan(rr); err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
-	return raw.row(), busy, nil
+	return rr.row(), rr.busy, nil
+}
+
+// readRow is one record as read and readProbe read it, in one allocation: the statement's
+// arguments, which pgx is given as pointers into it so that it boxes none of them, and the row,
+// which ScanRow decodes (pgx.RowScanner) from the columns' binary values without pgx's scan
+// plans, the stored headers and body copied into one buffer. This is a replay's read, so what
+// it costs is most of what a replay costs beyond its round trip.
+type readRow struct {
+	scope int64
+	key   pgtype.UUID
+	lock  int64
+	args  [3]any // &scope, &key, &lock: $1, $2, $3
+	probe bool   // the statement ends with the busy column (readProbe)
+	op    string // the operation expected, or ""
+	found bool   // a record, live or not (rawRecord.row)
+	busy  bool
+	out   row
+}
+
+func newReadRow(d recordDigest, op string, probe bool) *readRow {
+	rr := &readRow{scope: d.scope, key: d.key, lock: d.lock, probe: probe, op: op}
+	rr.args = [3]any{&rr.scope, &rr.key, &rr.lock}
+	return rr
+}
+
+// row is the record read; nil when there was none.
+func (rr *readRow) row() *row {
+	if !rr.found {
+		return nil
+	}
+	return &rr.out
+}
+
+// The types of recordCols, in order, and of the busy column after them (pgtype's OIDs).
+var recordColTypes = [...]uint32{pgtype.TextOID, pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.Int8OID,
+	pgtype.BoolOID, pgtype.Int8OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.BoolOID, pgtype.Int8OID, pgtype.BoolOID}
+
+// ScanRow decodes the row (pgx.RowScanner) from its values as pgx's extended protocol receives
+// them: text as text, the rest in binary. A row in another form (the text format of the simple
+// protocol, behind a proxy that needs it; a column of another type) is scanned by pgx as
+// rawRecord, with the same result.
+func (rr *readRow) ScanRow(rows pgx.Rows) error {
+	n := len(recordColTypes) - 1
+	if rr.probe {
+		n++
+	}
+	fds, vals := rows.FieldDescriptions(), rows.RawValues()
+	if len(fds) != n || len(vals) != n {
+		return fmt.Errorf("read record: %d columns, want %d", len(fds), n)
+	}
+	for i, fd := range fds {
+		// pgx asks for text in its text format (the same bytes) and for the others in binary.
+		binaryOrText := fd.Format == pgx.BinaryFormatCode || fd.DataTypeOID == pgtype.TextOID
+		if !binaryOrText || fd.DataTypeOID != recordColTypes[i] || !fixedSize(fd.DataTypeOID, vals[i]) {
+			return rr.scanRows(rows)
+		}
+	}
+	if rr.probe {
+		rr.busy = len(vals[11]) == 1 && vals[11][0] != 0
+	}
+	// As rawRecord.row: no operation or no status is no record; a status of 0 is a running one.
+	if vals[0] == nil || vals[3] == nil {
+		return nil
+	}
+	out := &rr.out
+	out.rec = store.Record{State: store.Running}
+	if op := vals[0]; string(op) == rr.op {
+		out.rec.Operation = rr.op
+	} else {
+		out.rec.Operation = string(op)
+	}
+	out.live = len(vals[5]) == 1 && vals[5][0] != 0
+	copy(out.rec.Fingerprint.Sum[:], vals[1])
+	out.rec.Fingerprint.Version = uint16(int2(vals[2]))
+	out.rec.Token = int8v(vals[4])
+	if status := int2(vals[3]); status != 0 {
+		out.rec.State = store.Completed
+		out.rec.Response.Status = int(status)
+		headers, body := vals[7], vals[8]
+		if len(vals[9]) == 1 && vals[9][0] != 0 { // body_omitted
+			body = nil
+			out.rec.Response.BodyOmitted = true
+		}
+		buf := make([]byte, len(headers)+len(body))
+		copy(buf, headers)
+		copy(buf[len(headers):], body)
+		if len(headers) > 0 {
+			out.rec.Response.Header = buf[:len(headers):len(headers)]
+		}
+		if vals[8] != nil && !out.rec.Response.BodyOmitted {
+			out.rec.Response.Body = buf[len(headers):]
+		}
+	} else {
+		out.rec.LeaseLeft = time.Duration(int8v(vals[6])) * time.Microsecond
+	}
+	if left := int8v(vals[10]); left > 0 {
+		out.rec.RetentionLeft = time.Duration(left) * time.Microsecond
+	}
+	rr.found = true
+	return nil
+}
+
+// scanRows scans the row with pgx's scan plans (rawRecord), for a row ScanRow does not decode
+// itself.
+func (rr *readRow) scanRows(rows pgx.Rows) error {
+	var raw rawRecord
+	targets := raw.targets()
+	if rr.probe {
+		targets = append(targets, &rr.busy)
+	}
+	if err := rows.Scan(targets...); err != nil {
+		return err
+	}
+	if r := raw.row(); r != nil {
+		rr.out, rr.found = *r, true
+		if r.rec.Operation == rr.op {
+			rr.out.rec.Operation = rr.op
+		}
+	}
+	return nil
+}
+
+// fixedSize reports whether v, a non-NULL binary value of type oid, has its type's size (NULL
+// and the variable-length types always do).
+func fixedSize(oid uint32, v []byte) bool {
+	if v == nil {
+		return true
+	}
+	switch oid {
+	case pgtype.Int2OID:
+		return len(v) == 2
+	case pgtype.Int8OID:
+		return len(v) == 8
+	case pgtype.BoolOID:
+		return len(v) == 1
+	}
+	return true
+}
+
+// int2 and int8v decode binary int2 and int8 values; NULL is 0.
+func int2(v []byte) int16 {
+	if len(v) != 2 {
+		return 0
+	}
+	return int16(binary.BigEndian.Uint16(v))
+}
+
+func int8v(v []byte) int64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
 }
 
 // readLock is the read of ClaimWithStatement.LockAtRead (statements.readLock, or

@@ -93,7 +93,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	if s.lim.records > 0 && !sp.Counted {
 		r, busy, err = s.readLimited(ctx, conn.Conn(), sp, true)
 	} else {
-		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d)
+		r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d, sp.Operation)
 	}
 	switch {
 	case err != nil:
@@ -187,11 +187,11 @@ func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) 
 			}
 		case sp.lock == lockTry:
 			var busy bool
-			if r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d); err == nil && busy {
+			if r, busy, err = s.readProbe(ctx, conn.Conn(), sp.d, sp.Operation); err == nil && busy {
 				return attempt{}, store.ErrBusy
 			}
 		default:
-			r, err = s.read(ctx, conn.Conn(), sp.d)
+			r, err = s.read(ctx, conn.Conn(), sp.d, sp.Operation)
 		}
 		if err != nil || r != nil {
 			return attempt{row: r}, err
@@ -299,7 +299,7 @@ func (s *Store) claimBefore(ctx context.Context, sp *claimSpec, try func(ctx con
 			return nil, &a.row.rec, nil
 		}
 		// Neither our claim nor a record: a fresh read decides.
-		r, err := s.read(ctx, conn.Conn(), sp.d)
+		r, err := s.read(ctx, conn.Conn(), sp.d, sp.Operation)
 		s.discard(conn)
 		if err != nil {
 			return nil, nil, err

@@ -277,7 +277,7 @@ func (t *tx) rollback() {
 // completedMeanwhile reads the key's record after our transaction was rolled back; it returns
 // the *store.CompletedError of a live record, or nil.
 func (t *tx) completedMeanwhile(ctx context.Context) error {
-	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.d)
+	r, err := t.s.read(ctx, t.conn.Conn(), t.sp.d, t.sp.Operation)
 	if err != nil || r == nil || !r.live {
 		return nil
 	}
