@@ -760,9 +760,11 @@ func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest, op str
 // plans, the stored headers and body copied into one buffer. This is a replay's read, so what
 // it costs is most of what a replay costs beyond its round trip.
 type readRow struct {
-	scope int64
+	// The arguments are of pgtype's types, whose pointers pgx encodes directly (a *int64 it
+	// dereferences by reflection, which boxes the value).
+	scope pgtype.Int8
 	key   pgtype.UUID
-	lock  int64
+	lock  pgtype.Int8
 	args  [3]any // &scope, &key, &lock: $1, $2, $3
 	probe bool   // the statement ends with the busy column (readProbe)
 	op    string // the operation expected, or ""
@@ -772,7 +774,7 @@ type readRow struct {
 }
 
 func newReadRow(d recordDigest, op string, probe bool) *readRow {
-	rr := &readRow{scope: d.scope, key: d.key, lock: d.lock, probe: probe, op: op}
+	rr := &readRow{scope: pgtype.Int8{Int64: d.scope, Valid: true}, key: d.key, lock: pgtype.Int8{Int64: d.lock, Valid: true}, probe: probe, op: op}
 	rr.args = [3]any{&rr.scope, &rr.key, &rr.lock}
 	return rr
 }
