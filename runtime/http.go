@@ -64,6 +64,21 @@ type exchange struct {
 	// segments with the router's values in its parameter segments.
 	tmpl *gen.Template
 	segs []string
+	// ident is the request's log identity (LogAttrs, IdempotencyKey, NotFinal) and hctx the
+	// context that carries it to the machine and the handler: both live in the exchange, so that
+	// making that context allocates nothing.
+	ident logIdentity
+	hctx  identityCtx
+	// keyName is the key header's canonical name (endpoint.keyName); "" until keyHeader.
+	keyName string
+}
+
+// keyHeader is the operation's key header in canonical form, the request's header map's key.
+func (x *exchange) keyHeader() string {
+	if x.keyName == "" {
+		x.keyName = http.CanonicalHeaderKey(x.op.Key.Header)
+	}
+	return x.keyName
 }
 
 // id is the record the request's key names.
@@ -93,7 +108,7 @@ func serve(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, de
 // by the template. A value that does not fit its segment (the literal text of "{id}:cancel",
 // an empty value) is not this operation: 404.
 func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoint, params []string, decode func(*gen.Input) (runner, error)) {
-	x := &exchange{rt: rt, op: ep.op, r: r, tmpl: &ep.tmpl, prof: rt.profileOf(ep.op)}
+	x := &exchange{rt: rt, op: ep.op, r: r, tmpl: &ep.tmpl, prof: rt.profileOf(ep.op), keyName: ep.keyName}
 	if params != nil {
 		x.segs = routedSegments(&ep.tmpl, params)
 		if !ep.tmpl.Match(x.segs, false) {
@@ -121,7 +136,7 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 			}
 			// The handler's context carries the request's log attributes (LogAttrs, LogHandler),
 			// hashed the first time something asks for them.
-			res = run(context.WithValue(ctx, logIdentityKey{}, &logIdentity{x: x}), x)
+			res = run(x.withIdentity(ctx), x)
 		}
 	}
 	a := answer(x, &res)
@@ -139,14 +154,17 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 type endpoint struct {
 	op   *Operation
 	tmpl gen.Template // op.Path
+	// keyName is op.Key.Header in canonical form ("" without a key header).
+	keyName string
 	// spanStart are the request span's start options: its kind, and the operation and mode as
 	// attributes, so that a Sampler sees them.
 	spanStart []trace.SpanStartOption
 }
 
 func newEndpoint(op *Operation) *endpoint {
-	return &endpoint{op: op, tmpl: gen.ParseTemplate(op.Path), spanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String()))}}
+	return &endpoint{op: op, tmpl: gen.ParseTemplate(op.Path), keyName: http.CanonicalHeaderKey(op.Key.Header),
+		spanStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(attrOperation.String(op.ID), attrMode.String(op.Mode.String()))}}
 }
 
 // admit checks the scope, the body's size and its media type, and reads the body. The body is
@@ -178,25 +196,30 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	}
 	if r.Body != nil {
 		body, err := readBody(w, r, limit)
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return result{ending: endBodyOverLimit, limit: limit}
-		case err != nil:
+		if err != nil {
+			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+				return result{ending: endBodyOverLimit, limit: limit}
+			}
 			return result{ending: endBodyUnreadable, err: err}
 		}
 		x.body = body
 	}
+	// The header map is read by canonical name, as Header.Get would after canonicalizing the
+	// name on every call.
 	if len(x.body) > 0 {
-		if coding, ok := unsupportedCoding(r.Header.Values("Content-Encoding")); !ok {
+		if coding, ok := unsupportedCoding(r.Header["Content-Encoding"]); !ok {
 			return result{ending: endCodingUnsupported, sent: coding}
 		}
 	}
-	if cts := r.Header.Values("Content-Type"); len(cts) > 1 {
+	cts := r.Header["Content-Type"]
+	if len(cts) > 1 {
 		// Which one the decoder, the fingerprint and the handler would each take is a guess.
 		return result{ending: endContentTypeRepeated}
 	}
-	ct := r.Header.Get("Content-Type")
+	ct := ""
+	if len(cts) == 1 {
+		ct = cts[0]
+	}
 	if declared := exactMediaType(op.MediaTypes, ct); declared != "" {
 		// The common case, a Content-Type spelled as declared: nothing to parse.
 		x.mediaType, x.declared = declared, declared
@@ -247,7 +270,7 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 	k := rawKey{}
 	switch {
 	case op.Key.Header != "":
-		if vals := x.r.Header.Values(op.Key.Header); len(vals) > 0 {
+		if vals := x.r.Header[x.keyHeader()]; len(vals) > 0 {
 			k = rawKey{value: vals[0], present: true, lines: len(vals)}
 		}
 	case op.Key.Query != "":
@@ -535,12 +558,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, err
 	}
 	// A middleware may have replaced the body without fixing ContentLength: read on to the end.
-	var one [1]byte
-	if k, _ := r.Body.Read(one[:]); k == 0 {
+	// The byte that tells is read into the buffer's spare capacity, which a local array passed
+	// to Read (an interface call) would not be: it would be allocated on every request.
+	if k, _ := r.Body.Read(body[n : n+1]); k == 0 {
 		return body, nil
 	}
 	rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit-n-1))
-	return append(append(body, one[0]), rest...), err
+	return append(body[:n+1], rest...), err
 }
 
 // exactMediaType returns the declared media type that ct spells exactly (letter case aside),

@@ -72,6 +72,27 @@ type logIdentity struct {
 	attrs []slog.Attr
 }
 
+// withIdentity returns ctx with the request's log identity under logIdentityKey, as
+// context.WithValue would, in the exchange's own memory.
+func (x *exchange) withIdentity(ctx context.Context) context.Context {
+	x.ident.x = x
+	x.hctx = identityCtx{Context: ctx, id: &x.ident}
+	return &x.hctx
+}
+
+// identityCtx is a context with a request's log identity (exchange.withIdentity).
+type identityCtx struct {
+	context.Context
+	id *logIdentity
+}
+
+func (c *identityCtx) Value(key any) any {
+	if _, ok := key.(logIdentityKey); ok {
+		return c.id
+	}
+	return c.Context.Value(key)
+}
+
 func (l *logIdentity) get() []slog.Attr {
 	l.once.Do(func() { l.attrs = l.x.logAttrs() })
 	return l.attrs[:len(l.attrs):len(l.attrs)] // an append by one caller copies, never races another

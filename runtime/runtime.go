@@ -100,6 +100,7 @@ type Runtime struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	observed bool              // obs is not NopObserver: claim latencies are timed
 	exec     ExecutionObserver // obs, when it implements it
 	problems ProblemWriter
 	// profile is Config.Profile, or an empty profile: never nil.
@@ -154,7 +155,8 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	exec, _ := cfg.Observer.(ExecutionObserver)
-	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, exec: exec, problems: cfg.ProblemWriter,
+	_, nop := cfg.Observer.(NopObserver)
+	rt := &Runtime{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, observed: !nop, exec: exec, problems: cfg.ProblemWriter,
 		profile: profile, tracer: newTracer(cfg.TracerProvider, tracerGiven)}
 	rt.inputs.New = func() any { return new(gen.Input) }
 	return rt, nil

@@ -91,14 +91,19 @@ func isOTelDefault(tp trace.TracerProvider) bool {
 
 // storeCall runs one store call f under its own span and bounded by Config.StoreTimeout plus
 // extra (a claim may also wait for a concurrent one). name == spanLookup also reports the claim
-// latency to the Observer.
+// latency to the Observer, when there is one.
 func (x *exchange) storeCall(ctx context.Context, name string, extra time.Duration, f func(context.Context) error) error {
 	ctx, span := x.rt.tracer.Start(ctx, name, internalSpan...)
 	ctx, cancel := context.WithTimeout(ctx, x.rt.cfg.StoreTimeout+extra)
-	start := time.Now()
+	// The clock is read for the Observer only: without one (NopObserver) nothing is timed.
+	timed := name == spanLookup && x.rt.observed
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
 	err := f(ctx)
 	cancel()
-	if name == spanLookup {
+	if timed {
 		x.rt.obs.ClaimLatency(x.op.ID, x.op.Mode, time.Since(start))
 	}
 	endSpan(span, err)

@@ -191,7 +191,7 @@ func TestSetStoredHeaders(t *testing.T) {
 	jsonbLike := strings.ReplaceAll(strings.ReplaceAll(string(doc), `":[`, `": [`), `","`, `", "`)
 	for _, d := range []string{string(doc), jsonbLike} {
 		h := http.Header{}
-		setStoredHeaders(h, []byte(d))
+		setStoredHeaders(h, []byte(d), 0)
 		want := http.Header{}
 		for k, v := range orig {
 			if k != "Set-Cookie" {
@@ -204,7 +204,7 @@ func TestSetStoredHeaders(t *testing.T) {
 	}
 	for _, bad := range []string{`[]`, `{"A": "x"}`, `{"A": [1]}`, `{"A": ["x"]} x`, `{"A": ["x"]`} {
 		h := http.Header{}
-		setStoredHeaders(h, []byte(bad))
+		setStoredHeaders(h, []byte(bad), 0)
 		if len(h) != 0 {
 			t.Errorf("%s: set %v, want nothing", bad, h)
 		}
