@@ -1,12 +1,12 @@
 package runtime
 
 import (
-	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/defaults"
 )
@@ -108,15 +108,83 @@ func ProblemJSON(base string) ProblemWriter {
 		base = DefaultProblemBase
 	}
 	return func(w http.ResponseWriter, _ *http.Request, p Problem) {
-		body, _ := json.Marshal(struct {
-			Type    string `json:"type"`
-			Title   string `json:"title"`
-			Status  int    `json:"status"`
-			Detail  string `json:"detail,omitempty"`
-			Pointer string `json:"pointer,omitempty"`
-		}{base + p.Name, p.Title, p.Status, p.Detail, p.Pointer})
-		WriteProblem(w, p, "application/problem+json", body)
+		WriteProblem(w, p, "application/problem+json", appendProblemJSON(nil, base, p))
 	}
+}
+
+// appendProblemJSON appends ProblemJSON's document for p, the bytes encoding/json.Marshal writes
+// for it (HTML-safe escaping included), written by hand: one buffer, no reflection, for every
+// 409, 422 and 4xx the runtime answers.
+func appendProblemJSON(b []byte, base string, p Problem) []byte {
+	if b == nil {
+		b = make([]byte, 0, 64+len(base)+len(p.Name)+len(p.Title)+len(p.Detail)+len(p.Pointer))
+	}
+	b = append(b, `{"type":"`...)
+	b = appendJSONText(b, base)
+	b = appendJSONText(b, p.Name)
+	b = append(b, `","title":"`...)
+	b = appendJSONText(b, p.Title)
+	b = append(b, `","status":`...)
+	b = strconv.AppendInt(b, int64(p.Status), 10)
+	if p.Detail != "" {
+		b = append(b, `,"detail":"`...)
+		b = append(appendJSONText(b, p.Detail), '"')
+	}
+	if p.Pointer != "" {
+		b = append(b, `,"pointer":"`...)
+		b = append(appendJSONText(b, p.Pointer), '"')
+	}
+	return append(b, '}')
+}
+
+// appendJSONText appends s as the inside of a JSON string the way encoding/json escapes it:
+// quote, backslash and control characters escaped (\b, \f, \n, \r, \t by name), <, > and &
+// as \u003c, \u003e and \u0026, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONText(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	start := 0 // s[start:i] is safe as it is, appended in one go
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // other controls, <, > and &
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(b, s[start:]...)
 }
 
 // WriteProblem sends body as the answer to p, with the headers every error format shares:
@@ -131,10 +199,16 @@ func ProblemJSON(base string) ProblemWriter {
 //	}
 func WriteProblem(w http.ResponseWriter, p Problem, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", "no-store")
+	// The headers' values share one array (Header.Set would allocate one for each).
+	vals := [3]string{contentType, "no-store"}
+	all := vals[:2]
 	if p.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(p.RetryAfter)))
+		all = append(all, strconv.Itoa(retryAfterSeconds(p.RetryAfter)))
+	}
+	all = append([]string(nil), all...)
+	h["Content-Type"], h["Cache-Control"] = all[0:1:1], all[1:2:2]
+	if len(all) == 3 {
+		h["Retry-After"] = all[2:3:3]
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)

@@ -132,3 +132,29 @@ func TestProblemHelpers(t *testing.T) {
 		t.Errorf("no pointer: %#v, want an empty list", loc)
 	}
 }
+
+// ProblemJSON writes its document by hand: byte for byte what encoding/json writes for the same
+// fields (its HTML-safe escaping included), whatever the strings hold.
+func TestProblemJSONAsEncodingJSON(t *testing.T) {
+	texts := []string{"", "plain", `quote " and \ backslash`, "controls \x00\x01\b\f\n\r\t\x1f",
+		"<b>&amp;</b>", "line\u2028para\u2029", "bad \xff utf-8 \xe2\x82", "é 日本 🎉", "/items/0/~1x"}
+	for _, base := range []string{DefaultProblemBase, "https://example.test/p?<x>&y/"} {
+		for i, text := range texts {
+			p := Problem{Name: ProblemPayloadMismatch + texts[(i+1)%len(texts)], Title: text, Status: 422 + i,
+				Detail: texts[(i+2)%len(texts)], Pointer: texts[(i+3)%len(texts)]}
+			want, err := json.Marshal(struct {
+				Type    string `json:"type"`
+				Title   string `json:"title"`
+				Status  int    `json:"status"`
+				Detail  string `json:"detail,omitempty"`
+				Pointer string `json:"pointer,omitempty"`
+			}{base + p.Name, p.Title, p.Status, p.Detail, p.Pointer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendProblemJSON(nil, base, p); string(got) != string(want) {
+				t.Errorf("%+v:\n got %s\nwant %s", p, got, want)
+			}
+		}
+	}
+}
