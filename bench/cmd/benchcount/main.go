@@ -37,7 +37,12 @@ func main() {
 	memprofile := flag.String("memprofile", "", "with -loop: write an allocation profile (every allocation sampled) of the measured requests to this file")
 	direct := flag.Bool("direct", false, "with -loop: call the path's handler in the loop's goroutine (no net/http server, no client), so that callgrind can tell the stages apart")
 	cgReport := flag.String("callgrind", "", "print instructions per request by stage from this callgrind dump of -n requests, and exit")
+	stageList := flag.Bool("stages", false, "print the stages' names and pprof focus and ignore expressions (tab-separated), and exit")
 	flag.Parse()
+	if *stageList {
+		printStages(os.Stdout)
+		return
+	}
 	if *cgReport != "" {
 		if err := report(os.Stdout, *cgReport, *n); err != nil {
 			log.Fatalf("benchcount: %v", err)
@@ -89,6 +94,9 @@ func runLoop(rig *reqcost.Rig, name string, warm, n int, direct bool, cpuprofile
 			return err
 		}
 		defer f.Close()
+		// 1,000 samples a second rather than pprof's 100: a loop of a few seconds then has
+		// enough. Set first, StartCPUProfile keeps it (and prints that it could not set its own).
+		runtime.SetCPUProfileRate(1000)
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}

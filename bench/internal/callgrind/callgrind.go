@@ -108,19 +108,14 @@ func Read(r io.Reader) (*Profile, error) {
 	return p, nil
 }
 
-// Inclusive is the instructions of the functions whose names match re, each with everything it
-// called (its recursion included), at the outermost level of a recursion (callgrind's "f'2"
-// contexts are inside f's). The functions should not call one another: such a call would be
-// counted in both.
-func (p *Profile) Inclusive(re *regexp.Regexp) int64 {
+// CallsBetween is the instructions of the calls from functions matching caller to functions
+// matching callee, each with everything the callee ran (recursion contexts included on both
+// sides). callgrind attributes a call by its shadow call stack, which Go's goroutine switches
+// leave stale: the figure is the call's own only for calls that never park their goroutine.
+func (p *Profile) CallsBetween(caller, callee *regexp.Regexp) int64 {
 	var n int64
-	for f, v := range p.Self {
-		if re.MatchString(f) {
-			n += v
-		}
-	}
 	for e, v := range p.Calls {
-		if re.MatchString(e.Caller) {
+		if caller.MatchString(Base(e.Caller)) && callee.MatchString(Base(e.Callee)) && Base(e.Caller) != Base(e.Callee) {
 			n += v
 		}
 	}
@@ -131,7 +126,7 @@ func (p *Profile) Inclusive(re *regexp.Regexp) int64 {
 func (p *Profile) SelfOf(re *regexp.Regexp) int64 {
 	var n int64
 	for f, v := range p.Self {
-		if re.MatchString(base(f)) {
+		if re.MatchString(Base(f)) {
 			n += v
 		}
 	}
@@ -140,5 +135,5 @@ func (p *Profile) SelfOf(re *regexp.Regexp) int64 {
 
 var recursion = regexp.MustCompile(`'[0-9]+$`)
 
-func base(f string) string      { return recursion.ReplaceAllString(f, "") }
-func isRecursion(f string) bool { return recursion.MatchString(f) }
+// Base is a function's name without callgrind's recursion context ("f'2" is f).
+func Base(f string) string { return recursion.ReplaceAllString(f, "") }
