@@ -54,12 +54,14 @@ build() {
     src="$tmp/src-$side"
     git worktree add --detach -q "$src" "$rev"
     worktrees+=("$src")
+    local copied=
     for d in "${harness[@]}"; do
       if [ ! -d "$src/$d" ]; then
         mkdir -p "$src/$d" && cp "$d"/*.go "$src/$d/"
-        name="$name (with this tree's $(basename "$d"))"
+        copied=1
       fi
     done
+    [ -z "$copied" ] || name="$name (with this tree's request-cost harness)"
     if ! (cd "$src" && go build -o "$tmp/benchcount-$side" ./bench/cmd/benchcount) 2>"$tmp/build-$side.log"; then
       echo "bench/ab/counts: $rev does not build this tree's request-cost harness:" >&2
       cat "$tmp/build-$side.log" >&2
@@ -91,13 +93,14 @@ instructions() {
   GODEBUG=asyncpreemptoff=1 DATABASE_URL=$(dburl "idemgen_counts_$side") valgrind --tool=callgrind \
     --dump-before='*reqcost.Mark' --callgrind-out-file="$dir/callgrind.out" \
     "$tmp/benchcount-$side" -loop "$scenario" -warm 50 -n "$n" >/dev/null 2>"$dir/log" || { cat "$dir/log" >&2; return 1; }
-  awk -v n="$n" '/^summary:/ {printf "%.0f", $2 / n}' "$dir/callgrind.out.2"
+  # parsed by this tree's benchcount whatever the side: the scheduler's instructions excluded
+  "$tmp/benchcount-new" -work "$dir/callgrind.out.2" -n "$n"
 }
 
 {
   echo "## Request costs: $oldname (old) against $newname (new)"
   echo
-  echo "Per request; allocations, bytes, statements and round trips the least over 5 batches of $n requests, instructions over $n requests under callgrind (bench/README.md, \"Request-cost guard\")."
+  echo "Per request; allocations, bytes, statements and round trips the least over 5 batches of $n requests, instructions over $n requests under callgrind, the scheduler's excluded (bench/README.md, \"Request-cost guard\")."
   echo
   echo "| scenario | allocations old → new | bytes old → new | statements old → new | round trips old → new | instructions old → new |"
   echo "|---|---|---|---|---|---|"

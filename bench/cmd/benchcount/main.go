@@ -37,8 +37,17 @@ func main() {
 	memprofile := flag.String("memprofile", "", "with -loop: write an allocation profile (every allocation sampled) of the measured requests to this file")
 	direct := flag.Bool("direct", false, "with -loop: call the path's handler in the loop's goroutine (no net/http server, no client), so that callgrind can tell the stages apart")
 	cgReport := flag.String("callgrind", "", "print instructions per request by stage from this callgrind dump of -n requests, and exit")
+	work := flag.String("work", "", "print the instructions per request of this callgrind dump of -n requests, the scheduler's excluded (bench/README.md, \"Request-cost guard\"), and exit")
 	stageList := flag.Bool("stages", false, "print the stages' names and pprof focus and ignore expressions (tab-separated), and exit")
 	flag.Parse()
+	if *work != "" {
+		v, err := workPerRequest(*work, *n)
+		if err != nil {
+			log.Fatalf("benchcount: %v", err)
+		}
+		fmt.Printf("%.0f\n", v)
+		return
+	}
 	if *stageList {
 		printStages(os.Stdout)
 		return

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/idemgen/idemgen/bench/internal/callgrind"
@@ -81,22 +82,6 @@ var stages = []stage{
 		whole: rtPkg + `\(\*Runtime\)\.finish$`, ignore: rtPkg + `\(\*Runtime\)\.logResult$|\.Outcome$`},
 }
 
-// components group the whole request's instructions by whose function runs them, each function
-// in the first component that matches it.
-var components = []struct {
-	name string
-	re   *regexp.Regexp
-}{
-	{"idemgen (runtime, pgstore, canonical, gen, the generated code)", regexp.MustCompile(`^github\.com/idemgen/idemgen/(runtime|golden)`)},
-	{"SHA-256 (valgrind's CPU has no SHA extensions: AVX2 code)", regexp.MustCompile(`sha256`)},
-	{"pgx and its pool", regexp.MustCompile(`^github\.com/jackc/|^golang\.org/x/sync/semaphore`)},
-	{"contexts", regexp.MustCompile(`^context\.`)},
-	{"allocation", regexp.MustCompile(`^runtime\.(mallocgc.*|newobject|newarray|makeslice.*|growslice|makemap.*|convT.*|slicebytetostring|concatstring.*|rawstring.*|rawbyteslice|heapSetType.*|\(\*mspan\)\..*|\(\*mcache\)\..*|\(\*mcentral\)\..*|\(\*mheap\)\..*|memclrNoHeapPointers.*|nextFreeFast|deductAssistCredit|publicationBarrier|gcWriteBarrier.*|wbBufFlush.*|bulkBarrier.*|typedmemmove|typedslicecopy|profilealloc)$`)},
-	{"maps", regexp.MustCompile(`^internal/runtime/maps\.|^runtime\.(map.*|aeshash.*|memhash.*|strhash|interhash|nilinterhash|efaceHash|typehash)$|^aeshash`)},
-	{"scheduler, timers, clocks, system calls", regexp.MustCompile(`^runtime\.|^internal/runtime/|^syscall\.|^internal/poll\.|^gogo|^time\.`)},
-	{"net/http's server, its headers and buffers", regexp.MustCompile(`^(net/http|net/textproto|bufio|net/url|net|mime|path|io|bytes|strings|strconv|internal/strconv|internal/bytealg|internal/stringslite|unicode/utf8)\.|^(indexbyte|memeqbody|cmpbody|countbody)`)},
-}
-
 // glue is the rest of idemgen's own code on the path: the exchange, the state machine's and the
 // store's steps between the stages.
 var glue = regexp.MustCompile(`^github\.com/idemgen/idemgen/runtime(/pgstore|/store)?\.`)
@@ -125,6 +110,7 @@ func report(w io.Writer, path string, n int) error {
 			own[i] = regexp.MustCompile(s.own)
 		}
 	}
+	components := callgrind.Components
 	compOf := make([]int64, len(components))
 	for _, fn := range names {
 		base := callgrind.Base(fn)
@@ -140,7 +126,7 @@ func report(w io.Writer, path string, n int) error {
 			glued += p.Self[fn]
 		}
 		for i, c := range components {
-			if c.re.MatchString(base) {
+			if c.Re.MatchString(base) {
 				compOf[i] += p.Self[fn]
 				break
 			}
@@ -168,9 +154,10 @@ func report(w io.Writer, path string, n int) error {
 	var listed int64
 	for i, c := range components {
 		listed += compOf[i]
-		fmt.Fprintf(w, "| %s | %s |\n", c.name, per(compOf[i]))
+		fmt.Fprintf(w, "| %s | %s |\n", c.Name, per(compOf[i]))
 	}
 	fmt.Fprintf(w, "| other (the harness's handler wrapper and client, encoding, reflection) | %s |\n", per(p.Total-listed))
+	fmt.Fprintf(w, "| **total, the scheduler's excluded (what the guard records)** | **%s** |\n", per(p.Total-compOf[slices.IndexFunc(components, func(c callgrind.Component) bool { return c.Name == callgrind.Scheduler })]))
 	return nil
 }
 
@@ -180,4 +167,19 @@ func printStages(w io.Writer) {
 	for _, s := range stages {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", s.name, s.whole, s.ignore)
 	}
+}
+
+// workPerRequest is the instructions per request of a callgrind dump of n requests, less the
+// scheduler's (callgrind.Scheduler), whose count follows how long the process waited.
+func workPerRequest(path string, n int) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	p, err := callgrind.Read(f)
+	if err != nil {
+		return 0, err
+	}
+	return float64(p.Total-p.ByComponent()[callgrind.Scheduler]) / float64(n), nil
 }

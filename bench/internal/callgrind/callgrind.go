@@ -137,3 +137,43 @@ var recursion = regexp.MustCompile(`'[0-9]+$`)
 
 // Base is a function's name without callgrind's recursion context ("f'2" is f).
 func Base(f string) string { return recursion.ReplaceAllString(f, "") }
+
+// Component is a group of functions of a Go program, by whose code they are.
+type Component struct {
+	Name string
+	Re   *regexp.Regexp
+}
+
+// Scheduler names the component whose count follows time rather than work: Go's scheduler,
+// timers, clocks, system-call wrappers and sysmon, which run more the longer the process waits
+// (for PostgreSQL's answer, say), and valgrind makes every wait long and variable.
+const Scheduler = "scheduler, timers, clocks, system calls"
+
+// Components are the groups of a request's functions, each function in the first that matches
+// it (the others: "other").
+var Components = []Component{
+	{"idemgen (runtime, pgstore, canonical, gen, the generated code)", regexp.MustCompile(`^github\.com/idemgen/idemgen/(runtime|golden)`)},
+	{"SHA-256 (valgrind's CPU has no SHA extensions: AVX2 code)", regexp.MustCompile(`sha256`)},
+	{"pgx and its pool", regexp.MustCompile(`^github\.com/jackc/|^golang\.org/x/sync/semaphore`)},
+	{"contexts", regexp.MustCompile(`^context\.`)},
+	{"allocation", regexp.MustCompile(`^runtime\.(mallocgc.*|newobject|newarray|makeslice.*|growslice|makemap.*|convT.*|slicebytetostring|concatstring.*|rawstring.*|rawbyteslice|heapSetType.*|\(\*mspan\)\..*|\(\*mcache\)\..*|\(\*mcentral\)\..*|\(\*mheap\)\..*|memclrNoHeapPointers.*|nextFreeFast|deductAssistCredit|publicationBarrier|gcWriteBarrier.*|wbBufFlush.*|bulkBarrier.*|typedmemmove|typedslicecopy|profilealloc)$`)},
+	{"maps", regexp.MustCompile(`^internal/runtime/maps\.|^runtime\.(map.*|aeshash.*|memhash.*|strhash|interhash|nilinterhash|efaceHash|typehash)$|^aeshash`)},
+	{Scheduler, regexp.MustCompile(`^runtime\.|^internal/runtime/|^syscall\.|^internal/poll\.|^gogo|^time\.`)},
+	{"net/http's server, its headers and buffers", regexp.MustCompile(`^(net/http|net/textproto|bufio|net/url|net|mime|path|io|bytes|strings|strconv|internal/strconv|internal/bytealg|internal/stringslite|unicode/utf8)\.|^(indexbyte|memeqbody|cmpbody|countbody)`)},
+}
+
+// ByComponent is the own instructions of each of Components' groups, by name, and "other".
+func (p *Profile) ByComponent() map[string]int64 {
+	out := map[string]int64{}
+	for fn, v := range p.Self {
+		name, base := "other", Base(fn)
+		for _, c := range Components {
+			if c.Re.MatchString(base) {
+				name = c.Name
+				break
+			}
+		}
+		out[name] += v
+	}
+	return out
+}
