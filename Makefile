@@ -45,6 +45,9 @@ bench-floor: ## a new key against the floor (plain transaction + a record row) a
 bench-ab: ## A/B two revisions in one run: REV=rev (OLD= too; default 1b4cdd7) against the working tree, or against NEW=rev: request-cost counts (allocations, statements, instructions), then wrk rounds side by side
 	./scripts/with-postgres.sh ./bench/ab/run.sh $(if $(NEW),-new $(NEW)) $(or $(REV),$(OLD))
 
+bench-replay: ## issue 41's table on a quiet machine: replay, new key (Limits.Records off) and the plain transaction at c=8 and 32, the working tree against the previous release c79593f (REV= another) side by side, counts first (about 8 minutes); writes bench/out/ab.md and ab-counts.md
+	./scripts/with-postgres.sh ./bench/ab/run.sh -only '^(A/B ClaimWithStatement, (replay|new key)|plain transaction \(no idempotency\))$$' -concurrency 8,32 -rounds 9 $(or $(REV),c79593f)
+
 bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md

@@ -4,7 +4,8 @@
 # The request-cost counts of two revisions side by side, in one run (bench/internal/reqcost: the
 # counts the machine's load cannot move): allocations, bytes, statements and round trips per
 # request for every scenario (the least over 5 batches of N, default 200), and the instructions
-# per request of each replay scenario under valgrind's callgrind (N requests between two marks).
+# per request of each replay and mismatch scenario under valgrind's callgrind (N requests between
+# two marks, the scheduler's instructions excluded as bench/guard does).
 # OLD-REV (default: main) against the working tree, or against -new REV; each is built in a
 # temporary git worktree. A revision older than the harness gets this tree's bench/cmd/benchcount,
 # bench/internal/reqcost and bench/internal/callgrind copied in (they use the public API and
@@ -112,7 +113,7 @@ instructions() {
     first() { echo "$1" | awk '{print $1}'; }
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf " (×%.2f)", b / a }'; }
     ins="—"
-    if command -v valgrind >/dev/null && [[ "$scenario" == *replay* ]]; then
+    if command -v valgrind >/dev/null && [[ "$scenario" == *replay* || "$scenario" == *mismatch* ]]; then
       i1=$(instructions old "$scenario") i2=$(instructions new "$scenario")
       ins="$i1 → $i2$(ratio "$i1" "$i2")"
     fi
