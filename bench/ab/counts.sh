@@ -75,6 +75,8 @@ build() {
 echo "bench/ab/counts: building $oldrev and ${newrev:-the working tree}" >&2
 build old "$oldrev"
 build new "$newrev"
+# this tree's benchcount reads every callgrind dump, whichever side made it
+go build -o "$tmp/benchcount-this" ./bench/cmd/benchcount
 
 # dburl NAME: DATABASE_URL with database NAME, created afresh.
 dburl() {
@@ -95,7 +97,7 @@ instructions() {
     --dump-before='*reqcost.Mark' --callgrind-out-file="$dir/callgrind.out" \
     "$tmp/benchcount-$side" -loop "$scenario" -warm 50 -n "$n" >/dev/null 2>"$dir/log" || { cat "$dir/log" >&2; return 1; }
   # parsed by this tree's benchcount whatever the side: the scheduler's instructions excluded
-  "$tmp/benchcount-new" -work "$dir/callgrind.out.2" -n "$n"
+  "$tmp/benchcount-this" -work "$dir/callgrind.out.2" -n "$n"
 }
 
 {
