@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -77,7 +78,7 @@ func (m *mount) refusal(w http.ResponseWriter, r *http.Request) string {
 	if p := m.learned.Load(); p != nil {
 		return *p
 	}
-	return cmp.Or(writerMisuse(w), contextMisuse(r.Context()))
+	return cmp.Or(writerMisuse(w, &m.rt.fields), contextMisuse(r.Context(), &m.rt.fields))
 }
 
 // learn records the misuse a request to op showed (once per mounting, logged as an error):
@@ -100,7 +101,7 @@ const (
 // adapterFor names the adapter to use for a request whose writer or context shows its
 // framework; useAny when neither does.
 func adapterFor(w http.ResponseWriter, ctx context.Context) string {
-	switch framework(w, ctx) {
+	switch framework(w, ctx, nil) {
 	case "echo":
 		return useEcho
 	case "gin":
@@ -113,8 +114,8 @@ func adapterFor(w http.ResponseWriter, ctx context.Context) string {
 
 // framework is the framework whose writer or request context w and ctx are, seen through
 // wrappers: "echo", "gin", "fiber" (fasthttp), or "".
-func framework(w http.ResponseWriter, ctx context.Context) string {
-	switch pkg := writerPackage(w); {
+func framework(w http.ResponseWriter, ctx context.Context, fields *typeFields) string {
+	switch pkg := writerPackage(w, fields); {
 	case strings.HasPrefix(pkg, echoPackage):
 		return "echo"
 	case pkg == ginPackage:
@@ -122,7 +123,7 @@ func framework(w http.ResponseWriter, ctx context.Context) string {
 	case strings.HasPrefix(pkg, fasthttpPackage):
 		return "fiber"
 	}
-	if fasthttpContext(ctx) {
+	if fasthttpContext(ctx, fields) {
 		return "fiber"
 	}
 	return ""
@@ -134,7 +135,8 @@ var writerType = reflect.TypeFor[http.ResponseWriter]()
 // fasthttp's), or "". It unwraps as http.ResponseController does (Unwrap() http.ResponseWriter,
 // otelhttp's writer among others), and through a wrapper that keeps the writer it wraps in a
 // field of type http.ResponseWriter (a logging middleware's status recorder, embedded or not).
-func writerPackage(w http.ResponseWriter) string {
+// fields, when not nil, keeps that field of each struct type (writerField).
+func writerPackage(w http.ResponseWriter, fields *typeFields) string {
 	v := reflect.ValueOf(w)
 	for range 16 {
 		for v.Kind() == reflect.Interface {
@@ -164,13 +166,7 @@ func writerPackage(w http.ResponseWriter) string {
 		if s.Kind() != reflect.Struct {
 			return ""
 		}
-		next := reflect.Value{}
-		for i := range s.NumField() {
-			if s.Type().Field(i).Type == writerType {
-				next = s.Field(i)
-				break
-			}
-		}
+		next := writerField(s, fields)
 		if !next.IsValid() {
 			return ""
 		}
@@ -195,8 +191,8 @@ func engineMisuse(next http.Handler) string {
 // writerMisuse says why Middleware cannot serve a request whose ResponseWriter is a framework's
 // own, directly or under wrappers that unwrap (Unwrap() http.ResponseWriter, as otelhttp's):
 // the middleware runs inside the framework's handler chain. "" for any other writer.
-func writerMisuse(w http.ResponseWriter) string {
-	switch framework(w, context.Background()) {
+func writerMisuse(w http.ResponseWriter, fields *typeFields) string {
+	switch framework(w, context.Background(), fields) {
 	case "echo":
 		return "runtime.Middleware runs inside echo's handler chain (echo.WrapMiddleware), where echo renders a handler's error after the middleware has finished: " + useEcho
 	case "gin":
@@ -210,8 +206,8 @@ func writerMisuse(w http.ResponseWriter) string {
 // contextMisuse says why Middleware cannot serve a request whose context is a fasthttp request
 // (fiber's adaptor hands the net/http middleware the fasthttp.RequestCtx as the request's
 // context), under any contexts derived from it; "" otherwise.
-func contextMisuse(ctx context.Context) string {
-	if fasthttpContext(ctx) {
+func contextMisuse(ctx context.Context, fields *typeFields) string {
+	if fasthttpContext(ctx, fields) {
 		return "runtime.Middleware runs inside fiber's handler chain (adaptor.HTTPMiddleware), which runs the fiber handler only after the middleware has returned: " + useFiber
 	}
 	return ""
@@ -219,8 +215,9 @@ func contextMisuse(ctx context.Context) string {
 
 // fasthttpContext reports whether ctx is, or derives from, a fasthttp.RequestCtx. Contexts
 // derived with the context package keep their parent in a field named Context, which is
-// followed (as fiber's own adaptor.CopyContextToFiberContext follows it).
-func fasthttpContext(ctx context.Context) bool {
+// followed (as fiber's own adaptor.CopyContextToFiberContext follows it). fields, when not nil,
+// keeps each struct type's Context field (contextField): Middleware asks for every request.
+func fasthttpContext(ctx context.Context, fields *typeFields) bool {
 	v := reflect.ValueOf(ctx)
 	for range 64 {
 		for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
@@ -236,13 +233,77 @@ func fasthttpContext(ctx context.Context) bool {
 		if strings.HasPrefix(t.PkgPath(), fasthttpPackage) {
 			return true
 		}
-		f := v.FieldByName("Context")
+		f := contextField(v, fields)
 		if !f.IsValid() || f.Kind() != reflect.Interface {
 			return false
 		}
 		v = f
 	}
 	return false
+}
+
+// writerField returns the first field of the struct s whose type is http.ResponseWriter,
+// invalid when it has none. With fields, the field's index is found once per type: the search
+// reads every field's type, which for net/http's own writer took some 7,000 instructions a
+// request.
+func writerField(s reflect.Value, fields *typeFields) reflect.Value {
+	find := func(t reflect.Type) int {
+		for i := range t.NumField() {
+			if t.Field(i).Type == writerType {
+				return i
+			}
+		}
+		return -1
+	}
+	t := s.Type()
+	var index int
+	if fields == nil {
+		index = find(t)
+	} else if i, ok := fields.writer.Load(t); ok {
+		index = i.(int)
+	} else {
+		index = find(t)
+		fields.writer.Store(t, index)
+	}
+	if index < 0 {
+		return reflect.Value{}
+	}
+	return s.Field(index)
+}
+
+// typeFields keeps, per struct type met in requests' context chains and response writers, the
+// index of its Context field (context) and of its wrapped writer (writer): found once per type
+// rather than by reflection on every request (Runtime.fields).
+type typeFields struct {
+	context, writer sync.Map // reflect.Type → int
+}
+
+// contextField returns v's field named Context (a struct's), invalid when it has none. With
+// fields, the field's index is found once per type: reflect's FieldByName allocates on every
+// call, five objects for a request's context chain.
+func contextField(v reflect.Value, fields *typeFields) reflect.Value {
+	if fields == nil {
+		return v.FieldByName("Context")
+	}
+	t := v.Type()
+	i, ok := fields.context.Load(t)
+	if !ok {
+		index := -1
+		if sf, found := t.FieldByName("Context"); found && len(sf.Index) == 1 {
+			index = sf.Index[0]
+		} else if found {
+			index = -2 // promoted from an embedded struct: looked up by name each time
+		}
+		fields.context.Store(t, index)
+		i = index
+	}
+	switch index := i.(int); {
+	case index >= 0:
+		return v.Field(index)
+	case index == -2:
+		return v.FieldByName("Context")
+	}
+	return reflect.Value{}
 }
 
 // typeName returns the package path and name of v's type, through one pointer.

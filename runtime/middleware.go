@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/gen"
@@ -202,6 +203,16 @@ type routeTable struct {
 	// byMethod holds each method's routes, most specific template first (literal segments
 	// before parameters, left to right), for matching a pattern or a path.
 	byMethod map[string][]*tableRoute
+	// patterns keeps each router pattern parsed (parsePattern), by pattern: a router hands the
+	// same few patterns (its routes') on every request.
+	patterns sync.Map // string → parsedPattern
+}
+
+// parsedPattern is parsePattern's result.
+type parsedPattern struct {
+	method string
+	tmpl   gen.Template
+	ok     bool
 }
 
 // tableRoute is a Route as the table holds it: a copy, with its endpoint (and so its template).
@@ -272,7 +283,15 @@ func (t *routeTable) byPattern(pattern, method string) *tableRoute {
 	if pattern == "" {
 		return nil
 	}
-	pm, tmpl, ok := parsePattern(pattern)
+	v, found := t.patterns.Load(pattern)
+	if !found {
+		var p parsedPattern
+		p.method, p.tmpl, p.ok = parsePattern(pattern)
+		v = p
+		t.patterns.Store(pattern, p)
+	}
+	p := v.(parsedPattern)
+	pm, tmpl, ok := p.method, p.tmpl, p.ok
 	if !ok {
 		return nil
 	}

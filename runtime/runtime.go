@@ -111,6 +111,9 @@ type Runtime struct {
 	// inputs keeps decoding inputs (*gen.Input) between requests: an Input holds a decoder and
 	// buffers that each request would otherwise allocate again.
 	inputs sync.Pool
+	// fields keeps what Middleware's checks find in each type of request context and response
+	// writer (frameworks.go, typeFields).
+	fields typeFields
 }
 
 // New checks cfg and returns a Runtime. It fails when Store is nil, when neither Scope nor
