@@ -45,7 +45,8 @@ type contractOp struct {
 	// default); Echo is key.echo; Nulls is body.nulls: clear on a JSON body, or a merge patch.
 	Characters, Quoted string
 	Echo, Nulls        bool
-	ScopeOperation     bool
+	// ScopeOperation and ScopePath: keys are unique per operation, or per endpoint path.
+	ScopeOperation, ScopePath bool
 	Retention          string
 	Excluded, Headers  []string
 	Raw                bool
@@ -67,8 +68,9 @@ func Contract(doc *model.Document) ([]byte, error) {
 		o := contractOp{
 			ID: op.ID, Method: op.Method, Path: op.Path, Summary: oneLine(op.Summary),
 			Required: s.Key.Required, MinLength: s.Key.MinLength, MaxLength: s.Key.MaxLength,
-			Pattern: s.Key.Pattern, Characters: s.Key.Characters, Quoted: s.Key.Quoted, Echo: s.Key.Echo,
+			Pattern: s.Key.Pattern, Characters: s.Key.Characters, Quoted: s.Key.Quoted, Echo: s.Key.Echo || opRow(op).EchoKey,
 			Nulls: s.Body.Nulls == model.NullsClear || mergePatchBody(op), ScopeOperation: s.Scope == model.ScopeOperation,
+			ScopePath: s.Scope == model.ScopePath,
 			Retention: model.DurationText(s.Retention), Headers: s.Fingerprint.Headers,
 			Raw: s.Fingerprint.Body == model.BodyRaw,
 		}
@@ -85,7 +87,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 		for _, p := range s.Fingerprint.Exclude {
 			o.Excluded = append(o.Excluded, p.Raw)
 		}
-		if s.Scope != model.ScopeOperation {
+		if s.Scope == model.ScopeTenant {
 			v.AnyTenantScope = true
 		}
 		v.AnyNulls = v.AnyNulls || o.Nulls
@@ -124,6 +126,15 @@ func Contract(doc *model.Document) ([]byte, error) {
 	}
 	row := contractRow(doc)
 	return execute(templates.Contract, v, template.FuncMap{"status": func(name string) (int, error) { return problemStatus(row, name) }})
+}
+
+// opRow is the row of the contract table op answers in: its profile's, else idemgen's own.
+func opRow(op *model.Operation) defaults.Profile {
+	row, ok := defaults.ProfileNamed(string(op.Settings.Profile))
+	if !ok {
+		row, _ = defaults.ProfileNamed(defaults.ProfileDefault)
+	}
+	return row
 }
 
 // contractRow is the row of the contract table the operations answer in: their profile when

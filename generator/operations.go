@@ -204,8 +204,11 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if s.Mode == model.ModeLease {
 		fields = append(fields, kv{"Mode", jen.Qual(pkgRuntime, "ModeLease")})
 	}
-	if s.Scope == model.ScopeOperation {
+	switch s.Scope {
+	case model.ScopeOperation:
 		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopeOperation")})
+	case model.ScopePath:
+		fields = append(fields, kv{"Scope", jen.Qual(pkgRuntime, "ScopePath")})
 	}
 	fields = append(fields, kv{"Key", inline(jen.Qual(pkgRuntime, "KeyRule"), key)})
 	if s.Retention != defaults.Retention {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -212,6 +213,10 @@ func answer(x *exchange, res *result) reply {
 	case endBodyInvalid:
 		a := problem(OutcomeBodyInvalid, ProblemBodyInvalid, res.err.Error())
 		a.problem.Pointer = res.pointer
+		var enum interface{ AllowedValues() []string }
+		if errors.As(res.err, &enum) {
+			a.problem.Allowed = enum.AllowedValues()
+		}
 		return a
 	case endDecoderFailed, endMisconfigured:
 		// A bug on the server's side: nothing of it is for the client.

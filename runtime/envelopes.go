@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 // (ProblemJSON unless replaced). A new envelope is an entry here and a row that names it.
 var envelopeWriters = map[string]func(row defaults.Profile) ProblemWriter{
 	"stripe": stripeEnvelope,
+	"acp":    acpEnvelope,
 }
 
 // StripeProfile returns Stripe's contract, the contract table's stripe row
@@ -66,6 +68,99 @@ func stripeEnvelope(row defaults.Profile) ProblemWriter {
 		}{e})
 		WriteProblem(w, answerProblem(w, a, p), row.Envelope.ContentType, body)
 	}
+}
+
+// acpEnvelope writes the Agentic Commerce Protocol's flat error object (agentic-checkout RFC
+// section 3.1), {"type", "code", "message", "param"} as application/json, with row's answer
+// to each problem (AnswerAt: an answer for a parameter, such as an unsupported API-Version,
+// wins over the problem's). ACP's Error schemas require a code: a problem the row gives none
+// is coded by its name in snake case (store-unavailable is store_unavailable). param is the
+// member at fault as an RFC 9535 JSONPath ($.line_items[0].id) and is left out for a
+// parameter, which a JSONPath of the body cannot name; the answer's Allowed member lists the
+// values an enum allows.
+func acpEnvelope(row defaults.Profile) ProblemWriter {
+	return func(w http.ResponseWriter, _ *http.Request, p Problem) {
+		a := row.AnswerAt(p.Name, p.Pointer)
+		e := struct {
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Param   string `json:"param,omitempty"`
+		}{Type: a.Type, Code: a.Code, Message: answerMessage(a, p), Param: a.Param}
+		if e.Code == "" {
+			e.Code = strings.ReplaceAll(p.Name, "-", "_")
+		}
+		if e.Param == "" {
+			e.Param = jsonPath(p.Pointer)
+		}
+		body, _ := json.Marshal(e)
+		if a.Allowed != "" && p.Allowed != nil {
+			name, _ := json.Marshal(a.Allowed)
+			list, _ := json.Marshal(p.Allowed)
+			body = append(append(append(append(body[:len(body)-1], ','), name...), ':'), append(list, '}')...)
+		}
+		WriteProblem(w, answerProblem(w, a, p), row.Envelope.ContentType, body)
+	}
+}
+
+// jsonPath is a body member's JSON pointer (RFC 6901) as an RFC 9535 normalized-style JSONPath:
+// /line_items/0/id is $.line_items[0].id, a name that is not a plain identifier is bracketed
+// ($['tip amount']). A token of digits is read as an array index (a pointer does not say which
+// it is). A parameter's pointer (/path/…, /query/…, /header/…) and "" give "".
+func jsonPath(pointer string) string {
+	if pointer == "" {
+		return ""
+	}
+	toks := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	switch toks[0] {
+	case "path", "query", "header", "cookie":
+		if len(toks) == 2 {
+			return ""
+		}
+	}
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, t := range toks {
+		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		switch {
+		case t != "" && strings.Trim(t, "0123456789") == "" && (t == "0" || t[0] != '0'):
+			b.WriteString("[" + t + "]")
+		case plainName(t):
+			b.WriteString("." + t)
+		default:
+			b.WriteString("['")
+			for _, r := range t {
+				switch {
+				case r == '\\' || r == '\'':
+					b.WriteByte('\\')
+					b.WriteRune(r)
+				case r < 0x20:
+					fmt.Fprintf(&b, "\\u%04x", r)
+				default:
+					b.WriteRune(r)
+				}
+			}
+			b.WriteString("']")
+		}
+	}
+	return b.String()
+}
+
+// plainName reports whether s is a JSONPath member-name-shorthand (RFC 9535 section 2.5.1.1):
+// a letter or '_' (or a non-ASCII character), then those and digits.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r >= 0x80:
+		case i > 0 && r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // rowAnswers is row's answer to every problem, by name.

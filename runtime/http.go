@@ -82,7 +82,14 @@ func (x *exchange) keyHeader() string {
 }
 
 // id is the record the request's key names.
-func (x *exchange) id() store.ID { return store.ID{Scope: x.scope, Key: x.op.storedKey(x.key)} }
+func (x *exchange) id() store.ID {
+	var vals []string
+	if x.op.Scope == ScopePath {
+		// The router (or the template, for serve) matched the path: its values fit.
+		vals, _ = x.template().Values(x.segments())
+	}
+	return store.ID{Scope: x.scope, Key: x.op.storedKey(x.key, vals)}
+}
 
 // claim is what a claim of the request's key writes.
 func (x *exchange) claim() store.Claim {
@@ -182,7 +189,7 @@ func (x *exchange) admit(w http.ResponseWriter) result {
 	x.tenant = x.scope
 	x.scope = op.RequestScope(x.scope, r.Header)
 	if id := x.prof.RequestID; id != nil && id.Header != "" {
-		x.requestID = id.newID()
+		x.requestID = id.forRequest(r.Header)
 	}
 	x.scoped = true
 	if name, bad := op.badScopeHeader(r.Header); bad {
@@ -497,6 +504,10 @@ func (x *exchange) echoKey(h http.Header) {
 // (Profile.RequestID): a replay gets this request's id and names the stored one; other answers
 // keep an id the handler set.
 func (x *exchange) requestIDs(h http.Header, id *RequestID, replayed bool) {
+	if id.Echo {
+		h.Set(id.Header, x.requestID)
+		return
+	}
 	stored := h.Get(id.Header)
 	original := x.requestID
 	switch {
@@ -517,7 +528,7 @@ func (x *exchange) requestIDs(h http.Header, id *RequestID, replayed bool) {
 // that its replays can name it.
 func (x *exchange) stamp(resp *Response) {
 	id := x.prof.RequestID
-	if x.requestID == "" || resp.Header.Get(id.Header) != "" {
+	if x.requestID == "" || id.Echo || resp.Header.Get(id.Header) != "" {
 		return
 	}
 	resp.Header = resp.Header.Clone()

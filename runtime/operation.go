@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/defaults"
+	"github.com/idemgen/idemgen/runtime/gen"
 )
 
 // Defaults of the x-idempotent settings, used when an Operation leaves a field zero: the values
@@ -69,7 +70,23 @@ const (
 	ScopeTenant Scope = iota
 	// ScopeOperation: keys are unique per tenant and operation.
 	ScopeOperation
+	// ScopePath: keys are unique per tenant, operation and the values of the request's path
+	// parameters: per endpoint path, as the Agentic Commerce Protocol scopes them
+	// (agentic-checkout RFC section 6.1, "authenticated identity + endpoint path"), so one key
+	// sent to update two checkout sessions names two requests.
+	ScopePath
 )
+
+// String names the scope as x-idempotent's `scope` does ("tenant", "operation", "path").
+func (s Scope) String() string {
+	switch s {
+	case ScopeOperation:
+		return defaults.ScopeOperation
+	case ScopePath:
+		return defaults.ScopePath
+	}
+	return defaults.ScopeTenant
+}
 
 // KeyRule says where the idempotency key travels and what a valid key looks like.
 type KeyRule struct {
@@ -211,19 +228,55 @@ func orDefault[T time.Duration | int64](v, d T) T {
 // RecordKey returns the key that a request with the idempotency key key (validated, RFC 8941
 // quotes removed: UnquoteKey) is stored under for op, the store.ID.Key of its record: key itself
 // for ScopeTenant, or op.ID, one space and key for ScopeOperation. Support tools
-// (runtime/admin) read records under it; the serving path stores them under it.
-func (op *Operation) RecordKey(key string) string { return op.storedKey(key) }
+// (runtime/admin) read records under it; the serving path stores them under it. For ScopePath
+// it is the record key of a request to a path without parameter values: see RecordKeyAt.
+func (op *Operation) RecordKey(key string) string { return op.storedKey(key, nil) }
 
-// storedKey is the record key of a validated key: the key itself for scope tenant, or the
-// operation ID, one space and the key for scope operation. A visible key never contains a
-// space, so the forms never meet; an opaque key (key.characters) may, and under scope tenant
-// one that does is stored after the byte 0x1F (unit separator), which no key contains, so that
-// a tenant key "createOrder abc" never names the record of key abc of a scope-operation
-// createOrder. Every key that could be sent before opaque keys existed is stored as it was.
-func (op *Operation) storedKey(key string) string {
+// RecordKeyAt is RecordKey for a request to path, the request's URL path as sent (escaped,
+// under any prefix a router adds): under ScopePath, the record key holds the values of the
+// path parameters of op.Path that path carries, so that the same key on two endpoint paths
+// names two records. ok is false when path does not end with op.Path's shape. Other scopes do
+// not read path.
+func (op *Operation) RecordKeyAt(key, path string) (stored string, ok bool) {
+	if op.Scope != ScopePath {
+		return op.storedKey(key, nil), true
+	}
+	t := gen.ParseTemplate(op.Path)
+	segs := gen.DecodeSegments(gen.SplitPath(path))
+	if !t.MatchEnd(segs, false) {
+		return "", false
+	}
+	vals, ok := t.Values(segs)
+	return op.storedKey(key, vals), ok
+}
+
+// storedKey is the record key of a validated key: the key itself for scope tenant, the
+// operation ID, one space and the key for scope operation, and for scope path the operation
+// ID, then each of pathValues (the request's path parameter values, in the template's order)
+// as the byte 0x1F (unit separator), its length in decimal, ':' and the value, then 0x1F and
+// the key. A visible key never contains a space, so the first two forms never meet; an opaque
+// key (key.characters) may, and under scope tenant one that does is stored after the byte 0x1F,
+// which no key contains, so that a tenant key "createOrder abc" never names the record of key
+// abc of a scope-operation createOrder. The path form has 0x1F right after the operation ID,
+// where the operation form has a space, and its values are framed with their lengths, so no
+// key and values can spell another's. Every key that could be sent before opaque keys existed
+// is stored as it was.
+func (op *Operation) storedKey(key string, pathValues []string) string {
 	switch {
 	case op.Scope == ScopeOperation:
 		return op.ID + " " + key
+	case op.Scope == ScopePath:
+		var b strings.Builder
+		b.WriteString(op.ID)
+		for _, v := range pathValues {
+			b.WriteByte(0x1f)
+			b.WriteString(strconv.Itoa(len(v)))
+			b.WriteByte(':')
+			b.WriteString(v)
+		}
+		b.WriteByte(0x1f)
+		b.WriteString(key)
+		return b.String()
 	case strings.IndexByte(key, ' ') >= 0:
 		return "\x1f" + key
 	}

@@ -45,6 +45,9 @@ type Problem struct {
 	Pointer string
 	// RetryAfter, when positive, is sent as Retry-After in whole seconds, rounded up.
 	RetryAfter time.Duration
+	// Allowed, for body-invalid of a parameter outside its schema's string enum, are the values
+	// the enum allows (the Agentic Commerce Protocol's supported_versions); nil otherwise.
+	Allowed []string
 }
 
 // Message is the problem's detail, or its title when it has none: the sentence for an error

@@ -31,9 +31,17 @@ type Profile struct {
 	// Problems writes every error answer of the profile's operations: status, headers and
 	// body. Nil leaves them to Config.ProblemWriter.
 	Problems ProblemWriter
-	// KeyMinLength and KeyMaxLength bound the idempotency key's length in bytes (Stripe: 1 to
-	// 255); zero leaves the Operation's rule as it is.
+	// KeyMinLength and KeyMaxLength bound the idempotency key's length in characters (Stripe
+	// and the Agentic Commerce Protocol: 1 to 255); zero leaves the Operation's rule as it is.
 	KeyMinLength, KeyMaxLength int
+	// KeyCharacters and KeyQuoted are key.characters and key.quoted (KeyOpaque for the Agentic
+	// Commerce Protocol's opaque keys, KeyQuotedRequired for the IETF draft's sf-string);
+	// the zero values leave the Operation's rule as it is.
+	KeyCharacters KeyCharacters
+	KeyQuoted     KeyQuoting
+	// Scope is what a key is unique within (ScopePath for the Agentic Commerce Protocol);
+	// ScopeTenant, the zero value, leaves the Operation's scope as it is.
+	Scope Scope
 	// ScopeHeaders are request headers folded into the scope after the tenant
 	// (Operation.ScopeHeaders): the same key sent for another value names another request.
 	ScopeHeaders []string
@@ -71,6 +79,11 @@ type RequestID struct {
 	Original string
 	// New returns a new id; nil makes "req_" and 14 random alphanumerics (Stripe's form).
 	New func() string
+	// Echo: the answer's id is the one the request sent in Header, and a request that sent
+	// none gets none (the Agentic Commerce Protocol's agentic-checkout RFC section 3.1:
+	// "Request-Id — echo if provided"). No id is made, and none is stored with a response, so a
+	// replay carries its own request's id. A value longer than 255 bytes is not repeated back.
+	Echo bool
 }
 
 // WithProblems returns a copy of p whose errors are written by w; on a nil p, a profile that
@@ -102,6 +115,18 @@ func (rt *Runtime) problemWriter(p *Profile) ProblemWriter {
 	return rt.problems
 }
 
+// forRequest is the id of the answers to a request with headers h: the one it sent in Header
+// under Echo (one line of at most 255 bytes, else none), else a new one.
+func (r *RequestID) forRequest(h http.Header) string {
+	if !r.Echo {
+		return r.newID()
+	}
+	if vals := h.Values(r.Header); len(vals) == 1 && len(vals[0]) <= 255 {
+		return vals[0]
+	}
+	return ""
+}
+
 // newID returns a new id for one request.
 func (r *RequestID) newID() string {
 	if r.New != nil {
@@ -111,7 +136,9 @@ func (r *RequestID) newID() string {
 }
 
 // Apply puts op under p: it sets op.Profile and gives op the profile's settings where op has
-// none of its own (a zero key length bound, nil ScopeHeaders, a zero Wait). It is for an
+// none of its own (a zero key length bound, the default key characters, quoting and scope, nil
+// ScopeHeaders, a zero Wait). The body settings of a row (body.nulls, body.unknown) are the
+// generated decoder's and cannot be applied to an Operation. It is for an
 // Operation built by hand, or taken from a package generated without the profile before it is
 // passed to Middleware; generated operations under a profile have its settings already. Call it
 // before the operation is served: the runtime never changes an Operation.
@@ -122,6 +149,15 @@ func (p *Profile) Apply(op *Operation) {
 	}
 	if op.Key.MaxLength == 0 {
 		op.Key.MaxLength = p.KeyMaxLength
+	}
+	if op.Key.Characters == KeyVisible {
+		op.Key.Characters = p.KeyCharacters
+	}
+	if op.Key.Quoted == KeyQuotedAccepted {
+		op.Key.Quoted = p.KeyQuoted
+	}
+	if op.Scope == ScopeTenant {
+		op.Scope = p.Scope
 	}
 	if op.ScopeHeaders == nil && len(p.ScopeHeaders) > 0 {
 		op.ScopeHeaders = append([]string(nil), p.ScopeHeaders...)
@@ -154,6 +190,9 @@ func profileFromRow(row defaults.Profile) *Profile {
 		Name:          row.Name,
 		KeyMinLength:  row.Key.MinLength,
 		KeyMaxLength:  row.Key.MaxLength,
+		KeyCharacters: row.Key.Characters,
+		KeyQuoted:     row.Key.Quoted,
+		Scope:         scopeNamed(row.Scope),
 		Wait:          row.Wait,
 		EchoKey:       row.EchoKey,
 		ReplayHeaders: append([]string(nil), row.ReplayHeaders...),
@@ -163,7 +202,7 @@ func profileFromRow(row defaults.Profile) *Profile {
 	}
 	if id := row.RequestID; id.Header != "" {
 		prefix, n := id.Prefix, id.Length
-		p.RequestID = &RequestID{Header: id.Header, Original: id.Original, New: func() string { return randomRequestID(prefix, n) }}
+		p.RequestID = &RequestID{Header: id.Header, Original: id.Original, Echo: id.Echo, New: func() string { return randomRequestID(prefix, n) }}
 	}
 	patterns := map[string]*regexp.Regexp{}
 	for _, h := range row.ScopeHeaders {
@@ -179,6 +218,18 @@ func profileFromRow(row defaults.Profile) *Profile {
 		}
 	}
 	return p
+}
+
+// scopeNamed is the Scope of a `scope` setting's value (defaults.ScopeNames); "" and unknown
+// names are ScopeTenant.
+func scopeNamed(name string) Scope {
+	switch name {
+	case defaults.ScopeOperation:
+		return ScopeOperation
+	case defaults.ScopePath:
+		return ScopePath
+	}
+	return ScopeTenant
 }
 
 // randomRequestID returns prefix and n random letters and digits (Stripe's form: "req_" and

@@ -132,7 +132,7 @@ func newConformCmd() *cobra.Command {
 	f.lf.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "the service's `URL` (http://127.0.0.1:8080, or with a path prefix)")
-	fl.StringVar(&f.profile, "profile", "", "judge the answers in the words of this contract `PROFILE` ("+strings.Join(defaults.ProfileNames(), ", ")+"): its problem types and codes too; default: the spec's own profile:, else statuses and declared error responses only")
+	fl.StringVar(&f.profile, "profile", "", "judge the service by this contract `PROFILE` ("+strings.Join(defaults.ProfileNames(), ", ")+"): its settings (key syntax, scope, body rules) where the spec names no profile, and its problem types, codes and echoed headers; default: the spec's own profile:, else statuses and declared error responses only")
 	fl.StringArrayVar(&f.headers, "header", nil, "`NAME: VALUE` sent with every request (credentials); repeat for several")
 	fl.StringArrayVar(&f.tenantHeaders, "tenant-header", nil, "`NAME: VALUE` of a second tenant, replacing --header for the tenant-isolation check; repeat for several")
 	fl.StringArrayVar(&f.failHeader, "fail-header", nil, "`NAME: VALUE` that makes the service fail with a 5xx after doing its work (a test knob), for the 5xx checks")
@@ -219,6 +219,9 @@ func runConform(cmd *cobra.Command, args []string, f *conformFlags) error {
 	}
 	doc := &model.Document{Source: "(no spec)"}
 	if len(args) == 1 {
+		// The row's settings (key syntax, scope, body rules) apply where the spec sets none,
+		// so that a vendor's own spec is judged by the vendor's contract.
+		f.lf.profile = f.profile
 		res, err := f.lf.result(cmd, args[0])
 		if err != nil {
 			return &exitError{code: exitConformCannot, err: err}

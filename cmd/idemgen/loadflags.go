@@ -20,6 +20,9 @@ type loadFlags struct {
 	overlays []string
 	infer    bool
 	refMap   []string
+	// profile is spec.Options.Profile: the row every marked operation is under unless the
+	// spec names one (conform --profile sets it; it is no flag of the other commands).
+	profile string
 }
 
 // register adds --config, --overlay (repeatable) and --infer to cmd.
@@ -69,7 +72,7 @@ func (f *loadFlags) result(cmd *cobra.Command, specPath string) (*spec.Result, e
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	res, err := spec.Load(cmd.Context(), spec.Options{Path: specPath, ConfigPath: f.config, Overlays: f.overlays, Infer: f.infer, RefMap: refs})
+	res, err := spec.Load(cmd.Context(), spec.Options{Path: specPath, ConfigPath: f.config, Overlays: f.overlays, Infer: f.infer, RefMap: refs, Profile: f.profile})
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}

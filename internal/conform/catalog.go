@@ -48,7 +48,7 @@ func Catalog() []CheckInfo {
 		{CheckDuplicateMember, "a body that names a member twice is refused, or the value the handler used is the one the fingerprint recorded (no decoder differential)", "a JSON body"},
 		{CheckKeyMissing, "a request without its required key is 400 and runs nothing", "a required key"},
 		{CheckKeyMalformed, "keys too short, too long, with forbidden characters, against the pattern, or sent twice are 400 and run nothing", ""},
-		{CheckKeyReuse, "a key reused on another operation is a mismatch (keys name one request per tenant; scope: operation keeps them apart)", "a second operation"},
+		{CheckKeyReuse, "a key reused on another operation is a mismatch (keys name one request per tenant; scope: operation or path keeps them apart)", "a second operation"},
 		{CheckUnrouted, "a request the router does not route (404) leaves no record under its key", ""},
 		{CheckConcurrent, "N copies sent at once execute once: every 2xx carries the same resource, the others are 409 with Retry-After or wait and replay", ""},
 		{Check5xxNotStored, "after a 5xx the same request executes again: a server error is never replayed", "--fail-header"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // checkKeyMissing: without its required key the request is 400 and runs nothing.
@@ -41,10 +42,12 @@ func keyWhere(k model.KeySettings) string {
 type badKey struct {
 	why string
 	// value is the key; twice sends two header lines or query values (value and another
-	// valid key); number sends a body key as a JSON number.
+	// valid key); number sends a body key as a JSON number; bare sends value as is where the
+	// rules want an sf-string (key.quoted: require).
 	value  string
 	twice  bool
 	number bool
+	bare   bool
 }
 
 // badKeys are the malformed keys for the operation's key rules: the spec's rule, never
@@ -100,6 +103,9 @@ func badKeys(o *opRun) ([]badKey, error) {
 			}
 		}
 	}
+	if k.Quoted == defaults.KeyQuotedRequired.String() {
+		out = append(out, badKey{why: "the key sent bare (key.quoted: require: an RFC 8941 quoted string, the IETF draft's syntax)", value: good, bare: true})
+	}
 	switch k.Carrier {
 	case model.CarrierHeader:
 		out = append(out, badKey{why: "two " + k.Header + " header lines", value: good, twice: true})
@@ -132,16 +138,20 @@ func checkKeyMalformed(ctx context.Context, c *checkRun) {
 	for _, b := range bad {
 		req := o.req.keyed(b.value)
 		switch {
+		case b.bare:
+			req = o.req.keyedAsSent(b.value)
 		case b.twice:
 			other, err := o.newKey()
 			if err != nil {
 				c.skip("%v", err)
 				return
 			}
+			// The second key as the rules want it sent (quoted under key.quoted: require).
+			second := o.req.keyed(other)
 			if k := o.op.Settings.Key; k.Carrier == model.CarrierQuery {
-				req.query = append(req.query, field{name: k.Query, value: other})
+				req.query = append(req.query, second.query[len(second.query)-1])
 			} else {
-				req.header = append(req.header, field{name: k.Header, value: other})
+				req.header = append(req.header, second.header[len(second.header)-1])
 			}
 		case b.number:
 			req.json = setPointer(req.json, o.op.Settings.Key.PointerTokens, json.Number("12345678901234567890"))
@@ -185,13 +195,15 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 	}
 	before, has := c.effects(ctx)
 	e := c.send(ctx, "the same key on "+other.op.ID, other.req.keyed(key).wire(spellCanonical, o.r.o.Header))
-	apart := o.op.Settings.Scope == model.ScopeOperation || other.op.Settings.Scope == model.ScopeOperation
+	// Keys per operation (scope operation) or per endpoint path (scope path) are apart on
+	// another operation.
+	apart := o.op.Settings.Scope != model.ScopeTenant || other.op.Settings.Scope != model.ScopeTenant
 	if apart {
 		if c.noAnswer(e, first) {
 			return
 		}
 		if e.replayed() || e.Status >= 500 || o.exp.mismatch.judge(e) == "" {
-			c.fail([]*Exchange{first, e}, "with scope: operation the key of %s is another request on %s, got %d", o.op.ID, other.op.ID, e.Status)
+			c.fail([]*Exchange{first, e}, "with scope: %s the key of %s is another request on %s, got %d", apartScope(o.op, other.op), o.op.ID, other.op.ID, e.Status)
 		}
 		return
 	}
@@ -214,6 +226,14 @@ func checkKeyReuse(ctx context.Context, c *checkRun) {
 		return
 	}
 	c.expectEffects(ctx, before, has, 0, "the reused key ran "+other.op.ID, []*Exchange{first, e})
+}
+
+// apartScope names the scope that keeps a and b's keys apart (a's, unless it is tenant).
+func apartScope(a, b *model.Operation) model.Scope {
+	if a.Settings.Scope != model.ScopeTenant {
+		return a.Settings.Scope
+	}
+	return b.Settings.Scope
 }
 
 // validKeyFor reports whether key is valid by the key rules k of operation o: its length, its

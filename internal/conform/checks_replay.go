@@ -29,6 +29,9 @@ func checkFirst(ctx context.Context, c *checkRun) {
 		return
 	}
 	o.firstStatus = e.Status
+	if why := echoed(o.exp.echo, e); why != "" {
+		c.fail([]*Exchange{e}, "%s", why)
+	}
 	switch {
 	case e.replayed():
 		c.fail([]*Exchange{e}, "a fresh key's answer is marked Idempotent-Replayed: true")

@@ -59,6 +59,17 @@ func (e *Exchange) ok() bool { return e.Status != 0 }
 // header returns a response header.
 func (e *Exchange) header(name string) string { return e.respHeaderRaw.Get(name) }
 
+// sent returns the values of the request's header name, one per line, in the order sent.
+func (e *Exchange) sent(name string) []string {
+	var out []string
+	for _, h := range e.Header {
+		if strings.EqualFold(h.Name, name) {
+			out = append(out, h.Value)
+		}
+	}
+	return out
+}
+
 // errBudget is the error of a request over --max-requests.
 var errBudget = errors.New("the request budget (--max-requests) is spent")
 

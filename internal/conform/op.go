@@ -328,6 +328,9 @@ func (o *opRun) sameAnswer(a, b *Exchange) string {
 	if !b.replayed() {
 		probs = append(probs, "no Idempotent-Replayed: true")
 	}
+	if why := echoed(o.exp.echo, b); why != "" {
+		probs = append(probs, why)
+	}
 	return strings.Join(probs, "; ")
 }
 

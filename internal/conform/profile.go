@@ -29,6 +29,9 @@ type expectations struct {
 	replayLinks  [][2]string
 	// rules are the operation's replay.statuses.
 	rules []defaults.StatusRule
+	// echo is the key header every answer repeats as the request sent it (the row's EchoKey
+	// under a named profile, or the operation's key.echo), "" when none is promised.
+	echo string
 }
 
 // answer is an expected refusal: its status, and, under a named profile, what its body must
@@ -49,6 +52,8 @@ type answer struct {
 	declared []model.ErrorResponse
 	// retryAfter requires a Retry-After header.
 	retryAfter bool
+	// echo is expectations.echo: the answer must repeat that header as sent.
+	echo string
 }
 
 // expectationsFor derives op's expectations; profile, when not "", is --profile and names the
@@ -69,11 +74,17 @@ func expectationsFor(op *model.Operation, profile string) expectations {
 	if e.rules == nil {
 		e.rules = defaults.Statuses()
 	}
+	if k := op.Settings.Key; k.Carrier == model.CarrierHeader && ((row.EchoKey && e.named) || k.Echo) {
+		e.echo = k.Header
+	}
 	e.mismatch = e.answer(op, defaults.ProblemPayloadMismatch)
 	e.inFlight = e.answer(op, defaults.ProblemInFlight)
 	e.keyMissing = e.answer(op, defaults.ProblemKeyMissing)
 	// A body-carried key of the wrong type is refused by the body's decoder first.
 	e.keyInvalid = e.answer(op, defaults.ProblemKeyInvalid, defaults.ProblemBodyInvalid)
+	// A key longer than a valid key can be is not repeated back (runtime: echoKey): the
+	// refusals of malformed keys are judged without the echo.
+	e.keyInvalid.echo = ""
 	if id := row.RequestID; id.Header != "" {
 		e.replayExempt = append(e.replayExempt, id.Header)
 		if id.Original != "" {
@@ -88,7 +99,7 @@ func expectationsFor(op *model.Operation, profile string) expectations {
 // row's, at the status the operation's errors mapping gives it when it gives one.
 func (e expectations) answer(op *model.Operation, name string, also ...string) answer {
 	a := e.row.Answer(name)
-	out := answer{status: a.Status, retryAfter: a.RetryAfter, code: a.Code, env: e.row.Envelope, named: e.named, declared: op.ErrorResponses}
+	out := answer{status: a.Status, retryAfter: a.RetryAfter, code: a.Code, env: e.row.Envelope, named: e.named, declared: op.ErrorResponses, echo: e.echo}
 	if errs := op.Settings.Errors; errs != nil {
 		for _, d := range errs.Docs {
 			if d.Problem == name && d.Status != 0 {
@@ -125,6 +136,9 @@ func (a answer) judge(e *Exchange) string {
 	if why := judgeDeclared(a.declared, e); why != "" {
 		return why
 	}
+	if why := echoed(a.echo, e); why != "" {
+		return why
+	}
 	if !a.named {
 		return ""
 	}
@@ -144,6 +158,19 @@ func (a answer) judge(e *Exchange) string {
 		if s, _ := got.(string); s != a.code {
 			return fmt.Sprintf("want the code %s at %s, got %s", a.code, a.env.CodeAt, jsonText(got))
 		}
+	}
+	return ""
+}
+
+// echoed says how e's answer fails to repeat the request's header name as sent ("" when it
+// does, when name is "", or when the request did not send it on exactly one line).
+func echoed(name string, e *Exchange) string {
+	sent := e.sent(name)
+	if name == "" || len(sent) != 1 || !e.ok() {
+		return ""
+	}
+	if got := e.respHeaderRaw.Values(name); len(got) != 1 || got[0] != sent[0] {
+		return fmt.Sprintf("the answer does not repeat the %s header as sent (%q): got %q, and the contract echoes it on every answer", name, sent[0], strings.Join(got, ", "))
 	}
 	return ""
 }

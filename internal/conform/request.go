@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // request is the valid request of one operation that the checks vary: the chosen media type,
@@ -326,8 +327,24 @@ func (r *request) names(name string) bool {
 	return false
 }
 
-// keyed is the request with key placed where the operation's key travels ("" sends none).
+// keyed is the request with key placed where the operation's key travels ("" sends none),
+// as the operation's key.quoted wants it sent: an RFC 8941 sf-string under "require" (the IETF
+// draft's syntax), else bare.
 func (r *request) keyed(key string) *request {
+	if key != "" && r.op.Settings.Key.Quoted == defaults.KeyQuotedRequired.String() {
+		key = sfString(key)
+	}
+	return r.keyedAsSent(key)
+}
+
+// sfString writes s as an RFC 8941 sf-string (section 4.1.6): quoted, with '"' and '\'
+// escaped.
+func sfString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// keyedAsSent is the request with the key text sent exactly as given ("" sends none).
+func (r *request) keyedAsSent(key string) *request {
 	c := r.clone()
 	k := r.op.Settings.Key
 	switch k.Carrier {

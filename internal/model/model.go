@@ -118,12 +118,16 @@ const (
 	CarrierQuery Carrier = "query"
 )
 
-// Scope values of docs/design.md section 2.
+// Scope values of docs/design.md section 2: runtime/defaults.ScopeNames, which the loader
+// accepts (the model imports nothing of the runtime, so the names are written again here).
 type Scope string
 
 const (
 	ScopeTenant    Scope = "tenant"
 	ScopeOperation Scope = "operation"
+	// ScopePath: keys are unique per tenant, operation and the request's path parameter
+	// values (the Agentic Commerce Protocol's "identity + endpoint path").
+	ScopePath Scope = "path"
 )
 
 // Mode values of docs/design.md section 4.

@@ -186,6 +186,15 @@ func settingsValue(s model.Settings) map[string]any {
 	if k.Pattern != "" {
 		key["pattern"] = k.Pattern
 	}
+	if k.Characters != "" {
+		key["characters"] = k.Characters
+	}
+	if k.Quoted != "" {
+		key["quoted"] = k.Quoted
+	}
+	if k.Echo {
+		key["echo"] = true
+	}
 	exclude := []string{}
 	for _, p := range s.Fingerprint.Exclude {
 		exclude = append(exclude, p.Raw)
@@ -205,6 +214,9 @@ func settingsValue(s model.Settings) map[string]any {
 		"concurrency": map[string]any{"wait": model.DurationText(s.Wait)},
 		"limits":      map[string]any{"body": s.BodyLimit, "response": s.ResponseLimit, "part": s.PartLimit},
 	}
+	if s.Body.Nulls != "" || s.Body.Unknown != "" {
+		out["body"] = map[string]any{"nulls": string(s.Body.Nulls), "unknown": string(s.Body.Unknown)}
+	}
 	if s.Profile != "" {
 		out["profile"] = string(s.Profile)
 	}
@@ -223,15 +235,13 @@ func nonNilStrings(v []string) []string {
 // the path item, overriding it on the operation.
 func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *openapi3.Operation) {
 	k := op.Settings.Key
-	min, max := uint64(k.MinLength), uint64(k.MaxLength)
-	schema := &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, MinLength: min, MaxLength: &max, Pattern: k.Pattern}
-	desc := fmt.Sprintf("Idempotency key (%s): %d to %d visible ASCII characters other than a comma", keyStandardName(k.Standard), k.MinLength, k.MaxLength)
-	if k.Pattern != "" {
-		desc += ", matching " + k.Pattern
-	}
+	schema, desc := keySchema(k)
 	desc += fmt.Sprintf(". Send the same key on every retry of one request; it is remembered for %s, and a key reused with another request is refused.", model.DurationText(op.Settings.Retention))
 	if !k.Required {
 		desc += " Without a key the request runs unguarded."
+	}
+	if row, _ := defaults.ProfileNamed(string(op.Settings.Profile)); k.Echo || row.EchoKey {
+		desc += " Every answer repeats this header as the request sent it."
 	}
 	param := &openapi3.Parameter{Name: k.Header, In: openapi3.ParameterInHeader, Required: k.Required, Description: desc,
 		Schema: &openapi3.SchemaRef{Value: schema}}
@@ -256,6 +266,32 @@ func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *op
 		}
 	}
 	kop.Parameters = append(kop.Parameters, &openapi3.ParameterRef{Value: param})
+}
+
+// keySchema is the key header's schema and the start of its description, from the key rules:
+// its length, characters (key.characters) and quoting (key.quoted). The schema's lengths and
+// pattern are the key's, as x-idempotent writes them and the runtime checks them (the content
+// of a quoted key); how the key is written in the field is the description's.
+func keySchema(k model.KeySettings) (*openapi3.Schema, string) {
+	min, max := uint64(k.MinLength), uint64(k.MaxLength)
+	schema := &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, MinLength: min, MaxLength: &max, Pattern: k.Pattern}
+	chars := "visible ASCII characters other than a comma"
+	if k.Characters == defaults.KeyOpaque.String() {
+		chars = "characters of any kind but control characters (an opaque string: spaces and commas are part of the key)"
+	}
+	desc := fmt.Sprintf("Idempotency key (%s): %d to %d %s", keyStandardName(k.Standard), k.MinLength, k.MaxLength, chars)
+	if k.Pattern != "" {
+		desc += ", matching " + k.Pattern
+	}
+	switch k.Quoted {
+	case defaults.KeyQuotedRequired.String():
+		desc += `, sent as an RFC 8941 quoted string ("...", with \" and \\ escaped; section 3.3.3), as draft-ietf-httpapi-idempotency-key-header defines the field; a key sent bare is refused`
+	case defaults.KeyQuotedLiteral.String():
+		desc += `; a quote is a character of the key like any other ("abc" is not abc)`
+	default:
+		desc += `; the key may also be sent as an RFC 8941 quoted string ("abc" is the key abc), as a browser sends it`
+	}
+	return schema, desc
 }
 
 func keyStandardName(s model.Standard) string {

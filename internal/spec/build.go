@@ -565,13 +565,23 @@ func (b *builder) mark(o *opSource, es []*configEntry) {
 	}
 	o.m.Mark = source
 	var lays []*layer
-	order := append([]*layer{b.docLay, unsafeBase, b.cfgDefaults(), opLay}, cfgLays...)
+	order := append([]*layer{b.optionsLayer(), b.docLay, unsafeBase, b.cfgDefaults(), opLay}, cfgLays...)
 	for _, l := range append(order, unsafeLay) {
 		if l != nil {
 			lays = append(lays, l)
 		}
 	}
 	o.m.Settings = b.resolve(o, mergeSettings(lays), det, markLoc)
+}
+
+// optionsLayer is the settings the load's options give every marked operation (a profile:
+// Options.Profile), nil when none. Load refuses a name that is no row before building.
+func (b *builder) optionsLayer() *layer {
+	if b.opts.Profile == "" {
+		return nil
+	}
+	p := model.Profile(b.opts.Profile)
+	return &layer{profile: &p, locs: map[string]diag.Loc{}}
 }
 
 // unsafeSwitch is the config's unsafe (or stainless) switch, nil when off.

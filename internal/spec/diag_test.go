@@ -125,7 +125,7 @@ func TestSettingDiagnostics(t *testing.T) {
 		{name: "empty statuses", post: `{replay: {statuses: []}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/statuses", msgContain: "replay.statuses is empty: nothing would ever be stored; leave it out for the default [2xx, 4xx, !408, !409, !425, !429]"},
 		{name: "bad mode", post: `{mode: lazy}`, code: "bad-value", line: 8, pointer: postPtr + "/mode"},
 		{name: "bad scope", post: `{scope: global}`, code: "bad-value", line: 8, pointer: postPtr + "/scope"},
-		{name: "misspelt profile", post: `{profile: strpe}`, code: "bad-value", line: 8, pointer: postPtr + "/profile", msgContain: `"strpe" is not one of idemgen, stripe; did you mean "stripe"?`},
+		{name: "misspelt profile", post: `{profile: strpe}`, code: "bad-value", line: 8, pointer: postPtr + "/profile", msgContain: `"strpe" is not one of idemgen, stripe, acp, ietf; did you mean "stripe"?`},
 		{name: "forbidden replay header", post: `{replay: {headers: [Set-Cookie]}}`, code: "bad-value", line: 8, pointer: postPtr + "/replay/headers/0", msgContain: "Set-Cookie is never stored or replayed (docs/runtime.md, Replay)"},
 		{name: "min above max", post: `{key: {minLength: 40, maxLength: 20}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/minLength"},
 		{name: "length out of range", post: `{key: {maxLength: 10000}}`, code: "bad-value", line: 8, pointer: postPtr + "/key/maxLength"},

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/idemgen/idemgen/internal/diag"
 	"github.com/idemgen/idemgen/internal/model"
+	"github.com/idemgen/idemgen/runtime/defaults"
 )
 
 // Options says what to load.
@@ -27,6 +29,11 @@ type Options struct {
 	Infer      bool     // --infer
 	// RefMap maps remote $refs to local copies (--ref-map); it wins over the config's refs.
 	RefMap RefMap
+	// Profile, when set, names the contract table row (runtime/defaults.Profiles) every marked
+	// operation is under unless the spec or the config names one: its settings apply where
+	// neither sets its own (`idemgen conform --profile`: a vendor's spec judged by the vendor's
+	// contract). A name that is no row is an error.
+	Profile string
 }
 
 // Result is a loaded document and everything found wrong or suspicious in it.
@@ -64,6 +71,11 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 
+	if opts.Profile != "" {
+		if _, ok := defaults.ProfileNamed(opts.Profile); !ok {
+			return nil, fmt.Errorf("profile %q: no such profile (the contract table has %s)", opts.Profile, strings.Join(defaults.ProfileNames(), ", "))
+		}
+	}
 	var cfg *config
 	if opts.ConfigPath != "" {
 		cfg = readConfig(opts.ConfigPath, res.Diags)

@@ -68,9 +68,9 @@ func mergeSettings(lays []*layer) *layer {
 	return mergeLayers(append([]*layer{profileDefaults(*m.profile)}, lays...))
 }
 
-// profileDefaults are the settings the contract table's row p implies (its key lengths and
-// concurrency.wait); its scope headers are set by resolve. A name that is no row implies none
-// (the settings decoder refused it).
+// profileDefaults are the settings the contract table's row p implies (its key rule, scope,
+// body settings and concurrency.wait); its scope headers are set by resolve. A name that is no
+// row implies none (the settings decoder refused it).
 func profileDefaults(p model.Profile) *layer {
 	l := &layer{locs: map[string]diag.Loc{}}
 	row, _ := defaults.ProfileNamed(string(p))
@@ -79,6 +79,26 @@ func profileDefaults(p model.Profile) *layer {
 	}
 	if n := row.Key.MaxLength; n != 0 {
 		l.keyMax = &n
+	}
+	if c := row.Key.Characters; c != defaults.KeyVisible {
+		s := c.String()
+		l.keyChars = &s
+	}
+	if q := row.Key.Quoted; q != defaults.KeyQuotedAccepted {
+		s := q.String()
+		l.keyQuoted = &s
+	}
+	if row.Scope != "" {
+		sc := model.Scope(row.Scope)
+		l.scope = &sc
+	}
+	if row.Body.Nulls != "" {
+		n := model.Nulls(row.Body.Nulls)
+		l.bodyNulls = &n
+	}
+	if row.Body.Unknown != "" {
+		u := model.Unknown(row.Body.Unknown)
+		l.bodyUnknown = &u
 	}
 	if w := row.Wait; w != 0 {
 		l.wait = &w

@@ -150,7 +150,7 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 				sd.key(v, path)
 			}
 		case "scope":
-			if s, ok := sd.enum(v, path, "tenant", "operation"); ok {
+			if s, ok := sd.enum(v, path, defaults.ScopeNames()...); ok {
 				sc := model.Scope(s)
 				l.scope = &sc
 			}
@@ -265,12 +265,12 @@ func (sd *settingsDecoder) body(n *yaml.Node, prefix string) {
 	sd.fields(n, prefix, []string{"nulls", "unknown"}, func(k string, v *yaml.Node, path string) {
 		switch k {
 		case "nulls":
-			if s, ok := sd.enum(v, path, string(model.NullsSchema), string(model.NullsClear)); ok {
+			if s, ok := sd.enum(v, path, defaults.BodyNullsSchema, defaults.BodyNullsClear); ok {
 				x := model.Nulls(s)
 				l.bodyNulls = &x
 			}
 		case "unknown":
-			if s, ok := sd.enum(v, path, string(model.UnknownSchema), string(model.UnknownAccept)); ok {
+			if s, ok := sd.enum(v, path, defaults.BodyUnknownSchema, defaults.BodyUnknownAccept); ok {
 				x := model.Unknown(s)
 				l.bodyUnknown = &x
 			}

@@ -96,3 +96,54 @@ func TestShadowedRules(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerAt: an answer for one parameter changes the problem's answer there only, keeping
+// what it does not set; header pointers compare without letter case.
+func TestAnswerAt(t *testing.T) {
+	row := Profile{Name: "x", Envelope: Envelope{DefaultType: "invalid_request"}, Answers: []Answer{
+		{Problem: ProblemBodyInvalid, Code: "invalid", Message: "bad: {detail}", Headers: []Header{{"X-A", "1"}}},
+		{Problem: ProblemBodyInvalid, At: "/header/API-Version", Code: "unsupported_api_version", Allowed: "supported_versions"},
+	}}
+	if a := row.Answer(ProblemBodyInvalid); a.Code != "invalid" || a.Allowed != "" || a.At != "" {
+		t.Errorf("the answer without a pointer took the pointer's: %+v", a)
+	}
+	if a := row.AnswerAt(ProblemBodyInvalid, "/buyer/email"); a.Code != "invalid" || a.Allowed != "" {
+		t.Errorf("another pointer took the API-Version answer: %+v", a)
+	}
+	a := row.AnswerAt(ProblemBodyInvalid, "/header/api-version")
+	if a.Code != "unsupported_api_version" || a.Allowed != "supported_versions" || a.Message != "bad: {detail}" ||
+		len(a.Headers) != 1 || a.Status != 400 || a.Type != "invalid_request" {
+		t.Errorf("AnswerAt(API-Version) = %+v", a)
+	}
+	acp, ok := ProfileNamed("acp")
+	if !ok {
+		t.Fatal("no acp row")
+	}
+	for name, code := range map[string]string{ProblemKeyMissing: "idempotency_key_required", ProblemPayloadMismatch: "idempotency_conflict", ProblemInFlight: "idempotency_in_flight"} {
+		if a := acp.Answer(name); a.Code != code || a.Type != "invalid_request" {
+			t.Errorf("acp %s: %+v, ACP's agentic-checkout RFC section 6.4 says invalid_request %s", name, a, code)
+		}
+	}
+	if a := acp.Answer(ProblemInFlight); a.Status != 409 || !a.RetryAfter {
+		t.Errorf("acp in-flight: %+v, want 409 with Retry-After", a)
+	}
+	if a := acp.Answer(ProblemPayloadMismatch); a.Status != 422 {
+		t.Errorf("acp payload-mismatch: %d, want 422", a.Status)
+	}
+	for _, name := range ScopeNames() {
+		if name == "" {
+			t.Error("an empty scope name")
+		}
+	}
+	for _, p := range Profiles() {
+		if p.Scope != "" && !slices.Contains(ScopeNames(), p.Scope) {
+			t.Errorf("row %s: scope %q is no scope", p.Name, p.Scope)
+		}
+		if n := p.Body.Nulls; n != "" && n != BodyNullsSchema && n != BodyNullsClear {
+			t.Errorf("row %s: body.nulls %q", p.Name, n)
+		}
+		if u := p.Body.Unknown; u != "" && u != BodyUnknownSchema && u != BodyUnknownAccept {
+			t.Errorf("row %s: body.unknown %q", p.Name, u)
+		}
+	}
+}

@@ -110,6 +110,9 @@ func (c *checker) Enum(values ...string) string {
 		}
 	}
 	c.Invalid(canonical.OneOf(values))
+	if be, ok := c.err.(*BodyError); ok && be.Allowed == nil {
+		be.Allowed = append([]string(nil), values...)
+	}
 	return c.cur
 }
 

@@ -13,7 +13,14 @@ type BodyError struct {
 	// Status is the HTTP status of the refusal: 0 is 400 body-invalid; 413 is a multipart part
 	// over limits.part (body-too-large).
 	Status int
+	// Allowed, for a parameter outside its schema's string enum, are the values the enum
+	// allows (an error document may list them: the Agentic Commerce Protocol's
+	// supported_versions for an API-Version it does not support).
+	Allowed []string
 }
+
+// AllowedValues returns Allowed: the HTTP layer copies it into the problem it answers with.
+func (e *BodyError) AllowedValues() []string { return e.Allowed }
 
 func (e *BodyError) Error() string { return e.Reason }
 

@@ -158,6 +158,31 @@ func (t Template) Value(segs []string, name string) (string, bool) {
 	return "", false
 }
 
+// Values returns the values of all the template's parameters, in the order they are written,
+// in path segments that end with the template's (percent-decoded: DecodeSegments), and whether
+// the segments fit; a template without parameters has none.
+func (t Template) Values(segs []string) ([]string, bool) {
+	if len(segs) < len(t.segs) {
+		return nil, false
+	}
+	segs = segs[len(segs)-len(t.segs):]
+	var out []string
+	for i, s := range t.segs {
+		switch {
+		case s.Literal():
+		case s.Whole():
+			out = append(out, segs[i])
+		default:
+			vals, ok := MatchSegment(segs[i], s.Pieces...)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, vals...)
+		}
+	}
+	return out, true
+}
+
 // SameShape reports whether two templates have the same literal segments and pieces, with
 // parameters in the same places whatever their names: a router's pattern ("/v1/payments/{id}")
 // routes the operation of the spec's template ("/v1/payments/{payment_id}").

@@ -67,9 +67,18 @@ func TestEveryRowIsServed(t *testing.T) {
 			for _, h := range row.ScopeHeaders {
 				scope = append(scope, h.Name)
 			}
+			orName := func(v, d string) string {
+				if v == "" {
+					return d
+				}
+				return v
+			}
 			if string(s.Profile) != row.Name || s.Key.MinLength != or(row.Key.MinLength, defaults.KeyMinLength) ||
-				s.Key.MaxLength != or(row.Key.MaxLength, defaults.KeyMaxLength) || s.Wait != row.Wait || !slices.Equal(s.ScopeHeaders, scope) {
-				t.Errorf("the loader's settings %+v (wait %v, scope %v) are not the row's %+v", s.Key, s.Wait, s.ScopeHeaders, row)
+				s.Key.MaxLength != or(row.Key.MaxLength, defaults.KeyMaxLength) || s.Wait != row.Wait || !slices.Equal(s.ScopeHeaders, scope) ||
+				s.Key.Characters != row.Key.Characters.String() || s.Key.Quoted != row.Key.Quoted.String() ||
+				string(s.Scope) != orName(row.Scope, defaults.ScopeTenant) ||
+				string(s.Body.Nulls) != orName(row.Body.Nulls, defaults.BodyNullsSchema) || string(s.Body.Unknown) != orName(row.Body.Unknown, defaults.BodyUnknownSchema) {
+				t.Errorf("the loader's settings %+v (wait %v, scope %v %v, body %+v) are not the row's %+v", s.Key, s.Wait, s.Scope, s.ScopeHeaders, s.Body, row)
 			}
 
 			files, err := generator.Generate(res.Doc, generator.Options{Package: "api"})
@@ -82,6 +91,8 @@ func TestEveryRowIsServed(t *testing.T) {
 
 			p := runtime.NamedProfile(row.Name)
 			if p == nil || p.Name != row.Name || p.KeyMinLength != row.Key.MinLength || p.KeyMaxLength != row.Key.MaxLength ||
+				p.KeyCharacters != row.Key.Characters || p.KeyQuoted != row.Key.Quoted || p.Scope.String() != orName(row.Scope, defaults.ScopeTenant) ||
+				(p.RequestID != nil && p.RequestID.Echo != row.RequestID.Echo) ||
 				p.Wait != row.Wait || p.EchoKey != row.EchoKey || !slices.Equal(p.ScopeHeaders, scope) ||
 				(p.RequestID != nil) != (row.RequestID.Header != "") || (p.Problems != nil) != (row.Envelope.Writer != "problem+json") {
 				t.Fatalf("runtime.NamedProfile(%q) = %+v, not the row", row.Name, p)
@@ -106,14 +117,33 @@ func TestEveryRowIsServed(t *testing.T) {
 				if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
 					t.Fatalf("%s: %v", pr.Name, err)
 				}
-				if got := at(doc, row.Envelope.TypeAt); !(got == a.Type || (row.Envelope.TypeIsURI && strings.HasSuffix(got, "/"+a.Type))) {
+				if got := at(doc, row.Envelope.TypeAt); row.Envelope.TypeAt != "" && !(got == a.Type || (row.Envelope.TypeIsURI && strings.HasSuffix(got, "/"+a.Type))) {
 					t.Errorf("%s: type %q at %s, the row says %q", pr.Name, got, row.Envelope.TypeAt, a.Type)
 				}
 				if got := at(doc, row.Envelope.CodeAt); a.Code != "" && got != a.Code {
 					t.Errorf("%s: code %q at %s, the row says %q", pr.Name, got, row.Envelope.CodeAt, a.Code)
 				}
 			}
-			if row.RequestID.Header != "" {
+			for _, ra := range row.Answers {
+				if ra.At == "" {
+					continue
+				}
+				// An answer for one parameter: the row's code there, and the values it may take.
+				a := row.AnswerAt(ra.Problem, ra.At)
+				w := httptest.NewRecorder()
+				write(w, httptest.NewRequest("POST", "/", nil), runtime.Problem{Name: ra.Problem, Status: a.Status, Detail: "d", Pointer: ra.At, Allowed: []string{"v1", "v2"}})
+				var doc map[string]any
+				if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+					t.Fatalf("%s at %s: %v", ra.Problem, ra.At, err)
+				}
+				if got := at(doc, row.Envelope.CodeAt); ra.Code != "" && got != ra.Code {
+					t.Errorf("%s at %s: code %q, the row says %q", ra.Problem, ra.At, got, ra.Code)
+				}
+				if ra.Allowed != "" && fmt.Sprint(doc[ra.Allowed]) != "[v1 v2]" {
+					t.Errorf("%s at %s: %s is %v, want the allowed values [v1 v2]", ra.Problem, ra.At, ra.Allowed, doc[ra.Allowed])
+				}
+			}
+			if row.RequestID.Header != "" && !row.RequestID.Echo {
 				id := p.RequestID.New()
 				if !strings.HasPrefix(id, row.RequestID.Prefix) || len(id) != len(row.RequestID.Prefix)+row.RequestID.Length {
 					t.Errorf("request id %q is not %s and %d characters", id, row.RequestID.Prefix, row.RequestID.Length)

@@ -102,6 +102,10 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			return
 		}
 		keys := r.Header.Values("Idempotency-Key")
+		if v == Stripe && len(keys) == 1 {
+			// Stripe's answers repeat the key (the stripe row's EchoKey): every one of them.
+			w.Header().Set("Idempotency-Key", keys[0])
+		}
 		switch {
 		case len(keys) == 0 || keys[0] == "":
 			v.refuse(w, v.keyMissing())
