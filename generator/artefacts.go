@@ -47,9 +47,9 @@ type contractOp struct {
 	Echo, Nulls        bool
 	// ScopeOperation and ScopePath: keys are unique per operation, or per endpoint path.
 	ScopeOperation, ScopePath bool
-	Retention          string
-	Excluded, Headers  []string
-	Raw                bool
+	Retention                 string
+	Excluded, Headers         []string
+	Raw                       bool
 	// Statuses is replay.statuses in its written form ("2xx, 402, !409"), "" for the default.
 	Statuses string
 }
