@@ -85,6 +85,12 @@ const conformExample = `  # the petstore of the README, on its default port
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --faults --format junit --html conform.html > conform.xml
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --faults --short --format json > conform.json   # a small storm
 
+  # an Agentic Commerce Protocol merchant, judged by ACP's contract from ACP's own document;
+  # complete and cancel close the session they are sent to, so each key gets a new one
+  idemgen conform openapi.agentic_checkout.yaml --infer --profile acp --base-url http://127.0.0.1:8080 \
+      --header 'Authorization: Bearer agent-a' --tenant-header 'Authorization: Bearer agent-b' --param API-Version=2026-04-17 \
+      --fresh-param checkout_session_id='./new-session.sh' --faults --fail-header 'X-Test-Fail: 500' --delay-header 'X-Test-Delay: 300ms'
+
   # values the generator cannot guess: an existing resource, a whole body
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --param petId=1 --body 'placeOrder={"petId":1,"quantity":2}'
   idemgen conform api.yaml --base-url http://127.0.0.1:8080 --body createCharge=@charge-form.txt
@@ -102,7 +108,7 @@ type conformFlags struct {
 	headers, tenantHeaders                 []string
 	failHeader, delayHeader                []string
 	effectsCmd                             string
-	params, bodies                         []string
+	params, bodies, freshParams            []string
 	casesDir                               string
 	faults, short                          bool
 	checks, operations                     []string
@@ -140,6 +146,7 @@ func newConformCmd() *cobra.Command {
 	fl.StringVar(&f.effectsCmd, "effects-cmd", "", "`COMMAND` (run with sh -c) printing the service's effect count: an integer, or a JSON object whose numbers are summed")
 	fl.DurationVar(&f.effectTimeout, "effects-timeout", 10*time.Second, "how long --effects-cmd may take")
 	fl.StringArrayVar(&f.params, "param", nil, "`NAME=VALUE` for a path, query or header parameter of that name, instead of a generated value; repeatable")
+	fl.StringArrayVar(&f.freshParams, "fresh-param", nil, "`NAME=COMMAND`: a new value of that parameter for each key, printed by COMMAND (run with sh -c), for a resource a stateful operation consumes (a checkout session that complete closes); repeatable")
 	fl.StringArrayVar(&f.bodies, "body", nil, "`OPERATION=BODY` request body for an operationId (JSON, or a form a=1&b=2; @FILE reads a file); repeatable")
 	fl.StringVar(&f.casesDir, "cases", "", "`DIR` of request-sequence cases (the YAML format of testdata/cases) to run too")
 	fl.BoolVar(&f.faults, "faults", false, "run the fault checks through a loopback proxy (resets after the answer, delays, doubled deliveries) and check every key's history")
@@ -206,6 +213,16 @@ func runConform(cmd *cobra.Command, args []string, f *conformFlags) error {
 	}
 	if o.Bodies, err = parseBodies(f.bodies); err != nil {
 		return cannot("%v", err)
+	}
+	for _, fp := range f.freshParams {
+		name, command, ok := strings.Cut(fp, "=")
+		if !ok || name == "" || strings.TrimSpace(command) == "" {
+			return cannot("--fresh-param %q: want NAME=COMMAND", fp)
+		}
+		if o.FreshParams == nil {
+			o.FreshParams = map[string]conform.FreshFunc{}
+		}
+		o.FreshParams[name] = conform.FreshCommand(command)
 	}
 	known := map[conform.Check]bool{}
 	for _, c := range conform.Catalog() {

@@ -97,7 +97,10 @@ func pickChange(o *opRun, req *request) (change, bool) {
 		}
 	}
 	for _, p := range o.op.Params {
-		if p.In != model.InPath {
+		// Under scope: path the path's values are part of the key's scope (another path is
+		// another request, not the same key's other request), and a fresh parameter names a
+		// resource made for the key.
+		if p.In != model.InPath || s.Scope == model.ScopePath || req.fresh.serves(p.Name) {
 			continue
 		}
 		cur := req.path[p.Name]

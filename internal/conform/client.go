@@ -101,6 +101,10 @@ func (c *client) sendTo(ctx context.Context, base, label string, w *wire) *Excha
 	for _, h := range w.header {
 		e.Header = append(e.Header, HeaderKV{h.name, h.value})
 	}
+	if w.err != nil {
+		e.Err = w.err.Error()
+		return e
+	}
 	if c.budget > 0 && c.sent.Add(1) > c.budget {
 		e.Err = errBudget.Error()
 		return e

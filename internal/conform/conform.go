@@ -45,6 +45,11 @@ type Options struct {
 	// Params are values for path, query and header parameters by name, used instead of
 	// generated ones (an id of a resource that exists).
 	Params map[string]string
+	// FreshParams make a new value of a parameter, by name, for each key: a resource that a
+	// stateful operation consumes (complete or cancel closes a checkout session, so a second
+	// key's request to the same session meets another state). Every request with one key
+	// names the same value. They win over Params.
+	FreshParams map[string]FreshFunc
 	// Bodies are request bodies by operationId, used instead of generated ones (JSON text, or
 	// a form body "a=1&b=2").
 	Bodies map[string][]byte
@@ -123,7 +128,7 @@ func Run(ctx context.Context, doc *model.Document, o Options) (*Report, error) {
 	// Keys carry a nonce of the run, whatever the seed: a service keeps its records between
 	// runs, and a key of an earlier run would replay its answer.
 	nonce := rand.Uint64()
-	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", nonce&0xffffff), nonce: nonce}
+	r := &runner{o: &o, doc: doc, c: c, runID: fmt.Sprintf("%06x", nonce&0xffffff), nonce: nonce, fresh: newFreshValues(o.FreshParams, o.Effects)}
 	rep := &Report{Spec: doc.Source, BaseURL: o.BaseURL, Started: time.Now(), Seed: o.Seed}
 	r.rep = rep
 	if o.Faults {
@@ -211,6 +216,7 @@ type runner struct {
 	ops   []*opRun
 	keys  sync.Map // keys handed out, so none is used twice
 	proxy *proxy   // the fault proxy (Faults)
+	fresh *freshValues
 }
 
 // run checks every operation, Concurrency at a time, each operation's checks in order, and
@@ -223,6 +229,9 @@ func (r *runner) run(ctx context.Context) []string {
 		// runs, and a key of an earlier run (same --seed) would replay its answer.
 		o.keys = &keyBuilder{rng: rand.New(rand.NewPCG(r.o.Seed+uint64(i), r.nonce)), allow: o.keyChars().Allows}
 		o.req, o.noReq = buildRequest(op, o.g, r.o)
+		if o.req != nil {
+			o.req.fresh = r.fresh
+		}
 		r.ops = append(r.ops, o) // every operation, for key-other-operation
 		if len(r.o.Operations) == 0 || slices.Contains(r.o.Operations, op.ID) {
 			checked = append(checked, o)

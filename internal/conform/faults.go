@@ -394,12 +394,20 @@ func checkStorm(ctx context.Context, c *checkRun) {
 	var wg sync.WaitGroup
 	var unsettled sync.Map
 	logical := 0
-	for k := 0; k < keys; k++ {
+	// Every key's request is made before any client starts: a fresh parameter's resource
+	// (FreshParams) is made with the effects oracle read around it, which must not see the
+	// storm's executions.
+	keyList := make([]string, keys)
+	bases := make([]*request, keys)
+	for k := range keys {
 		key, ok := c.key()
 		if !ok {
 			return
 		}
-		base := o.req.keyed(key)
+		keyList[k], bases[k] = key, o.req.keyed(key)
+	}
+	for k := 0; k < keys; k++ {
+		key, base := keyList[k], bases[k]
 		changed := base
 		if canChange {
 			changed = base.clone()

@@ -244,6 +244,8 @@ func (c *checkRun) effects(ctx context.Context) (int64, bool) {
 		c.note("effects oracle: %v", err)
 		return 0, false
 	}
+	// The resources made for fresh parameters are not the operation's effects.
+	n -= c.o.r.fresh.madeEffects()
 	return n, true
 }
 

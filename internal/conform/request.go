@@ -25,6 +25,10 @@ type request struct {
 	json    any     // a JSON body's value (content.Kind == ContentJSON)
 	form    []field // a form body's fields (ContentForm)
 	raw     []byte  // any other body, sent as is
+	// fresh gives the parameters of Options.FreshParams a value per key (keyed); freshErr is
+	// why one could not be had, which sending the request reports.
+	fresh    *freshValues
+	freshErr error
 }
 
 // field is one query parameter, header or form field; schema is its schema when known (for a
@@ -43,6 +47,9 @@ type wire struct {
 	target string
 	header []field
 	body   []byte
+	// err, when set, is why the request could not be made (a fresh parameter's value): it is
+	// not sent, and its exchange reports err.
+	err error
 }
 
 // buildRequest makes op's valid request from the options (Params, Bodies) and the schemas.
@@ -343,9 +350,11 @@ func sfString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// keyedAsSent is the request with the key text sent exactly as given ("" sends none).
+// keyedAsSent is the request with the key text sent exactly as given ("" sends none), and
+// the fresh parameters' values of that key.
 func (r *request) keyedAsSent(key string) *request {
 	c := r.clone()
+	c.freshen(key)
 	k := r.op.Settings.Key
 	switch k.Carrier {
 	case model.CarrierBody:
@@ -370,6 +379,36 @@ func (r *request) keyedAsSent(key string) *request {
 		}
 	}
 	return c
+}
+
+// freshen gives the request's fresh parameters (Options.FreshParams) the values of key.
+func (r *request) freshen(key string) {
+	for _, p := range r.op.Params {
+		v, ok, err := r.fresh.value(p.Name, key)
+		if !ok {
+			continue
+		}
+		if err != nil && r.freshErr == nil {
+			r.freshErr = err
+		}
+		switch p.In {
+		case model.InPath:
+			r.path[p.Name] = v
+		case model.InQuery:
+			setField(r.query, p.Name, v)
+		case model.InHeader:
+			setField(r.header, p.Name, v)
+		}
+	}
+}
+
+// setField sets the value of the fields named name.
+func setField(fs []field, name, v string) {
+	for i := range fs {
+		if fs[i].name == name {
+			fs[i].value = v
+		}
+	}
 }
 
 // setPointer sets the member at tokens, creating objects on the way; it returns the new root.
@@ -554,7 +593,7 @@ func appendJSONString(b []byte, s string) []byte {
 // wire writes the request with the spelling of its body: the path template filled in, the
 // declared query parameters, then the headers (extra first: credentials), then the body.
 func (r *request) wire(sp spelling, extra http.Header) *wire {
-	w := &wire{method: r.op.Method, target: r.target()}
+	w := &wire{method: r.op.Method, target: r.target(), err: r.freshErr}
 	for _, name := range sortedKeys(extra) {
 		for _, v := range extra[name] {
 			w.header = append(w.header, field{name: name, value: v})

@@ -2,8 +2,10 @@
 // written independently of the first corpus (internal/conform/testdata/mutants) and of the
 // runtime — an explicit state machine per key, its own fingerprint and error writers — that
 // answers in another vocabulary than idemgen's: RFC 9457 problems of `type: about:blank`
-// (problem.yaml), plain JSON errors (plain.yaml), or Stripe's error envelope with a reused key
-// answered 400 under `profile: stripe` (stripe.yaml). Its correct form must pass in every
+// (problem.yaml), plain JSON errors (plain.yaml), Stripe's error envelope with a reused key
+// answered 400 under `profile: stripe` (stripe.yaml), the Agentic Commerce Protocol's flat error
+// object with opaque keys scoped to the endpoint path under `profile: acp` (acp.yaml), or the
+// IETF draft's sf-string keys under `profile: ietf` (ietf.yaml). Its correct form must pass in every
 // vocabulary; each bug mode, the same twelve as the first corpus's, must fail the check that
 // names it. The business handlers (payments and refunds, their effects and transactions) are
 // the first corpus's Kit, which is not under test.
@@ -16,7 +18,9 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/internal/conform/testdata/mutants"
 )
@@ -44,6 +48,19 @@ var Bugs = map[Bug]string{
 	"router404":     "unrouted-not-stored",   // the guard wraps the router: its 404 is stored
 	"decoderdiff":   "duplicate-members",     // the fingerprint keeps the first of a member named twice
 	"noretryafter":  "concurrent-duplicates", // the in-flight answer has no Retry-After
+}
+
+// RowBugs are the bug modes of one vocabulary's contract (a row of the contract table), with
+// the check that must catch each: they break what only that row asks.
+var RowBugs = map[Vocab]map[Bug]string{
+	ACP: {
+		"noecho":      "first-request",       // the key is not echoed on the answers (RFC 3.1)
+		"tenantscope": "key-other-operation", // keys per caller only, not per endpoint path (RFC 6.1)
+		"acpcode":     "mismatch",            // a reused key answered 422 without ACP's code
+	},
+	IETF: {
+		"bare": "key-malformed", // a key sent bare is taken: the field must be an sf-string
+	},
 }
 
 // New returns the server and its kit (effects, for the oracle).
@@ -87,10 +104,27 @@ type guard struct {
 type keyRule struct {
 	min, max int
 	pattern  *regexp.Regexp
+	// quoted: the field is an RFC 8941 sf-string whose content is the key (the IETF draft).
+	quoted bool
+	// opaque: any characters but control characters (ACP's opaque string).
+	opaque bool
 }
 
-func (r keyRule) valid(k string) bool {
-	return len(k) >= r.min && len(k) <= r.max && (r.pattern == nil || r.pattern.MatchString(k))
+// read returns the key the field value sent carries, and whether the rule takes it.
+func (r keyRule) read(sent string) (string, bool) {
+	k := sent
+	if r.quoted {
+		u, err := strconv.Unquote(sent) // an sf-string's escapes (\" and \\) are Go's too
+		if err != nil || !strings.HasPrefix(sent, `"`) || strings.ContainsFunc(u, func(c rune) bool { return c < 0x20 || c > 0x7e }) {
+			return "", false
+		}
+		k = u
+	}
+	if r.opaque && strings.ContainsFunc(k, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		return "", false
+	}
+	n := utf8.RuneCountInString(k)
+	return k, n >= r.min && n <= r.max && (r.pattern == nil || r.pattern.MatchString(k))
 }
 
 func (g *guard) wrap(next http.Handler) http.Handler {
@@ -102,17 +136,28 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			return
 		}
 		keys := r.Header.Values("Idempotency-Key")
-		if v == Stripe && len(keys) == 1 {
-			// Stripe's answers repeat the key (the stripe row's EchoKey): every one of them.
+		if (v == Stripe || v == ACP) && len(keys) == 1 && g.s.Bug != "noecho" {
+			// Stripe's and ACP's answers repeat the key (their rows' EchoKey): every one.
 			w.Header().Set("Idempotency-Key", keys[0])
 		}
+		var key string
 		switch {
 		case len(keys) == 0 || keys[0] == "":
 			v.refuse(w, v.keyMissing())
 			return
-		case len(keys) > 1 || !g.rule.valid(keys[0]):
+		case len(keys) > 1:
 			v.refuse(w, v.keyInvalid())
 			return
+		default:
+			var ok bool
+			rule := g.rule
+			if g.s.Bug == "bare" && !strings.HasPrefix(keys[0], `"`) {
+				rule.quoted = false
+			}
+			if key, ok = rule.read(keys[0]); !ok {
+				v.refuse(w, v.keyInvalid())
+				return
+			}
 		}
 		raw := mutants.ReadBody(r)
 		fp, ok := g.fingerprint(r.URL.Path, raw)
@@ -120,9 +165,13 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			v.refuse(w, refusal{status: 400, what: "invalid", msg: "the body is not JSON"})
 			return
 		}
-		id := tenant + "\n" + keys[0]
+		id := tenant + "\n" + key
+		if v == ACP && g.s.Bug != "tenantscope" {
+			// ACP scopes a key to the caller and the endpoint path (RFC section 6.1).
+			id = tenant + "\n" + r.URL.Path + "\n" + key
+		}
 		if g.s.Bug == "notenant" {
-			id = keys[0]
+			id = key
 		}
 
 		g.mu.Lock()
@@ -174,6 +223,8 @@ func (g *guard) answerKnown(w http.ResponseWriter, e *entry, fp string) {
 	st, efp, status, ctype, loc, body := e.state, e.fp, e.status, e.ctype, e.loc, e.body
 	g.mu.Unlock()
 	switch {
+	case efp != fp && g.s.Bug == "acpcode":
+		v.refuse(w, refusal{status: 422, what: "key_reused", msg: "this key was used with another request"})
 	case efp != fp:
 		v.refuse(w, v.mismatch())
 	case st == done && g.s.Bug == "replaystatus":
@@ -238,10 +289,12 @@ const (
 	Problem Vocab = "problem" // RFC 9457, type about:blank; keys 16-255 matching ^[!-~]+$
 	Plain   Vocab = "plain"   // {"message": ..., "code": ...} as application/json
 	Stripe  Vocab = "stripe"  // Stripe's envelope; a reused key is 400 idempotency_error
+	ACP     Vocab = "acp"     // ACP's flat error object; opaque keys per endpoint path, echoed
+	IETF    Vocab = "ietf"    // the IETF draft: sf-string keys, RFC 9457 about:blank problems
 )
 
 // Vocabs are every vocabulary.
-var Vocabs = []Vocab{Problem, Plain, Stripe}
+var Vocabs = []Vocab{Problem, Plain, Stripe, ACP, IETF}
 
 func (v Vocab) keyRule() keyRule {
 	switch v {
@@ -249,29 +302,47 @@ func (v Vocab) keyRule() keyRule {
 		return keyRule{min: 16, max: 255, pattern: regexp.MustCompile(`^[!-~]+$`)}
 	case Stripe:
 		return keyRule{min: 1, max: 255, pattern: regexp.MustCompile(`^[!-~]+$`)}
+	case ACP:
+		return keyRule{min: 1, max: 255, opaque: true}
+	case IETF:
+		return keyRule{min: 1, max: 255, quoted: true}
 	}
 	return keyRule{min: 16, max: 255, pattern: regexp.MustCompile(`^[!-+\--~]+$`)} // no comma
 }
 
 func (v Vocab) keyMissing() refusal {
-	return refusal{status: 400, what: "key_missing", msg: "an Idempotency-Key header is required"}
+	r := refusal{status: 400, what: "key_missing", msg: "an Idempotency-Key header is required"}
+	if v == ACP {
+		r.what = "idempotency_key_required"
+	}
+	return r
 }
 
 func (v Vocab) keyInvalid() refusal {
-	return refusal{status: 400, what: "key_invalid", msg: "the Idempotency-Key header is malformed"}
+	r := refusal{status: 400, what: "key_invalid", msg: "the Idempotency-Key header is malformed"}
+	if v == ACP {
+		r.what = "idempotency_key_required"
+	}
+	return r
 }
 
 func (v Vocab) mismatch() refusal {
-	if v == Stripe {
+	switch v {
+	case Stripe:
 		return refusal{status: 400, what: "idempotency_error", msg: "Keys for idempotent requests can only be used with the same parameters they were first used with."}
+	case ACP:
+		return refusal{status: 422, what: "idempotency_conflict", msg: "Idempotency-Key has already been used with a different request body"}
 	}
 	return refusal{status: 422, what: "key_reused", msg: "this key was used with another request"}
 }
 
 func (v Vocab) inFlight() refusal {
 	r := refusal{status: 409, what: "in_progress", msg: "a request with this key is in progress", retryAfter: 1}
-	if v == Stripe {
+	switch v {
+	case Stripe:
 		r.what = "idempotency_key_in_use"
+	case ACP:
+		r.what = "idempotency_in_flight"
 	}
 	return r
 }
@@ -284,7 +355,7 @@ func (v Vocab) refuse(w http.ResponseWriter, r refusal) {
 	}
 	var body any
 	switch v {
-	case Problem:
+	case Problem, IETF:
 		h.Set("Content-Type", "application/problem+json")
 		body = map[string]any{"type": "about:blank", "title": http.StatusText(r.status), "status": r.status, "detail": r.msg}
 	case Plain:
@@ -302,6 +373,9 @@ func (v Vocab) refuse(w http.ResponseWriter, r refusal) {
 			e["param"] = "Idempotency-Key"
 		}
 		body = map[string]any{"error": e}
+	case ACP:
+		h.Set("Content-Type", "application/json")
+		body = map[string]any{"type": "invalid_request", "code": r.what, "message": r.msg}
 	}
 	b, _ := json.Marshal(body)
 	w.WriteHeader(r.status)
