@@ -14,13 +14,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 )
 
 // NewRouter returns the conformance API on a chi router: createRefund mounted by hand in a
 // sub-router of /v1/payments/{payment_id}, next to the unmarked GET, and the other marked
-// operations through Register. c is what conformance.NewHandler takes, with the same defaults:
+// operations through Register; beside it the tips API (golden/nulls), for testdata/cases-nulls. c is what conformance.NewHandler takes, with the same defaults:
 // the idempotency store c.Store, whose tables must exist, and the business tables
 // (conformance.Migrate) that c.Tables reads.
 func NewRouter(c conformance.Config) (http.Handler, error) {
@@ -48,6 +49,11 @@ func NewRouter(c conformance.Config) (http.Handler, error) {
 	if err := api.Register(r, rt, h); err != nil {
 		return nil, err
 	}
+	// The tips API (testdata/specs/nulls.yaml), generated handlers too: null is not absent on chi.
+	if err := nulls.Register(r, rt, conformance.TipHandlers()); err != nil {
+		return nil, err
+	}
+	r.Method(http.MethodGet, "/v1/tips/{tip_id}", conformance.GetTip(c.Tables))
 	r.Get("/_effects", conformance.Effects(c.Tables, c.Provider))
 	return r, nil
 }

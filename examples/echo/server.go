@@ -11,6 +11,7 @@ import (
 
 	idemecho "github.com/idemgen/idemgen/adapters/echo"
 	"github.com/idemgen/idemgen/examples/echo/idem"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -23,7 +24,7 @@ import (
 func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (*echo.Echo, error) {
 	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in the
 	// echo.Context, behind the echo adapter over the generated operation table.
-	idempotent, err := idemecho.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemecho.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemecho.Options{})
+	idempotent, err := idemecho.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemecho.ScopeKey("tenant"), Logger: log}, append(idem.Routes(), nulls.Routes()...), idemecho.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +44,11 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	e.POST("/v1/transfers", s.CreateTransfer)
 	e.POST("/v1/charges", s.CreateCharge)
 	e.POST("/v1/provider-charges", s.CreateProviderCharge)
+	// The tips API (testdata/specs/nulls.yaml, its operation table golden/nulls), behind the
+	// same adapter: testdata/cases-nulls.
+	e.POST("/v1/tips", s.CreateTip)
+	e.PATCH("/v1/tips/:id", s.UpdateTip)
+	e.GET("/v1/tips/:id", echo.WrapHandler(conformance.GetTip(pool)))
 	e.GET("/_effects", echo.WrapHandler(conformance.Effects(pool, provider)))
 	return e, nil
 }

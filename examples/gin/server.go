@@ -10,6 +10,7 @@ import (
 
 	idemgin "github.com/idemgen/idemgen/adapters/gin"
 	"github.com/idemgen/idemgen/examples/gin/idem"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -23,7 +24,7 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in c.Keys,
 	// behind the gin adapter over the generated operation table; the service's error middleware
 	// renders c.Errors inside the guard, so what is stored is what the client gets.
-	idempotent, err := idemgin.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemgin.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemgin.Options{Errors: renderErrors})
+	idempotent, err := idemgin.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemgin.ScopeKey("tenant"), Logger: log}, append(idem.Routes(), nulls.Routes()...), idemgin.Options{Errors: renderErrors})
 	if err != nil {
 		return nil, err
 	}
@@ -42,6 +43,11 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	r.POST("/v1/transfers", s.CreateTransfer)
 	r.POST("/v1/charges", s.CreateCharge)
 	r.POST("/v1/provider-charges", s.CreateProviderCharge)
+	// The tips API (testdata/specs/nulls.yaml, its operation table golden/nulls), behind the
+	// same adapter: testdata/cases-nulls.
+	r.POST("/v1/tips", s.CreateTip)
+	r.PATCH("/v1/tips/:id", s.UpdateTip)
+	r.GET("/v1/tips/:id", gin.WrapH(conformance.GetTip(pool)))
 	r.GET("/_effects", gin.WrapH(conformance.Effects(pool, provider)))
 	return r, nil
 }

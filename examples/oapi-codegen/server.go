@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/oapi-codegen/api"
 	"github.com/idemgen/idemgen/examples/oapi-codegen/idem"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -35,17 +36,26 @@ func newHandler(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], p
 	if err != nil {
 		return nil, err
 	}
-	idempotency, err := runtime.Middleware[pgstore.DBTX](rt, idem.Routes(), runtime.MiddlewareOptions{})
+	// The tips API (testdata/specs/nulls.yaml, operation table golden/nulls) is served beside
+	// the strict server by encoding/json handlers, behind the same middleware:
+	// testdata/cases-nulls.
+	idempotency, err := runtime.Middleware[pgstore.DBTX](rt, append(idem.Routes(), nulls.Routes()...), runtime.MiddlewareOptions{})
 	if err != nil {
 		return nil, err
 	}
 
 	mux := http.NewServeMux()
+	createTip, updateTip := conformance.TipsHTTP()
+	mux.Handle("GET /v1/tips/{tip_id}", conformance.GetTip(pool))
 	if wholeMux {
 		api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux})
+		mux.Handle("POST /v1/tips", createTip)
+		mux.Handle("PATCH /v1/tips/{tip_id}", updateTip)
 		mux.Handle("GET /_effects", conformance.Effects(pool, provider))
 		return conformance.WithKnobs(idempotency(mux)), nil
 	}
+	mux.Handle("POST /v1/tips", idempotency(createTip))
+	mux.Handle("PATCH /v1/tips/{tip_id}", idempotency(updateTip))
 	// The std-http server's per-operation middlewares run after the ServeMux has routed the
 	// request, so the middleware finds the operation by its pattern ("POST /v1/payments").
 	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, Middlewares: []api.MiddlewareFunc{idempotency}})

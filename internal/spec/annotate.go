@@ -240,7 +240,7 @@ func (a *annotator) keyParam(op *model.Operation, pi *openapi3.PathItem, kop *op
 	if !k.Required {
 		desc += " Without a key the request runs unguarded."
 	}
-	if row, _ := defaults.ProfileNamed(string(op.Settings.Profile)); k.Echo || row.EchoKey {
+	if row, _ := defaults.ProfileNamed(string(op.Settings.Profile)); k.Carrier == model.CarrierHeader && (k.Echo || row.EchoKey) {
 		desc += " Every answer repeats this header as the request sent it."
 	}
 	param := &openapi3.Parameter{Name: k.Header, In: openapi3.ParameterInHeader, Required: k.Required, Description: desc,

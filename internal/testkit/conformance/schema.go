@@ -66,10 +66,27 @@ CREATE TABLE IF NOT EXISTS provider_charges (
 	created_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS provider_charges_tenant ON provider_charges (tenant);
+-- The tips API (testdata/specs/nulls.yaml): a note is NULL when the tip has none.
+CREATE TABLE IF NOT EXISTS tips (
+	id         text PRIMARY KEY,
+	tenant     text NOT NULL,
+	amount     bigint NOT NULL,
+	note       text,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS tips_tenant ON tips (tenant);
+CREATE TABLE IF NOT EXISTS tip_updates (
+	id           bigserial PRIMARY KEY,
+	tenant       text NOT NULL,
+	tip_id       text NOT NULL REFERENCES tips (id),
+	note_cleared boolean NOT NULL,
+	created_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS tip_updates_tenant ON tip_updates (tenant);
 `
 
 // effectTables are the tables GET /_effects counts, each under its own name.
-var effectTables = []string{"payments", "refunds", "orders", "transfers", "charges", "provider_charges"}
+var effectTables = []string{"payments", "refunds", "orders", "transfers", "charges", "provider_charges", "tips", "tip_updates"}
 
 // Migrate creates the business tables if they do not exist yet.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	api "github.com/idemgen/idemgen/golden/conformance"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -65,6 +66,11 @@ func NewHandler(c Config) (http.Handler, error) {
 	if err := api.Register(mux, rt, s.handlers()); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
+	// The tips API beside it (testdata/specs/nulls.yaml), for testdata/cases-nulls.
+	if err := nulls.Register(mux, rt, TipHandlers()); err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	mux.Handle("GET /v1/tips/{tip_id}", GetTip(c.Tables))
 	mux.HandleFunc("GET /v1/payments/{payment_id}", s.getPayment)
 	mux.HandleFunc("GET /_effects", s.effects)
 	return withKnobs(mux), nil

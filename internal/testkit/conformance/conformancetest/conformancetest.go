@@ -123,7 +123,9 @@ func httpTest(svc Service) Listen {
 // RunOn runs every request-sequence case against the service svc builds on a real PostgreSQL
 // and the idempotency store stores makes:
 // the shared cases (testdata/cases under root, the repository root relative to the test's
-// directory), the conformance service's own (labelled "service/"), and the cases in
+// directory), the conformance service's own (labelled "service/"), the tips API's
+// (testdata/cases-nulls, labelled "nulls/": a service under test serves
+// testdata/specs/nulls.yaml too, see conformance.TipHandlers and TipsHTTP), and the cases in
 // $IDEMGEN_CASES. Each case is a subtest named after its file; then all of them run again, last
 // first, on the database the first pass filled.
 //
@@ -138,6 +140,8 @@ func runOn(t *testing.T, root string, stores StoreFactory, listen Listen, skip m
 	dirs := []struct{ label, dir string }{
 		{"", filepath.Join(root, "testdata", "cases")},
 		{"service/", filepath.Join(root, "internal", "testkit", "conformance", "testdata", "cases")},
+		// The tips API's (testdata/specs/nulls.yaml): null is not absent through this stack.
+		{"nulls/", filepath.Join(root, "testdata", "cases-nulls")},
 	}
 	if extra := os.Getenv(EnvCases); extra != "" {
 		if !filepath.IsAbs(extra) {
