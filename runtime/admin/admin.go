@@ -79,6 +79,9 @@ type handler struct {
 	st    store.Store
 	opts  Options
 	opIDs []string
+	// pathScoped: an operation is declared `scope: path`, so the form asks for the request's
+	// path.
+	pathScoped bool
 	// scopeHeaders are the operations' ScopeHeaders (canonical names, sorted): the form asks
 	// for their values, which are part of those operations' scopes.
 	scopeHeaders []string
@@ -110,6 +113,7 @@ func New(st store.Store, opts Options) (http.Handler, error) {
 			seen[op.ID] = true
 			h.opIDs = append(h.opIDs, op.ID)
 		}
+		h.pathScoped = h.pathScoped || op.Scope == runtime.ScopePath
 		for _, name := range op.ScopeHeaders {
 			if name = http.CanonicalHeaderKey(name); !seen["h:"+name] {
 				seen["h:"+name] = true
@@ -198,6 +202,7 @@ type query struct {
 	Tenant       string            `json:"tenant"`
 	Key          string            `json:"key"`
 	Operation    string            `json:"operation"`
+	Path         string            `json:"path"`
 	ScopeHeaders map[string]string `json:"scope_headers"`
 	Body         bool              `json:"body"`
 }
@@ -223,7 +228,7 @@ func (h *handler) readQuery(w http.ResponseWriter, r *http.Request) (query, erro
 			dec := json.NewDecoder(r.Body)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&q); err != nil {
-				return q, fmt.Errorf("the JSON search is not an object of tenant, key, operation, scope_headers and body: %v", err)
+				return q, fmt.Errorf("the JSON search is not an object of tenant, key, operation, path, scope_headers and body: %v", err)
 			}
 			return q, nil
 		}
@@ -234,6 +239,7 @@ func (h *handler) readQuery(w http.ResponseWriter, r *http.Request) (query, erro
 	q.Tenant = r.Form.Get("tenant")
 	q.Key = r.Form.Get("key")
 	q.Operation = strings.TrimSpace(r.Form.Get("operation"))
+	q.Path = strings.TrimSpace(r.Form.Get("path"))
 	for _, name := range h.scopeHeaders {
 		if v := r.Form.Get("h:" + name); v != "" {
 			if q.ScopeHeaders == nil {
@@ -253,7 +259,7 @@ func (h *handler) lookup(ctx context.Context, q query) ([]RecordInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	return Lookup(ctx, h.st, q.Tenant, q.Key, LookupOptions{
-		Operation: q.Operation, Operations: h.opts.Operations, Body: q.Body, ScopeHeaders: q.header(),
+		Operation: q.Operation, Operations: h.opts.Operations, Body: q.Body, ScopeHeaders: q.header(), Path: q.Path,
 	})
 }
 
@@ -351,6 +357,8 @@ type pageData struct {
 	Operations []string
 	// ScopeHeaders are the scope headers' names and the values searched.
 	ScopeHeaders [][2]string
+	// PathScoped asks for the request's path (an operation is declared scope: path).
+	PathScoped bool
 	Q            query
 	Searched     bool
 	Error        string
@@ -436,6 +444,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	for _, name := range h.scopeHeaders {
 		d.ScopeHeaders = append(d.ScopeHeaders, [2]string{name, d.Q.ScopeHeaders[name]})
 	}
+	d.PathScoped = h.pathScoped
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	uncertain, err := Uncertain(ctx, h.st, UncertainOptions{Limit: pageUncertain + 1})
 	cancel()
@@ -459,7 +468,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 func view(rec RecordInfo, bodyAsked bool) recordView {
 	v := recordView{RecordInfo: rec, KeyKind: "tenant-wide key"}
 	if rec.PerOperation {
-		v.KeyKind = "per-operation key (scope: operation)"
+		v.KeyKind = "per-operation key (scope: operation or path)"
 	}
 	switch rec.State {
 	case "completed":

@@ -432,3 +432,50 @@ func TestNoRecordStatuses(t *testing.T) {
 		}
 	}
 }
+
+// A key of an operation declared scope: path (the Agentic Commerce Protocol's: per endpoint
+// path) is stored under the path's values: the lookup finds the record of the path it is given,
+// and none without a path.
+func TestLookupScopePath(t *testing.T) {
+	pool := pgtest.NewPool(t, 4)
+	ctx := context.Background()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.New(pool, pgstore.Options{})
+	rt, err := runtime.New(runtime.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Scope: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func() *runtime.Operation {
+		return &runtime.Operation{ID: "updateSession", Method: "POST", Path: "/v1/sessions/{id}", Scope: runtime.ScopePath,
+			Key: runtime.KeyRule{Header: "Idempotency-Key", Required: true, MinLength: 1, Characters: runtime.KeyOpaque}, MediaTypes: []string{"application/json"}}
+	}
+	srv := httptest.NewServer(runtime.AtomicHandler(rt, op(), runtime.BindAtomic(decode,
+		func(ctx context.Context, db pgstore.DBTX, _ *body) (runtime.Response, error) {
+			return runtime.Response{Status: http.StatusOK, Body: []byte(`{}`)}, nil
+		})))
+	t.Cleanup(srv.Close)
+	for _, session := range []string{"s1", "s2"} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/sessions/"+session, strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Tenant", tenant)
+		req.Header.Set("Idempotency-Key", "one key, two sessions")
+		resp, err := srv.Client().Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", session, resp, err)
+		}
+		resp.Body.Close()
+	}
+	ops := []*runtime.Operation{op()}
+	for _, path := range []string{"/v1/sessions/s1", "/v1/sessions/s2"} {
+		recs, err := admin.Lookup(ctx, st, tenant, "one key, two sessions", admin.LookupOptions{Operations: ops, Path: path})
+		if err != nil || len(recs) != 1 || !recs[0].PerOperation || recs[0].Operation != "updateSession" || recs[0].State != "completed" {
+			t.Errorf("lookup at %s: %+v %v", path, recs, err)
+		}
+	}
+	if recs, err := admin.Lookup(ctx, st, tenant, "one key, two sessions", admin.LookupOptions{Operations: ops}); err != nil || len(recs) != 0 {
+		t.Errorf("a lookup without the path found %+v %v", recs, err)
+	}
+}

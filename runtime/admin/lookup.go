@@ -38,6 +38,11 @@ type LookupOptions struct {
 	// Body asks for the stored response body; without it RecordInfo.Body is nil and only its
 	// size is read.
 	Body bool
+	// Path is the request's URL path ("/checkout_sessions/cs_1"): an operation in Operations
+	// declared `scope: path` (the Agentic Commerce Protocol's keys, per endpoint path) stores a
+	// key under the values of its path parameters, found only with the path the request was
+	// sent to.
+	Path string
 	// ScopeHeaders are the values of scope headers (runtime.Operation.ScopeHeaders, such as Stripe's
 	// Stripe-Account) as the request carried them. An operation that declares scope headers
 	// stores its records under the tenant and those values (runtime.Operation.RequestScope): they are
@@ -51,7 +56,8 @@ type RecordInfo struct {
 	// Tenant is the tenant (the ScopeFunc's); ScopeHeaders the values of the operation's scope
 	// headers that are part of the record's scope, if it declares any; Key the key as the
 	// client sent it; PerOperation reports a key of an operation declared `scope: operation`
-	// (stored as "<operation> <key>").
+	// (stored as "<operation> <key>") or `scope: path` (stored under the operation and the
+	// path's parameter values).
 	Tenant       string            `json:"tenant"`
 	ScopeHeaders map[string]string `json:"scope_headers,omitempty"`
 	Key          string            `json:"key"`
@@ -184,6 +190,11 @@ func Lookup(ctx context.Context, st store.Store, tenant, key string, opts Lookup
 		// for scope tenant, operation-qualified for scope operation).
 		add(scope, headers, tenantWide)
 		add(scope, headers, op.RecordKey(k))
+		if op.Scope == runtime.ScopePath && opts.Path != "" {
+			if sk, ok := op.RecordKeyAt(k, opts.Path); ok {
+				add(scope, headers, sk)
+			}
+		}
 		if op.Key.Quoted == runtime.KeyQuotedLiteral {
 			// Quotes are characters of this operation's keys: the key as pasted.
 			add(scope, headers, op.RecordKey(strings.TrimSpace(key)))
