@@ -359,10 +359,10 @@ type pageData struct {
 	ScopeHeaders [][2]string
 	// PathScoped asks for the request's path (an operation is declared scope: path).
 	PathScoped bool
-	Q            query
-	Searched     bool
-	Error        string
-	Records      []recordView
+	Q          query
+	Searched   bool
+	Error      string
+	Records    []recordView
 	// Uncertain are the oldest uncertain records (pageUncertain of them); UncertainError is
 	// why they could not be read.
 	Uncertain      []recordView
