@@ -16,6 +16,7 @@ import (
 
 	idemfiber "github.com/idemgen/idemgen/adapters/fiber"
 	"github.com/idemgen/idemgen/examples/fiber/idem"
+	nulls "github.com/idemgen/idemgen/golden/nulls"
 	"github.com/idemgen/idemgen/internal/testkit/conformance"
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -28,7 +29,7 @@ import (
 func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], provider *conformance.Provider, log *slog.Logger) (*fiber.App, error) {
 	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in
 	// c.Locals, behind the fiber adapter over the generated operation table.
-	idempotent, err := idemfiber.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemfiber.ScopeKey("tenant"), Logger: log}, idem.Routes(), idemfiber.Options{})
+	idempotent, err := idemfiber.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemfiber.ScopeKey("tenant"), Logger: log}, append(idem.Routes(), nulls.Routes()...), idemfiber.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +48,11 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	app.Post("/v1/transfers", s.CreateTransfer)
 	app.Post("/v1/charges", s.CreateCharge)
 	app.Post("/v1/provider-charges", s.CreateProviderCharge)
+	// The tips API (testdata/specs/nulls.yaml, its operation table golden/nulls), behind the
+	// same adapter: testdata/cases-nulls.
+	app.Post("/v1/tips", s.CreateTip)
+	app.Patch("/v1/tips/:id", s.UpdateTip)
+	app.Get("/v1/tips/:id", adaptor.HTTPHandler(conformance.GetTip(pool)))
 	app.Get("/_effects", adaptor.HTTPHandler(conformance.Effects(pool, provider)))
 	return app, nil
 }

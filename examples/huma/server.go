@@ -40,6 +40,13 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	}
 	mux := http.NewServeMux()
 	newAPI(mux, &Service{pool: pool, provider: provider}, idempotent) // idemgen: one argument
+	// The tips API (testdata/specs/nulls.yaml), a Huma API of its own: testdata/cases-nulls.
+	tips, err := tipsMiddleware(runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	newTipsAPI(mux, tips)
+	mux.Handle("GET /v1/tips/{tip_id}", conformance.GetTip(pool))
 	mux.Handle("GET /_effects", conformance.Effects(pool, provider))
 	// The cases' test knobs (X-Test-Delay, X-Test-Fail): a net/http middleware of the test
 	// fixture, which puts them in the request's context.

@@ -171,9 +171,12 @@ func TipsHTTP() (create, update http.Handler) {
 // GetTip is GET /v1/tips/{tip_id} (unmarked): the tenant's tip, or 404.
 func GetTip(tables Tables) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The tenant from the request itself: a framework's bridge to net/http (fiber's
+		// adaptor) may not carry the context the knobs were put in.
+		tenant, _ := tenantOf(r)
 		var t Tip
 		err := tables.QueryRow(r.Context(), `SELECT id, amount, note FROM tips WHERE tenant = $1 AND id = $2`,
-			knobsFrom(r.Context()).tenant, lastSegment(r.URL.Path)).Scan(&t.ID, &t.Amount, &t.Note)
+			tenant, lastSegment(r.URL.Path)).Scan(&t.ID, &t.Amount, &t.Note)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			WriteTip(w, http.StatusNotFound, problemDoc("tip-not-found", "no such tip"))
@@ -187,14 +190,20 @@ func GetTip(tables Tables) http.Handler {
 
 // WriteTip writes a tips answer: the tip as JSON, or a refusal as problem+json.
 func WriteTip(w http.ResponseWriter, status int, doc any) {
-	ct := "application/json"
-	if status >= 400 {
-		ct = "application/problem+json"
-	}
-	b, _ := json.Marshal(doc)
+	ct, b := TipAnswer(status, doc)
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// TipAnswer is a tips answer's media type and body, for a framework that writes its own.
+func TipAnswer(status int, doc any) (contentType string, body []byte) {
+	contentType = "application/json"
+	if status >= 400 {
+		contentType = "application/problem+json"
+	}
+	body, _ = json.Marshal(doc)
+	return contentType, body
 }
 
 // tipAnswer is a business answer as a generated handler returns it.
