@@ -217,8 +217,20 @@ func (p *plan) operationValue(o *opPlan) jen.Code {
 	if s.Mode == model.ModeLease && s.Lease != defaults.Lease {
 		fields = append(fields, kv{"Lease", durationLit(s.Lease)})
 	}
+	switch {
+	case s.Tombstone == 0:
+		fields = append(fields, kv{"Tombstone", jen.Qual(pkgRuntime, "NoTombstone")})
+	case s.Tombstone != defaults.Tombstone:
+		fields = append(fields, kv{"Tombstone", durationLit(s.Tombstone)})
+	}
 	if s.Wait > 0 {
 		fields = append(fields, kv{"Wait", durationLit(s.Wait)})
+	}
+	if s.ExecutionLimit != defaults.ExecutionLimit {
+		fields = append(fields, kv{"ExecutionLimit", durationLit(s.ExecutionLimit)})
+	}
+	if !s.Detach {
+		fields = append(fields, kv{"Attached", jen.True()})
 	}
 	if s.BodyLimit != defaults.BodyLimit {
 		fields = append(fields, kv{"BodyLimit", sizeLit(s.BodyLimit)})

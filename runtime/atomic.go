@@ -16,7 +16,8 @@ import (
 // simply runs again.
 //
 //	lookup+claim  a live record answers at once: replay, 422 or 409
-//	handler       runs in the claim's transaction
+//	handler       runs in the claim's transaction, detached from the client (detach) within
+//	              the operation's execution limit
 //	complete      a final response is stored with the handler's writes and committed;
 //	              anything else is rolled back and the key is free
 func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
@@ -44,7 +45,11 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 			return x.storeFailed(err)
 		}
 	}
-	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
+	// The key is ours and the handler starts: from here on the client going away does not
+	// stop it (detach).
+	hctx, release := x.detach(ctx)
+	defer release()
+	h := callHandler(tx.HandlerContext(hctx), x, tx.DB(), fn)
 	res := completeTx(context.WithoutCancel(ctx), x, tx, h)
 	res.claimed = start
 	return res

@@ -59,6 +59,9 @@ type exchange struct {
 	// notFinal: the handler marked its answer not final (NotFinal): sent, not stored, the key
 	// released.
 	notFinal atomic.Bool
+	// detached: the handler runs detached from the client (detach), so a store call that fails
+	// after the client went away failed on its own.
+	detached bool
 	// tmpl is the operation's path template and segs the request's decoded path segments
 	// (pathValue); for a request an adapter routed (Guard.Serve), segs are the template's
 	// segments with the router's values in its parameter segments.

@@ -28,8 +28,9 @@ import (
 //
 //	reserve   a live record answers: replay, 422, 409 until its lease ends (waiting up to
 //	          Operation.Wait for the same request to finish), then a takeover by the same request
-//	call      the handler calls out, with provider keys derived from (scope, key) and recorded
-//	          before each call (Lease.ProviderCall)
+//	call      the handler calls out, detached from the client within the execution limit,
+//	          with provider keys derived from (scope, key) and recorded before each call
+//	          (Lease.ProviderCall)
 //	complete  lock the record under our token, run the completion, store, commit; a failure
 //	          releases the key, and a token taken over meanwhile discards the result
 func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
@@ -51,11 +52,16 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 // phase, then the completion or the release.
 func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error), claim *store.Claim, token int64) result {
 	lease := &Lease{st: st, claim: *claim, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
-	complete, failure := callPhase(ctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
+	// The key is ours: the call phase runs detached from the client within the operation's
+	// execution limit (detach).
+	hctx, release := x.detach(ctx)
+	complete, failure := callPhase(hctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
+	release()
 	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the
-	// external effect has happened).
+	// external effect has happened), whether or not the operation is detached; its handler
+	// phase gets an execution limit of its own.
 	ctx = context.WithoutCancel(ctx)
 	if failure != nil {
 		var notRecorded *callError
@@ -91,7 +97,9 @@ func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 	// provider's deduplication on ProviderKey keeps the external effect single. Until then the
 	// record is uncertain when the call phase recorded calls (x.uncertain).
 	wtx := &watchedTx[DB]{Tx: tx}
-	res := completeTx(ctx, x, store.Tx[DB](wtx), callHandler(tx.HandlerContext(ctx), x, tx.DB(), complete))
+	hctx, release = x.detach(ctx)
+	defer release()
+	res := completeTx(ctx, x, store.Tx[DB](wtx), callHandler(tx.HandlerContext(hctx), x, tx.DB(), complete))
 	if wtx.err != nil {
 		x.uncertain(ctx, st, &c, token, calls, wtx.err)
 	}

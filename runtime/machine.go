@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -60,10 +61,38 @@ func (x *exchange) storeFailed(err error) result {
 		return res
 	case f == faultUnknown, x.calledOut:
 		return result{ending: endStoreUnknown, err: err}
-	case x.r.Context().Err() != nil:
+	case !x.detached && x.r.Context().Err() != nil:
+		// A detached handler's store calls do not end with the client: their failure is the
+		// store's.
 		return result{ending: endCanceled, err: err}
 	}
 	return result{ending: endStoreUnavailable, err: err}
+}
+
+// ErrExecutionLimit is the cause (context.Cause) of a handler context that ended because the
+// operation's execution limit passed (Operation.ExecutionLimit, execution.limit): the handler
+// should stop; its failure is answered 500 and the key released, as any handler error.
+var ErrExecutionLimit = errors.New("runtime: the operation's execution limit passed")
+
+// detach returns the context a handler that holds its request's key runs under: ctx's values
+// (the request's span, log identity, and whatever the service's middleware put there) without
+// its cancellation, so that a client that disconnects no longer cancels an operation it
+// started: the handler completes, its answer is stored, and the client's retry replays it (or
+// waits for it under concurrency.wait) instead of starting over, which would never succeed for
+// a client whose attempts are shorter than the handler (payment APIs finish what they
+// accepted). The context ends at the operation's execution limit, counted from now, or at the
+// deadline ctx already had (a timeout middleware's, a server-side decision), whichever comes
+// first. An operation with Attached set keeps ctx as it is. release frees the context's timer.
+func (x *exchange) detach(ctx context.Context) (hctx context.Context, release context.CancelFunc) {
+	if x.op.Attached {
+		return ctx, func() {}
+	}
+	x.detached = true
+	deadline := time.Now().Add(x.op.executionLimit())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		return context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
+	return context.WithDeadlineCause(context.WithoutCancel(ctx), deadline, ErrExecutionLimit)
 }
 
 // handlerError is a handler phase that returned an error or panicked (stack set).

@@ -17,8 +17,15 @@ import (
 const (
 	// DefaultRetention is `retention`: how long a completed record replays (24h).
 	DefaultRetention = defaults.Retention
+	// DefaultTombstone is `tombstone`: how long after completion a key is remembered (30 days).
+	DefaultTombstone = defaults.Tombstone
+	// NoTombstone is the Operation.Tombstone of `tombstone: 0s`: no tombstone is kept.
+	NoTombstone time.Duration = -1
 	// DefaultLease is `lease`: how long a lease-mode claim blocks others before takeover (30s).
 	DefaultLease = defaults.Lease
+	// DefaultExecutionLimit is `execution.limit`: how long a handler that holds its key may run,
+	// detached from its client (1m).
+	DefaultExecutionLimit = defaults.ExecutionLimit
 	// DefaultBodyLimit is `limits.body` and `limits.response`: 1 MiB.
 	DefaultBodyLimit = defaults.BodyLimit
 	// DefaultKeyMinLength and DefaultKeyMaxLength bound a key's length in bytes (16 and 255).
@@ -145,13 +152,30 @@ type Operation struct {
 	Mode   Mode
 	Scope  Scope
 	Key    KeyRule
-	// Retention is how long a completed record replays; afterwards the key is new again.
+	// Retention is how long a completed record replays its stored response.
 	Retention time.Duration
+	// Tombstone is how long after completion the key is still remembered once the retention
+	// has ended: a compact tombstone (the key's digests, the fingerprint, the status class and
+	// the completion time; no response) refuses a late retry with 410 result-expired instead of
+	// running the operation again, and another request with the key is still a 422 mismatch.
+	// Zero means DefaultTombstone (30 days); NoTombstone (negative) keeps none, so the key is
+	// new again when the retention ends. A Tombstone not longer than Retention keeps none.
+	Tombstone time.Duration
 	// Lease is how long an in-progress lease-mode claim blocks others before a takeover.
 	Lease time.Duration
 	// Wait is concurrency.wait: how long a duplicate waits for the first request to finish
 	// (then replays) before it gets 409. Zero answers 409 at once.
 	Wait time.Duration
+	// ExecutionLimit is execution.limit: how long a request that holds its key may run its
+	// handler (atomic mode: the handler; lease mode: the call phase and the completion, each),
+	// whether or not its client is still connected. Zero means DefaultExecutionLimit (1m).
+	ExecutionLimit time.Duration
+	// Attached is execution.detach false: the handler's context ends when the client goes away
+	// (its transaction rolls back, the key is released), as it did before idemgen finished
+	// accepted operations. Leave it false unless the handler truly must stop with its client:
+	// a retry then starts the operation over, and a client whose attempts are shorter than the
+	// handler never succeeds.
+	Attached bool
 	// BodyLimit caps the request body in bytes (413 above it); ResponseLimit caps the stored
 	// response body in bytes (a larger body is delivered, not stored, and replayed empty).
 	BodyLimit     int64
@@ -215,8 +239,21 @@ func (op *Operation) isFinal(status int) bool { return defaults.Final(op.Statuse
 
 func (op *Operation) retention() time.Duration { return orDefault(op.Retention, DefaultRetention) }
 func (op *Operation) lease() time.Duration     { return orDefault(op.Lease, DefaultLease) }
-func (op *Operation) bodyLimit() int64         { return orDefault(op.BodyLimit, DefaultBodyLimit) }
-func (op *Operation) responseLimit() int64     { return orDefault(op.ResponseLimit, DefaultBodyLimit) }
+
+// tombstone is how long after completion the key is remembered, 0 for none (NoTombstone, or a
+// horizon that would end before the retention).
+func (op *Operation) tombstone() time.Duration {
+	t := orDefault(op.Tombstone, DefaultTombstone)
+	if op.Tombstone < 0 || t <= op.retention() {
+		return 0
+	}
+	return t
+}
+func (op *Operation) executionLimit() time.Duration {
+	return orDefault(op.ExecutionLimit, DefaultExecutionLimit)
+}
+func (op *Operation) bodyLimit() int64     { return orDefault(op.BodyLimit, DefaultBodyLimit) }
+func (op *Operation) responseLimit() int64 { return orDefault(op.ResponseLimit, DefaultBodyLimit) }
 
 func orDefault[T time.Duration | int64](v, d T) T {
 	if v <= 0 {

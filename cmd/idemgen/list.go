@@ -130,6 +130,9 @@ type listOp struct {
 	Lease            string           `json:"lease"`
 	LeaseSeconds     int64            `json:"leaseSeconds"`
 	Wait             string           `json:"wait"`
+	Tombstone        string           `json:"tombstone"`
+	TombstoneSeconds int64            `json:"tombstoneSeconds"`
+	Execution        listExecution    `json:"execution"`
 	Profile          string           `json:"profile,omitempty"`
 	ScopeHeaders     []string         `json:"scopeHeaders,omitempty"`
 	Fingerprint      listFP           `json:"fingerprint"`
@@ -186,6 +189,14 @@ type listFP struct {
 type listReplay struct {
 	Headers  []string `json:"headers"`
 	Statuses []string `json:"statuses"`
+}
+
+// listExecution is execution.*: whether a handler holding its key runs detached from its
+// client, and for how long at most.
+type listExecution struct {
+	Detach       bool   `json:"detach"`
+	Limit        string `json:"limit"`
+	LimitSeconds int64  `json:"limitSeconds"`
 }
 
 type listLimits struct {
@@ -249,8 +260,10 @@ func listOps(doc *model.Document) []listOp {
 			Scope: string(s.Scope), Mode: string(s.Mode),
 			Retention: model.DurationText(s.Retention), RetentionSeconds: int64(s.Retention / time.Second),
 			Lease: model.DurationText(s.Lease), LeaseSeconds: int64(s.Lease / time.Second),
-			Wait:    model.DurationText(s.Wait),
-			Profile: string(s.Profile), ScopeHeaders: s.ScopeHeaders,
+			Wait:      model.DurationText(s.Wait),
+			Tombstone: model.DurationText(s.Tombstone), TombstoneSeconds: int64(s.Tombstone / time.Second),
+			Execution: listExecution{Detach: s.Detach, Limit: model.DurationText(s.ExecutionLimit), LimitSeconds: int64(s.ExecutionLimit / time.Second)},
+			Profile:   string(s.Profile), ScopeHeaders: s.ScopeHeaders,
 			Fingerprint: listFP{Exclude: excludes(s), Headers: nonNil(s.Fingerprint.Headers), Body: string(s.Fingerprint.Body)},
 			Replay:      listReplay{Headers: nonNil(s.Replay.Headers), Statuses: statuses(s.Replay.Statuses)},
 			Limits:      listLimits{Body: s.BodyLimit, Response: s.ResponseLimit, Part: s.PartLimit},

@@ -158,6 +158,16 @@ type Settings struct {
 	Replay      ReplaySettings
 	// Wait is concurrency.wait: how long a duplicate waits for the first to finish.
 	Wait time.Duration
+	// Tombstone is `tombstone`: how long after completion a key is remembered by a compact
+	// tombstone once its response's retention has ended, so that a late retry is refused
+	// (410 result-expired) rather than run again; 0 keeps no tombstone. Never between 0 and
+	// Retention.
+	Tombstone time.Duration
+	// Detach is execution.detach: a handler that holds its key is not canceled when its client
+	// goes away (it completes within ExecutionLimit and the retry replays its answer).
+	Detach bool
+	// ExecutionLimit is execution.limit: how long a handler that holds its key may run.
+	ExecutionLimit time.Duration
 	// BodyLimit is limits.body in bytes; ResponseLimit is limits.response in bytes.
 	BodyLimit     int64
 	ResponseLimit int64

@@ -211,7 +211,9 @@ func settingsValue(s model.Settings) map[string]any {
 		"lease":       model.DurationText(s.Lease),
 		"fingerprint": map[string]any{"exclude": exclude, "headers": nonNilStrings(s.Fingerprint.Headers), "body": string(s.Fingerprint.Body)},
 		"replay":      map[string]any{"headers": nonNilStrings(s.Replay.Headers), "statuses": statuses},
+		"tombstone":   model.DurationText(s.Tombstone),
 		"concurrency": map[string]any{"wait": model.DurationText(s.Wait)},
+		"execution":   map[string]any{"detach": s.Detach, "limit": model.DurationText(s.ExecutionLimit)},
 		"limits":      map[string]any{"body": s.BodyLimit, "response": s.ResponseLimit, "part": s.PartLimit},
 	}
 	if s.Body.Nulls != "" || s.Body.Unknown != "" {

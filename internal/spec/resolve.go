@@ -22,6 +22,8 @@ const (
 	defaultMaxLength = defaults.KeyMaxLength
 	defaultRetention = defaults.Retention
 	defaultLease     = defaults.Lease
+	defaultTombstone = defaults.Tombstone
+	defaultExecLimit = defaults.ExecutionLimit
 	defaultLimit     = defaults.BodyLimit // 1 MiB: limits.body, limits.response and limits.part
 )
 
@@ -128,6 +130,9 @@ func mergeLayers(lays []*layer) *layer {
 		set(&m.retention, l.retention)
 		set(&m.lease, l.lease)
 		set(&m.wait, l.wait)
+		set(&m.tombstone, l.tombstone)
+		set(&m.detach, l.detach)
+		set(&m.execLimit, l.execLimit)
 		set(&m.fpBody, l.fpBody)
 		set(&m.bodyLimit, l.bodyLimit)
 		set(&m.respLimit, l.respLimit)
@@ -162,6 +167,7 @@ func set[T any](dst **T, src *T) {
 func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Loc) model.Settings {
 	s := model.Settings{
 		Scope: model.ScopeTenant, Retention: defaultRetention, Lease: defaultLease, Mode: model.ModeAtomic,
+		Tombstone: defaultTombstone, Detach: true, ExecutionLimit: defaultExecLimit,
 		Fingerprint:   model.FingerprintSettings{Body: model.BodyCanonical},
 		Replay:        model.ReplaySettings{Statuses: defaultStatuses()},
 		BodyLimit:     defaultLimit,
@@ -183,6 +189,15 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 	}
 	if m.wait != nil {
 		s.Wait = *m.wait
+	}
+	if m.tombstone != nil {
+		s.Tombstone = *m.tombstone
+	}
+	if m.detach != nil {
+		s.Detach = *m.detach
+	}
+	if m.execLimit != nil {
+		s.ExecutionLimit = *m.execLimit
 	}
 	if m.bodyLimit != nil {
 		s.BodyLimit = *m.bodyLimit
@@ -231,6 +246,17 @@ func (b *builder) resolve(o *opSource, m *layer, det *detection, markLoc diag.Lo
 		}
 	}
 	b.unstoredSuccesses(o, s.Replay.Statuses, at("replay/statuses"))
+	switch {
+	case s.Tombstone == 0 || s.Tombstone > s.Retention:
+	case m.tombstone == nil:
+		// A retention at least as long as the default tombstone leaves nothing for one to add.
+		s.Tombstone = 0
+	default:
+		// A tombstone counts from completion, as the retention does: one that ends before the
+		// response would keep nothing.
+		b.d.Errorf(at("tombstone"), "bad-tombstone", "%s %s: tombstone %s must be longer than retention %s (both count from completion), or 0s to keep no tombstone",
+			o.m.Method, o.m.Path, model.DurationText(s.Tombstone), model.DurationText(s.Retention))
+	}
 	b.resolveKey(o, m, det, &s, at)
 	b.resolveExclude(o, m, &s, at)
 	s.Errors = b.resolveErrors(o, m.errors)

@@ -32,6 +32,9 @@ type layer struct {
 	mode                            *model.Mode
 	retention, lease                *time.Duration
 	wait                            *time.Duration
+	tombstone                       *time.Duration
+	detach                          *bool
+	execLimit                       *time.Duration
 	exclude                         []string
 	excludeSet                      bool
 	fpHeaders                       []string
@@ -132,7 +135,7 @@ func join(prefix, k string) string {
 
 func (sd *settingsDecoder) object(n *yaml.Node) {
 	l := sd.l
-	sd.fields(n, "", []string{"key", "scope", "retention", "lease", "mode", "fingerprint", "replay", "concurrency", "limits", "profile", "errors", "body"}, func(k string, v *yaml.Node, path string) {
+	sd.fields(n, "", []string{"key", "scope", "retention", "tombstone", "lease", "mode", "fingerprint", "replay", "concurrency", "execution", "limits", "profile", "errors", "body"}, func(k string, v *yaml.Node, path string) {
 		switch k {
 		case "body":
 			if sd.mapping(v, path) {
@@ -161,6 +164,18 @@ func (sd *settingsDecoder) object(n *yaml.Node) {
 			}
 		case "retention":
 			l.retention = sd.duration(v, path, false)
+		case "tombstone":
+			l.tombstone = sd.duration(v, path, true)
+		case "execution":
+			if sd.mapping(v, path) {
+				sd.fields(v, path, []string{"detach", "limit"}, func(k string, v *yaml.Node, path string) {
+					if k == "detach" {
+						l.detach = sd.boolean(v, path)
+					} else {
+						l.execLimit = sd.duration(v, path, false)
+					}
+				})
+			}
 		case "lease":
 			l.lease = sd.duration(v, path, false)
 		case "fingerprint":
@@ -499,7 +514,8 @@ func (sd *settingsDecoder) length(v *yaml.Node, path string) *int {
 	return &n
 }
 
-// duration reads a Go duration ("30s", "24h", "1h30m"); zeroOK allows "0s" (concurrency.wait).
+// duration reads a Go duration ("30s", "24h", "1h30m"); zeroOK allows "0s" (concurrency.wait,
+// tombstone).
 func (sd *settingsDecoder) duration(v *yaml.Node, path string, zeroOK bool) *time.Duration {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
 		sd.errf(v, path, "wrong-type", "must be a duration string such as \"30s\" or \"24h\", not %s", describe(v))

@@ -20,8 +20,20 @@ const (
 	KeyMaxLength = 255
 	// Retention is how long a completed record replays; afterwards the key is new again.
 	Retention = 24 * time.Hour
+	// Tombstone is how long after its completion a key is still remembered, by a compact
+	// tombstone once its response's retention has ended: a late retry within it is refused
+	// (410 result-expired) instead of running the operation a second time. 30 days, the window
+	// Stripe's API v2 keeps keys for; storing full responses that long is what is expensive, and
+	// a tombstone is under 100 bytes.
+	Tombstone = 30 * 24 * time.Hour
 	// Lease is how long a lease-mode claim blocks others before a takeover.
 	Lease = 30 * time.Second
+	// ExecutionLimit is execution.limit: how long a request that holds its key may run its
+	// handler once it is detached from its client (execution.detach, on by default). A minute
+	// is twice the default lease and far above any handler that holds a database transaction
+	// in a healthy service, yet short enough that a stuck handler does not hold its key and
+	// its connection for long.
+	ExecutionLimit = time.Minute
 	// BodyLimit, ResponseLimit and PartLimit are limits.body (the request body; 413 above it),
 	// limits.response (the stored response body) and limits.part (one part of a
 	// multipart/form-data body; 413 above it), in bytes: 1 MiB each.
