@@ -146,6 +146,8 @@ type reply struct {
 	replayed bool
 	// acceptEncoding is the Accept-Encoding header of a 415 for a content coding.
 	acceptEncoding string
+	// expires is when the stored answer stops replaying (HeaderKeyExpires); zero: no header.
+	expires time.Time
 	// level and msg are the log line the ending deserves; msg "" logs nothing.
 	level slog.Level
 	msg   string
@@ -241,7 +243,11 @@ func answer(x *exchange, res *result) reply {
 			fmt.Sprintf("The first attempt (%s) is older than the %s this server keeps requests for: it cannot tell whether that attempt ran. Send a new request with a new key.", res.sent, x.op.retention()))
 
 	case endReplayed:
-		return reply{outcome: OutcomeReplayed, replayed: true}
+		a := reply{outcome: OutcomeReplayed, replayed: true}
+		if left := res.rec.RetentionLeft; left > 0 {
+			a.expires = time.Now().Add(left)
+		}
+		return a
 	case endMismatch:
 		return problem(OutcomeMismatch, ProblemPayloadMismatch, "The key was used with a different request.")
 	case endOtherOperation:
@@ -291,7 +297,8 @@ func answer(x *exchange, res *result) reply {
 		return a
 
 	case endExecuted:
-		return reply{outcome: OutcomeExecuted}
+		// Stored a moment ago: its retention counts from about now, by the store's clock.
+		return reply{outcome: OutcomeExecuted, expires: time.Now().Add(x.op.retention())}
 	case endReleased:
 		// A non-final status is the handler's own answer: nothing to log.
 		return reply{outcome: OutcomeReleased}

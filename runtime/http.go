@@ -457,9 +457,13 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res *result, a *re
 }
 
 // profileHeaders adds what every answer carries besides the response, after any stored
-// headers: OASIS Repeatable Requests' Repeatability-Result for an operation that takes
+// headers: the key's expiry on a stored answer or a replay (HeaderKeyExpires), OASIS Repeatable Requests' Repeatability-Result for an operation that takes
 // Repeatability-First-Sent, and what the profile adds (answerHeaders).
 func (x *exchange) profileHeaders(h http.Header, a *reply) {
+	if !a.expires.IsZero() {
+		// Rounded down: a client that retries before the date still gets the answer.
+		h.Set(HeaderKeyExpires, a.expires.UTC().Format(http.TimeFormat))
+	}
 	if x.op.Key.FirstSent != "" {
 		// OASIS Repeatable Requests: whether the server took the request as repeatable.
 		switch {

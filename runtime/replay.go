@@ -19,6 +19,10 @@ const (
 	// HeaderReplayBody is `omitted` on a replay whose body was above Operation.ResponseLimit
 	// when it was first sent, so it was not stored.
 	HeaderReplayBody = defaults.HeaderReplayBody
+	// HeaderKeyExpires is on every stored answer and every replay: an HTTP date (IMF-fixdate)
+	// until which a retry with the same key gets this answer back, the end of the record's
+	// retention by the store's clock, rounded down to the second (defaults.KeyExpiresHeader).
+	HeaderKeyExpires = defaults.KeyExpiresHeader
 )
 
 // defaultReplayHeaders are stored and replayed for every operation (defaults.ReplayHeaders).

@@ -279,7 +279,7 @@ func (f *faultRun) lateRetries(t *testing.T) {
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("%s: %s", key, body)
 		}
-		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" ||
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" || resp.Header.Get("Idempotency-Key-Expires") == "" ||
 			got["id"] != want.ID || got["amount"] != float64(want.Amount) || got["currency"] != "EUR" || got["status"] != "succeeded" {
 			t.Errorf("late retry of %s: %d replayed=%q %s; want 201, a replay of the provider's %s", key, resp.StatusCode,
 				resp.Header.Get("Idempotent-Replayed"), body, want.ID)

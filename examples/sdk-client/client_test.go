@@ -75,8 +75,10 @@ func TestClientFromTheAnnotatedSpec(t *testing.T) {
 	first := order("order-key-0000000001", 2)
 	again := order("order-key-0000000001", 2)
 	if first.StatusCode() != http.StatusCreated || again.StatusCode() != http.StatusCreated ||
-		again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
-		t.Fatalf("retry: %d %q then %d %q (replayed %q)", first.StatusCode(), first.Body, again.StatusCode(), again.Body, again.HTTPResponse.Header.Get("Idempotent-Replayed"))
+		again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) ||
+		first.HTTPResponse.Header.Get("Idempotency-Key-Expires") == "" || again.HTTPResponse.Header.Get("Idempotency-Key-Expires") == "" {
+		t.Fatalf("retry: %d %q then %d %q (replayed %q, expires %q then %q)", first.StatusCode(), first.Body, again.StatusCode(), again.Body, again.HTTPResponse.Header.Get("Idempotent-Replayed"),
+			first.HTTPResponse.Header.Get("Idempotency-Key-Expires"), again.HTTPResponse.Header.Get("Idempotency-Key-Expires"))
 	}
 	if p := order("order-key-0000000001", 3).ApplicationproblemJSON422; p == nil || !strings.HasSuffix(p.Type, "payload-mismatch") || p.Status != 422 {
 		t.Errorf("a reused key: %+v, want a typed payload-mismatch problem", p)

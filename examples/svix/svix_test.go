@@ -45,6 +45,13 @@ func strict(t *testing.T, body []byte, v any) {
 // client is Svix's Go SDK pointed at a server generated from Svix's spec, on a fresh database.
 func client(t *testing.T, opts Options) (*svix.Svix, func()) {
 	t.Helper()
+	c, _, closeDB := clientSeeing(t, opts)
+	return c, closeDB
+}
+
+// clientSeeing is client with the headers of every answer the SDK got, last one last.
+func clientSeeing(t *testing.T, opts Options) (*svix.Svix, *[]http.Header, func()) {
+	t.Helper()
 	pool := pgtest.NewPool(t, 8)
 	if err := Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
@@ -60,12 +67,17 @@ func client(t *testing.T, opts Options) (*svix.Svix, func()) {
 	// first attempt read: the retry fails in net/http ("ContentLength=16 with Body length 0")
 	// before it reaches any server. rewind gives each attempt the body again, so the test sees
 	// what the server answers; a service behind that SDK meets the bug on every 5xx.
-	hc := &http.Client{Transport: rewind{http.DefaultTransport}}
-	return svix.New("testsk_acme", &svix.SvixOptions{ServerUrl: u, HTTPClient: hc}), pool.Close
+	seen := &[]http.Header{}
+	hc := &http.Client{Transport: rewind{next: http.DefaultTransport, seen: seen}}
+	return svix.New("testsk_acme", &svix.SvixOptions{ServerUrl: u, HTTPClient: hc}), seen, pool.Close
 }
 
 // rewind is a RoundTripper that sends every attempt of a request with its whole body.
-type rewind struct{ next http.RoundTripper }
+// It keeps the headers of each answer in seen (the tests run one request at a time).
+type rewind struct {
+	next http.RoundTripper
+	seen *[]http.Header
+}
 
 func (t rewind) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.GetBody != nil {
@@ -76,7 +88,11 @@ func (t rewind) RoundTrip(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Body = body
 	}
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		*t.seen = append(*t.seen, resp.Header.Clone())
+	}
+	return resp, err
 }
 
 func sdkError(t *testing.T, err error, status int) *svix.Error {
@@ -97,7 +113,7 @@ func TestSDKReadsTheAPIsOwnErrors(t *testing.T) {
 	key := func(k string) *svix.PostOptions { return &svix.PostOptions{IdempotencyKey: &k} }
 
 	t.Run("201 and its replay", func(t *testing.T) {
-		c, _ := client(t, Options{})
+		c, seen, _ := clientSeeing(t, Options{})
 		first, err := c.Application.CreateWithOptions(ctx, &svix.ApplicationIn{Name: "shop"}, key("k-svix-0000000001"))
 		if err != nil {
 			t.Fatal(err)
@@ -105,6 +121,10 @@ func TestSDKReadsTheAPIsOwnErrors(t *testing.T) {
 		again, err := c.Application.CreateWithOptions(ctx, &svix.ApplicationIn{Name: "shop"}, key("k-svix-0000000001"))
 		if err != nil || again.Id != first.Id {
 			t.Fatalf("replay: %v %v, want %s", again, err, first.Id)
+		}
+		// Both the stored answer and its replay say until when the key replays.
+		if h := *seen; len(h) != 2 || h[0].Get("Idempotency-Key-Expires") == "" || h[1].Get("Idempotency-Key-Expires") != h[0].Get("Idempotency-Key-Expires") {
+			t.Errorf("answers' headers %v, want Idempotency-Key-Expires on both, the same date", h)
 		}
 	})
 

@@ -154,7 +154,7 @@ func TestTwilioGo(t *testing.T) {
 		}
 		as := e.proxy.seen()
 		if len(as) != 2 || as[0].status != 201 || !as[0].dropped || got.GetStatusCode() != 201 ||
-			got.GetHeaders().Get("Idempotent-Replayed") != "true" || got.Resource.Sid == nil || !strings.HasPrefix(*got.Resource.Sid, "PK") {
+			got.GetHeaders().Get("Idempotent-Replayed") != "true" || got.GetHeaders().Get("Idempotency-Key-Expires") == "" || got.Resource.Sid == nil || !strings.HasPrefix(*got.Resource.Sid, "PK") {
 			t.Errorf("attempts %d, replay %d %v %+v", len(as), got.GetStatusCode(), got.GetHeaders(), got.Resource)
 		}
 		if n := e.rows(t); n != 1 {

@@ -40,7 +40,7 @@ type CheckInfo struct {
 // Catalog lists every check with what it proves and needs, in run order.
 func Catalog() []CheckInfo {
 	return []CheckInfo{
-		{CheckFirstRequest, "a valid request with a fresh key executes: a final answer (not 5xx), not marked as a replay", ""},
+		{CheckFirstRequest, "a valid request with a fresh key executes: a final answer (not 5xx), not marked as a replay, with a valid Idempotency-Key-Expires where the spec declares it", ""},
 		{CheckReplay, "the same request again replays: same status, body bytes and allow-listed headers, Idempotent-Replayed: true, nothing runs", ""},
 		{CheckEquivalent, "the same request spelt otherwise (members reordered, other whitespace, number spellings, string escapes; form fields reordered, percent-encoded) replays", "a JSON or form body"},
 		{CheckExcluded, "a change of a field the fingerprint excludes (fingerprint.exclude, x-idempotency-ignore) replays", "an excluded field"},

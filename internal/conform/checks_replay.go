@@ -52,6 +52,9 @@ func checkFirst(ctx context.Context, c *checkRun) {
 		c.res.Exchanges = []*Exchange{e}
 		return
 	}
+	if p := o.exp.keyExpiresProblem(e, nil); p != "" && o.exp.final(e.Status) {
+		c.fail([]*Exchange{e}, "the first answer, which is stored: %s", p)
+	}
 	if !hasBefore {
 		return
 	}

@@ -297,6 +297,10 @@ func (c *checkRun) execute(ctx context.Context, label string, req *request) *Exc
 		c.res.Exchanges = []*Exchange{e}
 		return nil
 	}
+	if p := c.o.exp.keyExpiresProblem(e, nil); p != "" && c.o.exp.final(e.Status) {
+		c.fail([]*Exchange{e}, "%s, a stored answer: %s", label, p)
+		return nil
+	}
 	return e
 }
 
@@ -332,6 +336,9 @@ func (o *opRun) sameAnswer(a, b *Exchange) string {
 	}
 	if why := echoed(o.exp.echo, b); why != "" {
 		probs = append(probs, why)
+	}
+	if p := o.exp.keyExpiresProblem(b, a); p != "" {
+		probs = append(probs, p)
 	}
 	return strings.Join(probs, "; ")
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/model"
 	"github.com/idemgen/idemgen/runtime/defaults"
@@ -32,6 +35,10 @@ type expectations struct {
 	// echo is the key header every answer repeats as the request sent it (the row's EchoKey
 	// under a named profile, or the operation's key.echo), "" when none is promised.
 	echo string
+	// keyExpires: the operation's responses declare Idempotency-Key-Expires, so every stored
+	// answer and replay must carry it (an IMF-fixdate not in the past), and a replay the same
+	// instant as the answer it repeats.
+	keyExpires bool
 }
 
 // answer is an expected refusal: its status, and, under a named profile, what its body must
@@ -67,7 +74,7 @@ func expectationsFor(op *model.Operation, profile string) expectations {
 	if !ok {
 		row, _ = defaults.ProfileNamed(defaults.ProfileDefault)
 	}
-	e := expectations{row: row, named: name != ""}
+	e := expectations{row: row, named: name != "", keyExpires: slices.Contains(op.ResponseHeaders, defaults.KeyExpiresHeader)}
 	for _, r := range op.Settings.Replay.Statuses {
 		e.rules = append(e.rules, defaults.StatusRule(r))
 	}
@@ -215,6 +222,46 @@ func contains(list []string, s string) bool {
 }
 
 // mediaType is a Content-Type's media type, lower case, without parameters.
+// expiresSlack is how far apart a replay's Idempotency-Key-Expires may be from the first
+// answer's: both name the end of one record's retention, each rounded down to the second by a
+// clock read a moment apart.
+const expiresSlack = 2 * time.Second
+
+// keyExpiresProblem says what is wrong with the Idempotency-Key-Expires of e, a stored answer
+// or a replay ("" when nothing): absent, not an IMF-fixdate, already past when it was sent (by
+// the answer's Date, else this machine's clock), or, for a replay of first, another instant
+// than the first answer's.
+func (x expectations) keyExpiresProblem(e, first *Exchange) string {
+	if !x.keyExpires || !e.ok() {
+		return ""
+	}
+	name := defaults.KeyExpiresHeader
+	v := e.header(name)
+	if v == "" {
+		return "no " + name + " (the operation's responses declare it)"
+	}
+	at, err := http.ParseTime(v)
+	if err != nil || at.UTC().Format(http.TimeFormat) != v {
+		return fmt.Sprintf("%s %q is not an HTTP date (IMF-fixdate, RFC 9110 section 5.6.7)", name, v)
+	}
+	sent := e.Start.Add(time.Duration(e.Took))
+	if d, err := http.ParseTime(e.header("Date")); err == nil {
+		sent = d
+	}
+	if at.Before(sent.Add(-time.Second)) {
+		return fmt.Sprintf("%s %q is before the answer was sent (%s): the key would already have expired", name, v, sent.UTC().Format(http.TimeFormat))
+	}
+	if first == nil || first == e {
+		return ""
+	}
+	if fv := first.header(name); fv != "" {
+		if fat, err := http.ParseTime(fv); err == nil && (at.Sub(fat) > expiresSlack || fat.Sub(at) > expiresSlack) {
+			return fmt.Sprintf("%s %q, the first answer said %q: one record's retention ends once", name, v, fv)
+		}
+	}
+	return ""
+}
+
 func mediaType(v string) string {
 	if mt, _, err := mime.ParseMediaType(v); err == nil {
 		return mt

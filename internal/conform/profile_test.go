@@ -1,8 +1,10 @@
 package conform
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/history"
 	"github.com/idemgen/idemgen/internal/model"
@@ -106,5 +108,42 @@ func TestKindFollowsTheReplayRules(t *testing.T) {
 	}
 	if k := rules().kind(409, nil, nil); k != history.KindConflict {
 		t.Errorf("default rules: a 409 is %v", k)
+	}
+}
+
+// TestKeyExpiresJudged: where the spec declares Idempotency-Key-Expires, a stored answer must
+// carry an IMF-fixdate that has not passed, and a replay the same instant as the answer it
+// repeats (within the rounding of two reads); where it is not declared, nothing is asked.
+func TestKeyExpiresJudged(t *testing.T) {
+	now := time.Now().UTC()
+	at := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
+	ex := func(v string) *Exchange {
+		e := &Exchange{Status: 201, Start: now, respHeaderRaw: http.Header{}}
+		if v != "" {
+			e.respHeaderRaw.Set(defaults.KeyExpiresHeader, v)
+		}
+		return e
+	}
+	x := expectations{keyExpires: true}
+	first := ex(at(24 * time.Hour))
+	for _, c := range []struct {
+		name  string
+		e     *Exchange
+		first *Exchange
+		bad   bool
+	}{
+		{"a day ahead", first, nil, false},
+		{"absent", ex(""), nil, true},
+		{"not an IMF-fixdate", ex(now.Add(time.Hour).Format(time.RFC3339)), nil, true},
+		{"already past", ex(at(-time.Hour)), nil, true},
+		{"replay, the same instant", ex(at(24*time.Hour - time.Second)), first, false},
+		{"replay, another instant", ex(at(23 * time.Hour)), first, true},
+	} {
+		if got := x.keyExpiresProblem(c.e, c.first); (got != "") != c.bad {
+			t.Errorf("%s: problem %q, want one: %v", c.name, got, c.bad)
+		}
+	}
+	if got := (expectations{}).keyExpiresProblem(ex(""), nil); got != "" {
+		t.Errorf("undeclared header judged: %q", got)
 	}
 }

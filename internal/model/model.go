@@ -105,6 +105,10 @@ type Operation struct {
 	Responses []string
 	// ErrorResponses are the declared error responses (4xx, 5xx, 4XX, 5XX, default), by code.
 	ErrorResponses []ErrorResponse
+	// ResponseHeaders are the header names any declared response of the operation declares, in
+	// canonical MIME form, sorted: what the service promises to send (idemgen conform checks
+	// Idempotency-Key-Expires where a spec declares it).
+	ResponseHeaders []string
 }
 
 // Carrier says where the idempotency key travels.

@@ -23,7 +23,8 @@ import (
 //   - x-idempotent with its resolved settings (so idemgen reads the same operations from the
 //     output, without --infer or a config);
 //   - the key header parameter with its rules (required, minLength, maxLength, pattern);
-//   - the Idempotent-Replayed response header on every declared response a replay can repeat;
+//   - the Idempotent-Replayed and Idempotency-Key-Expires response headers on every declared
+//     response a replay can repeat;
 //   - the responses the runtime answers itself, where the operation declares none for the
 //     code: 400, 409 and 503 (with Retry-After), 412 (OASIS Repeatability-First-Sent only),
 //     413, 415, 422 (400 under profile stripe), 429, with the error schema in use (RFC 9457
@@ -321,8 +322,20 @@ func (a *annotator) replayedHeaders(s model.Settings, kop *openapi3.Operation) {
 		c.Headers[replayedHeader] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
 			Description: "true when this response is the stored answer to an earlier request with the same idempotency key; the operation did not run again.",
 			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Enum: []any{"true"}}}}}}
+		c.Headers[defaults.KeyExpiresHeader] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: expiresDescription(s),
+			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Format: "http-date"}}}}}
 		kop.Responses.Set(code, &openapi3.ResponseRef{Value: &c})
 	}
+}
+
+// expiresDescription describes Idempotency-Key-Expires for an operation's settings.
+func expiresDescription(s model.Settings) string {
+	d := fmt.Sprintf("On every stored answer and replay: until when (an HTTP date, IMF-fixdate) a retry with the same idempotency key gets this answer back, the end of its %s retention.", model.DurationText(s.Retention))
+	if s.Tombstone > 0 {
+		return d + fmt.Sprintf(" Afterwards, until %s after the request completed, a retry is refused with 410 (result-expired) rather than run again.", model.DurationText(s.Tombstone))
+	}
+	return d + " Afterwards the key is new again."
 }
 
 // stored reports whether a declared response code (201, 2XX) is one the operation stores and

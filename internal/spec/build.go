@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"mime"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,11 +199,18 @@ func (b *builder) operations() []*opSource {
 				continue
 			}
 			if op.Responses != nil {
-				for code := range op.Responses.Map() {
+				for code, r := range op.Responses.Map() {
 					m.Responses = append(m.Responses, code)
+					if r != nil && r.Value != nil {
+						for name := range r.Value.Headers {
+							m.ResponseHeaders = append(m.ResponseHeaders, textproto.CanonicalMIMEHeaderKey(name))
+						}
+					}
 				}
 				slices.Sort(m.Responses)
 				m.ErrorResponses = errorResponses(op, b.shapes)
+				slices.Sort(m.ResponseHeaders)
+				m.ResponseHeaders = slices.Compact(m.ResponseHeaders)
 			}
 			out = append(out, o)
 		}

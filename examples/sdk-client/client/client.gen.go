@@ -749,7 +749,8 @@ func (r ListPetsResponse) ContentType() string {
 
 // CreatePetResponse201Headers the declared response headers of an HTTP 201 response for CreatePet
 type CreatePetResponse201Headers struct {
-	IdempotentReplayed *string
+	IdempotencyKeyExpires *string
+	IdempotentReplayed    *string
 }
 
 // CreatePetResponse409Headers the declared response headers of an HTTP 409 response for CreatePet
@@ -860,7 +861,8 @@ func (r CreatePetResponse) ContentType() string {
 
 // PlaceOrderResponse201Headers the declared response headers of an HTTP 201 response for PlaceOrder
 type PlaceOrderResponse201Headers struct {
-	IdempotentReplayed *string
+	IdempotencyKeyExpires *string
+	IdempotentReplayed    *string
 }
 
 // PlaceOrderResponse409Headers the declared response headers of an HTTP 409 response for PlaceOrder
@@ -1115,6 +1117,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreatePetResponse201Headers
+		if values := rsp.Header.Values("Idempotency-Key-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "http-date"}); err != nil {
+				return nil, err
+			}
+			headers.IdempotencyKeyExpires = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -1229,6 +1238,13 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers PlaceOrderResponse201Headers
+		if values := rsp.Header.Values("Idempotency-Key-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "http-date"}); err != nil {
+				return nil, err
+			}
+			headers.IdempotencyKeyExpires = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -105,6 +105,7 @@ func All() []Mutant {
 		{Name: "replaystatus", Bug: "a replay sends the stored body as 200, without the stored status or Content-Type", Caught: "replay", Layer: layer(replayBodyOnly)},
 		{Name: "router404", Bug: "the layer wraps the whole router, so a router's 404 is stored under the key", Caught: "unrouted-not-stored", Layer: layer(func(*Layer) {}), Outside: true},
 		{Name: "decoderdiff", Bug: "the fingerprint keeps the first of a member named twice, the handler's decoder the last", Caught: "duplicate-members", Layer: layer(firstMemberWins)},
+		{Name: "expiresttl", Bug: "Idempotency-Key-Expires holds the retention in seconds, not the date the key expires", Caught: "first-request", Layer: layer(expiresAsSeconds)},
 		{Name: "noretryafter", Bug: "the 409 for a key in flight has no Retry-After", Caught: "concurrent-duplicates", Layer: layer(conflictWithoutRetryAfter)},
 	}
 }

@@ -55,6 +55,8 @@ type Record struct {
 	Status      int
 	Header      http.Header
 	Body        []byte
+	// Expires is when the stored answer stops replaying (Idempotency-Key-Expires).
+	Expires time.Time
 }
 
 // New returns the server with layer m and its kit.
@@ -270,8 +272,17 @@ func (r *Recorder) Record(fp string) *Record {
 			h.Set(name, v)
 		}
 	}
-	return &Record{Fingerprint: fp, Done: true, Status: r.Status, Header: h, Body: r.Body.Bytes()}
+	rec := &Record{Fingerprint: fp, Done: true, Status: r.Status, Header: h, Body: r.Body.Bytes(), Expires: time.Now().Add(Retention)}
+	r.header.Set(ExpiresHeader, rec.Expires.UTC().Format(http.TimeFormat))
+	return rec
 }
+
+// Retention is how long a stored answer replays; ExpiresHeader says until when, on the stored
+// answer and its replays.
+const (
+	Retention     = 24 * time.Hour
+	ExpiresHeader = "Idempotency-Key-Expires"
+)
 
 // Replay writes a stored response, marked as a replay.
 func Replay(w http.ResponseWriter, rec *Record) {
@@ -279,6 +290,7 @@ func Replay(w http.ResponseWriter, rec *Record) {
 		w.Header()[k] = vs
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
+	w.Header().Set(ExpiresHeader, rec.Expires.UTC().Format(http.TimeFormat))
 	w.WriteHeader(rec.Status)
 	w.Write(rec.Body)
 }

@@ -219,8 +219,10 @@ func Conform(t *testing.T, root string, svc Service) {
 // runs it against theirs: every check of conformance.yaml's operations (under root, the
 // repository root relative to the test's directory), with two tenants, the service's test
 // knobs (X-Test-Fail: 500, X-Test-Delay), an effects oracle counting both tenants' rows and
-// provider calls, and the fault checks in short mode. A failed check fails the test, with the
-// report.
+// provider calls, and the fault checks in short mode. The service is judged by the spec as
+// `idemgen spec` annotates it, so that what idemgen declares for its clients (the problems it
+// answers, Idempotency-Key-Expires on every stored answer and replay) is checked too. A failed
+// check fails the test, with the report.
 func ConformOn(t *testing.T, root string, stores StoreFactory, svc Service) {
 	conformOn(t, root, stores, httpTest(svc))
 }
@@ -237,10 +239,7 @@ func conformOn(t *testing.T, root string, stores StoreFactory, listen Listen) {
 }
 
 func conformSpecOn(t *testing.T, opts spec.Options, stores StoreFactory, listen Listen) {
-	res, err := spec.Load(context.Background(), opts)
-	if err != nil || res.Diags.HasErrors() {
-		t.Fatalf("%s: %v %v", opts.Path, err, res.Diags.Sorted())
-	}
+	res := Annotated(t, opts)
 	ctx := context.Background()
 	env := NewEnv(t, MinPoolSize, stores)
 	base, err := listen(t, env)
@@ -278,6 +277,32 @@ func conformSpecOn(t *testing.T, opts spec.Options, stores StoreFactory, listen 
 		t.Fatalf("idemgen conform failed:\n%s", text.String())
 	}
 	t.Log(text.String())
+}
+
+// Annotated loads the spec of opts as `idemgen spec` writes it (the key's rules, the answers the
+// runtime gives, Idempotency-Key-Expires on stored answers), for idemgen conform to judge a
+// service by what idemgen declares to its clients. The spec must have no relative $refs to
+// other files: the annotated copy is written to a temporary folder.
+func Annotated(t testing.TB, opts spec.Options) *spec.Result {
+	t.Helper()
+	path := opts.Path
+	res, err := spec.Load(context.Background(), opts)
+	if err != nil || res.Diags.HasErrors() {
+		t.Fatalf("%s: %v %v", path, err, res.Diags.Sorted())
+	}
+	out, err := spec.Annotate(res, "yaml")
+	if err != nil {
+		t.Fatalf("annotate %s: %v", path, err)
+	}
+	name := filepath.Join(t.TempDir(), "annotated.yaml")
+	if err := os.WriteFile(name, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = spec.Load(context.Background(), spec.Options{Path: name})
+	if err != nil || res.Diags.HasErrors() {
+		t.Fatalf("the annotated %s: %v %v", path, err, res.Diags.Sorted())
+	}
+	return res
 }
 
 // Logger sends a runtime's logs to the test log, shown when a test fails or with -v.
