@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ const (
 
 	// endReplayed: the key completed with the same request; rec holds its response.
 	endReplayed
+	// endResultExpired: the same request completed under the key and its answer's retention
+	// has ended; rec is the key's tombstone (store.Expired). Nothing runs again.
+	endResultExpired
 	// endMismatch: the key names another request of this operation.
 	endMismatch
 	// endOtherOperation: the key names a request of another operation.
@@ -165,6 +169,19 @@ const (
 	logNoAnswer        = "request ended in a way the runtime has no answer for; answered 500"
 )
 
+// resultExpiredDetail says what a retry that met its key's tombstone needs to know: the
+// operation ran (when, and how it ended), its answer is gone, and it will not run again.
+func resultExpiredDetail(x *exchange, rec *store.Record) string {
+	ran := "A request with this key completed"
+	if !rec.CompletedAt.IsZero() {
+		ran += " at " + rec.CompletedAt.UTC().Format(http.TimeFormat)
+	}
+	if rec.StatusClass > 0 {
+		ran += fmt.Sprintf(" with a %dxx answer", rec.StatusClass)
+	}
+	return ran + fmt.Sprintf("; answers are kept for %s and this one is gone, and the operation is not run again for this key. Look up its outcome (the resource it created), or send a new request with a new key.", x.op.retention())
+}
+
 // answer is what the client hears when a request to x's operation ends with res. Every ending
 // has exactly one case; the contract's statuses are the decision table of docs/design.md section 1 (409 + Retry-After
 // in flight, 422 mismatch, 503 + Retry-After when the store fails, fail closed).
@@ -248,6 +265,8 @@ func answer(x *exchange, res *result) reply {
 			a.expires = time.Now().Add(left)
 		}
 		return a
+	case endResultExpired:
+		return problem(OutcomeExpired, ProblemResultExpired, resultExpiredDetail(x, res.rec))
 	case endMismatch:
 		return problem(OutcomeMismatch, ProblemPayloadMismatch, "The key was used with a different request.")
 	case endOtherOperation:

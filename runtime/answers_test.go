@@ -67,6 +67,7 @@ func TestEveryEndingIsAnswered(t *testing.T) {
 		endFirstSentInvalid:     {"first-sent invalid", result{}, 400, ProblemKeyInvalid, "", false, OutcomeKeyInvalid, false, "send a valid key"},
 		endKeyExpired:           {"key expired", result{sent: "Mon, 01 Jan 2024 00:00:00 GMT"}, 412, ProblemKeyExpired, "", false, OutcomeKeyInvalid, false, "send a new key"},
 		endReplayed:             {"replayed", result{rec: stored}, 201, "", "", true, OutcomeReplayed, false, "the earlier result"},
+		endResultExpired:        {"result expired", result{rec: &store.Record{State: store.Expired, StatusClass: 2}}, 410, ProblemResultExpired, "", false, OutcomeExpired, false, "look the outcome up"},
 		endMismatch:             {"mismatch", result{}, 422, ProblemPayloadMismatch, "", false, OutcomeMismatch, false, "key reused"},
 		endOtherOperation:       {"other operation", result{}, 422, ProblemPayloadMismatch, "", false, OutcomeMismatch, false, "key reused"},
 		endInFlight:             {"in flight", result{after: 1500 * time.Millisecond}, 409, ProblemInFlight, "2", false, OutcomeConflict, false, "wait, then retry"},
@@ -134,6 +135,13 @@ func TestMachineEndings(t *testing.T) {
 	rec := func(op string, f canonical.Fingerprint, state store.State, left time.Duration) *store.Record {
 		return &store.Record{Operation: op, Fingerprint: f, State: state, LeaseLeft: left}
 	}
+	// tomb is f's tombstone: its first bytes and version only (store.TombstoneSumBytes).
+	tomb := func(f canonical.Fingerprint, version uint16) *store.Record {
+		r := &store.Record{State: store.Expired, StatusClass: 2}
+		r.Fingerprint.Version = version
+		copy(r.Fingerprint.Sum[:store.TombstoneSumBytes], f.Sum[:])
+		return r
+	}
 	records := []struct {
 		name  string
 		mode  Mode
@@ -148,11 +156,15 @@ func TestMachineEndings(t *testing.T) {
 		{"running, other request", ModeLease, rec("pay", other, store.Running, time.Second), endMismatch, 0},
 		{"running, lease ended, no takeover made", ModeLease, rec("pay", fp, store.Running, -time.Second), endInFlight, -time.Second},
 		{"atomic meets an ended lease", ModeAtomic, rec("pay", fp, store.Running, -time.Second), endInFlight, -time.Second},
+		{"tombstone, same request", ModeAtomic, tomb(fp, fp.Version), endResultExpired, 0},
+		{"tombstone, same request, lease mode", ModeLease, tomb(fp, fp.Version), endResultExpired, 0},
+		{"tombstone, other request", ModeAtomic, tomb(other, fp.Version), endMismatch, 0},
+		{"tombstone, another fingerprint version", ModeLease, tomb(other, fp.Version+1), endResultExpired, 0},
 	}
 	for _, c := range records {
 		x := &exchange{rt: e.rt, op: &Operation{ID: "pay", Mode: c.mode}, fp: fp}
 		got := x.meet(c.rec)
-		if got.ending != c.want || got.after != c.after || (c.want == endReplayed) != (got.rec == c.rec) {
+		if got.ending != c.want || got.after != c.after || (c.want == endReplayed || c.want == endResultExpired) != (got.rec == c.rec) {
 			t.Errorf("%s: ending %d after %v, want %d after %v", c.name, got.ending, got.after, c.want, c.after)
 		}
 	}

@@ -26,6 +26,9 @@ const (
 	verdictMismatch
 	// verdictTakeover: lease mode; the same request's lease has ended: take the claim over.
 	verdictTakeover
+	// verdictExpired: the same request completed under the key and its answer is gone (the
+	// retention ended; a tombstone remembers the key): 410, nothing runs again.
+	verdictExpired
 )
 
 // decide is the verdict for a request to operation op with fingerprint fp, in mode, given the
@@ -40,10 +43,21 @@ const (
 // (409, retry later: its retry replays once it completes) and is never taken over, by a
 // request the first may not match. Only lease mode takes over: an atomic-mode request that
 // meets a running lease-mode record of the same request waits for it like any duplicate.
+//
+// A tombstone (an Expired record) keeps only the fingerprint's first bytes and no operation: the
+// fingerprint frames the operation, so another operation's request differs from it too. The
+// same request gets verdictExpired, never a run; another one a mismatch, as before the
+// retention ended; one under another fingerprint version cannot be compared and is refused as
+// expired (never run: it may be the same request).
 func decide(mode Mode, op string, fp canonical.Fingerprint, rec *store.Record) verdict {
 	switch {
 	case rec == nil:
 		return verdictRun
+	case rec.State == store.Expired:
+		if rec.Fingerprint.Version == fp.Version && !store.SameTombstoneSum(rec.Fingerprint.Sum, fp.Sum) {
+			return verdictMismatch
+		}
+		return verdictExpired
 	case rec.Operation != op:
 		return verdictMismatch
 	case rec.Fingerprint.Version != fp.Version && rec.State == store.Completed:

@@ -96,7 +96,8 @@ func (x *exchange) id() store.ID {
 
 // claim is what a claim of the request's key writes.
 func (x *exchange) claim() store.Claim {
-	c := store.Claim{ID: x.id(), Tenant: x.tenant, Operation: x.op.ID, Fingerprint: x.fp, Retention: x.op.retention(), Wait: x.op.Wait}
+	c := store.Claim{ID: x.id(), Tenant: x.tenant, Operation: x.op.ID, Fingerprint: x.fp, Retention: x.op.retention(),
+		Tombstone: x.op.tombstone(), Wait: x.op.Wait}
 	if x.op.Mode == ModeLease {
 		c.Lease, c.Wait = x.op.lease(), 0
 	}

@@ -21,14 +21,16 @@ func (x *exchange) meet(rec *store.Record) result {
 }
 
 // met is the ending of verdict v on rec for a request to operation op that does not get the
-// key: a replay, a mismatch, or in flight. A takeover that was not made (an atomic-mode
+// key: a replay, an expired result, a mismatch, or in flight. A takeover that was not made (an atomic-mode
 // request, or a lease-mode one that ran out of attempts) is still in flight.
 func met(v verdict, op string, rec *store.Record) result {
 	switch v {
 	case verdictReplay:
 		return result{ending: endReplayed, rec: rec}
+	case verdictExpired:
+		return result{ending: endResultExpired, rec: rec}
 	case verdictMismatch:
-		if rec.Operation != op {
+		if rec.State != store.Expired && rec.Operation != op {
 			return result{ending: endOtherOperation}
 		}
 		return result{ending: endMismatch}

@@ -27,6 +27,7 @@ const (
 	OutcomeCanceled     Outcome = "canceled"        // the client went away before the store answered; nothing ran
 	OutcomeInternal     Outcome = "internal"        // a bug before the handler (a decoder's unexpected error, a misconfigured store): 500
 	OutcomeLimited      Outcome = "limited"         // 429 rate-limited: the store's per-scope limit refused a new key; nothing ran
+	OutcomeExpired      Outcome = "result_expired"  // 410 result-expired: a retry met its key's tombstone after the retention; nothing ran
 )
 
 // Observer receives the runtime's events. Implementations must be safe for concurrent use and

@@ -22,6 +22,7 @@ const (
 	ProblemBodyInvalid          = defaults.ProblemBodyInvalid          // 400: the operation's decoder refused the request
 	ProblemUnauthenticated      = defaults.ProblemUnauthenticated      // 401 (Config.ScopeStatus): no scope for the request
 	ProblemInFlight             = defaults.ProblemInFlight             // 409 + Retry-After: the same key is still executing
+	ProblemResultExpired        = defaults.ProblemResultExpired        // 410: the same request completed under the key, its answer's retention ended; nothing runs again
 	ProblemKeyExpired           = defaults.ProblemKeyExpired           // 412: the first attempt is older than the retention (OASIS Repeatable Requests)
 	ProblemBodyTooLarge         = defaults.ProblemBodyTooLarge         // 413: the body is above Operation.BodyLimit
 	ProblemMediaTypeUnsupported = defaults.ProblemMediaTypeUnsupported // 415: a Content-Type or Content-Encoding not declared

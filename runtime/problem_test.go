@@ -25,6 +25,7 @@ func TestProblemWriters(t *testing.T) {
 		ProblemBodyInvalid:          {400, 400, "invalid_request_error", "", ""},
 		ProblemUnauthenticated:      {401, 401, "invalid_request_error", "", ""},
 		ProblemInFlight:             {409, 409, "invalid_request_error", "idempotency_key_in_use", "2"},
+		ProblemResultExpired:        {410, 410, "invalid_request_error", "idempotency_key_expired", ""},
 		ProblemKeyExpired:           {412, 412, "invalid_request_error", "", ""},
 		ProblemBodyTooLarge:         {413, 413, "invalid_request_error", "", ""},
 		ProblemMediaTypeUnsupported: {415, 415, "invalid_request_error", "", ""},

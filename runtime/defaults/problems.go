@@ -11,6 +11,7 @@ const (
 	ProblemUnauthenticated      = "unauthenticated"
 	ProblemInFlight             = "in-flight"
 	ProblemKeyExpired           = "key-expired"
+	ProblemResultExpired        = "result-expired"
 	ProblemBodyTooLarge         = "body-too-large"
 	ProblemMediaTypeUnsupported = "media-type-unsupported"
 	ProblemPayloadMismatch      = "payload-mismatch"
@@ -32,8 +33,9 @@ type Problem struct {
 
 // Problems returns every problem type, in the order of their statuses. The statuses are
 // the decision table of docs/design.md section 1: 400 for a missing or malformed key or a request that breaks its
-// schema, 409 in flight, 412 for a first attempt older than the retention (OASIS Repeatable
-// Requests), 413, 415, 422 payload mismatch, 429 (RFC 6585), 500 when the handler failed and
+// schema, 409 in flight, 410 for a retry that meets its key's tombstone after the retention
+// (the operation ran, its answer is gone: result-expired), 412 for a first attempt older than
+// the retention (OASIS Repeatable Requests), 413, 415, 422 payload mismatch, 429 (RFC 6585), 500 when the handler failed and
 // 503 when the store cannot be reached (fail closed). Each call returns a new slice.
 func Problems() []Problem {
 	t := problems // a copy: the table stays as written
@@ -47,6 +49,11 @@ var problems = [...]Problem{
 	{Name: ProblemBodyInvalid, Status: 400, Title: "Request body invalid"},
 	{Name: ProblemUnauthenticated, Status: 401, Title: "Unauthenticated"},
 	{Name: ProblemInFlight, Status: 409, RetryAfter: true, Title: "Request with this idempotency key is in flight"},
+	// 410 Gone (RFC 9110 section 15.5.11): the answer is gone for good, and the request must not
+	// be repeated with this key. Not 422: the request is the same, and a client told "mismatch"
+	// would look for a changed body. ietf-wg-httpapi/idempotency #49 names 410 for a key reused
+	// after its expiry; no retrying client (runtime/client, Stripe's SDKs) retries it.
+	{Name: ProblemResultExpired, Status: 410, Title: "Result of this idempotency key expired"},
 	{Name: ProblemKeyExpired, Status: 412, Title: "Idempotency key older than the retention"},
 	{Name: ProblemBodyTooLarge, Status: 413, Title: "Request body too large"},
 	{Name: ProblemMediaTypeUnsupported, Status: 415, Title: "Unsupported media type"},

@@ -289,6 +289,10 @@ func Profiles() []Profile {
 					Headers: []Header{{"Stripe-Should-Retry", "true"}}},
 				{Problem: ProblemKeyMissing, Param: "Idempotency-Key"},
 				{Problem: ProblemKeyInvalid, Param: "Idempotency-Key"},
+				// Stripe has no such answer (its keys are forgotten after 24 hours): idemgen's
+				// code, in an invalid_request_error that its SDKs do not retry.
+				{Problem: ProblemResultExpired, Code: "idempotency_key_expired", Param: "Idempotency-Key",
+					Headers: []Header{{"Stripe-Should-Retry", "false"}}},
 				{Problem: ProblemRateLimited, Code: "rate_limit", Headers: []Header{{"Stripe-Should-Retry", "true"}}},
 				{Problem: ProblemInternal, Type: "api_error"},
 				{Problem: ProblemStoreUnavailable, Type: "api_error", Headers: []Header{{"Stripe-Should-Retry", "true"}}},
@@ -300,7 +304,7 @@ func Profiles() []Profile {
 					`"description":"Stripe's error envelope, as the runtime writes it under profile stripe (runtime.StripeErrors).",` +
 					`"properties":{"error":{"type":"object","required":["type","message"],"properties":{` +
 					`"type":{"type":"string","description":"invalid_request_error, idempotency_error or api_error"},` +
-					`"code":{"type":"string","description":"idempotency_key_in_use for a key still in progress, rate_limit"},` +
+					`"code":{"type":"string","description":"idempotency_key_in_use for a key still in progress, idempotency_key_expired for a key whose answer is no longer kept, rate_limit"},` +
 					`"message":{"type":"string","description":"what went wrong, for people"},` +
 					`"param":{"type":"string","description":"the parameter at fault, in Stripe's bracket form (metadata[order_id]), or Idempotency-Key"},` +
 					`"doc_url":{"type":"string","description":"a page about the error"}}}}}`,

@@ -17,8 +17,10 @@ type Inspector interface {
 	// Inspect returns the rows stored under scope for each of keys (stored keys: for
 	// per-operation keys, the operation ID, one space and the key), in the order of keys,
 	// leaving out keys without a row. An expired row that the sweeper has not deleted yet is
-	// returned with Live false. The response body is read only when withBody is true;
-	// BodySize is always set. Errors are the store's, wrapped.
+	// returned with Live false. A key whose record is gone but whose tombstone remembers it is
+	// returned as its tombstone (State Expired; Live while the tombstone's horizon runs). The
+	// response body is read only when withBody is true; BodySize is always set. Errors are the
+	// store's, wrapped.
 	Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]Snapshot, error)
 	// Stats summarises every row of the store. It may read every row: it is for support tools
 	// and the command line, never for the request path. Errors are the store's, wrapped.
@@ -68,6 +70,12 @@ type Snapshot struct {
 	// not known: pgstore's key_id digest as a UUID (docs/runtime.md shows the digest in SQL),
 	// the Redis key of a redisstore record.
 	Ref string
+	// StatusClass is, for a tombstone (State Expired), its response status's class (2 for
+	// 2xx); ForgetAt, for a completed record or a tombstone, when the key stops being
+	// remembered (zero: it has no tombstone, and the key is new again at ExpiresAt). A
+	// tombstone's Fingerprint holds the sum's first TombstoneSumBytes bytes.
+	StatusClass int
+	ForgetAt    time.Time
 }
 
 // Stats summarises a store's rows at one instant (ReadAt, the store's clock).
@@ -86,6 +94,11 @@ type Stats struct {
 	// OldestExpired is the expiry of the oldest of them (nil when none).
 	Expired       int64      `json:"expired_not_swept"`
 	OldestExpired *time.Time `json:"oldest_expired,omitempty"`
+	// Tombstones counts the keys remembered after their retention (State Expired), and
+	// ForgottenTombstones the tombstones past their horizon that the sweeper has not deleted
+	// yet.
+	Tombstones          int64 `json:"tombstones"`
+	ForgottenTombstones int64 `json:"tombstones_not_swept"`
 	// ResponseBytes is the size of the stored response bodies and headers, in bytes;
 	// StorageBytes is what the store occupies on disk (table and indexes), 0 when unknown.
 	ResponseBytes int64 `json:"response_bytes"`
@@ -109,9 +122,11 @@ type OperationStats struct {
 // SweepReport is what a sweeper tells an observer after each sweep, for monitoring (see
 // SweepObserver).
 type SweepReport struct {
-	// Deleted is the number of rows the sweep deleted; Duration how long it took.
-	Deleted  int64
-	Duration time.Duration
+	// Deleted is the number of rows the sweep deleted; Duration how long it took. Tombstones
+	// is how many of them were tombstones past their horizon.
+	Deleted    int64
+	Tombstones int64
+	Duration   time.Duration
 	// Err is why the sweep stopped early, nil when it finished.
 	Err error
 	// Sampled reports whether the backlog below was read; it is false when that read failed

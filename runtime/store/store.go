@@ -41,7 +41,26 @@ const (
 	Running State = iota + 1
 	// Completed: the final response is stored and replays until the record expires.
 	Completed
+	// Expired: a tombstone. The record completed and its retention has ended, so its response
+	// is gone, but the key is remembered until Claim.Tombstone after its completion: a retry
+	// must not run the operation a second time (the runtime answers 410 result-expired), and
+	// another request under the key is still a mismatch. Only Fingerprint (its version and
+	// first TombstoneSumBytes bytes), StatusClass, CompletedAt and ForgetLeft are set.
+	Expired
 )
+
+// TombstoneSumBytes is how many leading bytes of a fingerprint's Sum a tombstone keeps (an
+// Expired record's Fingerprint.Sum holds them, the rest zero): 128 bits tell a retry from
+// another request under the same key with a false match of 2^-128, and a false match only
+// turns a 422 into a 410, both refusals. Stores keep no more, so that a tombstone stays under
+// 100 bytes.
+const TombstoneSumBytes = 16
+
+// SameTombstoneSum reports whether a tombstone's fingerprint sum (its first TombstoneSumBytes
+// bytes) is that of sum.
+func SameTombstoneSum(tomb, sum [32]byte) bool {
+	return [TombstoneSumBytes]byte(tomb[:TombstoneSumBytes]) == [TombstoneSumBytes]byte(sum[:TombstoneSumBytes])
+}
 
 // Response is a final response as a store keeps it.
 type Response struct {
@@ -81,6 +100,12 @@ type Record struct {
 	RetentionLeft time.Duration
 	// Response is the stored final response of a completed record.
 	Response Response
+	// StatusClass is, for an Expired record, the class of its final response's status (2 for
+	// a 2xx, 4 for a 4xx); CompletedAt when it completed, and ForgetLeft how long the tombstone
+	// still remembers the key, both by the store's clock. Zero for other states.
+	StatusClass int
+	CompletedAt time.Time
+	ForgetLeft  time.Duration
 }
 
 // Claim is what a new claim of a key writes.
@@ -96,6 +121,12 @@ type Claim struct {
 	// Retention is how long the completed record replays, counted from completion by the
 	// store's clock. Must be positive.
 	Retention time.Duration
+	// Tombstone is how long after completion the key is remembered once the retention has
+	// ended, by a compact tombstone (an Expired record: the key's digests, the fingerprint's
+	// first TombstoneSumBytes bytes and version, the status class and the completion time);
+	// zero (or not longer than Retention) keeps none, so the key is new again when the
+	// retention ends.
+	Tombstone time.Duration
 	// Lease is how long a lease-mode claim holds the key before another request with the same
 	// fingerprint may take it over. Zero for atomic-mode claims.
 	Lease time.Duration
@@ -126,7 +157,8 @@ func (r Reservation) Claimed() bool { return r.Token > 0 }
 // context of one bounded store call; implementations return its error (wrapped) when it ends.
 // Methods are safe for concurrent use.
 type Store interface {
-	// Get returns the key's live record; found is false when there is none or it has expired.
+	// Get returns the key's live record (a tombstone, State Expired, counts as one); found is
+	// false when there is none, or it has expired and no tombstone remembers it.
 	Get(ctx context.Context, id ID) (rec Record, found bool, err error)
 	// Reserve claims c.ID with c.Lease and a fencing token, reusing an expired record's place
 	// (the token keeps growing per key), unless the key has a live record, which it returns.
@@ -138,9 +170,10 @@ type Store interface {
 	// Extend moves the end of the running record's lease to d after the store's now. ErrLost
 	// when token is no longer the record's.
 	Extend(ctx context.Context, id ID, token int64, d time.Duration) error
-	// Complete stores resp under token and makes the record completed, replaying for retention
-	// from now. ErrLost when token is no longer the record's.
-	Complete(ctx context.Context, id ID, token int64, resp Response, retention time.Duration) error
+	// Complete stores resp under token and makes the record of c.ID completed, replaying for
+	// c.Retention from now, then remembered by a tombstone until c.Tombstone from now. ErrLost
+	// when token is no longer the record's.
+	Complete(ctx context.Context, c Claim, token int64, resp Response) error
 	// Release deletes the running record held under token, so the key is new again; a record no
 	// longer held under token is left alone.
 	Release(ctx context.Context, id ID, token int64) error

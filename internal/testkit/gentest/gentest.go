@@ -51,6 +51,7 @@ func Problems() []runtime.Problem {
 		{Status: 400, Name: runtime.ProblemBodyInvalid, Title: "Request body invalid", Detail: "invalid body at /name: a string is required", Pointer: "/name"},
 		{Status: 401, Name: runtime.ProblemUnauthenticated, Title: "Unauthenticated", Detail: "The request could not be attributed to a tenant; authenticate and retry."},
 		{Status: 409, Name: runtime.ProblemInFlight, Title: "Request with this idempotency key is in flight", Detail: "A request with this key is still being processed; retry after the Retry-After delay.", RetryAfter: time.Second},
+		{Status: 410, Name: runtime.ProblemResultExpired, Title: "Result of this idempotency key expired", Detail: "A request with this key completed at Mon, 30 Nov 2026 10:00:00 GMT with a 2xx answer; answers are kept for 24h0m0s and this one is gone, and the operation is not run again for this key."},
 		{Status: 412, Name: runtime.ProblemKeyExpired, Title: "Idempotency key older than the retention", Detail: "The first attempt is older than the retention."},
 		{Status: 413, Name: runtime.ProblemBodyTooLarge, Title: "Request body too large", Detail: "The body has 2000000 bytes; the limit is 1048576."},
 		{Status: 415, Name: runtime.ProblemMediaTypeUnsupported, Title: "Unsupported media type", Detail: `Content-Type "text/plain" is not one of application/json.`},

@@ -27,6 +27,9 @@ type entry struct {
 	rec         store.Record
 	lockedUntil time.Time
 	expires     time.Time
+	// completed is when a completed record completed; forget when its tombstone ends (zero:
+	// it has none, and the key is new again at expires).
+	completed, forget time.Time
 	// calls are the calls its call phase recorded (BeginCall); uncertain its mark.
 	calls     []store.Call
 	uncertain store.Uncertainty
@@ -50,25 +53,44 @@ func (s *Store) Value(key string) (string, bool) {
 	return v, ok
 }
 
-// live returns the key's live record entry (mu held): a completed record until it expires, a
-// running one until it is completed or released.
+// live returns the key's live record entry (mu held): a completed record until it expires and
+// then, as a tombstone, until it is forgotten; a running one until it is completed or released.
 func (s *Store) live(id store.ID) *entry {
 	e := s.records[id]
-	if e == nil || (e.rec.State == store.Completed && !s.now().Before(e.expires)) {
+	now := s.now()
+	if e == nil || (e.rec.State == store.Completed && !now.Before(e.expires) && !now.Before(e.forget)) {
 		return nil
 	}
 	return e
 }
 
+// view is the record of a live entry as a store answers it: a completed record past its
+// retention is its tombstone.
 func (s *Store) view(e *entry) store.Record {
 	r := e.rec
 	now := s.now()
-	if r.State == store.Running {
+	switch {
+	case r.State == store.Running:
 		r.LeaseLeft = e.lockedUntil.Sub(now)
-	} else {
+	case now.Before(e.expires):
 		r.RetentionLeft = e.expires.Sub(now)
+	default:
+		t := store.Record{State: store.Expired, StatusClass: r.Response.Status / 100, CompletedAt: e.completed, ForgetLeft: e.forget.Sub(now)}
+		t.Fingerprint.Version = r.Fingerprint.Version
+		copy(t.Fingerprint.Sum[:store.TombstoneSumBytes], r.Fingerprint.Sum[:])
+		return t
 	}
 	return r
+}
+
+// complete makes e completed now with resp, replaying for retention and then remembered until
+// tombstone after now (none when not longer than retention).
+func (e *entry) complete(now time.Time, resp store.Response, retention, tombstone time.Duration) {
+	e.rec.State, e.rec.Response = store.Completed, resp
+	e.completed, e.expires, e.forget = now, now.Add(retention), time.Time{}
+	if tombstone > retention {
+		e.forget = now.Add(tombstone)
+	}
 }
 
 // Get returns the key's live record.
@@ -179,19 +201,18 @@ func (s *Store) Extend(_ context.Context, id store.ID, token int64, d time.Durat
 }
 
 // Complete stores resp under token.
-func (s *Store) Complete(_ context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
+func (s *Store) Complete(_ context.Context, c store.Claim, token int64, resp store.Response) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.completeLocked(id, token, resp, retention)
+	return s.completeLocked(&c, token, resp)
 }
 
-func (s *Store) completeLocked(id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	e := s.held1(id, token)
+func (s *Store) completeLocked(c *store.Claim, token int64, resp store.Response) error {
+	e := s.held1(c.ID, token)
 	if e == nil {
 		return store.ErrLost
 	}
-	e.rec.State, e.rec.Response = store.Completed, resp
-	e.expires = s.now().Add(retention)
+	e.complete(s.now(), resp, c.Retention, c.Tombstone)
 	e.uncertain = store.NotUncertain
 	return nil
 }
@@ -291,18 +312,16 @@ func (t *tx) Commit(_ context.Context, resp store.Response) error {
 	switch {
 	case t.claim == nil:
 	case t.lease:
-		if err := s.completeLocked(t.claim.ID, t.token, resp, t.claim.Retention); err != nil {
+		if err := s.completeLocked(t.claim, t.token, resp); err != nil {
 			return err
 		}
 	default:
 		if e := s.live(t.claim.ID); e != nil {
 			return &store.CompletedError{Record: s.view(e)}
 		}
-		s.records[t.claim.ID] = &entry{
-			rec: store.Record{Operation: t.claim.Operation, Fingerprint: t.claim.Fingerprint,
-				State: store.Completed, Token: t.token, Response: resp},
-			expires: s.now().Add(t.claim.Retention),
-		}
+		e := &entry{rec: store.Record{Operation: t.claim.Operation, Fingerprint: t.claim.Fingerprint, Token: t.token}}
+		e.complete(s.now(), resp, t.claim.Retention, t.claim.Tombstone)
+		s.records[t.claim.ID] = e
 	}
 	t.db.mu.Lock()
 	for k, v := range t.db.writes {

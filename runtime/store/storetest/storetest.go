@@ -38,6 +38,18 @@ func claim(key, body string, lease, retention time.Duration) store.Claim {
 	}
 }
 
+// retained is c with retention r.
+func retained(c store.Claim, r time.Duration) store.Claim {
+	c.Retention = r
+	return c
+}
+
+// remembered is c with retention r and a tombstone of tomb (docs: store.Claim.Tombstone).
+func remembered(c store.Claim, r, tomb time.Duration) store.Claim {
+	c.Retention, c.Tombstone = r, tomb
+	return c
+}
+
 func response(body string) store.Response {
 	return store.Response{Status: 201, Header: []byte(`{"Content-Type":["application/json"]}`), Body: []byte(body)}
 }
@@ -86,11 +98,11 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		s := newStore(t)
 		c := claim("k1", "a", long, long)
 		r := mustReserve(t, s, c)
-		if err := s.Complete(ctx, c.ID, r.Token+1, response("x"), long); !errors.Is(err, store.ErrLost) {
+		if err := s.Complete(ctx, retained(c, long), r.Token+1, response("x")); !errors.Is(err, store.ErrLost) {
 			t.Errorf("Complete under another token: %v, want ErrLost", err)
 		}
 		want := response(`{"id":1}`)
-		if err := s.Complete(ctx, c.ID, r.Token, want, long); err != nil {
+		if err := s.Complete(ctx, retained(c, long), r.Token, want); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
 		rec := mustGet(t, s, c.ID)
@@ -99,12 +111,12 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Errorf("completed record: %+v", rec)
 		}
 		checkRetentionLeft(t, rec, long)
-		if err := s.Complete(ctx, c.ID, r.Token, want, long); !errors.Is(err, store.ErrLost) {
+		if err := s.Complete(ctx, retained(c, long), r.Token, want); !errors.Is(err, store.ErrLost) {
 			t.Errorf("second Complete: %v, want ErrLost", err)
 		}
 		omitted := claim("k2", "a", long, long)
 		r = mustReserve(t, s, omitted)
-		if err := s.Complete(ctx, omitted.ID, r.Token, store.Response{Status: 200, BodyOmitted: true}, long); err != nil {
+		if err := s.Complete(ctx, retained(omitted, long), r.Token, store.Response{Status: 200, BodyOmitted: true}); err != nil {
 			t.Fatal(err)
 		}
 		if rec := mustGet(t, s, omitted.ID); !rec.Response.BodyOmitted || len(rec.Response.Body) != 0 {
@@ -159,10 +171,10 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if _, err := s.TakeOver(ctx, c, r.Token); !errors.Is(err, store.ErrLost) {
 			t.Errorf("second TakeOver from the old token: %v, want ErrLost", err)
 		}
-		if err := s.Complete(ctx, c.ID, r.Token, response("zombie"), long); !errors.Is(err, store.ErrLost) {
+		if err := s.Complete(ctx, retained(c, long), r.Token, response("zombie")); !errors.Is(err, store.ErrLost) {
 			t.Errorf("the old owner's Complete: %v, want ErrLost", err)
 		}
-		if err := s.Complete(ctx, c.ID, next, response("new"), long); err != nil {
+		if err := s.Complete(ctx, retained(c, long), next, response("new")); err != nil {
 			t.Errorf("the new owner's Complete: %v", err)
 		}
 	})
@@ -195,7 +207,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if got, err := s.Reserve(ctx, claim("k1", "b", long, long)); err != nil || got.Claimed() {
 			t.Fatalf("another request claimed a running key: %+v, %v", got, err)
 		}
-		if err := s.Complete(ctx, c.ID, r.Token, response("late"), long); err != nil {
+		if err := s.Complete(ctx, retained(c, long), r.Token, response("late")); err != nil {
 			t.Fatalf("the owner could not complete its running record: %v", err)
 		}
 	})
@@ -203,7 +215,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		s := newStore(t)
 		c := claim("k1", "a", short/3, short/3)
 		r := mustReserve(t, s, c)
-		if err := s.Complete(ctx, c.ID, r.Token, response("x"), short/3); err != nil {
+		if err := s.Complete(ctx, retained(c, short/3), r.Token, response("x")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(short)
@@ -213,6 +225,73 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		again, err := s.Reserve(ctx, claim("k1", "b", long, long))
 		if err != nil || !again.Claimed() || again.Token <= r.Token {
 			t.Fatalf("Reserve of an expired key: %+v, %v; want a claim with a token above %d", again, err, r.Token)
+		}
+	})
+	t.Run("TombstoneAfterRetention", func(t *testing.T) {
+		// After the retention the response is gone, but the key is remembered: the same
+		// request and another one both meet the tombstone (the runtime answers 410 and 422),
+		// and neither claims the key.
+		s := newStore(t)
+		c := remembered(claim("k1", "a", long, short/3), short/3, long)
+		r := mustReserve(t, s, c)
+		started := time.Now()
+		if err := s.Complete(ctx, c, r.Token, response(`{"id":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		checkTombstone(t, mustGet(t, s, c.ID), c, started)
+		for _, body := range []string{"a", "b"} {
+			again, err := s.Reserve(ctx, claim("k1", body, long, long))
+			if err != nil || again.Claimed() {
+				t.Fatalf("Reserve of a remembered key (body %s): %+v, %v; want its tombstone", body, again, err)
+			}
+			checkTombstone(t, again.Record, c, started)
+		}
+	})
+	t.Run("TombstoneForgotten", func(t *testing.T) {
+		// Once the tombstone's horizon has passed too, the key is new again.
+		s := newStore(t)
+		c := remembered(claim("k1", "a", long, short/3), short/3, short/2)
+		r := mustReserve(t, s, c)
+		if err := s.Complete(ctx, c, r.Token, response("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		if rec, found, err := s.Get(ctx, c.ID); err != nil || found {
+			t.Fatalf("Get after the tombstone's horizon: %+v, found %v, err %v", rec, found, err)
+		}
+		again, err := s.Reserve(ctx, claim("k1", "b", long, long))
+		if err != nil || !again.Claimed() || again.Token <= r.Token {
+			t.Fatalf("Reserve of a forgotten key: %+v, %v; want a claim with a token above %d", again, err, r.Token)
+		}
+	})
+	t.Run("TombstoneInspected", func(t *testing.T) {
+		s := newStore(t)
+		in, ok := s.(store.Inspector)
+		if !ok {
+			t.Skip("the store does not implement store.Inspector")
+		}
+		c := remembered(claim("k1", "a", long, short/3), short/3, long)
+		r := mustReserve(t, s, c)
+		if err := s.Complete(ctx, c, r.Token, store.Response{Status: 422, Body: []byte("no")}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		snaps, err := in.Inspect(ctx, c.ID.Scope, []string{c.ID.Key}, true)
+		if err != nil || len(snaps) != 1 {
+			t.Fatalf("Inspect of a remembered key: %d snapshots, %v", len(snaps), err)
+		}
+		sn := snaps[0]
+		if sn.State != store.Expired || !sn.Live || sn.StatusClass != 4 || sn.CompletedAt.IsZero() ||
+			!sn.ForgetAt.After(sn.ReadAt) || sn.Fingerprint.Version != c.Fingerprint.Version || sn.Ref == "" || len(sn.Response.Body) != 0 {
+			t.Errorf("tombstone snapshot: %+v", sn)
+		}
+		st, err := in.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Tombstones < 1 {
+			t.Errorf("Stats.Tombstones = %d, want at least 1", st.Tombstones)
 		}
 	})
 	t.Run("BeginCallNeedsTheToken", func(t *testing.T) {
@@ -227,7 +306,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 				t.Fatalf("BeginCall: %v", err)
 			}
 		}
-		if err := s.Complete(ctx, c.ID, r.Token, response("x"), long); err != nil {
+		if err := s.Complete(ctx, retained(c, long), r.Token, response("x")); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.BeginCall(ctx, c, r.Token, call(c, "refund")); !errors.Is(err, store.ErrLost) {
@@ -328,7 +407,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if err := s.BeginCall(ctx, taken, next, call(taken, "charge")); err != nil {
 			t.Fatalf("the new owner's BeginCall: %v", err)
 		}
-		if err := s.Complete(ctx, taken.ID, next, response("done"), long); err != nil {
+		if err := s.Complete(ctx, retained(taken, long), next, response("done")); err != nil {
 			t.Fatal(err)
 		}
 		checkUncertain(t, in, taken.ID, store.NotUncertain, 1)
@@ -492,6 +571,44 @@ func RunTransactionalTests[DB any](t *testing.T, newStore func(t *testing.T) sto
 			t.Errorf("stored %q, want new", rec.Response.Body)
 		}
 	})
+	t.Run("AtomicTombstone", func(t *testing.T) {
+		// An atomic-mode record is remembered after its retention too: a late retry gets the
+		// tombstone from BeginAtomic and holds no claim.
+		s := newStore(t)
+		c := remembered(atomicClaim("k1", "a", short/3), short/3, long)
+		started := time.Now()
+		tx := mustBegin(t, s, c)
+		tx.HandlerContext(ctx)
+		if err := tx.Commit(ctx, response("old")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		for _, body := range []string{"a", "b"} {
+			tx2, rec, err := s.BeginAtomic(ctx, atomicClaim("k1", body, long))
+			if err != nil || tx2 != nil || rec == nil {
+				if tx2 != nil {
+					_ = tx2.Abort(ctx)
+				}
+				t.Fatalf("BeginAtomic of a remembered key (body %s): tx %v, record %+v, %v; want its tombstone", body, tx2, rec, err)
+			}
+			checkTombstone(t, *rec, c, started)
+		}
+	})
+	t.Run("LeaseCompletionTombstone", func(t *testing.T) {
+		s := newStore(t)
+		c := remembered(claim("k1", "a", long, short/3), short/3, long)
+		started := time.Now()
+		r := mustReserve(t, s, c)
+		tx, err := s.BeginCompletion(ctx, c, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx, response("done")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		checkTombstone(t, mustGet(t, s, c.ID), c, started)
+	})
 	t.Run("LeaseCompletion", func(t *testing.T) {
 		s := newStore(t)
 		c := claim("k1", "a", long, long)
@@ -544,6 +661,29 @@ func checkRetentionLeft(t *testing.T, rec store.Record, retention time.Duration)
 	t.Helper()
 	if rec.RetentionLeft < 0 || rec.RetentionLeft > retention {
 		t.Errorf("RetentionLeft = %v, want 0 (unknown) or within (0, %v]", rec.RetentionLeft, retention)
+	}
+}
+
+// checkTombstone checks rec, the record of c's key after its retention, against c: a tombstone
+// with the fingerprint's version and first bytes, the 2xx class of the suite's response, a
+// completion after started (the store's clock may differ from this machine's by a minute), no
+// response, and a horizon left within c.Tombstone.
+func checkTombstone(t *testing.T, rec store.Record, c store.Claim, started time.Time) {
+	t.Helper()
+	var prefix [32]byte
+	copy(prefix[:store.TombstoneSumBytes], c.Fingerprint.Sum[:])
+	if rec.State != store.Expired || rec.Fingerprint.Version != c.Fingerprint.Version || rec.Fingerprint.Sum != prefix ||
+		!store.SameTombstoneSum(rec.Fingerprint.Sum, c.Fingerprint.Sum) || rec.StatusClass != 2 {
+		t.Errorf("tombstone: state %d, fingerprint %v, class %d; want Expired, %v (first %d bytes), 2", rec.State, rec.Fingerprint, rec.StatusClass, c.Fingerprint, store.TombstoneSumBytes)
+	}
+	if rec.CompletedAt.Before(started.Add(-time.Minute)) || rec.CompletedAt.After(time.Now().Add(time.Minute)) {
+		t.Errorf("tombstone CompletedAt %v, want about %v", rec.CompletedAt, started)
+	}
+	if rec.ForgetLeft <= 0 || rec.ForgetLeft > c.Tombstone {
+		t.Errorf("tombstone ForgetLeft %v, want within (0, %v]", rec.ForgetLeft, c.Tombstone)
+	}
+	if rec.Response.Status != 0 || len(rec.Response.Body) != 0 || rec.RetentionLeft != 0 || rec.Operation != "" {
+		t.Errorf("tombstone keeps more than it should: %+v", rec)
 	}
 }
 
