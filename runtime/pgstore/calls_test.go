@@ -109,7 +109,7 @@ func TestCallLog(t *testing.T) {
 			t.Fatalf("call after the takeover: %+v", got)
 		}
 		// Completed through the autocommitted Complete: its calls are settled too.
-		if err := st.Complete(ctx, c.ID, next, store.Response{Status: 200}, time.Hour); err != nil {
+		if err := st.Complete(ctx, withRetention(c, time.Hour), next, store.Response{Status: 200}); err != nil {
 			t.Fatal(err)
 		}
 		if got := findCall(t, st, pk); got.Outcome != store.CallCompleted || got.Status != 200 {

@@ -663,3 +663,9 @@ func (e *env) insertRecord(ctx context.Context, r testRecord) error {
 		scopeID, key, r.expiresIn.Microseconds(), r.token, r.fingerprint, r.version, r.status, r.operation, r.body)
 	return err
 }
+
+// withRetention is c with retention r (and no tombstone).
+func withRetention(c store.Claim, r time.Duration) store.Claim {
+	c.Retention = r
+	return c
+}

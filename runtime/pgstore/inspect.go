@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -30,6 +31,16 @@ const sqlInspect = `SELECT r.key_id, r.operation, r.fingerprint, r.fingerprint_v
 FROM idempotency_records r WHERE r.scope_id = $1 AND r.key_id = ANY($2::uuid[])
 ORDER BY r.expires_at`
 
+// sqlInspectTombstones reads the tombstones of one scope ($1) for a list of key digests ($2).
+const sqlInspectTombstones = `SELECT t.key_id, t.fingerprint, t.fingerprint_version, t.status_class, t.completed_at, t.forget_at,
+	t.forget_at > now(), now()
+FROM idempotency_tombstones t WHERE t.scope_id = $1 AND t.key_id = ANY($2::uuid[])`
+
+// sqlTombstoneStats counts the tombstones whose horizon runs and those the sweeper has not
+// deleted yet after it. It reads the whole table (support and CLI only).
+const sqlTombstoneStats = `SELECT count(*) FILTER (WHERE forget_at > now()), count(*) FILTER (WHERE forget_at <= now())
+FROM idempotency_tombstones`
+
 // sqlStats summarises every row by operation. It reads the whole table (support and CLI only).
 const sqlStats = `SELECT operation,
 	count(*) FILTER (WHERE response_status = 0),
@@ -41,10 +52,10 @@ const sqlStats = `SELECT operation,
 	COALESCE(sum(octet_length(response_body) + octet_length(response_headers)), 0)::bigint
 FROM idempotency_records GROUP BY operation ORDER BY operation`
 
-// sqlStorageBytes is the table's size with its indexes and TOAST (PostgreSQL's own function;
+// sqlStorageBytes is the tables' size (the records' and the tombstones') with their indexes and TOAST (PostgreSQL's own function;
 // engines without it report 0). On the partitioned layout it is the sum over the partitions.
 const sqlStorageBytes = `SELECT now(), COALESCE((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
-	WHERE c.relkind = 'r' AND (c.oid = to_regclass('idempotency_records') OR c.oid IN
+	WHERE c.relkind = 'r' AND (c.oid = to_regclass('idempotency_records') OR c.oid = to_regclass('idempotency_tombstones') OR c.oid IN
 		(SELECT inhrelid FROM pg_inherits WHERE inhparent = to_regclass('idempotency_records')))), 0)::bigint`
 
 // sqlStorageBytesCitus is sqlStorageBytes on Citus: the shards' sizes with their indexes and
@@ -138,6 +149,9 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
+	if out, err = s.inspectTombstones(ctx, scope, scopeID, ids, byDigest, out); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
 	order := make(map[string]int, len(keys))
 	for i, k := range keys {
 		if _, dup := order[k]; !dup {
@@ -145,6 +159,48 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return order[out[i].ID.Key] < order[out[j].ID.Key] })
+	return out, nil
+}
+
+// inspectTombstones reads the tombstones of ids and merges them into the rows read: a key
+// whose record is live stays that record (with its tombstone's ForgetAt); a key whose record
+// has expired, or is gone, and whose tombstone's horizon runs is that tombstone; otherwise the
+// expired record, or else the forgotten tombstone, as the sweeper has left it.
+func (s *Store) inspectTombstones(ctx context.Context, scope string, scopeID int64, ids []pgtype.UUID, byDigest map[[16]byte]string, out []store.Snapshot) ([]store.Snapshot, error) {
+	rows, err := s.pool.Query(ctx, sqlInspectTombstones, scopeID, ids)
+	if err != nil {
+		return nil, err
+	}
+	tombs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Snapshot, error) {
+		var (
+			sn      store.Snapshot
+			kid     [16]byte
+			fp      []byte
+			version int16
+			class   int16
+		)
+		err := row.Scan(&kid, &fp, &version, &class, &sn.CompletedAt, &sn.ForgetAt, &sn.Live, &sn.ReadAt)
+		sn.ID = store.ID{Scope: scope, Key: byDigest[kid]}
+		sn.Ref, sn.State, sn.StatusClass = uuidText(kid), store.Expired, int(class)
+		copy(sn.Fingerprint.Sum[:store.TombstoneSumBytes], fp)
+		sn.Fingerprint.Version = uint16(version)
+		return sn, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tombs {
+		i := slices.IndexFunc(out, func(sn store.Snapshot) bool { return sn.ID.Key == t.ID.Key })
+		switch {
+		case i < 0:
+			out = append(out, t)
+		case out[i].Live:
+			out[i].ForgetAt = t.ForgetAt
+		case t.Live:
+			t.ExpiresAt = out[i].ExpiresAt
+			out[i] = t
+		}
+	}
 	return out, nil
 }
 
@@ -186,6 +242,9 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	for i := range ops {
 		ops[i].Uncertain = uncertain[ops[i].Operation]
 		st.Uncertain += ops[i].Uncertain
+	}
+	if err := s.pool.QueryRow(ctx, sqlTombstoneStats).Scan(&st.Tombstones, &st.ForgottenTombstones); err != nil {
+		return st, fmt.Errorf("stats: %w", err)
 	}
 	st.Operations = ops
 	if st.Operations == nil {

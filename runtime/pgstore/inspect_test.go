@@ -42,7 +42,7 @@ func TestInspect(t *testing.T) {
 	done := inspectClaim("t1", "k-done-000000000001", "createPayment", time.Minute)
 	tok := reserve(t, st, done)
 	resp := store.Response{Status: 201, Header: []byte(`{"Content-Type":["application/json"],"Location":["/v1/payments/7"]}`), Body: []byte(`{"id":7}`)}
-	if err := st.Complete(ctx, done.ID, tok, resp, time.Hour); err != nil {
+	if err := st.Complete(ctx, withRetention(done, time.Hour), tok, resp); err != nil {
 		t.Fatal(err)
 	}
 	running := inspectClaim("t1", "captureCharge k-run-0000000000001", "captureCharge", time.Minute)
@@ -51,7 +51,7 @@ func TestInspect(t *testing.T) {
 	reserve(t, st, stale)
 	expired := inspectClaim("t1", "k-expired-000000001", "createPayment", time.Minute)
 	tok = reserve(t, st, expired)
-	if err := st.Complete(ctx, expired.ID, tok, resp, time.Hour); err != nil {
+	if err := st.Complete(ctx, withRetention(expired, time.Hour), tok, resp); err != nil {
 		t.Fatal(err)
 	}
 	other := inspectClaim("t2", "k-done-000000000001", "createPayment", time.Minute)
@@ -144,7 +144,7 @@ func TestSweeperReportsBacklog(t *testing.T) {
 	} {
 		tok := reserve(t, st, c)
 		if i >= 4 {
-			if err := st.Complete(ctx, c.ID, tok, store.Response{Status: 200}, time.Hour); err != nil {
+			if err := st.Complete(ctx, withRetention(c, time.Hour), tok, store.Response{Status: 200}); err != nil {
 				t.Fatal(err)
 			}
 		}

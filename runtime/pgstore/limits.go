@@ -399,7 +399,7 @@ func (s *Store) readLimited(ctx context.Context, q readQuerier, sp *claimSpec, p
 		sql = s.q.readProbeCharged
 		args = append(args, d.lock)
 	}
-	if err = q.QueryRow(ctx, sql, args...).Scan(raw.targets(&busy, &admitted, &left)...); err != nil {
+	if err = q.QueryRow(ctx, sql, args...).Scan(raw.targetsTomb(&busy, &admitted, &left)...); err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
 	r = raw.row()

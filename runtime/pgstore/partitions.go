@@ -99,6 +99,10 @@ func (p *PartitionSweeper) SweepOnce(ctx context.Context) (int64, error) {
 		// The provider call log is a plain table: its old calls are deleted row by row.
 		_, err = sweepCalls(ctx, p.Pool, p.CallRetention, 500, 50*time.Millisecond, false)
 	}
+	if err == nil {
+		// So are the tombstones: small rows, deleted by forget_at.
+		_, err = sweepTombstones(ctx, p.Pool, 500, 50*time.Millisecond, false)
+	}
 	return n, err
 }
 

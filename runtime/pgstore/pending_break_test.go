@@ -442,12 +442,16 @@ func TestLostClaimSavepointFirst(t *testing.T) {
 	}
 }
 
-// The client goes away while the pipelined claim + first statement is running on the server:
-// the connection is closed (pgx's deadline handler), the statement's write never commits, no
-// connection is left in a block, and the key is free for the retry.
+// The client goes away while the pipelined claim + first statement is running on the server,
+// for an operation whose handler stops with its client (execution.detach: false; a detached one
+// completes, TestClientShorterThanTheHandler): the connection is closed (pgx's deadline
+// handler), the statement's write never commits, no connection is left in a block, and the key
+// is free for the retry.
 func TestClientCancelDuringPipelinedClaim(t *testing.T) {
 	e := newEnv(t, nil)
-	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+	op := payOp()
+	op.Attached = true
+	h := e.handlerWith(op, func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
 		q := insertPay
 		if r.Header.Get("X-Slow") != "" {
 			q = "INSERT INTO payments (scope, amount) SELECT $1, $2 FROM pg_sleep(1)"

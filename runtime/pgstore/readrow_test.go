@@ -38,7 +38,8 @@ func TestReadDecodesAsPgxScans(t *testing.T) {
 	complete := func(key string, resp store.Response) store.ID {
 		c := inspectClaim("t1", key, "createPayment", time.Minute)
 		tok := reserve(t, ours, c)
-		if err := ours.Complete(ctx, c.ID, tok, resp, time.Hour); err != nil {
+		c.Retention = time.Hour
+		if err := ours.Complete(ctx, c, tok, resp); err != nil {
 			t.Fatal(err)
 		}
 		return c.ID

@@ -19,9 +19,10 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore/migrations"
 )
 
-// docs/design.md section 4, Clocks and Retention: an expired record counts as absent even while its
-// row exists, decided by the database clock; the same key then starts a new request (no 422
-// for another body), under every claim strategy and in lease mode.
+// docs/design.md section 4, Clocks and Retention: an expired record of an operation that keeps no
+// tombstone (tombstone: 0s) counts as absent even while its row exists, decided by the database
+// clock; the same key then starts a new request (no 422 for another body), under every claim
+// strategy and in lease mode. TestExpiredRecordIsRemembered is the same with a tombstone.
 func TestExpiredRecordIsAbsent(t *testing.T) {
 	type variant struct {
 		name  string
@@ -43,7 +44,7 @@ func TestExpiredRecordIsAbsent(t *testing.T) {
 			if v.lease {
 				op = leaseOp()
 			}
-			op.Retention = time.Second
+			op.Retention, op.Tombstone = time.Second, runtime.NoTombstone
 			h := e.atomicHandler(op)
 			if v.lease {
 				h = e.leaseHandler(op, &provider{})

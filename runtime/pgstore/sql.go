@@ -36,6 +36,38 @@ const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.respons
 	r.response_headers, r.response_body, r.body_omitted,
 	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
 
+// tombstoneCols reads the key's tombstone (the LATERAL subquery or the CTE "tb" of the reads,
+// tombstoneCTE): NULL when the key has a live record, or no tombstone whose horizon runs.
+const tombstoneCols = `tb.fingerprint AS tomb_fingerprint, tb.fingerprint_version AS tomb_version, tb.status_class AS tomb_class,
+	tb.completed_at AS tomb_completed_at, CAST(EXTRACT(EPOCH FROM (tb.forget_at - now())) * 1000000 AS bigint) AS tomb_forget_left_us`
+
+// tombstoneWhere selects the tombstone of the record $1/$2 whose horizon runs, when gate holds.
+// gate names only the statement's record (an outer column or a CTE), so PostgreSQL evaluates it
+// once, as a one-time filter, before it reads the tombstones table: a key with a live record (a
+// replay, a 409, a 422) never reads it.
+func tombstoneWhere(gate string) string {
+	return `SELECT t.fingerprint, t.fingerprint_version, t.status_class, t.completed_at, t.forget_at FROM idempotency_tombstones t
+	WHERE ` + gate + ` AND t.key_id = $2 AND t.scope_id = $1 AND t.forget_at > now()`
+}
+
+// tombstoneCTE is the CTE "tb" of the key's tombstone for statements whose record is the CTE
+// named rec with a live column: read only when rec has no live row.
+func tombstoneCTE(rec string) string {
+	return `tb AS (` + tombstoneWhere(`NOT EXISTS (SELECT 1 FROM `+rec+` WHERE `+rec+`.live)`) + `)`
+}
+
+// tombstoneInsert is the INSERT of a completed record's tombstone, from src, a SELECT of its
+// columns (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class,
+// fingerprint), which yields no row when the operation keeps no tombstone. A tombstone the key
+// still has (one past its horizon that the sweeper has not deleted yet, or one of an earlier
+// record of the key) is replaced.
+func tombstoneInsert(src string) string {
+	return `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
+	` + src + `
+	ON CONFLICT (key_id) DO UPDATE SET scope_id = EXCLUDED.scope_id, completed_at = EXCLUDED.completed_at, forget_at = EXCLUDED.forget_at,
+		fingerprint_version = EXCLUDED.fingerprint_version, status_class = EXCLUDED.status_class, fingerprint = EXCLUDED.fingerprint`
+}
+
 // recordInsertCols are the columns every record INSERT names, in this order.
 const recordInsertCols = `(scope_id, key_id, created_at, expires_at, locked_until, fencing_token,
 	 fingerprint, fingerprint_version, response_status, body_omitted, operation, response_headers, response_body)`
@@ -219,16 +251,27 @@ func newStatements(partitioned bool, e engine) *statements {
 	}
 	where := "WHERE key_id = $2 AND scope_id = $1" + live
 	rlive := strings.NewReplacer("expires_at", "r.expires_at", "response_status", "r.response_status").Replace(live)
-	q.read = `SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive
-	q.readProbe = `SELECT ` + recordCols + `,
-	CASE WHEN r.key_id IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+	// Each read returns one row: the record, if any, and the key's tombstone when it has no live
+	// record. The LATERAL subquery "tb" reads the tombstone only when the record r joined before
+	// it is not live (OFFSET 0 keeps the subquery from being flattened into the join, which would
+	// read the tombstone on every read).
+	tombstoneOfLateral := `LEFT JOIN LATERAL (` + tombstoneWhere(`NOT COALESCE(r.response_status = 0 OR r.expires_at > now(), false)`) + `
+	OFFSET 0) tb ON true`
+	q.read = `SELECT ` + recordCols + `, ` + tombstoneCols + `
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
+` + tombstoneOfLateral
+	q.readProbe = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
+	CASE WHEN r.key_id IS NULL AND tb.forget_at IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
+` + tombstoneOfLateral
 
-	q.readLock = `SELECT ` + recordCols + `,
-	CASE WHEN r.key_id IS NOT NULL THEN false
+	// A remembered key (a tombstone) takes no lock: it will not be claimed.
+	q.readLock = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
+	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN false
 		WHEN pg_try_advisory_lock($3::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
 		ELSE true END AS busy
-FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive
+FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
+` + tombstoneOfLateral
 	q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
 WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND r.scope_id = $1` + rlive
 
@@ -236,17 +279,19 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		busy := "false"
 		switch probe {
 		case "probe":
-			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
+			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
 		case "lock":
-			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) THEN false
+			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN false
 	WHEN pg_try_advisory_lock($6::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
 	ELSE true END`
 		}
+		// A remembered key (a tombstone) is neither claimed nor counted.
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
+` + tombstoneCTE("r") + `,
 p AS (SELECT ` + busy + ` AS busy),
-` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live)", "$3", "$4", "$5") + `
-SELECT r.*, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
-FROM p LEFT JOIN r ON true`
+` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live) AND NOT EXISTS (SELECT 1 FROM tb)", "$3", "$4", "$5") + `
+SELECT r.*, ` + tombstoneCols + `, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
+FROM p LEFT JOIN r ON true LEFT JOIN tb ON true`
 		switch probe {
 		case "probe":
 			q.readProbeCharged = charged
@@ -256,7 +301,8 @@ FROM p LEFT JOIN r ON true`
 			q.readCharged = charged
 		}
 	}
-	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now())),
+	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now())
+	UNION ALL SELECT 1 FROM idempotency_tombstones WHERE key_id = $2 AND scope_id = $1 AND forget_at > now()),
 ` + chargeClaimCTE("FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM r)", "$3", "$4", "$5") + `
 SELECT ` + admittedNoted + ` OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
 
@@ -264,29 +310,31 @@ SELECT ` + admittedNoted + ` OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
 		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`
 		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r
 	WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
+` + tombstoneCTE("cur") + `,
 ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + strings.Replace(runningValuesPartitioned, "$6", `COALESCE($6::bigint, (SELECT COALESCE(max(fencing_token), 0) + 1
 		FROM idempotency_records WHERE key_id = $2 AND scope_id = $1))`, 1) + `
-	WHERE current_setting('idemgen.claim_lock', true) = 'true' AND NOT EXISTS (SELECT 1 FROM cur)
+	WHERE current_setting('idemgen.claim_lock', true) = 'true' AND NOT EXISTS (SELECT 1 FROM cur) AND NOT EXISTS (SELECT 1 FROM tb)
 	RETURNING fencing_token
 )
-SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
-FROM (SELECT 1) AS one LEFT JOIN cur ON true`
+SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*, ` + tombstoneCols + `
+FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 	} else {
 		// The record is read first and the INSERT tried only when there is none: an INSERT
 		// that meets a row which a running completion has locked (lockLease) would wait for the
 		// whole completion, holding the duplicate's connection.
 		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
+` + tombstoneCTE("cur") + `,
 ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + runningValues + `
-	WHERE NOT EXISTS (SELECT 1 FROM cur)
+	WHERE NOT EXISTS (SELECT 1 FROM cur) AND NOT EXISTS (SELECT 1 FROM tb)
 	ON CONFLICT DO NOTHING
 	RETURNING fencing_token
 )
-SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*
-FROM (SELECT 1) AS one LEFT JOIN cur ON true`
+SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*, ` + tombstoneCols + `
+FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 	}
 
 	q.lockOrStop, q.lockOrStopChecked = sqlLockOrStop, sqlLockOrStopChecked
@@ -304,16 +352,17 @@ FROM (SELECT 1) AS one LEFT JOIN cur ON true`
 		}
 		if !partitioned {
 			q.claimAtomic[l] = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
-lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) THEN true ELSE ` + l.expr() + ` END AS ok),
+` + tombstoneCTE("cur") + `,
+lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) OR EXISTS (SELECT 1 FROM tb) THEN true ELSE ` + l.expr() + ` END AS ok),
 ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + runningValues + `
-	WHERE (SELECT ok FROM lk) AND NOT EXISTS (SELECT 1 FROM cur)
+	WHERE (SELECT ok FROM lk) AND NOT EXISTS (SELECT 1 FROM cur) AND NOT EXISTS (SELECT 1 FROM tb)
 	ON CONFLICT DO NOTHING
 	RETURNING fencing_token
 )
-SELECT (SELECT fencing_token FROM ins) AS claimed, (SELECT ok FROM lk) AS free, cur.*
-FROM (SELECT 1) AS one LEFT JOIN cur ON true`
+SELECT (SELECT fencing_token FROM ins) AS claimed, (SELECT ok FROM lk) AS free, cur.*, ` + tombstoneCols + `
+FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 		}
 	}
 
@@ -364,7 +413,13 @@ RETURNING fencing_token`
 	locked_until = statement_timestamp(),
 	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
-	q.completeOrStop = `WITH done AS (` + q.complete + ` RETURNING 1)
+	// Every completion writes the record's tombstone with it ($9: the tombstone's horizon after
+	// completion, µs; 0 keeps none).
+	doneTombstone := `tomb AS (` + tombstoneInsert(`SELECT scope_id, key_id, locked_until, locked_until + $9::bigint * interval '1 microsecond',
+		fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16) FROM done WHERE $9::bigint > 0`) + `)`
+	completeReturning := q.complete + ` RETURNING scope_id, key_id, locked_until, fingerprint_version, response_status, fingerprint`
+	q.completeOrStop = `WITH done AS (` + completeReturning + `),
+` + doneTombstone + `
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	ELSE 'idemgen: the record is no longer owned by this request' END AS integer)`
 
@@ -380,20 +435,29 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	// the live record.
 	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
 	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9")
+	// The tombstone of the inserted record ($12: its horizon after completion, µs; 0: none).
+	insertedTombstone := func(cond string) string {
+		return `tomb AS (` + tombstoneInsert(`SELECT $1, $2, statement_timestamp(), statement_timestamp() + $12::bigint * interval '1 microsecond',
+		$5, $7::smallint / 100, substring($4::bytea from 1 for 16) WHERE $12::bigint > 0`+cond) + `)`
+	}
 	if partitioned {
 		insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + completedValues + `
 	WHERE NOT EXISTS (SELECT 1 FROM idempotency_records ` + where + `)
 	RETURNING 1`
-		q.insertCompleted = `WITH ins AS (` + insert + `)
+		q.insertCompleted = `WITH ins AS (` + insert + `),
+` + insertedTombstone(" AND EXISTS (SELECT 1 FROM ins)") + `
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ins) THEN '1'
 	ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
 	} else {
-		q.insertCompleted = `INSERT INTO idempotency_records ` + recordInsertCols + `
+		// When the primary key refuses the record, the statement fails and its tombstone with it.
+		q.insertCompleted = `WITH ` + insertedTombstone("") + `
+INSERT INTO idempotency_records ` + recordInsertCols + `
 	VALUES (` + completedValues + `)`
 	}
 
-	q.completeSettling = `WITH done AS (` + q.complete + ` RETURNING 1),
+	q.completeSettling = `WITH done AS (` + completeReturning + `),
+` + doneTombstone + `,
 settled AS (` + strings.Replace(sqlSettleCalls, "$3", "$4", 1) + ` AND EXISTS (SELECT 1 FROM done))
 SELECT count(*) FROM done`
 

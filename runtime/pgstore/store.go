@@ -352,7 +352,7 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 		var admitted bool
 		var left int64
 		var err error
-		targets := append([]any{&token}, raw.targets()...)
+		targets := append([]any{&token}, raw.targetsTomb()...)
 		if s.q.partitioned || charge {
 			// One pipeline: the claim's count (Limits.Records), the partitioned layout's lock,
 			// the claim.
@@ -490,18 +490,19 @@ func (s *Store) Extend(ctx context.Context, id store.ID, token int64, d time.Dur
 
 // Complete stores resp under token in an autocommitted statement, for completions that write
 // nothing else (lease mode without a CompleteFunc transaction); the record's started calls get
-// its outcome in the same statement.
-func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
+// its outcome, and its tombstone is written, in the same statement.
+func (s *Store) Complete(ctx context.Context, c store.Claim, token int64, resp store.Response) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	sp := s.spec(store.Claim{ID: id})
+	sp := s.spec(store.Claim{ID: c.ID, Tenant: c.Tenant})
 	d := sp.d
 	if err := s.chargeBody(ctx, s.pool, &sp, &resp); err != nil {
 		return err
 	}
 	var n int64
-	err := s.pool.QueryRow(ctx, s.q.completeSettling, append([]any{d.scope, d.key, token}, responseArgs(&resp, retention)...)...).Scan(&n)
+	args := append([]any{d.scope, d.key, token}, responseArgs(&resp, c.Retention)...)
+	err := s.pool.QueryRow(ctx, s.q.completeSettling, append(args, tombstoneHorizon(&c))...).Scan(&n)
 	if isMoved(err) {
 		return store.ErrLost
 	}
@@ -662,6 +663,15 @@ func responseArgs(r *store.Response, retention time.Duration) []any {
 	return []any{int16(r.Status), headers, body, r.BodyOmitted, retention.Microseconds()}
 }
 
+// tombstoneHorizon is the tombstone's horizon of claim c after completion, in microseconds
+// (the completion statements' last parameter): 0 when c keeps none.
+func tombstoneHorizon(c *store.Claim) int64 {
+	if c.Tombstone <= c.Retention {
+		return 0
+	}
+	return c.Tombstone.Microseconds()
+}
+
 // row is a record as read, with the database's decision whether it is still live.
 type row struct {
 	rec  store.Record
@@ -683,8 +693,14 @@ type rawRecord struct {
 	body        []byte
 	bodyOmitted pgtype.Bool
 	retentionUS pgtype.Int8
+	// The key's tombstone (tombstoneCols), read when it has no live record.
+	tombFP        []byte
+	tombVersion   pgtype.Int2
+	tombClass     pgtype.Int2
+	tombCompleted pgtype.Timestamptz
+	tombForgetUS  pgtype.Int8
 	// buf backs targets' slice: the record's targets and those around them in a statement.
-	buf [16]any
+	buf [24]any
 }
 
 // targets returns the scan targets of recordCols followed by extra.
@@ -694,9 +710,24 @@ func (r *rawRecord) targets(extra ...any) []any {
 	return append(t, extra...)
 }
 
+// targetsTomb returns the scan targets of recordCols, then tombstoneCols, then extra.
+func (r *rawRecord) targetsTomb(extra ...any) []any {
+	t := r.targets(&r.tombFP, &r.tombVersion, &r.tombClass, &r.tombCompleted, &r.tombForgetUS)
+	return append(t, extra...)
+}
+
 // row converts the scanned columns; nil when there was no row. A status of 0 is a running
-// record.
+// record. A key without a live record whose tombstone was read is that tombstone (an Expired
+// record, live: the key is remembered).
 func (r *rawRecord) row() *row {
+	if r.tombVersion.Valid && (!r.live.Valid || !r.live.Bool) {
+		t := &row{rec: store.Record{State: store.Expired, StatusClass: int(r.tombClass.Int16)}, live: true}
+		copy(t.rec.Fingerprint.Sum[:store.TombstoneSumBytes], r.tombFP)
+		t.rec.Fingerprint.Version = uint16(r.tombVersion.Int16)
+		t.rec.CompletedAt = r.tombCompleted.Time
+		t.rec.ForgetLeft = time.Duration(r.tombForgetUS.Int64) * time.Microsecond
+		return t
+	}
 	if !r.operation.Valid || !r.status.Valid {
 		return nil
 	}
@@ -787,16 +818,25 @@ func (rr *readRow) row() *row {
 	return &rr.out
 }
 
-// The types of recordCols, in order, and of the busy column after them (pgtype's OIDs).
-var recordColTypes = [...]uint32{pgtype.TextOID, pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.Int8OID,
-	pgtype.BoolOID, pgtype.Int8OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.BoolOID, pgtype.Int8OID, pgtype.BoolOID}
+// The types of the read's columns (pgtype's OIDs): recordCols, in order, then tombstoneCols,
+// then the busy column of readProbe.
+var readColTypes = [...]uint32{pgtype.TextOID, pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.Int8OID,
+	pgtype.BoolOID, pgtype.Int8OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.BoolOID, pgtype.Int8OID,
+	pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.TimestamptzOID, pgtype.Int8OID,
+	pgtype.BoolOID}
+
+// Where readColTypes' groups start: the tombstone's version, and the busy column.
+const (
+	readColTombVersion = 12
+	readColBusy        = 16
+)
 
 // ScanRow decodes the row (pgx.RowScanner) from its values as pgx's extended protocol receives
 // them: text as text, the rest in binary. A row in another form (the text format of the simple
 // protocol, behind a proxy that needs it; a column of another type) is scanned by pgx as
 // rawRecord, with the same result.
 func (rr *readRow) ScanRow(rows pgx.Rows) error {
-	n := len(recordColTypes) - 1
+	n := len(readColTypes) - 1
 	if rr.probe {
 		n++
 	}
@@ -807,12 +847,16 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 	for i, fd := range fds {
 		// pgx asks for text in its text format (the same bytes) and for the others in binary.
 		binaryOrText := fd.Format == pgx.BinaryFormatCode || fd.DataTypeOID == pgtype.TextOID
-		if !binaryOrText || fd.DataTypeOID != recordColTypes[i] || !fixedSize(fd.DataTypeOID, vals[i]) {
+		if !binaryOrText || fd.DataTypeOID != readColTypes[i] || !fixedSize(fd.DataTypeOID, vals[i]) {
 			return rr.scanRows(rows)
 		}
 	}
+	if vals[readColTombVersion] != nil {
+		// The key's tombstone (a late retry: rare), which rawRecord.row reads.
+		return rr.scanRows(rows)
+	}
 	if rr.probe {
-		rr.busy = len(vals[11]) == 1 && vals[11][0] != 0
+		rr.busy = len(vals[readColBusy]) == 1 && vals[readColBusy][0] != 0
 	}
 	// As rawRecord.row: no operation or no status is no record; a status of 0 is a running one.
 	if vals[0] == nil || vals[3] == nil {
@@ -860,7 +904,7 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 // itself.
 func (rr *readRow) scanRows(rows pgx.Rows) error {
 	var raw rawRecord
-	targets := raw.targets()
+	targets := raw.targetsTomb()
 	if rr.probe {
 		targets = append(targets, &rr.busy)
 	}
@@ -885,7 +929,7 @@ func fixedSize(oid uint32, v []byte) bool {
 	switch oid {
 	case pgtype.Int2OID:
 		return len(v) == 2
-	case pgtype.Int8OID:
+	case pgtype.Int8OID, pgtype.TimestamptzOID:
 		return len(v) == 8
 	case pgtype.BoolOID:
 		return len(v) == 1
@@ -935,9 +979,9 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		left     int64
 	)
 	if charged {
-		err = br.QueryRow().Scan(first.targets(&busy, &admitted, &left)...)
+		err = br.QueryRow().Scan(first.targetsTomb(&busy, &admitted, &left)...)
 	} else {
-		err = br.QueryRow().Scan(first.targets(&busy)...)
+		err = br.QueryRow().Scan(first.targetsTomb(&busy)...)
 	}
 	if err == nil {
 		err = br.QueryRow().Scan(again.targets()...)

@@ -352,7 +352,7 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 		err = br.QueryRow().Scan(&free)
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(raw.targets()...)
+		err = br.QueryRow().Scan(raw.targetsTomb()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
@@ -419,7 +419,7 @@ func (s *Store) claimRow(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec,
 		claimed *int64
 		free    bool
 	)
-	if err := br.QueryRow().Scan(append([]any{&claimed, &free}, raw.targets()...)...); err != nil {
+	if err := br.QueryRow().Scan(append([]any{&claimed, &free}, raw.targetsTomb()...)...); err != nil {
 		br.Close()
 		return attempt{}, err
 	}

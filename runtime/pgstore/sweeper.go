@@ -13,8 +13,8 @@ import (
 )
 
 // Sweeper deletes expired idempotency records of the plain table: completed records past their retention (they
-// already count as absent, so sweeping only reclaims space), and running lease-mode records
-// abandoned long ago (AbandonAfter). It deletes in small batches in
+// already count as absent, or as their tombstone, so sweeping only reclaims space), running
+// lease-mode records abandoned long ago (AbandonAfter), and tombstones past their horizon. It deletes in small batches in
 // expires_at order with a pause between batches, because large deletes slowed concurrent claims
 // by a third in our measurements (docs/runtime.md). Several replicas may run a Sweeper at once:
 // each batch skips rows another sweeper has locked (FOR UPDATE SKIP LOCKED) instead of queueing.
@@ -75,11 +75,12 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	}
 	so, report := s.Observer.(store.SweepObserver)
 	if !report {
-		return s.sweep(ctx)
+		n, _, err := s.sweep(ctx)
+		return n, err
 	}
 	start := time.Now()
-	n, err := s.sweep(ctx)
-	r := store.SweepReport{Deleted: n, Err: err}
+	n, tombs, err := s.sweep(ctx)
+	r := store.SweepReport{Deleted: n, Tombstones: tombs, Err: err}
 	if ctx.Err() == nil {
 		stale, uncertain, lag, serr := sampleBacklog(ctx, s.Pool)
 		if serr == nil {
@@ -93,8 +94,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// sweep is the deleting part of SweepOnce.
-func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
+// sweep is the deleting part of SweepOnce: it returns the records and the tombstones it
+// deleted.
+func (s *Sweeper) sweep(ctx context.Context) (int64, int64, error) {
 	batch := s.BatchSize
 	if batch <= 0 {
 		batch = 500
@@ -111,7 +113,7 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 	if !portable {
 		e, err := detectEngine(ctx, s.Pool)
 		if err != nil {
-			return 0, fmt.Errorf("sweep: %w", err)
+			return 0, 0, fmt.Errorf("sweep: %w", err)
 		}
 		portable = e.citus
 	}
@@ -123,7 +125,7 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 	for {
 		ct, err := s.Pool.Exec(ctx, q, batch, abandon.Microseconds())
 		if err != nil {
-			return total, fmt.Errorf("sweep: %w", err)
+			return total, 0, fmt.Errorf("sweep: %w", err)
 		}
 		n := ct.RowsAffected()
 		total += n
@@ -133,17 +135,19 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, error) {
 		if n < int64(batch) {
 			// The counters of the per-scope limits whose intervals have ended.
 			if _, err := s.Pool.Exec(ctx, sqlSweepUsage); err != nil {
-				return total, fmt.Errorf("sweep usage counters: %w", err)
+				return total, 0, fmt.Errorf("sweep usage counters: %w", err)
 			}
 			// The provider calls past CallRetention (not counted: they are not records).
 			if _, err := sweepCalls(ctx, s.Pool, s.CallRetention, batch, pause, portable); err != nil {
-				return total, err
+				return total, 0, err
 			}
-			return total, nil
+			// The tombstones past their horizon (counted apart: SweepReport.Tombstones).
+			tombs, err := sweepTombstones(ctx, s.Pool, batch, pause, portable)
+			return total, tombs, err
 		}
 		select {
 		case <-ctx.Done():
-			return total, ctx.Err()
+			return total, 0, ctx.Err()
 		case <-time.After(pause):
 		}
 	}

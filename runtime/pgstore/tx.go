@@ -315,7 +315,7 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	charge := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
-		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4])
+		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4], tombstoneHorizon(&t.sp.Claim))
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	if t.held {
@@ -346,7 +346,8 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	b := &pgx.Batch{}
 	charge := t.s.queueChargeBody(b, t.sp, r)
-	b.Queue(q, append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)...)
+	args := append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)
+	b.Queue(q, append(args, tombstoneHorizon(&t.sp.Claim))...)
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, false, charge, r, func(err error) error {

@@ -60,7 +60,7 @@ func (f fixture) started(key string, lease time.Duration) (store.Claim, int64) {
 func (f fixture) completed(key string, status int) {
 	f.t.Helper()
 	c, token := f.started(key, time.Minute)
-	if err := f.st.Complete(context.Background(), c.ID, token, store.Response{Status: status}, time.Hour); err != nil {
+	if err := f.st.Complete(context.Background(), withRetention(c, time.Hour), token, store.Response{Status: status}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -235,4 +235,10 @@ func TestRunShorterThanTheMargin(t *testing.T) {
 	if err != nil || !res.Window.From.IsZero() || !res.Span.First.Equal(at) || !res.Span.Last.Equal(at) || res.Matched != 1 {
 		t.Fatalf("one line: window %v, span %v, %+v, %v", res.Window, res.Span, res, err)
 	}
+}
+
+// withRetention is c with retention r (and no tombstone).
+func withRetention(c store.Claim, r time.Duration) store.Claim {
+	c.Retention = r
+	return c
 }

@@ -122,8 +122,8 @@ type OperationStats struct {
 // SweepReport is what a sweeper tells an observer after each sweep, for monitoring (see
 // SweepObserver).
 type SweepReport struct {
-	// Deleted is the number of rows the sweep deleted; Duration how long it took. Tombstones
-	// is how many of them were tombstones past their horizon.
+	// Deleted is the number of records the sweep deleted; Duration how long it took.
+	// Tombstones is how many tombstones past their horizon it deleted besides.
 	Deleted    int64
 	Tombstones int64
 	Duration   time.Duration

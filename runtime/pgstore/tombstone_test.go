@@ -1,0 +1,146 @@
+package pgstore_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/store"
+)
+
+// A late retry never runs the operation again (issue 39): after the retention the record's
+// answer is gone, but its tombstone remembers the key, under every claim strategy, the portable
+// path and lease mode, on both layouts. The same request gets 410 result-expired and another
+// one 422, before and after the sweeper removed the expired row; once the tombstone's horizon
+// has passed, the key is new again, and its new record writes a new tombstone. Before
+// tombstones the late retry ran the handler a second time (TestExpiredRecordIsAbsent is that
+// behaviour, kept for tombstone: 0s).
+func TestExpiredRecordIsRemembered(t *testing.T) {
+	type variant struct {
+		name  string
+		lease bool
+		tweak func(*setup)
+	}
+	var variants []variant
+	for _, s := range strategies {
+		variants = append(variants, variant{"atomic/" + s.name, false, withStrategy(s.strategy)})
+	}
+	variants = append(variants,
+		variant{"atomic/portable", false, func(c *setup) { c.store.NoAdvisoryLocks = true }},
+		variant{"lease", true, nil})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel() // each waits a second of the database clock
+			ctx := context.Background()
+			e := newEnv(t, v.tweak)
+			op := payOp()
+			if v.lease {
+				op = leaseOp()
+			}
+			op.Retention, op.Tombstone = time.Second, time.Hour
+			h := e.atomicHandler(op)
+			if v.lease {
+				h = e.leaseHandler(op, &provider{})
+			}
+			if w := serve(h, req("t1", key1, body100)); w.Code != http.StatusCreated {
+				t.Fatal(w.Code, w.Body)
+			}
+			eventually(t, "the retention to end", func() bool {
+				rec, _ := e.leaseRecord(key1)
+				return rec.State == store.Expired
+			})
+			late := func(when string) {
+				t.Helper()
+				if w := serve(h, req("t1", key1, body100)); w.Code != http.StatusGone || problemType(t, w) != runtime.ProblemResultExpired {
+					t.Fatalf("late retry %s: %d %s, want 410 result-expired", when, w.Code, w.Body)
+				}
+				if w := serve(h, req("t1", key1, `{"amount":300}`)); w.Code != http.StatusUnprocessableEntity {
+					t.Fatalf("another request %s: %d %s, want 422", when, w.Code, w.Body)
+				}
+				if n := e.payments("t1"); n != 1 {
+					t.Fatalf("payments %d %s, want 1: a late retry ran the operation again", n, when)
+				}
+			}
+			late("with the expired row still there")
+			if !partitioned() {
+				// The partitioned layout drops whole partitions; the plain one deletes the row.
+				if _, err := (&pgstore.Sweeper{Pool: e.pool}).SweepOnce(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := e.records(); n != 0 {
+					t.Fatalf("%d records after the sweep, want 0", n)
+				}
+				late("after the sweeper deleted the row")
+			}
+
+			forget(t, e, key1)
+			if w := serve(h, req("t1", key1, `{"amount":300}`)); w.Code != http.StatusCreated || w.Header().Get(runtime.HeaderReplayed) != "" {
+				t.Fatalf("after the tombstone's horizon: %d %s, want a new execution", w.Code, w.Body)
+			}
+			if n := e.payments("t1"); n != 2 {
+				t.Fatalf("payments %d, want 2 (the key was forgotten)", n)
+			}
+			var remembered bool
+			if err := e.pool.QueryRow(ctx, `SELECT forget_at > now() + interval '50 minutes' FROM idempotency_tombstones WHERE key_id = $1`,
+				keyID("t1", key1)).Scan(&remembered); err != nil || !remembered {
+				t.Fatalf("the new record's tombstone: %v %v, want one an hour ahead", remembered, err)
+			}
+		})
+	}
+}
+
+// The sweepers delete the tombstones past their horizon, and only those, reporting them apart
+// from the records (store.SweepReport.Tombstones).
+func TestSweeperDeletesForgottenTombstones(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	op := payOp()
+	op.Tombstone = 2 * time.Hour
+	h := e.atomicHandler(op)
+	keys := []string{"k-tomb-000000000001", "k-tomb-000000000002", "k-tomb-000000000003"}
+	for _, k := range keys {
+		if w := serve(h, req("t1", k, body100)); w.Code != http.StatusCreated {
+			t.Fatal(w.Code)
+		}
+	}
+	forget(t, e, keys[0])
+	forget(t, e, keys[1])
+	obs := &sweepReports{}
+	var n int64
+	if partitioned() {
+		_, err := (&pgstore.PartitionSweeper{Pool: e.pool}).SweepOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = 2 // the partition sweeper reports no tombstones; the table says what it did
+	} else {
+		if _, err := (&pgstore.Sweeper{Pool: e.pool, Observer: obs, BatchSize: 1}).SweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n = obs.reports[len(obs.reports)-1].Tombstones
+	}
+	var left int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_tombstones`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || left != 1 {
+		t.Fatalf("swept %d tombstones, %d left; want 2 swept (the forgotten ones), 1 left", n, left)
+	}
+	if e.records() != 3 {
+		t.Fatalf("%d records, want 3: the records' retention has not ended", e.records())
+	}
+}
+
+// forget moves the tombstone of (t1, key) past its horizon.
+func forget(t *testing.T, e *env, key string) {
+	t.Helper()
+	ct, err := e.pool.Exec(context.Background(), `UPDATE idempotency_tombstones SET forget_at = now() - interval '1 second' WHERE key_id = $1`, keyID("t1", key))
+	if err != nil || ct.RowsAffected() != 1 {
+		t.Fatalf("forget %s: %v, %d tombstones", key, err, ct.RowsAffected())
+	}
+}
+
