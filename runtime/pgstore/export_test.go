@@ -18,3 +18,10 @@ func (s *Store) SlotsForTest() (held, waiting int) {
 	}
 	return held, len(s.slots.line)
 }
+
+// ReadsForTest returns the reads a key's lookup may make, by name, with the number of
+// arguments each takes after scope_id and key_id (the claim lock, the tenant, the interval,
+// the cap), for the tests of package pgstore_test.
+func (s *Store) ReadsForTest() map[string]string {
+	return map[string]string{"read": s.q.read, "readProbe": s.q.readProbe, "readCharged": s.q.readCharged, "readProbeCharged": s.q.readProbeCharged}
+}

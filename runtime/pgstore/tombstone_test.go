@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
@@ -144,3 +146,81 @@ func forget(t *testing.T, e *env, key string) {
 	}
 }
 
+// A key with a live record never reads the tombstones table: the reads gate it behind a one-time
+// filter on the record, so replays, 409s and 422s cost what they did before tombstones. The
+// plans of the reads, run for a live key, show the tombstones' scan never executed; for an
+// expired key, executed once.
+func TestReplayNeverReadsTombstones(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	op := payOp()
+	op.Retention, op.Tombstone = time.Second, time.Hour
+	h := e.atomicHandler(op)
+	for _, k := range []string{"k-live-00000000001", "k-gone-00000000001"} {
+		if w := serve(h, req("t1", k, body100)); w.Code != http.StatusCreated {
+			t.Fatal(w.Code)
+		}
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() + interval '1 hour' WHERE key_id = $1`, keyID("t1", "k-live-00000000001")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the other key's retention to end", func() bool {
+		rec, _ := e.leaseRecord("k-gone-00000000001")
+		return rec.State == store.Expired
+	})
+	for name, sql := range e.st.ReadsForTest() {
+		for key, want := range map[string]float64{"k-live-00000000001": 0, "k-gone-00000000001": 1} {
+			scope, kid := pgstore.Digest(store.ID{Scope: "t1", Key: key})
+			args := []any{scope, uuidOf(kid)}
+			switch name {
+			case "readProbe":
+				args = append(args, int64(1))
+			case "readCharged":
+				args = append(args, scope, int64(60), int64(1000))
+			case "readProbeCharged":
+				args = append(args, scope, int64(60), int64(1000), int64(1))
+			}
+			loops, found := tombstoneScanLoops(t, e, sql, args)
+			if !found || loops != want {
+				t.Errorf("%s of %s: the tombstones' scan ran %v times (in the plan: %v), want %v", name, key, loops, found, want)
+			}
+		}
+	}
+}
+
+// tombstoneScanLoops runs sql under EXPLAIN ANALYZE in a transaction it rolls back (the charged
+// reads count), and returns how many times the plan's scan of idempotency_tombstones ran.
+func tombstoneScanLoops(t *testing.T, e *env, sql string, args []any) (float64, bool) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var plan []map[string]any
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	var walk func(n map[string]any) (float64, bool)
+	walk = func(n map[string]any) (float64, bool) {
+		if n["Relation Name"] == "idempotency_tombstones" {
+			loops, _ := n["Actual Loops"].(float64)
+			return loops, true
+		}
+		kids, _ := n["Plans"].([]any)
+		for _, k := range kids {
+			if m, ok := k.(map[string]any); ok {
+				if l, found := walk(m); found {
+					return l, true
+				}
+			}
+		}
+		return 0, false
+	}
+	return walk(plan[0]["Plan"].(map[string]any))
+}
+
+// uuidOf is a key digest as the uuid columns take it.
+func uuidOf(kid [16]byte) pgtype.UUID { return pgtype.UUID{Bytes: kid, Valid: true} }
