@@ -322,8 +322,8 @@ func (c *Cache[DB]) Extend(ctx context.Context, id store.ID, token int64, d time
 }
 
 // Complete delegates to inner; the record is cached by the next lookup that reads it.
-func (c *Cache[DB]) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	return c.inner.Complete(ctx, id, token, resp, retention)
+func (c *Cache[DB]) Complete(ctx context.Context, cl store.Claim, token int64, resp store.Response) error {
+	return c.inner.Complete(ctx, cl, token, resp)
 }
 
 // Release delegates to inner.

@@ -28,11 +28,15 @@ var (
 var errNoInspector = errors.New("redisstore: the database store does not implement store.Inspector")
 
 // scriptInspect returns what Inspect needs of one record: {o, f, s, t, l, rs, rh, ro, ca, da,
-// pttl ms, server clock µs, body length, body ("" unless ARGV[1] is "1"), u, ua, pc}, or an
-// empty array.
+// pttl ms, server clock µs, body length, body ("" unless ARGV[1] is "1"), u, ua, pc}; for a key
+// without a record, its tombstone: {"x", value, pttl ms, server clock µs}; else an empty array.
 var scriptInspect = rueidis.NewLuaScriptReadOnly(prelude + `
 local v = redis.call('HMGET', KEYS[1], 'o', 'f', 's', 't', 'l', 'rs', 'rh', 'ro', 'ca', 'da', 'u', 'ua', 'pc')
-if not v[3] then return {} end
+if not v[3] then
+  local t = redis.call('GET', KEYS[2])
+  if t then return {'x', t, redis.call('PTTL', KEYS[2]), fmt(now_us())} end
+  return {}
+end
 local body = ''
 if ARGV[1] == '1' then body = redis.call('HGET', KEYS[1], 'rb') or '' end
 return {v[1], v[2], v[3], v[4], v[5] or '', v[6] or '', v[7] or '', v[8] or '', v[9] or '', v[10] or '',
@@ -41,9 +45,11 @@ return {v[1], v[2], v[3], v[4], v[5] or '', v[6] or '', v[7] or '', v[8] or '', 
 `)
 
 // Inspect reads the records of keys in scope (stored keys), one script per key, in the order of
-// keys, leaving out keys without a record. Redis deletes a record when it expires, so every
-// snapshot is Live; ExpiresAt is when Redis will delete it (for a running record: its lease's
-// end plus Options.AbandonAfter). Errors are Redis's, wrapped.
+// keys, leaving out keys with neither a record nor a tombstone. Redis deletes a record when it
+// expires, so every snapshot is Live; ExpiresAt is when Redis will delete it (for a running
+// record: its lease's end plus Options.AbandonAfter); a key whose record is gone and whose
+// tombstone remains is its tombstone (State Expired, ForgetAt when Redis deletes it). Errors
+// are Redis's, wrapped.
 func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBody bool) ([]store.Snapshot, error) {
 	flag := "0"
 	if withBody {
@@ -71,6 +77,9 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 
 func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.Snapshot, error) {
 	snap := store.Snapshot{ID: id, Live: true}
+	if len(a) == 4 {
+		return parseTombstoneSnapshot(snap, a)
+	}
 	if len(a) != 17 {
 		return snap, errFormat
 	}
@@ -135,6 +144,25 @@ func parseSnapshot(id store.ID, a []rueidis.RedisMessage, withBody bool) (store.
 	return snap, nil
 }
 
+// parseTombstoneSnapshot reads scriptInspect's reply for a tombstone.
+func parseTombstoneSnapshot(snap store.Snapshot, a []rueidis.RedisMessage) (store.Snapshot, error) {
+	v, err1 := a[1].ToString()
+	pttl, err2 := a[2].AsInt64()
+	clock, err3 := a[3].ToString()
+	now, err4 := strconv.ParseInt(clock, 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return snap, errFormat
+	}
+	rec, _, err := parseTombstone(v, pttl)
+	if err != nil {
+		return snap, err
+	}
+	snap.State, snap.Fingerprint, snap.StatusClass, snap.CompletedAt = store.Expired, rec.Fingerprint, rec.StatusClass, rec.CompletedAt
+	snap.ReadAt = time.UnixMicro(now)
+	snap.ForgetAt = snap.ReadAt.Add(rec.ForgetLeft)
+	return snap, nil
+}
+
 // uncertainty is a running record's store.Uncertainty from its mark u (marked at ua), whether
 // its call phase started calls, and its lease's time left.
 func uncertainty(u string, ua time.Time, calls bool, left time.Duration) (store.Uncertainty, time.Time) {
@@ -185,6 +213,7 @@ func (s *Store) Uncertain(ctx context.Context, since time.Time, limit int) ([]st
 // uncertainOf reads the records named keys (on node) and returns the uncertain ones claimed at
 // or after since.
 func (s *Store) uncertainOf(ctx context.Context, node rueidis.Client, keys []string, since time.Time) ([]store.Snapshot, error) {
+	keys = slices.DeleteFunc(slices.Clone(keys), isTombstoneName)
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -241,8 +270,9 @@ func (s *Store) uncertainOf(ctx context.Context, node rueidis.Client, keys []str
 }
 
 // Stats summarises every record of the store: it SCANs every node for the store's prefix and
-// reads each record's state, lease and sizes. It is for support tools, never the request path.
-// Expired counts nothing (Redis deletes expired records); StorageBytes is 0 (unknown). Errors
+// reads each record's state, lease and sizes, and counts the tombstones. It is for support
+// tools, never the request path. Expired and ForgottenTombstones count nothing (Redis deletes
+// what expires); StorageBytes is 0 (unknown). Errors
 // are Redis's, wrapped.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{Operations: []store.OperationStats{}}
@@ -275,8 +305,12 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	return st, nil
 }
 
-// count adds the records named keys (on node) to st and byOp.
+// count adds the records named keys (on node) to st and byOp, and counts the tombstones among
+// them.
 func (s *Store) count(ctx context.Context, node rueidis.Client, keys []string, st *store.Stats, byOp map[string]*store.OperationStats) error {
+	n := len(keys)
+	keys = slices.DeleteFunc(slices.Clone(keys), isTombstoneName)
+	st.Tombstones += int64(n - len(keys))
 	if len(keys) == 0 {
 		return nil
 	}

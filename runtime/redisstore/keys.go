@@ -23,6 +23,13 @@ func keyName(prefix string, id store.ID) string {
 	return prefix + "{" + store.DigestOf(id).KeyUUID() + "}"
 }
 
+// tombstoneName is the key of the tombstone of the record named record (keyName): the same
+// name with ":t" after the hash tag, so the record's scripts touch both on one node.
+func tombstoneName(record string) string { return record + ":t" }
+
+// isTombstoneName reports whether a key of the store's prefix is a tombstone's.
+func isTombstoneName(k string) bool { return strings.HasSuffix(k, "}:t") }
+
 // checkPrefix refuses a key prefix with a brace: the record's hash tag must be the first one in
 // its name.
 func checkPrefix(p string) error {

@@ -120,7 +120,7 @@ func TestPairedRecordsCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, db := range []store.Transactional[pgstore.DBTX]{pg, redisstore.NewCache[pgstore.DBTX](pg, redistest.NewClient(t, redistest.Standalone), testCacheOptions(t, false))} {
-		if _, err := pg.Pool().Exec(ctx, "TRUNCATE idempotency_scope_usage, idempotency_records"); err != nil {
+		if _, err := pg.Pool().Exec(ctx, "TRUNCATE idempotency_scope_usage, idempotency_records, idempotency_tombstones"); err != nil {
 			t.Fatal(err)
 		}
 		paired := redisstore.Pair[pgstore.DBTX](leases, db)

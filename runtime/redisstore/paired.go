@@ -125,15 +125,16 @@ func (p *Paired[DB]) Extend(ctx context.Context, id store.ID, token int64, d tim
 
 // Complete completes the record held under token with resp and no rows of the handler's: the
 // completed record is committed in the database, then in Redis (BeginCompletion and Commit).
-func (p *Paired[DB]) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	rec, found, err := p.r.Get(ctx, id)
+func (p *Paired[DB]) Complete(ctx context.Context, c store.Claim, token int64, resp store.Response) error {
+	rec, found, err := p.r.Get(ctx, c.ID)
 	if err != nil {
 		return err
 	}
 	if !found || rec.State != store.Running || rec.Token != token {
 		return store.ErrLost
 	}
-	tx, err := p.BeginCompletion(ctx, store.Claim{ID: id, Operation: rec.Operation, Fingerprint: rec.Fingerprint, Retention: retention, Calls: true}, token)
+	tx, err := p.BeginCompletion(ctx, store.Claim{ID: c.ID, Tenant: c.Tenant, Operation: rec.Operation, Fingerprint: rec.Fingerprint,
+		Retention: c.Retention, Tombstone: c.Tombstone, Calls: true}, token)
 	if err != nil {
 		var done *store.CompletedError
 		if errors.As(err, &done) {
@@ -222,6 +223,9 @@ func (p *Paired[DB]) BeginCompletion(ctx context.Context, c store.Claim, token i
 	case rec != nil && rec.State == store.Completed:
 		p.settle(ctx, c.ID, token, rec)
 		return nil, &store.CompletedError{Record: *rec}
+	case rec != nil && rec.State == store.Expired:
+		// The database remembers the key (a tombstone): the request ran before.
+		return nil, &store.CompletedError{Record: *rec}
 	case rec != nil:
 		return nil, store.ErrBusy
 	}
@@ -237,7 +241,9 @@ func (p *Paired[DB]) settle(ctx context.Context, id store.ID, token int64, rec *
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return p.r.complete(ctx, id, token, rec, nil, rec.RetentionLeft) == nil
+	// The database keeps the record's tombstone: Redis's copy needs none (a key Redis no
+	// longer has is looked up in the database).
+	return p.r.complete(ctx, id, token, rec, nil, store.Claim{Retention: rec.RetentionLeft}) == nil
 }
 
 // release frees the Redis claim held under token, best effort (it ends with its lease anyway).
@@ -276,7 +282,7 @@ func (t *pairedTx[DB]) Commit(ctx context.Context, resp store.Response) error {
 		resp = store.KeptResponse(t.Tx, resp)
 		t.kept = &resp
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		_ = t.p.r.Complete(cctx, t.claim.ID, t.token, resp, t.claim.Retention)
+		_ = t.p.r.Complete(cctx, t.claim, t.token, resp)
 		cancel()
 		return nil
 	case errors.As(err, &done):

@@ -2,9 +2,9 @@ package redisstore
 
 import "github.com/redis/rueidis"
 
-// The lease store's Lua scripts, all of them. Each touches exactly one key, KEYS[1], the
-// record's hash, so it runs on the node that owns the key's slot (Redis Cluster) and is atomic
-// there. Every clock decision uses the server's TIME; durations travel as integer microseconds.
+// The lease store's Lua scripts, all of them. Each touches the record's keys only: KEYS[1], the
+// record's hash, and KEYS[2], its tombstone (tombstoneName), which share a hash tag, so each
+// script runs on the node that owns their slot (Redis Cluster) and is atomic there. Every clock decision uses the server's TIME; durations travel as integer microseconds.
 //
 // The record's hash fields:
 //
@@ -19,8 +19,14 @@ import "github.com/redis/rueidis"
 //	    {"l": label, "k": provider key, "a": amount, "c": currency, "t": µs}, in start order
 //	u   running only: why it is uncertain (store.Uncertainty, decimal)   ua  when it was marked, µs
 //
-// The key's own expiry (PEXPIRE) does what a sweeper would: a completed record vanishes when its
-// retention ends (the key is new again); a running record is kept, whatever its retention, until
+// The tombstone is a string, written with the completion when the operation keeps one and
+// expiring when its horizon ends: the status class, ':', the completion time (µs), ':', then the
+// fingerprint's 2-byte version and its sum's first 16 bytes (store.TombstoneSumBytes). A key
+// without a record but with a tombstone is answered with it (state "x").
+//
+// The keys' own expiry (PEXPIRE) does what a sweeper would: a completed record vanishes when its
+// retention ends (its tombstone answers for the key until its own expiry, then the key is new
+// again); a running record is kept, whatever its retention, until
 // the abandon delay has passed after its lease's end (the "abandon µs" argument of the scripts
 // that move a lease), so its owner can still complete it and no other request sees the key as
 // new.
@@ -47,6 +53,13 @@ local function record(k, now)
   if v[3] == 'r' then left = tonumber(v[5]) - now end
   return {v[1], v[2], v[3], v[4], fmt(left), redis.call('PTTL', k), v[6] or '', v[7] or '', v[8] or '', v[9] or ''}
 end
+-- tomb: the key's tombstone as a record reply {"", "", "x", "0", "0", pttl ms, value, "", "", ""},
+-- or nil when there is none.
+local function tomb(k)
+  local v = redis.call('GET', k)
+  if not v then return nil end
+  return {'', '', 'x', '0', '0', redis.call('PTTL', k), v, '', '', ''}
+end
 -- held: whether the record is running under token tok.
 local function held(k, tok)
   local v = redis.call('HMGET', k, 's', 't')
@@ -54,18 +67,18 @@ local function held(k, tok)
 end
 `
 
-// scriptGet returns the live record, or an empty array.
+// scriptGet returns the live record, else the tombstone, or an empty array.
 var scriptGet = rueidis.NewLuaScript(prelude + `
-return record(KEYS[1], now_us()) or {}
+return record(KEYS[1], now_us()) or tomb(KEYS[2]) or {}
 `)
 
 // scriptReserve claims the key (ARGV: operation, fingerprint, lease µs, abandon µs) and
-// returns the new token as a string, or returns the live record. The token is the server's
+// returns the new token as a string, or returns the live record, or the key's tombstone. The token is the server's
 // clock in µs: larger than any earlier claim's of the key, even one whose record has expired
 // and vanished, as long as the server's clock does not step back.
 var scriptReserve = rueidis.NewLuaScript(prelude + `
 local now = now_us()
-local r = record(KEYS[1], now)
+local r = record(KEYS[1], now) or tomb(KEYS[2])
 if r then return r end
 local l = now + tonumber(ARGV[3])
 local tok = fmt(now)
@@ -106,17 +119,23 @@ return 1
 `)
 
 // scriptComplete stores a response in the record running under ARGV[1] and makes it completed
-// for ARGV[8] µs. ARGV: token, operation and fingerprint ("" keeps the record's own), status,
-// headers, body, omitted ("1"/"0"), retention µs. 1, or 0 when the record is not held under
-// that token. The paired store also settles a running record into the completed record the
+// for ARGV[8] µs, and writes its tombstone for ARGV[9] µs (none when 0). ARGV: token, operation
+// and fingerprint ("" keeps the record's own), status, headers, body, omitted ("1"/"0"),
+// retention µs, tombstone µs. 1, or 0 when the record is not held under that token. The paired store also settles a running record into the completed record the
 // database holds, which may name another operation or request: hence the operation and
 // fingerprint.
 var scriptComplete = rueidis.NewLuaScript(prelude + `
 if not held(KEYS[1], ARGV[1]) then return 0 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', ARGV[3]) end
-redis.call('HSET', KEYS[1], 's', 'c', 'rs', ARGV[4], 'rh', ARGV[5], 'rb', ARGV[6], 'ro', ARGV[7], 'da', fmt(now_us()))
+local now = now_us()
+redis.call('HSET', KEYS[1], 's', 'c', 'rs', ARGV[4], 'rh', ARGV[5], 'rb', ARGV[6], 'ro', ARGV[7], 'da', fmt(now))
 redis.call('HDEL', KEYS[1], 'l', 'u', 'ua')
 redis.call('PEXPIRE', KEYS[1], ms(tonumber(ARGV[8])))
+if tonumber(ARGV[9]) > 0 then
+  local f = redis.call('HGET', KEYS[1], 'f')
+  local class = math.floor(tonumber(ARGV[4]) / 100)
+  redis.call('SET', KEYS[2], class .. ':' .. fmt(now) .. ':' .. string.sub(f, 1, 18), 'PX', ms(tonumber(ARGV[9])))
+end
 return 1
 `)
 

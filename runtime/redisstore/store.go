@@ -29,10 +29,12 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -113,7 +115,12 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) key(id store.ID) []string { return []string{keyName(s.prefix, id)} }
+// key is what every script is given: the record's hash, and its tombstone's key in the same
+// hash slot.
+func (s *Store) key(id store.ID) []string {
+	k := keyName(s.prefix, id)
+	return []string{k, tombstoneName(k)}
+}
 
 // Get returns the key's live record; found is false when there is none (completed records
 // vanish when their retention ends). Errors are Redis's or the network's, wrapped.
@@ -196,14 +203,17 @@ func (s *Store) extendAtLeast(ctx context.Context, id store.ID, token int64, d t
 }
 
 // Complete stores resp in the record held under token and makes it completed, replaying for
-// retention from the server's now; store.ErrLost when token no longer holds the record.
-func (s *Store) Complete(ctx context.Context, id store.ID, token int64, resp store.Response, retention time.Duration) error {
-	return s.complete(ctx, id, token, nil, &resp, retention)
+// c.Retention from the server's now, then remembered by its tombstone (a second key in the
+// record's hash slot, tombstoneName) until c.Tombstone from now; store.ErrLost when token no
+// longer holds the record.
+func (s *Store) Complete(ctx context.Context, c store.Claim, token int64, resp store.Response) error {
+	return s.complete(ctx, c.ID, token, nil, &resp, c)
 }
 
-// complete is Complete; with rec set, the record becomes rec (its operation and fingerprint
-// too), for the paired store's repairs.
-func (s *Store) complete(ctx context.Context, id store.ID, token int64, rec *store.Record, resp *store.Response, retention time.Duration) error {
+// complete is Complete for the record of id, kept as c says (Retention, Tombstone); with rec
+// set, the record becomes rec (its operation and fingerprint too), for the paired store's
+// repairs.
+func (s *Store) complete(ctx context.Context, id store.ID, token int64, rec *store.Record, resp *store.Response, c store.Claim) error {
 	op, fp := "", ""
 	if rec != nil {
 		op, fp, resp = rec.Operation, fingerprintBytes(rec.Fingerprint), &rec.Response
@@ -212,8 +222,12 @@ func (s *Store) complete(ctx context.Context, id store.ID, token int64, rec *sto
 	if resp.BodyOmitted {
 		omitted, body = "1", ""
 	}
+	tomb := "0"
+	if c.Tombstone > c.Retention {
+		tomb = micros(c.Tombstone)
+	}
 	return s.cas(ctx, "complete", scriptComplete, id, strconv.FormatInt(token, 10), op, fp,
-		strconv.Itoa(resp.Status), string(resp.Header), body, omitted, micros(retention))
+		strconv.Itoa(resp.Status), string(resp.Header), body, omitted, micros(c.Retention), tomb)
 }
 
 // Release deletes the record held under token, so the key is new again; a record no longer held
@@ -312,6 +326,27 @@ func parseToken(m *rueidis.RedisMessage) (int64, error) {
 	return tok, nil
 }
 
+// parseTombstone reads a tombstone's value, written by scriptComplete: the status class (one
+// digit), ':', the completion time in µs of the server's clock, ':', then the fingerprint's
+// 2-byte version and first store.TombstoneSumBytes bytes of its sum; pttl is the key's time to
+// live in ms.
+func parseTombstone(v string, pttl int64) (store.Record, bool, error) {
+	class, rest, ok1 := strings.Cut(v, ":")
+	at, fp, ok2 := strings.Cut(rest, ":")
+	n, err1 := strconv.Atoi(class)
+	us, err2 := strconv.ParseInt(at, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || len(fp) != 2+store.TombstoneSumBytes {
+		return store.Record{}, false, errFormat
+	}
+	rec := store.Record{State: store.Expired, StatusClass: n, CompletedAt: time.UnixMicro(us).UTC()}
+	rec.Fingerprint.Version = binary.BigEndian.Uint16([]byte(fp[:2]))
+	copy(rec.Fingerprint.Sum[:], fp[2:])
+	if pttl > 0 {
+		rec.ForgetLeft = time.Duration(pttl) * time.Millisecond
+	}
+	return rec, true, nil
+}
+
 // parseRecord reads the reply of prelude's record(): found is false for an empty array.
 func parseRecord(m *rueidis.RedisMessage) (rec store.Record, found bool, err error) {
 	a, err := m.ToArray()
@@ -332,6 +367,14 @@ func parseRecord(m *rueidis.RedisMessage) (rec store.Record, found bool, err err
 		if f[i], err = a[i].ToString(); err != nil {
 			return rec, false, errFormat
 		}
+	}
+	if f[2] == "x" {
+		// A tombstone (prelude's tomb): f[6] is its value, the PTTL its horizon left.
+		pttl, err := a[5].AsInt64()
+		if err != nil {
+			return rec, false, errFormat
+		}
+		return parseTombstone(f[6], pttl)
 	}
 	rec.Operation = f[0]
 	if rec.Fingerprint, err = parseFingerprint(f[1]); err != nil {

@@ -27,7 +27,7 @@ func newPG(t *testing.T) *pgstore.Store {
 func emptied(pg *pgstore.Store) func(t *testing.T) *pgstore.Store {
 	return func(t *testing.T) *pgstore.Store {
 		t.Helper()
-		if _, err := pg.Pool().Exec(context.Background(), "TRUNCATE idempotency_records, idempotency_provider_calls"); err != nil {
+		if _, err := pg.Pool().Exec(context.Background(), "TRUNCATE idempotency_records, idempotency_provider_calls, idempotency_tombstones"); err != nil {
 			t.Fatal(err)
 		}
 		return pg
