@@ -63,13 +63,15 @@ func newRecordsCmd() *cobra.Command {
 		Long: `Read the idempotency store of a running service, as support staff need it, and print
 JSON (records uncertain: a table unless --format json). Nothing is written.
 
-  idemgen records get   the records a tenant's key names: state, operation, fingerprint
-                        version, stored status and headers, Location, created, completed and
-                        expiry times, the lease and until when it runs, and the tenant_hash
-                        and key_hash that the service's log lines carry
+  idemgen records get   the records a tenant's key names: state (completed, running,
+                        uncertain, tombstone, expired), operation, fingerprint version,
+                        stored status and headers, Location, created, completed and expiry
+                        times, until when a tombstone remembers the key, the lease and until
+                        when it runs, and the tenant_hash and key_hash that the service's
+                        log lines carry
   idemgen records stats counts by state and operation, the oldest running claim, stale
-                        claims, uncertain records, bytes stored, expired records not yet
-                        swept (reads every row)
+                        claims, uncertain records, tombstones, bytes stored, expired records
+                        and tombstones not yet swept (reads every row)
   idemgen records uncertain
                         the lease-mode records whose outcome is uncertain, with their
                         provider keys (a table, or JSON with --format json)
@@ -172,11 +174,12 @@ it is UTF-8). docs/cli.md shows the output.`,
 func newRecordsStatsCmd(rf *recordsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stats",
-		Short: "Print counts by state and operation, the oldest running claim, bytes stored and expired records not yet swept, as JSON",
+		Short: "Print counts by state and operation, the oldest running claim, tombstones, bytes stored and expired records not yet swept, as JSON",
 		Long: `Print a summary of the idempotency store as JSON: running, completed and stale running
 (lease ended) records, the oldest running claim, expired records not yet swept and the oldest
-of them, bytes of stored responses and of the table with its indexes, and the same counts per
-operation. It reads every row: run it against a replica when the table is large.`,
+of them, the tombstones that remember keys after their retention ("tombstones") and those past
+their horizon not yet swept ("tombstones_not_swept"), bytes of stored responses and of the
+tables with their indexes, and the counts per operation. It reads every row: run it against a replica when the table is large.`,
 		Example: `  idemgen records stats --dsn "$DSN"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

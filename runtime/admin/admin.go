@@ -477,6 +477,8 @@ func view(rec RecordInfo, bodyAsked bool) recordView {
 		v.StateLabel = "running: the first request has not finished"
 	case "uncertain":
 		v.StateLabel = "uncertain (" + strings.ReplaceAll(rec.Uncertain, "_", " ") + "): provider calls were made and no completion is known"
+	case "tombstone":
+		v.StateLabel = fmt.Sprintf("tombstone: the %dxx answer is gone; a retry gets 410 result-expired and does not run again", rec.StatusClass)
 	case "expired":
 		v.StateLabel = "expired: the key counts as new; the record waits for the sweeper"
 	}

@@ -479,3 +479,43 @@ func TestLookupScopePath(t *testing.T) {
 		t.Errorf("a lookup without the path found %+v %v", recs, err)
 	}
 }
+
+// A key remembered by its tombstone after its record's retention is found by the lookup and on
+// the support page, as a tombstone: its status class, when it completed, until when it is
+// remembered, and what a retry gets, whether or not the sweeper deleted the expired row.
+func TestLookupTombstone(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	if r, err := s.post("/v1/payments", payKey); err != nil || r.StatusCode != http.StatusCreated {
+		t.Fatalf("payment: %v %v", r, err)
+	}
+	if _, err := s.st.Pool().Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, swept := range []bool{false, true} {
+		if swept {
+			if _, err := (&pgstore.Sweeper{Pool: s.st.Pool()}).SweepOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs, err := admin.Lookup(ctx, s.st, tenant, payKey, admin.LookupOptions{})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("swept %v: %d records, %v", swept, len(recs), err)
+		}
+		r := recs[0]
+		if r.State != "tombstone" || r.StatusClass != 2 || r.ForgetAt == nil || r.CompletedAt == nil || !r.ForgetAt.After(r.ReadAt.Add(29*24*time.Hour)) || r.Status != 0 {
+			t.Errorf("swept %v: %+v, want a tombstone of a 2xx remembered for 30 days", swept, r)
+		}
+	}
+	resp, err := s.srv.Client().PostForm(s.srv.URL+"/admin/", url.Values{"tenant": {tenant}, "key": {payKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`data-state="tombstone"`, "410 result-expired", "2xx (the response is gone)"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the support page does not show %q:\n%s", want, page)
+		}
+	}
+}

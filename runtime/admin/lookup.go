@@ -65,9 +65,17 @@ type RecordInfo struct {
 	// Operation is the operation ID whose request claimed the key.
 	Operation string `json:"operation"`
 	// State is "completed", "running" (a lease-mode claim whose handler has not finished),
-	// "uncertain" (running, and its outcome is uncertain: see Uncertain) or "expired" (past
-	// ExpiresAt: the key counts as new; the row waits for the sweeper).
+	// "uncertain" (running, and its outcome is uncertain: see Uncertain), "tombstone" (past
+	// ExpiresAt, its response gone, but the key remembered until ForgetAt: a retry gets 410
+	// result-expired and does not run again) or "expired" (the key counts as new; what is left
+	// waits for the sweeper).
 	State string `json:"state"`
+	// StatusClass is a tombstone's stored status class (2 for a 2xx; its status itself is
+	// gone with the response); ForgetAt is when the key stops being remembered (completed
+	// records and tombstones of operations that keep tombstones). A tombstone's Fingerprint
+	// holds the first 16 bytes of the request's fingerprint, the rest zero.
+	StatusClass int        `json:"status_class,omitempty"`
+	ForgetAt    *time.Time `json:"forget_at,omitempty"`
 	// Uncertain says why a running record's outcome is uncertain (store.Uncertainty's names:
 	// "lease_ended", "completion_failed", "outcome_unknown", "taken_over"): its call phase
 	// recorded provider calls (Lease.ProviderCall) that may have reached the provider, and no
@@ -134,7 +142,8 @@ type ProviderCallInfo struct {
 // records of operations with scope headers that opts allows (see LookupOptions). key is the key as the client sent it; an RFC 8941 quoted
 // form ("abc") is the key abc, as for requests. Records are returned tenant-wide first, then by
 // operation; expired records that the sweeper has not deleted yet are included (State
-// "expired"). When nothing is found the slice is empty and the error nil. Errors: ErrNoInspector,
+// "expired"), and so are keys remembered by a tombstone after their record's retention (State
+// "tombstone"). When nothing is found the slice is empty and the error nil. Errors: ErrNoInspector,
 // ErrLookupInvalid (an empty or malformed key), or the store's error (wrapped).
 func Lookup(ctx context.Context, st store.Store, tenant, key string, opts LookupOptions) ([]RecordInfo, error) {
 	in, ok := st.(store.Inspector)
@@ -324,9 +333,19 @@ func recordInfo(sn *store.Snapshot, tenant string, scopeHeaders map[string]strin
 	r.TenantHash, _ = runtime.LogDigests(tenant, "")
 	_, r.KeyHash = runtime.LogDigests(sn.ID.Scope, key)
 	r.RecordRef = sn.Ref
+	if !sn.ForgetAt.IsZero() {
+		t := sn.ForgetAt.UTC()
+		r.ForgetAt = &t
+	}
 	switch {
 	case !sn.Live:
 		r.State = "expired"
+	case sn.State == store.Expired:
+		r.State, r.StatusClass = "tombstone", sn.StatusClass
+		if !sn.CompletedAt.IsZero() {
+			t := sn.CompletedAt.UTC()
+			r.CompletedAt = &t
+		}
 	case sn.State == store.Running && sn.Uncertain != store.NotUncertain:
 		r.State = "uncertain"
 		r.Uncertain = sn.Uncertain.String()
