@@ -6,12 +6,15 @@
 // tenant or a key):
 //   - idemgen_requests_total{operation, mode, outcome}: counter of runtime.Outcome events. The
 //     409 rate is outcome="conflict", the replay share outcome="replayed", mismatches
-//     outcome="mismatch" and store errors (503) outcome="store_error".
+//     outcome="mismatch", store errors (503) outcome="store_error", and late retries refused by
+//     their key's tombstone (410) outcome="result_expired".
 //   - idemgen_claim_duration_seconds{operation, mode}: histogram of claim latency, in seconds.
 //   - idemgen_execution_duration_seconds{operation, outcome}: histogram, in seconds, of how long
 //     the request that claimed a key held it (the first owner's execution time:
 //     runtime.ExecutionObserver).
 //   - idemgen_swept_records_total: counter of expired records deleted by sweepers.
+//   - idemgen_swept_tombstones_total: counter of tombstones past their horizon deleted by
+//     sweepers (store.SweepObserver).
 //   - idemgen_sweeps_total{outcome}: counter of sweeps, outcome "ok" or "error"
 //     (store.SweepObserver).
 //   - idemgen_sweeper_last_success_timestamp_seconds: gauge, Unix time of the last sweep that
@@ -55,6 +58,7 @@ type Observer struct {
 	claims      *prometheus.HistogramVec
 	executions  *prometheus.HistogramVec
 	swept       prometheus.Counter
+	sweptTombs  prometheus.Counter
 	sweeps      *prometheus.CounterVec
 	lastSuccess prometheus.Gauge
 	lag         prometheus.Gauge
@@ -98,6 +102,10 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Name: "idemgen_swept_records_total",
 			Help: "Expired idempotency records deleted by sweepers.",
 		}),
+		sweptTombs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idemgen_swept_tombstones_total",
+			Help: "Tombstones past their horizon (keys no longer remembered after their retention) deleted by sweepers.",
+		}),
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgen_sweeps_total",
 			Help: "Sweeps of expired idempotency records, by outcome (ok, error).",
@@ -125,7 +133,7 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 		staleOps:     map[string]bool{},
 		uncertainOps: map[string]bool{},
 	}
-	for _, c := range []prometheus.Collector{o.outcomes, o.claims, o.executions, o.swept, o.sweeps, o.lastSuccess, o.lag, o.stale, o.uncertain, o.marked} {
+	for _, c := range []prometheus.Collector{o.outcomes, o.claims, o.executions, o.swept, o.sweptTombs, o.sweeps, o.lastSuccess, o.lag, o.stale, o.uncertain, o.marked} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register idemgen metrics: %w", err)
 		}
@@ -157,6 +165,7 @@ func (o *Observer) Swept(rows int64) { o.swept.Add(float64(rows)) }
 // SweepDone records one sweep: its outcome, and when the backlog was sampled, the sweeper's lag
 // and the stale running claims by operation (operations absent from the sample are set to 0).
 func (o *Observer) SweepDone(r store.SweepReport) {
+	o.sweptTombs.Add(float64(r.Tombstones))
 	if r.Err != nil {
 		o.sweeps.WithLabelValues("error").Inc()
 	} else {

@@ -63,7 +63,7 @@ func TestObserverSweepReports(t *testing.T) {
 	}
 	o.Execution("createPayment", runtime.ModeAtomic, runtime.OutcomeExecuted, 40*time.Millisecond)
 	o.SweepDone(store.SweepReport{Sampled: true, Lag: 90 * time.Second, StaleRunning: map[string]int64{"charge": 3, "refund": 1}})
-	o.SweepDone(store.SweepReport{Sampled: true, Lag: 0, StaleRunning: map[string]int64{"charge": 2}})
+	o.SweepDone(store.SweepReport{Sampled: true, Lag: 0, StaleRunning: map[string]int64{"charge": 2}, Tombstones: 7})
 	o.SweepDone(store.SweepReport{Err: errors.New("connection refused")})
 
 	want := `
@@ -74,12 +74,15 @@ idemgen_stale_running_records{operation="refund"} 0
 # HELP idemgen_sweeper_lag_seconds How long ago the oldest expired idempotency record still present expired, sampled after each sweep; 0 when the sweeper has caught up.
 # TYPE idemgen_sweeper_lag_seconds gauge
 idemgen_sweeper_lag_seconds 0
+# HELP idemgen_swept_tombstones_total Tombstones past their horizon (keys no longer remembered after their retention) deleted by sweepers.
+# TYPE idemgen_swept_tombstones_total counter
+idemgen_swept_tombstones_total 7
 # HELP idemgen_sweeps_total Sweeps of expired idempotency records, by outcome (ok, error).
 # TYPE idemgen_sweeps_total counter
 idemgen_sweeps_total{outcome="error"} 1
 idemgen_sweeps_total{outcome="ok"} 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "idemgen_stale_running_records", "idemgen_sweeper_lag_seconds", "idemgen_sweeps_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "idemgen_stale_running_records", "idemgen_sweeper_lag_seconds", "idemgen_swept_tombstones_total", "idemgen_sweeps_total"); err != nil {
 		t.Fatal(err)
 	}
 	if v := testutil.ToFloat64(o.lastSuccess); v < float64(time.Now().Add(-time.Minute).Unix()) {
