@@ -33,6 +33,10 @@ type contractView struct {
 	Async []string
 	// AnyNulls: some operation reads null as "clear it" (contractOp.Nulls).
 	AnyNulls bool
+	// Tombstones: some operation remembers its keys after the retention (tombstone), so a
+	// late retry gets 410 result-expired; MinTombstone is the shortest such horizon.
+	Tombstones   bool
+	MinTombstone string
 }
 
 type contractOp struct {
@@ -61,7 +65,7 @@ type contractOp struct {
 // runtime answers with.
 func Contract(doc *model.Document) ([]byte, error) {
 	v := contractView{Title: doc.Title, Version: doc.Version, DefaultStatuses: statusWords(defaults.Statuses())}
-	var minRet time.Duration
+	var minRet, minTomb time.Duration
 	limits := map[int64]bool{}
 	for _, op := range doc.Operations {
 		s := op.Settings
@@ -107,6 +111,9 @@ func Contract(doc *model.Document) ([]byte, error) {
 		} else if s.Retention != minRet {
 			v.MixedRetention = true
 		}
+		if s.Tombstone > 0 && (minTomb == 0 || s.Tombstone < minTomb) {
+			minTomb = s.Tombstone
+		}
 		limits[s.BodyLimit] = true
 		if slices.Contains(op.Responses, "202") {
 			v.Async = append(v.Async, op.ID)
@@ -114,6 +121,9 @@ func Contract(doc *model.Document) ([]byte, error) {
 		v.Ops = append(v.Ops, o)
 	}
 	v.MinRetention = model.DurationText(minRet)
+	if minTomb > 0 {
+		v.Tombstones, v.MinTombstone = true, model.DurationText(minTomb)
+	}
 	var ls []string
 	for _, op := range doc.Operations {
 		if l := fmtSize(op.Settings.BodyLimit); !contains(ls, l) {
@@ -123,6 +133,7 @@ func Contract(doc *model.Document) ([]byte, error) {
 	v.BodyLimit = strings.Join(ls, " or ")
 	if len(doc.Operations) == 0 {
 		v.MinRetention, v.BodyLimit = model.DurationText(defaults.Retention), fmtSize(defaults.BodyLimit)
+		v.Tombstones, v.MinTombstone = true, model.DurationText(defaults.Tombstone)
 	}
 	row := contractRow(doc)
 	return execute(templates.Contract, v, template.FuncMap{"status": func(name string) (int, error) { return problemStatus(row, name) }})

@@ -26,7 +26,8 @@ import (
 //   - the Idempotent-Replayed and Idempotency-Key-Expires response headers on every declared
 //     response a replay can repeat;
 //   - the responses the runtime answers itself, where the operation declares none for the
-//     code: 400, 409 and 503 (with Retry-After), 412 (OASIS Repeatability-First-Sent only),
+//     code: 400, 409 and 503 (with Retry-After), 410 (operations that keep tombstones), 412
+//     (OASIS Repeatability-First-Sent only),
 //     413, 415, 422 (400 under profile stripe), 429, with the error schema in use (RFC 9457
 //     problem details, or Stripe's error envelope under profile stripe), or, under an errors
 //     mapping, each problem at the status and in the schema the mapping answers it with;
@@ -419,6 +420,7 @@ var problemMeanings = map[string]string{
 	defaults.ProblemBodyInvalid:          "the request does not match its schema (body-invalid); nothing ran and nothing was stored",
 	defaults.ProblemInFlight:             "a request with this idempotency key is still running (in-flight): retry after Retry-After seconds with the same key",
 	defaults.ProblemKeyExpired:           "the first attempt (Repeatability-First-Sent) is older than the server keeps requests for (key-expired): send a new request with a new key",
+	defaults.ProblemResultExpired:        "a request with this idempotency key completed and its answer is no longer kept (result-expired): it does not run again; look up its outcome, and send a new request with a new key",
 	defaults.ProblemBodyTooLarge:         "the body is larger than the operation accepts (body-too-large); nothing ran",
 	defaults.ProblemMediaTypeUnsupported: "the Content-Type or Content-Encoding is not one the operation declares (media-type-unsupported); nothing ran",
 	defaults.ProblemPayloadMismatch:      "the idempotency key was used with another request (payload-mismatch): nothing ran; send a new key for a new request",
@@ -428,11 +430,13 @@ var problemMeanings = map[string]string{
 
 // declaredProblems are the runtime/defaults entries of the problems whose answers op's
 // annotated spec declares, in the order of their default statuses: those problemMeanings
-// describes, key-expired only where Repeatability-First-Sent is checked.
+// describes, key-expired only where Repeatability-First-Sent is checked, result-expired only
+// where the operation keeps tombstones.
 func declaredProblems(op *model.Operation) []defaults.Problem {
 	var ps []defaults.Problem
 	for _, p := range defaults.Problems() {
-		if _, ok := problemMeanings[p.Name]; !ok || (p.Name == defaults.ProblemKeyExpired && op.Settings.Key.FirstSent == "") {
+		if _, ok := problemMeanings[p.Name]; !ok || (p.Name == defaults.ProblemKeyExpired && op.Settings.Key.FirstSent == "") ||
+			(p.Name == defaults.ProblemResultExpired && op.Settings.Tombstone == 0) {
 			continue
 		}
 		ps = append(ps, p)

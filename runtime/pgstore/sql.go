@@ -60,11 +60,13 @@ func tombstoneCTE(rec string) string {
 // columns (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class,
 // fingerprint), which yields no row when the operation keeps no tombstone. A tombstone the key
 // still has (one past its horizon that the sweeper has not deleted yet, or one of an earlier
-// record of the key) is replaced.
+// record of the key) is replaced. The conflict names the primary key by its constraint, so the
+// statement is the same on the plain table and where the key is (scope_id, key_id), as Citus
+// needs it (docs/distributed.md).
 func tombstoneInsert(src string) string {
 	return `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
 	` + src + `
-	ON CONFLICT (key_id) DO UPDATE SET scope_id = EXCLUDED.scope_id, completed_at = EXCLUDED.completed_at, forget_at = EXCLUDED.forget_at,
+	ON CONFLICT ON CONSTRAINT idempotency_tombstones_pkey DO UPDATE SET scope_id = EXCLUDED.scope_id, completed_at = EXCLUDED.completed_at, forget_at = EXCLUDED.forget_at,
 		fingerprint_version = EXCLUDED.fingerprint_version, status_class = EXCLUDED.status_class, fingerprint = EXCLUDED.fingerprint`
 }
 

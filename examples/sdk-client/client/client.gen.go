@@ -80,7 +80,7 @@ func (e PlaceOrderParamsInclude) Valid() bool {
 	}
 }
 
-// IdempotencyProblem RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, key-expired, body-too-large, media-type-unsupported, payload-mismatch, rate-limited, store-unavailable).
+// IdempotencyProblem RFC 9457 problem details, as the idempotency runtime writes them (runtime.ProblemJSON): type names the case (key-missing, key-invalid, body-invalid, in-flight, result-expired, key-expired, body-too-large, media-type-unsupported, payload-mismatch, rate-limited, store-unavailable).
 type IdempotencyProblem struct {
 	// Detail what went wrong with this request
 	Detail *string `json:"detail,omitempty"`
@@ -775,6 +775,8 @@ type CreatePetResponse struct {
 	ApplicationproblemJSON400 *IdempotencyProblem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *IdempotencyProblem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *IdempotencyProblem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *IdempotencyProblem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -803,6 +805,11 @@ func (r CreatePetResponse) GetApplicationproblemJSON400() *IdempotencyProblem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreatePetResponse) GetApplicationproblemJSON409() *IdempotencyProblem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r CreatePetResponse) GetApplicationproblemJSON410() *IdempotencyProblem {
+	return r.ApplicationproblemJSON410
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -887,6 +894,8 @@ type PlaceOrderResponse struct {
 	ApplicationproblemJSON400 *IdempotencyProblem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *IdempotencyProblem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *IdempotencyProblem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *IdempotencyProblem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -915,6 +924,11 @@ func (r PlaceOrderResponse) GetApplicationproblemJSON400() *IdempotencyProblem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r PlaceOrderResponse) GetApplicationproblemJSON409() *IdempotencyProblem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r PlaceOrderResponse) GetApplicationproblemJSON410() *IdempotencyProblem {
+	return r.ApplicationproblemJSON410
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -1077,6 +1091,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest IdempotencyProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest IdempotencyProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -1197,6 +1218,13 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest IdempotencyProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest IdempotencyProblem

@@ -34,6 +34,7 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemBodyTooLarge,
 		runtime.ProblemKeyExpired,
 		runtime.ProblemMediaTypeUnsupported,
+		runtime.ProblemResultExpired,
 		runtime.ProblemUnauthenticated:
 		doc = problemError{Error: problemErrorError{
 			Message: p.Message(),

@@ -31,7 +31,8 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemKeyExpired,
 		runtime.ProblemKeyInvalid,
 		runtime.ProblemKeyMissing,
-		runtime.ProblemMediaTypeUnsupported:
+		runtime.ProblemMediaTypeUnsupported,
+		runtime.ProblemResultExpired:
 		doc = problemError{
 			Code:     20001,
 			Message:  p.Message(),

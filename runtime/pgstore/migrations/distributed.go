@@ -33,6 +33,9 @@ var CitusTables = []DistributedTable{
 	{Table: "idempotency_provider_calls", PrimaryKey: "scope_id, provider_key",
 		Indexes: [][2]string{{"idempotency_provider_calls_provider_key_idx", "provider_key"}}},
 	{Table: "idempotency_resolutions", PrimaryKey: "scope_id, key_id, fencing_token, provider_key"},
+	// A key's tombstone lives with its record: the statements that write and read it name both
+	// digests and route to the record's shard; the upsert names the key by its constraint.
+	{Table: "idempotency_tombstones", PrimaryKey: "scope_id, key_id"},
 }
 
 // DistributionColumn is the column every idemgen table is distributed by.
