@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-scale bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
+.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-scale bench-tombstones bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,10 @@ bench-replay: ## issue 41's table on a quiet machine: replay, new key (Limits.Re
 bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out
 	./scripts/with-postgres.sh go run ./bench/cmd/benchscale -records 10000000 | tee bench/out/scale.md
+
+bench-tombstones: ## tombstones at 10 million: bytes per tombstone, a new key with and without one, lookups, the sweeper's cost (not CI: about 15 minutes on 2 cores); writes bench/out/tombstones.md
+	mkdir -p bench/out
+	./scripts/with-postgres.sh go run ./bench/cmd/benchtombstones -tombstones 10000000 | tee bench/out/tombstones.md
 
 bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 10,000,000 records (not CI: about 25 minutes on this machine, most of it the fill); writes bench/out/reconcile.md
 	mkdir -p bench/out

@@ -125,6 +125,11 @@ log=$(mktemp)
 if ! go run ./bench/cmd/benchscale -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
 rm -f "$log"
 
+echo "== tombstones benchmark, short mode (20,000 tombstones; checks it runs)"
+log=$(mktemp)
+if ! go run ./bench/cmd/benchtombstones -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
+rm -f "$log"
+
 echo "== reconciliation benchmark, short mode (20,000 records, 5,000 report lines; checks it runs and finds what it planted)"
 log=$(mktemp)
 if ! go run ./bench/cmd/benchreconcile -short >"$log" 2>&1; then cat "$log"; rm -f "$log"; exit 1; fi
