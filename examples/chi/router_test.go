@@ -24,3 +24,10 @@ func TestCases(t *testing.T) {
 func TestConform(t *testing.T) {
 	conformancetest.Conform(t, "../..", service)
 }
+
+// TestNewcomer: a client whose attempts (1 s) are shorter than the handler (2 s) succeeds, with
+// one payment: the operation its first attempt started finishes after it disconnected
+// (conformancetest.Newcomer, issue 39).
+func TestNewcomer(t *testing.T) {
+	conformancetest.Newcomer(t, service)
+}

@@ -31,3 +31,10 @@ func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
 	os.Exit(m.Run())
 }
+
+// TestNewcomer: a client whose attempts (1 s) are shorter than the handler (2 s) succeeds, with
+// one payment: the operation its first attempt started finishes after it disconnected
+// (conformancetest.Newcomer, issue 39).
+func TestNewcomer(t *testing.T) {
+	conformancetest.Newcomer(t, service)
+}

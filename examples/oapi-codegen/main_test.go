@@ -23,3 +23,10 @@ func TestConform(t *testing.T) {
 func service(env conformancetest.Env) (http.Handler, error) {
 	return NewHandler(env.DB, env.Store, env.Provider, env.Logger)
 }
+
+// TestNewcomer: a client whose attempts (1 s) are shorter than the handler (2 s) succeeds, with
+// one payment: the operation its first attempt started finishes after it disconnected
+// (conformancetest.Newcomer, issue 39).
+func TestNewcomer(t *testing.T) {
+	conformancetest.Newcomer(t, service)
+}
