@@ -49,7 +49,7 @@ func TestReconcileCommands(t *testing.T) {
 	}
 	for _, key := range []string{"k-matched-000000000001", "k-failed-0000000000001"} {
 		c, token := started(key, time.Minute)
-		if err := st.Complete(ctx, c.ID, token, store.Response{Status: 201}, time.Hour); err != nil {
+		if err := st.Complete(ctx, withHour(c), token, store.Response{Status: 201}); err != nil {
 			t.Fatal(err)
 		}
 	}

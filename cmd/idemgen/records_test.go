@@ -42,7 +42,7 @@ func TestRecordsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Complete(ctx, c.ID, r.Token, store.Response{Status: 201, Header: []byte(`{"Location":["/v1/payments/9"]}`), Body: []byte(`{"id":9}`)}, time.Hour); err != nil {
+	if err := st.Complete(ctx, withHour(c), r.Token, store.Response{Status: 201, Header: []byte(`{"Location":["/v1/payments/9"]}`), Body: []byte(`{"id":9}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Reserve(ctx, claim("captureCharge k-cli-0000000000000001", "captureCharge")); err != nil {
@@ -127,4 +127,10 @@ func TestRecordsCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, errOut)
 		}
 	}
+}
+
+// withHour is c with a retention of an hour (and no tombstone).
+func withHour(c store.Claim) store.Claim {
+	c.Retention = time.Hour
+	return c
 }
