@@ -102,14 +102,30 @@ func run(ctx context.Context, server string, cfg config) error {
 	warm := cfg
 	warm.duration = cfg.duration / 5
 	_ = measure(ctx, warm, newKeys(st, "warm", 720*time.Hour))
-	var with, without []float64
+	var with, without, ratios []float64
+	var walWith, walWithout, opsWith, opsWithout int64
+	walled := func(label string, tomb time.Duration, wal, ops *int64) phase {
+		before := walBytes(ctx, pool)
+		p := measure(ctx, cfg, newKeys(st, label, tomb))
+		*wal += walBytes(ctx, pool) - before
+		*ops += p.ops
+		return p
+	}
 	for i := range cfg.rounds {
-		w := measure(ctx, cfg, newKeys(st, fmt.Sprintf("with-%d", i), 720*time.Hour))
-		o := measure(ctx, cfg, newKeys(st, fmt.Sprintf("without-%d", i), 0))
+		// Alternate which goes first, so that a drift of the machine's load favours neither.
+		var w, o phase
+		if i%2 == 0 {
+			w = walled(fmt.Sprintf("with-%d", i), 720*time.Hour, &walWith, &opsWith)
+			o = walled(fmt.Sprintf("without-%d", i), 0, &walWithout, &opsWithout)
+		} else {
+			o = walled(fmt.Sprintf("without-%d", i), 0, &walWithout, &opsWithout)
+			w = walled(fmt.Sprintf("with-%d", i), 720*time.Hour, &walWith, &opsWith)
+		}
 		if w.errs > 0 || o.errs > 0 {
 			return fmt.Errorf("new keys failed: %d and %d errors (%v)", w.errs, o.errs, w.err)
 		}
 		with, without = append(with, w.rate()), append(without, o.rate())
+		ratios = append(ratios, w.rate()/o.rate())
 	}
 	keep := fmt.Sprintf("tenant-keep-%d", time.Now().UnixNano())
 	if err := remember(ctx, st, keep); err != nil {
@@ -157,9 +173,13 @@ func run(ctx context.Context, server string, cfg config) error {
 	fmt.Printf("| bytes per tombstone | heap | primary key | forget_at index | total |\n|---|---:|---:|---:|---:|\n")
 	per := func(n int64) string { return fmt.Sprintf("%.1f", float64(n)/float64(b.rows)) }
 	fmt.Printf("| measured (relation size / rows) | %s | %s | %s | %s |\n\n", per(b.heap), per(b.pkey), per(b.forget), per(b.heap+b.pkey+b.forget))
-	fmt.Printf("| new keys/s (medians of %d rounds) | with a tombstone | without | ratio |\n|---|---:|---:|---:|\n", cfg.rounds)
-	mw, mo := median(with), median(without)
-	fmt.Printf("| BeginAtomic + INSERT + Commit | %.0f | %.0f | %.3f |\n\n", mw, mo, mw/mo)
+	fmt.Printf("| new keys/s (medians of %d rounds) | with a tombstone | without | ratio (median of the rounds' ratios; min–max) |\n|---|---:|---:|---:|\n", cfg.rounds)
+	fmt.Printf("| BeginAtomic + INSERT + Commit | %.0f | %.0f | %.3f (%.3f–%.3f) |\n", median(with), median(without), median(ratios), slices.Min(ratios), slices.Max(ratios))
+	if opsWith > 0 && opsWithout > 0 {
+		ww, wo := float64(walWith)/float64(opsWith), float64(walWithout)/float64(opsWithout)
+		fmt.Printf("| WAL bytes per new key (pg_stat_wal) | %.0f | %.0f | %.3f |\n", ww, wo, ww/wo)
+	}
+	fmt.Println()
 	fmt.Printf("| lookup (p50 / p99) | empty table | at %d tombstones |\n|---|---:|---:|\n", b.rows)
 	fmt.Printf("| a new key (no record: the read probes the tombstones) | %s | %s |\n", empty.fresh, full.fresh)
 	fmt.Printf("| a remembered key (its tombstone answers) | %s | %s |\n\n", empty.remembered, full.remembered)
@@ -190,6 +210,14 @@ FROM generate_series($1::bigint, $2::bigint) AS g,
 		progress("  %d/%d", to, total)
 	}
 	return nil
+}
+
+// walBytes is the server's WAL written so far (pg_stat_wal, PostgreSQL 14 and later; 0 when
+// unknown).
+func walBytes(ctx context.Context, pool *pgxpool.Pool) int64 {
+	var n int64
+	_ = pool.QueryRow(ctx, "SELECT wal_bytes::bigint FROM pg_stat_wal").Scan(&n)
+	return n
 }
 
 // bytes are the tombstones' relation sizes after VACUUM.
