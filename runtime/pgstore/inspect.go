@@ -27,7 +27,7 @@ const sqlInspect = `SELECT r.key_id, r.operation, r.fingerprint, r.fingerprint_v
 	(r.response_status = 0 OR r.expires_at > now()), r.created_at, r.expires_at, r.locked_until,
 	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint), now(),
 	r.response_headers, CASE WHEN $3::boolean THEN r.response_body END,
-	octet_length(r.response_body), r.body_omitted, r.uncertain_at, ` + recordUncertain + `, ` + recordCallsJSON + `
+	octet_length(r.response_body), r.body_omitted, r.uncertain_at, ` + recordUncertain + `, ` + recordCallsJSON + `, r.forget_at
 FROM idempotency_records r WHERE r.scope_id = $1 AND r.key_id = ANY($2::uuid[])
 ORDER BY r.expires_at`
 
@@ -36,10 +36,12 @@ const sqlInspectTombstones = `SELECT t.key_id, t.fingerprint, t.fingerprint_vers
 	t.forget_at > now(), now()
 FROM idempotency_tombstones t WHERE t.scope_id = $1 AND t.key_id = ANY($2::uuid[])`
 
-// sqlTombstoneStats counts the tombstones whose horizon runs and those the sweeper has not
-// deleted yet after it. It reads the whole table (support and CLI only).
-const sqlTombstoneStats = `SELECT count(*) FILTER (WHERE forget_at > now()), count(*) FILTER (WHERE forget_at <= now())
-FROM idempotency_tombstones`
+// sqlTombstoneStats counts the tombstones whose horizon runs (rows of idempotency_tombstones,
+// and expired records still remembered, which the sweeper has not moved there yet) and those the
+// sweeper has not deleted yet after it. It reads the whole table (support and CLI only).
+const sqlTombstoneStats = `SELECT (SELECT count(*) FROM idempotency_tombstones WHERE forget_at > now())
+	+ (SELECT count(*) FROM idempotency_records WHERE response_status <> 0 AND expires_at <= now() AND forget_at > now()),
+	(SELECT count(*) FROM idempotency_tombstones WHERE forget_at <= now())`
 
 // sqlStats summarises every row by operation. It reads the whole table (support and CLI only).
 const sqlStats = `SELECT operation,
@@ -106,14 +108,18 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 			since       *time.Time
 			reason      int16
 			calls       []byte
+			forget      *time.Time
 		)
 		sn.ID.Scope = scope
 		err := row.Scan(&kid, &sn.Operation, &fp, &fpVersion, &status, &sn.Token, &sn.Live,
 			&sn.CreatedAt, &sn.ExpiresAt, &lockedUntil, &leftUS, &sn.ReadAt,
 			&sn.Response.Header, &sn.Response.Body, &sn.BodySize, &sn.Response.BodyOmitted,
-			&since, &reason, &calls)
+			&since, &reason, &calls, &forget)
 		if err != nil {
 			return sn, err
+		}
+		if forget != nil {
+			sn.ForgetAt = *forget
 		}
 		sn.ID.Key = byDigest[kid]
 		sn.Ref = uuidText(kid)
@@ -144,6 +150,10 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 		if !withBody {
 			sn.Response.Body = nil
 		}
+		if sn.State == store.Completed && !sn.Live && sn.ForgetAt.After(sn.ReadAt) {
+			// Past its expiry and still remembered: the record is the key's tombstone.
+			sn = rowTombstone(sn)
+		}
 		return sn, nil
 	})
 	if err != nil {
@@ -160,6 +170,16 @@ func (s *Store) Inspect(ctx context.Context, scope string, keys []string, withBo
 	}
 	sort.SliceStable(out, func(i, j int) bool { return order[out[i].ID.Key] < order[out[j].ID.Key] })
 	return out, nil
+}
+
+// rowTombstone is the tombstone an expired completed record still remembered is (plain table):
+// what a tombstone keeps of it, Live.
+func rowTombstone(sn store.Snapshot) store.Snapshot {
+	t := store.Snapshot{ID: sn.ID, Ref: sn.Ref, State: store.Expired, Live: true, StatusClass: sn.Response.Status / 100,
+		CompletedAt: sn.CompletedAt, ExpiresAt: sn.ExpiresAt, ForgetAt: sn.ForgetAt, ReadAt: sn.ReadAt}
+	t.Fingerprint.Version = sn.Fingerprint.Version
+	copy(t.Fingerprint.Sum[:store.TombstoneSumBytes], sn.Fingerprint.Sum[:])
+	return t
 }
 
 // inspectTombstones reads the tombstones of ids and merges them into the rows read: a key

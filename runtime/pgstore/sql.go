@@ -21,9 +21,10 @@ import (
 // index cannot cover the key alone, so every claim holds the key's advisory lock and inserts a
 // record only if no live one exists.
 
-// recordCols reads a record together with the three clock decisions made by the database:
-// whether it is still live, how long its lease has left and, for a completed record, how long
-// it stays live. A completed record lives until expires_at; a running one (response_status 0)
+// recordCols reads a record together with the clock decisions made by the database: whether
+// it is still live, how long its lease has left, for a completed record how long it stays live
+// and, past that, how long it is still remembered (forget_left_us: the record is then its own
+// tombstone, until the sweeper moves it into idempotency_tombstones), with when it completed. A completed record lives until expires_at; a running one (response_status 0)
 // lives until it is completed or released: its owner may still complete it, or the same request
 // take it over, however long the call takes, so no other request may see the key as new (only
 // the sweeper removes a running record, long after its lease ended: Sweeper.AbandonAfter). now()
@@ -34,7 +35,8 @@ const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.respons
 	(r.response_status = 0 OR r.expires_at > now()) AS live,
 	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint) AS lease_left_us,
 	r.response_headers, r.response_body, r.body_omitted,
-	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
+	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us,
+	CAST(EXTRACT(EPOCH FROM (r.forget_at - now())) * 1000000 AS bigint) AS forget_left_us, r.locked_until AS done_at`
 
 // tombstoneCols reads the key's tombstone (the LATERAL subquery or the CTE "tb" of the reads,
 // tombstoneCTE): NULL when the key has a live record, or no tombstone whose horizon runs.
@@ -50,11 +52,18 @@ func tombstoneWhere(gate string) string {
 	WHERE ` + gate + ` AND t.key_id = $2 AND t.scope_id = $1 AND t.forget_at > now()`
 }
 
+// takenRow is the SQL condition on a record row r that its key is taken: the record is live,
+// or past its expiry its forget_at has not passed (the record is its own tombstone).
+const takenRow = `(r.response_status = 0 OR r.expires_at > now() OR r.forget_at > now())`
+
 // tombstoneCTE is the CTE "tb" of the key's tombstone for statements whose record is the CTE
-// named rec with a live column: read only when rec has no live row.
+// named rec (recordCols): read only when rec has no row that takes the key.
 func tombstoneCTE(rec string) string {
-	return `tb AS (` + tombstoneWhere(`NOT EXISTS (SELECT 1 FROM `+rec+` WHERE `+rec+`.live)`) + `)`
+	return `tb AS (` + tombstoneWhere(`NOT EXISTS (SELECT 1 FROM `+rec+` WHERE `+takenCTE(rec)+`)`) + `)`
 }
+
+// takenCTE is takenRow for a CTE of recordCols named rec.
+func takenCTE(rec string) string { return rec + `.live OR ` + rec + `.forget_left_us > 0` }
 
 // tombstoneInsert is the INSERT of a completed record's tombstone, from src, a SELECT of its
 // columns (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class,
@@ -63,12 +72,16 @@ func tombstoneCTE(rec string) string {
 // record of the key) is replaced. The conflict names the primary key by its constraint, so the
 // statement is the same on the plain table and where the key is (scope_id, key_id), as Citus
 // needs it (docs/distributed.md).
-func tombstoneInsert(src string) string {
-	return `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
-	` + src + `
+func tombstoneInsert(src string) string { return tombstoneInto + src + tombstoneUpsert }
+
+// tombstoneInto and tombstoneUpsert are tombstoneInsert's text around its source.
+const (
+	tombstoneInto = `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
+	`
+	tombstoneUpsert = `
 	ON CONFLICT ON CONSTRAINT idempotency_tombstones_pkey DO UPDATE SET scope_id = EXCLUDED.scope_id, completed_at = EXCLUDED.completed_at, forget_at = EXCLUDED.forget_at,
 		fingerprint_version = EXCLUDED.fingerprint_version, status_class = EXCLUDED.status_class, fingerprint = EXCLUDED.fingerprint`
-}
+)
 
 // recordInsertCols are the columns every record INSERT names, in this order.
 const recordInsertCols = `(scope_id, key_id, created_at, expires_at, locked_until, fencing_token,
@@ -257,7 +270,7 @@ func newStatements(partitioned bool, e engine) *statements {
 	// record. The LATERAL subquery "tb" reads the tombstone only when the record r joined before
 	// it is not live (OFFSET 0 keeps the subquery from being flattened into the join, which would
 	// read the tombstone on every read).
-	tombstoneOfLateral := `LEFT JOIN LATERAL (` + tombstoneWhere(`NOT COALESCE(r.response_status = 0 OR r.expires_at > now(), false)`) + `
+	tombstoneOfLateral := `LEFT JOIN LATERAL (` + tombstoneWhere(`NOT COALESCE(`+takenRow+`, false)`) + `
 	OFFSET 0) tb ON true`
 	q.read = `SELECT ` + recordCols + `, ` + tombstoneCols + `
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
@@ -291,7 +304,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 ` + tombstoneCTE("r") + `,
 p AS (SELECT ` + busy + ` AS busy),
-` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE r.live) AND NOT EXISTS (SELECT 1 FROM tb)", "$3", "$4", "$5") + `
+` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE "+takenCTE("r")+") AND NOT EXISTS (SELECT 1 FROM tb)", "$3", "$4", "$5") + `
 SELECT r.*, ` + tombstoneCols + `, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true LEFT JOIN tb ON true`
 		switch probe {
@@ -303,7 +316,7 @@ FROM p LEFT JOIN r ON true LEFT JOIN tb ON true`
 			q.readCharged = charged
 		}
 	}
-	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now())
+	q.chargeClaim = `WITH r AS (SELECT 1 FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1 AND ` + takenRow + `
 	UNION ALL SELECT 1 FROM idempotency_tombstones WHERE key_id = $2 AND scope_id = $1 AND forget_at > now()),
 ` + chargeClaimCTE("FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM r)", "$3", "$4", "$5") + `
 SELECT ` + admittedNoted + ` OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
@@ -378,8 +391,8 @@ FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 	fencing_token = COALESCE($6::bigint, fencing_token + 1),
 	locked_until = now() + $8::bigint * interval '1 microsecond',
 	response_headers = '\x', response_body = '\x', body_omitted = false, created_at = now(),
-	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond'
-WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0
+	expires_at = now() + ($7::bigint + $8::bigint) * interval '1 microsecond', forget_at = NULL
+WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0 AND (forget_at IS NULL OR forget_at <= now())
 RETURNING fencing_token`
 		for _, l := range []claimLock{lockTry, lockNone} {
 			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
@@ -413,15 +426,21 @@ RETURNING fencing_token`
 	response_status = $4, response_headers = $5, response_body = ` + keptBody("$6") + `, body_omitted = ` + keptOmitted("$7") + `,
 	uncertain = 0, uncertain_at = NULL,
 	locked_until = statement_timestamp(),
-	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond'
+	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond',
+	forget_at = CASE WHEN $9::bigint > 0 THEN statement_timestamp() + $9::bigint * interval '1 microsecond' END
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
-	// Every completion writes the record's tombstone with it ($9: the tombstone's horizon after
-	// completion, µs; 0 keeps none).
-	doneTombstone := `tomb AS (` + tombstoneInsert(`SELECT scope_id, key_id, locked_until, locked_until + $9::bigint * interval '1 microsecond',
-		fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16) FROM done WHERE $9::bigint > 0`) + `)`
-	completeReturning := q.complete + ` RETURNING scope_id, key_id, locked_until, fingerprint_version, response_status, fingerprint`
-	q.completeOrStop = `WITH done AS (` + completeReturning + `),
-` + doneTombstone + `
+	// Every completion sets its record's forget_at ($9: the tombstone's horizon after completion,
+	// µs; 0 keeps none). On the plain table the expired record is its own tombstone until the
+	// sweeper moves it; the partitioned layout, whose reads never see an expired record, writes
+	// the tombstone row with the completion.
+	doneTombstone := ""
+	if partitioned {
+		doneTombstone = `,
+tomb AS (` + tombstoneInsert(`SELECT scope_id, key_id, locked_until, forget_at,
+		fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16) FROM done WHERE forget_at IS NOT NULL`) + `)`
+	}
+	completeReturning := q.complete + ` RETURNING scope_id, key_id, locked_until, forget_at, fingerprint_version, response_status, fingerprint`
+	q.completeOrStop = `WITH done AS (` + completeReturning + `)` + doneTombstone + `
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	ELSE 'idemgen: the record is no longer owned by this request' END AS integer)`
 
@@ -435,31 +454,27 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	// the key alone: there NOT EXISTS, under the key's advisory lock taken by a statement before
 	// this one (so under READ COMMITTED it sees any record committed before the lock), finds
 	// the live record.
+	// $12: the tombstone's horizon after completion, µs (0: none), for forget_at.
 	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
-	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9")
-	// The tombstone of the inserted record ($12: its horizon after completion, µs; 0: none).
-	insertedTombstone := func(cond string) string {
-		return `tomb AS (` + tombstoneInsert(`SELECT $1, $2, statement_timestamp(), statement_timestamp() + $12::bigint * interval '1 microsecond',
-		$5, $7::smallint / 100, substring($4::bytea from 1 for 16) WHERE $12::bigint > 0`+cond) + `)`
-	}
+	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9") + `,
+	CASE WHEN $12::bigint > 0 THEN statement_timestamp() + $12::bigint * interval '1 microsecond' END`
+	completedInsertCols := strings.TrimSuffix(recordInsertCols, ")") + `, forget_at)`
 	if partitioned {
-		insert := `INSERT INTO idempotency_records ` + recordInsertCols + `
+		insert := `INSERT INTO idempotency_records ` + completedInsertCols + `
 	SELECT ` + completedValues + `
 	WHERE NOT EXISTS (SELECT 1 FROM idempotency_records ` + where + `)
-	RETURNING 1`
+	RETURNING scope_id, key_id, locked_until, forget_at, fingerprint_version, response_status, fingerprint`
 		q.insertCompleted = `WITH ins AS (` + insert + `),
-` + insertedTombstone(" AND EXISTS (SELECT 1 FROM ins)") + `
+tomb AS (` + tombstoneInsert(`SELECT scope_id, key_id, locked_until, forget_at,
+		fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16) FROM ins WHERE forget_at IS NOT NULL`) + `)
 SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ins) THEN '1'
 	ELSE 'idemgen: the key already has a record; this claim stops here (not an error)' END AS integer)`
 	} else {
-		// When the primary key refuses the record, the statement fails and its tombstone with it.
-		q.insertCompleted = `WITH ` + insertedTombstone("") + `
-INSERT INTO idempotency_records ` + recordInsertCols + `
+		q.insertCompleted = `INSERT INTO idempotency_records ` + completedInsertCols + `
 	VALUES (` + completedValues + `)`
 	}
 
-	q.completeSettling = `WITH done AS (` + completeReturning + `),
-` + doneTombstone + `,
+	q.completeSettling = `WITH done AS (` + completeReturning + `)` + doneTombstone + `,
 settled AS (` + strings.Replace(sqlSettleCalls, "$3", "$4", 1) + ` AND EXISTS (SELECT 1 FROM done))
 SELECT count(*) FROM done`
 

@@ -693,6 +693,10 @@ type rawRecord struct {
 	body        []byte
 	bodyOmitted pgtype.Bool
 	retentionUS pgtype.Int8
+	// forgetUS is how long past its expiry the record still remembers its key (positive: the
+	// expired record is its own tombstone); doneAt when it completed.
+	forgetUS pgtype.Int8
+	doneAt   pgtype.Timestamptz
 	// The key's tombstone (tombstoneCols), read when it has no live record.
 	tombFP        []byte
 	tombVersion   pgtype.Int2
@@ -706,7 +710,7 @@ type rawRecord struct {
 // targets returns the scan targets of recordCols followed by extra.
 func (r *rawRecord) targets(extra ...any) []any {
 	t := append(r.buf[:0], &r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
-		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS)
+		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS, &r.forgetUS, &r.doneAt)
 	return append(t, extra...)
 }
 
@@ -717,9 +721,18 @@ func (r *rawRecord) targetsTomb(extra ...any) []any {
 }
 
 // row converts the scanned columns; nil when there was no row. A status of 0 is a running
-// record. A key without a live record whose tombstone was read is that tombstone (an Expired
-// record, live: the key is remembered).
+// record. A key without a live record is remembered by its expired record whose forget_at has
+// not passed, or else by the tombstone read: that tombstone (an Expired record, live: the key
+// is taken) is the row.
 func (r *rawRecord) row() *row {
+	if r.status.Valid && r.status.Int16 != 0 && !r.live.Bool && r.forgetUS.Int64 > 0 {
+		t := &row{rec: store.Record{State: store.Expired, StatusClass: int(r.status.Int16) / 100}, live: true}
+		copy(t.rec.Fingerprint.Sum[:store.TombstoneSumBytes], r.fingerprint)
+		t.rec.Fingerprint.Version = uint16(r.fpVersion.Int16)
+		t.rec.CompletedAt = r.doneAt.Time
+		t.rec.ForgetLeft = time.Duration(r.forgetUS.Int64) * time.Microsecond
+		return t
+	}
 	if r.tombVersion.Valid && (!r.live.Valid || !r.live.Bool) {
 		t := &row{rec: store.Record{State: store.Expired, StatusClass: int(r.tombClass.Int16)}, live: true}
 		copy(t.rec.Fingerprint.Sum[:store.TombstoneSumBytes], r.tombFP)

@@ -54,17 +54,31 @@ type Sweeper struct {
 // that never completed and a client that never retried.
 const sweepable = `expires_at <= now() AND (response_status <> 0 OR locked_until <= now() - $2::bigint * interval '1 microsecond')`
 
-// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold.
-const sqlSweep = `DELETE FROM idempotency_records r
+// sqlSweep deletes up to $1 sweepable rows, oldest first, skipping rows other sweepers hold, and
+// writes the tombstone of each completed record whose forget_at has not passed, in the same
+// statement (so a reader sees the record or its tombstone, never neither). It returns the rows
+// deleted and the tombstones written.
+const sqlSweep = `WITH gone AS (DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
-WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable + `
+RETURNING r.scope_id, r.key_id, r.locked_until, r.forget_at, r.fingerprint_version, r.response_status, r.fingerprint),
+moved AS (` + sweptTombstones + ` RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM moved)`
 
 // sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
-const sqlSweepPortable = `DELETE FROM idempotency_records r
+const sqlSweepPortable = `WITH gone AS (DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
-WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable
+WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable + `
+RETURNING r.scope_id, r.key_id, r.locked_until, r.forget_at, r.fingerprint_version, r.response_status, r.fingerprint),
+moved AS (` + sweptTombstones + ` RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM moved)`
+
+// sweptTombstones writes the tombstones of the swept completed records still remembered
+// (sql.go's tombstoneInsert).
+const sweptTombstones = tombstoneInto + `SELECT scope_id, key_id, locked_until, forget_at, fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16)
+	FROM gone WHERE response_status <> 0 AND forget_at > now()` + tombstoneUpsert
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends. Then, when
@@ -123,11 +137,10 @@ func (s *Sweeper) sweep(ctx context.Context) (int64, int64, error) {
 	}
 	var total int64
 	for {
-		ct, err := s.Pool.Exec(ctx, q, batch, abandon.Microseconds())
-		if err != nil {
+		var n, moved int64
+		if err := s.Pool.QueryRow(ctx, q, batch, abandon.Microseconds()).Scan(&n, &moved); err != nil {
 			return total, 0, fmt.Errorf("sweep: %w", err)
 		}
-		n := ct.RowsAffected()
 		total += n
 		if n > 0 && s.Observer != nil {
 			s.Observer.Swept(n)

@@ -1,1 +1,2 @@
+ALTER TABLE idempotency_records DROP COLUMN IF EXISTS forget_at;
 DROP TABLE IF EXISTS idempotency_tombstones;

@@ -3,9 +3,9 @@
 -- (docs/runtime.md, "Tombstones after the retention"). The tombstones table is the plain
 -- table's in both layouts: its rows are small, and the sweeper deletes them by forget_at.
 -- A completed record's response is kept for its retention; its key is remembered longer, until
--- forget_at, by a tombstone written with the record (in the same statement), so that a retry
--- arriving after the retention is refused (410 result-expired) instead of running the operation
--- a second time. A tombstone is compact (under 100 bytes of heap per row): the record's
+-- forget_at, by a tombstone written with the record (in the same statement: this layout's reads
+-- never see an expired record, whose partition is dropped whole), so that a retry arriving after
+-- the retention is refused (410 result-expired) instead of running the operation a second time. A tombstone is compact (under 100 bytes of heap per row): the record's
 -- digests, the first 16 bytes of its fingerprint and the framing's version, its response
 -- status's class, and two times; no operation, no response. The fingerprint frames the
 -- operation, so a tombstone tells the same request from any other without it.
@@ -30,5 +30,13 @@ CREATE TABLE IF NOT EXISTS idempotency_tombstones (
 CREATE INDEX IF NOT EXISTS idempotency_tombstones_forget_at_idx
     ON idempotency_tombstones (forget_at);
 
+-- A completed record's forget_at (NULL: it keeps no tombstone, or it is running). Past its
+-- expires_at, a record whose forget_at has not passed is its own tombstone until the sweeper
+-- moves it into idempotency_tombstones (the plain table: no tombstone row is written on the
+-- request path); the partitioned layout, whose reads never see an expired row, writes the
+-- tombstone row with the completion.
+ALTER TABLE idempotency_records ADD COLUMN IF NOT EXISTS forget_at timestamptz;
+
 -- +goose Down
+ALTER TABLE idempotency_records DROP COLUMN IF EXISTS forget_at;
 DROP TABLE IF EXISTS idempotency_tombstones;
