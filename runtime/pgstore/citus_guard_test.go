@@ -116,6 +116,7 @@ func migrateConn(ctx context.Context, url string) error {
 var skipOnCitus = map[string]string{
 	"sqlSweep":             "the sweeper is portable on Citus (sqlSweepPortable)",
 	"sqlSweepCalls":        "the sweeper is portable on Citus (sqlSweepCallsPortable)",
+	"sqlSweepTombstones":   "the sweeper is portable on Citus (sqlSweepTombstonesPortable)",
 	"sqlStorageBytes":      "sqlStorageBytesCitus measures the shards",
 	"sqlStorageBytesCitus": "citus_total_relation_size exists on Citus only",
 	"sqlDistributed":       "asked only where the citus extension exists",
@@ -161,6 +162,8 @@ func citusStatements(t *testing.T) map[string]string {
 		"sqlReserveClaims": sqlReserveClaims,
 		"sqlClaimCounted":  sqlClaimCounted,
 		"sqlSweepUsage":    sqlSweepUsage,
+		"sqlSweep":         sqlSweep,
+		"sqlSweepPortable": sqlSweepPortable,
 	}
 	consts, stringVars := sourceStrings(t)
 	for name, v := range consts {

@@ -72,16 +72,12 @@ func takenCTE(rec string) string { return rec + `.live OR ` + rec + `.forget_lef
 // record of the key) is replaced. The conflict names the primary key by its constraint, so the
 // statement is the same on the plain table and where the key is (scope_id, key_id), as Citus
 // needs it (docs/distributed.md).
-func tombstoneInsert(src string) string { return tombstoneInto + src + tombstoneUpsert }
-
-// tombstoneInto and tombstoneUpsert are tombstoneInsert's text around its source.
-const (
-	tombstoneInto = `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
-	`
-	tombstoneUpsert = `
+func tombstoneInsert(src string) string {
+	return `INSERT INTO idempotency_tombstones (scope_id, key_id, completed_at, forget_at, fingerprint_version, status_class, fingerprint)
+	` + src + `
 	ON CONFLICT ON CONSTRAINT idempotency_tombstones_pkey DO UPDATE SET scope_id = EXCLUDED.scope_id, completed_at = EXCLUDED.completed_at, forget_at = EXCLUDED.forget_at,
 		fingerprint_version = EXCLUDED.fingerprint_version, status_class = EXCLUDED.status_class, fingerprint = EXCLUDED.fingerprint`
-)
+}
 
 // recordInsertCols are the columns every record INSERT names, in this order.
 const recordInsertCols = `(scope_id, key_id, created_at, expires_at, locked_until, fencing_token,
@@ -427,7 +423,7 @@ RETURNING fencing_token`
 	uncertain = 0, uncertain_at = NULL,
 	locked_until = statement_timestamp(),
 	expires_at = statement_timestamp() + $8::bigint * interval '1 microsecond',
-	forget_at = CASE WHEN $9::bigint > 0 THEN statement_timestamp() + $9::bigint * interval '1 microsecond' END
+	forget_at = statement_timestamp() + NULLIF($9::bigint, 0) * interval '1 microsecond'
 ` + where + ` AND fencing_token = $3 AND response_status = 0`
 	// Every completion sets its record's forget_at ($9: the tombstone's horizon after completion,
 	// µs; 0 keeps none). On the plain table the expired record is its own tombstone until the
@@ -457,7 +453,7 @@ SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM done) THEN '1'
 	// $12: the tombstone's horizon after completion, µs (0: none), for forget_at.
 	completedValues := `$1, $2, now(), statement_timestamp() + $11::bigint * interval '1 microsecond',
 	statement_timestamp(), $6, $4, $5, $7, ` + keptOmitted("$10") + `, $3, $8, ` + keptBody("$9") + `,
-	CASE WHEN $12::bigint > 0 THEN statement_timestamp() + $12::bigint * interval '1 microsecond' END`
+	statement_timestamp() + NULLIF($12::bigint, 0) * interval '1 microsecond'`
 	completedInsertCols := strings.TrimSuffix(recordInsertCols, ")") + `, forget_at)`
 	if partitioned {
 		insert := `INSERT INTO idempotency_records ` + completedInsertCols + `

@@ -58,27 +58,29 @@ const sweepable = `expires_at <= now() AND (response_status <> 0 OR locked_until
 // writes the tombstone of each completed record whose forget_at has not passed, in the same
 // statement (so a reader sees the record or its tombstone, never neither). It returns the rows
 // deleted and the tombstones written.
-const sqlSweep = `WITH gone AS (DELETE FROM idempotency_records r
+var sqlSweep = `WITH gone AS (DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED) d
 WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable + `
 RETURNING r.scope_id, r.key_id, r.locked_until, r.forget_at, r.fingerprint_version, r.response_status, r.fingerprint),
-moved AS (` + sweptTombstones + ` RETURNING 1)
+moved AS (` + sweptTombstones() + ` RETURNING 1)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM moved)`
 
 // sqlSweepPortable is sqlSweep without SKIP LOCKED, for engines that lack it in subqueries.
-const sqlSweepPortable = `WITH gone AS (DELETE FROM idempotency_records r
+var sqlSweepPortable = `WITH gone AS (DELETE FROM idempotency_records r
 USING (SELECT scope_id, key_id FROM idempotency_records
        WHERE ` + sweepable + ` ORDER BY expires_at LIMIT $1) d
 WHERE r.key_id = d.key_id AND r.scope_id = d.scope_id AND r.` + sweepable + `
 RETURNING r.scope_id, r.key_id, r.locked_until, r.forget_at, r.fingerprint_version, r.response_status, r.fingerprint),
-moved AS (` + sweptTombstones + ` RETURNING 1)
+moved AS (` + sweptTombstones() + ` RETURNING 1)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM moved)`
 
-// sweptTombstones writes the tombstones of the swept completed records still remembered
-// (sql.go's tombstoneInsert).
-const sweptTombstones = tombstoneInto + `SELECT scope_id, key_id, locked_until, forget_at, fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16)
-	FROM gone WHERE response_status <> 0 AND forget_at > now()` + tombstoneUpsert
+// sweptTombstones writes the tombstones of the swept completed records still remembered (the
+// CTE gone of sqlSweep; sql.go's tombstoneInsert).
+func sweptTombstones() string {
+	return tombstoneInsert(`SELECT scope_id, key_id, locked_until, forget_at, fingerprint_version, response_status / 100, substring(fingerprint from 1 for 16)
+	FROM gone WHERE response_status <> 0 AND forget_at > now()`)
+}
 
 // SweepOnce deletes every record expired at the time of each batch, batch by batch, and returns
 // how many rows it deleted. It stops at the first error (wrapped) or when ctx ends. Then, when
