@@ -46,6 +46,7 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemKeyMissing,
 		runtime.ProblemMediaTypeUnsupported,
 		runtime.ProblemRateLimited,
+		runtime.ProblemResultExpired,
 		runtime.ProblemStoreUnavailable,
 		runtime.ProblemUnauthenticated:
 		doc = problemHTTPErrorOut{

@@ -3,9 +3,10 @@
 -- A completed record's response is kept for its retention; its key is remembered longer, until
 -- forget_at: by the expired record itself until the sweeper deletes it, then by a tombstone the
 -- sweeper writes in the same statement, so that a retry arriving after the retention is refused
--- (410 result-expired) instead of running the operation a second time. A tombstone is compact (under 100 bytes of heap per row): the record's
--- digests, the first 16 bytes of its fingerprint and the framing's version, its response
--- status's class, and two times; no operation, no response. The fingerprint frames the
+-- (410 result-expired) instead of running the operation a second time. A tombstone is compact
+-- (under 100 bytes of heap per row): the record's digests, the first 16 bytes of its
+-- fingerprint and the framing's version, its response status's class, and two times; no
+-- operation, no response. The fingerprint frames the
 -- operation, so a tombstone tells the same request from any other without it.
 CREATE TABLE IF NOT EXISTS idempotency_tombstones (
     -- The record's digests (idempotency_records.scope_id and key_id).

@@ -5,9 +5,10 @@
 -- A completed record's response is kept for its retention; its key is remembered longer, until
 -- forget_at, by a tombstone written with the record (in the same statement: this layout's reads
 -- never see an expired record, whose partition is dropped whole), so that a retry arriving after
--- the retention is refused (410 result-expired) instead of running the operation a second time. A tombstone is compact (under 100 bytes of heap per row): the record's
--- digests, the first 16 bytes of its fingerprint and the framing's version, its response
--- status's class, and two times; no operation, no response. The fingerprint frames the
+-- the retention is refused (410 result-expired) instead of running the operation a second time.
+-- A tombstone is compact (under 100 bytes of heap per row): the record's digests, the first 16
+-- bytes of its fingerprint and the framing's version, its response status's class, and two
+-- times; no operation, no response. The fingerprint frames the
 -- operation, so a tombstone tells the same request from any other without it.
 CREATE TABLE IF NOT EXISTS idempotency_tombstones (
     -- The record's digests (idempotency_records.scope_id and key_id).
