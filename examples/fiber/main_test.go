@@ -14,6 +14,13 @@ func TestCases(t *testing.T) {
 	conformancetest.RunListening(t, "../..", listen, nil)
 }
 
+// TestNewcomer: a client whose attempts (1 s) are shorter than the handler (2 s) succeeds, with
+// one payment: the operation its first attempt started finishes after it disconnected
+// (conformancetest.Newcomer, issue 39).
+func TestNewcomer(t *testing.T) {
+	conformancetest.NewcomerListening(t, listen)
+}
+
 // TestConform runs idemgen conform against this service, as a user would against theirs:
 // every check of conformance.yaml's operations passes, faults included.
 func TestConform(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +20,24 @@ import (
 // handler is canceled with its client never succeeds, and pays nothing.
 func Newcomer(t *testing.T, svc Service) {
 	t.Helper()
+	newcomerOn(t, httpTest(svc))
+}
+
+// NewcomerListening is Newcomer for a service that serves on a server of its own (Listen).
+func NewcomerListening(t *testing.T, listen Listen) {
+	t.Helper()
+	newcomerOn(t, listen)
+}
+
+func newcomerOn(t *testing.T, listen Listen) {
+	t.Helper()
 	env := NewEnv(t, MinPoolSize, PGStore(pgstore.Options{}))
-	h, err := svc(env)
+	url, err := listen(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
 	hc := &http.Client{Transport: client.New(nil, client.WithAttemptTimeout(time.Second))}
-	r, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/payments", strings.NewReader(`{"amount": 1500, "currency": "EUR", "to": "acc_123"}`))
+	r, err := http.NewRequest(http.MethodPost, url+"/v1/payments", strings.NewReader(`{"amount": 1500, "currency": "EUR", "to": "acc_123"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
