@@ -52,6 +52,7 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemMediaTypeUnsupported,
 		runtime.ProblemPayloadMismatch,
 		runtime.ProblemRateLimited,
+		runtime.ProblemResultExpired,
 		runtime.ProblemStoreUnavailable,
 		runtime.ProblemUnauthenticated:
 		doc = problemErrorModel{
