@@ -34,7 +34,6 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 		runtime.ProblemBodyTooLarge,
 		runtime.ProblemKeyExpired,
 		runtime.ProblemMediaTypeUnsupported,
-		runtime.ProblemResultExpired,
 		runtime.ProblemUnauthenticated:
 		doc = problemError{Error: problemErrorError{
 			Message: p.Message(),
@@ -76,6 +75,14 @@ func writeProblems(w http.ResponseWriter, r *http.Request, p runtime.Problem) {
 			Code:    "rate_limit",
 			Message: p.Message(),
 			Param:   p.Param(),
+			Type:    "invalid_request_error",
+		}}
+	case runtime.ProblemResultExpired:
+		w.Header().Set("Stripe-Should-Retry", "false")
+		doc = problemError{Error: problemErrorError{
+			Code:    "idempotency_key_expired",
+			Message: p.Message(),
+			Param:   "Idempotency-Key",
 			Type:    "invalid_request_error",
 		}}
 	case runtime.ProblemStoreUnavailable:
