@@ -78,6 +78,12 @@ func TestRunningClaimsAreNeverEvicted(t *testing.T) {
 				t.Fatalf("filling Redis to its maxmemory: %d keys of 1 KB, %v", i, err)
 			}
 		}
+		// Full by a few hundred bytes only: Redis gives some back on its own (clientsCron shrinks
+		// idle client buffers), which would let a write through a moment later. Keep it full:
+		// under noeviction a maxmemory below what is used evicts nothing and refuses writes.
+		if _, err := srv.Command("CONFIG", "SET", "maxmemory", "1mb"); err != nil {
+			t.Fatal(err)
+		}
 		r, err := paired.Reserve(ctx, victim)
 		if err != nil || r.Claimed() {
 			t.Fatalf("the duplicate of the running claim after the flood: %+v %v, want its running record", r, err)
