@@ -47,10 +47,11 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	}
 	// The key is ours and the handler starts: from here on the client going away does not
 	// stop it (detach).
-	hctx, release := x.detach(ctx)
+	free := context.WithoutCancel(ctx)
+	hctx, release := x.detachFrom(ctx, free)
 	defer release()
 	h := callHandler(tx.HandlerContext(hctx), x, tx.DB(), fn)
-	res := completeTx(context.WithoutCancel(ctx), x, tx, h)
+	res := completeTx(free, x, tx, h)
 	res.claimed = start
 	return res
 }

@@ -74,6 +74,9 @@ type exchange struct {
 	hctx  identityCtx
 	// keyName is the key header's canonical name (endpoint.keyName); "" until keyHeader.
 	keyName string
+	// expires backs the value of the answer's HeaderKeyExpires (profileHeaders), so that
+	// setting it allocates only the date's text.
+	expires [1]string
 }
 
 // keyHeader is the operation's key header in canonical form, the request's header map's key.
@@ -463,7 +466,8 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res *result, a *re
 func (x *exchange) profileHeaders(h http.Header, a *reply) {
 	if !a.expires.IsZero() {
 		// Rounded down: a client that retries before the date still gets the answer.
-		h.Set(HeaderKeyExpires, a.expires.UTC().Format(http.TimeFormat))
+		x.expires[0] = a.expires.UTC().Format(http.TimeFormat)
+		h[HeaderKeyExpires] = x.expires[:1:1]
 	}
 	if x.op.Key.FirstSent != "" {
 		// OASIS Repeatable Requests: whether the server took the request as repeatable.

@@ -89,12 +89,20 @@ func (x *exchange) detach(ctx context.Context) (hctx context.Context, release co
 	if x.op.Attached {
 		return ctx, func() {}
 	}
+	return x.detachFrom(ctx, context.WithoutCancel(ctx))
+}
+
+// detachFrom is detach for a caller that already has free, context.WithoutCancel(ctx).
+func (x *exchange) detachFrom(ctx, free context.Context) (hctx context.Context, release context.CancelFunc) {
+	if x.op.Attached {
+		return ctx, func() {}
+	}
 	x.detached = true
 	deadline := time.Now().Add(x.op.executionLimit())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		return context.WithDeadline(context.WithoutCancel(ctx), d)
+		return context.WithDeadline(free, d)
 	}
-	return context.WithDeadlineCause(context.WithoutCancel(ctx), deadline, ErrExecutionLimit)
+	return context.WithDeadlineCause(free, deadline, ErrExecutionLimit)
 }
 
 // handlerError is a handler phase that returned an error or panicked (stack set).

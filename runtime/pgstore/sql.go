@@ -31,17 +31,39 @@ import (
 // is the start of the statement's transaction, which comes after the caller sent it: a cache
 // that counts the remaining retention from before its call never keeps the record longer than
 // the database does.
-const recordCols = `r.operation, r.fingerprint, r.fingerprint_version, r.response_status, r.fencing_token,
+const recordCols = recordLiveCols + `,
+	CAST(EXTRACT(EPOCH FROM (r.forget_at - now())) * 1000000 AS bigint) AS forget_left_us, r.locked_until AS done_at`
+
+// recordLiveCols is recordCols without what only an expired record needs (forget_left_us,
+// done_at): the record columns of read and readProbe (readCols).
+const recordLiveCols = `r.operation, r.fingerprint, r.fingerprint_version, r.response_status, r.fencing_token,
 	(r.response_status = 0 OR r.expires_at > now()) AS live,
 	CAST(EXTRACT(EPOCH FROM (r.locked_until - now())) * 1000000 AS bigint) AS lease_left_us,
 	r.response_headers, r.response_body, r.body_omitted,
-	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us,
-	CAST(EXTRACT(EPOCH FROM (r.forget_at - now())) * 1000000 AS bigint) AS forget_left_us, r.locked_until AS done_at`
+	CASE WHEN r.response_status <> 0 THEN CAST(EXTRACT(EPOCH FROM (r.expires_at - now())) * 1000000 AS bigint) END AS retention_left_us`
+
+// readCols is what read and readProbe return (readRow, a replay's read): recordLiveCols, then
+// the key's tombstone in tombstoneCols' packing, NULL while the record is live: the expired
+// record's own while it still remembers the key (the plain table's forget_at, its completion
+// in locked_until), else the tombstones table's. 12 columns, one more than before tombstones.
+const readCols = recordLiveCols + `,
+	COALESCE(CASE WHEN r.response_status <> 0 AND r.expires_at <= now() AND r.forget_at > now() THEN
+		int2send(r.fingerprint_version) || int2send(CAST(r.response_status / 100 AS smallint)) || timestamptz_send(r.locked_until)
+		|| int8send(CAST(EXTRACT(EPOCH FROM (r.forget_at - now())) * 1000000 AS bigint)) || substring(r.fingerprint FROM 1 FOR 16) END,
+	` + tombstonePacked + `) AS tomb`
 
 // tombstoneCols reads the key's tombstone (the LATERAL subquery or the CTE "tb" of the reads,
-// tombstoneCTE): NULL when the key has a live record, or no tombstone whose horizon runs.
-const tombstoneCols = `tb.fingerprint AS tomb_fingerprint, tb.fingerprint_version AS tomb_version, tb.status_class AS tomb_class,
-	tb.completed_at AS tomb_completed_at, CAST(EXTRACT(EPOCH FROM (tb.forget_at - now())) * 1000000 AS bigint) AS tomb_forget_left_us`
+// tombstoneCTE) as one bytea column, NULL when the key has a live record or no tombstone whose
+// horizon runs: the fingerprint's version and the status class (2 bytes each), the completion
+// (8: timestamptz_send's µs since 2000-01-01), how long the key is still remembered (8: µs),
+// then the fingerprint's first bytes (store.TombstoneSumBytes), the integers big-endian
+// (decodeTombstone). One column rather than five keeps a read's row within the 16 columns pgx
+// describes without allocating: a replay pays nothing for the tombstone it does not read.
+const tombstoneCols = tombstonePacked + ` AS tomb`
+
+// tombstonePacked is tombstoneCols' value.
+const tombstonePacked = `int2send(tb.fingerprint_version) || int2send(tb.status_class) || timestamptz_send(tb.completed_at)
+	|| int8send(CAST(EXTRACT(EPOCH FROM (tb.forget_at - now())) * 1000000 AS bigint)) || tb.fingerprint`
 
 // tombstoneWhere selects the tombstone of the record $1/$2 whose horizon runs, when gate holds.
 // gate names only the statement's record (an outer column or a CTE), so PostgreSQL evaluates it
@@ -268,10 +290,10 @@ func newStatements(partitioned bool, e engine) *statements {
 	// read the tombstone on every read).
 	tombstoneOfLateral := `LEFT JOIN LATERAL (` + tombstoneWhere(`NOT COALESCE(`+takenRow+`, false)`) + `
 	OFFSET 0) tb ON true`
-	q.read = `SELECT ` + recordCols + `, ` + tombstoneCols + `
+	q.read = `SELECT ` + readCols + `
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
-	q.readProbe = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
+	q.readProbe = `SELECT ` + readCols + `,
 	CASE WHEN r.key_id IS NULL AND tb.forget_at IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral

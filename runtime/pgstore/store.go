@@ -698,11 +698,7 @@ type rawRecord struct {
 	forgetUS pgtype.Int8
 	doneAt   pgtype.Timestamptz
 	// The key's tombstone (tombstoneCols), read when it has no live record.
-	tombFP        []byte
-	tombVersion   pgtype.Int2
-	tombClass     pgtype.Int2
-	tombCompleted pgtype.Timestamptz
-	tombForgetUS  pgtype.Int8
+	tomb []byte
 	// buf backs targets' slice: the record's targets and those around them in a statement.
 	buf [24]any
 }
@@ -714,9 +710,17 @@ func (r *rawRecord) targets(extra ...any) []any {
 	return append(t, extra...)
 }
 
+// targetsRead returns the scan targets of readCols (recordLiveCols and the tombstone), then
+// extra.
+func (r *rawRecord) targetsRead(extra ...any) []any {
+	t := append(r.buf[:0], &r.operation, &r.fingerprint, &r.fpVersion, &r.status, &r.token, &r.live,
+		&r.leaseLeftUS, &r.headers, &r.body, &r.bodyOmitted, &r.retentionUS, &r.tomb)
+	return append(t, extra...)
+}
+
 // targetsTomb returns the scan targets of recordCols, then tombstoneCols, then extra.
 func (r *rawRecord) targetsTomb(extra ...any) []any {
-	t := r.targets(&r.tombFP, &r.tombVersion, &r.tombClass, &r.tombCompleted, &r.tombForgetUS)
+	t := r.targets(&r.tomb)
 	return append(t, extra...)
 }
 
@@ -733,13 +737,10 @@ func (r *rawRecord) row() *row {
 		t.rec.ForgetLeft = time.Duration(r.forgetUS.Int64) * time.Microsecond
 		return t
 	}
-	if r.tombVersion.Valid && (!r.live.Valid || !r.live.Bool) {
-		t := &row{rec: store.Record{State: store.Expired, StatusClass: int(r.tombClass.Int16)}, live: true}
-		copy(t.rec.Fingerprint.Sum[:store.TombstoneSumBytes], r.tombFP)
-		t.rec.Fingerprint.Version = uint16(r.tombVersion.Int16)
-		t.rec.CompletedAt = r.tombCompleted.Time
-		t.rec.ForgetLeft = time.Duration(r.tombForgetUS.Int64) * time.Microsecond
-		return t
+	if r.tomb != nil && (!r.live.Valid || !r.live.Bool) {
+		if rec, ok := decodeTombstone(r.tomb); ok {
+			return &row{rec: rec, live: true}
+		}
 	}
 	if !r.operation.Valid || !r.status.Valid {
 		return nil
@@ -765,6 +766,23 @@ func (r *rawRecord) row() *row {
 		out.rec.RetentionLeft = time.Duration(r.retentionUS.Int64) * time.Microsecond
 	}
 	return out
+}
+
+// pgEpoch is PostgreSQL's epoch, from which timestamptz_send counts microseconds.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// decodeTombstone reads the column tombstoneCols packs: an Expired record; false when the value
+// is not of that form.
+func decodeTombstone(b []byte) (store.Record, bool) {
+	if len(b) != 20+store.TombstoneSumBytes {
+		return store.Record{}, false
+	}
+	rec := store.Record{State: store.Expired, StatusClass: int(int2(b[2:4]))}
+	rec.Fingerprint.Version = uint16(int2(b[0:2]))
+	rec.CompletedAt = pgEpoch.Add(time.Duration(int8v(b[4:12])) * time.Microsecond)
+	rec.ForgetLeft = time.Duration(int8v(b[12:20])) * time.Microsecond
+	copy(rec.Fingerprint.Sum[:store.TombstoneSumBytes], b[20:])
+	return rec, true
 }
 
 // querier is what read needs from a pool or a connection.
@@ -831,17 +849,16 @@ func (rr *readRow) row() *row {
 	return &rr.out
 }
 
-// The types of the read's columns (pgtype's OIDs): recordCols, in order, then tombstoneCols,
+// The types of the read's columns (pgtype's OIDs): readCols, in order, then
 // then the busy column of readProbe.
 var readColTypes = [...]uint32{pgtype.TextOID, pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.Int8OID,
 	pgtype.BoolOID, pgtype.Int8OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.BoolOID, pgtype.Int8OID,
-	pgtype.ByteaOID, pgtype.Int2OID, pgtype.Int2OID, pgtype.TimestamptzOID, pgtype.Int8OID,
-	pgtype.BoolOID}
+	pgtype.ByteaOID, pgtype.BoolOID}
 
-// Where readColTypes' groups start: the tombstone's version, and the busy column.
+// Columns of readColTypes: the tombstone, and busy.
 const (
-	readColTombVersion = 12
-	readColBusy        = 16
+	readColTomb = 11
+	readColBusy = 12
 )
 
 // ScanRow decodes the row (pgx.RowScanner) from its values as pgx's extended protocol receives
@@ -864,12 +881,15 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 			return rr.scanRows(rows)
 		}
 	}
-	if vals[readColTombVersion] != nil {
-		// The key's tombstone (a late retry: rare), which rawRecord.row reads.
-		return rr.scanRows(rows)
-	}
 	if rr.probe {
 		rr.busy = len(vals[readColBusy]) == 1 && vals[readColBusy][0] != 0
+	}
+	if live := len(vals[5]) == 1 && vals[5][0] != 0; vals[readColTomb] != nil && !live {
+		// The key is remembered (a late retry): its tombstone is the record, as in rawRecord.row.
+		if rec, ok := decodeTombstone(vals[readColTomb]); ok {
+			rr.out, rr.found = row{rec: rec, live: true}, true
+			return nil
+		}
 	}
 	// As rawRecord.row: no operation or no status is no record; a status of 0 is a running one.
 	if vals[0] == nil || vals[3] == nil {
@@ -917,7 +937,7 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 // itself.
 func (rr *readRow) scanRows(rows pgx.Rows) error {
 	var raw rawRecord
-	targets := raw.targetsTomb()
+	targets := raw.targetsRead()
 	if rr.probe {
 		targets = append(targets, &rr.busy)
 	}

@@ -352,7 +352,7 @@ func (s *Store) lockAndRead(ctx context.Context, conn *pgxpool.Conn, sp *claimSp
 		err = br.QueryRow().Scan(&free)
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(raw.targetsTomb()...)
+		err = br.QueryRow().Scan(raw.targetsRead()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/store"
@@ -55,7 +56,10 @@ type tx struct {
 	conn  *pgxpool.Conn
 	sp    *claimSpec // nil for commitPlain
 	token int64
-	kind  commitKind
+	// horizon is the completion's tombstone horizon argument (tombstoneHorizon), given to pgx
+	// as a pointer so that it is not boxed.
+	horizon pgtype.Int8
+	kind    commitKind
 	// block, when set, is the transaction block (and claim) still to be opened: every
 	// statement goes through it, the first one carrying it.
 	block *pendingBlock
@@ -315,7 +319,7 @@ func (t *tx) insertAndCommit(ctx context.Context, r *store.Response) error {
 	}
 	charge := t.s.queueChargeBody(b, t.sp, r)
 	b.Queue(q, t.sp.d.scope, t.sp.d.key, t.sp.Operation, t.sp.Fingerprint.Sum[:],
-		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4], tombstoneHorizon(&t.sp.Claim))
+		int16(t.sp.Fingerprint.Version), t.token, resp[0], resp[1], resp[2], resp[3], resp[4], t.tombstoneHorizon())
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	if t.held {
@@ -338,6 +342,12 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+// tombstoneHorizon is the completion's last argument, tombstoneHorizon of the claim.
+func (t *tx) tombstoneHorizon() *pgtype.Int8 {
+	t.horizon = pgtype.Int8{Int64: tombstoneHorizon(&t.sp.Claim), Valid: true}
+	return &t.horizon
+}
+
 // completeAndCommit completes the running record under our token and commits: one round trip.
 func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	q := t.s.q.completeOrStop
@@ -347,7 +357,7 @@ func (t *tx) completeAndCommit(ctx context.Context, r *store.Response) error {
 	b := &pgx.Batch{}
 	charge := t.s.queueChargeBody(b, t.sp, r)
 	args := append([]any{t.sp.d.scope, t.sp.d.key, t.token}, responseArgs(r, t.sp.Retention)...)
-	b.Queue(q, append(args, tombstoneHorizon(&t.sp.Claim))...)
+	b.Queue(q, append(args, t.tombstoneHorizon())...)
 	t.queueSettleCalls(b, r)
 	b.Queue("COMMIT")
 	return t.sendCommit(ctx, b, false, charge, r, func(err error) error {

@@ -135,7 +135,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 				return err
 			}
 			var raw rawRecord
-			if err := br.QueryRow().Scan(raw.targets()...); err != nil {
+			if err := br.QueryRow().Scan(raw.targetsRead()...); err != nil {
 				return fmt.Errorf("the waiter did not replay: %w", err)
 			}
 			return nil
