@@ -146,7 +146,7 @@ type CreatePetParams struct {
 	DryRun   *bool  `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 	XStoreId string `json:"X-Store-Id"`
 
-	// IdempotencyKey Idempotency key (draft-ietf-httpapi-idempotency-key-header): 16 to 255 visible ASCII characters other than a comma. Send the same key on every retry of one request; it is remembered for 24h, and a key reused with another request is refused. Without a key the request runs unguarded.
+	// IdempotencyKey Idempotency key (draft-ietf-httpapi-idempotency-key-header): 16 to 255 visible ASCII characters other than a comma; the key may also be sent as an RFC 8941 quoted string ("abc" is the key abc), as a browser sends it. Send the same key on every retry of one request; it is remembered for 24h, and a key reused with another request is refused. Without a key the request runs unguarded.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -156,7 +156,7 @@ type PlaceOrderParams struct {
 	Limit   *int32                     `form:"limit,omitempty" json:"limit,omitempty"`
 	Ids     *[]int                     `json:"ids,omitempty"`
 
-	// IdempotencyKey Idempotency key (draft-ietf-httpapi-idempotency-key-header): 16 to 255 visible ASCII characters other than a comma. Send the same key on every retry of one request; it is remembered for 48h, and a key reused with another request is refused.
+	// IdempotencyKey Idempotency key (draft-ietf-httpapi-idempotency-key-header): 16 to 255 visible ASCII characters other than a comma; the key may also be sent as an RFC 8941 quoted string ("abc" is the key abc), as a browser sends it. Send the same key on every retry of one request; it is remembered for 48h, and a key reused with another request is refused.
 	IdempotencyKey string `json:"Idempotency-Key"`
 }
 
