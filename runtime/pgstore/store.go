@@ -131,7 +131,9 @@ type Store struct {
 	checkable     atomic.Int32
 	// waiting holds the duplicates waiting for a concurrent claim of their key; waitPoll is
 	// Options.WaitPoll with its default.
-	waiting  waiters
+	waiting waiters
+	// claiming holds the keys of this Store's atomic-mode claims in progress (inflight.go).
+	claiming inflight
 	waitPoll time.Duration
 	// ahead holds the stored bytes counted ahead for each tenant's next responses
 	// (Limits.BodyBytes); claims the claims counted ahead for its next new keys
@@ -565,12 +567,28 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 	if c.Wait > 0 {
 		t, rec, err = s.waitAtomic(ctx, &sp)
 	} else {
-		t, rec, err = s.strategy.beginAtomic(ctx, s, &sp)
+		t, rec, err = s.beginOnce(ctx, &sp)
 	}
 	if t == nil {
 		return nil, rec, err
 	}
 	return t, nil, nil
+}
+
+// beginOnce claims sp's key with the store's strategy, or returns its live record, unless this
+// Store has a claim of the key in progress: store.ErrBusy then, with no round trip
+// (inflight.go).
+func (s *Store) beginOnce(ctx context.Context, sp *claimSpec) (*tx, *store.Record, error) {
+	key := sp.d.key.Bytes
+	if s.claiming.has(key) {
+		return nil, nil, store.ErrBusy
+	}
+	t, rec, err := s.strategy.beginAtomic(ctx, s, sp)
+	if t != nil && !t.entered {
+		// Claimed before the handler (the database's lock says it is ours): recorded now.
+		t.entered = s.claiming.enter(key)
+	}
+	return t, rec, err
 }
 
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN
