@@ -20,6 +20,9 @@ import (
 //	complete      a final response is stored with the handler's writes and committed;
 //	              anything else is rolled back and the key is free
 func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
+	if x.rt.drain.refusing() {
+		return x.drained(ctx, st)
+	}
 	if x.key == "" {
 		return runUnguarded(ctx, x, st, fn)
 	}

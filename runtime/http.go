@@ -59,6 +59,8 @@ type exchange struct {
 	// notFinal: the handler marked its answer not final (NotFinal): sent, not stored, the key
 	// released.
 	notFinal atomic.Bool
+	// flight is the request as Shutdown sees it while it runs (nil before).
+	flight *flight
 	// tmpl is the operation's path template and segs the request's decoded path segments
 	// (pathValue); for a request an adapter routed (Guard.Serve), segs are the template's
 	// segments with the router's values in its parameter segments.
@@ -142,8 +144,11 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 				span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
 			}
 			// The handler's context carries the request's log attributes (LogAttrs, LogHandler),
-			// hashed the first time something asks for them.
-			res = run(x.withIdentity(ctx), x)
+			// hashed the first time something asks for them; Shutdown cancels it at its deadline.
+			runCtx, f := rt.drain.enter(x.withIdentity(ctx))
+			x.flight = f
+			res = run(runCtx, x)
+			rt.drain.leave(f)
 		}
 	}
 	a := answer(x, &res)
@@ -438,6 +443,11 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res *result, a *re
 	}
 	rt.obs.Outcome(x.op.ID, x.op.Mode, a.outcome)
 	rt.logResult(x, res, a)
+	if rt.drain.refusing() {
+		// The process is leaving: the client's next request goes to a new connection, and so
+		// to another replica.
+		w.Header().Set("Connection", "close")
+	}
 	decorate := func(h http.Header) { x.profileHeaders(h, a) }
 	switch {
 	case a.problem.Status != 0:

@@ -33,6 +33,9 @@ import (
 //	complete  lock the record under our token, run the completion, store, commit; a failure
 //	          releases the key, and a token taken over meanwhile discards the result
 func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
+	if x.rt.drain.refusing() {
+		return x.drained(ctx, st)
+	}
 	if x.key == "" {
 		return runUnguardedLease(ctx, x, st, fn)
 	}
@@ -51,7 +54,12 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 // phase, then the completion or the release.
 func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error), claim *store.Claim, token int64) result {
 	lease := &Lease{st: st, claim: *claim, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
+	// Should the process leave before the call phase ends (Runtime.Shutdown's deadline), the
+	// lease ends at once, so that the same request's retry on another replica takes the key over
+	// without waiting for it to run out.
+	x.rt.drain.holding(x.flight, func(ctx context.Context) error { return st.Extend(ctx, claim.ID, token, 0) })
 	complete, failure := callPhase(ctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
+	x.rt.drain.holding(x.flight, nil)
 	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the

@@ -60,10 +60,37 @@ func (x *exchange) storeFailed(err error) result {
 		return res
 	case f == faultUnknown, x.calledOut:
 		return result{ending: endStoreUnknown, err: err}
+	case x.flight != nil && x.flight.shut.Load():
+		// Shutdown's deadline cut the store call short: nothing ran.
+		return result{ending: endDraining, err: err}
 	case x.r.Context().Err() != nil:
 		return result{ending: endCanceled, err: err}
 	}
 	return result{ending: endStoreUnavailable, err: err}
+}
+
+// drained is the ending of a request that reaches its claim while the process shuts down
+// (Runtime.Shutdown): a key with a live record is answered from it (replay, 422, 409), as a
+// lookup costs no claim; a new key, or a request without one, is refused and nothing runs.
+func (x *exchange) drained(ctx context.Context, st store.Store) result {
+	if x.key == "" {
+		return result{ending: endDraining}
+	}
+	var (
+		rec store.Record
+		ok  bool
+	)
+	err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+		rec, ok, err = st.Get(ctx, x.id())
+		return err
+	})
+	switch {
+	case err != nil:
+		return x.storeFailed(err)
+	case ok:
+		return x.meet(&rec)
+	}
+	return result{ending: endDraining}
 }
 
 // handlerError is a handler phase that returned an error or panicked (stack set).
