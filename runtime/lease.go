@@ -33,6 +33,9 @@ import (
 //	complete  lock the record under our token, run the completion, store, commit; a failure
 //	          releases the key, and a token taken over meanwhile discards the result
 func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
+	if x.earlier != nil {
+		return x.earlierLease(ctx, st)
+	}
 	if x.rt.drain.refusing() {
 		return x.drained(ctx, st)
 	}

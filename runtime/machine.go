@@ -93,6 +93,38 @@ func (x *exchange) drained(ctx context.Context, st store.Store) result {
 	return result{ending: endDraining}
 }
 
+// earlierMet answers a request the decoder refused (x.earlier) from the live record of its key,
+// which a decoder before the refusal wrote: x.fp is the fingerprint as that decoder computed
+// it. Only a record of the same operation, framing version and fingerprint is this request's:
+// completed, it replays; running, it is in flight (409: a relaxed decoding never runs or takes
+// over a handler). Anything else gets the refusal, which stands on its own.
+func (x *exchange) earlierMet(rec *store.Record) result {
+	if rec.Operation != x.op.ID || rec.Fingerprint != x.fp {
+		return *x.earlier
+	}
+	if rec.State == store.Completed {
+		return result{ending: endReplayed, rec: rec}
+	}
+	return result{ending: endInFlight, after: rec.LeaseLeft}
+}
+
+// earlierLease is lease mode's lookup for x.earlier: a running record is visible, so one read
+// decides.
+func (x *exchange) earlierLease(ctx context.Context, st store.Store) result {
+	var (
+		rec store.Record
+		ok  bool
+	)
+	err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+		rec, ok, err = st.Get(ctx, x.id())
+		return err
+	})
+	if err != nil || !ok {
+		return *x.earlier
+	}
+	return x.earlierMet(&rec)
+}
+
 // handlerError is a handler phase that returned an error or panicked (stack set).
 type handlerError struct {
 	err   error
