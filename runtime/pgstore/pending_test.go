@@ -141,32 +141,38 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 // answered 409 by the read: TestServerLogHoldsNoKeysAndNo409Errors.)
 func TestLostClaimSkipsTheStatement(t *testing.T) {
 	e := newEnv(t, withDelay(time.Minute))
+	// The holder runs on another replica: on the duplicate's own Store it would be answered
+	// 409 at once (the Store's claims in progress).
+	other := newEnvAt(t, e.url, withDelay(time.Minute))
 	holding, release := make(chan struct{}), make(chan struct{})
 	read, go2 := make(chan struct{}), make(chan struct{})
 	stmtErr := make(chan error, 1)
-	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
-		if r.Header.Get("X-Hold") == "" {
-			close(read)
-			<-go2
-		}
-		_, err := db.Exec(ctx, insertPay, "t1", 100)
-		if r.Header.Get("X-Hold") == "" {
-			stmtErr <- err
-		}
-		if err != nil {
-			return runtime.Response{}, err
-		}
-		if r.Header.Get("X-Hold") != "" {
-			close(holding)
-			<-release
-		}
-		return created(""), nil
-	})
+	handler := func(e *env) http.Handler {
+		return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+			if r.Header.Get("X-Hold") == "" {
+				close(read)
+				<-go2
+			}
+			_, err := db.Exec(ctx, insertPay, "t1", 100)
+			if r.Header.Get("X-Hold") == "" {
+				stmtErr <- err
+			}
+			if err != nil {
+				return runtime.Response{}, err
+			}
+			if r.Header.Get("X-Hold") != "" {
+				close(holding)
+				<-release
+			}
+			return created(""), nil
+		})
+	}
+	h := handler(e)
 	duplicate := make(chan int)
 	go func() { duplicate <- serve(h, req("t1", key1, body100)).Code }()
 	<-read
 	first := make(chan int)
-	go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "1")).Code }()
+	go func() { first <- serve(handler(other), req("t1", key1, body100, "X-Hold", "1")).Code }()
 	<-holding
 	close(go2)
 	if code := <-duplicate; code != 409 {
