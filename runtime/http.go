@@ -312,9 +312,9 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 // again as those decoders did (gen.Input.Relax); when that takes it and its key is valid, the
 // machine of its mode only looks the key up (x.earlier set: earlierAtomic, earlierLease): a
 // record of the same operation with the same fingerprint, as the earlier decoder computed it,
-// is answered from (its replay, or 409 while it runs); anything else, including a record whose
-// fingerprint cannot be compared (another framing version), gets the refusal. Nothing runs a
-// handler on a relaxed decoding.
+// is answered from (its replay, or 409 while it runs), and so is a record decide answers so for
+// any request (another framing version: exchange.earlierMet); anything else gets the refusal.
+// Nothing runs a handler on a relaxed decoding.
 func (x *exchange) earlierTwin(in *gen.Input, decode func(*gen.Input) (runner, error), refused result) (runner, result) {
 	run, fp, err := decodeRequest(x, in, decode, true)
 	if err != nil {

@@ -95,17 +95,19 @@ func (x *exchange) drained(ctx context.Context, st store.Store) result {
 
 // earlierMet answers a request the decoder refused (x.earlier) from the live record of its key,
 // which a decoder before the refusal wrote: x.fp is the fingerprint as that decoder computed
-// it. Only a record of the same operation, framing version and fingerprint is this request's:
-// completed, it replays; running, it is in flight (409: a relaxed decoding never runs or takes
-// over a handler). Anything else gets the refusal, which stands on its own.
+// it. The record answers as decide has it answer a request the decoder takes, and no more: a
+// replay when it is this request's (or a completed record of another framing version, which
+// decide replays to any request of its operation: no fingerprint safety is lost that a request
+// the decoder takes does not lose already), 409 while it runs (a relaxed decoding never runs
+// or takes over a handler). A mismatch, or no record, gets the refusal, which stands on its own.
 func (x *exchange) earlierMet(rec *store.Record) result {
-	if rec.Operation != x.op.ID || rec.Fingerprint != x.fp {
-		return *x.earlier
-	}
-	if rec.State == store.Completed {
+	switch decide(x.op.Mode, x.op.ID, x.fp, rec) {
+	case verdictReplay:
 		return result{ending: endReplayed, rec: rec}
+	case verdictInFlight, verdictTakeover:
+		return result{ending: endInFlight, after: rec.LeaseLeft}
 	}
-	return result{ending: endInFlight, after: rec.LeaseLeft}
+	return *x.earlier
 }
 
 // earlierLease is lease mode's lookup for x.earlier: a running record is visible, so one read

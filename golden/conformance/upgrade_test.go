@@ -102,8 +102,10 @@ func TestRequestAnEarlierVersionExecutedReplays(t *testing.T) {
 		t.Errorf("the refused request left a record (%v)", err)
 	}
 
-	// A record whose fingerprint cannot be compared (another framing version) is not this
-	// request's: a request the decoder refuses never gets its answer.
+	// A completed record whose fingerprint cannot be compared (another framing version: the
+	// version before this one's) answers a refused request as decide answers a request the
+	// decoder takes (a replay, not a false 422 after an upgrade), and no more: a refused body
+	// under a key of another operation keeps its 400.
 	other := store.Claim{ID: store.ID{Key: "k-upgrade-0003-aaaaaaaaaaaa"}, Operation: operationCreatePayment().ID,
 		Fingerprint: canonical.Fingerprint{Version: canonical.Version + 1}, Retention: time.Hour}
 	tx, rec, err := st.BeginAtomic(ctx, other)
@@ -113,8 +115,19 @@ func TestRequestAnEarlierVersionExecutedReplays(t *testing.T) {
 	if err := tx.Commit(ctx, store.Response{Status: 201, Body: []byte(`{"id":"pay_9"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if w := post(current, "k-upgrade-0003-aaaaaaaaaaaa", variant); w.Code != http.StatusBadRequest {
-		t.Errorf("a refused body under a record of another framing version: %d %s, want 400", w.Code, w.Body)
+	if w := post(current, "k-upgrade-0003-aaaaaaaaaaaa", variant); w.Code != http.StatusCreated || w.Header().Get(runtime.HeaderReplayed) != "true" {
+		t.Errorf("a refused body under a completed record of another framing version: %d %s, want its replay", w.Code, w.Body)
+	}
+	other.ID.Key, other.Operation = "k-upgrade-0005-aaaaaaaaaaaa", "createRefund"
+	tx, rec, err = st.BeginAtomic(ctx, other)
+	if err != nil || rec != nil {
+		t.Fatal(err, rec)
+	}
+	if err := tx.Commit(ctx, store.Response{Status: 201, Body: []byte(`{"id":"re_1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if w := post(current, "k-upgrade-0005-aaaaaaaaaaaa", variant); w.Code != http.StatusBadRequest {
+		t.Errorf("a refused body under a key of another operation: %d %s, want 400", w.Code, w.Body)
 	}
 
 	// While the earlier version still runs the request, its retry is in flight.
