@@ -83,20 +83,29 @@ func TestDuplicatesOnASmallPool(t *testing.T) {
 	}
 }
 
-// Duplicates on two replicas (two Stores of 4 connections each on one database): those on the
-// second replica may read the key before the first's claim goes out, take a handler slot and
-// run the slow handler's code; their claims are lost within ClaimWithStatement's delay, which
-// gives their connections and slots back while their handlers are still parked.
+// Duplicates on two replicas (two Stores of 4 connections each on one database), sent at once:
+// on each replica, the duplicates that read the key before any claim went out take a handler
+// slot and run the slow handler's code; all claims but one are lost within ClaimWithStatement's
+// delay, which gives their connections and slots back while their handlers are still parked.
+// Whichever replica wins, one connection stays acquired: the winner's.
 func TestDuplicatesOnTwoReplicasSmallPools(t *testing.T) {
 	a := newEnv(t, func(c *setup) { c.maxConns = 4 })
 	b := newEnvAt(t, a.url, func(c *setup) { c.maxConns = 4 })
 	ga, gb := a.gate("slow"), b.gate("slow")
 	ha, hb := a.slowHandler(payOp(), ga), b.slowHandler(payOp(), gb)
 	all := answersOf([]http.Handler{ha, hb}, 20, func() *http.Request { return req("acme", key1, body100) })
-	ga.wait(t)
-	// Whatever B's duplicates did, none holds a connection once its claim is lost.
-	eventually(t, "the second replica's duplicates to give their connections back", func() bool {
-		return b.pool.Stat().AcquiredConns() == 0
+	eventually(t, "a handler to start", func() bool {
+		select {
+		case <-ga.entered:
+			return true
+		case <-gb.entered:
+			return true
+		default:
+			return false
+		}
+	})
+	eventually(t, "every lost claim to give its connection back", func() bool {
+		return a.pool.Stat().AcquiredConns()+b.pool.Stat().AcquiredConns() == 1 && a.advisoryLockHeld()
 	})
 	ga.open()
 	gb.open()
