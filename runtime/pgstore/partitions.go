@@ -19,7 +19,7 @@ import (
 // expired, instead of deleting rows. It is safe on several replicas at once: creation runs under
 // a transaction-scoped advisory lock (a replica that finds it taken skips the round), a
 // partition is detached CONCURRENTLY (PostgreSQL 14 and later; queries on the table are never
-// blocked by it) and dropped with DROP TABLE IF EXISTS, and a detach that another replica began,
+// blocked by it) and dropped with DROP TABLE (a table another replica dropped first is not an error), and a detach that another replica began,
 // or that a timeout interrupted, is finished on the next round. It keeps no state in a database
 // session (transaction-scoped locks and settings only), so it runs behind a pooler that pools
 // transactions (Options.Pooling) as it does on a direct connection.
@@ -246,7 +246,8 @@ ORDER BY 1`
 // the store's statements never wait for (SHARE UPDATE EXCLUSIVE), so its waits are bounded by
 // a deadline of its own (detachTimeout) instead, after which the detach stays pending and the
 // next round finishes it. Replicas may drop at once: each step takes another's in its stride
-// (a partition already marked, detaching, detached or dropped).
+// (a partition already marked, detaching, detached or dropped), and a partition's rows are
+// counted by the replica whose DROP removed it.
 func (p *PartitionSweeper) drop(ctx context.Context) (int64, error) {
 	type ended struct {
 		name    string
@@ -315,7 +316,11 @@ WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
 				return dropped, fmt.Errorf("detach %s: %w", e.name, err)
 			}
 		}
-		if err := p.local(ctx, "DROP TABLE IF EXISTS "+name); err != nil {
+		if err := p.local(ctx, "DROP TABLE "+name); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "55P03") {
+				continue // another replica dropped it (counted there), or is dropping it
+			}
 			return dropped, fmt.Errorf("drop %s: %w", e.name, err)
 		}
 		dropped += e.rows

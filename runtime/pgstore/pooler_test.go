@@ -211,12 +211,29 @@ func TestStormBehindPgBouncer(t *testing.T) {
 	}
 }
 
-// serverAdvisoryLocks counts the advisory locks held on the server, read without the pooler.
+// serverAdvisoryLocks counts the advisory locks held in direct's database (other tests run
+// beside this one on the server), read without the pooler, and logs their holders.
 func serverAdvisoryLocks(t *testing.T, direct string) int {
 	t.Helper()
-	var n int
-	if err := poolVia(t, direct, 1).QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted`).Scan(&n); err != nil {
+	rows, err := poolVia(t, direct, 1).Query(context.Background(), `SELECT l.pid, coalesce(a.state, ''), coalesce(a.query, ''),
+		coalesce(a.xact_start::text, '') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted
+		  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var pid int
+		var state, query, xact string
+		if err := rows.Scan(&pid, &state, &query, &xact); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("advisory lock held by pid %d (%s since %s): %.200s", pid, state, xact, query)
+		n++
+	}
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return n
