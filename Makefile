@@ -18,8 +18,8 @@ generate: ## regenerate every generated file, then fail if committed output chan
 		git status --short -- adapters golden examples internal >&2; \
 		echo "generated output changed (or is new): review and commit it" >&2; exit 1; fi
 
-test: ## run every test against a throwaway PostgreSQL and Redis (standalone + 3-master cluster): the README's test command
-	./scripts/with-postgres.sh ./scripts/with-redis.sh ./scripts/test.sh
+test: ## run every test against a throwaway PostgreSQL, Redis (standalone + 3-master cluster) and PgBouncer (transaction pooling): the README's test command
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./scripts/with-pgbouncer.sh ./scripts/test.sh
 
 test-citus: ## the store on Citus: storetest's suites, the Citus tests, storms, sweeper, reconciliation and the request cases, against CITUS_URL or a throwaway coordinator and 2 workers (Citus must be installed: docs/distributed.md; not CI)
 	./scripts/test-citus.sh

@@ -91,6 +91,10 @@ const (
 	endStoreUnavailable
 	// endCanceled: a store call failed (err) because the client went away; nothing ran.
 	endCanceled
+	// endDraining: the process is shutting down (Runtime.Shutdown): the key had no live record
+	// (or the request no key), and nothing ran; err, when set, is the store call Shutdown cut
+	// short.
+	endDraining
 	// endStoreUnknown: the store failed (err) after the request began to run: a commit
 	// whose outcome is unknown, or a failure after a lease-mode call phase.
 	endStoreUnknown
@@ -161,6 +165,7 @@ type reply struct {
 const (
 	logStoreFailed     = "idempotency store failed"
 	logCanceled        = "client went away during the idempotency store call"
+	logDraining        = "request refused: the process is shutting down"
 	logHandlerFailed   = "idempotent handler failed; key released"
 	logForeign         = "response not produced by the operation's handler; not stored, key released"
 	logLeaseLost       = "lease lost before completion; result discarded"
@@ -303,6 +308,13 @@ func answer(x *exchange, res *result) reply {
 		if res.ending == endCanceled {
 			a.outcome, a.level, a.msg = OutcomeCanceled, slog.LevelInfo, logCanceled
 		}
+		return a
+	case endDraining:
+		// Not processed, as when the store cannot be reached: the client retries (on another
+		// replica, the connection being closed); the store is fine, so nothing pages anyone.
+		a := problem(OutcomeDraining, ProblemStoreUnavailable, "This server is shutting down; the request was not processed. Retry after the Retry-After delay.")
+		a.problem.RetryAfter = cfg.StoreRetryAfter
+		a.level, a.msg = slog.LevelInfo, logDraining
 		return a
 	case endStoreUnknown:
 		a := problem(OutcomeStoreError, ProblemStoreUnavailable,

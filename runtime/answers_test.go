@@ -75,6 +75,7 @@ func TestEveryEndingIsAnswered(t *testing.T) {
 		endLimited:              {"limited", result{after: 3 * time.Second}, 429, ProblemRateLimited, "3", false, OutcomeLimited, false, "slow down"},
 		endStoreUnavailable:     {"store unavailable", result{err: errors.New("connection refused")}, 503, ProblemStoreUnavailable, "1", false, OutcomeStoreError, true, "not processed"},
 		endCanceled:             {"canceled", result{err: errors.New("context canceled")}, 503, ProblemStoreUnavailable, "1", false, OutcomeCanceled, true, "not processed"},
+		endDraining:             {"draining", result{}, 503, ProblemStoreUnavailable, "1", false, OutcomeDraining, true, "not processed"},
 		endStoreUnknown:         {"store unknown", result{err: errors.New("commit: eof")}, 503, ProblemStoreUnavailable, "1", false, OutcomeStoreError, true, "outcome unknown"},
 		endHandlerFailed:        {"handler failed", result{err: errors.New("boom"), stack: []byte("goroutine 1")}, 500, ProblemInternal, "", false, OutcomeReleased, true, "server failed"},
 		endExecuted:             {"executed", result{resp: handlers}, 201, "", "", false, OutcomeExecuted, false, "the handler's answer"},

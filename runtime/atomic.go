@@ -21,6 +21,12 @@ import (
 //	complete      a final response is stored with the handler's writes and committed;
 //	              anything else is rolled back and the key is free
 func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, DB) (Response, error)) result {
+	if x.earlier != nil {
+		return earlierAtomic(ctx, x, st)
+	}
+	if x.rt.drain.refusing() {
+		return x.drained(ctx, st)
+	}
 	if x.key == "" {
 		return runUnguarded(ctx, x, st, fn)
 	}
@@ -54,6 +60,34 @@ func runAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[
 	res := completeTx(free, x, tx, h)
 	res.claimed = start
 	return res
+}
+
+// earlierAtomic is atomic mode's lookup for a refused request that an earlier decoder took
+// (x.earlier, exchange.earlierMet). A running atomic claim is invisible until it commits, so the
+// lookup is a claim that runs nothing: a concurrent claim of the key (the earlier version may be
+// executing the request) is 409; a live record is compared; a key with neither is given back at
+// once and the refusal stands. The claim does not count against the tenant's records cap.
+func earlierAtomic[DB any](ctx context.Context, x *exchange, st store.Transactional[DB]) result {
+	c := x.claim()
+	c.Wait, c.Counted = 0, true
+	var (
+		tx  store.Tx[DB]
+		rec *store.Record
+	)
+	err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+		tx, rec, err = st.BeginAtomic(ctx, c)
+		return err
+	})
+	switch {
+	case err != nil && classify(ModeAtomic, err) == faultBusy:
+		return result{ending: endInFlight}
+	case err != nil:
+		return *x.earlier
+	case rec != nil:
+		return x.earlierMet(rec)
+	}
+	_ = tx.Abort(context.WithoutCancel(ctx))
+	return *x.earlier
 }
 
 // runUnguarded runs fn for a request whose optional key is absent (key.required false): no

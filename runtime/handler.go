@@ -129,7 +129,7 @@ func Fingerprint[T any](op *Operation, decode DecodeFunc[T], r *http.Request) (T
 			x.declared = matchMediaType(op.MediaTypes, x.mediaType)
 		}
 	}
-	return decodeRequest(x, &gen.Input{}, decode)
+	return decodeRequest(x, &gen.Input{}, decode, false)
 }
 
 // decodeRequest is the decode protocol, the one path by which a request to a marked operation is
@@ -140,9 +140,12 @@ func Fingerprint[T any](op *Operation, decode DecodeFunc[T], r *http.Request) (T
 // with the operation's framing (operation, method, path template and values, declared query
 // parameters, media type, fingerprint headers); runs decode, which adds the body; then sums the
 // fingerprint, or releases the framing when decode refused the request.
-func decodeRequest[T any](x *exchange, in *gen.Input, decode func(*gen.Input) (T, error)) (T, canonical.Fingerprint, error) {
+func decodeRequest[T any](x *exchange, in *gen.Input, decode func(*gen.Input) (T, error), relaxed bool) (T, canonical.Fingerprint, error) {
 	op := x.op
 	in.Reset(x.r, x.body, x.mediaType, x.declared, x.pathValue, &x.rt.matcher)
+	if relaxed {
+		in.Relax() // as the decoders did before the refusals added since 0.1.0 (earlierTwin)
+	}
 	in.Begin(op.ID, op.Method, op.Path, op.Query, op.FingerprintHeaders)
 	v, err := decode(in)
 	if err != nil {

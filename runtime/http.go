@@ -62,6 +62,12 @@ type exchange struct {
 	// detached: the handler runs detached from the client (detach), so a store call that fails
 	// after the client went away failed on its own.
 	detached bool
+	// flight is the request as Shutdown sees it while it runs (nil before).
+	flight *flight
+	// earlier, when set, is the decoder's refusal of a request that the decoders before the
+	// refusals added since 0.1.0 took (earlierTwin): the machine only looks for the record of
+	// that request, and answers the refusal when there is none.
+	earlier *result
 	// tmpl is the operation's path template and segs the request's decoded path segments
 	// (pathValue); for a request an adapter routed (Guard.Serve), segs are the template's
 	// segments with the router's values in its parameter segments.
@@ -149,8 +155,11 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 				span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
 			}
 			// The handler's context carries the request's log attributes (LogAttrs, LogHandler),
-			// hashed the first time something asks for them.
-			res = run(x.withIdentity(ctx), x)
+			// hashed the first time something asks for them; Shutdown cancels it at its deadline.
+			runCtx, f := rt.drain.enter(x.withIdentity(ctx))
+			x.flight = f
+			res = run(runCtx, x)
+			rt.drain.leave(f)
 		}
 	}
 	a := answer(x, &res)
@@ -276,9 +285,13 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 		in.Reset(nil, nil, "", "", nil, nil) // nothing of this request stays in the pool
 		x.rt.inputs.Put(in)
 	}()
-	run, fp, err := decodeRequest(x, in, decode)
+	run, fp, err := decodeRequest(x, in, decode, false)
 	if err != nil {
-		return nil, decodeFailed(err)
+		refused := decodeFailed(err)
+		if refused.ending == endBodyInvalid {
+			return x.earlierTwin(in, decode, refused)
+		}
+		return nil, refused
 	}
 	x.fp = fp
 	k := rawKey{}
@@ -297,6 +310,36 @@ func prepare(x *exchange, decode func(*gen.Input) (runner, error)) (runner, resu
 		k.value, k.present = in.BodyKey()
 	}
 	return run, x.resolveKey(k)
+}
+
+// earlierTwin is what a request the decoder refused (refused) runs instead: a version of the
+// decoder before the refusals added since idemgen 0.1.0 may have taken, and executed, this very
+// request, and its retry must get that answer, not a 400 telling the client that what ran was
+// invalid (the adversary's "Amount" beside "amount" after an upgrade). So the request is decoded
+// again as those decoders did (gen.Input.Relax); when that takes it and its key is valid, the
+// machine of its mode only looks the key up (x.earlier set: earlierAtomic, earlierLease): a
+// record of the same operation with the same fingerprint, as the earlier decoder computed it,
+// is answered from (its replay, or 409 while it runs), and so is a record decide answers so for
+// any request (another framing version: exchange.earlierMet); anything else gets the refusal.
+// Nothing runs a handler on a relaxed decoding.
+func (x *exchange) earlierTwin(in *gen.Input, decode func(*gen.Input) (runner, error), refused result) (runner, result) {
+	run, fp, err := decodeRequest(x, in, decode, true)
+	if err != nil {
+		return nil, refused
+	}
+	k := rawKey{}
+	if x.op.Key.Header != "" {
+		if vals := x.r.Header.Values(x.op.Key.Header); len(vals) > 0 {
+			k = rawKey{value: vals[0], present: true, lines: len(vals)}
+		}
+	} else {
+		k.value, k.present = in.BodyKey()
+	}
+	if res := x.resolveKey(k); res.answered() || x.key == "" {
+		return nil, refused
+	}
+	x.fp, x.earlier = fp, &refused
+	return run, result{}
 }
 
 // pointerError is a decoder's refusal that names where in the request it is: *gen.BodyError,
@@ -445,6 +488,11 @@ func (rt *Runtime) finish(w http.ResponseWriter, x *exchange, res *result, a *re
 	}
 	rt.obs.Outcome(x.op.ID, x.op.Mode, a.outcome)
 	rt.logResult(x, res, a)
+	if rt.drain.refusing() {
+		// The process is leaving: the client's next request goes to a new connection, and so
+		// to another replica.
+		w.Header().Set("Connection", "close")
+	}
 	decorate := func(h http.Header) { x.profileHeaders(h, a) }
 	switch {
 	case a.problem.Status != 0:

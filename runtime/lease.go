@@ -34,6 +34,12 @@ import (
 //	complete  lock the record under our token, run the completion, store, commit; a failure
 //	          releases the key, and a token taken over meanwhile discards the result
 func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error)) result {
+	if x.earlier != nil {
+		return x.earlierLease(ctx, st)
+	}
+	if x.rt.drain.refusing() {
+		return x.drained(ctx, st)
+	}
 	if x.key == "" {
 		return runUnguardedLease(ctx, x, st, fn)
 	}
@@ -53,10 +59,14 @@ func runLease[DB any](ctx context.Context, x *exchange, st store.Transactional[D
 func ownLease[DB any](ctx context.Context, x *exchange, st store.Transactional[DB], fn func(context.Context, *Lease) (CompleteFunc[DB], error), claim *store.Claim, token int64) result {
 	lease := &Lease{st: st, claim: *claim, token: token, secret: x.rt.cfg.ProviderKeySecret, timeout: x.rt.cfg.StoreTimeout}
 	// The key is ours: the call phase runs detached from the client within the operation's
-	// execution limit (detach).
+	// execution limit (detach). Should the process leave before the call phase ends
+	// (Runtime.Shutdown's deadline), the lease ends at once, so that the same request's retry on
+	// another replica takes the key over without waiting for it to run out.
+	x.rt.drain.holding(x.flight, func(ctx context.Context) error { return st.Extend(ctx, claim.ID, token, 0) })
 	hctx, release := x.detach(ctx)
 	complete, failure := callPhase(hctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
 	release()
+	x.rt.drain.holding(x.flight, nil)
 	x.calledOut = true
 
 	// The call phase is over: the completion is not canceled by a client that went away (the

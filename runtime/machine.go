@@ -63,6 +63,9 @@ func (x *exchange) storeFailed(err error) result {
 		return res
 	case f == faultUnknown, x.calledOut:
 		return result{ending: endStoreUnknown, err: err}
+	case x.flight != nil && x.flight.shut.Load():
+		// Shutdown's deadline cut the store call short: nothing ran.
+		return result{ending: endDraining, err: err}
 	case !x.detached && x.r.Context().Err() != nil:
 		// A detached handler's store calls do not end with the client: their failure is the
 		// store's.
@@ -84,7 +87,8 @@ var ErrExecutionLimit = errors.New("runtime: the operation's execution limit pas
 // a client whose attempts are shorter than the handler (payment APIs finish what they
 // accepted). The context ends at the operation's execution limit, counted from now, or at the
 // deadline ctx already had (a timeout middleware's, a server-side decision), whichever comes
-// first. An operation with Attached set keeps ctx as it is. release frees the context's timer.
+// first, and Runtime.Shutdown's deadline still cancels it (ErrShuttingDown). An operation with
+// Attached set keeps ctx as it is. release frees the context's timer.
 func (x *exchange) detach(ctx context.Context) (hctx context.Context, release context.CancelFunc) {
 	if x.op.Attached {
 		return ctx, func() {}
@@ -98,11 +102,70 @@ func (x *exchange) detachFrom(ctx, free context.Context) (hctx context.Context, 
 		return ctx, func() {}
 	}
 	x.detached = true
+	free = x.rt.drain.detach(x.flight, free) // Shutdown's deadline still ends it
 	deadline := time.Now().Add(x.op.executionLimit())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		return context.WithDeadline(free, d)
 	}
 	return context.WithDeadlineCause(free, deadline, ErrExecutionLimit)
+}
+
+// drained is the ending of a request that reaches its claim while the process shuts down
+// (Runtime.Shutdown): a key with a live record is answered from it (replay, 422, 409), as a
+// lookup costs no claim; a new key, or a request without one, is refused and nothing runs.
+func (x *exchange) drained(ctx context.Context, st store.Store) result {
+	if x.key == "" {
+		return result{ending: endDraining}
+	}
+	var (
+		rec store.Record
+		ok  bool
+	)
+	err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+		rec, ok, err = st.Get(ctx, x.id())
+		return err
+	})
+	switch {
+	case err != nil:
+		return x.storeFailed(err)
+	case ok:
+		return x.meet(&rec)
+	}
+	return result{ending: endDraining}
+}
+
+// earlierMet answers a request the decoder refused (x.earlier) from the live record of its key,
+// which a decoder before the refusal wrote: x.fp is the fingerprint as that decoder computed
+// it. The record answers as decide has it answer a request the decoder takes, and no more: a
+// replay when it is this request's (or a completed record of another framing version, which
+// decide replays to any request of its operation: no fingerprint safety is lost that a request
+// the decoder takes does not lose already), 409 while it runs (a relaxed decoding never runs
+// or takes over a handler). A mismatch, or no record, gets the refusal, which stands on its own.
+func (x *exchange) earlierMet(rec *store.Record) result {
+	switch decide(x.op.Mode, x.op.ID, x.fp, rec) {
+	case verdictReplay:
+		return result{ending: endReplayed, rec: rec}
+	case verdictInFlight, verdictTakeover:
+		return result{ending: endInFlight, after: rec.LeaseLeft}
+	}
+	return *x.earlier
+}
+
+// earlierLease is lease mode's lookup for x.earlier: a running record is visible, so one read
+// decides.
+func (x *exchange) earlierLease(ctx context.Context, st store.Store) result {
+	var (
+		rec store.Record
+		ok  bool
+	)
+	err := x.storeCall(ctx, spanLookup, 0, func(ctx context.Context) (err error) {
+		rec, ok, err = st.Get(ctx, x.id())
+		return err
+	})
+	if err != nil || !ok {
+		return *x.earlier
+	}
+	return x.earlierMet(&rec)
 }
 
 // handlerError is a handler phase that returned an error or panicked (stack set).

@@ -28,6 +28,7 @@ const (
 	OutcomeInternal     Outcome = "internal"        // a bug before the handler (a decoder's unexpected error, a misconfigured store): 500
 	OutcomeLimited      Outcome = "limited"         // 429 rate-limited: the store's per-scope limit refused a new key; nothing ran
 	OutcomeExpired      Outcome = "result_expired"  // 410 result-expired: a retry met its key's tombstone after the retention; nothing ran
+	OutcomeDraining     Outcome = "draining"        // 503: the process is shutting down (Runtime.Shutdown) and took no new key; nothing ran
 )
 
 // Observer receives the runtime's events. Implementations must be safe for concurrent use and
@@ -73,7 +74,7 @@ func (x *exchange) executed(o Outcome, start time.Time) {
 		return
 	}
 	switch o {
-	case OutcomeConflict, OutcomeReplayed, OutcomeMismatch, OutcomeCanceled:
+	case OutcomeConflict, OutcomeReplayed, OutcomeMismatch, OutcomeCanceled, OutcomeDraining:
 		return // the claim was lost to a concurrent request (or never made): not an owner
 	}
 	x.rt.exec.Execution(x.op.ID, x.op.Mode, o, time.Since(start))

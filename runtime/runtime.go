@@ -114,6 +114,8 @@ type Runtime struct {
 	// fields keeps what Middleware's checks find in each type of request context and response
 	// writer (frameworks.go, typeFields).
 	fields typeFields
+	// drain records the running requests for Shutdown (shutdown.go).
+	drain drain
 }
 
 // New checks cfg and returns a Runtime. It fails when Store is nil, when neither Scope nor

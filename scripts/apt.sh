@@ -1,4 +1,4 @@
-# apt.sh: sourced by scripts/test.sh, with-postgres.sh and with-redis.sh, never run.
+# apt.sh: sourced by scripts/test.sh, with-postgres.sh, with-redis.sh and with-pgbouncer.sh, never run.
 #
 # apt_install PKG...  installs Debian packages (as root, or through sudo) and waits for the
 #                     apt and dpkg locks that another apt-get, dpkg or unattended-upgrades run

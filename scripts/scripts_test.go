@@ -122,6 +122,66 @@ func TestWithPostgresUsage(t *testing.T) {
 	}
 }
 
+// with-pgbouncer.sh starts PgBouncer in transaction pooling mode in front of DATABASE_URL's
+// server: its command reaches a database through it (each statement on whichever server
+// session the pooler gives it), and its exit status is the script's. Without DATABASE_URL or a
+// command it refuses with exit status 2.
+func TestWithPgBouncer(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"DATABASE_URL="}, []string{"true"}},
+		{[]string{"DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres"}, nil},
+	} {
+		cmd := exec.Command("./with-pgbouncer.sh", c.args...)
+		cmd.Env = append(os.Environ(), c.env...)
+		if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+			t.Errorf("with-pgbouncer.sh %v with %v: %v, want exit status 2", c.args, c.env, err)
+		}
+	}
+	server := os.Getenv("IDEMGEN_TEST_DATABASE_URL")
+	if server == "" {
+		t.Skip("IDEMGEN_TEST_DATABASE_URL is not set: run the tests with scripts/with-postgres.sh")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("./with-pgbouncer.sh", exe, "-test.run=^TestHelperThroughPgBouncer$")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+server, "IDEMGEN_PGBOUNCER_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("with-pgbouncer.sh: %v, want the helper's exit status 3\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "pool_mode=transaction") {
+		t.Errorf("with-pgbouncer.sh did not say what it started:\n%s", out)
+	}
+}
+
+// TestHelperThroughPgBouncer is the command TestWithPgBouncer runs under with-pgbouncer.sh:
+// it connects through the pooler, checks that the session it gets is not the one the
+// connection announced (the pooler's mark), and exits 3.
+func TestHelperThroughPgBouncer(t *testing.T) {
+	if os.Getenv("IDEMGEN_PGBOUNCER_HELPER") != "1" {
+		t.Skip("run by TestWithPgBouncer")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("IDEMGEN_TEST_PGBOUNCER_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var pid uint32
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if pid == conn.PgConn().PID() {
+		t.Fatalf("the session's process id %d is the one the connection announced: no pooler in between", pid)
+	}
+	os.Exit(3)
+}
+
 // apt_install (scripts/apt.sh) waits for dpkg's lock that another apt-get holds, instead of
 // failing at once with "Could not get lock" as a bare apt-get does.
 func TestAptInstallWaitsForTheLock(t *testing.T) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. Expects a PostgreSQL server in
-# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one) and Redis, standalone in
+# IDEMGEN_TEST_DATABASE_URL (scripts/with-postgres.sh provides one), Redis, standalone in
 # IDEMGEN_TEST_REDIS_ADDR and a 3-master cluster in IDEMGEN_TEST_REDIS_CLUSTER
-# (scripts/with-redis.sh provides both); with IDEMGEN_REQUIRE_DB=1, a test that needs one of
-# them fails rather than skips when it is missing. Installs, from Debian's packages and only when
-# they are missing, Chromium (the admin page's browser test), promtool (the alert rules' tests)
-# and valgrind (bench/guard's instruction count); with them present those tests may not skip.
+# (scripts/with-redis.sh provides both), and PgBouncer in transaction pooling mode in front of
+# the PostgreSQL server in IDEMGEN_TEST_PGBOUNCER_URL (scripts/with-pgbouncer.sh); with
+# IDEMGEN_REQUIRE_DB=1 and IDEMGEN_REQUIRE_PGBOUNCER=1, a test that needs one of them fails
+# rather than skips when it is missing. Installs, from Debian's packages and only when they
+# are missing, Chromium (the admin page's browser test), promtool (the alert rules' tests) and
+# valgrind (bench/guard's instruction count); with them present those tests may not skip.
 # They are installed system-wide, with their dependencies (Chromium's are about 300 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +85,8 @@ else
   echo "node and npm are not installed: examples/express and examples/nestjs (idemgen conform against express-idempotency and @node-idempotency/nestjs) skip"
 fi
 
+export IDEMGEN_REQUIRE_PGBOUNCER=1
+
 echo "== go test (unit, golden + compile check, runtime on PostgreSQL and Redis, cases, examples)"
 IDEMGEN_REQUIRE_DB=1 go test -count=1 -timeout 20m $(go list ./... | grep -v '/internal/testkit/faults$')
 
@@ -93,6 +97,22 @@ if ! IDEMGEN_REQUIRE_DB=1 go test -short -count=1 -v -timeout 10m ./internal/tes
   cat "$log"; rm -f "$log"; exit 1
 fi
 awk '/faults: /{p=1; sub(/^ *[a-z_]+_test\.go:[0-9]+: /, ""); print; next} p && /^          /{print; next} {p=0}' "$log"
+grep -E '^(ok|---)' "$log" || true
+rm -f "$log"
+
+echo "== behind PgBouncer (transaction pooling): the store suite, the request cases, the fault suite's short mode"
+# Every database of these runs is reached through the pooler (internal/testkit/pgtest); the
+# fault suite's scenarios that start servers of their own, or set startup parameters PgBouncer
+# refuses, ran above only.
+via=(env IDEMGEN_TEST_VIA_PGBOUNCER=1 IDEMGEN_REQUIRE_DB=1)
+"${via[@]}" go test -count=1 -timeout 10m -run '^(TestStoreSuite|TestTransactionalSuite)$' ./runtime/pgstore/
+"${via[@]}" go test -count=1 -timeout 10m -run '^TestCases$' ./internal/testkit/conformance/
+log=$(mktemp)
+if ! "${via[@]}" go test -short -count=1 -v -timeout 10m \
+    -run '^(TestStorm|TestKillAtomic|TestKillLease|TestLeaseExpiry|TestSlowBodies|TestTerminatedInHandler)$' \
+    ./internal/testkit/faults >"$log" 2>&1; then
+  cat "$log"; rm -f "$log"; exit 1
+fi
 grep -E '^(ok|---)' "$log" || true
 rm -f "$log"
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -78,11 +79,15 @@ func run(ctx context.Context, addr, providerURL, report string, every time.Durat
 		providerURL = srv.URL
 		slog.Info("fake provider", "url", srv.URL, "report", report)
 	}
-	handler, err := newServer(&service{pool: pool, provider: &providerClient{url: providerURL, http: &http.Client{Timeout: 10 * time.Second}}})
+	// Open checks the deployment (a pooler in front, the pool's size) and says what to set.
+	st, err := pgstore.Open(ctx, pool, pgstore.Options{})
 	if err != nil {
 		return err
 	}
-	st := pgstore.New(pool, pgstore.Options{})
+	handler, rt, err := newServer(&service{pool: pool, store: st, provider: &providerClient{url: providerURL, http: &http.Client{Timeout: 10 * time.Second}}})
+	if err != nil {
+		return err
+	}
 	go (&pgstore.Sweeper{Pool: pool}).Run(ctx)
 	if every > 0 {
 		go reconcileEvery(ctx, st, report, every)
@@ -91,11 +96,13 @@ func run(ctx context.Context, addr, providerURL, report string, every time.Durat
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	return serve(ctx, ln, handler)
+	return serve(ctx, ln, handler, rt)
 }
 
-// serve serves handler on ln until ctx ends.
-func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+// serve serves handler on ln until ctx ends, then shuts the server and rt down: no new keys,
+// 10 s for the running requests, and a lease still in its call phase then is handed over, so
+// that the charge's retry proceeds on another replica at once (the provider deduplicates it).
+func serve(ctx context.Context, ln net.Listener, handler http.Handler, rt *runtime.Runtime) error {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	slog.Info("charges listening", "addr", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)
@@ -107,5 +114,5 @@ func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdown)
+	return rt.ShutdownServer(shutdown, srv)
 }

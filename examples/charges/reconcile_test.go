@@ -74,7 +74,7 @@ func serveChild() error {
 			<-ctx.Done() // until the process is killed (or the client goes away)
 			select {}
 		}}
-	h, err := newServer(s)
+	h, rt, err := newServer(s)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func serveChild() error {
 	}
 	fmt.Printf("LISTENING %s\n", ln.Addr())
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
-	return serve(ctx, ln, h)
+	return serve(ctx, ln, h, rt)
 }
 
 // child is a running service process.

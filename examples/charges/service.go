@@ -41,6 +41,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // service holds the handlers.
 type service struct {
 	pool     *pgxpool.Pool
+	store    *pgstore.Store
 	provider *providerClient
 	// afterCall, when set, runs after the provider answered and before the completion: the
 	// fault test holds requests there to kill the process in the call phase.
@@ -56,18 +57,24 @@ func accountScope(r *http.Request) (string, error) {
 	return a, nil
 }
 
-// newServer wires the generated createCharge and the plain getCharge into one handler.
-func newServer(s *service) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(s.pool, pgstore.Options{}), Scope: accountScope})
+// newServer wires the generated createCharge and the plain getCharge into one handler, and
+// returns the runtime (serve shuts it down with the server). The store is s.store, or one on
+// s.pool.
+func newServer(s *service) (http.Handler, *runtime.Runtime, error) {
+	st := s.store
+	if st == nil {
+		st = pgstore.New(s.pool, pgstore.Options{})
+	}
+	rt, err := runtime.New(runtime.Config{Store: st, Scope: accountScope})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	if err := api.Register(mux, rt, api.Handlers{CreateCharge: s.createCharge}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux.HandleFunc("GET /charges/{chargeId}", s.getCharge)
-	return s.withRequest(mux), nil
+	return s.withRequest(mux), rt, nil
 }
 
 type requestKey struct{}

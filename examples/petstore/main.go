@@ -69,7 +69,12 @@ func run(ctx context.Context, addr string, opts options) error {
 	if err := migrate(ctx, pool); err != nil {
 		return err
 	}
-	handler, err := newServer(pool, opts)
+	// Open checks the deployment (a pooler in front, the pool's size) and says what to set.
+	st, err := pgstore.Open(ctx, pool, pgstore.Options{})
+	if err != nil {
+		return err
+	}
+	handler, rt, err := newServer(st, pool, opts)
 	if err != nil {
 		return err
 	}
@@ -91,9 +96,11 @@ func run(ctx context.Context, addr string, opts options) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// SIGTERM (a rolling restart): no new keys, the running requests get 10 s, and what they
+	// still hold then is handed over, so that their retries proceed on another replica at once.
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	if err := rt.ShutdownServer(shutdown, srv); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

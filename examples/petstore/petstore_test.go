@@ -31,7 +31,7 @@ func petstore(t *testing.T, opts options) (*httptest.Server, *pgxpool.Pool) {
 	if err := migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	h, err := newServer(pool, opts)
+	h, _, err := newServer(pgstore.New(pool, pgstore.Options{}), pool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

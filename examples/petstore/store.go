@@ -102,22 +102,22 @@ func apiKeyScope(r *http.Request) (string, error) {
 	return k, nil
 }
 
-// newServer wires the generated, idempotent operations and the store's plain read operations
-// into one handler.
-func newServer(pool *pgxpool.Pool, opts options) (http.Handler, error) {
-	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: apiKeyScope})
+// newServer wires the generated, idempotent operations on st and the store's plain read
+// operations into one handler, and returns the runtime (main shuts it down with the server).
+func newServer(st *pgstore.Store, pool *pgxpool.Pool, opts options) (http.Handler, *runtime.Runtime, error) {
+	rt, err := runtime.New(runtime.Config{Store: st, Scope: apiKeyScope})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &store{pool: pool, opts: opts}
 	mux := http.NewServeMux()
 	if err := api.Register(mux, rt, api.Handlers{AddPet: s.addPet, PlaceOrder: s.placeOrder, AdoptPet: s.adoptPet}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux.HandleFunc("GET /pet/{petId}", s.getPet)
 	mux.HandleFunc("GET /store/order/{orderId}", s.getOrder)
 	mux.HandleFunc("GET /adoptions/{adoptionId}", s.getAdoption)
-	return withClient(mux), nil
+	return withClient(mux), rt, nil
 }
 
 // store holds the business handlers. The idempotent ones write only through the transaction

@@ -42,6 +42,8 @@ type Decoder struct {
 	// reencoding: the values read so far are also written to reenc (Reencode).
 	reencoding bool
 	reenc      []byte
+	// relaxed: Undeclared refuses nothing (Relax); Reset clears it.
+	relaxed bool
 }
 
 type frame struct {
@@ -66,6 +68,7 @@ func (d *Decoder) Reset(data []byte) {
 	d.name = nil
 	d.text = ""
 	d.textScalars = false
+	d.relaxed = false
 	d.reencoding, d.reenc = false, nil
 	if len(data) > maxInput {
 		d.fail(0, "document larger than 2 GiB")
@@ -402,7 +405,7 @@ func (d *Decoder) Reject() {
 // Names compare under Unicode simple case folding, as encoding/json does (so the Kelvin sign K
 // folds to k). It does nothing once an error is recorded.
 func (d *Decoder) Undeclared(declared ...string) {
-	if d.err != nil || d.depth == 0 || len(declared) == 0 {
+	if d.err != nil || d.depth == 0 || len(declared) == 0 || d.relaxed {
 		return
 	}
 	if n := FoldsTo(string(d.name), declared); n != "" {
@@ -410,6 +413,14 @@ func (d *Decoder) Undeclared(declared ...string) {
 		d.fail(int(f.nameStart)-1, CaseVariantReason(n))
 	}
 }
+
+// Relax makes d, until the next Reset, take what the refusals added since idemgen 0.1.0 to
+// decoding refuse, as decoders did before them, and so reach the canonical form, and the
+// fingerprint, an earlier version gave such a body: Undeclared refuses nothing (a case variant
+// of a declared name is kept, or refused, as any undeclared member). The runtime decodes so
+// only to find the record of a request an earlier version executed (gen.Input.Relax), never to
+// run one. A refusal added later joins this list (CHANGELOG.md names each).
+func (d *Decoder) Relax() { d.relaxed = true }
 
 // FoldsTo returns the name in declared that name equals up to letter case (Unicode simple case
 // folding, strings.EqualFold) without being equal to it, or "".

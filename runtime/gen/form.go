@@ -173,7 +173,7 @@ func (f *Form) NextItem() bool {
 //
 //go:noinline
 func (f *Form) Undeclared(declared ...string) {
-	if f.err != nil {
+	if f.err != nil || f.relaxed {
 		return
 	}
 	if !bracketsParse(f.Name()) {

@@ -45,6 +45,8 @@ type Input struct {
 	// reencode: the decoders keep a re-encoding of the body (Reencode); rawFramed: the body was
 	// fingerprinted as raw bytes (RawBody), so a handler gets it as sent.
 	reencode, rawFramed bool
+	// relaxed: the readers take what refusals added since 0.1.0 refuse (Relax).
+	relaxed bool
 
 	// fields is the parsed form body (Form) and next the index of the field after the current.
 	fields []canonical.FormField
@@ -85,6 +87,7 @@ func (in *Input) Reset(r *http.Request, body []byte, mediaType, declared string,
 	in.query, in.queried = nil, false
 	in.key, in.hasKey = "", false
 	in.reencode, in.rawFramed = false, false
+	in.relaxed = false
 	// Scratch space is kept for the next request, but nothing that refers to this one.
 	if len(in.fields) > 0 {
 		clear(in.fields)
@@ -198,6 +201,15 @@ func (in *Input) Query() url.Values {
 // Match reports whether s contains a match of the schema pattern.
 func (in *Input) Match(pattern, s string) bool { return in.m.Match(pattern, s) }
 
+// Relax makes every reader of the request, until the next Reset, take what the refusals added
+// to decoding since idemgen 0.1.0 refuse, as the readers did before them
+// (canonical.Decoder.Relax): a member, form field or part whose name is a declared one up to
+// letter case is taken as any undeclared one, and so is, in a flat form, a field name whose
+// brackets do not parse (a[b). The fingerprint is then the one an earlier version
+// gave the request. Call it after Reset. The runtime decodes a refused request so only to look
+// up whether an earlier version executed it (and then replays it), never to run a handler.
+func (in *Input) Relax() { in.relaxed = true }
+
 // JSON returns a strict decoder reset on the body, matching patterns through the Input's Matcher.
 // Its errors (and data after the document) are reported by Err, before any parameter's.
 func (in *Input) JSON() *canonical.Decoder {
@@ -205,6 +217,9 @@ func (in *Input) JSON() *canonical.Decoder {
 	in.dec.SetMatcher(in.m)
 	if in.reencode {
 		in.dec.Reencode()
+	}
+	if in.relaxed {
+		in.dec.Relax()
 	}
 	in.json = true
 	return &in.dec

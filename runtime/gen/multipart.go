@@ -226,6 +226,9 @@ func (m *Multipart) JSON(seen *uint64, bit uint) *canonical.Decoder {
 	p := &m.parts[m.mpNext-1]
 	m.pdec.Reset(p.data)
 	m.pdec.SetMatcher(m.m)
+	if m.relaxed {
+		m.pdec.Relax()
+	}
 	if p.sent != nil {
 		m.pdec.TextScalars()
 	}
@@ -307,7 +310,7 @@ func (m *Multipart) Unknown(members *canonical.Members, declared ...string) {
 		return
 	}
 	p := &m.parts[m.mpNext-1]
-	if n := canonical.FoldsTo(p.name, declared); n != "" {
+	if n := canonical.FoldsTo(p.name, declared); n != "" && !m.relaxed {
 		m.Invalid(canonical.CaseVariantReason(n))
 		return
 	}

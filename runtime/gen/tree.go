@@ -636,7 +636,7 @@ func (f *FormTree) Undeclared(declared ...string) {
 	if f.err != nil || len(declared) == 0 {
 		return
 	}
-	if n := canonical.FoldsTo(f.Key(), declared); n != "" {
+	if n := canonical.FoldsTo(f.Key(), declared); n != "" && !f.relaxed {
 		f.fail(f.fieldName(f.tree.cur.lo), canonical.CaseVariantReason(n))
 	}
 }

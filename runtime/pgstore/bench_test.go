@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/testkit/pgtest"
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -98,6 +100,63 @@ func BenchmarkClaimsWhileSweeping(b *testing.B) {
 			}
 			b.StopTimer()
 			<-done
+		})
+	}
+}
+
+// BenchmarkPooler measures the default claim strategy's new key and replay, with the plain
+// transaction as the baseline of each row, on a direct connection in pgx's default statement
+// mode (cache_statement) and in exec mode, and through PgBouncer in transaction pooling mode
+// (exec mode, as Open requires there): docs/runtime.md, "Behind a connection pooler".
+//
+//	scripts/with-postgres.sh scripts/with-pgbouncer.sh go test ./runtime/pgstore -run '^$' -bench Pooler -benchtime 2000x
+func BenchmarkPooler(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, mode string
+		pooled     bool
+	}{
+		{"direct-cache_statement", "", false},
+		{"direct-exec", "exec", false},
+		{"pgbouncer-exec", "exec", true},
+	} {
+		direct := pgtest.NewDatabase(b)
+		url := withExecMode(b, direct, c.mode)
+		if c.pooled {
+			url = pgtest.PoolerURL(b, direct)
+		}
+		e := newEnvAt(b, url, func(s *setup) { s.store.Limits.Records = -1; s.open = true; s.store.Logger = discardLogger() })
+		h := e.atomicHandler(payOp())
+		b.Run(c.name+"/baseline-plain-tx", func(b *testing.B) {
+			for range b.N {
+				tx, err := e.pool.Begin(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.Exec(ctx, "INSERT INTO payments (scope, amount) VALUES ($1, $2) RETURNING id", "t1", 100); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		runs := 0
+		b.Run(c.name+"/new-key", func(b *testing.B) {
+			runs++ // -count runs it again: with new keys
+			for i := range b.N {
+				if w := serve(h, req("t1", fmt.Sprintf("k-bench-new-%04d-%012d", runs, i), body100)); w.Code != 201 || w.Header().Get(runtime.HeaderReplayed) != "" {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+		serve(h, req("t1", "k-bench-replay-000001", body100))
+		b.Run(c.name+"/replay", func(b *testing.B) {
+			for range b.N {
+				if w := serve(h, req("t1", "k-bench-replay-000001", body100)); w.Code != 201 {
+					b.Fatal(w.Code)
+				}
+			}
 		})
 	}
 }

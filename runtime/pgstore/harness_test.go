@@ -132,6 +132,8 @@ type setup struct {
 	store pgstore.Options
 	// maxConns is the pool's size; default 60.
 	maxConns int32
+	// open builds the store with pgstore.Open (which checks the deployment) instead of New.
+	open bool
 }
 
 func newEnv(t *testing.T, tweak func(*setup)) *env {
@@ -232,7 +234,14 @@ func newEnvAt(t testing.TB, url string, tweak func(*setup)) *env {
 	if s.cfg.Observer == nil {
 		s.cfg.Observer = obs
 	}
-	st := pgstore.New(pool, s.store)
+	var st *pgstore.Store
+	if s.open {
+		if st, err = pgstore.Open(ctx, pool, s.store); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		st = pgstore.New(pool, s.store)
+	}
 	s.cfg.Store = st
 	rt, err := runtime.New(s.cfg)
 	if err != nil {

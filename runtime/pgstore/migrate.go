@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,16 +18,16 @@ import (
 const migrateLockID = 0x6964656d67656e
 
 // Migrate creates or upgrades the idempotency schema. It is safe on every start and from several
-// replicas at once: each run is one transaction that takes a transaction-scoped advisory lock
+// replicas at once, while replicas of the previous version serve traffic (a rolling upgrade):
+// each migration runs in a transaction of its own that takes a transaction-scoped advisory lock
 // (engines without advisory locks fall back to retrying the transaction when a concurrent
-// replica created the same object first), applies the embedded migrations missing from
-// idemgen_schema_versions, and records them. It returns the store's error, wrapped.
+// replica created the same object first), applies the migration if idemgen_schema_versions does
+// not list it yet, and records it. Every statement waits at most MigrateOptions' LockTimeout
+// (250 ms) for its locks, so that behind a long transaction of an old replica a migration gives
+// up and tries again later instead of queueing every request of the fleet behind its lock; it
+// retries for up to 5 minutes (MigrateWith sets both). It returns the store's error, wrapped.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	ms, err := migrations.Up()
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return migrate(ctx, pool, ms, false)
+	return MigrateWith(ctx, pool, MigrateOptions{})
 }
 
 // MigratePartitioned is Migrate for the layout partitioned by expiry (Options.Partitioned;
@@ -34,15 +36,51 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // ones). It fails if the table exists with the plain layout, and Migrate fails on a
 // partitioned one: the layouts do not convert into each other.
 func MigratePartitioned(ctx context.Context, pool *pgxpool.Pool) error {
-	ms, err := migrations.UpPartitioned()
+	return MigrateWith(ctx, pool, MigrateOptions{Partitioned: true})
+}
+
+// MigrateOptions says which layout MigrateWith migrates and how it waits for locks.
+type MigrateOptions struct {
+	// Partitioned migrates the layout partitioned by expiry (MigratePartitioned).
+	Partitioned bool
+	// LockTimeout is each migration's lock_timeout (SET LOCAL): how long one of its
+	// statements may wait for a lock before the migration gives up and is tried again. A
+	// statement that waits for a lock makes every later statement on the table wait behind
+	// it, so this bounds what a migration can add to any request's time. Default 250ms.
+	LockTimeout time.Duration
+	// Retry is how long a migration that timed out on its locks is tried again, with a
+	// jittered backoff from 50 ms to 5 s, before MigrateWith fails naming the migration; ctx
+	// can end it sooner. Default 5 minutes.
+	Retry time.Duration
+}
+
+// MigrateWith is Migrate (or MigratePartitioned) with opts.
+func MigrateWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) error {
+	var (
+		ms  []migrations.Migration
+		err error
+	)
+	if opts.Partitioned {
+		ms, err = migrations.UpPartitioned()
+	} else {
+		ms, err = migrations.Up()
+	}
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := migrate(ctx, pool, ms, true); err != nil {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 250 * time.Millisecond
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = 5 * time.Minute
+	}
+	if err := migrate(ctx, pool, ms, opts); err != nil {
 		return err
 	}
-	if err := (&PartitionSweeper{Pool: pool}).create(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	if opts.Partitioned {
+		if err := (&PartitionSweeper{Pool: pool}).create(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 	}
 	return nil
 }
@@ -79,25 +117,54 @@ func MigrateDistributed(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migrations.Migration, partitioned bool) error {
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, ms, partitioned) })
-		if err == nil || attempt >= 4 || !isConcurrentDDL(err) {
-			break
+// migrate applies ms one transaction each, in order, retrying one that timed out on its locks
+// or met a concurrent replica's DDL.
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migrations.Migration, opts MigrateOptions) error {
+	deadline := time.Now().Add(opts.Retry)
+	for _, m := range ms {
+		backoff := 50 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrateTx(ctx, tx, m, opts) })
+			if err == nil {
+				break
+			}
+			retry := isConcurrentDDL(err) && attempt < 5
+			if isLockTimeout(err) {
+				retry = time.Now().Before(deadline)
+				if !retry {
+					return fmt.Errorf("migrate: %s waited %s for its locks (%d attempts of lock_timeout %s): a long transaction holds idempotency_records; end it, or retry: %w",
+						m.Name, opts.Retry, attempt, opts.LockTimeout, err)
+				}
+			}
+			if !retry {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			// Half the backoff plus a random part of the other half: replicas that all wait
+			// for the same old transaction do not come back at the same instant.
+			d := backoff/2 + rand.N(backoff/2+1)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("migrate: %s: %w (last attempt: %w)", m.Name, ctx.Err(), err)
+			case <-time.After(d):
+			}
+			backoff = min(2*backoff, 5*time.Second)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }
 
-func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration, partitioned bool) error {
+// migrateTx applies m in tx unless it is applied already.
+func migrateTx(ctx context.Context, tx pgx.Tx, m migrations.Migration, opts MigrateOptions) error {
+	if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true)", lockTimeout(opts.LockTimeout)); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, "SAVEPOINT idemgen_lock"); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLockID)); err != nil {
+		if isLockTimeout(err) {
+			return err // another replica is migrating: its lock, tried again
+		}
 		// No advisory locks on this engine: carry on, relying on retries.
 		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT idemgen_lock"); err != nil {
 			return err
@@ -121,37 +188,24 @@ func migrateTx(ctx context.Context, tx pgx.Tx, ms []migrations.Migration, partit
 		// request fails on.
 		return errors.New("idempotency_records has the layout of idemgen 0.1.0 (scope and key columns), which this version does not read: " +
 			"rename it and clear idemgen_schema_versions, then migrate again (CHANGELOG.md, Unreleased, Breaking: the store's table)")
-	case partitioned && *kind != "p":
+	case opts.Partitioned && *kind != "p":
 		return errors.New("idempotency_records exists with the plain layout: use Migrate and Options{Partitioned: false}")
-	case !partitioned && *kind == "p":
+	case !opts.Partitioned && *kind == "p":
 		return errors.New("idempotency_records is partitioned: use MigratePartitioned and Options{Partitioned: true}")
 	}
-	applied := map[int]bool{}
-	rows, err := tx.Query(ctx, "SELECT version FROM idemgen_schema_versions")
-	if err != nil {
+	var applied bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM idemgen_schema_versions WHERE version = $1)", m.Version).Scan(&applied); err != nil {
 		return err
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return err
-		}
-		applied[v] = true
+	if applied {
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
 	}
-	for _, m := range ms {
-		if applied[m.Version] {
-			continue
-		}
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return fmt.Errorf("%s: %w", m.Name, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO idemgen_schema_versions (version, name) VALUES ($1, $2)
+	if _, err := tx.Exec(ctx, `INSERT INTO idemgen_schema_versions (version, name) VALUES ($1, $2)
 ON CONFLICT (version) DO NOTHING`, m.Version, m.Name); err != nil {
-			return fmt.Errorf("%s: record version: %w", m.Name, err)
-		}
+		return fmt.Errorf("%s: record version: %w", m.Name, err)
 	}
 	return nil
 }

@@ -19,8 +19,10 @@ import (
 // expired, instead of deleting rows. It is safe on several replicas at once: creation runs under
 // a transaction-scoped advisory lock (a replica that finds it taken skips the round), a
 // partition is detached CONCURRENTLY (PostgreSQL 14 and later; queries on the table are never
-// blocked by it) and dropped with DROP TABLE IF EXISTS, and a detach that another replica began,
-// or that a lock timeout interrupted, is finished on the next round.
+// blocked by it) and dropped with DROP TABLE (a table another replica dropped first is not an error), and a detach that another replica began,
+// or that a timeout interrupted, is finished on the next round. It keeps no state in a database
+// session (transaction-scoped locks and settings only), so it runs behind a pooler that pools
+// transactions (Options.Pooling) as it does on a direct connection.
 //
 // Each partition holds the records whose expires_at falls in [start, start+Width), start a
 // multiple of Width since the Unix epoch; it is named idempotency_records_pYYYYMMDDtHHMM
@@ -47,7 +49,8 @@ type PartitionSweeper struct {
 	Interval time.Duration
 	// LockTimeout bounds each DDL statement's wait for its locks, so that it never queues
 	// ahead of the store's own statements for long; a round that times out is retried on the
-	// next. Default 200ms.
+	// next. Default 200ms. (A detach takes no lock the store's statements wait for; it is
+	// bounded by 30 s instead, and finished on a later round when it runs out.)
 	LockTimeout time.Duration
 	// Observer receives the rows of each dropped partition (the planner's estimate,
 	// pg_class.reltuples: counting them exactly would read the partition). Logger receives
@@ -239,7 +242,16 @@ WHERE i.inhparent = 'idempotency_records'::regclass
   AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz <= now()
 ORDER BY 1`
 
-// drop detaches and drops every partition whose range ended before now.
+// drop detaches and drops every partition whose range ended before now. It keeps no state in a
+// database session, so that it runs unchanged behind a pooler that pools transactions, where
+// a session setting or lock outlives the sweep on a server session other clients then get: the
+// statements that can run in a transaction (the marker, DROP TABLE) run in one each, with SET
+// LOCAL lock_timeout; the detach cannot (DETACH ... CONCURRENTLY), but it takes only locks that
+// the store's statements never wait for (SHARE UPDATE EXCLUSIVE), so its waits are bounded by
+// a deadline of its own (detachTimeout) instead, after which the detach stays pending and the
+// next round finishes it. Replicas may drop at once: each step takes another's in its stride
+// (a partition already marked, detaching, detached or dropped), and a partition's rows are
+// counted by the replica whose DROP removed it.
 func (p *PartitionSweeper) drop(ctx context.Context) (int64, error) {
 	type ended struct {
 		name    string
@@ -247,32 +259,7 @@ func (p *PartitionSweeper) drop(ctx context.Context) (int64, error) {
 		pending bool
 		orphan  bool
 	}
-	// One replica at a time drops: a session-level advisory lock on a connection of our own
-	// (DETACH ... CONCURRENTLY cannot run in a transaction block, so a transaction-scoped lock
-	// cannot cover it), released before the connection goes back to the pool, and the session
-	// lock_timeout reset.
-	conn, err := p.Pool.Acquire(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("partitions: %w", err)
-	}
-	var mine bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(partitionLockID)).Scan(&mine); err != nil || !mine {
-		conn.Release()
-		if err != nil {
-			return 0, fmt.Errorf("partitions: %w", err)
-		}
-		return 0, nil // another replica is dropping them
-	}
-	defer func() {
-		c := context.WithoutCancel(ctx)
-		_, err1 := conn.Exec(c, "RESET lock_timeout")
-		_, err2 := conn.Exec(c, "SELECT pg_advisory_unlock($1)", int64(partitionLockID))
-		if err1 != nil || err2 != nil {
-			_ = conn.Conn().Close(c) // the server ends the session and its lock
-		}
-		conn.Release()
-	}()
-	rows, err := conn.Query(ctx, sqlEndedPartitions)
+	rows, err := p.Pool.Query(ctx, sqlEndedPartitions)
 	if err != nil {
 		return 0, fmt.Errorf("partitions: %w", err)
 	}
@@ -286,7 +273,7 @@ func (p *PartitionSweeper) drop(ctx context.Context) (int64, error) {
 	// Tables of ours that are no longer partitions: detached by a replica that stopped before
 	// its DROP (a partition is created and attached in one transaction, so never the reverse),
 	// known by the marker that names them.
-	orphans, err := conn.Query(ctx, `SELECT c.relname, GREATEST(c.reltuples, 0)::bigint, false FROM pg_class c
+	orphans, err := p.Pool.Query(ctx, `SELECT c.relname, GREATEST(c.reltuples, 0)::bigint, false FROM pg_class c
 WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
   AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'idempotency_records'::regclass)
   AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid)
@@ -302,38 +289,42 @@ WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
 		return 0, fmt.Errorf("partitions: %w", err)
 	}
 	list = append(list, more...)
-	if len(list) == 0 {
-		return 0, nil
-	}
-	if _, err := conn.Exec(ctx, "SELECT set_config('lock_timeout', $1, false)", p.lockTimeout()); err != nil {
-		return 0, fmt.Errorf("partitions: %w", err)
-	}
 	var dropped int64
 	for _, e := range list {
 		name := pgx.Identifier{e.name}.Sanitize()
-		detach := "ALTER TABLE idempotency_records DETACH PARTITION " + name + " CONCURRENTLY"
-		if e.pending {
-			detach = "ALTER TABLE idempotency_records DETACH PARTITION " + name + " FINALIZE"
-		}
-		if e.orphan {
-			detach = "SELECT 1"
-		} else if _, err := conn.Exec(ctx, markPartition(e.name)); err != nil {
+		if !e.orphan {
 			// Marked before the detach, so that a stop between detach and drop leaves a table
 			// the next round can prove is ours (partitions created before markers existed).
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "42P01" {
-				continue // another replica dropped it
+			if err := p.local(ctx, markPartition(e.name)); err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "42P01" {
+					continue // another replica dropped it
+				}
+				return dropped, fmt.Errorf("mark %s: %w", e.name, err)
 			}
-			return dropped, fmt.Errorf("mark %s: %w", e.name, err)
-		}
-		if _, err := conn.Exec(ctx, detach); err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "55000" || pe.Code == "42P16") {
-				continue // another replica detached or is detaching it: its drop, or our next round
+			detach := "ALTER TABLE idempotency_records DETACH PARTITION " + name + " CONCURRENTLY"
+			if e.pending {
+				detach = "ALTER TABLE idempotency_records DETACH PARTITION " + name + " FINALIZE"
 			}
-			return dropped, fmt.Errorf("detach %s: %w", e.name, err)
+			dctx, cancel := context.WithTimeout(ctx, detachTimeout)
+			_, err := p.Pool.Exec(dctx, detach)
+			cancel()
+			if err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "55000" || pe.Code == "42P16") {
+					continue // another replica detached or is detaching it: its drop, or our next round
+				}
+				if ctx.Err() == nil && dctx.Err() != nil {
+					continue // still pending: the next round finishes it
+				}
+				return dropped, fmt.Errorf("detach %s: %w", e.name, err)
+			}
 		}
-		if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+name); err != nil {
+		if err := p.local(ctx, "DROP TABLE "+name); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "55P03") {
+				continue // another replica dropped it (counted there), or is dropping it
+			}
 			return dropped, fmt.Errorf("drop %s: %w", e.name, err)
 		}
 		dropped += e.rows
@@ -342,4 +333,21 @@ WHERE c.relkind = 'r' AND c.relname LIKE 'idempotency\_records\_p%'
 		}
 	}
 	return dropped, nil
+}
+
+// detachTimeout bounds a partition's DETACH ... CONCURRENTLY (or FINALIZE), which waits for
+// the transactions that may still see the partition: a handler's transaction holds one open for
+// the handler's time.
+const detachTimeout = 30 * time.Second
+
+// local runs sql in a transaction of its own under the sweeper's lock_timeout (SET LOCAL: it
+// ends with the transaction).
+func (p *PartitionSweeper) local(ctx context.Context, sql string) error {
+	return pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true)", p.lockTimeout()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sql)
+		return err
+	})
 }

@@ -53,6 +53,9 @@ type pendingBlock struct {
 	// settled: the handler has returned and the transaction owns the connection again; a timer
 	// callback that fired but had not got the mutex yet must then do nothing.
 	settled bool
+	// onLost, for a claim, gives the transaction's connection, slot and key back when the
+	// claim is lost (tx.giveBack); it runs under mu.
+	onLost func()
 }
 
 // armTimer makes the claim go out alone after the delay unless a statement has taken it
@@ -138,6 +141,9 @@ func (p *pendingBlock) begin(ctx context.Context) error {
 func (p *pendingBlock) lost(err error) error {
 	p.state, p.err = blockLost, err
 	p.stopTimer()
+	if p.onLost != nil {
+		p.onLost()
+	}
 	return err
 }
 

@@ -390,35 +390,40 @@ func TestLostClaimSavepointFirst(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The duplicate reads while the key is free (a duplicate that reads while the key is
 			// held is answered 409 by the read), then waits before its first call until the
-			// other request holds the key; its claim goes out with that call (long Delay).
+			// other request, on another replica (the duplicate's own Store would answer it 409
+			// at once), holds the key; its claim goes out with that call (long Delay).
 			e := newEnv(t, withDelay(time.Minute))
+			other := newEnvAt(t, e.url, withDelay(time.Minute))
 			firstErr := make(chan error, 1)
 			read, holding := make(chan struct{}), make(chan struct{})
-			h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
-				if r.Header.Get("X-Hold") != "" {
-					if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {
-						return runtime.Response{}, err
+			handler := func(e *env) http.Handler {
+				return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+					if r.Header.Get("X-Hold") != "" {
+						if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {
+							return runtime.Response{}, err
+						}
+						if err := e.pause(ctx, r); err != nil {
+							return runtime.Response{}, err
+						}
+						return created(""), nil
 					}
-					if err := e.pause(ctx, r); err != nil {
+					close(read)
+					<-holding
+					err := form(ctx, db)
+					firstErr <- err
+					if err != nil {
 						return runtime.Response{}, err
 					}
 					return created(""), nil
-				}
-				close(read)
-				<-holding
-				err := form(ctx, db)
-				firstErr <- err
-				if err != nil {
-					return runtime.Response{}, err
-				}
-				return created(""), nil
-			})
+				})
+			}
+			h := handler(e)
 			duplicate := make(chan int)
 			go func() { duplicate <- serve(h, req("t1", key1, body100)).Code }()
 			<-read
 			first := make(chan int)
-			go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "holder")).Code }()
-			g := e.gate("holder")
+			go func() { first <- serve(handler(other), req("t1", key1, body100, "X-Hold", "holder")).Code }()
+			g := other.gate("holder")
 			g.wait(t)
 			close(holding)
 			if code := <-duplicate; code != 409 {

@@ -79,31 +79,37 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 	// The other request must claim the key before the duplicate's timer sends its claim: the
 	// delay leaves it time on a loaded machine.
 	e := newEnv(t, withDelay(2*time.Second))
+	// The other request runs on another replica: on the duplicate's own Store it would be
+	// answered 409 at once (the Store's claims in progress).
+	other := newEnvAt(t, e.url, withDelay(2*time.Second))
 	waiting, holding, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	causes := make(chan error, 1)
-	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
-		if r.Header.Get("X-Wait") != "" {
-			close(waiting)
-			select { // long work before the first statement, abandoned when ctx ends
-			case <-ctx.Done():
-				causes <- context.Cause(ctx)
-				return runtime.Response{}, ctx.Err()
-			case <-time.After(time.Minute):
-				return runtime.Response{}, errors.New("not canceled")
+	handler := func(e *env) http.Handler {
+		return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+			if r.Header.Get("X-Wait") != "" {
+				close(waiting)
+				select { // long work before the first statement, abandoned when ctx ends
+				case <-ctx.Done():
+					causes <- context.Cause(ctx)
+					return runtime.Response{}, ctx.Err()
+				case <-time.After(time.Minute):
+					return runtime.Response{}, errors.New("not canceled")
+				}
 			}
-		}
-		if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {
-			return runtime.Response{}, err
-		}
-		close(holding)
-		<-release
-		return created(""), nil
-	})
+			if _, err := db.Exec(ctx, insertPay, "t1", 100); err != nil {
+				return runtime.Response{}, err
+			}
+			close(holding)
+			<-release
+			return created(""), nil
+		})
+	}
+	h := handler(e)
 	duplicate := make(chan int)
 	go func() { duplicate <- serve(h, req("t1", key1, body100, "X-Wait", "1")).Code }()
 	<-waiting
 	first := make(chan int)
-	go func() { first <- serve(h, req("t1", key1, body100)).Code }()
+	go func() { first <- serve(handler(other), req("t1", key1, body100)).Code }()
 	select {
 	case <-holding:
 	case code := <-first:
@@ -135,32 +141,38 @@ func TestLostClaimCancelsTheHandler(t *testing.T) {
 // answered 409 by the read: TestServerLogHoldsNoKeysAndNo409Errors.)
 func TestLostClaimSkipsTheStatement(t *testing.T) {
 	e := newEnv(t, withDelay(time.Minute))
+	// The holder runs on another replica: on the duplicate's own Store it would be answered
+	// 409 at once (the Store's claims in progress).
+	other := newEnvAt(t, e.url, withDelay(time.Minute))
 	holding, release := make(chan struct{}), make(chan struct{})
 	read, go2 := make(chan struct{}), make(chan struct{})
 	stmtErr := make(chan error, 1)
-	h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
-		if r.Header.Get("X-Hold") == "" {
-			close(read)
-			<-go2
-		}
-		_, err := db.Exec(ctx, insertPay, "t1", 100)
-		if r.Header.Get("X-Hold") == "" {
-			stmtErr <- err
-		}
-		if err != nil {
-			return runtime.Response{}, err
-		}
-		if r.Header.Get("X-Hold") != "" {
-			close(holding)
-			<-release
-		}
-		return created(""), nil
-	})
+	handler := func(e *env) http.Handler {
+		return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+			if r.Header.Get("X-Hold") == "" {
+				close(read)
+				<-go2
+			}
+			_, err := db.Exec(ctx, insertPay, "t1", 100)
+			if r.Header.Get("X-Hold") == "" {
+				stmtErr <- err
+			}
+			if err != nil {
+				return runtime.Response{}, err
+			}
+			if r.Header.Get("X-Hold") != "" {
+				close(holding)
+				<-release
+			}
+			return created(""), nil
+		})
+	}
+	h := handler(e)
 	duplicate := make(chan int)
 	go func() { duplicate <- serve(h, req("t1", key1, body100)).Code }()
 	<-read
 	first := make(chan int)
-	go func() { first <- serve(h, req("t1", key1, body100, "X-Hold", "1")).Code }()
+	go func() { first <- serve(handler(other), req("t1", key1, body100, "X-Hold", "1")).Code }()
 	<-holding
 	close(go2)
 	if code := <-duplicate; code != 409 {

@@ -50,10 +50,12 @@ WHERE key_id = $2 AND scope_id = $1 AND (response_status = 0 OR expires_at > now
 const sqlResolveCalls = `UPDATE idempotency_provider_calls SET outcome = $3, response_status = $4, settled_at = now()
 WHERE key_id = $2 AND scope_id = $1 AND outcome IN (0, 2)`
 
-// sqlResolutionAudit appends the resolution to the audit trail.
+// sqlResolutionAudit appends the resolution to the audit trail. The report ($10) travels as
+// text: as bytes, the statement modes that infer types from Go values (exec, simple_protocol:
+// those for transaction-pooling proxies) would send it as a bytea literal.
 const sqlResolutionAudit = `INSERT INTO idempotency_resolutions (scope_id, key_id, fencing_token, provider_key, operation,
 	action, record_written, response_status, class, report, operator, reason, resolved_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, $12, now())
 RETURNING resolved_at`
 
 // Resolve writes an operator's resolution (store.Reconcilable): the record, its calls and the
@@ -133,7 +135,7 @@ func (s *Store) Resolve(ctx context.Context, r store.Resolution) (store.Resolved
 			return err
 		}
 		return tx.QueryRow(ctx, sqlResolutionAudit, scope, key, r.Token, pk, operation, action, done.Record,
-			int16(status), r.Class, report, r.Operator, r.Reason).Scan(&done.At)
+			int16(status), r.Class, string(report), r.Operator, r.Reason).Scan(&done.At)
 	})
 	if err != nil {
 		if isMoved(err) {

@@ -246,19 +246,23 @@ func TestRoundTripsInFlight(t *testing.T) {
 		{"Pipelined", pgstore.ClaimPipelined{}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(c *setup) {
+			tweak := func(c *setup) {
 				withStrategy(tc.strategy)(c)
 				steadyCap(c)
-			})
+			}
+			e := newEnv(t, tweak)
+			other := newEnvAt(t, e.url, tweak) // another replica on the same database
 			h := e.atomicHandler(payOp())
-			// A duplicate while another request holds the key; the counts are the duplicate's.
-			inFlight := func(key string) (n, writes int64, log []string) {
+			// A duplicate while another request holds the key, on dup's replica; the counts are
+			// the duplicate's.
+			inFlight := func(key string, dup *env) (n, writes int64, log []string) {
 				done := make(chan int)
 				go func() { done <- serve(h, req("t1", key, body100, "X-Hold", key)).Code }()
 				g := e.gate(key)
 				g.wait(t)
-				n, writes, log = e.rtt.count(func() {
-					if w := serve(h, req("t1", key, body100)); w.Code != 409 {
+				hd := dup.atomicHandler(payOp())
+				n, writes, log = dup.rtt.count(func() {
+					if w := serve(hd, req("t1", key, body100)); w.Code != 409 {
 						t.Errorf("duplicate: %d", w.Code)
 					}
 				})
@@ -271,10 +275,14 @@ func TestRoundTripsInFlight(t *testing.T) {
 			// The first rounds open and warm the pool's second connection: under the records cap
 			// the first new key is counted by its read, the second's read also counts claims
 			// ahead, and from then on reads are the plain ones, each prepared once.
-			inFlight("k-warm-up-00000001")
-			inFlight("k-warm-up-00000002")
-			if n, writes, log := inFlight(key1); n != tc.want || writes != tc.want {
-				t.Errorf("in flight took %d round trips (%d socket writes), want %d: %q", n, writes, tc.want, log)
+			inFlight("k-warm-up-00000001", other)
+			inFlight("k-warm-up-00000002", other)
+			if n, writes, log := inFlight(key1, other); n != tc.want || writes != tc.want {
+				t.Errorf("in flight on another replica took %d round trips (%d socket writes), want %d: %q", n, writes, tc.want, log)
+			}
+			// On the replica that holds the claim, the Store's own claims in progress answer it.
+			if n, writes, log := inFlight("k-test-0002-aaaaaaaaaaaa", e); n != 0 || writes != 0 {
+				t.Errorf("in flight on the claiming replica took %d round trips (%d socket writes), want none: %q", n, writes, log)
 			}
 		})
 	}

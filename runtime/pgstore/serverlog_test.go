@@ -251,23 +251,30 @@ func TestServerLogHoldsNoKeysAndNo409Errors(t *testing.T) {
 	// record INSERT meets the second's row. It must be answered from that record.
 	t.Run("ReadLockRace", func(t *testing.T) {
 		e := newEnvAt(t, c.url(), withDelay(time.Minute))
+		// The second request runs on another replica: on the first's own Store it would be
+		// answered 409 at once (the Store's claims in progress).
+		other := newEnvAt(t, c.url(), withDelay(time.Minute))
 		read, release := make(chan struct{}), make(chan struct{})
-		h := e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
-			if r.Header.Get("X-Slow") != "" {
-				close(read)
-				<-release
-			}
-			if _, err := db.Exec(ctx, insertPay, r.Tenant, r.Amount); err != nil {
-				return runtime.Response{}, err
-			}
-			return runtime.Response{Status: http.StatusCreated, Body: []byte(body)}, nil
-		})
+		handler := func(e *env) http.Handler {
+			return e.handlerWith(payOp(), func(ctx context.Context, db pgstore.DBTX, r *payReq) (runtime.Response, error) {
+				if r.Header.Get("X-Slow") != "" {
+					close(read)
+					<-release
+				}
+				if _, err := db.Exec(ctx, insertPay, r.Tenant, r.Amount); err != nil {
+					return runtime.Response{}, err
+				}
+				return runtime.Response{Status: http.StatusCreated, Body: []byte(body)}, nil
+			})
+		}
+		h := handler(e)
 		tenant := scopeMark + "-race"
 		k := newKey()
 		first := make(chan *responseSummary)
 		go func() { first <- summarize(t, serve(h, req(tenant, k, body, "X-Slow", "1"))) }()
 		<-read
-		if w := serve(h, req(tenant, k, body)); w.Code != 201 || w.Header().Get(runtime.HeaderReplayed) != "" {
+		if w := serve(handler(other), req(tenant, k, body)); w.Code != 201 || w.Header().Get(runtime.HeaderReplayed) != "" {
+			close(release)
 			t.Fatalf("second: %d %s", w.Code, w.Body)
 		}
 		log.mark(t)

@@ -16,8 +16,10 @@ type handlerSlots struct {
 	mu sync.Mutex
 	// free is how many slots nobody holds; perTenant the most one tenant may hold.
 	free, perTenant int
-	held            map[int64]int
-	line            []*slotWaiter
+	// capacity is the number of slots.
+	capacity int
+	held     map[int64]int
+	line     []*slotWaiter
 }
 
 // slotWaiter is a request waiting for a slot; granted is closed when it gets one.
@@ -41,7 +43,7 @@ func newHandlerSlots(capacity int, share float64) *handlerSlots {
 	if share > 0 && share < 1 {
 		per = max(1, min(capacity-1, int(share*float64(capacity))))
 	}
-	return &handlerSlots{free: capacity, perTenant: per, held: map[int64]int{}}
+	return &handlerSlots{free: capacity, perTenant: per, capacity: capacity, held: map[int64]int{}}
 }
 
 // mayTake reports whether tenant may take a free slot now; mu is held.

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,23 @@ type Options struct {
 	// interval only delays noticing a claim that ended on another process (another replica).
 	// Intervals start at 4ms and double up to WaitPoll, with jitter. Default 100ms; at least 4ms.
 	WaitPoll time.Duration
+	// Pooling says whether a pooler that pools transactions (PgBouncer's
+	// pool_mode=transaction) sits between the pool and PostgreSQL: PoolingTransaction makes the
+	// store keep no state in a session, and refuse what needs one. Default PoolingDetect: Open
+	// finds out, New assumes PoolingSession (a direct connection). New panics, and Open fails,
+	// under PoolingTransaction with ClaimWithStatement.LockAtRead or with a statement mode
+	// other than exec, cache_describe and simple_protocol (docs/runtime.md, "Behind a
+	// connection pooler").
+	Pooling Pooling
+	// Concurrency is how many requests with a handler you expect this process to run at once
+	// (atomic-mode claims and lease-mode completions hold a connection while their handler
+	// runs). Open warns when the pool cannot hold that many besides ReservedConns, with the
+	// pool_max_conns to set; a new key beyond the pool waits for a connection, and gets 503
+	// once the runtime's StoreTimeout has passed. Default 0: Open warns only about a pool
+	// left at pgxpool's default size.
+	Concurrency int
+	// Logger receives Open's warnings. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is the PostgreSQL store over one pool. It is safe for concurrent use and holds no state
@@ -113,7 +131,9 @@ type Store struct {
 	checkable     atomic.Int32
 	// waiting holds the duplicates waiting for a concurrent claim of their key; waitPoll is
 	// Options.WaitPoll with its default.
-	waiting  waiters
+	waiting waiters
+	// claiming holds the keys of this Store's atomic-mode claims in progress (inflight.go).
+	claiming inflight
 	waitPoll time.Duration
 	// ahead holds the stored bytes counted ahead for each tenant's next responses
 	// (Limits.BodyBytes); claims the claims counted ahead for its next new keys
@@ -130,27 +150,20 @@ type Store struct {
 
 var _ store.Transactional[DBTX] = (*Store)(nil)
 
-// Open is New that also learns at once which engine the pool's database is (one look at its
-// catalog: a single PostgreSQL, or Citus with the records distributed by MigrateDistributed),
-// and returns an error wrapping ErrUnsupported, with the reason, when an option cannot work
-// there, or the database's error when it cannot be asked. Use it at start-up, so that a store
-// that cannot work fails there and not at its first request.
-func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
-	s := New(pool, opts)
-	if err := s.ready(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // New returns the store of the idempotency_records table on pool (see Migrate and
-// MigratePartitioned). It panics when opts set both Partitioned and NoAdvisoryLocks. It does
+// MigratePartitioned), trusting Options.Pooling (Open checks it against the server). It panics
+// where Open returns an error without asking the server: when opts set both Partitioned and
+// NoAdvisoryLocks, and under PoolingTransaction with ClaimWithStatement.LockAtRead or a
+// statement mode that keeps prepared statements in the session. It does
 // not touch the database: the store learns which engine it runs on at its first operation,
 // and on an engine where an option cannot work every operation returns the error Open would
 // have returned (ErrUnsupported, with the reason).
 func New(pool *pgxpool.Pool, opts Options) *Store {
-	if opts.Partitioned && opts.NoAdvisoryLocks {
-		panic("pgstore: the partitioned layout needs advisory locks (Options.NoAdvisoryLocks)")
+	if err := checkOptions(opts); err != nil {
+		panic(err.Error())
+	}
+	if err := checkPooling(pool, opts); err != nil {
+		panic(err.Error())
 	}
 	if opts.ConflictTimeout <= 0 {
 		opts.ConflictTimeout = time.Second
@@ -167,7 +180,9 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	s.setEngine(plainPostgres)
 	switch pool.Config().ConnConfig.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
-		s.prepared = true
+		// Behind a pooler that pools transactions a statement prepared by name stays in one
+		// server session; cache_describe is the caching mode that works there.
+		s.prepared = opts.Pooling != PoolingTransaction
 	}
 	maxConns := int(pool.Config().MaxConns)
 	reserved := opts.ReservedConns
@@ -318,6 +333,15 @@ func (s *Store) checks(conn *pgx.Conn) bool {
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Pooling returns how the store takes the pool's connections to reach PostgreSQL: Options.Pooling
+// as Open found it out, or as New was told (PoolingDetect is PoolingSession there).
+func (s *Store) Pooling() Pooling {
+	if s.opts.Pooling == PoolingDetect {
+		return PoolingSession
+	}
+	return s.opts.Pooling
+}
 
 // maxClaimAttempts bounds the claim loops: each extra attempt follows a race that the database
 // resolved under us (a conflicting claim rolled back, a row swept or taken over).
@@ -544,12 +568,28 @@ func (s *Store) BeginAtomic(ctx context.Context, c store.Claim) (store.Tx[DBTX],
 	if c.Wait > 0 {
 		t, rec, err = s.waitAtomic(ctx, &sp)
 	} else {
-		t, rec, err = s.strategy.beginAtomic(ctx, s, &sp)
+		t, rec, err = s.beginOnce(ctx, &sp)
 	}
 	if t == nil {
 		return nil, rec, err
 	}
 	return t, nil, nil
+}
+
+// beginOnce claims sp's key with the store's strategy, or returns its live record, unless this
+// Store has a claim of the key in progress: store.ErrBusy then, with no round trip
+// (inflight.go).
+func (s *Store) beginOnce(ctx context.Context, sp *claimSpec) (*tx, *store.Record, error) {
+	key := sp.d.key.Bytes
+	if s.claiming.has(key) {
+		return nil, nil, store.ErrBusy
+	}
+	t, rec, err := s.strategy.beginAtomic(ctx, s, sp)
+	if t != nil && !t.entered {
+		// Claimed before the handler (the database's lock says it is ours): recorded now.
+		t.entered = s.claiming.enter(key)
+	}
+	return t, rec, err
 }
 
 // BeginCompletion opens the completion transaction of a lease-mode claim held under token: BEGIN

@@ -109,10 +109,17 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 		conn.Release()
 		return ClaimReadFirst{}.beginAtomic(ctx, s, sp)
 	}
-	// A new key: the connection is held while the handler runs, so it needs a handler slot
+	// A new key. A duplicate in this Store that read it new too is answered now, holding
+	// nothing more (inflight.go).
+	if !s.claiming.enter(sp.d.key.Bytes) {
+		conn.Release()
+		return nil, nil, store.ErrBusy
+	}
+	// The connection is held while the handler runs, so it needs a handler slot
 	// (Options.ReservedConns). If it waits for one on another connection, the read may be
 	// stale: the claim's lock and the record's INSERT at Commit catch what changed meanwhile.
 	if conn, err = s.slotFor(ctx, conn, sp.tenant); err != nil {
+		s.claiming.leave(sp.d.key.Bytes)
 		return nil, nil, err
 	}
 	delay := c.Delay
@@ -123,7 +130,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 	// completed, at Commit.
 	p := &pendingBlock{s: s, conn: conn, claim: sp, delay: delay}
 	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
-	t.slot = true
+	t.slot, t.entered = true, true
 	return t, nil, nil
 }
 
@@ -149,7 +156,16 @@ func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claim
 	case busy:
 		conn.Release()
 		return nil, nil, store.ErrBusy
+	case locked && r == nil && !s.claiming.enter(sp.d.key.Bytes):
+		// Another request of this Store has the key (a claim of it that just ended and has
+		// not left yet): busy.
+		s.unlock(conn, sp.d.lock)
+		conn.Release()
+		return nil, nil, store.ErrBusy
 	case locked && (r != nil || !s.trySlot(sp.tenant)):
+		if r == nil {
+			s.claiming.leave(sp.d.key.Bytes)
+		}
 		// A claim completed between the read's snapshot and our lock, or every connection a
 		// handler may hold is taken: give the lock back (unlock closes conn when it cannot)
 		// and decide as ClaimReadFirst does.
@@ -169,7 +185,7 @@ func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claim
 	// A new key, locked by us and re-read under the lock: the block carries only BEGIN.
 	p := &pendingBlock{s: s, conn: conn, held: true}
 	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
-	t.slot, t.held, t.rechecked = true, true, true
+	t.slot, t.held, t.rechecked, t.entered = true, true, true, true
 	return t, nil, nil
 }
 

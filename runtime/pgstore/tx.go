@@ -78,6 +78,11 @@ type tx struct {
 	// given back with the connection.
 	slot   bool
 	tenant slotTenant
+	// entered: the key is among the Store's claims in progress (inflight.go) until end.
+	entered bool
+	// gone: the connection, the slot and the key are given back (giveUp): by end, or, for a
+	// claim lost while its handler still runs, by giveBack, before the handler returns.
+	gone   bool
 	cancel context.CancelCauseFunc
 	// kept is the response stored by a successful Commit (store.Kept): its body omitted when
 	// the scope was over its stored-bytes cap.
@@ -90,12 +95,22 @@ type tx struct {
 	ended bool
 }
 
-// end gives the connection and the handler slot back, and wakes the duplicates of this
-// process that wait for the key's claim: the transaction has committed or rolled back by now.
+// end marks the transaction ended (a statement through DB then gets store.ErrTxDone), gives
+// the connection and the handler slot back, and wakes the duplicates of this process that
+// wait for the key's claim: the transaction has committed or rolled back by now.
 func (t *tx) end() {
 	t.mu.Lock()
 	t.ended = true
 	t.mu.Unlock()
+	t.giveUp()
+}
+
+// giveUp gives the connection, the handler slot and the key back, once (end, giveBack).
+func (t *tx) giveUp() {
+	if t.gone {
+		return
+	}
+	t.gone = true
 	if t.held && !t.conn.Conn().IsClosed() {
 		closeConn(t.conn) // never back to the pool holding the claim lock
 	}
@@ -105,13 +120,33 @@ func (t *tx) end() {
 		t.slot = false
 		t.s.freeSlot(t.tenant)
 	}
+	if t.entered {
+		t.entered = false
+		t.s.claiming.leave(t.sp.d.key.Bytes)
+	}
 	if t.sp != nil {
 		t.s.waiting.signal(t.sp.d.key.Bytes)
 	}
 }
 
+// giveBack ends the transaction of a claim that was lost (its pending block's, sent alone by
+// the timer or with a statement) while the handler still runs: every later statement of the
+// handler fails with the loss without touching the connection, so the connection, the handler
+// slot and the key go back now rather than when the handler returns. A duplicate answered
+// 409 thus holds a connection for its read and its lost claim, never for its handler's time.
+// The block's mutex is held, and a statement of the handler through DB may hold t.mu shared
+// (the loss can come from its own statement): so giveBack leaves ended to end, and gives
+// back only what no statement touches any more.
+func (t *tx) giveBack() {
+	t.rollback()
+	t.giveUp()
+}
+
 func newTx(s *Store, conn *pgxpool.Conn, sp *claimSpec, token int64, kind commitKind, block *pendingBlock) *tx {
 	t := &tx{s: s, conn: conn, sp: sp, token: token, kind: kind, block: block}
+	if block != nil && block.claim != nil {
+		block.onLost = t.giveBack
+	}
 	if sp != nil {
 		t.tenant = sp.tenant
 	}
@@ -169,7 +204,9 @@ func (t *tx) Commit(ctx context.Context, resp store.Response) error {
 	defer t.end()
 	open, err := t.settle(ctx, true)
 	if err != nil {
-		t.rollback()
+		if !t.gone {
+			t.rollback()
+		}
 		return err
 	}
 	if t.conn.Conn().PgConn().TxStatus() == 'E' {
@@ -219,6 +256,9 @@ func (t *tx) Kept() (store.Response, bool) {
 func (t *tx) Abort(ctx context.Context) error {
 	defer t.end()
 	open, err := t.settle(ctx, false)
+	if t.gone {
+		return err // the claim was lost, and all of it given back then
+	}
 	wasClosed := t.conn.Conn().IsClosed()
 	t.rollback()
 	if err != nil {

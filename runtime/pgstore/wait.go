@@ -103,7 +103,7 @@ func (s *Store) waitAtomic(ctx context.Context, sp *claimSpec) (*tx, *store.Reco
 	for {
 		// Watch before probing: a claim that ends between the probe and the sleep still wakes us.
 		woken, stop := s.waiting.watch(sp.d.key.Bytes)
-		t, rec, err := s.strategy.beginAtomic(ctx, s, sp)
+		t, rec, err := s.beginOnce(ctx, sp)
 		left := time.Until(deadline)
 		if !errors.Is(err, store.ErrBusy) || left <= 0 {
 			stop()

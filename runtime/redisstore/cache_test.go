@@ -357,7 +357,11 @@ func waitFor(t *testing.T, cond func() bool) {
 // with the winner's record, and the cache keeps that one.
 func TestCacheConcurrentWinnerIsKept(t *testing.T) {
 	pg, st := countedPG(t)
-	cache := redisstore.NewCache[pgstore.DBTX](pg, redistest.NewClient(t, redistest.Standalone), testCacheOptions(t, false))
+	client, opts := redistest.NewClient(t, redistest.Standalone), testCacheOptions(t, false)
+	cache := redisstore.NewCache[pgstore.DBTX](pg, client, opts)
+	// The second claim comes from another replica (a pgstore of its own on the same database
+	// and Redis): one Store answers a second claim of a key it is claiming itself with ErrBusy.
+	other := redisstore.NewCache[pgstore.DBTX](pgstore.New(pg.Pool(), pgstore.Options{}), client, opts)
 	ctx := context.Background()
 	c := atomicClaim("k-race", "a", time.Hour)
 	first, _, err := cache.BeginAtomic(ctx, c)
@@ -366,7 +370,7 @@ func TestCacheConcurrentWinnerIsKept(t *testing.T) {
 	}
 	// Both read no record. The first's claim timer is armed only then: the second's read tries
 	// the claim lock, and would find the first's claim (ErrBusy) if it had gone out already.
-	second, _, err := cache.BeginAtomic(ctx, c)
+	second, _, err := other.BeginAtomic(ctx, c)
 	if err != nil || second == nil {
 		_ = first.Abort(ctx)
 		t.Fatal(err)

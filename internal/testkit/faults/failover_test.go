@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgtype"
 	"net"
 	"net/url"
 	"os"
@@ -246,7 +247,7 @@ func (w *world) hasCompleted(tenant, key string) bool {
 	scopeID, keyID := pgstore.Digest(store.ID{Scope: tenant, Key: key})
 	var n int
 	for range 50 {
-		err := w.pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_records WHERE scope_id = $1 AND key_id = $2 AND response_status <> 0", scopeID, keyID).Scan(&n)
+		err := w.pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_records WHERE scope_id = $1 AND key_id = $2 AND response_status <> 0", scopeID, pgtype.UUID{Bytes: keyID, Valid: true}).Scan(&n)
 		if err == nil {
 			return n > 0
 		}

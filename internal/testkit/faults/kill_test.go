@@ -27,6 +27,9 @@ type killRun struct {
 // killCase kills replica A while it serves one request of mode held at hold, then retries on B.
 // knobs are the victim request's headers; interval is A's client_connection_check_interval.
 func killCase(t *testing.T, name, mode, hold string, knobs map[string]string, interval string, sqlSleep bool) killRun {
+	if interval != "" && pgtest.ViaPgBouncer() {
+		t.Skip("PgBouncer refuses the startup parameter client_connection_check_interval (behind it the store sets the interval in each transaction: Options.ClientCheckInterval)")
+	}
 	w := newWorld(t, pgtest.NewDatabase(t))
 	lease := killLease()
 	a := w.replica("A", func(c *replicaConfig) { c.CheckInterval, c.Lease = interval, lease })
@@ -124,8 +127,8 @@ func TestKillAtomic(t *testing.T) {
 	t.Run("in-statement-checked", func(t *testing.T) {
 		checked = killCase(t, "atomic-statement-checked", "atomic", "complete", knobs, "100ms", true)
 	})
-	if t.Failed() {
-		return
+	if t.Failed() || pgtest.ViaPgBouncer() {
+		return // nothing to compare with: the checked run skips behind PgBouncer
 	}
 	t.Logf("faults: kill/atomic 409 window with a statement of %v in progress: %v without client_connection_check_interval, %v with 100ms",
 		stmt, plain.window.Round(time.Millisecond), checked.window.Round(time.Millisecond))
@@ -157,8 +160,8 @@ func TestKillLease(t *testing.T) {
 	t.Run("completion-statement-checked", func(t *testing.T) {
 		checked = killCase(t, "lease-completion-checked", "lease", "complete", knobs, "100ms", true)
 	})
-	if t.Failed() {
-		return
+	if t.Failed() || pgtest.ViaPgBouncer() {
+		return // nothing to compare with: the checked run skips behind PgBouncer
 	}
 	t.Logf("faults: kill/lease key blocked with a completion statement of %v in progress: %v without client_connection_check_interval, %v with 100ms",
 		stmt, plain.window.Round(time.Millisecond), checked.window.Round(time.Millisecond))

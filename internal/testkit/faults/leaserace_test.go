@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgtype"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func newLeaseRig(t *testing.T, lease, retention time.Duration) *leaseRig {
 func (r *leaseRig) recordIs(tenant, key, cond string, missing bool) bool {
 	var ok *bool
 	scopeID, keyID := pgstore.Digest(store.ID{Scope: tenant, Key: key})
-	err := r.w.pool.QueryRow(context.Background(), `SELECT (SELECT `+cond+` FROM idempotency_records r WHERE scope_id = $1 AND key_id = $2)`, scopeID, keyID).Scan(&ok)
+	err := r.w.pool.QueryRow(context.Background(), `SELECT (SELECT `+cond+` FROM idempotency_records r WHERE scope_id = $1 AND key_id = $2)`, scopeID, pgtype.UUID{Bytes: keyID, Valid: true}).Scan(&ok)
 	if err != nil {
 		r.w.t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgtype"
 	"io"
 	"net"
 	"net/http"
@@ -74,7 +75,7 @@ func slowBodies(t *testing.T, mode string) {
 	_, warmID := pgstore.Digest(store.ID{Scope: "tB", Key: w.key("slow-warm")})
 	if err := w.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM idempotency_records WHERE key_id <> $1),
 		(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, warmID).Scan(&records, &locks); err != nil {
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, pgtype.UUID{Bytes: warmID, Valid: true}).Scan(&records, &locks); err != nil {
 		t.Fatal(err)
 	}
 	// A normal request with the shared key, and one with a key of its own, while they trickle.

@@ -10,6 +10,12 @@
 // scripts/with-citus.sh makes it), each new database is a Citus database of its own: it is
 // created on every node, gets the extension on each, and the coordinator's copy registers the
 // workers, so that tests distribute their tables in it (make test-citus).
+//
+// Behind PgBouncer: scripts/with-pgbouncer.sh starts one in transaction pooling mode in front of
+// the server and exports its URL (IDEMGEN_TEST_PGBOUNCER_URL). PoolerURL turns a test database's
+// URL into the same database through it; with IDEMGEN_TEST_VIA_PGBOUNCER=1, NewDatabase and
+// NewPool hand out those URLs, so that a whole test run (make test's store suite, request
+// cases and fault suite, again) goes through the pooler.
 package pgtest
 
 import (
@@ -29,6 +35,45 @@ import (
 
 // EnvURL is the environment variable holding the test server's connection URL.
 const EnvURL = "IDEMGEN_TEST_DATABASE_URL"
+
+// EnvPgBouncerURL holds the URL of a PgBouncer in transaction pooling mode in front of the test
+// server (scripts/with-pgbouncer.sh), with the statement mode it needs
+// (default_query_exec_mode=exec).
+const EnvPgBouncerURL = "IDEMGEN_TEST_PGBOUNCER_URL"
+
+// EnvViaPgBouncer, set to 1, makes NewDatabase and NewPool return databases through the
+// PgBouncer of EnvPgBouncerURL.
+const EnvViaPgBouncer = "IDEMGEN_TEST_VIA_PGBOUNCER"
+
+// ViaPgBouncer reports whether this run's databases are reached through PgBouncer
+// (EnvViaPgBouncer): tests of what only a direct session can do skip then.
+func ViaPgBouncer() bool { return os.Getenv(EnvViaPgBouncer) == "1" }
+
+// PoolerURL returns the URL of the database of dbURL (one of NewDatabase's) through the
+// PgBouncer of EnvPgBouncerURL, with that URL's parameters (default_query_exec_mode=exec). It
+// skips the test when there is none, and fails it when IDEMGEN_REQUIRE_PGBOUNCER=1 or
+// EnvViaPgBouncer is set.
+func PoolerURL(t testing.TB, dbURL string) string {
+	t.Helper()
+	raw := os.Getenv(EnvPgBouncerURL)
+	if raw == "" {
+		msg := EnvPgBouncerURL + " is not set: run the test inside scripts/with-pgbouncer.sh (make test does)"
+		if os.Getenv("IDEMGEN_REQUIRE_PGBOUNCER") == "1" || ViaPgBouncer() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	pooler, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("pgtest: parse %s: %v", EnvPgBouncerURL, err)
+	}
+	db, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse %s: %v", redact(dbURL), err)
+	}
+	pooler.Path = db.Path
+	return pooler.String()
+}
 
 // ServerURL returns the URL of the test server, or skips (fails under CI) when there is none.
 func ServerURL(t testing.TB) string {
@@ -100,6 +145,9 @@ func NewDatabase(t testing.TB) string {
 		if err := joinCitus(ctx, admin, u); err != nil {
 			t.Fatalf("pgtest: citus database %s: %v", name, err)
 		}
+	}
+	if ViaPgBouncer() {
+		return PoolerURL(t, u.String())
 	}
 	return u.String()
 }

@@ -153,6 +153,27 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Errorf("LeaseLeft after Extend = %v, want above %v", rec.LeaseLeft, short)
 		}
 	})
+	t.Run("ExtendToZeroHandsOver", func(t *testing.T) {
+		// Runtime.Shutdown ends the lease of a call phase it cannot finish: the same request's
+		// retry takes it over at once; another request still meets the running record.
+		s := newStore(t)
+		c := claim("k1", "a", long, long)
+		r := mustReserve(t, s, c)
+		if err := s.Extend(ctx, c.ID, r.Token, 0); err != nil {
+			t.Fatal(err)
+		}
+		rec := mustGet(t, s, c.ID)
+		if rec.State != store.Running || rec.LeaseLeft > 0 {
+			t.Fatalf("after Extend to 0: %v with %v of lease left, want running with none", rec.State, rec.LeaseLeft)
+		}
+		next, err := s.TakeOver(ctx, c, r.Token)
+		if err != nil || next <= r.Token {
+			t.Fatalf("TakeOver after Extend to 0: %d, %v; want a token above %d", next, err, r.Token)
+		}
+		if err := s.Complete(ctx, retained(c, long), r.Token, response("handed over")); !errors.Is(err, store.ErrLost) {
+			t.Errorf("the old owner's Complete: %v, want ErrLost", err)
+		}
+	})
 	t.Run("TakeOverAfterTheLease", func(t *testing.T) {
 		s := newStore(t)
 		c := claim("k1", "a", short, long)
