@@ -27,5 +27,5 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
--- Version 4 builds only indexes that versions 1 and 2 create: nothing to undo.
+-- Version 5 builds only indexes that versions 1 and 2 create: nothing to undo.
 SELECT 1;
