@@ -89,7 +89,7 @@ which does not show in the process list. Exit codes: 0 success (also when no rec
 }
 
 func newRecordsGetCmd(rf *recordsFlags) *cobra.Command {
-	var tenant, key, operation string
+	var tenant, key, operation, route, path string
 	var scopeHeaders []string
 	var body, singleTenant bool
 	cmd := &cobra.Command{
@@ -106,11 +106,16 @@ instead of --tenant. For an operation declared
 records of that operation are printed. An operation whose scope includes request headers
 (Operation.ScopeHeaders, such as Stripe-Account) stores its records under the tenant and
 those headers' values: pass each with --scope-header, in the order the operation declares them.
+An operation declared ` + "`scope: path`" + ` (the Agentic Commerce Protocol's keys, one per
+endpoint path) stores a key under the values of its path parameters: pass --operation, its
+path template as the spec writes it (--route) and the path the request was sent to (--path).
 The stored body is printed only with --body (base64 in "body", and as text in "body_text" when
 it is UTF-8). docs/cli.md shows the output.`,
 		Example: `  IDEMGEN_DSN=postgres://support@db/payments idemgen records get --tenant acme --key 6f1c2a9e-0002
   idemgen records get --dsn "$DSN" --tenant acme --key k-123 --operation captureCharge --body
-  idemgen records get --dsn "$DSN" --single-tenant --key k-123`,
+  idemgen records get --dsn "$DSN" --single-tenant --key k-123
+  idemgen records get --dsn "$DSN" --tenant tok_1 --key k-123 --operation completeCheckoutSession \
+    --route '/checkout_sessions/{checkout_session_id}/complete' --path /checkout_sessions/cs_1/complete`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -118,6 +123,8 @@ it is UTF-8). docs/cli.md shows the output.`,
 				return &exitError{code: exitUsage, err: errorf("records get takes --tenant or --single-tenant, not both")}
 			case (tenant == "" && !singleTenant) || key == "":
 				return &exitError{code: exitUsage, err: errorf("records get needs --key and --tenant (or --single-tenant for a service with Config.SingleTenant)")}
+			case (route != "" || path != "") && (route == "" || path == "" || operation == ""):
+				return &exitError{code: exitUsage, err: errorf("records get --path needs --operation and --route (the operation's path template) too")}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
@@ -126,12 +133,19 @@ it is UTF-8). docs/cli.md shows the output.`,
 				return err
 			}
 			defer closeStore()
-			opts := admin.LookupOptions{Operation: operation, Body: body}
-			if len(scopeHeaders) > 0 {
+			opts := admin.LookupOptions{Operation: operation, Body: body, Path: path}
+			if len(scopeHeaders) > 0 || path != "" {
 				// The operation as far as the command knows it: its scope headers in the given
-				// order; with --operation, its key may be stored per operation or tenant-wide.
-				op := &runtime.Operation{ID: operation, Scope: runtime.ScopeTenant}
-				if operation != "" {
+				// order; with --operation, its key may be stored per operation or tenant-wide,
+				// and with --route and --path under the path's parameter values too.
+				op := &runtime.Operation{ID: operation, Path: route, Scope: runtime.ScopeTenant}
+				switch {
+				case path != "":
+					op.Scope = runtime.ScopePath
+					if _, ok := op.RecordKeyAt("k", path); !ok {
+						return &exitError{code: exitUsage, err: errorf("--path %q does not match --route %q", path, route)}
+					}
+				case operation != "":
 					op.Scope = runtime.ScopeOperation
 				}
 				opts.ScopeHeaders = http.Header{}
@@ -167,6 +181,8 @@ it is UTF-8). docs/cli.md shows the output.`,
 	fl.StringVar(&key, "key", "", "the idempotency `KEY` as the client sent it")
 	fl.StringVar(&operation, "operation", "", "only records of this `OPERATION` ID, including its per-operation key")
 	fl.StringArrayVar(&scopeHeaders, "scope-header", nil, "`NAME: VALUE` of a header that is part of the operation's scope (Stripe-Account: acct_1); repeat in the declared order")
+	fl.StringVar(&route, "route", "", "the operation's path `TEMPLATE` as the spec writes it (/checkout_sessions/{checkout_session_id}), for --path")
+	fl.StringVar(&path, "path", "", "the `PATH` the request was sent to, for an operation declared scope: path (with --operation and --route)")
 	fl.BoolVar(&body, "body", false, "print the stored response body too")
 	return cmd
 }

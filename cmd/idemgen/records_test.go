@@ -86,6 +86,37 @@ func TestRecordsCommands(t *testing.T) {
 		got.Records[0].Operation != "createRefund" || got.Records[0].ScopeHeaders["Stripe-Account"] != "acct_7" {
 		t.Errorf("get --scope-header: exit %d %s %s", code, out, errOut)
 	}
+	// A record of an operation declared scope: path (ACP), under the path's parameter values:
+	// found with --route and --path, not without, and not at another path.
+	pathOp := &runtime.Operation{ID: "completeCheckout", Path: "/checkout_sessions/{id}/complete", Scope: runtime.ScopePath}
+	sk, ok := pathOp.RecordKeyAt("k-cli-path-0000000001", "/checkout_sessions/cs_1/complete")
+	if !ok {
+		t.Fatal("RecordKeyAt refused the path")
+	}
+	if _, err := st.Reserve(ctx, claim(sk, "completeCheckout")); err != nil {
+		t.Fatal(err)
+	}
+	pathGet := func(path string) (int, string, string) {
+		return idemgen(t, "records", "get", "--tenant", "acme", "--key", "k-cli-path-0000000001", "--operation", "completeCheckout",
+			"--route", "/checkout_sessions/{id}/complete", "--path", path)
+	}
+	code, out, errOut = pathGet("/checkout_sessions/cs_1/complete")
+	got.Records = nil
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Records) != 1 || got.Records[0].Operation != "completeCheckout" {
+		t.Errorf("get --route --path: exit %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = pathGet("/checkout_sessions/cs_2/complete")
+	if code != exitOK || !strings.Contains(out, `"found": false`) {
+		t.Errorf("get --path of another session: exit %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = idemgen(t, "records", "get", "--tenant", "acme", "--key", "k-cli-path-0000000001", "--operation", "completeCheckout")
+	if code != exitOK || !strings.Contains(out, `"found": false`) {
+		t.Errorf("get without --path: exit %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut = pathGet("/refunds/1"); code != exitUsage || !strings.Contains(errOut, "does not match") {
+		t.Errorf("get --path off the route: exit %d %s", code, errOut)
+	}
+
 	code, out, _ = idemgen(t, "records", "get", "--tenant", "other", "--key", "k-cli-0000000000000001")
 	if code != exitOK || !strings.Contains(out, `"found": false`) || !strings.Contains(out, `"records": []`) {
 		t.Errorf("another tenant: exit %d %s", code, out)
@@ -106,7 +137,7 @@ func TestRecordsCommands(t *testing.T) {
 
 	code, out, errOut = idemgen(t, "records", "stats")
 	var s store.Stats
-	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 3 || s.Completed != 1 || len(s.Operations) != 3 ||
+	if err := json.Unmarshal([]byte(out), &s); code != exitOK || err != nil || s.Running != 4 || s.Completed != 1 || len(s.Operations) != 4 ||
 		s.OldestRunning == nil || s.StorageBytes == 0 {
 		t.Errorf("stats: exit %d %s %s", code, out, errOut)
 	}
@@ -120,6 +151,7 @@ func TestRecordsCommands(t *testing.T) {
 		{[]string{"records", "get", "--tenant", "acme", "--single-tenant", "--key", "k-cli-0000000000000001"}, exitUsage},
 		{[]string{"records", "get", "--tenant", "acme", "--key", `"unterminated`}, exitUsage}, // a key with spaces is a valid opaque key; a broken sf-string is not a key
 		{[]string{"records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--scope-header", "no colon"}, exitUsage},
+		{[]string{"records", "get", "--tenant", "acme", "--key", "k-cli-0000000000000001", "--path", "/checkout_sessions/cs_1"}, exitUsage},
 		{[]string{"records", "stats", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, exitStore},
 		{[]string{"records", "stats", "--dsn", "::not a dsn::"}, exitUsage},
 	} {
