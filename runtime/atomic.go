@@ -101,7 +101,7 @@ func runUnguarded[DB any](ctx context.Context, x *exchange, st store.Transaction
 	if err != nil {
 		return x.storeFailed(err)
 	}
-	h := callHandler(tx.HandlerContext(ctx), x, tx.DB(), fn)
+	h := callHandler(tx.HandlerContext(x.rt.drain.cancelable(x.flight, ctx)), x, tx.DB(), fn)
 	return completeTx(context.WithoutCancel(ctx), x, tx, h)
 }
 

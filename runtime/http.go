@@ -62,8 +62,9 @@ type exchange struct {
 	// detached: the handler runs detached from the client (detach), so a store call that fails
 	// after the client went away failed on its own.
 	detached bool
-	// flight is the request as Shutdown sees it while it runs (nil before).
-	flight *flight
+	// flight is the request as Shutdown sees it while it runs (nil before): &inFlight.
+	flight   *flight
+	inFlight flight
 	// earlier, when set, is the decoder's refusal of a request that the decoders before the
 	// refusals added since 0.1.0 took (earlierTwin): the machine only looks for the record of
 	// that request, and answers the refusal when there is none.
@@ -155,11 +156,12 @@ func serveRouted(w http.ResponseWriter, r *http.Request, rt *Runtime, ep *endpoi
 				span.SetAttributes(attrKeyHash.String(keyHash(x.scope, x.key)))
 			}
 			// The handler's context carries the request's log attributes (LogAttrs, LogHandler),
-			// hashed the first time something asks for them; Shutdown cancels it at its deadline.
-			runCtx, f := rt.drain.enter(x.withIdentity(ctx))
-			x.flight = f
-			res = run(runCtx, x)
-			rt.drain.leave(f)
+			// hashed the first time something asks for them; Shutdown tracks the request while
+			// it runs, and cancels its handler at its deadline (drain.cancelable).
+			x.flight = &x.inFlight
+			rt.drain.enter(x.flight)
+			res = run(x.withIdentity(ctx), x)
+			rt.drain.leave(x.flight)
 		}
 	}
 	a := answer(x, &res)

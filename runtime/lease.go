@@ -216,7 +216,7 @@ func runUnguardedLease[DB any](ctx context.Context, x *exchange, st store.Transa
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	lease := &Lease{nonce: nonce, secret: x.rt.cfg.ProviderKeySecret}
-	complete, failure := callPhase(ctx, x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
+	complete, failure := callPhase(x.rt.drain.cancelable(x.flight, ctx), x, func(ctx context.Context) (CompleteFunc[DB], error) { return fn(ctx, lease) }, checkCallPhase[DB])
 	x.calledOut = true
 	if failure != nil {
 		return result{ending: endHandlerFailed, err: failure.err, stack: failure.stack}

@@ -91,7 +91,7 @@ var ErrExecutionLimit = errors.New("runtime: the operation's execution limit pas
 // Attached set keeps ctx as it is. release frees the context's timer.
 func (x *exchange) detach(ctx context.Context) (hctx context.Context, release context.CancelFunc) {
 	if x.op.Attached {
-		return ctx, func() {}
+		return x.rt.drain.cancelable(x.flight, ctx), func() {}
 	}
 	return x.detachFrom(ctx, context.WithoutCancel(ctx))
 }
@@ -99,10 +99,10 @@ func (x *exchange) detach(ctx context.Context) (hctx context.Context, release co
 // detachFrom is detach for a caller that already has free, context.WithoutCancel(ctx).
 func (x *exchange) detachFrom(ctx, free context.Context) (hctx context.Context, release context.CancelFunc) {
 	if x.op.Attached {
-		return ctx, func() {}
+		return x.rt.drain.cancelable(x.flight, ctx), func() {}
 	}
 	x.detached = true
-	free = x.rt.drain.detach(x.flight, free) // Shutdown's deadline still ends it
+	free = x.rt.drain.cancelable(x.flight, free) // Shutdown's deadline still ends it
 	deadline := time.Now().Add(x.op.executionLimit())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		return context.WithDeadline(free, d)

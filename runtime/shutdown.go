@@ -33,61 +33,63 @@ type drain struct {
 	idle chan struct{}
 }
 
-// flight is one request to a marked operation that the runtime is running.
+// flight is one request to a marked operation that the runtime is running. It lives in the
+// request's exchange, so that tracking a request costs no allocation: a replay or a refusal
+// pays for none of what follows, which only a request that runs a handler needs.
 type flight struct {
-	cancel context.CancelCauseFunc
-	// detached are the cancel functions of the contexts its handler runs under detached from
-	// the client (exchange.detach): the client no longer cancels them, Shutdown's deadline
-	// still does. Guarded by drain.mu.
-	detached []context.CancelCauseFunc
+	// cancels are the cancel functions of the contexts the request's handler runs under
+	// (cancelable): the handler phases of its mode, attached to the client or detached from it
+	// (exchange.detach). Shutdown's deadline cancels them. Guarded by drain.mu; cancelBuf backs
+	// the first two (a lease-mode request's call and completion phases).
+	cancels   []context.CancelCauseFunc
+	cancelBuf [2]context.CancelCauseFunc
 	// handover, while set, gives back what the request holds in the store that its canceled
 	// handler might not (a lease-mode call phase: the lease ends now). It is called at most
 	// once, under drain.mu's protection of the field.
 	handover func(context.Context) error
-	// shut: Shutdown's deadline canceled the request (a store call it cut short answers
-	// endDraining: nothing ran).
+	// shut: Shutdown's deadline canceled the request's handler (a store call it cut short
+	// answers endDraining: nothing ran).
 	shut atomic.Bool
 }
 
-// enter records a request that starts to run; its context is canceled with ErrShuttingDown
-// when Shutdown's deadline passes. Call leave when it has ended.
-func (d *drain) enter(ctx context.Context) (context.Context, *flight) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	f := &flight{cancel: cancel}
+// enter records f, a request that starts to run, until leave. A handler it runs gets a context
+// from cancelable, which Shutdown's deadline cancels with ErrShuttingDown.
+func (d *drain) enter(f *flight) {
+	f.cancels = f.cancelBuf[:0]
 	d.mu.Lock()
 	if d.running == nil {
 		d.running = make(map[*flight]struct{})
 	}
 	d.running[f] = struct{}{}
 	d.mu.Unlock()
-	return ctx, f
 }
 
-// detach returns ctx, a context detached from the client (context.WithoutCancel of f's),
-// canceled again with ErrShuttingDown when Shutdown's deadline passes: an operation that
-// finishes what it accepted (execution.detach) outlives its client, not the process.
-func (d *drain) detach(f *flight, ctx context.Context) context.Context {
+// cancelable returns ctx canceled with ErrShuttingDown when Shutdown's deadline passes, for a
+// handler of f to run under. A handler detached from its client (execution.detach) gets it too:
+// an operation that finishes what it accepted outlives its client, not the process. ctx alone
+// for a request the drain does not track (f nil).
+func (d *drain) cancelable(f *flight, ctx context.Context) context.Context {
 	if f == nil {
 		return ctx
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	d.mu.Lock()
-	f.detached = append(f.detached, cancel)
+	f.cancels = append(f.cancels, cancel)
 	d.mu.Unlock()
 	if f.shut.Load() {
-		cancel(ErrShuttingDown) // handed over while it was being detached
+		cancel(ErrShuttingDown) // handed over while it was being made
 	}
 	return ctx
 }
 
 // leave records that f has ended.
 func (d *drain) leave(f *flight) {
-	f.cancel(nil)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, cancel := range f.detached {
+	for _, cancel := range f.cancels {
 		cancel(nil)
 	}
+	f.cancels = nil
 	delete(d.running, f)
 	if len(d.running) == 0 && d.idle != nil {
 		close(d.idle)
@@ -178,11 +180,10 @@ func (rt *Runtime) handOver(f *flight) {
 		cancel()
 	}
 	f.shut.Store(true)
-	f.cancel(ErrShuttingDown)
 	rt.drain.mu.Lock()
-	detached := f.detached
+	cancels := append([]context.CancelCauseFunc(nil), f.cancels...)
 	rt.drain.mu.Unlock()
-	for _, cancel := range detached {
+	for _, cancel := range cancels {
 		cancel(ErrShuttingDown)
 	}
 }
