@@ -54,7 +54,8 @@ type contractOp struct {
 	Retention                 string
 	Excluded, Headers         []string
 	Raw                       bool
-	// Statuses is replay.statuses in its written form ("2xx, 402, !409"), "" for the default.
+	// Statuses says which outcomes the operation's replay.statuses store, in words ("every
+	// `2xx` and `402`"), "" for the default.
 	Statuses string
 }
 
@@ -97,11 +98,13 @@ func Contract(doc *model.Document) ([]byte, error) {
 		v.AnyNulls = v.AnyNulls || o.Nulls
 		if len(s.Replay.Statuses) > 0 && !defaultStatuses(s.Replay.Statuses) {
 			v.CustomStatuses = true
-			var rs []string
-			for _, r := range s.Replay.Statuses {
-				rs = append(rs, "`"+defaults.StatusRule(r).String()+"`")
+			// In words, as defaults.Final reads the rules (the last matching rule decides): the
+			// written list ["2xx", "!404", "4xx"] reads as "not 404" to a client, and stores it.
+			rs := make([]defaults.StatusRule, len(s.Replay.Statuses))
+			for i, r := range s.Replay.Statuses {
+				rs[i] = defaults.StatusRule(r)
 			}
-			o.Statuses = strings.Join(rs, ", ")
+			o.Statuses = statusWords(rs)
 		}
 		if minRet == 0 || s.Retention < minRet {
 			if minRet != 0 {
