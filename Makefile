@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-scale bench-tombstones bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
+.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-peer bench-scale bench-tombstones bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ bench-ab: ## A/B two revisions in one run: REV=rev (OLD= too; default 1b4cdd7) a
 
 bench-replay: ## issue 41's table on a quiet machine: replay, new key (Limits.Records off) and the plain transaction at c=8 and 32, the working tree against the previous release c79593f (REV= another) side by side, counts first (about 8 minutes); writes bench/out/ab.md and ab-counts.md
 	./scripts/with-postgres.sh ./bench/ab/run.sh -only '^(A/B ClaimWithStatement, (replay|new key)|plain transaction \(no idempotency\))$$' -concurrency 8,32 -rounds 9 $(or $(REV),c79593f)
+
+bench-peer: ## idemgen's replay and new key against the best Go peer, idemlease v1.1.0 (bench/peer: its httpidem on its pgstore), side by side at c=8 and 32, 9 rounds (about 2 minutes): req/s, server and PostgreSQL CPU, ratios idemgen/peer; PEER_DIR= an extracted tree of the peer where the Go module proxy refuses it (bench/README.md, "The peer"); SHORT=1 a smoke run; writes bench/out/peer.md
+	$(if $(PEER_DIR),PEER_DIR=$(abspath $(PEER_DIR))) ./scripts/with-postgres.sh ./bench/ab/run.sh -peer $(if $(SHORT),-short)
 
 bench-scale: ## the store at 10 million records, both layouts (not CI: about 15 minutes on 2 cores); writes bench/out/scale.md
 	mkdir -p bench/out

@@ -85,3 +85,39 @@ find_wrk() {
     wrk=$(command -v wrk || true)
   fi
 }
+
+# build_peer: $tmp/benchserver-old is the peer's server (bench/peer: idemlease v1.1.0's httpidem
+# on its pgstore), built from a copy of bench/peer under $tmp, and its name is in oldname; the new
+# side is the working tree's benchserver (newname). The peer's module comes from the Go module
+# proxy, or, when PEER_DIR names an extracted tree of its public source (its root, with
+# pgstore/ inside; bench/README.md, "The peer"), from there: the copy's go.mod gets a replace of
+# both modules to it. Nothing of either is committed.
+build_peer() {
+  local src="$tmp/peer"
+  mkdir -p "$src"
+  cp bench/peer/go.mod bench/peer/go.sum bench/peer/*.go "$src/"
+  oldname="idemlease v1.1.0"
+  if [ -n "${PEER_DIR:-}" ]; then
+    local dir
+    dir=$(cd "$PEER_DIR" && pwd) || { echo "bench/ab: PEER_DIR=$PEER_DIR is not a directory" >&2; exit 1; }
+    if ! grep -qx 'module github.com/repenguin22/idemlease' "$dir/go.mod" 2>/dev/null ||
+       ! grep -qx 'module github.com/repenguin22/idemlease/pgstore' "$dir/pgstore/go.mod" 2>/dev/null; then
+      echo "bench/ab: PEER_DIR=$PEER_DIR is not a tree of github.com/repenguin22/idemlease with its pgstore module (go.mod, pgstore/go.mod)" >&2
+      exit 1
+    fi
+    (cd "$src" && go mod edit -replace "github.com/repenguin22/idemlease=$dir" -replace "github.com/repenguin22/idemlease/pgstore=$dir/pgstore")
+    oldname="idemlease v1.1.0 (PEER_DIR)"
+  fi
+  echo "bench/ab: building the peer's server (bench/peer, $oldname)" >&2
+  # -mod=mod: the committed go.sum has no line of the peer's modules (the proxy this harness was
+  # written on refused them, so none could be checked): the go command adds them, checked
+  # against the checksum database, or needs none for a replaced module.
+  if ! (cd "$src" && GOFLAGS=-mod=mod go build -o "$tmp/benchserver-old" .); then
+    echo "bench/ab: the peer's server did not build; where the Go module proxy refuses github.com/repenguin22/idemlease, set PEER_DIR (bench/README.md, \"The peer\")" >&2
+    exit 1
+  fi
+  newname="$(git rev-parse --short HEAD)"
+  [ -z "$(git status --porcelain -- . ':!bench/ab' ':!bench/cmd/benchdrive' ':!bench/peer' ':!*.md')" ] || newname="$newname+changes"
+  go build -o "$tmp/benchserver-new" ./bench/cmd/benchserver
+  go build -o "$out/benchdrive" ./bench/cmd/benchdrive
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/ab/run.sh [-short] [-no-counts] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]
+# bench/ab/run.sh -peer [-short] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP]
 #
 # A/B of the runtime across revisions, in one run. First the request-cost counts of both
 # (bench/ab/counts.sh: allocations, statements, round trips and a replay's instructions per
@@ -29,20 +30,37 @@
 # note, as the middleware's are against 1b4cdd7; the Redis variants are never run). -short: 1 round, concurrency 1,8 (checks that the
 # harness works; its figures mean nothing). About 4 minutes with the defaults, plus the build of
 # the other revision (10-20 s, less with a warm build cache).
+#
+# -peer: the old side is not a revision but the best Go peer, idemlease v1.1.0 (bench/peer: its
+# httpidem middleware on its PostgreSQL store, serving the route of the "A/B ClaimWithStatement"
+# variants), against the working tree's benchserver; PEER_DIR=DIR builds the peer from an
+# extracted tree of its public source where the Go module proxy refuses it (bench/README.md,
+# "The peer"). No counts (the peer has no request-cost scenarios); by default the variants
+# "A/B ClaimWithStatement, replay" and ", new key" (the peer answers 404 on every other
+# route: left out, with a note) at concurrency 8 and 32, 9 rounds (`make bench-peer`); with
+# -short 1 round of 1 s at 8 and 32, a smoke run of some 30 s whose figures mean little.
+# Writes bench/out/peer.md and appends to bench/out/peer-samples.tsv (benchdrive -pool reads it).
+#
+#   PEER_DIR=/tmp/idemlease scripts/with-postgres.sh bench/ab/run.sh -peer -short
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
-short= counts=1 rounds=9 duration=1s concs=1,8,32 only= newrev= oldrev=1b4cdd7
+short= counts=1 rounds=9 duration=1s concs=1,8,32 only= newrev= oldrev=1b4cdd7 peer=
+for a in "$@"; do
+  # -peer first, so that -short and -concurrency after it or before it mean the same
+  if [ "$a" = -peer ]; then peer=1 counts= concs=8,32 only='^A/B ClaimWithStatement, (replay|new key)$'; fi
+done
 while [ $# -gt 0 ]; do
   case "$1" in
-    -short) short=1 counts= rounds=1 concs=1,8 ;;
+    -peer) ;;
+    -short) short=1 counts= rounds=1; [ -n "$peer" ] || concs=1,8 ;;
     -no-counts) counts= ;;
     -rounds) rounds="${2:?}"; shift ;;
     -duration) duration="${2:?}"; shift ;;
     -concurrency) concs="${2:?}"; shift ;;
     -only) only="${2:?}"; shift ;;
     -new) newrev="${2:?}"; shift ;;
-    -*) echo "usage: bench/ab/run.sh [-short] [-no-counts] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]" >&2; exit 2 ;;
+    -*) echo "usage: bench/ab/run.sh [-peer] [-short] [-no-counts] [-rounds N] [-duration D] [-concurrency LIST] [-only REGEXP] [-new REV] [OLD-REV]" >&2; exit 2 ;;
     *) oldrev="$1" ;;
   esac
   shift
@@ -56,13 +74,20 @@ started=$(date +%s)
 out=bench/out
 mkdir -p "$out"
 . bench/ab/lib.sh
-build_sides "$oldrev" "$newrev"
+report=ab # bench/out/ab.md and ab-samples.tsv; peer.md and peer-samples.tsv with -peer (pooled apart)
+if [ -n "$peer" ]; then
+  report=peer
+  [ -z "$newrev" ] || { echo "bench/ab: -peer measures the working tree; -new does not apply" >&2; exit 2; }
+  build_peer
+else
+  build_sides "$oldrev" "$newrev"
+fi
 start_side old
 start_side new
 find_wrk
 drive=("$out/benchdrive" -url "http://127.0.0.1:$newport" -pid "$newpid" -name "$newname"
   -old-url "http://127.0.0.1:$oldport" -old-pid "$oldpid" -old-name "$oldname"
-  -rounds "$rounds" -duration "$duration" -concurrency "$concs" -samples "$out/ab-samples.tsv")
+  -rounds "$rounds" -duration "$duration" -concurrency "$concs" -samples "$out/$report-samples.tsv")
 [ -z "$only" ] || drive+=(-only "$only")
 if [ -n "$wrk" ]; then
   drive+=(-wrk "$wrk")
@@ -74,8 +99,8 @@ else
 fi
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-"${drive[@]}" | tee "$out/ab.md"
+"${drive[@]}" | tee "$out/$report.md"
 {
   echo
   echo "Run: $(date -u +%Y-%m-%dT%H:%MZ), $(( $(date +%s) - started )) s; load average at the start $load0, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $(go version | cut -d' ' -f3); PostgreSQL $(psql "$DATABASE_URL" -Atc 'SHOW server_version' | cut -d' ' -f1), one database per side."
-} | tee -a "$out/ab.md"
+} | tee -a "$out/$report.md"

@@ -22,7 +22,8 @@ import (
 
 // wrkScript is the Lua program wrk runs for one measurement. It builds each request (a fresh
 // idempotency key per request for the fresh variants), counts responses by status ("replayed"
-// for Idempotent-Replayed: true) and prints one result line that wrkResult parses.
+// for Idempotent-Replayed: true, idemgen's marker, or Idempotency-Replayed: true, the peer's: see
+// bench/peer) and prints one result line that wrkResult parses.
 const wrkScript = `
 local path, body, tenant, prefix, fresh, hot = %q, %q, %q, %q, %t, %d
 local headers = {["Authorization"] = "Bearer " .. tenant, ["Content-Type"] = "application/json",
@@ -60,7 +61,7 @@ end
 
 function response(status, hdrs, _)
   local k = tostring(status)
-  if hdrs["Idempotent-Replayed"] == "true" then
+  if hdrs["Idempotent-Replayed"] == "true" or hdrs["Idempotency-Replayed"] == "true" then
     k = "replayed"
   end
   counts[k] = (counts[k] or 0) + 1

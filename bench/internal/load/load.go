@@ -33,8 +33,8 @@ type Builder func(n int64) Request
 type Result struct {
 	Requests int64
 	Elapsed  time.Duration
-	// Statuses counts responses by status code; a replayed response (Idempotent-Replayed: true)
-	// is counted under "replayed" instead of its status.
+	// Statuses counts responses by status code; a replayed response (Idempotent-Replayed: true,
+	// or the peer's Idempotency-Replayed: true) is counted under "replayed" instead of its status.
 	Statuses map[string]int64
 	// Errors counts transport errors (no response).
 	Errors    int64
@@ -182,7 +182,9 @@ func do(ctx context.Context, c *http.Client, spec Request) (string, error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.Header.Get("Idempotent-Replayed") == "true" {
+	// idemgen marks a replay Idempotent-Replayed (Stripe's header); idemlease, the peer of
+	// bench/peer, Idempotency-Replayed.
+	if resp.Header.Get("Idempotent-Replayed") == "true" || resp.Header.Get("Idempotency-Replayed") == "true" {
 		return "replayed", nil
 	}
 	return fmt.Sprint(resp.StatusCode), nil
