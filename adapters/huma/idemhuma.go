@@ -68,6 +68,18 @@ func New[DB any](cfg runtime.Config, routes []runtime.Route, opts Options) (func
 	return Middleware[DB](rt, routes, opts)
 }
 
+// MustNew is New for a service's start-up code: it returns the middleware, or panics with the
+// error New returns (a Config without a Store or Scope, a table that does not compile), which
+// are mistakes in the program, not in a request; Huma's own huma.Register panics the same way
+// on an operation it cannot register. Use New where the caller handles the error.
+func MustNew[DB any](cfg runtime.Config, routes []runtime.Route, opts Options) func(huma.Context, func(huma.Context)) {
+	mw, err := New[DB](cfg, routes, opts)
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
 // Middleware returns the Huma middleware that guards the marked operations of routes (the
 // generated Routes function, from the spec the API exported) on rt, for api.UseMiddleware (after
 // the service's authentication) or an operation's Middlewares. DB is the store's handle type:

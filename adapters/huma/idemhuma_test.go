@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	idemhuma "github.com/idemgen/idemgen/adapters/huma"
+	"github.com/idemgen/idemgen/runtime"
 	api "github.com/idemgen/idemgen/golden/conformance"
 )
 
@@ -186,4 +187,17 @@ func TestStaleTable(t *testing.T) {
 			t.Errorf("Check: %v, want it to say %q", err, want)
 		}
 	}
+}
+
+// MustNew panics with New's error, naming what is wrong, for a Config New refuses.
+func TestMustNewPanicsOnNewsError(t *testing.T) {
+	defer func() {
+		r := recover()
+		err, ok := r.(error)
+		if !ok || !strings.Contains(err.Error(), "idemhuma: runtime: Config.Store is nil") {
+			t.Errorf("MustNew without a Store: recovered %v, want New's error", r)
+		}
+	}()
+	idemhuma.MustNew[any](runtime.Config{}, api.Routes(), idemhuma.Options{})
+	t.Error("MustNew without a Store returned")
 }

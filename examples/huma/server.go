@@ -34,10 +34,7 @@ func NewServer(pool *pgxpool.Pool, records store.Transactional[pgstore.DBTX], pr
 	// idemgen: the runtime over the idempotency store, keyed by the tenant authenticate put in
 	// the context, as a Huma middleware over the operation table generated from the exported
 	// spec (package idem), after the authentication.
-	idempotent, err := idemhuma.New[pgstore.DBTX](runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log}, idem.Routes(), idemhuma.Options{Logger: log})
-	if err != nil {
-		return nil, err
-	}
+	idempotent := idemhuma.MustNew[pgstore.DBTX](runtime.Config{Store: records, Scope: idemhuma.ScopeValue(tenantKey{}), Logger: log}, idem.Routes(), idemhuma.Options{Logger: log})
 	mux := http.NewServeMux()
 	newAPI(mux, &Service{pool: pool, provider: provider}, idempotent) // idemgen: one argument
 	// The tips API (testdata/specs/nulls.yaml), a Huma API of its own: testdata/cases-nulls.
