@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	idemhuma "github.com/idemgen/idemgen/adapters/huma"
-	"github.com/idemgen/idemgen/runtime"
 	api "github.com/idemgen/idemgen/golden/conformance"
+	"github.com/idemgen/idemgen/runtime"
 )
 
 const payment = `{"amount": 90, "currency": "EUR", "to": "acc_1"}`
