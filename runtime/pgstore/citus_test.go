@@ -32,10 +32,16 @@ func needCitus(t *testing.T) {
 
 // advisoryLocksByNode counts the advisory locks held on the coordinator and on each worker of
 // e's database, by "host:port".
+// sqlClaimLocks counts the advisory locks taken with pg_advisory_lock's one- and two-argument
+// forms (objsubid 1 and 2), which is how pgstore takes its claim lock. Citus takes advisory locks
+// of its own on the coordinator for distributed modifications (shard and metadata resource
+// locks, objsubid 4 and above): they are not the claim lock.
+const sqlClaimLocks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (1, 2)"
+
 func (e *env) advisoryLocksByNode(t *testing.T) (coordinator int, workers map[string]int) {
 	t.Helper()
 	ctx := context.Background()
-	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&coordinator); err != nil {
+	if err := e.pool.QueryRow(ctx, sqlClaimLocks).Scan(&coordinator); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := e.pool.Query(ctx, "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'")
@@ -66,7 +72,7 @@ func (e *env) advisoryLocksByNode(t *testing.T) (coordinator int, workers map[st
 			t.Fatal(err)
 		}
 		var k int
-		err = c.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&k)
+		err = c.QueryRow(ctx, sqlClaimLocks).Scan(&k)
 		c.Close(ctx)
 		if err != nil {
 			t.Fatal(err)
