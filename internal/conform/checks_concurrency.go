@@ -70,6 +70,10 @@ func checkConcurrent(ctx context.Context, c *checkRun) {
 		}
 	}
 	summary := distribution(copies)
+	if u := o.usedUp(copies...); u != nil {
+		c.skipUsedUp(ctx, fmt.Sprintf("%d copies at once (%s): a copy", n, summary), u)
+		return
+	}
 	if len(executed) > 1 {
 		a, b := executed[0], executed[1]
 		if string(a.respBodyRaw) != string(b.respBodyRaw) {

@@ -110,5 +110,9 @@ func check5xxRollsBack(ctx context.Context, c *checkRun) {
 	if c.noAnswer(e, fail) {
 		return
 	}
+	if u := o.usedUp(e); u != nil {
+		c.skipUsedUp(ctx, "the retry after the 5xx", u)
+		return
+	}
 	c.expectEffects(ctx, before, has, 1, "a 5xx and its retry", []*Exchange{fail, e})
 }

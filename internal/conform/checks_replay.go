@@ -55,6 +55,7 @@ func checkFirst(ctx context.Context, c *checkRun) {
 	if p := o.exp.keyExpiresProblem(e, nil); p != "" && o.exp.final(e.Status) {
 		c.fail([]*Exchange{e}, "the first answer, which is stored: %s", p)
 	}
+	o.first, o.firstReq = e, req
 	if !hasBefore {
 		return
 	}

@@ -295,8 +295,16 @@ func checkLostResponse(ctx context.Context, c *checkRun) {
 	o.r.proxy.mu.Lock()
 	o.r.proxy.seen[t.sent[0].id] = ups
 	o.r.proxy.mu.Unlock()
+	var served *Exchange
 	if len(ups) == 1 && ups[0].status != 0 {
-		served := upstreamExchange("the answer the client never got", ups[0], lost)
+		served = upstreamExchange("the answer the client never got", ups[0], lost)
+	}
+	if u := o.usedUp(served, retry); u != nil {
+		t.judge()
+		c.skipUsedUp(ctx, "the lost request or its retry", u)
+		return
+	}
+	if served != nil {
 		if why := o.sameAnswer(served, retry); why != "" {
 			c.fail([]*Exchange{lost, served, retry}, "the service answered %d, the connection was reset before the client got it, and the retry is no replay of that answer: %s", served.Status, why)
 		}
@@ -324,8 +332,16 @@ func checkLateDuplicate(ctx context.Context, c *checkRun) {
 	o.r.proxy.mu.Lock()
 	o.r.proxy.seen[t.sent[0].id] = ups
 	o.r.proxy.mu.Unlock()
-	if retry.ok() && !retry.replayed() && retry.Status < 500 && len(ups) == 1 {
-		arrived := upstreamExchange("the held copy, when it arrived", ups[0], late)
+	var arrived *Exchange
+	if len(ups) == 1 {
+		arrived = upstreamExchange("the held copy, when it arrived", ups[0], late)
+	}
+	if u := o.usedUp(retry, arrived); u != nil {
+		t.judge()
+		c.skipUsedUp(ctx, "the retry or the late copy", u)
+		return
+	}
+	if retry.ok() && !retry.replayed() && retry.Status < 500 && arrived != nil {
 		if why := o.sameAnswer(retry, arrived); why != "" && arrived.Status != http.StatusConflict {
 			c.fail([]*Exchange{late, retry, arrived}, "a copy that arrived after the retry executed is no replay of it: %s", why)
 		}
@@ -372,6 +388,10 @@ func checkTwoConnections(ctx context.Context, c *checkRun) {
 		c.fail(all, "the request delivered on two connections at once executed twice (%d and %d, neither a replay)", execs[0].Status, execs[1].Status)
 	}
 	t.judge()
+	if u := o.usedUp(all...); u != nil {
+		c.skipUsedUp(ctx, "a connection's copy", u)
+		return
+	}
 	c.expectEffects(ctx, before, has, 1, "one request on two connections", all)
 }
 
@@ -393,6 +413,9 @@ func checkStorm(ctx context.Context, c *checkRun) {
 	before, has := c.effects(ctx)
 	var wg sync.WaitGroup
 	var unsettled sync.Map
+	// answers are the storm's answers, for the used-up rule (opRun.usedUp).
+	var answersMu sync.Mutex
+	var answers []*Exchange
 	logical := 0
 	// Every key's request is made before any client starts: a fresh parameter's resource
 	// (FreshParams) is made with the effects oracle read around it, which must not see the
@@ -436,6 +459,12 @@ func checkStorm(ctx context.Context, c *checkRun) {
 					}
 					e := t.send(ctx, l, key, body, req, fault, patience)
 					if e.ok() {
+						answersMu.Lock()
+						answers = append(answers, e)
+						answersMu.Unlock()
+						if o.usedUp(e) != nil {
+							return // the resource is used up: the service's last word (judged below)
+						}
 						switch o.kind(e.Status, e.respHeaderRaw, e.respBodyRaw) {
 						case history.KindOK, history.KindReplay, history.KindMismatch:
 							return
@@ -456,5 +485,9 @@ func checkStorm(ctx context.Context, c *checkRun) {
 		c.fail(nil, "client %v of the storm ended without a definitive answer: %v", k, v)
 		return false
 	})
+	if u := o.usedUp(answers...); u != nil {
+		c.skipUsedUp(ctx, "a storm client's request", u)
+		return
+	}
 	c.expectEffects(ctx, before, has, int64(keys), fmt.Sprintf("a storm on %d keys", keys), nil)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,13 @@ type opRun struct {
 	// firstStatus is the status of first-request's answer: a stored 4xx the checks run on
 	// counts as the operation's execution in histories.
 	firstStatus int
-	keySeq      int
+	// first is first-request's answer and firstReq its request (nil until it established
+	// one); firstKept caches whether that key still replays it (stillStored).
+	first     *Exchange
+	firstReq  *request
+	firstMu   sync.Mutex
+	firstKept *string
+	keySeq    int
 	// keys builds keys to a pattern and a length.
 	keys *keyBuilder
 }
@@ -289,12 +296,8 @@ func (c *checkRun) execute(ctx context.Context, label string, req *request) *Exc
 		c.fail([]*Exchange{e}, "%s with a fresh key: %d", label, e.Status)
 		return nil
 	}
-	if e.Status != c.o.firstStatus && !c.o.exp.final(e.Status) {
-		// A stateful operation (complete, cancel) may refuse a fresh key once the resource
-		// has changed state: a legitimate answer, which the declared replay.statuses do not
-		// store, so the checks that need a stored answer cannot run on it.
-		c.skip("%s with a fresh key got %d, not first-request's %d (the resource's state changed?), which replay.statuses does not store: this check needs a stored answer", label, e.Status, c.o.firstStatus)
-		c.res.Exchanges = []*Exchange{e}
+	if u := c.o.usedUp(e); u != nil {
+		c.skipUsedUp(ctx, label, u)
 		return nil
 	}
 	if p := c.o.exp.keyExpiresProblem(e, nil); p != "" && c.o.exp.final(e.Status) {
@@ -302,6 +305,88 @@ func (c *checkRun) execute(ctx context.Context, label string, req *request) *Exc
 		return nil
 	}
 	return e
+}
+
+// usedUp is the one rule every check that needs a fresh execution applies to the answers its
+// fresh keys got (docs/conform.md, "Stateful operations"): the first of es that is a 4xx other
+// than first-request's answer, which the operation's replay.statuses do not store, and which
+// is none of the contract's own refusals (a key in flight, a mismatch). Such an answer is the
+// operation refusing a resource it has used up (a released hold answers 404): a correct
+// service executes nothing on it and stores nothing, so no execution, replay or effect can be
+// seen through it. It returns nil when no answer is one, and when any answer is a 2xx (an
+// execution: the check judges it as ever). A stored answer, a 5xx, a replay, a 3xx are judged
+// as ever too.
+func (o *opRun) usedUp(es ...*Exchange) *Exchange {
+	var found *Exchange
+	for _, e := range es {
+		switch {
+		case e == nil || !e.ok() || e.replayed():
+		case e.Status/100 == 2:
+			return nil
+		case found == nil && e.Status/100 == 4 && e.Status != o.firstStatus && !o.exp.final(e.Status) &&
+			e.Status != o.exp.inFlight.status && o.exp.mismatch.judge(e) != "":
+			found = e
+		}
+	}
+	return found
+}
+
+// skipUsedUp skips the check for e, an answer usedUp found (label names the request that got
+// it), unless the check failed already. The skip is granted only while first-request's key
+// still replays its stored answer: a service that stores nothing (every key runs the operation
+// again, and the used-up resource refuses it) fails the check instead of hiding behind the
+// skip.
+func (c *checkRun) skipUsedUp(ctx context.Context, label string, e *Exchange) {
+	if why, again := c.o.stillStored(ctx, c); why != "" {
+		c.fail(nonNil(c.o.first, again, e), "%s with a fresh key got %d, an answer replay.statuses %s does not store, as if the operation had used up its resource; but first-request's key, sent again, is no replay of its %d either: %s",
+			label, e.Status, c.o.rulesText(), c.o.firstStatus, why)
+		return
+	}
+	if c.failed() {
+		return
+	}
+	c.skip("%s with a fresh key got %d, not first-request's %d (the resource was used up?), which replay.statuses %s does not store: this check needs a fresh execution or a stored answer (first-request's key still replays its %d; give --fresh-param for a new resource per key)",
+		label, e.Status, c.o.firstStatus, c.o.rulesText(), c.o.firstStatus)
+	c.res.Exchanges = []*Exchange{e}
+}
+
+// stillStored sends first-request's request again, once per operation, and says how its
+// answer is no replay of first-request's ("" when it is one), with the answer (nil when the
+// result was known).
+func (o *opRun) stillStored(ctx context.Context, c *checkRun) (string, *Exchange) {
+	o.firstMu.Lock()
+	defer o.firstMu.Unlock()
+	if o.firstKept != nil {
+		return *o.firstKept, nil
+	}
+	if o.first == nil {
+		why := "first-request established no answer"
+		return why, nil
+	}
+	e := c.send(ctx, "first-request's key again", c.wire(o.firstReq, spellCanonical))
+	why := o.sameAnswer(o.first, e)
+	o.firstKept = &why
+	return why, e
+}
+
+func nonNil(es ...*Exchange) []*Exchange {
+	var out []*Exchange
+	for _, e := range es {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// rulesText is the operation's replay.statuses as declared (the default's when it declares
+// none): ["2xx", "4xx", "!404"].
+func (o *opRun) rulesText() string {
+	parts := make([]string, len(o.exp.rules))
+	for i, r := range o.exp.rules {
+		parts[i] = fmt.Sprintf("%q", r.String())
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // sameAnswer says how b differs from a as a replay of it ("" when it is one): status, body
