@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ import (
 // not in the table 404. A release deletes its hold, so a second release of it is a 404.
 const schema = `
 CREATE TABLE holds (hold text PRIMARY KEY, expired boolean NOT NULL);
-INSERT INTO holds VALUES ('h-open', false), ('h-open-2', false), ('h-expired', true);
+INSERT INTO holds VALUES ('h-open', false), ('h-open-2', false), ('h-open-3', false), ('h-expired', true);
 CREATE TABLE charges (id bigserial PRIMARY KEY, tenant text NOT NULL, hold text NOT NULL, amount bigint NOT NULL);
 CREATE TABLE releases (id bigserial PRIMARY KEY, tenant text NOT NULL, hold text NOT NULL, reason text NOT NULL);`
 
@@ -125,8 +126,8 @@ func handlers() Handlers {
 }
 
 // serve starts the generated service on a fresh database.
-func serve(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
-	pool := pgtest.NewPool(t, 16)
+func serve(t *testing.T) (srv, forgetful *httptest.Server, pool *pgxpool.Pool) {
+	pool = pgtest.NewPool(t, 16)
 	ctx := context.Background()
 	if err := pgstore.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
@@ -142,16 +143,32 @@ func serve(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 	if err := Register(mux, rt, handlers()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(withKnobs(mux))
+	srv = httptest.NewServer(withKnobs(mux))
 	t.Cleanup(srv.Close)
-	return srv, pool
+	forgetful = httptest.NewServer(storesNothing(withKnobs(mux)))
+	t.Cleanup(forgetful.Close)
+	return srv, forgetful, pool
+}
+
+// storesNothing is a buggy idempotency layer in front of the service: it gives every request a
+// key never seen before, so nothing a client sends is ever replayed (a layer whose store loses
+// every record). conform must fail it, even on an operation whose resource is used up after
+// its first execution, where a correct service's fresh keys meet an unstored 404.
+func storesNothing(next http.Handler) http.Handler {
+	var n atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") != "" {
+			r.Header.Set("Idempotency-Key", fmt.Sprintf("forgotten-%d-%s", n.Add(1), r.Header.Get("Idempotency-Key")))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // TestReplayRulesConform runs idemgen conform with its fault checks (short) against the
 // generated service, one operation and one answer at a time: every run checks its operation
 // (no NOT CHECKED) and fails nothing, and the runs that meet a 404 show which rule decided it.
 func TestReplayRulesConform(t *testing.T) {
-	srv, pool := serve(t)
+	srv, forgetful, pool := serve(t)
 	// Judged by the spec as `idemgen spec` declares it to clients (Idempotency-Key-Expires on
 	// every stored answer and replay).
 	res := conformancetest.Annotated(t, spec.Options{Path: "../../testdata/specs/replay-rules.yaml"})
@@ -168,8 +185,15 @@ func TestReplayRulesConform(t *testing.T) {
 		// notFound is what conform must take a 404 for in the fault histories: "ok" (an
 		// execution, stored), "500" (a release of the key, not stored), "" when none is met.
 		notFound string
-		// checks, when set, are the only checks run (see the last run).
-		checks  []conform.Check
+		// usedUp are the checks that skip under conform's used-up rule: a fresh key's answer
+		// unstored and other than first-request's (the last run).
+		usedUp []conform.Check
+		// otherSkips are the other checks that skip, by a part of their reason; with usedUp
+		// set, every check named in neither passes.
+		otherSkips map[conform.Check]string
+		// buggy runs the service behind storesNothing: want the checks in failing to fail.
+		buggy   bool
+		failing map[conform.Check]string
 		effects bool
 	}{
 		// ["2xx", "!404", "4xx"]: "4xx" decides last, so the 404 is stored and replayed.
@@ -179,16 +203,20 @@ func TestReplayRulesConform(t *testing.T) {
 		// ["2xx", "4xx", "!404"]: another 4xx is stored.
 		{name: "release an expired hold: 410 stored", op: "releaseHold", hold: "h-expired", first: http.StatusGone, effects: true},
 		// The first release deletes the hold, so every later key's release is a 404, which
-		// "!404" (last) keeps from being stored: the checks that need a stored answer skip with
-		// that reason (were the 404 taken as stored, replay would fail: it is never replayed),
-		// and two-connections' history takes each 404 as a release of the key. The checks that
-		// expect every fresh key to execute again (effects counts, concurrent-duplicates,
-		// lost-response, late-duplicate, retry-storm) do not hold for an operation that consumed
-		// its resource: conform offers
-		// --fresh-param for that, which would never meet the 404.
-		{name: "release an open hold, then 404s not stored", op: "releaseHold", hold: "h-open-2", first: http.StatusOK, notFound: "500",
-			checks: []conform.Check{conform.CheckFirstRequest, conform.CheckReplay, conform.CheckMismatch, conform.CheckKeyMissing,
-				conform.CheckKeyMalformed, conform.CheckTenants, conform.CheckTwoConnections}},
+		// "!404" (last) keeps from being stored: a correct service executes nothing on it and
+		// stores nothing. Every check runs; those that need a fresh execution or a stored answer
+		// skip with that reason (conform's used-up rule), the others pass, and the fault
+		// histories take each 404 as a release of the key.
+		{name: "release an open hold, then 404s not stored", op: "releaseHold", hold: "h-open-2", first: http.StatusOK, notFound: "500", effects: true,
+			usedUp: []conform.Check{conform.CheckReplay, conform.CheckEquivalent, conform.CheckMismatch, conform.CheckKeyReuse,
+				conform.CheckConcurrent, conform.Check5xxRollsBack, conform.CheckTenants,
+				conform.CheckLostResponse, conform.CheckLateDuplicate, conform.CheckTwoConnections, conform.CheckStorm},
+			otherSkips: map[conform.Check]string{conform.CheckExcluded: "excludes no field"}},
+		// The same operation behind a layer that stores nothing: its fresh keys meet the same
+		// unstored 404, but first-request's key is no replay either, so the used-up rule grants
+		// no skip and the checks that met the 404 fail.
+		{name: "release an open hold behind a layer that stores nothing: caught", op: "releaseHold", hold: "h-open-3", first: http.StatusOK, buggy: true, effects: true,
+			failing: map[conform.Check]string{conform.CheckReplay: "but first-request's key, sent again, is no replay of its 200 either"}},
 	} {
 		t.Run(run.name, func(t *testing.T) {
 			o := conform.Options{
@@ -199,7 +227,6 @@ func TestReplayRulesConform(t *testing.T) {
 				FailHeader:   http.Header{"X-Test-Fail": {"500"}},
 				DelayHeader:  http.Header{"X-Test-Delay": {"300ms"}},
 				Operations:   []string{run.op},
-				Checks:       run.checks,
 				Faults:       true,
 				Short:        true,
 				Seed:         34,
@@ -207,12 +234,34 @@ func TestReplayRulesConform(t *testing.T) {
 			if run.effects {
 				o.Effects = effects
 			}
+			if run.buggy {
+				o.BaseURL = forgetful.URL
+			}
 			rep, err := conform.Run(context.Background(), res.Doc, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var text strings.Builder
 			conform.WriteText(&text, rep)
+			if run.buggy {
+				caught := map[conform.Check]bool{}
+				for _, r := range rep.Results {
+					if r.Status == conform.Fail {
+						caught[r.Check] = true
+					}
+					if why, ok := run.failing[r.Check]; ok && (r.Status != conform.Fail || !strings.Contains(r.Why, why)) {
+						t.Errorf("%s: want it failed (%s), got %s %s", r.Check, why, r.Status, r.Why)
+					}
+					if r.Status == conform.Skip && strings.Contains(r.Why, "the resource was used up") {
+						t.Errorf("%s: a service that stores nothing hid behind the used-up skip: %s", r.Check, r.Why)
+					}
+				}
+				if !rep.Failed() {
+					t.Fatalf("idemgen conform passed a layer that stores nothing:\n%s", text.String())
+				}
+				t.Logf("caught, %d check(s) failed:\n%s", len(caught), text.String())
+				return
+			}
 			if rep.Failed() || rep.Incomplete() {
 				t.Fatalf("idemgen conform: want no check failed and the operation checked:\n%s", text.String())
 			}
@@ -226,23 +275,32 @@ func TestReplayRulesConform(t *testing.T) {
 			} else if stored := fmt.Sprintf("answers the generated request %d and stores it", run.first); run.first >= 300 && !strings.Contains(strings.Join(first.Notes, "\n"), stored) {
 				t.Errorf("first-request did not meet a stored %d: %q", run.first, first.Notes)
 			}
-			if run.notFound == "500" {
-				for _, c := range []conform.Check{conform.CheckReplay, conform.CheckMismatch, conform.CheckTenants} {
-					if r := by[c]; r.Status != conform.Skip || !strings.Contains(r.Why, "got 404, not first-request's 200") || !strings.Contains(r.Why, "which replay.statuses does not store") {
-						t.Errorf("%s: want a skip for the unstored 404, got %s %s", c, r.Status, r.Why)
-					}
+			// Every check but those the used-up rule skips passes or skips for a reason that is
+			// no used-up answer; the used-up ones skip naming the status and the rules.
+			usedUp := map[conform.Check]bool{}
+			for _, c := range run.usedUp {
+				usedUp[c] = true
+			}
+			want := `got 404, not first-request's 200 (the resource was used up?), which replay.statuses ["2xx", "4xx", "!404"] does not store`
+			for _, r := range rep.Results {
+				switch {
+				case usedUp[r.Check] && (r.Status != conform.Skip || !strings.Contains(r.Why, want)):
+					t.Errorf("%s: want a skip for the unstored 404 (%s), got %s %s", r.Check, want, r.Status, r.Why)
+				case !usedUp[r.Check] && strings.Contains(r.Why, "the resource was used up"):
+					t.Errorf("%s: skipped for a used-up resource, want it judged: %s", r.Check, r.Why)
+				case run.usedUp != nil && !usedUp[r.Check] && run.otherSkips[r.Check] == "" && r.Status != conform.Pass:
+					t.Errorf("%s: %s %s, want it passed", r.Check, r.Status, r.Why)
+				case run.otherSkips[r.Check] != "" && (r.Status != conform.Skip || !strings.Contains(r.Why, run.otherSkips[r.Check])):
+					t.Errorf("%s: want a skip (%s), got %s %s", r.Check, run.otherSkips[r.Check], r.Status, r.Why)
 				}
 			}
 			// The fault checks ran and their histories are linearizable under the model conform
 			// derives from replay.statuses, each 404 taken as the rules say.
 			met := false
 			for _, c := range faults {
-				r, ran := by[c]
-				if !ran && run.checks != nil {
-					continue
-				}
-				if r.Status != conform.Pass || r.History == nil || r.History.Verdict != "Ok" {
-					t.Errorf("%s: %s %s", c, r.Status, r.Why)
+				r := by[c]
+				if wantStatus := map[bool]conform.Status{true: conform.Skip, false: conform.Pass}[usedUp[c]]; r.Status != wantStatus || r.History == nil || r.History.Verdict != "Ok" {
+					t.Errorf("%s: %s %s, want %s and a linearizable history", c, r.Status, r.Why, wantStatus)
 					continue
 				}
 				for _, a := range r.History.Attempts {
