@@ -310,7 +310,9 @@ func (c *checkRun) execute(ctx context.Context, label string, req *request) *Exc
 // usedUp is the one rule every check that needs a fresh execution applies to the answers its
 // fresh keys got (docs/conform.md, "Stateful operations"): the first of es that is a 4xx other
 // than first-request's answer, which the operation's replay.statuses do not store, and which
-// is none of the contract's own refusals (a key in flight, a mismatch). Such an answer is the
+// is none of the contract's own refusals (a key in flight, a mismatch: judged by their whole
+// shape, so a 409 without Retry-After refusing a closed session is a used-up answer, a 409 in
+// flight with it is not). Such an answer is the
 // operation refusing a resource it has used up (a released hold answers 404): a correct
 // service executes nothing on it and stores nothing, so no execution, replay or effect can be
 // seen through it. It returns nil when no answer is one, and when any answer is a 2xx (an
@@ -324,7 +326,7 @@ func (o *opRun) usedUp(es ...*Exchange) *Exchange {
 		case e.Status/100 == 2:
 			return nil
 		case found == nil && e.Status/100 == 4 && e.Status != o.firstStatus && !o.exp.final(e.Status) &&
-			e.Status != o.exp.inFlight.status && o.exp.mismatch.judge(e) != "":
+			o.exp.inFlight.judge(e) != "" && o.exp.mismatch.judge(e) != "":
 			found = e
 		}
 	}

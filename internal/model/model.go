@@ -317,8 +317,9 @@ type Pointer struct {
 type ReplaySettings struct {
 	// Headers are extra response headers stored and replayed, canonical MIME form, sorted.
 	Headers []string
-	// Statuses decide which outcomes are final (stored). Evaluated by the runtime: a status is
-	// final when some non-excluding rule matches it and no excluding rule does.
+	// Statuses decide which outcomes are final (stored). Evaluated by the runtime with
+	// defaults.Final: the last rule that matches a status decides ("!404" after "4xx" keeps a
+	// 404 unstored; before it, "4xx" stores it).
 	Statuses []StatusRule
 }
 
