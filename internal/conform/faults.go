@@ -76,7 +76,10 @@ func (c *checkRun) newTape() *tape { return &tape{c: c, start: time.Now()} }
 func (t *tape) send(ctx context.Context, l int, key, body string, req *request, fault string, patience time.Duration) *Exchange {
 	t.mu.Lock()
 	t.seq++
-	id := fmt.Sprintf("%s-%d", t.c.res.Check, t.seq)
+	// The fault proxy is the run's, shared by the operations checked at once, and keeps the
+	// service's answers by attempt: the name carries the operation, so that two operations
+	// running the same check never take each other's answers.
+	id := fmt.Sprintf("%s/%s-%d", t.c.o.op.ID, t.c.res.Check, t.seq)
 	t.mu.Unlock()
 	w := t.c.wire(req, spellCanonical)
 	w.header = append(w.header, field{name: headerAttempt, value: id})

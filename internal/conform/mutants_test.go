@@ -81,3 +81,31 @@ func TestMutants(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultsConcurrently: with no effects oracle the operations are checked Concurrency at a
+// time, each running the same fault checks at once through the one fault proxy; the good layer
+// still passes every check, each attempt taking back only its own answers (an attempt named
+// after its check alone was once shared by two operations, which then saw each other's answers:
+// an attempt executed twice, another operation's key echoed).
+func TestFaultsConcurrently(t *testing.T) {
+	doc := loadSpec(t, "testdata/mutants/payments.yaml")
+	if len(doc.Operations) < 2 {
+		t.Fatalf("the spec has %d operations: the test needs two checked at once", len(doc.Operations))
+	}
+	for round := range 3 {
+		h, k := mutants.New(mutants.All()[0])
+		srv := httptest.NewServer(h)
+		o := mutantOptions(srv.URL, k)
+		o.Effects, o.Concurrency, o.Seed = nil, 4, uint64(round+1)
+		rep, err := Run(context.Background(), doc, o)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed() || rep.Incomplete() {
+			var text strings.Builder
+			WriteText(&text, rep)
+			t.Fatalf("round %d: the good layer, operations checked at once:\n%s", round, text.String())
+		}
+	}
+}
