@@ -123,8 +123,12 @@ it is UTF-8). docs/cli.md shows the output.`,
 				return &exitError{code: exitUsage, err: errorf("records get takes --tenant or --single-tenant, not both")}
 			case (tenant == "" && !singleTenant) || key == "":
 				return &exitError{code: exitUsage, err: errorf("records get needs --key and --tenant (or --single-tenant for a service with Config.SingleTenant)")}
-			case (route != "" || path != "") && (route == "" || path == "" || operation == ""):
-				return &exitError{code: exitUsage, err: errorf("records get --path needs --operation and --route (the operation's path template) too")}
+			case path != "" && route == "":
+				return &exitError{code: exitUsage, err: errorf("records get --path needs --route too (the operation's path template, as the spec writes it)")}
+			case route != "" && path == "":
+				return &exitError{code: exitUsage, err: errorf("records get --route needs --path too (the path the request was sent to)")}
+			case route != "" && operation == "":
+				return &exitError{code: exitUsage, err: errorf("records get --route and --path need --operation too (the operation declared scope: path)")}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), rf.timeout)
 			defer cancel()
