@@ -2,10 +2,10 @@
 GO ?= go
 BIN := bin/idemgen
 
-.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-peer bench-scale bench-tombstones bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
+.PHONY: help build generate test test-citus quickstart api-check faults bench bench-short bench-floor bench-ab bench-replay bench-peer bench-scale bench-tombstones bench-reconcile bench-stripe bench-frameworks bench-shards fuzz fuzz-adapters demo clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
 
 build: ## build bin/idemgen
 	$(GO) build -o $(BIN) ./cmd/idemgen
@@ -45,7 +45,7 @@ bench-floor: ## a new key against the floor (plain transaction + a record row) a
 bench-ab: ## A/B two revisions in one run: REV=rev (OLD= too; default 1b4cdd7) against the working tree, or against NEW=rev: request-cost counts (allocations, statements, instructions), then wrk rounds side by side
 	./scripts/with-postgres.sh ./bench/ab/run.sh $(if $(NEW),-new $(NEW)) $(or $(REV),$(OLD))
 
-bench-replay: ## issue 41's table on a quiet machine: replay, new key (Limits.Records off) and the plain transaction at c=8 and 32, the working tree against the previous release c79593f (REV= another) side by side, counts first (about 8 minutes); writes bench/out/ab.md and ab-counts.md
+bench-replay: ## issue 41's table on a quiet machine: replay, new key (Limits.Records off) and the plain transaction at c=8 and 32, the working tree against c79593f, the revision issue 41 measured (REV= another), side by side, counts first (about 3 minutes); writes bench/out/ab.md and ab-counts.md
 	./scripts/with-postgres.sh ./bench/ab/run.sh -only '^(A/B ClaimWithStatement, (replay|new key)|plain transaction \(no idempotency\))$$' -concurrency 8,32 -rounds 9 $(or $(REV),c79593f)
 
 bench-peer: ## idemgen's replay and new key against the best Go peer, idemlease v1.1.0 (bench/peer: its httpidem on its pgstore), side by side at c=8 and 32, 9 rounds (about 2 minutes): req/s, server and PostgreSQL CPU, ratios idemgen/peer; PEER_DIR= an extracted tree of the peer where the Go module proxy refuses it (bench/README.md, "The peer"); SHORT=1 a smoke run; writes bench/out/peer.md
@@ -66,7 +66,7 @@ bench-reconcile: ## reconciliation of a 1,000,000-line provider report against 1
 bench-stripe: ## Stripe's spec with every POST marked: generate and cold-cache go build time, peak RSS, lines (bench/stripe/run.sh)
 	./bench/stripe/run.sh
 
-bench-frameworks: ## the echo, gin and fiber adapters against the net/http middleware and the generated handler, new key and replay at c=8,32 (about 3 minutes); writes bench/out/frameworks.md
+bench-frameworks: ## the echo, gin, fiber and Huma adapters against the net/http middleware and the generated handler, new key and replay at c=8,32 (about 3 minutes); writes bench/out/frameworks.md
 	./scripts/with-postgres.sh ./bench/frameworks/run.sh
 
 bench-shards: ## new keys over 1, 2 and 4 throwaway PostgreSQL servers sharded by scope digest: per-shard WAL, syncs and CPU per new key (about 1 minute); writes bench/out/shards.md

@@ -3,14 +3,15 @@
 // "x-idempotent", which Huma writes into the OpenAPI document it serves), whatever router Huma
 // runs on.
 //
+//	idempotent := idemhuma.MustNew[pgstore.DBTX](runtime.Config{Store: pgstore.New(pool, pgstore.Options{}),
+//		Scope: idemhuma.ScopeValue(tenantKey{})}, idem.Routes(), idemhuma.Options{})
+//	api.UseMiddleware(authenticate(api), idempotent) // after the service's own authentication
 //	huma.Register(api, huma.Operation{OperationID: "createPayment", Method: http.MethodPost, Path: "/v1/payments",
 //		Extensions: map[string]any{"x-idempotent": true}}, createPayment)
 //
-//	rt, err := runtime.New(runtime.Config{Store: pgstore.New(pool, pgstore.Options{}), Scope: idemhuma.ScopeValue(tenantKey{})})
-//	idem, err := idemhuma.Middleware[pgstore.DBTX](rt, idem.Routes(), idemhuma.Options{})
-//	api.UseMiddleware(authenticate, idem) // after the service's own authentication
-//
-// (New does both in one call.) The spec is an output of the code: export it from the API
+// Huma keeps the middlewares an API has when an operation is registered, so UseMiddleware comes
+// before huma.Register. (New returns MustNew's error instead of panicking; Middleware takes a
+// runtime.Runtime the service made itself.) The spec is an output of the code: export it from the API
 // (idemhumatest.Spec, from a test that go generate runs) and generate the operation table from
 // it (`idemgen generate openapi.yaml --target middleware`), both from `go generate`. idem.Routes is that
 // table. For a request to a marked operation the middleware runs the operation's strict decoder
@@ -51,7 +52,7 @@ import (
 // (`{"mode": "lease"}`); Huma writes it into the document it serves and exports.
 const Extension = "x-idempotent"
 
-// Options configures Middleware. The zero value fits most services.
+// Options configures Middleware, New and MustNew. The zero value fits most services.
 type Options struct {
 	// Logger receives the refusals of requests whose operation is marked in Huma's code but not
 	// in the generated table (stale generated code); slog.Default() when nil.

@@ -31,6 +31,7 @@ func TestConform(t *testing.T) {
 
 // TestOpenAPI keeps openapi.yaml, which idemgen generates package idem from, the document the
 // API serves (go generate runs it to export the spec; everywhere else it checks it).
+// idemgen: these three lines.
 func TestOpenAPI(t *testing.T) {
 	idemhumatest.Spec(t, newAPI(http.NewServeMux(), &Service{}), "openapi.yaml", idem.Routes())
 }

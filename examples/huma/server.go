@@ -20,9 +20,9 @@ import (
 // newAPI returns the payments API on Huma over mux (Go's http.ServeMux): the service's
 // authentication, then mw (idemgen's middleware; none when the spec is exported), then the
 // operations.
-func newAPI(mux *http.ServeMux, s *Service, mw ...func(huma.Context, func(huma.Context))) huma.API {
+func newAPI(mux *http.ServeMux, s *Service, mw ...func(huma.Context, func(huma.Context))) huma.API { // idemgen: the mw parameter
 	api := humago.New(mux, huma.DefaultConfig("Conformance payments API", "1.0.0"))
-	api.UseMiddleware(append([]func(huma.Context, func(huma.Context)){authenticate(api)}, mw...)...)
+	api.UseMiddleware(append([]func(huma.Context, func(huma.Context)){authenticate(api)}, mw...)...) // idemgen: mw after the authentication
 	Register(api, s)
 	return api
 }
