@@ -293,8 +293,13 @@ func newStatements(partitioned bool, e engine) *statements {
 	q.read = `SELECT ` + readCols + `
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
+	// The probe takes the claim lock shared, for the statement: a claim holds it exclusively in
+	// its transaction, so the probe is busy while a claim runs, and two probes of one new key at
+	// the same instant (one request delivered twice) do not make each other busy, which
+	// answered both 409 with nothing claimed. (A claim's own try can still meet a probe's
+	// instant: it is then lost, as against any concurrent claim, and answered 409.)
 	q.readProbe = `SELECT ` + readCols + `,
-	CASE WHEN r.key_id IS NULL AND tb.forget_at IS NULL THEN NOT pg_try_advisory_xact_lock($3::bigint) ELSE false END AS busy
+	CASE WHEN r.key_id IS NULL AND tb.forget_at IS NULL THEN NOT pg_try_advisory_xact_lock_shared($3::bigint) ELSE false END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
 
@@ -312,7 +317,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		busy := "false"
 		switch probe {
 		case "probe":
-			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock($6::bigint) ELSE false END"
+			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END"
 		case "lock":
 			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN false
 	WHEN pg_try_advisory_lock($6::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
