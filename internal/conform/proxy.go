@@ -52,7 +52,11 @@ type proxy struct {
 	mu sync.Mutex
 	// seen holds the upstream answers by attempt until taken.
 	seen map[string][]upstream
-	wg   sync.WaitGroup
+	// held counts the requests being forwarded; idle is signalled when it drops to zero. Not a
+	// WaitGroup: the operations checked at once drain while others' requests arrive, and a
+	// WaitGroup may not be added to while a Wait is in progress.
+	held int
+	idle *sync.Cond
 }
 
 // startProxy listens on a loopback port and forwards to target.
@@ -62,6 +66,7 @@ func startProxy(target string) (*proxy, error) {
 		return nil, fmt.Errorf("fault proxy: %w", err)
 	}
 	p := &proxy{target: target, ln: ln, seen: map[string][]upstream{}}
+	p.idle = sync.NewCond(&p.mu)
 	for i := range p.tr {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DisableCompression = true
@@ -79,7 +84,7 @@ func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
 // close stops the proxy once the requests it still holds have been forwarded.
 func (p *proxy) close() {
 	p.srv.Close()
-	p.wg.Wait()
+	p.drain()
 	for _, t := range p.tr {
 		t.CloseIdleConnections()
 	}
@@ -95,11 +100,30 @@ func (p *proxy) take(attempt string) []upstream {
 }
 
 // drain waits until the requests the proxy still holds (delayed ones) have been answered.
-func (p *proxy) drain() { p.wg.Wait() }
+func (p *proxy) drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.held > 0 {
+		p.idle.Wait()
+	}
+}
+
+// hold counts a request being forwarded; the function it returns ends it.
+func (p *proxy) hold() func() {
+	p.mu.Lock()
+	p.held++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.held--; p.held == 0 {
+			p.idle.Broadcast()
+		}
+	}
+}
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.wg.Add(1)
-	defer p.wg.Done()
+	defer p.hold()()
 	fault, attempt := r.Header.Get(headerFault), r.Header.Get(headerAttempt)
 	r.Header.Del(headerFault)
 	r.Header.Del(headerAttempt)
