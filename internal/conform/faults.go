@@ -390,12 +390,49 @@ func checkTwoConnections(ctx context.Context, c *checkRun) {
 	if len(execs) > 1 {
 		c.fail(all, "the request delivered on two connections at once executed twice (%d and %d, neither a replay)", execs[0].Status, execs[1].Status)
 	}
+	if len(execs) == 0 && len(ups) > 0 && allInFlight(o, ups) {
+		// Both copies met each other in flight and neither ran: 409 is not an answer but a
+		// "retry later", so the client's retry, after Retry-After, is what must execute once.
+		c.note("both copies were answered 409 in flight; the client's retry was sent")
+		retryInFlight(ctx, t, key, req, o.r.o.RequestTimeout)
+	}
 	t.judge()
 	if u := o.usedUp(all...); u != nil {
 		c.skipUsedUp(ctx, "a connection's copy", u)
 		return
 	}
 	c.expectEffects(ctx, before, has, 1, "one request on two connections", all)
+}
+
+// allInFlight reports whether every answer the service gave is the contract's 409 in flight.
+func allInFlight(o *opRun, ups []upstream) bool {
+	for _, u := range ups {
+		if o.kind(u.status, u.header, u.body) != history.KindConflict {
+			return false
+		}
+	}
+	return true
+}
+
+// retryInFlight sends req under key straight to the service as a client retrying an answer
+// 409 in flight would: after its Retry-After (at most one second a time), until the answer is
+// something else, for at most ten tries. The attempts go on the tape, into the history.
+func retryInFlight(ctx context.Context, t *tape, key string, req *request, timeout time.Duration) {
+	for range 10 {
+		e := t.send(ctx, 0, key, "v0", req, "", timeout)
+		if !e.ok() || e.Status != http.StatusConflict || ctx.Err() != nil {
+			return
+		}
+		wait := 100 * time.Millisecond
+		if d, err := time.ParseDuration(e.header("Retry-After") + "s"); err == nil && d > 0 {
+			wait = min(d, time.Second)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // stormPlan is the size of a retry storm.
