@@ -169,17 +169,23 @@ func (c *checkRun) retryUntilFinal(ctx context.Context, label string, w *wire, p
 	deadline := time.Now().Add(patience)
 	for {
 		e := c.send(ctx, label, w)
-		if !e.ok() || e.Status != http.StatusConflict || time.Now().After(deadline) || ctx.Err() != nil {
+		if !e.ok() || e.Status != http.StatusConflict || time.Now().After(deadline) || !waitRetryAfter(ctx, e) {
 			return e
 		}
-		wait := 100 * time.Millisecond
-		if d, err := time.ParseDuration(e.header("Retry-After") + "s"); err == nil && d > 0 {
-			wait = min(d, time.Second)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return e
-		}
+	}
+}
+
+// waitRetryAfter waits as a client does after e, a 409 in flight: its Retry-After, at most one
+// second (100 ms without one). false when ctx ended first.
+func waitRetryAfter(ctx context.Context, e *Exchange) bool {
+	wait := 100 * time.Millisecond
+	if d, err := time.ParseDuration(e.header("Retry-After") + "s"); err == nil && d > 0 {
+		wait = min(d, time.Second)
+	}
+	select {
+	case <-time.After(wait):
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -420,16 +420,7 @@ func allInFlight(o *opRun, ups []upstream) bool {
 func retryInFlight(ctx context.Context, t *tape, key string, req *request, timeout time.Duration) {
 	for range 10 {
 		e := t.send(ctx, 0, key, "v0", req, "", timeout)
-		if !e.ok() || e.Status != http.StatusConflict || ctx.Err() != nil {
-			return
-		}
-		wait := 100 * time.Millisecond
-		if d, err := time.ParseDuration(e.header("Retry-After") + "s"); err == nil && d > 0 {
-			wait = min(d, time.Second)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if !e.ok() || e.Status != http.StatusConflict || !waitRetryAfter(ctx, e) {
 			return
 		}
 	}
