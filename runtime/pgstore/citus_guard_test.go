@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,8 +121,6 @@ var skipOnCitus = map[string]string{
 	"sqlStorageBytes":      "sqlStorageBytesCitus measures the shards",
 	"sqlStorageBytesCitus": "citus_total_relation_size exists on Citus only",
 	"sqlDistributed":       "asked only where the citus extension exists",
-	"sqlLockOrStop":        "statements.lockOrStop is routed on Citus",
-	"sqlLockOrStopChecked": "statements.lockOrStopChecked is not used on Citus",
 	"sqlUnlock":            "the session lock of ClaimWithStatement.LockAtRead is refused on Citus",
 	"sqlSetLockTimeout":    "Store.lockWait sets the lock wait with SET LOCAL on Citus",
 	// statements fields
@@ -142,7 +141,7 @@ var sqlStart = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b`)
 func citusStatements(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	q := reflect.ValueOf(newStatements(false, engine{name: "Citus", citus: true})).Elem()
+	q := reflect.ValueOf(newStatements(false, engine{name: "Citus", citus: true}, time.Second)).Elem()
 	for i := range q.NumField() {
 		f, name := q.Field(i), q.Type().Field(i).Name
 		switch f.Kind() {

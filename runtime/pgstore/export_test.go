@@ -25,3 +25,7 @@ func (s *Store) SlotsForTest() (held, waiting int) {
 func (s *Store) ReadsForTest() map[string]string {
 	return map[string]string{"read": s.q.read, "readProbe": s.q.readProbe, "readCharged": s.q.readCharged, "readProbeCharged": s.q.readProbeCharged}
 }
+
+// ClaimLockForTest returns the statement by which a claim takes its key's claim locks ($1, the
+// lock key) and learns whether they are ours.
+func (s *Store) ClaimLockForTest() string { return s.q.lockOnly[lockTry] }

@@ -131,24 +131,55 @@ const partitionedAbandon = 24 * time.Hour
 type claimLock uint8
 
 const (
-	// lockTry takes a transaction-scoped advisory lock on a hash of (scope, key) without waiting:
-	// a claimant that finds it taken answers 409 at once, and claims never wait on each other's
-	// rows, so the claim's lock_timeout only bounds unrelated waits (relation extension under
-	// load, which a short lock_timeout alone would turn into false 409s for new keys).
+	// lockTry takes the key's claim locks (takeClaimLocks): the claimants' lock without
+	// waiting, so a claimant that finds it taken answers 409 at once and claims never wait on
+	// each other's rows; the claim's lock_timeout only bounds unrelated waits (relation
+	// extension under load, which a short lock_timeout alone would turn into false 409s for
+	// new keys).
 	lockTry claimLock = iota
 	// lockNone is the portable path (Options.NoAdvisoryLocks): the INSERT waits on the
 	// conflicting row under lock_timeout = Options.ConflictTimeout.
 	lockNone
 )
 
-// expr is the SQL boolean that takes the lock ($9 is the lock key); true when it is ours.
-func (l claimLock) expr() string {
+// expr is the SQL boolean that takes the lock ($9 is the lock key); true when it is ours. wait
+// is the longest wait for the probes' lock, as a lock_timeout setting (takeClaimLocks).
+func (l claimLock) expr(wait string) string {
 	switch l {
 	case lockTry:
-		return "pg_try_advisory_xact_lock($9::bigint)"
+		return takeClaimLocks("$9::bigint", false, wait)
 	default:
 		return "$9::bigint IS NOT NULL"
 	}
+}
+
+// takeClaimLocks is the SQL boolean by which a claim takes the two advisory locks of its key,
+// both named by the same 64 bits (key, an SQL bigint: recordDigest.lock), true when both are
+// ours; transaction-scoped, or the session's when session is set (LockAtRead):
+//
+//   - the claimants' lock, the same bits as two integers (PostgreSQL keeps the two-integer
+//     advisory locks apart from the bigint ones): tried, never waited for. Every claim takes
+//     it first, so a claimant that finds it taken has met a concurrent claim: false at once.
+//   - the probes' lock, the bigint: a read that finds no record tries it shared (readProbe),
+//     which is how a duplicate learns, without claiming, that a claim is running. The claim
+//     waits for it: with the claimants' lock ours, only a probe's statement holds it (for an
+//     instant), or a claim by a release before this one (which took only this lock); the wait
+//     is bounded by wait (a lock_timeout setting: Options.ConflictTimeout), past which the
+//     statement fails with lock_not_available (55P03), a conflict. lock_timeout is set back
+//     for the rest of the transaction, so the handler's statements never inherit it.
+//
+// With one lock, tried by claims and probed by reads, a claim whose try met a duplicate's
+// probe at that instant was lost: every copy of a new key could be answered 409, none run.
+func takeClaimLocks(key string, session bool, wait string) string {
+	try, lock := "pg_try_advisory_xact_lock", "pg_advisory_xact_lock"
+	if session {
+		try, lock = "pg_try_advisory_lock", "pg_advisory_lock"
+	}
+	return `CASE WHEN NOT ` + try + `((` + key + ` >> 32)::integer, ` + key + `::bit(32)::integer) THEN false
+	WHEN set_config('idemgen.lock_timeout', current_setting('lock_timeout'), true) IS NULL THEN false
+	WHEN set_config('lock_timeout', '` + wait + `', true) IS NULL THEN false
+	WHEN ` + lock + `(` + key + `)::text IS NULL THEN false
+	ELSE set_config('lock_timeout', current_setting('idemgen.lock_timeout'), true) IS NOT NULL END`
 }
 
 // statements is the SQL of one table layout, built once per Store.
@@ -273,9 +304,12 @@ type statements struct {
 	release string
 }
 
-// newStatements builds the statements of a layout on an engine.
-func newStatements(partitioned bool, e engine) *statements {
+// newStatements builds the statements of a layout on an engine. conflictTimeout bounds a
+// claim's wait for the probes' lock (takeClaimLocks).
+func newStatements(partitioned bool, e engine, conflictTimeout time.Duration) *statements {
 	q := &statements{partitioned: partitioned}
+	// wait bounds a claim's wait for the probes' lock (takeClaimLocks).
+	wait := lockTimeout(conflictTimeout)
 	// live restricts a statement on the record to a live one (partitioned layout): partitions
 	// whose rows have all expired are pruned, and an expired record never counts.
 	live := ""
@@ -306,7 +340,7 @@ FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.sc
 	// A remembered key (a tombstone) takes no lock: it will not be claimed.
 	q.readLock = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
 	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN false
-		WHEN pg_try_advisory_lock($3::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+		WHEN ` + takeClaimLocks("$3::bigint", true, wait) + ` THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
 		ELSE true END AS busy
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
@@ -320,7 +354,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END"
 		case "lock":
 			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN false
-	WHEN pg_try_advisory_lock($6::bigint) THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
+	WHEN ` + takeClaimLocks("$6::bigint", true, wait) + ` THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
 	ELSE true END`
 		}
 		// A remembered key (a tombstone) is neither claimed nor counted.
@@ -345,7 +379,7 @@ FROM p LEFT JOIN r ON true LEFT JOIN tb ON true`
 SELECT ` + admittedNoted + ` OR EXISTS (SELECT 1 FROM r), ` + intervalLeft("$4")
 
 	if partitioned {
-		q.reserveLock = `SELECT set_config('idemgen.claim_lock', pg_try_advisory_xact_lock($1::bigint)::text, true)`
+		q.reserveLock = `SELECT set_config('idemgen.claim_lock', (` + takeClaimLocks("$1::bigint", false, wait) + `)::text, true)`
 		q.reserve = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r
 	WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 ` + tombstoneCTE("cur") + `,
@@ -375,23 +409,27 @@ SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*, ` + tombstoneCols + `
 FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 	}
 
-	q.lockOrStop, q.lockOrStopChecked = sqlLockOrStop, sqlLockOrStopChecked
+	q.lockOrStop = `SELECT CAST(CASE WHEN ` + takeClaimLocks("$1::bigint", false, wait) + ` THEN '1'
+	ELSE '` + lostClaim + `' END AS integer)`
+	q.lockOrStopChecked = `SELECT CAST(CASE WHEN ` + takeClaimLocks("$1::bigint", false, wait) + `
+	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
+	ELSE '` + lostClaim + `' END AS integer)`
 	q.storageBytes = sqlStorageBytes
 	if e.citus {
-		q.lockOrStop = `SELECT CAST(CASE WHEN ` + routeLock("pg_try_advisory_xact_lock($1::bigint)") + ` THEN '1'
-	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)` + routedFrom("$2", "$3")
+		q.lockOrStop = `SELECT CAST(CASE WHEN ` + routeLock(takeClaimLocks("$1::bigint", false, wait)) + ` THEN '1'
+	ELSE '` + lostClaim + `' END AS integer)` + routedFrom("$2", "$3")
 		q.lockOrStopChecked = ""
 		q.storageBytes = sqlStorageBytesCitus
 	}
 	for _, l := range []claimLock{lockTry, lockNone} {
-		q.lockOnly[l] = "SELECT " + strings.ReplaceAll(l.expr(), "$9", "$1") + " AS ok"
+		q.lockOnly[l] = "SELECT " + strings.ReplaceAll(l.expr(wait), "$9", "$1") + " AS ok"
 		if e.citus && l == lockTry {
-			q.lockOnly[l] = "SELECT " + routeLock(strings.ReplaceAll(l.expr(), "$9", "$1")) + " AS ok" + routedFrom("$2", "$3")
+			q.lockOnly[l] = "SELECT " + routeLock(strings.ReplaceAll(l.expr(wait), "$9", "$1")) + " AS ok" + routedFrom("$2", "$3")
 		}
 		if !partitioned {
 			q.claimAtomic[l] = `WITH cur AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1),
 ` + tombstoneCTE("cur") + `,
-lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) OR EXISTS (SELECT 1 FROM tb) THEN true ELSE ` + l.expr() + ` END AS ok),
+lk AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM cur) OR EXISTS (SELECT 1 FROM tb) THEN true ELSE ` + l.expr(wait) + ` END AS ok),
 ins AS (
 	INSERT INTO idempotency_records ` + recordInsertCols + `
 	SELECT ` + runningValues + `
@@ -418,7 +456,7 @@ FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 WHERE key_id = $2 AND scope_id = $1 AND expires_at <= now() AND response_status <> 0 AND (forget_at IS NULL OR forget_at <= now())
 RETURNING fencing_token`
 		for _, l := range []claimLock{lockTry, lockNone} {
-			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr() + ` AS ok),
+			q.takeExpiredAtomic[l] = `WITH lk AS (SELECT ` + l.expr(wait) + ` AS ok),
 upd AS (` + strings.Replace(q.takeExpired, "WHERE key_id = $2", "WHERE (SELECT ok FROM lk) AND key_id = $2", 1) + `)
 SELECT (SELECT ok FROM lk) AS free, (SELECT fencing_token FROM upd) AS token`
 		}
@@ -539,18 +577,13 @@ const (
 // (Store.lockWait), for this transaction only.
 const sqlPropagateSetLocal = "SELECT set_config('citus.propagate_set_commands', 'local', true)"
 
-// sqlLockOrStop and sqlLockOrStopChecked are statements.lockOrStop and lockOrStopChecked on
-// PostgreSQL.
-const sqlLockOrStop = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN '1'
-	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
+// lostClaim is the sentence by which statements.lockOrStop fails (an integer cast of it:
+// 22P02, isStop) when a concurrent claim holds the key.
+const lostClaim = "idemgen: the key is claimed by a concurrent request; this claim stops here (409)"
 
-const sqlLockOrStopChecked = `SELECT CAST(CASE WHEN pg_try_advisory_xact_lock($1::bigint)
-	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
-	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
-
-// sqlUnlock releases the session-level claim lock ($1) that ClaimWithStatement.LockAtRead took
-// with the read; true when it was held.
-const sqlUnlock = "SELECT pg_advisory_unlock($1::bigint)"
+// sqlUnlock releases the session-level claim locks ($1) that ClaimWithStatement.LockAtRead took
+// with the read (releaseClaimLocks); true when they were held.
+const sqlUnlock = "SELECT pg_advisory_unlock(($1::bigint >> 32)::integer, $1::bigint::bit(32)::integer)::integer + pg_advisory_unlock($1::bigint)::integer = 2"
 
 // sqlSetCheckInterval turns on client_connection_check_interval ($1, milliseconds) for a
 // transaction that claims before its handler starts.

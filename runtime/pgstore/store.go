@@ -210,7 +210,7 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 // and whether the options can work there. Before resolved is set only.
 func (s *Store) setEngine(e engine) {
 	s.eng = e
-	s.q = newStatements(s.opts.Partitioned, e)
+	s.q = newStatements(s.opts.Partitioned, e, s.opts.ConflictTimeout)
 	s.strategy = s.opts.Claim
 	if s.strategy == nil {
 		s.strategy = ClaimWithStatement{}
@@ -407,6 +407,10 @@ func (s *Store) Reserve(ctx context.Context, c store.Claim) (store.Reservation, 
 			err = s.pool.QueryRow(ctx, s.q.reserve, claimArgs(&c, d, int64(1))...).Scan(targets...)
 		}
 		if err != nil {
+			if isLockTimeout(err) {
+				// The key's lock was held past ConflictTimeout (takeClaimLocks): look again.
+				continue
+			}
 			return store.Reservation{}, fmt.Errorf("reserve: %w", err)
 		}
 		over := charge && !admitted

@@ -149,9 +149,12 @@ func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claim
 		return nil, nil, err
 	case err != nil:
 		// The lock may have been taken before the failure: the connection is closed, which
-		// releases it.
+		// releases it. A claim lock held past ConflictTimeout is a concurrent claim's.
 		closeConn(conn)
 		conn.Release()
+		if isLockTimeout(err) {
+			return nil, nil, store.ErrBusy
+		}
 		return nil, nil, err
 	case busy:
 		conn.Release()

@@ -303,7 +303,7 @@ func (t *tx) rollback() {
 	t.held = false
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	sql := "SELECT pg_advisory_unlock(" + strconv.FormatInt(t.sp.d.lock, 10) + ")"
+	sql := strings.ReplaceAll(sqlUnlock, "$1", "("+strconv.FormatInt(t.sp.d.lock, 10)+")")
 	if c.PgConn().TxStatus() != 'I' {
 		sql = "ROLLBACK; " + sql
 	}
