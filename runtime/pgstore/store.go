@@ -122,6 +122,9 @@ type Store struct {
 	// prepared: the pool's connections cache statements (pgx's caching exec modes), so the
 	// statements of batches that may fail on purpose are prepared by name (see prepare).
 	prepared bool
+	// tracer is the pool's connections' pgx.QueryTracer (ConnConfig.Tracer), which a direct
+	// read calls as pgx would (directread.go); nil when none is set.
+	tracer pgx.QueryTracer
 	// slots are the connections transactions may hold while their handlers run
 	// (Options.ReservedConns), and each tenant's share of them (Options.TenantShare).
 	slots *handlerSlots
@@ -178,13 +181,15 @@ func New(pool *pgxpool.Pool, opts Options) *Store {
 	}
 	s.waitPoll = max(s.waitPoll, waitPollMin)
 	s.setEngine(plainPostgres)
-	switch pool.Config().ConnConfig.DefaultQueryExecMode {
+	cfg := pool.Config()
+	s.tracer = cfg.ConnConfig.Tracer
+	switch cfg.ConnConfig.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
 		// Behind a pooler that pools transactions a statement prepared by name stays in one
 		// server session; cache_describe is the caching mode that works there.
 		s.prepared = opts.Pooling != PoolingTransaction
 	}
-	maxConns := int(pool.Config().MaxConns)
+	maxConns := int(cfg.MaxConns)
 	reserved := opts.ReservedConns
 	if reserved == 0 && maxConns > 1 {
 		reserved = max(1, maxConns/10)
@@ -840,7 +845,13 @@ type querier interface {
 // copying it.
 func (s *Store) read(ctx context.Context, q querier, d recordDigest, op string) (*row, error) {
 	rr := newReadRow(d, op, false)
-	err := q.QueryRow(ctx, s.q.read, rr.args[:2]...).Scan(rr)
+	err := errNotDirect
+	if conn, deadline, ok := s.direct(ctx, q); ok {
+		err = s.readDirect(ctx, conn, deadline, s.q.read, rr)
+	}
+	if err == errNotDirect {
+		err = q.QueryRow(ctx, s.q.read, rr.args[:2]...).Scan(rr)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -854,7 +865,14 @@ func (s *Store) read(ctx context.Context, q querier, d recordDigest, op string) 
 // concurrent claim holds it (statements.readProbe).
 func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest, op string) (r *row, busy bool, err error) {
 	rr := newReadRow(d, op, true)
-	if err = q.QueryRow(ctx, s.q.readProbe, rr.args[:]...).Scan(rr); err != nil {
+	err = errNotDirect
+	if conn, deadline, ok := s.direct(ctx, q); ok {
+		err = s.readDirect(ctx, conn, deadline, s.q.readProbe, rr)
+	}
+	if err == errNotDirect {
+		err = q.QueryRow(ctx, s.q.readProbe, rr.args[:]...).Scan(rr)
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
 	return rr.row(), rr.busy, nil
@@ -872,11 +890,14 @@ type readRow struct {
 	key   pgtype.UUID
 	lock  pgtype.Int8
 	args  [3]any // &scope, &key, &lock: $1, $2, $3
-	probe bool   // the statement ends with the busy column (readProbe)
-	op    string // the operation expected, or ""
-	found bool   // a record, live or not (rawRecord.row)
-	busy  bool
-	out   row
+	// enc and params are the arguments in binary, for a direct read (directread.go).
+	enc    [32]byte
+	params [3][]byte
+	probe  bool   // the statement ends with the busy column (readProbe)
+	op     string // the operation expected, or ""
+	found  bool   // a record, live or not (rawRecord.row)
+	busy   bool
+	out    row
 }
 
 func newReadRow(d recordDigest, op string, probe bool) *readRow {
@@ -918,11 +939,28 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 	if len(fds) != n || len(vals) != n {
 		return fmt.Errorf("read record: %d columns, want %d", len(fds), n)
 	}
+	if !rr.decode(fds, vals) {
+		return rr.scanRows(rows)
+	}
+	return nil
+}
+
+// decode decodes the row from fds and vals, its columns' descriptions and values (the columns
+// of read, or readProbe's, as many); false, having decoded nothing, when a column is not in the
+// form decode reads: text as text, the rest in binary, each of its type in readColTypes.
+func (rr *readRow) decode(fds []pgconn.FieldDescription, vals [][]byte) bool {
+	n := len(readColTypes) - 1
+	if rr.probe {
+		n++
+	}
+	if len(fds) != n || len(vals) != n {
+		return false
+	}
 	for i, fd := range fds {
 		// pgx asks for text in its text format (the same bytes) and for the others in binary.
 		binaryOrText := fd.Format == pgx.BinaryFormatCode || fd.DataTypeOID == pgtype.TextOID
 		if !binaryOrText || fd.DataTypeOID != readColTypes[i] || !fixedSize(fd.DataTypeOID, vals[i]) {
-			return rr.scanRows(rows)
+			return false
 		}
 	}
 	if rr.probe {
@@ -932,12 +970,12 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 		// The key is remembered (a late retry): its tombstone is the record, as in rawRecord.row.
 		if rec, ok := decodeTombstone(vals[readColTomb]); ok {
 			rr.out, rr.found = row{rec: rec, live: true}, true
-			return nil
+			return true
 		}
 	}
 	// As rawRecord.row: no operation or no status is no record; a status of 0 is a running one.
 	if vals[0] == nil || vals[3] == nil {
-		return nil
+		return true
 	}
 	out := &rr.out
 	out.rec = store.Record{State: store.Running}
@@ -974,7 +1012,7 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 		out.rec.RetentionLeft = time.Duration(left) * time.Microsecond
 	}
 	rr.found = true
-	return nil
+	return true
 }
 
 // scanRows scans the row with pgx's scan plans (rawRecord), for a row ScanRow does not decode
