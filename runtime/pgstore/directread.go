@@ -121,7 +121,12 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 			_ = conn.Close(context.Background())
 		}
 	}
+	stale := err != nil && isStale(err) && !pc.IsClosed()
 	switch {
+	case stale:
+		// The statement no longer is what was prepared (a migration changed a column's type)
+		// or no longer exists (DEALLOCATE ALL): forgotten, and read through pgx now.
+		s.forgetDirect(ctx, conn, sql)
 	case err != nil && pgconn.Timeout(err):
 		err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	case err == nil && !decoded:
@@ -132,7 +137,36 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 	if tracer != nil {
 		tracer.TraceQueryEnd(ctx, conn, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
 	}
+	if stale {
+		return errNotDirect
+	}
 	return err
+}
+
+// isStale reports the errors of a prepared statement that is not what it was: PostgreSQL's
+// "cached plan must not change result type" (0A000, after a column's type changed) and
+// invalid_sql_statement_name (26000, the statement deallocated behind pgx's back).
+func isStale(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "26000")
+}
+
+// forgetDirect deallocates sql's statement on conn and forgets it, so that the next read
+// prepares it again (and checks its shape again).
+func (s *Store) forgetDirect(ctx context.Context, conn *pgx.Conn, sql string) {
+	if reads, _ := conn.PgConn().CustomData()[directKey].(*directReads); reads != nil {
+		for i, st := range reads.stmts {
+			if st.sql == sql {
+				reads.stmts = append(reads.stmts[:i], reads.stmts[i+1:]...)
+				break
+			}
+		}
+	}
+	if err := conn.Deallocate(ctx, sql); err != nil {
+		// The connection cannot say which statements it has: it is closed, and the pool
+		// destroys it on release.
+		_ = conn.Close(context.WithoutCancel(ctx))
+	}
 }
 
 // directStatement returns sql prepared on conn, preparing it the first time (pgx.Conn.Prepare
