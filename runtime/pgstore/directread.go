@@ -32,9 +32,10 @@ import (
 //   - one statement, one round trip (Bind, Execute, Sync of the prepared statement).
 //
 // What it does not do is end the read when the call's context is canceled before its deadline
-// (the client went away): the read runs to its end, at most until the deadline, and the
-// connection goes back to the pool, where pgx would have closed it (docs/runtime.md, "Store
-// timeout").
+// (the client went away): the read runs to its end, at most until the deadline, its answer is
+// dropped for the context's error then, as pgx would have answered, and the connection goes
+// back to the pool, where pgx would have closed it (docs/runtime.md, "Problems (RFC 9457)", on
+// a replay's read).
 
 // directKey is the entry of a connection's pgconn.CustomData holding its directReads.
 const directKey = "github.com/idemgen/idemgen/runtime/pgstore.direct"
@@ -93,7 +94,7 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 		return err
 	}
 	args := rr.args[:rr.nargs()]
-	tracer := s.tracer
+	tracer, call := s.tracer, ctx
 	if tracer != nil {
 		ctx = tracer.TraceQueryStart(ctx, conn, pgx.TraceQueryStartData{SQL: sql, Args: args})
 	}
@@ -137,8 +138,14 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 	if tracer != nil {
 		tracer.TraceQueryEnd(ctx, conn, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
 	}
-	if stale {
+	switch {
+	case stale:
 		return errNotDirect
+	case err == nil && errors.Is(call.Err(), context.Canceled):
+		// The client went away during the read: the request ends as it did when pgx's watch
+		// ended the read then (nothing claimed, outcome canceled), but the connection, whose
+		// read ended normally, stays open.
+		return call.Err()
 	}
 	return err
 }
