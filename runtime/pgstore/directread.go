@@ -127,15 +127,15 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 	case stale:
 		// The statement no longer is what was prepared (a migration changed a column's type)
 		// or no longer exists (DEALLOCATE ALL): forgotten, and read through pgx now.
-		s.forgetDirect(ctx, conn, sql)
+		s.forgetDirect(call, conn, sql)
 	case err != nil && pgconn.Timeout(err):
 		err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	case err == nil && !decoded:
 		err = fmt.Errorf("%d columns of unexpected types", len(res.FieldDescriptions()))
-	case err == nil && !found:
-		err = pgx.ErrNoRows
 	}
 	if tracer != nil {
+		// As pgx: a query that returned no row ended without an error (pgx.ErrNoRows is
+		// QueryRow's answer, not the query's).
 		tracer.TraceQueryEnd(ctx, conn, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
 	}
 	switch {
@@ -146,6 +146,8 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 		// ended the read then (nothing claimed, outcome canceled), but the connection, whose
 		// read ended normally, stays open.
 		return call.Err()
+	case err == nil && !found:
+		return pgx.ErrNoRows
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -53,11 +54,31 @@ func TestReadDecodesAsPgxScans(t *testing.T) {
 		"body omitted":           complete("k-omitted-0000001", store.Response{Status: 200, Header: []byte(`{"Content-Type":["text/plain"]}`), BodyOmitted: true}),
 		"running":                running.ID,
 	}
+	// direct is the record as an atomic-mode claim reads it, on a connection's pgconn
+	// (directread.go): the claim's call is bounded by a deadline, as the runtime's store calls.
+	direct := func(id store.ID) (store.Record, bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c := inspectClaim(id.Scope, id.Key, "createPayment", time.Minute)
+		c.ID = id
+		tx, rec, err := ours.BeginAtomic(ctx, c)
+		if tx != nil {
+			_ = tx.Abort(ctx)
+		}
+		if rec == nil {
+			return store.Record{}, false, err
+		}
+		return *rec, true, err
+	}
 	for name, id := range ids {
 		t.Run(name, func(t *testing.T) {
 			got, okGot, err := ours.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
+			}
+			dgot, okDirect, err := direct(id)
+			if err != nil || !okDirect {
+				t.Fatalf("the claim's read: found %v, %v", okDirect, err)
 			}
 			want, okWant, err := pgxs.Get(ctx, id)
 			if err != nil {
@@ -77,6 +98,10 @@ func TestReadDecodesAsPgxScans(t *testing.T) {
 				bytes.Equal(got.Response.Body, want.Response.Body) && (got.Response.Body == nil) == (want.Response.Body == nil)
 			if !same {
 				t.Errorf("decoded %+v\nscanned by pgx %+v", got, want)
+			}
+			dgot.RetentionLeft, dgot.LeaseLeft = dgot.RetentionLeft.Round(time.Minute), dgot.LeaseLeft.Round(time.Minute)
+			if !reflect.DeepEqual(dgot, got) {
+				t.Errorf("read on the connection's pgconn %+v\nthrough pgx %+v", dgot, got)
 			}
 			if got.Operation == "" || got.Token == 0 || got.Fingerprint.Version == 0 {
 				t.Errorf("a field was not read: %+v", got)
@@ -106,6 +131,11 @@ func TestReadDecodesAsPgxScans(t *testing.T) {
 		if got.State != store.Expired || got.StatusClass != 2 || got.Fingerprint != want.Fingerprint || !got.CompletedAt.Equal(want.CompletedAt) ||
 			got.ForgetLeft.Round(time.Minute) != want.ForgetLeft.Round(time.Minute) || got.State != want.State {
 			t.Errorf("%s: decoded %+v\nscanned by pgx %+v", when, got, want)
+		}
+		dgot, okDirect, err := direct(c.ID)
+		if err != nil || !okDirect || dgot.State != store.Expired || dgot.StatusClass != 2 || dgot.Fingerprint != want.Fingerprint ||
+			!dgot.CompletedAt.Equal(want.CompletedAt) || dgot.ForgetLeft.Round(time.Minute) != want.ForgetLeft.Round(time.Minute) {
+			t.Errorf("%s: read on the connection's pgconn %+v (found %v, %v)\nscanned by pgx %+v", when, dgot, okDirect, err, want)
 		}
 	}
 	eventually(t, "the retention to end", func() bool {
