@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The store adapts to the database it runs on (docs/distributed.md): a single PostgreSQL, or a
@@ -35,28 +33,41 @@ type engine struct {
 	//   - the stored bytes are the shards' (citus_total_relation_size), not the coordinator's
 	//     empty shell table's.
 	citus bool
+	// keyTaken: the schema has idempotency_key_taken (migration 0006; 0005 partitioned), with
+	// which ClaimWithStatement.LockAtRead's read re-reads a new key under its lock in the same
+	// statement (statements.readLock). Without it (a replica that runs before the migration, a
+	// schema managed by hand and not yet upgraded) the re-read is a second statement in the
+	// read's round trip, as before the migration.
+	keyTaken bool
 }
 
 // plainPostgres is the engine of a database without a distributed records table.
 var plainPostgres = engine{name: "PostgreSQL"}
 
-// sqlCitus is whether the citus extension exists; sqlDistributed, asked only then (its catalog
-// and function exist only then), Citus's version and whether idempotency_records is
+// sqlCitus is the citus extension's version (NULL without it) and whether the schema has
+// idempotency_key_taken (engine.keyTaken); sqlDistributed, asked only with the extension (its
+// catalog and function exist only then), Citus's version and whether idempotency_records is
 // distributed.
 const (
-	sqlCitus       = `SELECT extversion FROM pg_extension WHERE extname = 'citus'`
+	sqlCitus = `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'citus'),
+	to_regprocedure('idempotency_key_taken(bigint, uuid)') IS NOT NULL`
 	sqlDistributed = `SELECT split_part(citus_version(), ' ', 2),
 	EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('idempotency_records'))`
 )
 
 // detectEngine asks the catalog which engine q's database is.
 func detectEngine(ctx context.Context, q querier) (engine, error) {
-	var version string
-	switch err := q.QueryRow(ctx, sqlCitus).Scan(&version); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return plainPostgres, nil
-	case err != nil:
+	var (
+		version  *string
+		keyTaken bool
+	)
+	if err := q.QueryRow(ctx, sqlCitus).Scan(&version, &keyTaken); err != nil {
 		return engine{}, fmt.Errorf("detect the database engine: %w", err)
+	}
+	plain := plainPostgres
+	plain.keyTaken = keyTaken
+	if version == nil {
+		return plain, nil
 	}
 	var distributed bool
 	if err := q.QueryRow(ctx, sqlDistributed).Scan(&version, &distributed); err != nil {
@@ -65,9 +76,9 @@ func detectEngine(ctx context.Context, q querier) (engine, error) {
 	if !distributed {
 		// The extension without a distributed records table: the table is the coordinator's
 		// own, a plain PostgreSQL table.
-		return plainPostgres, nil
+		return plain, nil
 	}
-	return engine{name: "Citus " + version, citus: true}, nil
+	return engine{name: "Citus " + *version, citus: true, keyTaken: keyTaken}, nil
 }
 
 // refuse returns why opts cannot work on e, or nil. The store answers every operation with it.

@@ -1,5 +1,7 @@
 package pgstore
 
+import "context"
+
 // WaitingForTest returns how many duplicates wait for a concurrent claim of their key in s
 // (store.Claim.Wait), for the tests of package pgstore_test.
 func (s *Store) WaitingForTest() int { return s.waiting.count() }
@@ -29,3 +31,13 @@ func (s *Store) ReadsForTest() map[string]string {
 // ClaimLockForTest returns the statement by which a claim takes its key's claim locks ($1, the
 // lock key) and learns whether they are ours.
 func (s *Store) ClaimLockForTest() string { return s.q.lockOnly[lockTry] }
+
+// LockReadsForTest returns the reads of ClaimWithStatement.LockAtRead (readLock, readLockCharged
+// and, on a schema without idempotency_key_taken, readLocked) once the store knows its
+// database, for the tests of package pgstore_test.
+func (s *Store) LockReadsForTest(ctx context.Context) (map[string]string, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	return map[string]string{"readLock": s.q.readLock, "readLockCharged": s.q.readLockCharged, "readLocked": s.q.readLocked}, nil
+}

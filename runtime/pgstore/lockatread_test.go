@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,18 +110,45 @@ func advisoryLocks(t *testing.T, e *env) int {
 // Through the Middleware with LockAtRead, a new key costs the handler's statement plus two
 // round trips (the read that locks; BEGIN with the statement; the record, COMMIT and the
 // release), as the generated handler does, and the claim is held before the wrapped handler
-// starts; a replay and a mismatch cost one round trip and no transaction id.
+// starts; a replay and a mismatch cost one round trip of one statement (the re-read under the
+// lock is in it: idempotency_key_taken) and no transaction id. On a schema without the function
+// (a replica that runs before migration 0006) the re-read is a second statement in the read's
+// round trip, and everything else is the same.
 func TestLockAtReadMiddlewareRoundTrips(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		tweak func(*setup)
-	}{{"capped", withLockAtRead}, {"uncapped", withLockAtReadUncapped}} {
-		t.Run(tc.name, func(t *testing.T) { testLockAtReadMiddlewareRoundTrips(t, tc.tweak) })
+		name      string
+		tweak     func(*setup)
+		oldSchema bool
+	}{
+		{"capped", withLockAtRead, false},
+		{"uncapped", withLockAtReadUncapped, false},
+		{"capped/without idempotency_key_taken", withLockAtRead, true},
+		{"uncapped/without idempotency_key_taken", withLockAtReadUncapped, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLockAtReadMiddlewareRoundTrips(t, tc.tweak, tc.oldSchema) })
 	}
 }
 
-func testLockAtReadMiddlewareRoundTrips(t *testing.T, tweak func(*setup)) {
+func testLockAtReadMiddlewareRoundTrips(t *testing.T, tweak func(*setup), oldSchema bool) {
 	e := newEnv(t, tweak)
+	if oldSchema {
+		// Before the store's first operation, which looks for the function.
+		if _, err := e.pool.Exec(context.Background(), "DROP FUNCTION idempotency_key_taken(bigint, uuid)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// statements is how many statements the read of a replay sends.
+	statements := func(log []string) int {
+		if len(log) > 0 && strings.HasPrefix(log[0], "batch of ") {
+			n, _ := strconv.Atoi(strings.TrimPrefix(log[0], "batch of "))
+			return n
+		}
+		return len(log)
+	}
+	wantStatements := 1
+	if oldSchema {
+		wantStatements = 2
+	}
 	var entered atomic.Int64
 	h := lockedMiddleware(t, e, &entered)
 	// Warm-up: every statement prepared on the connection. Under the records cap the first new
@@ -146,6 +175,9 @@ func testLockAtReadMiddlewareRoundTrips(t *testing.T, tweak func(*setup)) {
 			})
 			if n != 1 || writes != 1 {
 				t.Errorf("replay %d took %d round trips (%d socket writes), want 1: %q", i, n, writes, log)
+			}
+			if got := statements(log); got != wantStatements {
+				t.Errorf("replay %d sent %d statements, want %d: %q", i, got, wantStatements, log)
 			}
 		}
 		n, writes, log = e.rtt.count(func() {

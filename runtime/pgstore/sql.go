@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,6 +183,35 @@ func takeClaimLocks(key string, session bool, wait string) string {
 	ELSE set_config('lock_timeout', current_setting('idemgen.lock_timeout'), true) IS NOT NULL END`
 }
 
+// The claim column of statements.readLock and readLockCharged, a smallint.
+const (
+	// claimNone: the key has a record or a tombstone; no lock was tried.
+	claimNone int16 = iota
+	// claimBusy: a concurrent claim holds the key's lock.
+	claimBusy
+	// claimLocked: a new key, whose lock the session now holds.
+	claimLocked
+	// claimTaken: the lock is the session's, but the read under it found a record: a claim
+	// committed between the statement's snapshot and our lock.
+	claimTaken
+)
+
+// smallint is v as an SQL smallint literal.
+func smallint(v int16) string { return strconv.Itoa(int(v)) + "::smallint" }
+
+// rereadUnderLock is readLock's answer once the session holds the key's lock ($1 scope_id,
+// $2 key_id): claimTaken or claimLocked by idempotency_key_taken, whose VOLATILE SQL body
+// PostgreSQL never inlines (it reads a table) and runs under a snapshot taken when it is called,
+// which is after the lock (src/backend/executor/functions.c, fmgr_sql; "Function Volatility
+// Categories" in PostgreSQL's documentation). Without the function (e.keyTaken false) it notes
+// the lock for statements.readLocked and answers claimLocked.
+func rereadUnderLock(e engine) string {
+	if e.keyTaken {
+		return `CASE WHEN idempotency_key_taken($1, $2) THEN ` + smallint(claimTaken) + ` ELSE ` + smallint(claimLocked) + ` END`
+	}
+	return `CASE WHEN set_config('idemgen.claim_lock', 'true', true) IS NULL THEN ` + smallint(claimTaken) + ` ELSE ` + smallint(claimLocked) + ` END`
+}
+
 // statements is the SQL of one table layout, built once per Store.
 type statements struct {
 	partitioned bool
@@ -197,14 +227,19 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
-	// readLock and readLocked are read for ClaimWithStatement.LockAtRead, pipelined in one
-	// round trip. readLock, when the key has no record, tries the claim lock ($3) for the
-	// session, so that it outlives the statement: busy when a concurrent claim holds it;
-	// otherwise it notes the lock in a transaction-local setting. readLocked then reads the
-	// record again, only when that setting says the lock is ours: under READ COMMITTED its
-	// snapshot is newer than the lock, so a claim that committed (and released the lock) between
-	// the first read's snapshot and the lock is seen. A replay takes no lock and readLocked reads
-	// nothing (its condition is a constant of the statement).
+	// readLock is read for ClaimWithStatement.LockAtRead: when the key has no record, it tries
+	// the claim lock ($3) for the session, so that it outlives the statement, and answers in its
+	// claim column (claimNone, claimBusy, claimLocked, claimTaken). Once the lock is ours the key
+	// is read again under a snapshot newer than the lock, so that a claim that committed (and
+	// released the lock) between the statement's snapshot and our lock is seen: by the VOLATILE
+	// SQL function idempotency_key_taken of migration 0006 (0005 partitioned), which PostgreSQL
+	// runs with a snapshot of its own, taken when it is called (claimTaken). The function is
+	// called only once the lock is ours: a replay, a mismatch and a busy key cost this one
+	// statement. On a schema without the function (engine.keyTaken false: a replica that runs
+	// before the migration) the statement notes the lock in a transaction-local setting instead
+	// and readLocked, pipelined behind it in the same round trip, reads the record again when that
+	// setting says the lock is ours (under READ COMMITTED its own statement's snapshot is newer
+	// than the lock); readLocked is empty otherwise.
 	readLock, readLocked string
 	// readCharged and readProbeCharged are read and readProbe (lock key $6) for a store with a
 	// records cap: when the key has no live record (and, probing, no concurrent claim holds it)
@@ -214,8 +249,9 @@ type statements struct {
 	// nothing (the count's INSERT gets no row). Both always return one row.
 	readCharged, readProbeCharged string
 	// readLockCharged is readLock for a store with a records cap (readProbeCharged's arguments
-	// and answers): the lock it takes is the session's, noted for readLocked. When the cap
-	// refuses the claim the lock is still taken; the caller releases it.
+	// and answers, with readLock's claim column for busy): the lock it takes is the session's. It
+	// counts only a claim that is claimLocked. When the cap refuses the claim the lock is still
+	// taken; the caller releases it.
 	readLockCharged string
 	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
 	// returns whether the key may be claimed (counted, or it has a live record) and
@@ -339,30 +375,35 @@ FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.sc
 
 	// A remembered key (a tombstone) takes no lock: it will not be claimed.
 	q.readLock = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
-	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN false
-		WHEN ` + takeClaimLocks("$3::bigint", true, wait) + ` THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
-		ELSE true END AS busy
+	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN ` + smallint(claimNone) + `
+		WHEN ` + takeClaimLocks("$3::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
+		ELSE ` + smallint(claimBusy) + ` END AS claim
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
-	q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
+	if !e.keyTaken {
+		q.readLocked = `SELECT ` + recordCols + ` FROM idempotency_records r
 WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND r.scope_id = $1` + rlive
+	}
 
 	for _, probe := range []string{"", "probe", "lock"} {
-		busy := "false"
+		// busy is p's column: whether a concurrent claim holds the key, or (lock) the claim
+		// column of readLock; counts is when the claim is counted.
+		busy, counts := "false AS busy", "NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE "+takenCTE("r")+") AND NOT EXISTS (SELECT 1 FROM tb)"
 		switch probe {
 		case "probe":
-			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END"
+			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END AS busy"
 		case "lock":
-			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN false
-	WHEN ` + takeClaimLocks("$6::bigint", true, wait) + ` THEN set_config('idemgen.claim_lock', 'true', true) IS NULL
-	ELSE true END`
+			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN ` + smallint(claimNone) + `
+	WHEN ` + takeClaimLocks("$6::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
+	ELSE ` + smallint(claimBusy) + ` END AS claim`
+			counts = "p.claim = " + smallint(claimLocked)
 		}
 		// A remembered key (a tombstone) is neither claimed nor counted.
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
 ` + tombstoneCTE("r") + `,
-p AS (SELECT ` + busy + ` AS busy),
-` + chargeClaimCTE("FROM p WHERE NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE "+takenCTE("r")+") AND NOT EXISTS (SELECT 1 FROM tb)", "$3", "$4", "$5") + `
-SELECT r.*, ` + tombstoneCols + `, p.busy, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
+p AS (SELECT ` + busy + `),
+` + chargeClaimCTE("FROM p WHERE "+counts, "$3", "$4", "$5") + `
+SELECT r.*, ` + tombstoneCols + `, p.*, EXISTS (SELECT 1 FROM c) AS admitted, ` + intervalLeft("$4") + ` AS interval_left_us
 FROM p LEFT JOIN r ON true LEFT JOIN tb ON true`
 		switch probe {
 		case "probe":

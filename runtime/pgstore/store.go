@@ -1068,67 +1068,90 @@ func int8v(v []byte) int64 {
 }
 
 // readLock is the read of ClaimWithStatement.LockAtRead (statements.readLock, or
-// readLockCharged under a records cap, and readLocked: one round trip): the key's record, busy
-// when a concurrent claim holds its lock, and locked when the session on conn now holds the
-// lock; r is then the record that the read under the lock found, if any. Under a records cap,
-// a new key the cap refuses is store.LimitError, with locked set: the caller releases the lock.
+// readLockCharged under a records cap; with readLocked behind it in the same round trip on a
+// schema without idempotency_key_taken): the key's record, busy when a concurrent claim holds
+// its lock, and locked when the session on conn now holds the lock. taken, with locked, says
+// that the read under the lock found the key taken by a claim that committed after the first
+// read's snapshot: r is then that record when readLocked read it, nil when the statement's own
+// re-read found it (the caller gives the lock back and decides afresh). Under a records cap, a
+// new key the cap refuses is store.LimitError, with locked set: the caller releases the lock.
 // On any other error the lock may be held: the caller closes conn.
-func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked bool, err error) {
+func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec) (r *row, busy, locked, taken bool, err error) {
 	d := sp.d
 	capped := s.lim.records > 0 && !sp.Counted
 	size := claimsAheadOf(s.lim.records, s.lim.recordsEach)
 	// Under a cap that counts claims ahead the read is the plain one and a new key is counted
 	// after it (countNewKey); under a smaller one the read counts it.
 	charged := capped && size == 0
-	b := &pgx.Batch{}
-	if charged {
-		b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
-	} else {
-		b.Queue(s.q.readLock, d.scope, d.key, d.lock)
-	}
-	b.Queue(s.q.readLocked, d.scope, d.key)
-	br := conn.SendBatch(ctx, b)
-	var first, again rawRecord
+	reread := s.q.readLocked != ""
 	var (
-		admitted bool
-		left     int64
+		first, again rawRecord
+		claim        int16
+		admitted     bool
+		left         int64
 	)
-	if charged {
-		err = br.QueryRow().Scan(first.targetsTomb(&busy, &admitted, &left)...)
+	if !reread {
+		// One statement: sent alone, it needs no batch.
+		if charged {
+			err = conn.QueryRow(ctx, s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock).
+				Scan(first.targetsTomb(&claim, &admitted, &left)...)
+		} else {
+			err = conn.QueryRow(ctx, s.q.readLock, d.scope, d.key, d.lock).Scan(first.targetsTomb(&claim)...)
+		}
 	} else {
-		err = br.QueryRow().Scan(first.targetsTomb(&busy)...)
-	}
-	if err == nil {
-		err = br.QueryRow().Scan(again.targets()...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil
+		b := &pgx.Batch{}
+		if charged {
+			b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
+		} else {
+			b.Queue(s.q.readLock, d.scope, d.key, d.lock)
+		}
+		b.Queue(s.q.readLocked, d.scope, d.key)
+		br := conn.SendBatch(ctx, b)
+		if charged {
+			err = br.QueryRow().Scan(first.targetsTomb(&claim, &admitted, &left)...)
+		} else {
+			err = br.QueryRow().Scan(first.targetsTomb(&claim)...)
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(again.targets()...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		return nil, false, false, fmt.Errorf("read record: %w", err)
+		return nil, false, false, false, fmt.Errorf("read record: %w", err)
 	}
+	busy = claim == claimBusy
 	countsAfter := capped && !charged
 	if r = first.row(); r != nil || busy {
 		if charged && r != nil && !r.live && !admitted {
-			return nil, false, false, s.lim.overLimit(left) // an expired record takes no lock
+			return nil, false, false, false, s.lim.overLimit(left) // an expired record takes no lock
 		}
 		if countsAfter && r != nil && !r.live && !busy {
 			err = s.countNewKey(ctx, conn, sp, size) // an expired record: a new claim of the key
 		}
-		return r, busy, false, err
+		return r, busy, false, false, err
+	}
+	if claim == claimTaken {
+		// A claim committed between the read's snapshot and our lock: nothing was counted.
+		return nil, false, true, true, nil
 	}
 	if charged && !admitted {
-		return nil, false, true, s.lim.overLimit(left)
+		return nil, false, true, false, s.lim.overLimit(left)
 	}
-	if r = again.row(); countsAfter && (r == nil || !r.live) {
+	if r = again.row(); r != nil {
+		taken = true
+	}
+	if countsAfter && (r == nil || !r.live) {
 		// A new key, locked: it is counted now (a LimitError leaves the lock for the caller
 		// to release).
 		err = s.countNewKey(ctx, conn, sp, size)
 	}
-	return r, false, true, err
+	return r, false, true, taken, err
 }
 
 // unlock releases the session-level claim lock that readLock took on conn, which is idle. When

@@ -137,7 +137,7 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 // beginLocked is beginAtomic with LockAtRead: the read takes the claim lock of a new key for
 // the session on conn (Store.readLock), and the transaction releases it when it ends.
 func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claimSpec, conn *pgxpool.Conn) (*tx, *store.Record, error) {
-	r, busy, locked, err := s.readLock(ctx, conn, sp)
+	r, busy, locked, taken, err := s.readLock(ctx, conn, sp)
 	var over *store.LimitError
 	switch {
 	case errors.As(err, &over):
@@ -159,14 +159,14 @@ func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claim
 	case busy:
 		conn.Release()
 		return nil, nil, store.ErrBusy
-	case locked && r == nil && !s.claiming.enter(sp.d.key.Bytes):
+	case locked && !taken && !s.claiming.enter(sp.d.key.Bytes):
 		// Another request of this Store has the key (a claim of it that just ended and has
 		// not left yet): busy.
 		s.unlock(conn, sp.d.lock)
 		conn.Release()
 		return nil, nil, store.ErrBusy
-	case locked && (r != nil || !s.trySlot(sp.tenant)):
-		if r == nil {
+	case locked && (taken || !s.trySlot(sp.tenant)):
+		if !taken {
 			s.claiming.leave(sp.d.key.Bytes)
 		}
 		// A claim completed between the read's snapshot and our lock, or every connection a

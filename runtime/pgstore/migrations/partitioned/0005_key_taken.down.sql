@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS idempotency_key_taken(bigint, uuid);
