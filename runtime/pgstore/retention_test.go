@@ -272,9 +272,10 @@ func TestGooseMigrationsMatch(t *testing.T) {
 		if string(up) != m.SQL {
 			t.Errorf("%s: the embedded SQL differs from the file", m.Name)
 		}
-		// goose splits statements on semicolons: a DO block goes between StatementBegin and
-		// StatementEnd.
+		// goose splits statements on semicolons: a DO block or a function's body goes between
+		// StatementBegin and StatementEnd.
 		gooseUp := strings.ReplaceAll(string(up), "\nDO $$\n", "\n-- +goose StatementBegin\nDO $$\n")
+		gooseUp = strings.ReplaceAll(gooseUp, "\nCREATE OR REPLACE FUNCTION ", "\n-- +goose StatementBegin\nCREATE OR REPLACE FUNCTION ")
 		gooseUp = strings.ReplaceAll(gooseUp, "\n$$;\n", "\n$$;\n-- +goose StatementEnd\n")
 		want := "-- +goose Up\n" + gooseUp + "\n-- +goose Down\n" + string(down)
 		if string(goose) != want {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestMigrateRefusesTheFirstLayout(t *testing.T) {
 }
 
 // schemaOf describes the idempotency schema of pool's database, one sorted line per column,
-// index, constraint and applied version, for comparing an upgraded database with a fresh one.
+// index, constraint, function and applied version, for comparing an upgraded database with a fresh one.
 // With names false, the names of indexes and constraints are left out: two schemas then
 // compare index by index by what each indexes.
 func schemaOf(t *testing.T, pool *pgxpool.Pool, names bool) []string {
@@ -113,6 +114,9 @@ UNION ALL
 SELECT 'constraint ' || t.relname || ' ' || CASE WHEN $2 THEN k.conname || ' ' ELSE '' END || pg_get_constraintdef(k.oid)
 FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid
 WHERE t.relname = ANY($1) AND t.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text || ' ' || p.provolatile::text || ' ' || pg_get_function_result(p.oid) || ' ' || p.prosrc
+FROM pg_proc p WHERE p.proname LIKE 'idempotency\_%' AND p.pronamespace = current_schema()::regnamespace
 UNION ALL
 SELECT 'version ' || version || ' ' || name FROM idemgen_schema_versions
 ORDER BY 1`, tables, names)
@@ -189,6 +193,9 @@ func TestUpgradeFromEveryReleasePoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, wantByDefinition := schemaOf(t, fresh, true), schemaOf(t, fresh, false)
+			if !slices.ContainsFunc(want, func(l string) bool { return strings.HasPrefix(l, "function idempotency_key_taken(bigint,uuid) v ") }) {
+				t.Errorf("a fresh schema has no VOLATILE idempotency_key_taken(bigint, uuid) (migration 0006): %q", want)
+			}
 			ms, err := layout.up()
 			if err != nil {
 				t.Fatal(err)
