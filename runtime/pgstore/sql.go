@@ -200,11 +200,13 @@ const (
 func smallint(v int16) string { return strconv.Itoa(int(v)) + "::smallint" }
 
 // rereadUnderLock is readLock's answer once the session holds the key's lock ($1 scope_id,
-// $2 key_id): claimTaken or claimLocked by idempotency_key_taken, whose VOLATILE SQL body
-// PostgreSQL never inlines (it reads a table) and runs under a snapshot taken when it is called,
-// which is after the lock (src/backend/executor/functions.c, fmgr_sql; "Function Volatility
-// Categories" in PostgreSQL's documentation). Without the function (e.keyTaken false) it notes
-// the lock for statements.readLocked and answers claimLocked.
+// $2 key_id): claimTaken or claimLocked by idempotency_key_taken, a VOLATILE PL/pgSQL function,
+// which PostgreSQL never inlines and whose query runs under a snapshot taken when that query
+// starts, after the lock (a volatile function is not read-only: _SPI_execute_plan in
+// src/backend/executor/spi.c pushes GetTransactionSnapshot() for each of its statements; "Function
+// Volatility Categories" in PostgreSQL's documentation). CASE evaluates its branches in order,
+// so the function runs only when the lock was just taken. Without the function (e.keyTaken
+// false) it notes the lock for statements.readLocked and answers claimLocked.
 func rereadUnderLock(e engine) string {
 	if e.keyTaken {
 		return `CASE WHEN idempotency_key_taken($1, $2) THEN ` + smallint(claimTaken) + ` ELSE ` + smallint(claimLocked) + ` END`
@@ -232,8 +234,8 @@ type statements struct {
 	// claim column (claimNone, claimBusy, claimLocked, claimTaken). Once the lock is ours the key
 	// is read again under a snapshot newer than the lock, so that a claim that committed (and
 	// released the lock) between the statement's snapshot and our lock is seen: by the VOLATILE
-	// SQL function idempotency_key_taken of migration 0006 (0005 partitioned), which PostgreSQL
-	// runs with a snapshot of its own, taken when it is called (claimTaken). The function is
+	// function idempotency_key_taken of migration 0006 (0005 partitioned), whose query
+	// PostgreSQL runs under a snapshot of its own, taken when it starts (claimTaken). The function is
 	// called only once the lock is ours: a replay, a mismatch and a busy key cost this one
 	// statement. On a schema without the function (engine.keyTaken false: a replica that runs
 	// before the migration) the statement notes the lock in a transaction-local setting instead
