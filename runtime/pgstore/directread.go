@@ -86,7 +86,7 @@ func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Ti
 	if !rr.key.Valid {
 		return errNotDirect
 	}
-	sd, err := s.directStatement(ctx, conn, sql, rr.probe)
+	sd, err := s.directStatement(ctx, conn, sql, rr.tailType())
 	if err != nil || sd == nil {
 		if err == nil {
 			err = errNotDirect
@@ -180,8 +180,8 @@ func (s *Store) forgetDirect(ctx context.Context, conn *pgx.Conn, sql string) {
 
 // directStatement returns sql prepared on conn, preparing it the first time (pgx.Conn.Prepare
 // by its text, so that pgx's own queries of it use the same statement); nil when its
-// parameters or columns are not the direct read's.
-func (s *Store) directStatement(ctx context.Context, conn *pgx.Conn, sql string, probe bool) (*pgconn.StatementDescription, error) {
+// parameters or columns are not the direct read's (tail: readRow.tailType).
+func (s *Store) directStatement(ctx context.Context, conn *pgx.Conn, sql string, tail uint32) (*pgconn.StatementDescription, error) {
 	data := conn.PgConn().CustomData()
 	reads, _ := data[directKey].(*directReads)
 	if reads != nil {
@@ -195,7 +195,7 @@ func (s *Store) directStatement(ctx context.Context, conn *pgx.Conn, sql string,
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if !directShape(sd, probe) {
+	if !directShape(sd, tail) {
 		sd = nil
 	}
 	if reads == nil {
@@ -207,10 +207,11 @@ func (s *Store) directStatement(ctx context.Context, conn *pgx.Conn, sql string,
 }
 
 // directShape reports whether sd takes the parameters and returns the columns of read (or of
-// readProbe, probe), which readDirect encodes and decodes.
-func directShape(sd *pgconn.StatementDescription, probe bool) bool {
+// readProbe or readLock: the column after readCols of type tail), which readDirect encodes and
+// decodes.
+func directShape(sd *pgconn.StatementDescription, tail uint32) bool {
 	nargs, cols := 2, len(readColTypes)-1
-	if probe {
+	if tail != 0 {
 		nargs, cols = 3, cols+1
 	}
 	if len(sd.ParamOIDs) != nargs || len(sd.Fields) != cols {
@@ -222,16 +223,21 @@ func directShape(sd *pgconn.StatementDescription, probe bool) bool {
 		}
 	}
 	for i, f := range sd.Fields {
-		if f.DataTypeOID != readColTypes[i] {
+		want := readColTypes[i]
+		if i == readColBusy {
+			want = tail
+		}
+		if f.DataTypeOID != want {
 			return false
 		}
 	}
 	return true
 }
 
-// nargs is how many of rr.args its statement takes: read $1, $2; readProbe $1, $2, $3.
+// nargs is how many of rr.args its statement takes: read $1, $2; readProbe and readLock $1,
+// $2, $3.
 func (rr *readRow) nargs() int {
-	if rr.probe {
+	if rr.tailType() != 0 {
 		return 3
 	}
 	return 2

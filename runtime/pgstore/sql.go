@@ -229,7 +229,8 @@ type statements struct {
 	// statement, without the failing statement the claim would otherwise meet (an ERROR line in
 	// the server log for every 409).
 	readProbe string
-	// readLock is read for ClaimWithStatement.LockAtRead: when the key has no record, it tries
+	// readLock is read for ClaimWithStatement.LockAtRead (readCols, then a claim column, read
+	// as readProbe's row is: readRow): when the key has no record, it tries
 	// the claim lock ($3) for the session, so that it outlives the statement, and answers in its
 	// claim column (claimNone, claimBusy, claimLocked, claimTaken). Once the lock is ours the key
 	// is read again under a snapshot newer than the lock, so that a claim that committed (and
@@ -376,7 +377,7 @@ FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.sc
 ` + tombstoneOfLateral
 
 	// A remembered key (a tombstone) takes no lock: it will not be claimed.
-	q.readLock = `SELECT ` + recordCols + `, ` + tombstoneCols + `,
+	q.readLock = `SELECT ` + readCols + `,
 	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN ` + smallint(claimNone) + `
 		WHEN ` + takeClaimLocks("$3::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
 		ELSE ` + smallint(claimBusy) + ` END AS claim

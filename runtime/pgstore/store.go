@@ -893,11 +893,15 @@ type readRow struct {
 	// enc and params are the arguments in binary, for a direct read (directread.go).
 	enc    [32]byte
 	params [3][]byte
-	probe  bool   // the statement ends with the busy column (readProbe)
-	op     string // the operation expected, or ""
-	found  bool   // a record, live or not (rawRecord.row)
-	busy   bool
-	out    row
+	probe  bool // the statement ends with the busy column (readProbe)
+	// claimed: the statement ends with the claim column of statements.readLock (claimNone,
+	// claimBusy, claimLocked, claimTaken), read into claim; busy is then claim == claimBusy.
+	claimed bool
+	claim   int16
+	op      string // the operation expected, or ""
+	found   bool   // a record, live or not (rawRecord.row)
+	busy    bool
+	out     row
 }
 
 func newReadRow(d recordDigest, op string, probe bool) *readRow {
@@ -926,13 +930,33 @@ const (
 	readColBusy = 12
 )
 
+// tailType is the type of the column after readCols in rr's statement: readProbe's busy
+// (boolean), readLock's claim (smallint), or 0 when there is none (read).
+func (rr *readRow) tailType() uint32 {
+	switch {
+	case rr.probe:
+		return pgtype.BoolOID
+	case rr.claimed:
+		return pgtype.Int2OID
+	}
+	return 0
+}
+
+// colType is the type of rr's statement's column i.
+func (rr *readRow) colType(i int) uint32 {
+	if i == readColBusy {
+		return rr.tailType()
+	}
+	return readColTypes[i]
+}
+
 // ScanRow decodes the row (pgx.RowScanner) from its values as pgx's extended protocol receives
 // them: text as text, the rest in binary. A row in another form (the text format of the simple
 // protocol, behind a proxy that needs it; a column of another type) is scanned by pgx as
 // rawRecord, with the same result.
 func (rr *readRow) ScanRow(rows pgx.Rows) error {
 	n := len(readColTypes) - 1
-	if rr.probe {
+	if rr.tailType() != 0 {
 		n++
 	}
 	fds, vals := rows.FieldDescriptions(), rows.RawValues()
@@ -946,11 +970,11 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 }
 
 // decode decodes the row from fds and vals, its columns' descriptions and values (the columns
-// of read, or readProbe's, as many); false, having decoded nothing, when a column is not in the
+// of read, or readProbe's or readLock's, as many); false, having decoded nothing, when a column is not in the
 // form decode reads: text as text, the rest in binary, each of its type in readColTypes.
 func (rr *readRow) decode(fds []pgconn.FieldDescription, vals [][]byte) bool {
 	n := len(readColTypes) - 1
-	if rr.probe {
+	if rr.tailType() != 0 {
 		n++
 	}
 	if len(fds) != n || len(vals) != n {
@@ -959,12 +983,16 @@ func (rr *readRow) decode(fds []pgconn.FieldDescription, vals [][]byte) bool {
 	for i, fd := range fds {
 		// pgx asks for text in its text format (the same bytes) and for the others in binary.
 		binaryOrText := fd.Format == pgx.BinaryFormatCode || fd.DataTypeOID == pgtype.TextOID
-		if !binaryOrText || fd.DataTypeOID != readColTypes[i] || !fixedSize(fd.DataTypeOID, vals[i]) {
+		if !binaryOrText || fd.DataTypeOID != rr.colType(i) || !fixedSize(fd.DataTypeOID, vals[i]) {
 			return false
 		}
 	}
-	if rr.probe {
+	switch {
+	case rr.probe:
 		rr.busy = len(vals[readColBusy]) == 1 && vals[readColBusy][0] != 0
+	case rr.claimed:
+		rr.claim = int2(vals[readColBusy])
+		rr.busy = rr.claim == claimBusy
 	}
 	if live := len(vals[5]) == 1 && vals[5][0] != 0; vals[readColTomb] != nil && !live {
 		// The key is remembered (a late retry): its tombstone is the record, as in rawRecord.row.
@@ -1020,11 +1048,17 @@ func (rr *readRow) decode(fds []pgconn.FieldDescription, vals [][]byte) bool {
 func (rr *readRow) scanRows(rows pgx.Rows) error {
 	var raw rawRecord
 	targets := raw.targetsRead()
-	if rr.probe {
+	switch {
+	case rr.probe:
 		targets = append(targets, &rr.busy)
+	case rr.claimed:
+		targets = append(targets, &rr.claim)
 	}
 	if err := rows.Scan(targets...); err != nil {
 		return err
+	}
+	if rr.claimed {
+		rr.busy = rr.claim == claimBusy
 	}
 	if r := raw.row(); r != nil {
 		rr.out, rr.found = *r, true
@@ -1083,35 +1117,41 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	// Under a cap that counts claims ahead the read is the plain one and a new key is counted
 	// after it (countNewKey); under a smaller one the read counts it.
 	charged := capped && size == 0
-	reread := s.q.readLocked != ""
 	var (
-		first, again rawRecord
-		claim        int16
-		admitted     bool
-		left         int64
+		first    *row
+		claim    int16
+		admitted bool
+		left     int64
+		again    rawRecord
 	)
-	if !reread {
-		// One statement: sent alone, it needs no batch.
+	// readLock's row is read as readProbe's is (readRow: its arguments unboxed, its columns
+	// decoded without scan plans); readLockCharged's by pgx's scan plans.
+	rr := newReadRow(d, sp.Operation, false)
+	rr.claimed = true
+	scan := func(row pgx.Row) error {
 		if charged {
-			err = conn.QueryRow(ctx, s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock).
-				Scan(first.targetsTomb(&claim, &admitted, &left)...)
-		} else {
-			err = conn.QueryRow(ctx, s.q.readLock, d.scope, d.key, d.lock).Scan(first.targetsTomb(&claim)...)
+			var raw rawRecord
+			err := row.Scan(raw.targetsTomb(&claim, &admitted, &left)...)
+			first = raw.row()
+			return err
 		}
+		err := row.Scan(rr)
+		first, claim = rr.row(), rr.claim
+		return err
+	}
+	query, args := s.q.readLock, rr.args[:]
+	if charged {
+		query, args = s.q.readLockCharged, []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock}
+	}
+	if s.q.readLocked == "" {
+		// One statement, which re-reads under the lock itself (idempotency_key_taken).
+		err = scan(conn.QueryRow(ctx, query, args...))
 	} else {
 		b := &pgx.Batch{}
-		if charged {
-			b.Queue(s.q.readLockCharged, d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock)
-		} else {
-			b.Queue(s.q.readLock, d.scope, d.key, d.lock)
-		}
+		b.Queue(query, args...)
 		b.Queue(s.q.readLocked, d.scope, d.key)
 		br := conn.SendBatch(ctx, b)
-		if charged {
-			err = br.QueryRow().Scan(first.targetsTomb(&claim, &admitted, &left)...)
-		} else {
-			err = br.QueryRow().Scan(first.targetsTomb(&claim)...)
-		}
+		err = scan(br.QueryRow())
 		if err == nil {
 			err = br.QueryRow().Scan(again.targets()...)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -1127,7 +1167,7 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	}
 	busy = claim == claimBusy
 	countsAfter := capped && !charged
-	if r = first.row(); r != nil || busy {
+	if r = first; r != nil || busy {
 		if charged && r != nil && !r.live && !admitted {
 			return nil, false, false, false, s.lim.overLimit(left) // an expired record takes no lock
 		}
