@@ -1118,49 +1118,21 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	// after it (countNewKey); under a smaller one the read counts it.
 	charged := capped && size == 0
 	var (
-		first    *row
-		claim    int16
-		admitted bool
-		left     int64
-		again    rawRecord
+		first, again *row
+		claim        int16
+		admitted     bool
+		left         int64
 	)
-	// readLock's row is read as readProbe's is (readRow: its arguments unboxed, its columns
-	// decoded without scan plans); readLockCharged's by pgx's scan plans.
-	rr := newReadRow(d, sp.Operation, false)
-	rr.claimed = true
-	scan := func(row pgx.Row) error {
-		if charged {
-			var raw rawRecord
-			err := row.Scan(raw.targetsTomb(&claim, &admitted, &left)...)
-			first = raw.row()
-			return err
-		}
-		err := row.Scan(rr)
-		first, claim = rr.row(), rr.claim
-		return err
-	}
-	query, args := s.q.readLock, rr.args[:]
-	if charged {
-		query, args = s.q.readLockCharged, []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock}
-	}
-	if s.q.readLocked == "" {
-		// One statement, which re-reads under the lock itself (idempotency_key_taken).
-		err = scan(conn.QueryRow(ctx, query, args...))
+	if charged || s.q.readLocked != "" {
+		first, claim, admitted, left, again, err = s.readLockScanned(ctx, conn, sp, charged)
 	} else {
-		b := &pgx.Batch{}
-		b.Queue(query, args...)
-		b.Queue(s.q.readLocked, d.scope, d.key)
-		br := conn.SendBatch(ctx, b)
-		err = scan(br.QueryRow())
-		if err == nil {
-			err = br.QueryRow().Scan(again.targets()...)
-			if errors.Is(err, pgx.ErrNoRows) {
-				err = nil
-			}
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
+		// One statement, which re-reads under the lock itself (idempotency_key_taken), read as
+		// readProbe's row is (readRow: its arguments unboxed, its columns decoded without scan
+		// plans): a replay allocates here what the default claim's does.
+		rr := newReadRow(d, sp.Operation, false)
+		rr.claimed = true
+		err = conn.Conn().QueryRow(ctx, s.q.readLock, rr.args[:]...).Scan(rr)
+		first, claim = rr.row(), rr.claim
 	}
 	if err != nil {
 		return nil, false, false, false, fmt.Errorf("read record: %w", err)
@@ -1183,7 +1155,7 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 	if charged && !admitted {
 		return nil, false, true, false, s.lim.overLimit(left)
 	}
-	if r = again.row(); r != nil {
+	if r = again; r != nil {
 		taken = true
 	}
 	if countsAfter && (r == nil || !r.live) {
@@ -1192,6 +1164,51 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		err = s.countNewKey(ctx, conn, sp, size)
 	}
 	return r, false, true, taken, err
+}
+
+// readLockScanned is readLock's read under a records cap that the read counts
+// (readLockCharged) or on a schema without idempotency_key_taken (readLocked pipelined behind
+// it), scanned by pgx's scan plans: the first row's record and claim column, whether the cap
+// admitted the claim and the interval's time left (readLockCharged), and the record readLocked
+// read under the lock, if any.
+func (s *Store) readLockScanned(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec, charged bool) (first *row, claim int16, admitted bool, left int64, again *row, err error) {
+	d := sp.d
+	var raw, re rawRecord
+	rr := newReadRow(d, sp.Operation, false)
+	rr.claimed = true
+	scan := func(row pgx.Row) error {
+		if charged {
+			err := row.Scan(raw.targetsTomb(&claim, &admitted, &left)...)
+			first = raw.row()
+			return err
+		}
+		err := row.Scan(rr)
+		first, claim = rr.row(), rr.claim
+		return err
+	}
+	query, args := s.q.readLock, rr.args[:]
+	if charged {
+		query, args = s.q.readLockCharged, []any{d.scope, d.key, sp.limitScope(), s.lim.recordsEach, s.lim.records, d.lock}
+	}
+	if s.q.readLocked == "" {
+		err = scan(conn.Conn().QueryRow(ctx, query, args...))
+		return first, claim, admitted, left, nil, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	b.Queue(s.q.readLocked, d.scope, d.key)
+	br := conn.SendBatch(ctx, b)
+	err = scan(br.QueryRow())
+	if err == nil {
+		err = br.QueryRow().Scan(re.targets()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return first, claim, admitted, left, re.row(), err
 }
 
 // unlock releases the session-level claim lock that readLock took on conn, which is idle. When

@@ -138,9 +138,8 @@ func (c ClaimWithStatement) beginAtomic(ctx context.Context, s *Store, sp *claim
 // the session on conn (Store.readLock), and the transaction releases it when it ends.
 func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claimSpec, conn *pgxpool.Conn) (*tx, *store.Record, error) {
 	r, busy, locked, taken, err := s.readLock(ctx, conn, sp)
-	var over *store.LimitError
 	switch {
-	case errors.As(err, &over):
+	case err != nil && isLimitError(err):
 		// The tenant's records cap refused the new key: the lock goes back with the answer.
 		if locked {
 			s.unlock(conn, sp.d.lock)
@@ -190,6 +189,14 @@ func (c ClaimWithStatement) beginLocked(ctx context.Context, s *Store, sp *claim
 	t := newTx(s, conn, sp, randomToken(), commitInsert, p)
 	t.slot, t.held, t.rechecked, t.entered = true, true, true, true
 	return t, nil, nil
+}
+
+// isLimitError reports whether err is a tenant's cap refusing the claim (store.LimitError). A
+// function of its own so that the target errors.As needs is allocated only when there is an
+// error, not on every read.
+func isLimitError(err error) bool {
+	var over *store.LimitError
+	return errors.As(err, &over)
 }
 
 func (ClaimReadFirst) beginAtomic(ctx context.Context, s *Store, sp *claimSpec) (*tx, *store.Record, error) {

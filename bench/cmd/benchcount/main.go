@@ -77,7 +77,7 @@ func main() {
 	}
 	fmt.Printf("Per request, the least over %d batches of %d (the mean in brackets):\n\n", *batches, *n)
 	fmt.Printf("| scenario | allocs/req | bytes/req | statements/req | round trips/req |\n|---|---:|---:|---:|---:|\n")
-	for _, s := range append(append([]reqcost.Scenario{}, reqcost.Scenarios...), reqcost.Controls...) {
+	for _, s := range append(append(append([]reqcost.Scenario{}, reqcost.Scenarios...), reqcost.Options...), reqcost.Controls...) {
 		bs, err := rig.Measure(s, *warm, *batches, *n)
 		if err != nil {
 			log.Fatalf("benchcount: %s: %v", s, err)
@@ -136,7 +136,7 @@ func runLoop(rig *reqcost.Rig, name string, warm, n int, direct bool, cpuprofile
 // scenario finds the scenario named "PATH, KIND".
 func scenario(name string) (reqcost.Scenario, error) {
 	var names []string
-	for _, s := range append(append([]reqcost.Scenario{}, reqcost.Scenarios...), reqcost.Controls...) {
+	for _, s := range append(append(append([]reqcost.Scenario{}, reqcost.Scenarios...), reqcost.Options...), reqcost.Controls...) {
 		if strings.EqualFold(s.String(), name) {
 			return s, nil
 		}

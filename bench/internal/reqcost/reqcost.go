@@ -48,6 +48,10 @@ const (
 	// Middleware is the same business code behind runtime.Middleware on the same runtime
 	// configuration (benchserver's "middleware (ClaimWithStatement)" variants, baseline.Middleware).
 	Middleware Path = "middleware"
+	// MiddlewareLockAtRead is Middleware on ClaimWithStatement{LockAtRead: true}, the opt-in
+	// claim whose read holds the key the Middleware confirms (benchserver's "middleware
+	// (ClaimWithStatement LockAtRead)" variants).
+	MiddlewareLockAtRead Path = "middleware with LockAtRead"
 	// Plain is the business INSERT in a plain transaction, no idempotency (the control).
 	Plain Path = "plain transaction"
 	// Bare decodes the body and answers, no database: net/http's share of every request.
@@ -80,6 +84,10 @@ var Scenarios = []Scenario{
 
 // Controls are the paths without idempotency, for comparison.
 var Controls = []Scenario{{Plain, NewKey}, {Bare, NewKey}}
+
+// Options are the scenarios of an opt-in configuration, counted by benchcount (and so by
+// bench/ab) but not guarded: the Middleware on ClaimWithStatement{LockAtRead: true}.
+var Options = []Scenario{{MiddlewareLockAtRead, Replay}, {MiddlewareLockAtRead, Mismatch}, {MiddlewareLockAtRead, NewKey}}
 
 // The request bodies: the harness's createPayment body (bench/cmd/benchdrive), and the body of a
 // mismatch.
@@ -166,7 +174,11 @@ func (r *Rig) mount(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for p, h := range map[Path]http.Handler{Generated: gen, Middleware: mw, Plain: baseline.Plain(r.pool), Bare: baseline.Bare()} {
+	mwl, err := baseline.MiddlewareWith(r.pool, pgstore.ClaimWithStatement{LockAtRead: true})
+	if err != nil {
+		return err
+	}
+	for p, h := range map[Path]http.Handler{Generated: gen, Middleware: mw, MiddlewareLockAtRead: mwl, Plain: baseline.Plain(r.pool), Bare: baseline.Bare()} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
