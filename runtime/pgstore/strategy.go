@@ -49,7 +49,9 @@ type ClaimWithStatement struct {
 	// round trip of its own for it). BEGIN travels with the handler's first statement, and the
 	// record INSERT, COMMIT and the lock's release with the last round trip: the handler's
 	// statements plus two round trips, as without it. A replay, mismatch or conflict still
-	// costs one read that takes no lock and no transaction id. Every other end (Abort, a failed
+	// costs one read that takes no lock and no transaction id: one statement, as without it,
+	// on a schema that has idempotency_key_taken (schema version 6, which re-reads a new key
+	// under its lock within the read), two on an older one. Every other end (Abort, a failed
 	// commit) releases the lock in the same round trip as its ROLLBACK; a connection whose
 	// release failed is closed, never returned to the pool holding it. Under a records cap
 	// (Limits.Records) the same read counts the new key; one the cap refuses gives the lock
