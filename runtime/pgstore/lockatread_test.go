@@ -344,3 +344,35 @@ func TestLockAtReadOverTheRecordsCap(t *testing.T) {
 		t.Errorf("%d advisory locks held after the refusal, want 0", n)
 	}
 }
+
+// Under a records cap small enough that the read counts the claim (readLockCharged), a key whose
+// record has expired (and is no longer remembered) is a new claim of the key: it is counted and
+// runs, never refused as over the cap (the read's claim column says the key has a row,
+// claimNone, yet the row does not take the key).
+func TestLockAtReadExpiredKeyUnderTheRecordsCap(t *testing.T) {
+	if partitioned() {
+		t.Skip("the partitioned layout never reads an expired record: its key is remembered by its tombstone (IDEMGEN_PG_LAYOUT=partitioned)")
+	}
+	e := newEnv(t, func(c *setup) {
+		withLockAtRead(c)
+		c.store.Limits = pgstore.Limits{Records: 3, RecordsInterval: time.Hour}
+	})
+	var entered atomic.Int64
+	h := lockedMiddleware(t, e, &entered)
+	if w := serve(h, req("t1", key1, body100)); w.Code != 201 {
+		t.Fatalf("first claim: %d %s", w.Code, w.Body)
+	}
+	if _, err := e.pool.Exec(context.Background(), `UPDATE idempotency_records SET expires_at = now() - interval '1 second', forget_at = NULL WHERE key_id = $1`,
+		keyID("t1", key1)); err != nil {
+		t.Fatal(err)
+	}
+	if w := serve(h, req("t1", key1, body100)); w.Code != 201 || w.Header().Get(runtime.HeaderReplayed) == "true" {
+		t.Errorf("the expired key again: %d %s (replayed %q), want a new 201", w.Code, w.Body, w.Header().Get(runtime.HeaderReplayed))
+	}
+	if got := entered.Load(); got != 2 {
+		t.Errorf("the wrapped handler ran %d times, want 2", got)
+	}
+	if n := advisoryLocks(t, e); n != 0 {
+		t.Errorf("%d advisory locks held after the requests, want 0", n)
+	}
+}

@@ -253,8 +253,10 @@ type statements struct {
 	readCharged, readProbeCharged string
 	// readLockCharged is readLock for a store with a records cap (readProbeCharged's arguments
 	// and answers, with readLock's claim column for busy): the lock it takes is the session's. It
-	// counts only a claim that is claimLocked. When the cap refuses the claim the lock is still
-	// taken; the caller releases it.
+	// counts a new key it locked (claimLocked) and an expired record's key (claimNone, a new
+	// claim of the key), never a key a claim took between its snapshot and its lock
+	// (claimTaken). When the cap refuses the claim the lock is still taken; the caller
+	// releases it.
 	readLockCharged string
 	// chargeClaim counts a claim as readCharged does, alone (lease mode's claim pipeline): it
 	// returns whether the key may be claimed (counted, or it has a live record) and
@@ -390,8 +392,11 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 
 	for _, probe := range []string{"", "probe", "lock"} {
 		// busy is p's column: whether a concurrent claim holds the key, or (lock) the claim
-		// column of readLock; counts is when the claim is counted.
-		busy, counts := "false AS busy", "NOT p.busy AND NOT EXISTS (SELECT 1 FROM r WHERE "+takenCTE("r")+") AND NOT EXISTS (SELECT 1 FROM tb)"
+		// column of readLock; counts is when the claim is counted: a key that is not taken (no
+		// record, or an expired one: a new claim of the key) and not held by a concurrent claim,
+		// nor (lock) by one that committed between the snapshot and our lock.
+		untaken := "NOT EXISTS (SELECT 1 FROM r WHERE " + takenCTE("r") + ") AND NOT EXISTS (SELECT 1 FROM tb)"
+		busy, counts := "false AS busy", "NOT p.busy AND "+untaken
 		switch probe {
 		case "probe":
 			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END AS busy"
@@ -399,7 +404,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN ` + smallint(claimNone) + `
 	WHEN ` + takeClaimLocks("$6::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
 	ELSE ` + smallint(claimBusy) + ` END AS claim`
-			counts = "p.claim = " + smallint(claimLocked)
+			counts = "p.claim IN (" + smallint(claimNone) + ", " + smallint(claimLocked) + ") AND " + untaken
 		}
 		// A remembered key (a tombstone) is neither claimed nor counted.
 		charged := `WITH r AS (SELECT ` + recordCols + ` FROM idempotency_records r WHERE r.key_id = $2 AND r.scope_id = $1` + rlive + `),
