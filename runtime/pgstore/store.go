@@ -970,8 +970,9 @@ func (rr *readRow) ScanRow(rows pgx.Rows) error {
 }
 
 // decode decodes the row from fds and vals, its columns' descriptions and values (the columns
-// of read, or readProbe's or readLock's, as many); false, having decoded nothing, when a column is not in the
-// form decode reads: text as text, the rest in binary, each of its type in readColTypes.
+// of read, or readProbe's or readLock's, as many); false, having decoded nothing, when a column
+// is not in the form decode reads: text as text, the rest in binary, each of its type
+// (readRow.colType).
 func (rr *readRow) decode(fds []pgconn.FieldDescription, vals [][]byte) bool {
 	n := len(readColTypes) - 1
 	if rr.tailType() != 0 {
@@ -1127,11 +1128,17 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		first, claim, admitted, left, again, err = s.readLockScanned(ctx, conn, sp, charged)
 	} else {
 		// One statement, which re-reads under the lock itself (idempotency_key_taken), read as
-		// readProbe's row is (readRow: its arguments unboxed, its columns decoded without scan
-		// plans): a replay allocates here what the default claim's does.
+		// readProbe's is: directly on the connection where it can be (directread.go), else
+		// through pgx into readRow. A replay costs here what the default claim's does.
 		rr := newReadRow(d, sp.Operation, false)
 		rr.claimed = true
-		err = conn.Conn().QueryRow(ctx, s.q.readLock, rr.args[:]...).Scan(rr)
+		err = errNotDirect
+		if c, deadline, ok := s.direct(ctx, conn.Conn()); ok {
+			err = s.readDirect(ctx, c, deadline, s.q.readLock, rr)
+		}
+		if err == errNotDirect {
+			err = conn.Conn().QueryRow(ctx, s.q.readLock, rr.args[:]...).Scan(rr)
+		}
 		first, claim = rr.row(), rr.claim
 	}
 	if err != nil {
