@@ -63,7 +63,10 @@ build() {
       fi
     done
     [ -z "$copied" ] || name="$name (with this tree's request-cost harness)"
-    if ! (cd "$src" && go build -o "$tmp/benchcount-$side" ./bench/cmd/benchcount) 2>"$tmp/build-$side.log"; then
+    # A revision without ClaimWithStatement.LockAtRead builds the harness without that path
+    # (bench/internal/reqcost/lockatread_old.go).
+    if ! (cd "$src" && { go build -o "$tmp/benchcount-$side" ./bench/cmd/benchcount ||
+      { [ -n "$copied" ] && go build -tags reqcost_old -o "$tmp/benchcount-$side" ./bench/cmd/benchcount; }; }) 2>"$tmp/build-$side.log"; then
       echo "bench/ab/counts: $rev does not build this tree's request-cost harness:" >&2
       cat "$tmp/build-$side.log" >&2
       exit 1

@@ -85,9 +85,6 @@ var Scenarios = []Scenario{
 // Controls are the paths without idempotency, for comparison.
 var Controls = []Scenario{{Plain, NewKey}, {Bare, NewKey}}
 
-// Options are the scenarios of an opt-in configuration, counted by benchcount (and so by
-// bench/ab) but not guarded: the Middleware on ClaimWithStatement{LockAtRead: true}.
-var Options = []Scenario{{MiddlewareLockAtRead, Replay}, {MiddlewareLockAtRead, Mismatch}, {MiddlewareLockAtRead, NewKey}}
 
 // The request bodies: the harness's createPayment body (bench/cmd/benchdrive), and the body of a
 // mismatch.
@@ -174,11 +171,14 @@ func (r *Rig) mount(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mwl, err := baseline.MiddlewareWith(r.pool, pgstore.ClaimWithStatement{LockAtRead: true})
-	if err != nil {
+	handlers := map[Path]http.Handler{Generated: gen, Middleware: mw, Plain: baseline.Plain(r.pool), Bare: baseline.Bare()}
+	if handlers[MiddlewareLockAtRead], err = middlewareLockAtRead(r.pool); err != nil {
 		return err
 	}
-	for p, h := range map[Path]http.Handler{Generated: gen, Middleware: mw, MiddlewareLockAtRead: mwl, Plain: baseline.Plain(r.pool), Bare: baseline.Bare()} {
+	for p, h := range handlers {
+		if h == nil {
+			continue // not in this revision (lockatread_old.go)
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
