@@ -85,7 +85,6 @@ var Scenarios = []Scenario{
 // Controls are the paths without idempotency, for comparison.
 var Controls = []Scenario{{Plain, NewKey}, {Bare, NewKey}}
 
-
 // The request bodies: the harness's createPayment body (bench/cmd/benchdrive), and the body of a
 // mismatch.
 const (
