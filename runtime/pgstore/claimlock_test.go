@@ -3,11 +3,14 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/store"
 )
@@ -122,5 +125,33 @@ func TestClaimLockWaitIsBounded(t *testing.T) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55P03" {
 		t.Fatalf("waiting for an older claim: %v %v, want lock_not_available (55P03) after ConflictTimeout", ok, err)
+	}
+}
+
+// Two replicas of one service on one database, one claiming with ClaimWithStatement.LockAtRead
+// (the claim locks held by the session) and one with the default (held by the transaction),
+// receive copies of the same new keys at once: every key runs its handler once. Session and
+// transaction advisory locks of one key conflict, so the claimants' lock excludes the two kinds
+// of claim from each other as it excludes claims of one kind.
+func TestSessionAndTransactionClaimsExcludeEachOther(t *testing.T) {
+	if partitioned() {
+		t.Skip("the same on the partitioned layout, whose claims take the same locks; once is enough")
+	}
+	tx := newEnv(t, nil)
+	session := newEnvAt(t, tx.url, withStrategy(pgstore.ClaimWithStatement{LockAtRead: true}))
+	hs := []http.Handler{tx.atomicHandler(payOp()), session.atomicHandler(payOp())}
+	const keys, copies = 20, 8
+	for k := range keys {
+		key := fmt.Sprintf("k-mixed-locks-%06d", k)
+		codes := concurrently(copies, func(i int) int { return serve(hs[i%2], req("t1", key, body100)).Code })
+		for _, c := range codes {
+			if c != 201 && c != 409 {
+				t.Fatalf("key %d: %v, want 201 (run or replayed) or 409", k, codes)
+			}
+		}
+	}
+	executed := tx.obs.get(runtime.OutcomeExecuted) + session.obs.get(runtime.OutcomeExecuted)
+	if n := tx.payments("t1"); n != keys || executed != keys {
+		t.Fatalf("%d payments, %d executions for %d keys; want one each", n, executed, keys)
 	}
 }
