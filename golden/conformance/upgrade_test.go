@@ -48,6 +48,7 @@ func TestRequestAnEarlierVersionExecutedReplays(t *testing.T) {
 	}
 	var ran atomic.Int32
 	hold := make(chan struct{})
+	entered := make(chan struct{}, 1) // the held request's handler started: its key is claimed
 	var release sync.Once
 	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // before the pool's Close, which waits for the held request
 	earlier := runtime.AtomicHandler(rt, operationCreatePayment(), func(in *gen.Input) (runtime.AtomicFunc[DBTX], error) {
@@ -55,6 +56,7 @@ func TestRequestAnEarlierVersionExecutedReplays(t *testing.T) {
 		fn, err := earlierDecode(in)
 		return func(ctx context.Context, db DBTX) (runtime.Response, error) {
 			if held {
+				entered <- struct{}{}
 				<-hold
 			}
 			return fn(ctx, db)
@@ -130,9 +132,17 @@ func TestRequestAnEarlierVersionExecutedReplays(t *testing.T) {
 		t.Errorf("a refused body under a key of another operation: %d %s, want 400", w.Code, w.Body)
 	}
 
-	// While the earlier version still runs the request, its retry is in flight.
+	// While the earlier version still runs the request, its retry is in flight. The retry is
+	// sent once the earlier request's handler runs: sent before, its lookup (a claim that runs
+	// nothing) could take the key first, and the earlier request would then be the one answered
+	// 409 (seen under load).
 	running := make(chan int, 1)
 	go func() { running <- post(earlier, "k-upgrade-0004-aaaaaaaaaaaa", variant, "X-Hold", "1").Code }()
+	select {
+	case <-entered:
+	case code := <-running:
+		t.Fatalf("the earlier version's held request ended before its handler ran: %d", code)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		w := post(current, "k-upgrade-0004-aaaaaaaaaaaa", variant)
