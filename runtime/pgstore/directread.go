@@ -77,6 +77,18 @@ func (s *Store) direct(ctx context.Context, q querier) (*pgx.Conn, time.Time, bo
 	return conn, deadline, ok
 }
 
+// runRead runs sql (read, readProbe or readLock: rr's shape) into rr: directly on the
+// connection where it can (readDirect), else through pgx, which decodes the row with
+// readRow.ScanRow. pgx.ErrNoRows when it returned none.
+func (s *Store) runRead(ctx context.Context, q querier, sql string, rr *readRow) error {
+	if conn, deadline, ok := s.direct(ctx, q); ok {
+		if err := s.readDirect(ctx, conn, deadline, sql, rr); err != errNotDirect {
+			return err
+		}
+	}
+	return q.QueryRow(ctx, sql, rr.args[:rr.nargs()]...).Scan(rr)
+}
+
 // readDirect runs rr's statement sql on conn, bounded by deadline, and decodes its row into rr;
 // pgx.ErrNoRows when it returned none. errNotDirect, before anything was sent, when it cannot.
 func (s *Store) readDirect(ctx context.Context, conn *pgx.Conn, deadline time.Time, sql string, rr *readRow) error {

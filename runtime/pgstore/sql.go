@@ -199,6 +199,16 @@ const (
 // smallint is v as an SQL smallint literal.
 func smallint(v int16) string { return strconv.Itoa(int(v)) + "::smallint" }
 
+// claimAtRead is LockAtRead's claim column (statements.readLock, readLockCharged): claimNone
+// when the key has a record or a tombstone (has, an SQL boolean), else the session's claim
+// locks on lock (takeClaimLocks, bounded by wait) and the re-read under them
+// (rereadUnderLock), or claimBusy when a concurrent claim holds them.
+func claimAtRead(has, lock, wait string, e engine) string {
+	return `CASE WHEN ` + has + ` THEN ` + smallint(claimNone) + `
+		WHEN ` + takeClaimLocks(lock, true, wait) + ` THEN ` + rereadUnderLock(e) + `
+		ELSE ` + smallint(claimBusy) + ` END`
+}
+
 // rereadUnderLock is readLock's answer once the session holds the key's lock ($1 scope_id,
 // $2 key_id): claimTaken or claimLocked by idempotency_key_taken, a VOLATILE PL/pgSQL function,
 // which PostgreSQL never inlines and whose query runs under a snapshot taken when that query
@@ -380,9 +390,7 @@ FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.sc
 
 	// A remembered key (a tombstone) takes no lock: it will not be claimed.
 	q.readLock = `SELECT ` + readCols + `,
-	CASE WHEN r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL THEN ` + smallint(claimNone) + `
-		WHEN ` + takeClaimLocks("$3::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
-		ELSE ` + smallint(claimBusy) + ` END AS claim
+	` + claimAtRead("r.key_id IS NOT NULL OR tb.forget_at IS NOT NULL", "$3::bigint", wait, e) + ` AS claim
 FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.key_id = $2 AND r.scope_id = $1` + rlive + `
 ` + tombstoneOfLateral
 	if !e.keyTaken {
@@ -401,9 +409,7 @@ WHERE current_setting('idemgen.claim_lock', true) = 'true' AND r.key_id = $2 AND
 		case "probe":
 			busy = "CASE WHEN NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM tb) THEN NOT pg_try_advisory_xact_lock_shared($6::bigint) ELSE false END AS busy"
 		case "lock":
-			busy = `CASE WHEN EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb) THEN ` + smallint(claimNone) + `
-	WHEN ` + takeClaimLocks("$6::bigint", true, wait) + ` THEN ` + rereadUnderLock(e) + `
-	ELSE ` + smallint(claimBusy) + ` END AS claim`
+			busy = claimAtRead("EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM tb)", "$6::bigint", wait, e) + " AS claim"
 			counts = "p.claim IN (" + smallint(claimNone) + ", " + smallint(claimLocked) + ") AND " + untaken
 		}
 		// A remembered key (a tombstone) is neither claimed nor counted.
@@ -458,15 +464,12 @@ SELECT (SELECT fencing_token FROM ins) AS claimed, cur.*, ` + tombstoneCols + `
 FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN tb ON true`
 	}
 
-	q.lockOrStop = `SELECT CAST(CASE WHEN ` + takeClaimLocks("$1::bigint", false, wait) + ` THEN '1'
-	ELSE '` + lostClaim + `' END AS integer)`
-	q.lockOrStopChecked = `SELECT CAST(CASE WHEN ` + takeClaimLocks("$1::bigint", false, wait) + `
-	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL THEN '1'
-	ELSE '` + lostClaim + `' END AS integer)`
+	q.lockOrStop = stopUnlessClaimed(takeClaimLocks("$1::bigint", false, wait))
+	q.lockOrStopChecked = stopUnlessClaimed(takeClaimLocks("$1::bigint", false, wait) + `
+	AND set_config('client_connection_check_interval', $2, true) IS NOT NULL`)
 	q.storageBytes = sqlStorageBytes
 	if e.citus {
-		q.lockOrStop = `SELECT CAST(CASE WHEN ` + routeLock(takeClaimLocks("$1::bigint", false, wait)) + ` THEN '1'
-	ELSE '` + lostClaim + `' END AS integer)` + routedFrom("$2", "$3")
+		q.lockOrStop = stopUnlessClaimed(routeLock(takeClaimLocks("$1::bigint", false, wait))) + routedFrom("$2", "$3")
 		q.lockOrStopChecked = ""
 		q.storageBytes = sqlStorageBytesCitus
 	}
@@ -626,9 +629,13 @@ const (
 // (Store.lockWait), for this transaction only.
 const sqlPropagateSetLocal = "SELECT set_config('citus.propagate_set_commands', 'local', true)"
 
-// lostClaim is the sentence by which statements.lockOrStop fails (an integer cast of it:
-// 22P02, isStop) when a concurrent claim holds the key.
-const lostClaim = "idemgen: the key is claimed by a concurrent request; this claim stops here (409)"
+// stopUnlessClaimed is statements.lockOrStop for the SQL boolean claimed: a statement that fails
+// (an integer cast of a sentence: 22P02, isStop) unless it holds, so that the statements queued
+// behind it in the same pipeline never run for a claim that lost the key.
+func stopUnlessClaimed(claimed string) string {
+	return `SELECT CAST(CASE WHEN ` + claimed + ` THEN '1'
+	ELSE 'idemgen: the key is claimed by a concurrent request; this claim stops here (409)' END AS integer)`
+}
 
 // sqlUnlock releases the session-level claim locks ($1) that ClaimWithStatement.LockAtRead took
 // with the read (releaseClaimLocks); true when they were held.

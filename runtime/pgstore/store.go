@@ -845,13 +845,7 @@ type querier interface {
 // copying it.
 func (s *Store) read(ctx context.Context, q querier, d recordDigest, op string) (*row, error) {
 	rr := newReadRow(d, op, false)
-	err := errNotDirect
-	if conn, deadline, ok := s.direct(ctx, q); ok {
-		err = s.readDirect(ctx, conn, deadline, s.q.read, rr)
-	}
-	if err == errNotDirect {
-		err = q.QueryRow(ctx, s.q.read, rr.args[:2]...).Scan(rr)
-	}
+	err := s.runRead(ctx, q, s.q.read, rr)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -865,14 +859,7 @@ func (s *Store) read(ctx context.Context, q querier, d recordDigest, op string) 
 // concurrent claim holds it (statements.readProbe).
 func (s *Store) readProbe(ctx context.Context, q querier, d recordDigest, op string) (r *row, busy bool, err error) {
 	rr := newReadRow(d, op, true)
-	err = errNotDirect
-	if conn, deadline, ok := s.direct(ctx, q); ok {
-		err = s.readDirect(ctx, conn, deadline, s.q.readProbe, rr)
-	}
-	if err == errNotDirect {
-		err = q.QueryRow(ctx, s.q.readProbe, rr.args[:]...).Scan(rr)
-	}
-	if err != nil {
+	if err = s.runRead(ctx, q, s.q.readProbe, rr); err != nil {
 		return nil, false, fmt.Errorf("read record: %w", err)
 	}
 	return rr.row(), rr.busy, nil
@@ -1132,13 +1119,7 @@ func (s *Store) readLock(ctx context.Context, conn *pgxpool.Conn, sp *claimSpec)
 		// through pgx into readRow. A replay costs here what the default claim's does.
 		rr := newReadRow(d, sp.Operation, false)
 		rr.claimed = true
-		err = errNotDirect
-		if c, deadline, ok := s.direct(ctx, conn.Conn()); ok {
-			err = s.readDirect(ctx, c, deadline, s.q.readLock, rr)
-		}
-		if err == errNotDirect {
-			err = conn.Conn().QueryRow(ctx, s.q.readLock, rr.args[:]...).Scan(rr)
-		}
+		err = s.runRead(ctx, conn.Conn(), s.q.readLock, rr)
 		first, claim = rr.row(), rr.claim
 	}
 	if err != nil {
